@@ -1,0 +1,161 @@
+// pathlock/engine.hpp: the lock engine interface and its factory.
+//
+// A LockEngine grants locks on paths for file operations. A request names a
+// namespace (one per project or tenant), an owner, an operation from the
+// engine's matrix and one path per role of that operation. The request is
+// granted when none of its targets overlaps a held lock whose operation and
+// role the matrix says refuses it; all targets are taken at once, or none.
+//
+// Errors. A refusal is a normal result (AcquireResult::granted == false).
+// Bad input (unknown operation or role, missing or repeated role, bad path,
+// bad TTL, bad namespace or owner, a folder moved into its own subtree)
+// throws InvalidRequest and changes nothing. A backend failure (lost
+// connection, a namespace compiled from another matrix) throws BackendError.
+//
+// Thread safety: every method of every backend may be called concurrently
+// from any number of threads.
+#pragma once
+
+#include <pathlock/matrix_table.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pathlock {
+
+using Millis = std::chrono::milliseconds;
+
+inline constexpr Millis kMinTtl{1};
+inline constexpr Millis kMaxTtl{7LL * 24 * 3600 * 1000};  // one week
+inline constexpr std::size_t kMaxNamespaceBytes = 128;
+inline constexpr std::size_t kMaxOwnerBytes = 256;
+
+// Bad input: nothing was changed. what() names the offending field.
+class InvalidRequest : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+// The backend could not do its work (connection lost, timeout, a namespace
+// that belongs to another matrix, ...). The lock state is unchanged, or the
+// operation's effect is unknown when the connection broke mid-call.
+class BackendError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// One path of a request, with the role it plays in the operation.
+struct Target {
+  std::string role;  // e.g. "target", "src", "dst"
+  std::string path;  // absolute path; see pathlock/path.hpp
+};
+
+struct LockRequest {
+  std::string ns;     // namespace: 1..128 bytes of [A-Za-z0-9._:-]
+  std::string owner;  // who holds the lock: 1..256 bytes of UTF-8, no controls
+  std::string op;     // operation name from the matrix, e.g. "move_folder"
+  std::vector<Target> targets;  // exactly one per role of `op`
+  Millis ttl{30000};  // lease length, kMinTtl..kMaxTtl
+  Millis wait{0};     // how long to wait for a refused request (0: answer now)
+};
+
+// A granted lock. `token` is the secret needed to release or renew it.
+struct Grant {
+  std::string id;
+  std::string token;
+  std::uint64_t fence = 0;  // strictly increasing per namespace, per new lock
+  Millis expires_in{0};     // lease left when granted
+  std::uint32_t holds = 1;  // reentrant hold count
+};
+
+// The held lock that refused a request.
+struct Conflict {
+  std::string id;
+  std::string op;
+  std::string role;
+  std::string path;
+  std::string owner;
+  Millis expires_in{0};
+  std::string requested_role;  // which target of the request hit it
+  std::string requested_path;
+  Relation relation = Relation::same;  // held path vs requested path
+};
+
+struct AcquireResult {
+  bool granted = false;
+  Grant grant;        // valid when granted
+  Conflict conflict;  // valid when refused
+  explicit operator bool() const { return granted; }
+};
+
+// A held lock, as listed.
+struct LockInfo {
+  std::string id;
+  std::string owner;
+  std::string op;
+  std::vector<Target> targets;  // canonical paths, in the matrix's role order
+  std::uint64_t fence = 0;
+  std::uint32_t holds = 1;
+  Millis expires_in{0};
+};
+
+class LockEngine {
+ public:
+  virtual ~LockEngine() = default;
+
+  // Takes every target of `request`, or none. Returns a grant, or the held
+  // lock that refused the request. The same owner asking again for the same
+  // operation on the same targets gets the same lock back with holds + 1 and
+  // a lease extended to at least now + ttl. With request.wait > 0, a refused
+  // request waits up to that long for the conflict to go away.
+  // Throws InvalidRequest for bad input, BackendError on backend failure.
+  virtual AcquireResult acquire(const LockRequest& request) = 0;
+
+  // Drops one hold of lock `id`; the lock goes when no hold is left.
+  // Returns false if no live lock has this id and token.
+  virtual bool release(std::string_view ns, std::string_view id, std::string_view token) = 0;
+
+  // Extends the lease of lock `id` to now + ttl (the lock's own TTL when
+  // ttl is empty). Returns false if no live lock has this id and token.
+  virtual bool renew(std::string_view ns, std::string_view id, std::string_view token,
+                     std::optional<Millis> ttl = std::nullopt) = 0;
+
+  // Returns the live locks with a target at or inside `prefix`, ordered by
+  // fence. Costs O(size of that subtree), never a scan of all locks.
+  virtual std::vector<LockInfo> list(std::string_view ns, std::string_view prefix = "/") = 0;
+
+  // Administrator's release: drops lock `id` whatever its holds and token.
+  // Returns false if there was no such live lock.
+  virtual bool force_release(std::string_view ns, std::string_view id) = 0;
+
+  // The rules this engine enforces.
+  virtual const MatrixTable& matrix() const = 0;
+};
+
+enum class Backend { memory, redis };
+
+struct EngineOptions {
+  Backend backend = Backend::memory;
+  const MatrixTable* matrix = nullptr;  // nullptr: default_matrix()
+  // Redis backend only.
+  std::string redis_url = "redis://127.0.0.1:6379";
+  Millis connect_timeout{2000};
+  Millis command_timeout{2000};
+  std::size_t pool_size = 4;
+};
+
+// Creates an engine. Throws InvalidRequest for bad options and BackendError
+// if the backend cannot start (for Redis: cannot connect, or the server's
+// eviction policy could drop lock data).
+std::unique_ptr<LockEngine> make_engine(const EngineOptions& options = {});
+
+// Parses "memory" or "redis". Throws InvalidRequest for anything else.
+Backend parse_backend(std::string_view name);
+
+}  // namespace pathlock

@@ -1,0 +1,113 @@
+#include "core/request.hpp"
+
+#include <pathlock/path.hpp>
+
+#include <fmt/format.h>
+
+#include <array>
+#include <random>
+
+namespace pathlock::core {
+
+void check_namespace(std::string_view ns) {
+  if (ns.empty()) throw InvalidRequest("namespace is empty");
+  if (ns.size() > kMaxNamespaceBytes)
+    throw InvalidRequest(fmt::format("namespace is {} bytes; the limit is {}", ns.size(), kMaxNamespaceBytes));
+  for (const char c : ns) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == ':' || c == '-';
+    if (!ok) throw InvalidRequest(fmt::format("namespace '{}' has a character outside [A-Za-z0-9._:-]", ns));
+  }
+}
+
+void check_owner(std::string_view owner) {
+  if (owner.empty()) throw InvalidRequest("owner is empty");
+  if (owner.size() > kMaxOwnerBytes)
+    throw InvalidRequest(fmt::format("owner is {} bytes; the limit is {}", owner.size(), kMaxOwnerBytes));
+  if (const auto problem = text_problem(owner)) throw InvalidRequest(fmt::format("owner has {}", *problem));
+}
+
+void check_ttl(Millis ttl, std::string_view what) {
+  if (ttl < kMinTtl || ttl > kMaxTtl)
+    throw InvalidRequest(fmt::format("{} {} ms is outside {}..{} ms", what, ttl.count(), kMinTtl.count(), kMaxTtl.count()));
+}
+
+std::string resolve_prefix(std::string_view prefix) {
+  try {
+    return normalize_path(prefix);
+  } catch (const PathError& e) {
+    throw InvalidRequest(fmt::format("prefix: {}", e.what()));
+  }
+}
+
+ResolvedRequest resolve_request(const MatrixTable& matrix, const LockRequest& request) {
+  check_namespace(request.ns);
+  check_owner(request.owner);
+  check_ttl(request.ttl);
+  if (request.wait < Millis{0} || request.wait > kMaxTtl)
+    throw InvalidRequest(fmt::format("wait {} ms is outside 0..{} ms", request.wait.count(), kMaxTtl.count()));
+
+  ResolvedRequest out;
+  out.op = matrix.op_index(request.op);
+  if (out.op < 0) throw InvalidRequest(fmt::format("unknown operation '{}'", request.op));
+  const OpInfo& op = matrix.ops[static_cast<std::size_t>(out.op)];
+  if (request.targets.size() != op.role_count) {
+    std::string roles;
+    for (std::size_t r = 0; r < op.role_count; ++r) roles += fmt::format("{}{}", r ? ", " : "", op.roles[r]);
+    throw InvalidRequest(fmt::format("operation '{}' takes {} target(s) ({}), got {}", op.name, op.role_count, roles,
+                                     request.targets.size()));
+  }
+
+  out.targets.resize(op.role_count);
+  std::array<bool, kMaxRolesPerOp> seen{};
+  for (const Target& t : request.targets) {
+    const int code = matrix.code_of(out.op, t.role);
+    if (code < 0) throw InvalidRequest(fmt::format("operation '{}' has no role '{}'", op.name, t.role));
+    const auto r = static_cast<std::size_t>(code - op.first_code);
+    if (seen[r]) throw InvalidRequest(fmt::format("role '{}' given twice", t.role));
+    seen[r] = true;
+    try {
+      out.targets[r] = ResolvedTarget{code, normalize_path(t.path)};
+    } catch (const PathError& e) {
+      throw InvalidRequest(fmt::format("{} path: {}", t.role, e.what()));
+    }
+  }
+
+  for (std::size_t k = 0; k < op.not_inside_count; ++k) {
+    const auto inner = op.not_inside[k][0], outer = op.not_inside[k][1];
+    if (path_within(out.targets[inner].path, out.targets[outer].path))
+      throw InvalidRequest(fmt::format("{}: {} '{}' is {} {} '{}'", op.name, op.roles[inner], out.targets[inner].path,
+                                       out.targets[inner].path == out.targets[outer].path ? "the same as" : "inside",
+                                       op.roles[outer], out.targets[outer].path));
+  }
+
+  // Length-prefixed fields cannot collide whatever bytes they hold.
+  out.reentry_key = fmt::format("{}:{}|{}", request.owner.size(), request.owner, op.name);
+  for (const ResolvedTarget& t : out.targets) out.reentry_key += fmt::format("|{}:{}", t.path.size(), t.path);
+  return out;
+}
+
+std::string random_hex(std::size_t bytes) {
+  // A per-thread generator seeded from the OS; ids and tokens guard against
+  // mistakes (releasing someone else's lock), not against an attacker who
+  // can already reach the lock store.
+  thread_local std::mt19937_64 gen = [] {
+    std::random_device rd;
+    std::seed_seq seq{rd(), rd(), rd(), rd(), rd(), rd(), rd(), rd()};
+    return std::mt19937_64(seq);
+  }();
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes * 2);
+  std::uint64_t word = 0;
+  for (std::size_t i = 0; i < bytes; ++i) {
+    if (i % 8 == 0) word = gen();
+    const auto b = static_cast<unsigned>(word & 0xFF);
+    word >>= 8;
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out;
+}
+
+}  // namespace pathlock::core

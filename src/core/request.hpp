@@ -1,0 +1,37 @@
+// Validation shared by every backend: turns a LockRequest into resolved codes
+// and canonical paths, or throws InvalidRequest. Private to the library.
+#pragma once
+
+#include <pathlock/engine.hpp>
+
+#include <string>
+#include <vector>
+
+namespace pathlock::core {
+
+struct ResolvedTarget {
+  int code = 0;      // (operation, role) code in the matrix
+  std::string path;  // canonical
+};
+
+struct ResolvedRequest {
+  int op = 0;
+  std::vector<ResolvedTarget> targets;  // in the matrix's role order
+  // Identity for reentrancy: owner, operation and every (role, path).
+  std::string reentry_key;
+};
+
+// Validates `request` against `matrix`. Throws InvalidRequest.
+ResolvedRequest resolve_request(const MatrixTable& matrix, const LockRequest& request);
+
+// Each throws InvalidRequest naming the field.
+void check_namespace(std::string_view ns);
+void check_owner(std::string_view owner);
+void check_ttl(Millis ttl, std::string_view what = "ttl");
+// Canonical prefix for list(); throws InvalidRequest for a bad path.
+std::string resolve_prefix(std::string_view prefix);
+
+// A fresh random identifier of `bytes` random bytes, hex encoded.
+std::string random_hex(std::size_t bytes);
+
+}  // namespace pathlock::core

@@ -1,0 +1,104 @@
+// The matrix as the generator and the CLI see it: parsed from JSON,
+// validated, and resolved into one verdict per (held code, requested code,
+// relation). Engines never use this; they use the compiled MatrixTable.
+//
+// Format: matrix/README.md. Private to pathlock's tools.
+#pragma once
+
+#include <pathlock/matrix_table.hpp>
+
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace pathlock::matrix {
+
+// A matrix file that cannot be compiled. what() reads
+// "FILE: operation 'X', cell 'Y', role 'r': what is wrong".
+class MatrixError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class Verdict { allow, deny, unrelated };
+
+std::string_view verdict_name(Verdict v);
+std::string_view verdict_mark(Verdict v);  // √ × /
+
+struct RoleDef {
+  std::string name;
+  std::vector<std::string> symbols;  // letters used by the grid, e.g. "A"
+};
+
+struct OpDef {
+  std::string name;
+  std::string label;
+  std::string example;
+  std::vector<RoleDef> roles;
+  std::vector<std::pair<int, int>> not_inside;  // (inner role, outer role)
+};
+
+// The rule for one held role in one cell.
+struct Rule {
+  std::optional<Verdict> verdict;
+  std::string decision;  // non-empty: a shipped decision where the grid is silent
+  std::map<int, Rule> by_requested_role;  // requested role index -> rule
+  std::map<Relation, Verdict> by_relation;
+  bool refined() const { return !by_requested_role.empty() || !by_relation.empty(); }
+};
+
+struct Cell {
+  bool bare = false;              // one verdict for all held roles
+  std::vector<Rule> held_roles;   // one rule per held role (also when bare)
+};
+
+struct Code {
+  int op = 0;
+  int role = 0;
+};
+
+struct Matrix {
+  std::string source;  // file name, for messages
+  std::string name;
+  std::string version;
+  std::string description;
+  std::vector<OpDef> ops;
+  std::vector<std::vector<Cell>> grid;  // [held op][requested op]
+  std::vector<Code> codes;              // code -> (op, role)
+
+  int op_index(std::string_view name) const;
+  int code_of(int op, int role) const;
+  std::string code_name(int code) const;  // "move_file.src"
+
+  // The verdict for a request of code `requested` against a lock holding
+  // code `held`, when the held path relates to the requested one as `rel`.
+  Verdict verdict(int held, int requested, Relation rel) const;
+  // The rule that decided it (for explain and rendering).
+  const Rule& rule(int held, int requested) const;
+  // Hex digest of the rules: operations, roles, constraints, deny verdicts.
+  std::string fingerprint() const;
+};
+
+// Parses and validates matrix JSON. `source` names the file in messages.
+// Throws MatrixError.
+Matrix parse_matrix(const std::string& json_text, const std::string& source);
+// Reads and parses a file. Throws MatrixError.
+Matrix load_matrix(const std::string& path);
+
+// An asymmetric pair: whether the request is refused changes when the two
+// codes swap places (held <-> requested), for the listed relations (seen
+// from the first code held).
+struct Asymmetry {
+  int first = 0;   // code held first
+  int second = 0;  // code requested second
+  std::vector<Relation> relations;
+  Verdict forward = Verdict::allow;   // first held, second requested
+  Verdict backward = Verdict::allow;  // second held, first requested
+};
+std::vector<Asymmetry> asymmetric_pairs(const Matrix& m);
+
+Relation mirror(Relation rel);
+
+}  // namespace pathlock::matrix

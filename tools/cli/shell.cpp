@@ -1,0 +1,182 @@
+#include "shell.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <charconv>
+#include <istream>
+#include <ostream>
+
+namespace pathlock::cli {
+namespace {
+
+using json = nlohmann::json;
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+json error(const std::string& what) { return json{{"error", what}}; }
+
+Millis parse_ms(const std::string& word, std::size_t skip) {
+  long long v = 0;
+  const char* begin = word.data() + skip;
+  const char* end = word.data() + word.size();
+  const auto [ptr, ec] = std::from_chars(begin, end, v);
+  if (ec != std::errc() || ptr != end || begin == end)
+    throw InvalidRequest(fmt::format("'{}' needs a whole number of milliseconds", word));
+  return Millis{v};
+}
+
+json conflict_json(const Conflict& c) {
+  return json{{"id", c.id},
+              {"op", c.op},
+              {"role", c.role},
+              {"path", c.path},
+              {"owner", c.owner},
+              {"expires_in_ms", c.expires_in.count()},
+              {"requested_role", c.requested_role},
+              {"requested_path", c.requested_path},
+              {"relation", relation_name(c.relation)}};
+}
+
+json lock_json(const LockInfo& l) {
+  json targets = json::object();
+  for (const Target& t : l.targets) targets[t.role] = t.path;
+  return json{{"id", l.id},       {"owner", l.owner}, {"op", l.op},
+              {"targets", targets}, {"fence", l.fence}, {"holds", l.holds},
+              {"expires_in_ms", l.expires_in.count()}};
+}
+
+json run(LockEngine& engine, const std::string& ns, const std::vector<std::string>& w, const std::vector<bool>& quoted) {
+  const std::string& cmd = w[0];
+  auto arity = [&](std::size_t lo, std::size_t hi, const char* usage) {
+    if (w.size() < lo || w.size() > hi) throw InvalidRequest(fmt::format("usage: {}", usage));
+  };
+  if (cmd == "acquire") {
+    LockRequest req;
+    req.ns = ns;
+    std::vector<std::string> positional;
+    for (std::size_t i = 1; i < w.size(); ++i) {
+      if (!quoted[i] && w[i].rfind("ttl=", 0) == 0) req.ttl = parse_ms(w[i], 4);
+      else if (!quoted[i] && w[i].rfind("wait=", 0) == 0) req.wait = parse_ms(w[i], 5);
+      else positional.push_back(w[i]);
+    }
+    if (positional.size() < 3 || positional.size() > 4)
+      throw InvalidRequest("usage: acquire OWNER OP PATH [DST_PATH] [ttl=MS] [wait=MS]");
+    req.owner = positional[0];
+    req.op = positional[1];
+    const int op = engine.matrix().op_index(req.op);
+    if (op < 0) throw InvalidRequest(fmt::format("unknown operation '{}'", req.op));
+    const OpInfo& info = engine.matrix().ops[static_cast<std::size_t>(op)];
+    if (positional.size() - 2 != info.role_count)
+      throw InvalidRequest(fmt::format("operation '{}' takes {} path(s), got {}", req.op, info.role_count,
+                                       positional.size() - 2));
+    for (std::size_t r = 0; r < info.role_count; ++r)
+      req.targets.push_back(Target{std::string(info.roles[r]), positional[2 + r]});
+    const AcquireResult res = engine.acquire(req);
+    if (!res.granted) return json{{"granted", false}, {"conflict", conflict_json(res.conflict)}};
+    return json{{"granted", true},
+                {"id", res.grant.id},
+                {"token", res.grant.token},
+                {"fence", res.grant.fence},
+                {"holds", res.grant.holds},
+                {"expires_in_ms", res.grant.expires_in.count()}};
+  }
+  if (cmd == "release") {
+    arity(3, 3, "release ID TOKEN");
+    return json{{"released", engine.release(ns, w[1], w[2])}};
+  }
+  if (cmd == "renew") {
+    arity(3, 4, "renew ID TOKEN [ttl=MS]");
+    std::optional<Millis> ttl;
+    if (w.size() == 4) {
+      if (quoted[3] || w[3].rfind("ttl=", 0) != 0) throw InvalidRequest("usage: renew ID TOKEN [ttl=MS]");
+      ttl = parse_ms(w[3], 4);
+    }
+    return json{{"renewed", engine.renew(ns, w[1], w[2], ttl)}};
+  }
+  if (cmd == "locks") {
+    arity(1, 2, "locks [PREFIX]");
+    json locks = json::array();
+    for (const LockInfo& l : engine.list(ns, w.size() == 2 ? w[1] : "/")) locks.push_back(lock_json(l));
+    return json{{"locks", locks}};
+  }
+  if (cmd == "force-release") {
+    arity(2, 2, "force-release ID");
+    return json{{"released", engine.force_release(ns, w[1])}};
+  }
+  throw InvalidRequest(fmt::format("unknown command '{}' (acquire, release, renew, locks, force-release)", cmd));
+}
+
+}  // namespace
+
+std::optional<std::vector<std::string>> split_words(const std::string& line, std::vector<bool>& quoted,
+                                                    std::string& error) {
+  std::vector<std::string> words;
+  quoted.clear();
+  std::size_t i = 0;
+  while (true) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+    if (i == line.size()) break;
+    std::string word;
+    if (line[i] == '"') {
+      ++i;
+      bool closed = false;
+      while (i < line.size()) {
+        const char c = line[i++];
+        if (c == '"') {
+          closed = true;
+          break;
+        }
+        if (c == '\\') {
+          if (i == line.size() || (line[i] != '"' && line[i] != '\\')) {
+            error = "in a quoted word, a backslash must be followed by \" or \\";
+            return std::nullopt;
+          }
+          word += line[i++];
+        } else {
+          word += c;
+        }
+      }
+      if (!closed) {
+        error = "unterminated quote";
+        return std::nullopt;
+      }
+      if (i < line.size() && line[i] != ' ' && line[i] != '\t' && line[i] != '\r') {
+        error = "a closing quote must end the word";
+        return std::nullopt;
+      }
+      quoted.push_back(true);
+    } else {
+      while (i < line.size() && line[i] != ' ' && line[i] != '\t' && line[i] != '\r') word += line[i++];
+      quoted.push_back(false);
+    }
+    words.push_back(std::move(word));
+  }
+  return words;
+}
+
+std::string answer_line(LockEngine& engine, const std::string& ns, const std::string& line) {
+  const std::size_t first = line.find_first_not_of(" \t\r");
+  if (first == std::string::npos || line[first] == '#') return "";
+  std::vector<bool> quoted;
+  std::string err;
+  const auto words = split_words(line, quoted, err);
+  if (!words) return dump(error(err));
+  try {
+    return dump(run(engine, ns, *words, quoted));
+  } catch (const std::exception& e) {
+    return dump(error(e.what()));
+  }
+}
+
+void run_shell(LockEngine& engine, const std::string& ns, std::istream& in, std::ostream& out) {
+  std::string line;
+  while (std::getline(in, line)) {
+    const std::string answer = answer_line(engine, ns, line);
+    if (answer.empty()) continue;
+    out << answer << '\n';
+    out.flush();
+  }
+}
+
+}  // namespace pathlock::cli

@@ -1,0 +1,100 @@
+// pathlock-matrixc: compiles a matrix JSON file into a C++ header, Lua
+// scripts, matrix-derived test cases and renderings for product owners.
+// Run by CMake through pathlock_compile_matrix(); see tools/cmake.
+//
+// Every output is written only when its content changed, so editing the
+// JSON rebuilds exactly what depends on the changed outputs.
+#include "matrix/emit.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace fs = std::filesystem;
+using namespace pathlock::matrix;
+
+namespace {
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw MatrixError(fmt::format("{}: cannot open", p.string()));
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_if_changed(const fs::path& p, const std::string& content) {
+  std::error_code ec;
+  if (fs::exists(p, ec)) {
+    std::ifstream in(p, std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    if (s.str() == content) return;
+  }
+  fs::create_directories(p.parent_path());
+  const fs::path tmp = p.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << content;
+    if (!out) throw MatrixError(fmt::format("{}: cannot write", tmp.string()));
+  }
+  fs::rename(tmp, p);
+}
+
+int usage() {
+  std::cerr << "usage: pathlock-matrixc --json FILE --out DIR --namespace CXX_NS --header NAME.hpp\n"
+               "                        [--source-name NAME] [--lua-dir DIR] [--stamp FILE]\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string json, source_name, out, cxx_ns, header, lua_dir, stamp;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (i + 1 >= argc) return usage();
+    const std::string v = argv[++i];
+    if (a == "--json") json = v;
+    else if (a == "--source-name") source_name = v;
+    else if (a == "--out") out = v;
+    else if (a == "--namespace") cxx_ns = v;
+    else if (a == "--header") header = v;
+    else if (a == "--lua-dir") lua_dir = v;
+    else if (a == "--stamp") stamp = v;
+    else return usage();
+  }
+  if (json.empty() || out.empty() || cxx_ns.empty() || header.empty()) return usage();
+  try {
+    const Matrix m = parse_matrix(read_file(json), source_name.empty() ? json : source_name);
+    std::vector<LuaTemplate> lua;
+    if (!lua_dir.empty()) {
+      std::vector<fs::path> files;
+      for (const auto& entry : fs::directory_iterator(lua_dir))
+        if (entry.path().extension() == ".lua") files.push_back(entry.path());
+      std::sort(files.begin(), files.end());
+      for (const fs::path& f : files) lua.push_back(LuaTemplate{f.stem().string(), read_file(f)});
+    }
+    const fs::path dir(out);
+    write_if_changed(dir / "include" / header, emit_header(m, cxx_ns, lua));
+    for (const LuaTemplate& t : lua) write_if_changed(dir / "lua" / (t.name + ".lua"), emit_lua(m, t));
+    write_if_changed(dir / "matrix_cases.inc", emit_cases(m));
+    write_if_changed(dir / (m.name + ".md"), emit_markdown(m));
+    write_if_changed(dir / (m.name + ".html"), emit_html(m));
+    if (!stamp.empty()) {
+      std::ofstream s(stamp, std::ios::trunc);
+      s << m.fingerprint() << "\n";
+    }
+  } catch (const MatrixError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << json << ": " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
