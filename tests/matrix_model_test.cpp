@@ -1,0 +1,131 @@
+// The matrix compiler: validation messages and the refinements of the format.
+#include "matrix/emit.hpp"
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <fstream>
+
+using namespace pathlock;
+using namespace pathlock::matrix;
+
+namespace {
+
+// A valid two-operation matrix; tests break one piece of it at a time.
+std::string small(const std::string& read_row = R"("read": "allow", "write": "deny")",
+                  const std::string& extra_top = "") {
+  return fmt::format(R"({{ "name": "small", "version": "1", {}
+    "operations": [ {{ "op": "read", "roles": [ {{ "role": "target" }} ] }},
+                    {{ "op": "write", "roles": [ {{ "role": "src" }}, {{ "role": "dst" }} ] }} ],
+    "grid": {{ "read": {{ {} }},
+              "write": {{ "read": {{ "src": "deny", "dst": "allow" }}, "write": "deny" }} }} }})",
+                     extra_top, read_row);
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    (void)parse_matrix(text, "m.json");
+  } catch (const MatrixError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("a valid matrix parses", "[matrix]") {
+  const Matrix m = parse_matrix(small(), "m.json");
+  CHECK(m.ops.size() == 2);
+  CHECK(m.codes.size() == 3);
+  CHECK(m.verdict(m.code_of(1, 0), m.code_of(0, 0), Relation::same) == Verdict::deny);
+  CHECK(m.verdict(m.code_of(1, 1), m.code_of(0, 0), Relation::held_ancestor) == Verdict::allow);
+}
+
+TEST_CASE("validation names file, operation, cell and problem", "[matrix]") {
+  CHECK(error_of(small(R"("read": "allow")")) ==
+        "m.json: operation 'read', cell 'write': missing cell (every cell must be given; no default)");
+  CHECK(error_of(small(R"("read": "allow", "write": "maybe")")) ==
+        "m.json: operation 'read', cell 'write': unknown verdict \"maybe\" (use \"allow\", \"deny\" or \"unrelated\")");
+  CHECK(error_of(small(R"("read": "allow", "write": "deny", "copy": "deny")")) ==
+        "m.json: operation 'read': cell 'copy' is not an operation");
+  CHECK(error_of(small(R"("read": "allow", "write": { "nope": "deny" })")) ==
+        "m.json: operation 'read', cell 'write': held operation 'read' has no role 'nope'");
+  CHECK(error_of(small(R"("read": "allow", "write": { "target": { "requested_role": { "x": "deny" } } })")) ==
+        "m.json: operation 'read', cell 'write', role 'target': requested operation 'write' has no role 'x'");
+  CHECK(error_of(small(R"("read": "allow", "write": { "target": { "relation": { "same": "deny" } } })")) ==
+        "m.json: operation 'read', cell 'write', role 'target': no verdict for requested role 'src' with relation "
+        "'held_ancestor' (add \"verdict\")");
+  CHECK(error_of(small(R"("read": "allow", "write": 3)")) ==
+        "m.json: operation 'read', cell 'write': a cell is a verdict string or an object of held role -> rule, got 3");
+  CHECK(error_of(small(R"("read": "allow", "write": { "target": { "verdict": "deny", "decision": "" } })")) ==
+        "m.json: operation 'read', cell 'write', role 'target': \"decision\" must say why (it is empty)");
+  CHECK(error_of(small(R"("read": "allow", "write": { "target": { "verdict": "deny", "relation": { "near": "deny" } } })")) ==
+        "m.json: operation 'read', cell 'write', role 'target': unknown relation \"near\" (use \"same\", "
+        "\"held_ancestor\", \"held_descendant\")");
+}
+
+TEST_CASE("duplicate keys are refused with their location", "[matrix]") {
+  CHECK(error_of(small(R"("read": "allow", "write": "deny", "read": "deny")")) ==
+        "m.json: duplicate key \"read\" in grid.read");
+  CHECK(error_of(small(R"("read": "allow", "write": "deny")", R"("name": "again",)")) ==
+        "m.json: duplicate key \"name\"");
+}
+
+TEST_CASE("structural errors", "[matrix]") {
+  CHECK(error_of("{") .find("m.json: not valid JSON") == 0);
+  CHECK(error_of("[]") == "m.json: the document must be a JSON object");
+  CHECK(error_of(R"({"name":"x","version":"1","operations":[],"grid":{}})") ==
+        "m.json: \"operations\" must be a non-empty array");
+  CHECK(error_of(R"({"name":"x","version":"1","operations":[{"op":"a","roles":[{"role":"t"},{"role":"t"}]}],"grid":{}})") ==
+        "m.json: operation 'a', role 't': role defined twice");
+  CHECK(error_of(R"({"name":"x","version":"1","operations":[{"op":"a","roles":[{"role":"t"}]}],"grid":{}})") ==
+        "m.json: operation 'a': no grid row (every operation needs a row)");
+  CHECK(error_of(R"({"name":"x","version":"1","colour":"red","operations":[],"grid":{}})").find("unknown key \"colour\"") !=
+        std::string::npos);
+}
+
+TEST_CASE("the generator fails the build with the message", "[matrix]") {
+  const std::string bad = "matrixc_bad.json";
+  std::ofstream(bad) << small(R"("read": "allow")");
+  const std::string cmd = fmt::format("{} --json {} --out matrixc_out --namespace x --header x.hpp 2> matrixc_err.txt",
+                                      PATHLOCK_MATRIXC, bad);
+  CHECK(std::system(cmd.c_str()) != 0);
+  std::ifstream err("matrixc_err.txt");
+  std::string line;
+  std::getline(err, line);
+  CHECK(line == "error: matrixc_bad.json: operation 'read', cell 'write': missing cell (every cell must be given; no default)");
+}
+
+TEST_CASE("refinements by requested role and relation resolve", "[matrix]") {
+  const Matrix m = load_matrix(PATHLOCK_SOURCE_DIR "/tests/data/refined.json");
+  const int write = m.code_of(0, 0), src = m.code_of(1, 0), dst = m.code_of(1, 1), scan = m.code_of(2, 0);
+  CHECK(m.verdict(write, write, Relation::same) == Verdict::deny);
+  CHECK(m.verdict(write, write, Relation::held_ancestor) == Verdict::allow);
+  CHECK(m.verdict(write, src, Relation::held_descendant) == Verdict::deny);
+  CHECK(m.verdict(write, dst, Relation::same) == Verdict::deny);
+  CHECK(m.verdict(write, dst, Relation::held_ancestor) == Verdict::allow);
+  CHECK(m.verdict(dst, write, Relation::held_descendant) == Verdict::deny);
+  CHECK(m.verdict(dst, write, Relation::held_ancestor) == Verdict::allow);
+  CHECK(m.verdict(scan, write, Relation::held_descendant) == Verdict::allow);
+  CHECK(m.verdict(scan, write, Relation::held_ancestor) == Verdict::deny);
+  CHECK(m.verdict(write, scan, Relation::same) == Verdict::unrelated);
+}
+
+TEST_CASE("the fingerprint follows the rules, not the labels", "[matrix]") {
+  const Matrix a = parse_matrix(small(), "a.json");
+  std::string relabelled = small();
+  relabelled.replace(relabelled.find("\"version\": \"1\""), 14, "\"version\": \"2\"");
+  CHECK(parse_matrix(relabelled, "b.json").fingerprint() == a.fingerprint());
+  const Matrix c = parse_matrix(small(R"("read": "deny", "write": "deny")"), "c.json");
+  CHECK(c.fingerprint() != a.fingerprint());
+}
+
+TEST_CASE("the shipped matrix lints clean and lists its asymmetric pairs", "[matrix]") {
+  const Matrix m = load_matrix(PATHLOCK_SOURCE_DIR "/matrix/cloud-drive.json");
+  const std::string report = lint_report(m);
+  CHECK(report.find("is valid") != std::string::npos);
+  // MATRIX.md's own example of an asymmetric pair.
+  CHECK(report.find("rename_folder.target held, rename_file.target requested: deny; the other way round: allow") !=
+        std::string::npos);
+}

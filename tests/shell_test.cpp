@@ -1,0 +1,182 @@
+// `pathlock shell` as a real process: one JSON object per line, flushed.
+#include "shell.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+using json = nlohmann::json;
+
+namespace {
+
+// A child process running `pathlock shell ARGS`, spoken to through pipes.
+class ShellProcess {
+ public:
+  explicit ShellProcess(std::vector<std::string> args) {
+    int in[2], out[2];
+    REQUIRE(pipe(in) == 0);
+    REQUIRE(pipe(out) == 0);
+    pid_ = fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      dup2(in[0], 0);
+      dup2(out[1], 1);
+      close(in[1]);
+      close(out[0]);
+      std::vector<char*> argv{const_cast<char*>(PATHLOCK_CLI), const_cast<char*>("shell")};
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(PATHLOCK_CLI, argv.data());
+      _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    to_ = in[1];
+    from_ = out[0];
+  }
+  ~ShellProcess() {
+    if (to_ >= 0) close(to_);
+    close(from_);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+  }
+  void send(const std::string& line) {
+    const std::string data = line + "\n";
+    REQUIRE(write(to_, data.data(), data.size()) == static_cast<ssize_t>(data.size()));
+  }
+  // Reads one line, waiting at most 5 s; "" on timeout or end of output.
+  std::string line() {
+    while (true) {
+      const auto nl = buffer_.find('\n');
+      if (nl != std::string::npos) {
+        std::string l = buffer_.substr(0, nl);
+        buffer_.erase(0, nl + 1);
+        return l;
+      }
+      pollfd p{from_, POLLIN, 0};
+      if (poll(&p, 1, 5000) <= 0) return "";
+      char chunk[4096];
+      const ssize_t n = read(from_, chunk, sizeof chunk);
+      if (n <= 0) return "";
+      buffer_.append(chunk, static_cast<std::size_t>(n));
+    }
+  }
+  json ask(const std::string& command) {
+    send(command);
+    const std::string l = line();
+    INFO("command: " << command << "\nanswer: " << l);
+    REQUIRE_FALSE(l.empty());
+    return json::parse(l);
+  }
+  // Closes stdin and returns everything the shell printed after that.
+  std::string finish() {
+    close(to_);
+    to_ = -1;
+    std::string rest, l;
+    while (!(l = line()).empty()) rest += l + "\n";
+    return rest;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int to_ = -1, from_ = -1;
+  std::string buffer_;
+};
+
+}  // namespace
+
+TEST_CASE("shell answers each line as it arrives", "[shell]") {
+  ShellProcess sh({"--backend", "memory", "--namespace", "shell-test"});
+  const json held = sh.ask("acquire carol upload /p/A/C/D");
+  REQUIRE(held["granted"] == true);
+  CHECK(held["fence"] == 1);
+  CHECK(held["holds"] == 1);
+  CHECK(held["id"].get<std::string>().size() > 8);
+  const json refused = sh.ask("acquire alice move_folder /p/A/C /p/B ttl=5000");
+  CHECK(refused["granted"] == false);
+  CHECK(refused["conflict"]["id"] == held["id"]);
+  CHECK(refused["conflict"]["op"] == "upload");
+  CHECK(refused["conflict"]["role"] == "target");
+  CHECK(refused["conflict"]["path"] == "/p/A/C/D");
+  CHECK(refused["conflict"]["owner"] == "carol");
+  CHECK(refused["conflict"]["expires_in_ms"].get<long long>() > 0);
+  const json locks = sh.ask("locks /p/A");
+  REQUIRE(locks["locks"].size() == 1);
+  CHECK(locks["locks"][0]["targets"]["target"] == "/p/A/C/D");
+  const std::string id = held["id"], token = held["token"];
+  CHECK(sh.ask("renew " + id + " " + token + " ttl=60000")["renewed"] == true);
+  CHECK(sh.ask("renew " + id + " wrong")["renewed"] == false);
+  CHECK(sh.ask("release " + id + " wrong")["released"] == false);
+  CHECK(sh.ask("release " + id + " " + token)["released"] == true);
+  CHECK(sh.ask("locks")["locks"].empty());
+  CHECK(sh.ask("acquire alice move_folder /p/A/C /p/B")["granted"] == true);
+  CHECK(sh.finish().empty());
+}
+
+TEST_CASE("shell: blank and comment lines produce nothing; errors carry on", "[shell]") {
+  ShellProcess sh({});
+  sh.send("");
+  sh.send("   ");
+  sh.send("# a comment with a \"quote");
+  sh.send("  # indented comment");
+  CHECK(sh.ask("frobnicate")["error"].get<std::string>().find("unknown command 'frobnicate'") != std::string::npos);
+  CHECK(sh.ask("acquire a explode /p")["error"] == "unknown operation 'explode'");
+  CHECK(sh.ask("acquire a move_folder /p/A")["error"] == "operation 'move_folder' takes 2 path(s), got 1");
+  CHECK(sh.ask("acquire a upload /p ttl=abc")["error"] == "'ttl=abc' needs a whole number of milliseconds");
+  CHECK(sh.ask("acquire a upload /p ttl=0")["error"].get<std::string>().find("ttl 0 ms is outside") == 0);
+  CHECK(sh.ask("acquire a upload relative")["error"].get<std::string>().find("not absolute") != std::string::npos);
+  CHECK(sh.ask("acquire a upload \"/p/unterminated")["error"] == "unterminated quote");
+  CHECK(sh.ask("release onlyone")["error"] == "usage: release ID TOKEN");
+  CHECK(sh.ask("acquire a upload /p/A")["granted"] == true);
+  CHECK(sh.finish().empty());
+}
+
+TEST_CASE("shell: quoting, unicode and metacharacters", "[shell]") {
+  ShellProcess sh({"--namespace", "names"});
+  const json spaced = sh.ask(R"(acquire "bob smith" delete_folder "/p/My Documents/a \"b\" \\c")");
+  REQUIRE(spaced["granted"] == true);
+  const json listed = sh.ask(R"(locks "/p/My Documents")");
+  REQUIRE(listed["locks"].size() == 1);
+  CHECK(listed["locks"][0]["targets"]["target"] == "/p/My Documents/a \"b\" \\c");
+  CHECK(listed["locks"][0]["owner"] == "bob smith");
+  const json meta = sh.ask("acquire a delete_folder /p/-.%()[]*+?^$");
+  REQUIRE(meta["granted"] == true);
+  CHECK(sh.ask("acquire b upload /p/-.%()[]*+?^$/x")["granted"] == false);
+  CHECK(sh.ask("acquire b upload /p/-.%()[]*+?^")["granted"] == true);
+  CHECK(sh.ask("acquire b upload /p/x-.%()[]*+?^$")["granted"] == true);
+  const json uni = sh.ask("acquire 李雷 delete_folder /项目/文件夹");
+  REQUIRE(uni["granted"] == true);
+  const json blocked = sh.ask("acquire 韩梅梅 upload /项目/文件夹/子");
+  CHECK(blocked["granted"] == false);
+  CHECK(blocked["conflict"]["owner"] == "李雷");
+  CHECK(blocked["conflict"]["path"] == "/项目/文件夹");
+  CHECK(sh.ask("acquire 韩梅梅 upload /项目/文件")["granted"] == true);
+  // A quoted word is never an option: "ttl=5" is a (relative, so bad) path.
+  CHECK(sh.ask("acquire x upload \"ttl=5\"")["error"] == "target path: path 'ttl=5' is not absolute (must start with '/')");
+  const json bad_utf8 = sh.ask("acquire x upload /p/\xff");
+  CHECK(bad_utf8["error"].get<std::string>().find("invalid UTF-8") != std::string::npos);
+}
+
+TEST_CASE("shell: an unknown backend or option is refused at start", "[shell]") {
+  CHECK(std::system(PATHLOCK_CLI " shell --backend nosuch < /dev/null 2> /dev/null") != 0);
+  CHECK(std::system(PATHLOCK_CLI " shell --colour red < /dev/null 2> /dev/null") != 0);
+}
+
+TEST_CASE("split_words follows the quoting rule", "[shell]") {
+  std::vector<bool> quoted;
+  std::string error;
+  const auto w = pathlock::cli::split_words(R"(a  "b c" "d\"e" "f\\g" "")", quoted, error);
+  REQUIRE(w);
+  CHECK(*w == std::vector<std::string>{"a", "b c", "d\"e", "f\\g", ""});
+  CHECK(quoted == std::vector<bool>{false, true, true, true, true});
+  CHECK_FALSE(pathlock::cli::split_words(R"("a\n")", quoted, error));
+  CHECK(error == "in a quoted word, a backslash must be followed by \" or \\");
+  CHECK_FALSE(pathlock::cli::split_words(R"("a"b)", quoted, error));
+}
