@@ -63,6 +63,11 @@ struct LockRequest {
   std::vector<Target> targets;  // exactly one per role of `op`
   Millis ttl{30000};  // lease length, kMinTtl..kMaxTtl
   Millis wait{0};     // how long to wait for a refused request (0: answer now)
+  // Fairness (docs/design.md#waiting): a fair request is refused by an older
+  // waiting request it conflicts with, as by a held lock, and while it waits
+  // it holds its own place in line. fair = false lets the request overtake
+  // waiters and wait without a place in line (more throughput, may starve).
+  bool fair = true;
 };
 
 // A granted lock. `token` is the secret needed to release or renew it.
@@ -85,6 +90,10 @@ struct Conflict {
   std::string requested_role;  // which target of the request hit it
   std::string requested_path;
   Relation relation = Relation::same;  // held path vs requested path
+  // True when the conflict is an older *waiting* request that this one may
+  // not overtake (fairness), not a held lock; `id` then names the waiter and
+  // `expires_in` is what is left of its reservation.
+  bool queued = false;
 };
 
 struct AcquireResult {
@@ -113,7 +122,9 @@ class LockEngine {
   // lock that refused the request. The same owner asking again for the same
   // operation on the same targets gets the same lock back with holds + 1 and
   // a lease extended to at least now + ttl. With request.wait > 0, a refused
-  // request waits up to that long for the conflict to go away.
+  // request blocks up to that long: it is woken when a release or an expiry
+  // could let it in (with a bounded re-check, so a lost wake-up cannot strand
+  // it), and returns the last conflict if the deadline passes.
   // Throws InvalidRequest for bad input, BackendError on backend failure.
   virtual AcquireResult acquire(const LockRequest& request) = 0;
 

@@ -35,7 +35,8 @@ json conflict_json(const Conflict& c) {
               {"expires_in_ms", c.expires_in.count()},
               {"requested_role", c.requested_role},
               {"requested_path", c.requested_path},
-              {"relation", relation_name(c.relation)}};
+              {"relation", relation_name(c.relation)},
+              {"queued", c.queued}};
 }
 
 json lock_json(const LockInfo& l) {
@@ -58,10 +59,12 @@ json run(LockEngine& engine, const std::string& ns, const std::vector<std::strin
     for (std::size_t i = 1; i < w.size(); ++i) {
       if (!quoted[i] && w[i].rfind("ttl=", 0) == 0) req.ttl = parse_ms(w[i], 4);
       else if (!quoted[i] && w[i].rfind("wait=", 0) == 0) req.wait = parse_ms(w[i], 5);
+      else if (!quoted[i] && (w[i] == "fair=true" || w[i] == "fair=false")) req.fair = w[i] == "fair=true";
+      else if (!quoted[i] && w[i].rfind("fair=", 0) == 0) throw InvalidRequest("fair= takes true or false");
       else positional.push_back(w[i]);
     }
     if (positional.size() < 3 || positional.size() > 4)
-      throw InvalidRequest("usage: acquire OWNER OP PATH [DST_PATH] [ttl=MS] [wait=MS]");
+      throw InvalidRequest("usage: acquire OWNER OP PATH [DST_PATH] [ttl=MS] [wait=MS] [fair=true|false]");
     req.owner = positional[0];
     req.op = positional[1];
     const int op = engine.matrix().op_index(req.op);

@@ -1,0 +1,73 @@
+#include <pathlock/guard.hpp>
+
+namespace pathlock {
+
+LockGuard::LockGuard(LockEngine& engine, const LockRequest& request, LeaseKeeper* keeper,
+                     std::function<void(const Lease&)> on_lost)
+    : engine_(&engine), keeper_(keeper), ns_(request.ns) {
+  const AcquireResult result = engine.acquire(request);
+  if (!result.granted) {
+    conflict_ = result.conflict;
+    return;
+  }
+  grant_ = result.grant;
+  owns_ = true;
+  if (keeper_) lease_ = keeper_->keep(ns_, grant_, request.ttl, std::move(on_lost));
+}
+
+LockGuard::~LockGuard() {
+  if (!owns_) return;
+  try {
+    release();
+  } catch (...) {
+    // A destructor must not throw; the lease ends on its own.
+  }
+}
+
+LockGuard::LockGuard(LockGuard&& other) noexcept
+    : engine_(other.engine_),
+      keeper_(other.keeper_),
+      ns_(std::move(other.ns_)),
+      grant_(std::move(other.grant_)),
+      conflict_(std::move(other.conflict_)),
+      lease_(std::move(other.lease_)),
+      owns_(other.owns_) {
+  other.owns_ = false;
+}
+
+LockGuard& LockGuard::operator=(LockGuard&& other) noexcept {
+  if (this == &other) return *this;
+  if (owns_) {
+    try {
+      release();
+    } catch (...) {
+    }
+  }
+  engine_ = other.engine_;
+  keeper_ = other.keeper_;
+  ns_ = std::move(other.ns_);
+  grant_ = std::move(other.grant_);
+  conflict_ = std::move(other.conflict_);
+  lease_ = std::move(other.lease_);
+  owns_ = other.owns_;
+  other.owns_ = false;
+  return *this;
+}
+
+void LockGuard::stop_keeping() noexcept {
+  if (lease_ && keeper_) keeper_->stop(*lease_);
+}
+
+bool LockGuard::release() {
+  if (!owns_) return false;
+  owns_ = false;
+  stop_keeping();  // first: no renewal may follow the release
+  return engine_->release(ns_, grant_.id, grant_.token);
+}
+
+bool LockGuard::renew(std::optional<Millis> ttl) {
+  if (!owns_) return false;
+  return engine_->renew(ns_, grant_.id, grant_.token, ttl);
+}
+
+}  // namespace pathlock

@@ -1,0 +1,136 @@
+// LockGuard (RAII) and LeaseKeeper (renewal and loss detection).
+#include "support/backends.hpp"
+
+#include <pathlock/guard.hpp>
+#include <pathlock/keeper.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <thread>
+
+using namespace pathlock;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Fixture {
+  std::string backend = GENERATE(from_range(test::backend_names()));
+  std::unique_ptr<LockEngine> engine = test::make_test_engine(backend);
+  std::string ns = test::unique_namespace("guard");
+  LockRequest request(const std::string& owner, const std::string& op, const std::string& path, Millis ttl = 30000ms) {
+    return LockRequest{ns, owner, op, {{"target", path}}, ttl, 0ms};
+  }
+  bool free(const std::string& path) {
+    const auto r = engine->acquire(request("probe", "delete_folder", path));
+    if (r.granted) engine->release(ns, r.grant.id, r.grant.token);
+    return r.granted;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a guard releases its lock when it goes out of scope", "[guard]") {
+  Fixture f;
+  {
+    LockGuard guard(*f.engine, f.request("a", "upload", "/p/A"));
+    REQUIRE(guard.owns_lock());
+    CHECK(guard.grant().fence > 0);
+    CHECK_FALSE(f.free("/p/A"));
+  }
+  CHECK(f.free("/p/A"));
+}
+
+TEST_CASE("a refused guard owns nothing and reports the conflict", "[guard]") {
+  Fixture f;
+  LockGuard holder(*f.engine, f.request("a", "delete_folder", "/p/A"));
+  LockGuard refused(*f.engine, f.request("b", "upload", "/p/A/x"));
+  CHECK_FALSE(refused.owns_lock());
+  CHECK_FALSE(static_cast<bool>(refused));
+  CHECK(refused.conflict().owner == "a");
+  CHECK_FALSE(refused.release());
+  CHECK_FALSE(refused.renew());
+}
+
+TEST_CASE("guards move; only the last owner releases", "[guard]") {
+  Fixture f;
+  LockGuard outer;
+  CHECK_FALSE(outer.owns_lock());
+  {
+    LockGuard inner(*f.engine, f.request("a", "upload", "/p/A"));
+    LockGuard moved(std::move(inner));
+    CHECK_FALSE(inner.owns_lock());  // NOLINT(bugprone-use-after-move): moved-from state is specified
+    CHECK(moved.owns_lock());
+    outer = std::move(moved);
+  }
+  CHECK(outer.owns_lock());
+  CHECK_FALSE(f.free("/p/A"));
+  CHECK(outer.renew(5000ms));
+  CHECK(outer.release());
+  CHECK_FALSE(outer.owns_lock());
+  CHECK_FALSE(outer.release());
+  CHECK(f.free("/p/A"));
+  // Assigning over a guard that owns a lock releases that lock.
+  LockGuard g1(*f.engine, f.request("a", "upload", "/p/B"));
+  g1 = LockGuard(*f.engine, f.request("a", "upload", "/p/C"));
+  CHECK(f.free("/p/B"));
+  CHECK_FALSE(f.free("/p/C"));
+}
+
+TEST_CASE("the keeper keeps a short lease alive while the work runs", "[keeper]") {
+  Fixture f;
+  LeaseKeeper keeper(*f.engine);
+  {
+    LockGuard guard(*f.engine, f.request("a", "upload", "/p/A", 150ms), &keeper);
+    REQUIRE(guard.owns_lock());
+    std::this_thread::sleep_for(600ms);  // four TTLs
+    CHECK_FALSE(guard.lost());
+    CHECK_FALSE(f.free("/p/A"));
+  }
+  CHECK(f.free("/p/A"));
+  std::this_thread::sleep_for(200ms);
+  CHECK(f.engine->list(f.ns).empty());  // nothing renewed after the release
+}
+
+TEST_CASE("the keeper tells the holder when a renewal is refused", "[keeper]") {
+  Fixture f;
+  LeaseKeeper keeper(*f.engine);
+  std::atomic<int> calls{0};
+  LockGuard guard(*f.engine, f.request("a", "upload", "/p/A", 300ms), &keeper, [&](const Lease&) { ++calls; });
+  REQUIRE(guard.owns_lock());
+  REQUIRE(f.engine->force_release(f.ns, guard.grant().id));
+  for (int i = 0; i < 100 && !guard.lost(); ++i) std::this_thread::sleep_for(10ms);
+  CHECK(guard.lost());
+  CHECK(calls == 1);
+  CHECK_FALSE(guard.renew());  // the lock is gone
+}
+
+TEST_CASE("a lease whose renewal comes too late is reported lost", "[keeper]") {
+  Fixture f;
+  KeeperOptions late;
+  late.renew_after = 3.0;  // renew only after the lease has ended: a stalled keeper
+  LeaseKeeper keeper(*f.engine, late);
+  std::atomic<bool> told{false};
+  LockGuard guard(*f.engine, f.request("a", "upload", "/p/A", 100ms), &keeper, [&](const Lease& l) {
+    told = l.lost();
+  });
+  for (int i = 0; i < 100 && !guard.lost(); ++i) std::this_thread::sleep_for(10ms);
+  CHECK(guard.lost());
+  CHECK(told);
+}
+
+TEST_CASE("stop() means no renewal afterwards", "[keeper]") {
+  Fixture f;
+  LeaseKeeper keeper(*f.engine);
+  const auto got = f.engine->acquire(f.request("a", "upload", "/p/A", 90ms));
+  REQUIRE(got.granted);
+  auto lease = keeper.keep(f.ns, got.grant, 90ms);
+  std::this_thread::sleep_for(200ms);
+  CHECK(lease->renewals() >= 2);
+  keeper.stop(*lease);
+  const auto after = lease->renewals();
+  std::this_thread::sleep_for(200ms);
+  CHECK(lease->renewals() == after);
+  CHECK(f.free("/p/A"));  // expired on its own once no longer kept
+  CHECK_FALSE(lease->lost());
+}
