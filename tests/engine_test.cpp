@@ -307,3 +307,30 @@ TEST_CASE("a consumer's matrix with refinements is enforced as compiled", "[engi
   CHECK_FALSE(take("b", "move", {{"src", "/d/x/q"}, {"dst", "/f"}}).granted);  // src: deny
   CHECK(engine->matrix().name == "refined-test");
 }
+
+TEST_CASE("regression: a lock that reuses a released lock's storage starts with one hold", "[engine]") {
+  // The embedded backend recycles lock slots; a recycled lock once kept the
+  // old hold count (0), so its release never removed it.
+  Fixture f;
+  for (int i = 0; i < 3; ++i) {
+    const auto g = f.one("a", "upload", "/p/" + std::to_string(i));
+    REQUIRE(g.granted);
+    CHECK(g.grant.holds == 1);
+    REQUIRE(f.engine->release(f.ns, g.grant.id, g.grant.token));
+    CHECK(f.held() == 0);
+  }
+}
+
+TEST_CASE("ids of released locks do not come back", "[engine]") {
+  Fixture f;
+  const auto first = f.one("a", "upload", "/p/A");
+  REQUIRE(f.engine->release(f.ns, first.grant.id, first.grant.token));
+  const auto second = f.one("a", "upload", "/p/A");
+  REQUIRE(second.granted);
+  CHECK(second.grant.id != first.grant.id);
+  CHECK_FALSE(f.engine->release(f.ns, first.grant.id, first.grant.token));
+  CHECK_FALSE(f.engine->force_release(f.ns, first.grant.id));
+  CHECK_FALSE(f.engine->release(f.ns, "zz-1", second.grant.token));
+  CHECK_FALSE(f.engine->release(f.ns, "-", second.grant.token));
+  CHECK(f.held() == 1);
+}

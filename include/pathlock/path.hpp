@@ -45,6 +45,28 @@ std::string normalize_path(std::string_view path);
 // `text` ("invalid UTF-8 at byte 3"), or returns nullopt if there is none.
 std::optional<std::string> text_problem(std::string_view text);
 
+// Walks the components of a canonical path without allocating:
+//   PathCursor cursor(path); std::string_view part;
+//   while (cursor.next(part)) ...
+// Precondition: the path came from normalize_path and outlives the cursor.
+class PathCursor {
+ public:
+  explicit PathCursor(std::string_view canonical) : path_(canonical) {}
+  // Sets `part` to the next component; false when there is none left.
+  bool next(std::string_view& part) {
+    if (pos_ >= path_.size()) return false;
+    std::size_t end = path_.find('/', pos_);
+    if (end == std::string_view::npos) end = path_.size();
+    part = path_.substr(pos_, end - pos_);
+    pos_ = end + 1;
+    return true;
+  }
+
+ private:
+  std::string_view path_;
+  std::size_t pos_ = 1;
+};
+
 // Returns the components of a canonical path ("/" has none).
 // Precondition: `canonical` came from normalize_path.
 std::vector<std::string_view> path_components(std::string_view canonical);

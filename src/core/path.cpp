@@ -81,12 +81,9 @@ std::string normalize_path(std::string_view path) {
 
 std::vector<std::string_view> path_components(std::string_view canonical) {
   std::vector<std::string_view> parts;
-  std::size_t i = 1;
-  while (i < canonical.size()) {
-    const std::size_t end = std::min(canonical.find('/', i), canonical.size());
-    parts.push_back(canonical.substr(i, end - i));
-    i = end + 1;
-  }
+  PathCursor cursor(canonical);
+  std::string_view part;
+  while (cursor.next(part)) parts.push_back(part);
   return parts;
 }
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <charconv>
 #include <random>
 
 namespace pathlock::core {
@@ -82,8 +83,17 @@ ResolvedRequest resolve_request(const MatrixTable& matrix, const LockRequest& re
   }
 
   // Length-prefixed fields cannot collide whatever bytes they hold.
-  out.reentry_key = fmt::format("{}:{}|{}", request.owner.size(), request.owner, op.name);
-  for (const ResolvedTarget& t : out.targets) out.reentry_key += fmt::format("|{}:{}", t.path.size(), t.path);
+  auto append_field = [&](std::string_view field) {
+    char digits[24];
+    const auto end = std::to_chars(digits, digits + sizeof digits, field.size()).ptr;
+    out.reentry_key.append(digits, end).append(1, ':').append(field).append(1, '|');
+  };
+  std::size_t size = request.owner.size() + op.name.size() + 16;
+  for (const ResolvedTarget& t : out.targets) size += t.path.size() + 8;
+  out.reentry_key.reserve(size);
+  append_field(request.owner);
+  append_field(op.name);
+  for (const ResolvedTarget& t : out.targets) append_field(t.path);
   return out;
 }
 
@@ -97,15 +107,13 @@ std::string random_hex(std::size_t bytes) {
     return std::mt19937_64(seq);
   }();
   static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes * 2);
+  std::string out(bytes * 2, '0');
   std::uint64_t word = 0;
   for (std::size_t i = 0; i < bytes; ++i) {
     if (i % 8 == 0) word = gen();
-    const auto b = static_cast<unsigned>(word & 0xFF);
+    out[2 * i] = kHex[(word >> 4) & 15];
+    out[2 * i + 1] = kHex[word & 15];
     word >>= 8;
-    out += kHex[b >> 4];
-    out += kHex[b & 15];
   }
   return out;
 }

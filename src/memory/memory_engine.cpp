@@ -1,15 +1,25 @@
 // The embedded backend: an intention-lock index over a path trie.
 //
 // Data layout (one Namespace per namespace name):
-//   * A trie of Nodes, one per path component that some live lock touches.
-//     For every code c (operation, role) a node keeps a Slot:
-//       here  = number of lock targets with code c exactly at this node,
-//       below = number of lock targets with code c strictly inside it,
+//   * A trie of Nodes, one per path component that some live lock (or
+//     waiting request) touches. For each code c (operation, role) in use at a
+//     node, the node keeps a Slot with, per kind (held locks / waiters):
+//       here  = number of targets with code c exactly at this node,
+//       below = number of targets with code c strictly inside it,
 //       first = intrusive list of the targets counted in `here`.
 //     here_mask / below_mask have bit c set while here / below are non-zero.
-//   * locks: id -> Lock, and reentry: (owner, op, targets) -> Lock.
-//   * expiry: a min-heap of (expires_at, fence) entries; a renewal pushes a
-//     new entry and the stale one is skipped when popped.
+//   * locks: a slab (std::deque, stable addresses) with a free list. A lock
+//     id is "<slot>-<fence>" in hex, so release and renew find their lock by
+//     index and check the fence and token: no hash lookup in a table of a
+//     million locks. reentry: (owner, op, targets) -> Lock.
+//   * expiry: a timing wheel of kWheelSlots one-millisecond buckets; a lock
+//     sits (intrusively linked) in the bucket of its expiry tick modulo the
+//     wheel size, so arming, renewing and disarming are O(1). Reaping
+//     advances a cursor over the buckets up to now and removes the locks that
+//     ended; a lock of a later lap stays where it is. A red-black tree keyed
+//     by expiry cost several cache misses per lock at a million locks.
+//   * Pruned trie nodes are kept on a bounded spare list and reused, so a
+//     steady stream of acquire/release does not allocate trie nodes.
 //
 // Conflict check for one requested target (code r, path P = n0/n1/.../nk):
 //   for every strict ancestor ni: here_mask(ni) & blockers[held_ancestor][r]
@@ -52,10 +62,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <condition_variable>
+#include <deque>
 #include <list>
 #include <mutex>
-#include <queue>
 #include <shared_mutex>
 #include <unordered_map>
 
@@ -66,6 +77,10 @@ using Clock = std::chrono::steady_clock;
 
 // Upper bound on a waiter's sleep between two checks.
 constexpr Millis kRecheckInterval{200};
+// Pruned trie nodes kept for reuse, per namespace.
+constexpr std::size_t kMaxSpareNodes = 1024;
+// Expiry wheel: one bucket per millisecond, 4096 buckets per lap.
+constexpr std::int64_t kWheelSlots = 4096;
 
 struct Node;
 struct Lock;
@@ -87,16 +102,64 @@ struct Entry {
 };
 
 struct Lock {
+  bool live = false;
+  std::uint32_t slot = 0;  // index in Namespace::slab
   std::string id;
   std::string token;
   std::string owner;
   int op = 0;
-  std::string reentry_key;
+  const std::string* reentry_key = nullptr;  // the key in Namespace::reentry
   std::uint64_t fence = 0;
   std::uint32_t holds = 1;
   Millis ttl{0};
   Clock::time_point expires_at;
+  Lock* wheel_prev = nullptr;  // links in the expiry wheel bucket
+  Lock* wheel_next = nullptr;
   std::vector<Entry> entries;  // never resized after linking
+};
+
+// The expiry timing wheel (see the essay above).
+class ExpiryWheel {
+ public:
+  ExpiryWheel() : buckets_(kWheelSlots, nullptr), cursor_(tick(Clock::now())) {}
+
+  void arm(Lock& lock) {
+    Lock*& head = buckets_[slot(tick(lock.expires_at))];
+    lock.wheel_prev = nullptr;
+    lock.wheel_next = head;
+    if (head) head->wheel_prev = &lock;
+    head = &lock;
+  }
+  void disarm(Lock& lock) {
+    if (lock.wheel_prev) lock.wheel_prev->wheel_next = lock.wheel_next;
+    else buckets_[slot(tick(lock.expires_at))] = lock.wheel_next;
+    if (lock.wheel_next) lock.wheel_next->wheel_prev = lock.wheel_prev;
+  }
+  // Calls ended(lock) for every lock whose lease ended by `now`; ended must
+  // disarm it. Visits each bucket at most once per call.
+  template <class F>
+  void reap(Clock::time_point now, F&& ended) {
+    const std::int64_t to = tick(now);
+    if (to < cursor_) return;
+    const std::int64_t from = std::max(cursor_, to - kWheelSlots + 1);
+    for (std::int64_t t = from; t <= to; ++t) {
+      for (Lock* lock = buckets_[slot(t)]; lock;) {
+        Lock* next = lock->wheel_next;
+        if (lock->expires_at <= now) ended(*lock);
+        lock = next;
+      }
+    }
+    cursor_ = to;  // the bucket of `to` may still hold locks ending later in it
+  }
+
+ private:
+  static std::int64_t tick(Clock::time_point t) {
+    return std::chrono::duration_cast<Millis>(t.time_since_epoch()).count();
+  }
+  static std::size_t slot(std::int64_t t) { return static_cast<std::size_t>(t & (kWheelSlots - 1)); }
+
+  std::vector<Lock*> buckets_;
+  std::int64_t cursor_;
 };
 
 // A waiting fair request: its place in line and its indexed targets.
@@ -109,6 +172,7 @@ struct Waiter {
 };
 
 struct Slot {
+  int code = 0;
   std::uint32_t here[2] = {0, 0};   // by Kind
   std::uint32_t below[2] = {0, 0};  // by Kind
   Entry* first[2] = {nullptr, nullptr};
@@ -119,13 +183,16 @@ struct StringHash {
   std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
 
+template <class V>
+using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>>;
+
 struct Node {
   Node* parent = nullptr;
-  std::string name;
-  std::unordered_map<std::string, std::unique_ptr<Node>, StringHash, std::equal_to<>> children;
+  std::string_view name;  // the key of this node in parent->children
+  StringMap<std::unique_ptr<Node>> children;
   CodeMask here_mask[2] = {0, 0};   // by Kind: codes with here > 0
   CodeMask below_mask[2] = {0, 0};  // by Kind: codes with below > 0
-  std::vector<Slot> slots;          // sized code_count on first use
+  std::vector<Slot> slots;          // only the codes used here; a few at most
 
   Node* child(std::string_view n) const {
     const auto it = children.find(n);
@@ -135,21 +202,29 @@ struct Node {
     return (here_mask[kHeld] | below_mask[kHeld] | here_mask[kWaiting] | below_mask[kWaiting]) == 0 &&
            children.empty();
   }
-};
-
-struct ExpiryEntry {
-  Clock::time_point at;
-  std::uint64_t fence;
-  std::string id;
-  bool operator>(const ExpiryEntry& o) const { return at > o.at; }
+  Slot& slot(int code) {
+    for (Slot& s : slots)
+      if (s.code == code) return s;
+    Slot& s = slots.emplace_back();
+    s.code = code;
+    return s;
+  }
+  // Precondition: a counter of `code` is non-zero here (its mask bit is set).
+  const Slot& slot_of(int code) const {
+    for (const Slot& s : slots)
+      if (s.code == code) return s;
+    std::abort();  // a mask bit without its slot breaks invariant I1
+  }
 };
 
 struct Namespace {
   std::mutex mutex;
   Node root;
-  std::unordered_map<std::string, std::unique_ptr<Lock>, StringHash, std::equal_to<>> locks;
-  std::unordered_map<std::string, Lock*, StringHash, std::equal_to<>> reentry;
-  std::priority_queue<ExpiryEntry, std::vector<ExpiryEntry>, std::greater<>> expiry;
+  std::deque<Lock> slab;                // live and free locks
+  std::vector<std::uint32_t> free_slots;  // indices of free slab entries
+  StringMap<Lock*> reentry;
+  ExpiryWheel expiry;
+  std::vector<StringMap<std::unique_ptr<Node>>::node_type> spare_nodes;
   std::uint64_t next_fence = 1;
   std::list<Waiter> waiters;  // fair requests waiting, oldest first
   std::uint64_t next_waiter = 1;
@@ -160,6 +235,11 @@ Millis remaining(Clock::time_point expires_at, Clock::time_point now) {
   return std::max(Millis{0}, std::chrono::duration_cast<Millis>(expires_at - now));
 }
 
+Relation relation_of(std::string_view held, std::string_view requested) {
+  if (held == requested) return Relation::same;
+  return path_within(requested, held) ? Relation::held_ancestor : Relation::held_descendant;
+}
+
 class MemoryEngine final : public LockEngine {
  public:
   explicit MemoryEngine(const MatrixTable& matrix) : matrix_(matrix) {}
@@ -167,7 +247,7 @@ class MemoryEngine final : public LockEngine {
   const MatrixTable& matrix() const override { return matrix_; }
 
   AcquireResult acquire(const LockRequest& request) override {
-    const core::ResolvedRequest req = core::resolve_request(matrix_, request);
+    core::ResolvedRequest req = core::resolve_request(matrix_, request);
     Namespace& ns = get_namespace(request.ns);
     std::unique_lock guard(ns.mutex);
     Clock::time_point now = Clock::now();
@@ -177,8 +257,10 @@ class MemoryEngine final : public LockEngine {
     Waiter* me = nullptr;
     while (!try_acquire(ns, req, request, me, now, result) && now < deadline) {
       if (!me && request.fair) me = enqueue(ns, req, request.owner, deadline);
+      // Wake no later than the conflicting lease ends (an expiry notifies
+      // nobody unless some call reaps it) and than the re-check interval.
       Clock::time_point wake = std::min(deadline, now + kRecheckInterval);
-      if (!ns.expiry.empty()) wake = std::min(wake, ns.expiry.top().at);
+      wake = std::min(wake, now + result.conflict.expires_in + Millis{1});
       ns.changed.wait_until(guard, wake);
       now = Clock::now();
       reap(ns, now);
@@ -228,7 +310,8 @@ class MemoryEngine final : public LockEngine {
     const Clock::time_point now = Clock::now();
     reap(*ns, now);
     const Node* node = &ns->root;
-    for (const std::string_view part : path_components(canonical))
+    PathCursor cursor(canonical);
+    for (std::string_view part; cursor.next(part);)
       if (!(node = node->child(part))) return out;
     std::vector<const Lock*> found;
     collect(*node, found);
@@ -255,16 +338,17 @@ class MemoryEngine final : public LockEngine {
     if (!ns) return false;
     std::lock_guard guard(ns->mutex);
     reap(*ns, Clock::now());
-    const auto it = ns->locks.find(id);
-    if (it == ns->locks.end()) return false;
-    remove(*ns, *it->second);
+    Lock* lock = find_lock(*ns, id);
+    if (!lock) return false;
+    remove(*ns, *lock);
     ns->changed.notify_all();
     return true;
   }
 
  private:
-  // One attempt: grants (true) or fills result.conflict (false).
-  bool try_acquire(Namespace& ns, const core::ResolvedRequest& req, const LockRequest& request, const Waiter* me,
+  // One attempt: grants (true) or fills result.conflict (false). On a grant
+  // the paths and key of `req` are moved into the lock.
+  bool try_acquire(Namespace& ns, core::ResolvedRequest& req, const LockRequest& request, const Waiter* me,
                    Clock::time_point now, AcquireResult& result) {
     if (const auto it = ns.reentry.find(req.reentry_key); it != ns.reentry.end()) {
       Lock& lock = *it->second;
@@ -281,28 +365,42 @@ class MemoryEngine final : public LockEngine {
       for (const core::ResolvedTarget& t : req.targets)
         if (find_older_waiter(ns, t, me, now, result.conflict)) return false;
 
-    auto lock = std::make_unique<Lock>();
-    lock->id = core::random_hex(12);
-    lock->token = core::random_hex(16);
-    lock->owner = request.owner;
-    lock->op = req.op;
-    lock->reentry_key = req.reentry_key;
-    lock->fence = ns.next_fence++;
-    lock->ttl = request.ttl;
-    lock->expires_at = now + request.ttl;
-    lock->entries.resize(req.targets.size());
+    const std::uint64_t fence = ns.next_fence++;
+    std::uint32_t slot = 0;
+    if (ns.free_slots.empty()) {
+      slot = static_cast<std::uint32_t>(ns.slab.size());
+      ns.slab.emplace_back();
+    } else {
+      slot = ns.free_slots.back();
+      ns.free_slots.pop_back();
+    }
+    Lock& lock = ns.slab[slot];
+    lock.live = true;
+    lock.slot = slot;
+    char digits[48];
+    char* end = std::to_chars(digits, digits + 20, slot, 16).ptr;
+    *end++ = '-';
+    end = std::to_chars(end, digits + sizeof digits, fence, 16).ptr;
+    lock.id.assign(digits, end);  // unique: the fence never repeats
+    lock.token = core::random_hex(16);
+    lock.owner = request.owner;
+    lock.op = req.op;
+    lock.holds = 1;
+    lock.fence = fence;
+    lock.ttl = request.ttl;
+    lock.expires_at = now + request.ttl;
+    ns.expiry.arm(lock);
+    lock.reentry_key = &ns.reentry.emplace(std::move(req.reentry_key), &lock).first->first;
+    lock.entries.resize(req.targets.size());
     for (std::size_t i = 0; i < req.targets.size(); ++i) {
-      Entry& e = lock->entries[i];
-      e.lock = lock.get();
+      Entry& e = lock.entries[i];
+      e.lock = &lock;
       e.code = req.targets[i].code;
-      e.path = req.targets[i].path;
+      e.path = std::move(req.targets[i].path);
       link(ns, e, kHeld);
     }
-    ns.expiry.push(ExpiryEntry{lock->expires_at, lock->fence, lock->id});
-    ns.reentry.emplace(lock->reentry_key, lock.get());
     result.granted = true;
-    result.grant = grant_of(*lock, now);
-    ns.locks.emplace(lock->id, std::move(lock));
+    result.grant = grant_of(lock, now);
     return true;
   }
 
@@ -342,9 +440,7 @@ class MemoryEngine final : public LockEngine {
       if (me && w.seq >= me->seq) break;
       for (const Entry& e : w.entries) {
         if (!paths_overlap(e.path, t.path)) continue;
-        rel = e.path == t.path ? Relation::same
-              : path_within(t.path, e.path) ? Relation::held_ancestor
-                                             : Relation::held_descendant;
+        rel = relation_of(e.path, t.path);
         if (!matrix_.refuses(rel, e.code, t.code)) continue;
         describe(e, t, rel, now, out);
         return true;
@@ -367,43 +463,64 @@ class MemoryEngine final : public LockEngine {
     return *slot;
   }
 
+  // The live lock with this id, or null. Ids are "<slot>-<fence>" in hex.
+  static Lock* find_lock(Namespace& ns, std::string_view id) {
+    const std::size_t dash = id.find('-');
+    if (dash == std::string_view::npos) return nullptr;
+    std::uint64_t slot = 0;
+    const auto [p, ec] = std::from_chars(id.data(), id.data() + dash, slot, 16);
+    if (ec != std::errc() || p != id.data() + dash || slot >= ns.slab.size()) return nullptr;
+    Lock& lock = ns.slab[slot];
+    return lock.live && lock.id == id ? &lock : nullptr;
+  }
+
   static Lock* find_lock(Namespace& ns, std::string_view id, std::string_view token) {
-    const auto it = ns.locks.find(id);
-    if (it == ns.locks.end() || it->second->token != token) return nullptr;
-    return it->second.get();
+    Lock* lock = find_lock(ns, id);
+    return lock && lock->token == token ? lock : nullptr;
   }
 
   static void extend(Namespace& ns, Lock& lock, Clock::time_point at) {
     if (at == lock.expires_at) return;
+    ns.expiry.disarm(lock);
     lock.expires_at = at;
-    ns.expiry.push(ExpiryEntry{at, lock.fence, lock.id});
+    ns.expiry.arm(lock);
   }
 
-  Grant grant_of(const Lock& lock, Clock::time_point now) const {
+  static Grant grant_of(const Lock& lock, Clock::time_point now) {
     return Grant{lock.id, lock.token, lock.fence, remaining(lock.expires_at, now), lock.holds};
   }
 
-  Slot& slot(Node& node, int code) {
-    if (node.slots.empty()) node.slots.resize(matrix_.code_count);
-    return node.slots[static_cast<std::size_t>(code)];
+  // Returns the child `part` of `node`, creating it (from the spare list
+  // when possible).
+  static Node* child_for(Namespace& ns, Node* node, std::string_view part) {
+    if (Node* c = node->child(part)) return c;
+    Node* c = nullptr;
+    if (!ns.spare_nodes.empty()) {
+      auto handle = std::move(ns.spare_nodes.back());
+      ns.spare_nodes.pop_back();
+      handle.key().assign(part);
+      c = handle.mapped().get();
+      c->name = node->children.insert(std::move(handle)).position->first;
+    } else {
+      const auto it = node->children.emplace(std::string(part), std::make_unique<Node>()).first;
+      c = it->second.get();
+      c->name = it->first;
+    }
+    c->parent = node;
+    return c;
   }
 
   // Adds entry e to the index: counters along its path and its slot list.
-  void link(Namespace& ns, Entry& e, Kind kind) {
+  static void link(Namespace& ns, Entry& e, Kind kind) {
     const CodeMask bit = CodeMask{1} << e.code;
     Node* node = &ns.root;
-    for (const std::string_view part : path_components(e.path)) {
-      Slot& s = slot(*node, e.code);
+    PathCursor cursor(e.path);
+    for (std::string_view part; cursor.next(part);) {
+      Slot& s = node->slot(e.code);
       if (s.below[kind]++ == 0) node->below_mask[kind] |= bit;
-      auto& child = node->children[std::string(part)];
-      if (!child) {
-        child = std::make_unique<Node>();
-        child->parent = node;
-        child->name = std::string(part);
-      }
-      node = child.get();
+      node = child_for(ns, node, part);
     }
-    Slot& s = slot(*node, e.code);
+    Slot& s = node->slot(e.code);
     if (s.here[kind]++ == 0) node->here_mask[kind] |= bit;
     e.node = node;
     e.prev = nullptr;
@@ -413,49 +530,50 @@ class MemoryEngine final : public LockEngine {
   }
 
   // Removes entry e from the index and prunes nodes nothing uses any more.
-  void unlink(Namespace& ns, Entry& e, Kind kind) {
+  static void unlink(Namespace& ns, Entry& e, Kind kind) {
     const CodeMask bit = CodeMask{1} << e.code;
     Node* node = e.node;
-    Slot& s = slot(*node, e.code);
+    Slot& s = node->slot(e.code);
     if (e.prev) e.prev->next = e.next;
     else s.first[kind] = e.next;
     if (e.next) e.next->prev = e.prev;
     if (--s.here[kind] == 0) node->here_mask[kind] &= ~bit;
     for (Node* up = node->parent; up; up = up->parent) {
-      Slot& us = slot(*up, e.code);
+      Slot& us = up->slot(e.code);
       if (--us.below[kind] == 0) up->below_mask[kind] &= ~bit;
     }
     while (node != &ns.root && node->unused()) {
       Node* parent = node->parent;
-      parent->children.erase(node->name);  // destroys node
-      node = parent;
+      auto handle = parent->children.extract(parent->children.find(node->name));
+      if (ns.spare_nodes.size() < kMaxSpareNodes) ns.spare_nodes.push_back(std::move(handle));
+      node = parent;  // the handle, if not kept, destroys the node here
     }
   }
 
-  void remove(Namespace& ns, Lock& lock) {
+  static void remove(Namespace& ns, Lock& lock) {
     for (Entry& e : lock.entries) unlink(ns, e, kHeld);
-    ns.reentry.erase(lock.reentry_key);
-    ns.locks.erase(lock.id);  // destroys lock
+    ns.reentry.erase(ns.reentry.find(*lock.reentry_key));
+    ns.expiry.disarm(lock);
+    lock.live = false;
+    lock.id.clear();
+    lock.token.clear();
+    lock.owner.clear();
+    lock.entries.clear();
+    ns.free_slots.push_back(lock.slot);
   }
 
-  void reap(Namespace& ns, Clock::time_point now) {
+  static void reap(Namespace& ns, Clock::time_point now) {
     bool removed = false;
-    while (!ns.expiry.empty() && ns.expiry.top().at <= now) {
-      const ExpiryEntry top = ns.expiry.top();
-      ns.expiry.pop();
-      const auto it = ns.locks.find(top.id);
-      if (it != ns.locks.end() && it->second->fence == top.fence && it->second->expires_at <= now) {
-        remove(ns, *it->second);
-        removed = true;
-      }
-    }
+    ns.expiry.reap(now, [&](Lock& lock) {
+      remove(ns, lock);
+      removed = true;
+    });
     if (removed) ns.changed.notify_all();
   }
 
   static const Entry* first_with(const Node& node, CodeMask mask, Kind kind) {
     // Lowest conflicting code first: deterministic across backends.
-    const auto code = static_cast<std::size_t>(__builtin_ctzll(mask));
-    return node.slots[code].first[kind];
+    return node.slot_of(__builtin_ctzll(mask)).first[kind];
   }
 
   // Descends from `node` to an entry strictly inside it with a code in mask.
@@ -478,7 +596,8 @@ class MemoryEngine final : public LockEngine {
     const auto& blockers = matrix_.blockers;
     const CodeMask anc = blockers[static_cast<std::size_t>(Relation::held_ancestor)][r];
     const Node* node = &ns.root;
-    for (const std::string_view part : path_components(t.path)) {
+    PathCursor cursor(t.path);
+    for (std::string_view part; cursor.next(part);) {
       if (const CodeMask m = node->here_mask[kind] & anc) {
         rel = Relation::held_ancestor;
         return first_with(*node, m, kind);
@@ -529,7 +648,7 @@ class MemoryEngine final : public LockEngine {
 
   const MatrixTable& matrix_;
   std::shared_mutex namespaces_mutex_;
-  std::unordered_map<std::string, std::unique_ptr<Namespace>, StringHash, std::equal_to<>> namespaces_;
+  StringMap<std::unique_ptr<Namespace>> namespaces_;
 };
 
 }  // namespace
