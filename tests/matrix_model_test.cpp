@@ -129,3 +129,14 @@ TEST_CASE("the shipped matrix lints clean and lists its asymmetric pairs", "[mat
   CHECK(report.find("rename_folder.target held, rename_file.target requested: deny; the other way round: allow") !=
         std::string::npos);
 }
+
+TEST_CASE("lua templates get the matrix tables and their includes", "[matrix][lua]") {
+  const Matrix m = parse_matrix(small(), "m.json");
+  const LuaTemplate tmpl{"t", "local a = 1\n-- @PATHLOCK_MATRIX@\n-- @PATHLOCK_INCLUDE shared@\nreturn a\n"};
+  const std::string out = emit_lua(m, tmpl, {LuaTemplate{"shared", "local shared = 2\n"}});
+  CHECK(out.find("local PL_FINGERPRINT = \"" + m.fingerprint() + "\"") != std::string::npos);
+  CHECK(out.find("local shared = 2\n\nreturn a") != std::string::npos);
+  CHECK(out.find("@PATHLOCK") == std::string::npos);
+  CHECK_THROWS_WITH(emit_lua(m, tmpl, {}), Catch::Contains("includes unknown 'shared'"));
+  CHECK_THROWS_WITH(emit_lua(m, LuaTemplate{"x", "return 1"}, {}), Catch::Contains("has no line"));
+}

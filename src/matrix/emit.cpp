@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 namespace pathlock::matrix {
@@ -182,19 +183,32 @@ std::string emit_lua_tables(const Matrix& m) {
   return out;
 }
 
-std::string emit_lua(const Matrix& m, const LuaTemplate& tmpl) {
+std::string emit_lua(const Matrix& m, const LuaTemplate& tmpl, const std::vector<LuaTemplate>& includes) {
   const std::size_t at = tmpl.text.find(kLuaMarker);
   if (at == std::string::npos)
     throw MatrixError(fmt::format("lua template '{}' has no line '{}'", tmpl.name, kLuaMarker));
-  std::string out = fmt::format("-- Generated from lua/{}.lua and matrix '{}' by pathlock-matrixc. Do not edit.\n",
-                                tmpl.name, m.name);
-  out += tmpl.text.substr(0, at);
-  out += emit_lua_tables(m);
-  out += tmpl.text.substr(at + kLuaMarker.size());
-  return out;
+  std::string text = tmpl.text.substr(0, at) + emit_lua_tables(m) + tmpl.text.substr(at + kLuaMarker.size());
+  constexpr std::string_view kInclude = "-- @PATHLOCK_INCLUDE ";
+  for (std::size_t pos; (pos = text.find(kInclude)) != std::string::npos;) {
+    const std::size_t name_at = pos + kInclude.size();
+    const std::size_t end = text.find('@', name_at);
+    if (end == std::string::npos)
+      throw MatrixError(fmt::format("lua template '{}': unterminated include line", tmpl.name));
+    const std::string name = text.substr(name_at, end - name_at);
+    const auto inc = std::find_if(includes.begin(), includes.end(), [&](const LuaTemplate& i) { return i.name == name; });
+    if (inc == includes.end())
+      throw MatrixError(fmt::format("lua template '{}' includes unknown '{}' (expected lua/{}.luainc)", tmpl.name, name, name));
+    if (inc->text.find(kInclude) != std::string::npos)
+      throw MatrixError(fmt::format("lua include '{}' includes another file; includes do not nest", name));
+    text.replace(pos, end + 1 - pos, inc->text);
+  }
+  return fmt::format("-- Generated from lua/{}.lua and matrix '{}' by pathlock-matrixc. Do not edit.\n", tmpl.name,
+                     m.name) +
+         text;
 }
 
-std::string emit_header(const Matrix& m, const std::string& cxx_namespace, const std::vector<LuaTemplate>& lua) {
+std::string emit_header(const Matrix& m, const std::string& cxx_namespace, const std::vector<LuaTemplate>& lua,
+                        const std::vector<LuaTemplate>& includes) {
   if (lua.size() > kMaxScripts) throw MatrixError(fmt::format("{} lua templates; the limit is {}", lua.size(), kMaxScripts));
   std::string out = fmt::format(
       "// Generated from {} (matrix '{}' version {}) by pathlock-matrixc. Do not edit.\n"
@@ -209,7 +223,7 @@ std::string emit_header(const Matrix& m, const std::string& cxx_namespace, const
   }
   out += "};\n\n";
   for (std::size_t i = 0; i < lua.size(); ++i) {
-    const std::string text = emit_lua(m, lua[i]);
+    const std::string text = emit_lua(m, lua[i], includes);
     const std::string delim = "PLUA";
     if (text.find(")" + delim + "\"") != std::string::npos)
       throw MatrixError(fmt::format("lua template '{}' contains the raw-string delimiter", lua[i].name));

@@ -25,7 +25,7 @@ function(pathlock_compile_matrix)
   set(lua_templates "")
   if(PM_LUA_DIR)
     get_filename_component(lua_dir "${PM_LUA_DIR}" ABSOLUTE)
-    file(GLOB lua_templates CONFIGURE_DEPENDS "${lua_dir}/*.lua")
+    file(GLOB lua_templates CONFIGURE_DEPENDS "${lua_dir}/*.lua" "${lua_dir}/*.luainc")
     set(lua_args --lua-dir "${lua_dir}")
   endif()
   add_custom_command(

@@ -71,17 +71,19 @@ int main(int argc, char** argv) {
   if (json.empty() || out.empty() || cxx_ns.empty() || header.empty()) return usage();
   try {
     const Matrix m = parse_matrix(read_file(json), source_name.empty() ? json : source_name);
-    std::vector<LuaTemplate> lua;
+    std::vector<LuaTemplate> lua, includes;
     if (!lua_dir.empty()) {
       std::vector<fs::path> files;
-      for (const auto& entry : fs::directory_iterator(lua_dir))
-        if (entry.path().extension() == ".lua") files.push_back(entry.path());
+      for (const auto& entry : fs::directory_iterator(lua_dir)) files.push_back(entry.path());
       std::sort(files.begin(), files.end());
-      for (const fs::path& f : files) lua.push_back(LuaTemplate{f.stem().string(), read_file(f)});
+      for (const fs::path& f : files) {
+        if (f.extension() == ".lua") lua.push_back(LuaTemplate{f.stem().string(), read_file(f)});
+        if (f.extension() == ".luainc") includes.push_back(LuaTemplate{f.stem().string(), read_file(f)});
+      }
     }
     const fs::path dir(out);
-    write_if_changed(dir / "include" / header, emit_header(m, cxx_ns, lua));
-    for (const LuaTemplate& t : lua) write_if_changed(dir / "lua" / (t.name + ".lua"), emit_lua(m, t));
+    write_if_changed(dir / "include" / header, emit_header(m, cxx_ns, lua, includes));
+    for (const LuaTemplate& t : lua) write_if_changed(dir / "lua" / (t.name + ".lua"), emit_lua(m, t, includes));
     write_if_changed(dir / "matrix_cases.inc", emit_cases(m));
     write_if_changed(dir / (m.name + ".md"), emit_markdown(m));
     write_if_changed(dir / (m.name + ".html"), emit_html(m));
