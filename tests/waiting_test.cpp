@@ -16,7 +16,7 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 struct Fixture {
-  std::string backend = GENERATE(from_range(test::backend_names()));
+  std::string backend = GENERATE(from_range(test::waiting_backend_names()));
   std::unique_ptr<LockEngine> engine = test::make_test_engine(backend);
   std::string ns = test::unique_namespace("wait");
 

@@ -28,7 +28,8 @@
 // That is O(depth) hash lookups and mask tests, whatever the number of locks.
 // Only a refusal does more: it names one conflicting lock, found at the head
 // of a slot list (same or ancestor) or by descending from nk through children
-// whose counters say a conflicting target lies below (held_descendant).
+// whose counters say a conflicting target lies below (held_descendant),
+// visiting children in byte order like the Redis backend.
 //
 // Waiting and fairness: a request with wait > 0 that is refused sleeps on the
 // namespace's condition variable until a release, a force-release, an expiry
@@ -576,15 +577,20 @@ class MemoryEngine final : public LockEngine {
     return node.slot_of(__builtin_ctzll(mask)).first[kind];
   }
 
-  // Descends from `node` to an entry strictly inside it with a code in mask.
+  // Descends from `node` to an entry strictly inside it with a code in mask:
+  // at each level the first child in byte order holding one exactly there,
+  // else the first child in byte order with one below it. The same rule as
+  // the Redis scripts, so both backends name the same lock. Refusals only.
   static const Entry* find_below(const Node& node, CodeMask mask, Kind kind) {
     const Node* at = &node;
     while (true) {
+      const Node* here = nullptr;
       const Node* next = nullptr;
       for (const auto& [name, child] : at->children) {
-        if (const CodeMask m = child->here_mask[kind] & mask) return first_with(*child, m, kind);
-        if (!next && (child->below_mask[kind] & mask)) next = child.get();
+        if ((child->here_mask[kind] & mask) && (!here || name < here->name)) here = child.get();
+        if ((child->below_mask[kind] & mask) && (!next || name < next->name)) next = child.get();
       }
+      if (here) return first_with(*here, here->here_mask[kind] & mask, kind);
       if (!next) return nullptr;  // unreachable while I1 holds
       at = next;
     }

@@ -1,10 +1,256 @@
-// Placeholder until the Redis backend lands (issue 3): refuses clearly.
+// The Redis backend: the embedded backend's intention-lock index, kept in
+// Redis and changed only by the generated Lua scripts (lua/*.lua), so each
+// public call is ONE atomic script call and its targets are all-or-nothing.
+//
+// Data layout (namespace NS; every key starts with "pl:{NS}:", so all keys of
+// a namespace share the hash tag {NS} and one cluster slot):
+//   pl:{NS}:meta     hash   fingerprint, matrix, version (check_matrix.lua)
+//   pl:{NS}:fence    string INCR counter; the fencing token of each new lock
+//   pl:{NS}:exp      zset   lock id -> expiry time in ms (server clock)
+//   pl:{NS}:re       hash   sha1(owner, op, paths) -> lock id (reentrancy)
+//   pl:{NS}:k:ID     hash   one lock: token, owner, op, fence, holds, ttl,
+//                           expiry and its paths in role order
+//   pl:{NS}:n:PATH   hash   per path node, per (op, role) code c:
+//                           h<c> = targets with code c held exactly at PATH,
+//                           b<c> = targets with code c held strictly below
+//   pl:{NS}:e:PATH   zset   the targets held exactly at PATH, one member
+//                           "CC|fence|id" each (lex order; code then fence)
+//   pl:{NS}:c:PATH   zset   the names of PATH's existing children
+// PATH is the canonical path with % { } * ? [ ] \ and space escaped as %XX.
+// docs/lua-protocol.md documents every key, argument and reply.
+//
+// Why a conflict check costs O(depth x codes), not O(locks): for a requested
+// target (code r, path P) a script reads, with one HMGET each, the h<c>
+// fields of every strict ancestor of P (c in blockers[held_ancestor][r]),
+// then h<c> at P (blockers[same][r]) and b<c> at P (blockers[held_descendant]
+// [r]). Counters answer "is a conflicting lock there"; only a refusal reads
+// more, to name the conflicting lock: the top member of an e: zset
+// (O(log n)), or a walk down c: children sets guided by the b<c> counters.
+// list(prefix) walks the subtree below the prefix node only.
+//
+// Invariants (kept by the scripts, checked by tests/redis_test.cpp):
+//   R1 the counters equal the number of indexed targets they describe, and a
+//      node key exists iff some indexed target is at or below it; a lock's
+//      removal decrements exactly what its creation incremented, so a
+//      namespace whose locks are all gone holds only meta and fence.
+//   R2 counters may include expired locks not reaped yet (reaping is bounded
+//      per call) but never miss a live one: a stale counter can only cause a
+//      refusal, and a refusal whose witness turns out to be expired removes
+//      that lock and checks again, so it is never a false refusal.
+//   R3 fence only grows: scripts never delete or decrement it.
+// Time is the server's (TIME inside the scripts), never this host's clock.
+//
+// Behaviour matches the embedded backend (memory_engine.cpp) call for call:
+// the same validation (core::resolve_request before touching Redis), the
+// same reentrancy, renew and release rules, and the same choice of the
+// conflicting lock to report, except that below a requested path children
+// are visited in byte order (the embedded backend uses hash order).
+//
+// Thread safety: the client's pool serialises nothing but a connection;
+// atomicity comes from Redis running each script alone.
 #include "redis/redis_engine.hpp"
 
-namespace pathlock::redis {
+#include "core/request.hpp"
+#include "redis/redis_client.hpp"
+#include "redis/redis_url.hpp"
 
-std::unique_ptr<LockEngine> make_redis_engine(const MatrixTable&, const EngineOptions&) {
-  throw BackendError("the redis backend is not available in this build yet; use the memory backend");
+#include <fmt/format.h>
+
+#include <mutex>
+#include <unordered_set>
+
+namespace pathlock::redis {
+namespace {
+
+constexpr std::size_t kIdBytes = 12;     // 24 hex characters
+constexpr std::size_t kTokenBytes = 16;  // 32 hex characters
+
+std::string key_prefix(std::string_view ns) { return fmt::format("pl:{{{}}}:", ns); }
+
+Millis millis(const Reply& r) { return Millis{r.number()}; }
+
+Relation parse_relation(const RedisClient& client, const std::string& name) {
+  for (const Relation rel : {Relation::same, Relation::held_ancestor, Relation::held_descendant})
+    if (relation_name(rel) == name) return rel;
+  client.fail(fmt::format("acquire script reported an unknown relation '{}'", name));
+}
+
+Script script_of(const MatrixTable& matrix, std::string_view name) {
+  const std::string_view source = matrix.script(name);
+  if (source.empty())
+    throw InvalidRequest(fmt::format(
+        "matrix '{}' has no Lua script '{}'; the Redis backend needs a matrix compiled with "
+        "pathlock_compile_matrix(... LUA_DIR lua)",
+        matrix.name, name));
+  return Script{std::string(name), source, {}};
+}
+
+ClientOptions client_options(const EngineOptions& options) {
+  return ClientOptions{parse_redis_url(options.redis_url), options.connect_timeout, options.command_timeout,
+                       options.pool_size};
+}
+
+class RedisEngine final : public LockEngine {
+ public:
+  RedisEngine(const MatrixTable& matrix, const EngineOptions& options)
+      : matrix_(matrix),
+        check_matrix_(script_of(matrix, "check_matrix")),
+        acquire_(script_of(matrix, "acquire")),
+        release_(script_of(matrix, "release")),
+        renew_(script_of(matrix, "renew")),
+        list_(script_of(matrix, "list")),
+        force_release_(script_of(matrix, "force_release")),
+        client_(client_options(options)) {
+    for (Script* s : {&check_matrix_, &acquire_, &release_, &renew_, &list_, &force_release_}) client_.load(*s);
+  }
+
+  const MatrixTable& matrix() const override { return matrix_; }
+
+  AcquireResult acquire(const LockRequest& request) override {
+    const core::ResolvedRequest req = core::resolve_request(matrix_, request);
+    // Waiting (and the queue of fair waiters) exists in the embedded backend
+    // only; refusing is better than answering at once as if wait were 0.
+    if (request.wait > Millis{0})
+      throw InvalidRequest("wait is not supported by the redis backend yet; use wait=0 and retry");
+    std::vector<std::string> args{request.owner, std::string(matrix_.ops[static_cast<std::size_t>(req.op)].name),
+                                  std::to_string(request.ttl.count()), core::random_hex(kIdBytes),
+                                  core::random_hex(kTokenBytes)};
+    for (const core::ResolvedTarget& t : req.targets) args.push_back(t.path);
+    const Reply r = run(acquire_, request.ns, args);
+    const std::string& status = r.at(0).text();
+    AcquireResult out;
+    if (status == "granted") {
+      out.granted = true;
+      out.grant.id = r.at(1).text();
+      out.grant.token = r.at(2).text();
+      out.grant.fence = static_cast<std::uint64_t>(r.at(3).number());
+      out.grant.expires_in = millis(r.at(4));
+      out.grant.holds = static_cast<std::uint32_t>(r.at(5).number());
+    } else if (status == "refused") {
+      Conflict& c = out.conflict;
+      c.id = r.at(1).text();
+      c.op = r.at(2).text();
+      c.role = r.at(3).text();
+      c.path = r.at(4).text();
+      c.owner = r.at(5).text();
+      c.expires_in = millis(r.at(6));
+      c.requested_role = r.at(7).text();
+      c.requested_path = r.at(8).text();
+      c.relation = parse_relation(client_, r.at(9).text());
+    } else {
+      unexpected(acquire_, status);
+    }
+    return out;
+  }
+
+  bool release(std::string_view ns, std::string_view id, std::string_view token) override {
+    core::check_namespace(ns);
+    return released(release_, run(release_, ns, {std::string(id), std::string(token)}));
+  }
+
+  bool renew(std::string_view ns, std::string_view id, std::string_view token, std::optional<Millis> ttl) override {
+    core::check_namespace(ns);
+    if (ttl) core::check_ttl(*ttl);
+    const Reply r =
+        run(renew_, ns, {std::string(id), std::string(token), ttl ? std::to_string(ttl->count()) : std::string()});
+    const std::string& status = r.at(0).text();
+    if (status == "renewed") return true;
+    if (status == "missing") return false;
+    unexpected(renew_, status);
+  }
+
+  std::vector<LockInfo> list(std::string_view ns, std::string_view prefix) override {
+    core::check_namespace(ns);
+    const std::string canonical = core::resolve_prefix(prefix);
+    const Reply r = run(list_, ns, {canonical});
+    if (r.at(0).text() != "locks") unexpected(list_, r.at(0).text());
+    std::vector<LockInfo> out;
+    out.reserve(r.elements.size() - 1);
+    for (std::size_t i = 1; i < r.elements.size(); ++i) {
+      const Reply& l = r.elements[i];
+      LockInfo info;
+      info.id = l.at(0).text();
+      info.owner = l.at(1).text();
+      info.op = l.at(2).text();
+      info.fence = static_cast<std::uint64_t>(l.at(3).number());
+      info.holds = static_cast<std::uint32_t>(l.at(4).number());
+      info.expires_in = millis(l.at(5));
+      const Reply& targets = l.at(6);
+      for (std::size_t t = 0; t + 1 < targets.elements.size(); t += 2)
+        info.targets.push_back(Target{targets.at(t).text(), targets.at(t + 1).text()});
+      out.push_back(std::move(info));
+    }
+    return out;
+  }
+
+  bool force_release(std::string_view ns, std::string_view id) override {
+    core::check_namespace(ns);
+    return released(force_release_, run(force_release_, ns, {std::string(id)}));
+  }
+
+ private:
+  // Runs a lock script on namespace `ns` (already validated). Handles the
+  // replies every script may give: "mismatch" and "invalid".
+  Reply run(const Script& script, std::string_view ns, const std::vector<std::string>& args) {
+    bind_namespace(ns);
+    Reply r = client_.eval(script, {key_prefix(ns)}, args);
+    const std::string& status = r.at(0).text();
+    if (status == "mismatch") {
+      {
+        std::lock_guard guard(bound_mutex_);
+        bound_.erase(std::string(ns));
+      }
+      mismatch(ns, r);
+    }
+    if (status == "invalid") throw InvalidRequest(fmt::format("{}: {}", script.name, r.at(1).text()));
+    return r;
+  }
+
+  // Binds `ns` to this engine's matrix, or finds the matrix that owns it:
+  // once per namespace per engine. The scripts check again on every call.
+  void bind_namespace(std::string_view ns) {
+    const std::string name(ns);
+    {
+      std::lock_guard guard(bound_mutex_);
+      if (bound_.count(name)) return;
+    }
+    const Reply r = client_.eval(check_matrix_, {key_prefix(ns) + "meta"}, {});
+    const std::string& status = r.at(0).text();
+    if (status == "mismatch") mismatch(ns, r);
+    if (status != "ok") unexpected(check_matrix_, status);
+    std::lock_guard guard(bound_mutex_);
+    bound_.insert(name);
+  }
+
+  [[noreturn]] void mismatch(std::string_view ns, const Reply& r) const {
+    client_.fail(fmt::format(
+        "namespace '{}' belongs to matrix '{}' version {} (fingerprint {}); this engine enforces matrix '{}' "
+        "version {} (fingerprint {}). Use another namespace, or the matrix that owns it",
+        ns, r.at(2).text(), r.at(3).text(), r.at(1).text(), matrix_.name, matrix_.version, matrix_.fingerprint));
+  }
+
+  bool released(const Script& script, const Reply& r) const {
+    const std::string& status = r.at(0).text();
+    if (status == "released") return true;
+    if (status == "missing") return false;
+    unexpected(script, status);
+  }
+
+  [[noreturn]] void unexpected(const Script& script, std::string_view status) const {
+    client_.fail(fmt::format("script {} replied '{}'", script.name, status));
+  }
+
+  const MatrixTable& matrix_;
+  Script check_matrix_, acquire_, release_, renew_, list_, force_release_;
+  RedisClient client_;
+  std::mutex bound_mutex_;
+  std::unordered_set<std::string> bound_;  // namespaces checked by check_matrix
+};
+
+}  // namespace
+
+std::unique_ptr<LockEngine> make_redis_engine(const MatrixTable& matrix, const EngineOptions& options) {
+  return std::make_unique<RedisEngine>(matrix, options);
 }
 
 }  // namespace pathlock::redis

@@ -1,5 +1,7 @@
 #include "support/backends.hpp"
 
+#include "support/redis_server.hpp"
+
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -8,12 +10,15 @@
 
 namespace pathlock::test {
 
-std::vector<std::string> backend_names() { return {"memory"}; }
+std::vector<std::string> backend_names() { return {"memory", "redis"}; }
+
+std::vector<std::string> waiting_backend_names() { return {"memory"}; }
 
 std::unique_ptr<LockEngine> make_test_engine(const std::string& name, const MatrixTable* matrix) {
   EngineOptions opts;
   opts.backend = parse_backend(name);
   opts.matrix = matrix;
+  if (opts.backend == Backend::redis) opts.redis_url = shared_redis_server().url();
   return make_engine(opts);
 }
 

@@ -1,0 +1,853 @@
+// Redis-specific behaviour of the Redis backend, against a real redis-server
+// (support/redis_server.hpp; PATHLOCK_TEST_REDIS_URL selects an existing one).
+// Tests that need a server configured differently start a private one.
+#include "support/backends.hpp"
+#include "support/redis_server.hpp"
+
+#include "redis/redis_url.hpp"
+
+#include <pathlock/engine.hpp>
+#include <pathlock/path.hpp>
+
+#include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <deque>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+
+using namespace pathlock;
+using namespace std::chrono_literals;
+using namespace std::string_literals;
+using pathlock::test::RedisServer;
+using pathlock::test::shared_redis_server;
+
+namespace {
+
+std::unique_ptr<LockEngine> redis_engine(const std::string& url, const MatrixTable* matrix = nullptr,
+                                         std::size_t pool_size = 4, Millis command_timeout = 2000ms) {
+  EngineOptions opts;
+  opts.backend = Backend::redis;
+  opts.redis_url = url;
+  opts.matrix = matrix;
+  opts.pool_size = pool_size;
+  opts.command_timeout = command_timeout;
+  return make_engine(opts);
+}
+
+std::string prefix_of(const std::string& ns) { return "pl:{" + ns + "}:"; }
+
+// The keys of namespace `ns` on `server`, without the "pl:{NS}:" prefix.
+std::vector<std::string> ns_keys(const RedisServer& server, const std::string& ns) {
+  std::vector<std::string> out;
+  const std::string prefix = prefix_of(ns);
+  for (const std::string& k : server.keys(prefix + "*")) out.push_back(k.substr(prefix.size()));
+  return out;
+}
+
+const std::vector<std::string> kOnlyMetaAndFence{"fence", "meta"};
+
+// Closes, from the server side, the connections of this process's engines
+// (named pathlock-<pid>); other clients of a shared server are left alone.
+int kill_engine_connections(const RedisServer& server) {
+  const std::string name = "name=pathlock-" + std::to_string(::getpid()) + " ";
+  const std::string clients = server.command({"CLIENT", "LIST", "TYPE", "normal"}).str;
+  int killed = 0;
+  for (std::size_t at = 0; at < clients.size();) {
+    const std::size_t end = std::min(clients.find('\n', at), clients.size());
+    const std::string line = clients.substr(at, end - at);
+    at = end + 1;
+    if (line.find(name) == std::string::npos) continue;
+    const std::string id = line.substr(3, line.find(' ') - 3);  // "id=N ..."
+    killed += static_cast<int>(server.command({"CLIENT", "KILL", "ID", id}).integer);
+  }
+  return killed;
+}
+
+LockRequest request(const std::string& ns, const std::string& owner, const std::string& op,
+                    std::vector<Target> targets, Millis ttl = 30000ms) {
+  return LockRequest{ns, owner, op, std::move(targets), ttl, 0ms};
+}
+
+// Captures what is written to stderr (fd 2) while `body` runs.
+template <class Body>
+std::string capture_stderr(Body&& body) {
+  std::fflush(stderr);
+  char path[] = "/tmp/pathlock-stderr-XXXXXX";
+  const int fd = ::mkstemp(path);
+  const int saved = ::dup(2);
+  ::dup2(fd, 2);
+  try {
+    body();
+  } catch (...) {
+    std::fflush(stderr);
+    ::dup2(saved, 2);
+    ::close(saved);
+    ::close(fd);
+    ::unlink(path);
+    throw;
+  }
+  std::fflush(stderr);
+  ::dup2(saved, 2);
+  ::close(saved);
+  std::string out;
+  ::lseek(fd, 0, SEEK_SET);
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  ::unlink(path);
+  return out;
+}
+
+// A copy of the default matrix that claims another identity: what a service
+// built from another matrix file would run.
+const MatrixTable& impostor_matrix() {
+  static std::deque<std::string> storage;
+  static const MatrixTable table = [] {
+    MatrixTable t = default_matrix();
+    const std::string old_fp(t.fingerprint), new_fp = "0123456789abcdef0123456789abcdef";
+    const std::string old_name = "PL_MATRIX_NAME = \"" + std::string(t.name) + "\"";
+    const std::string old_version = "PL_MATRIX_VERSION = \"" + std::string(t.version) + "\"";
+    for (std::size_t i = 0; i < t.script_count; ++i) {
+      std::string src(t.scripts[i].source);
+      for (const auto& [from, to] : {std::pair{old_fp, new_fp}, std::pair{old_name, "PL_MATRIX_NAME = \"impostor\""s},
+                                     std::pair{old_version, "PL_MATRIX_VERSION = \"9.9\""s}})
+        for (std::size_t at; (at = src.find(from)) != std::string::npos;) src.replace(at, from.size(), to);
+      t.scripts[i].source = storage.emplace_back(std::move(src));
+    }
+    t.fingerprint = storage.emplace_back(new_fp);
+    t.name = "impostor";
+    t.version = "9.9";
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace
+
+TEST_CASE("redis urls: every accepted form", "[redis][url]") {
+  using redis::parse_redis_url;
+  auto u = parse_redis_url("redis://127.0.0.1:6379");
+  CHECK(u.host == "127.0.0.1");
+  CHECK(u.port == 6379);
+  CHECK_FALSE(u.user);
+  CHECK_FALSE(u.password);
+  CHECK(u.db == 0);
+
+  u = parse_redis_url("redis://cache.internal");
+  CHECK(u.host == "cache.internal");
+  CHECK(u.port == 6379);
+
+  u = parse_redis_url("redis://locker:pa%40ss:w%2Frd@db.example:7000/3");
+  CHECK(u.host == "db.example");
+  CHECK(u.port == 7000);
+  CHECK(u.user == std::optional<std::string>("locker"));
+  CHECK(u.password == std::optional<std::string>("pa@ss:w/rd"));
+  CHECK(u.db == 3);
+
+  u = parse_redis_url("redis://:secret@h:1/");
+  CHECK_FALSE(u.user);
+  CHECK(u.password == std::optional<std::string>("secret"));
+  CHECK(u.port == 1);
+  CHECK(u.db == 0);
+
+  u = parse_redis_url("redis://[::1]:6380/15");
+  CHECK(u.host == "::1");
+  CHECK(u.port == 6380);
+  CHECK(u.db == 15);
+  CHECK(u.describe() == "[::1]:6380/15");
+}
+
+TEST_CASE("redis urls: bad ones are InvalidRequest before any connection", "[redis][url]") {
+  for (const char* bad : {"", "http://h:1", "redis:/h:1", "redis://", "redis://:6379", "redis://h:0", "redis://h:65536",
+                          "redis://h:x", "redis://h:", "redis://h:1/x", "redis://h:1/-1", "redis://user@h:1",
+                          "redis://:@h:1", "redis://u:p%4@h:1", "redis://u:p%zz@h:1", "redis://h:1?db=2",
+                          "redis://[::1", "redis://[::1]x"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(redis::parse_redis_url(bad), InvalidRequest);
+    // Port 1 on loopback would refuse a connection: InvalidRequest proves no attempt was made.
+    CHECK_THROWS_AS(redis_engine(bad), InvalidRequest);
+  }
+  CHECK_THROWS_WITH(redis::parse_redis_url("redis://h:99999"), Catch::Contains("port"));
+}
+
+TEST_CASE("redis engine options are checked, an unreachable server is a BackendError", "[redis]") {
+  CHECK_THROWS_AS(redis_engine(shared_redis_server().url(), nullptr, 0), InvalidRequest);
+  EngineOptions opts;
+  opts.backend = Backend::redis;
+  opts.redis_url = shared_redis_server().url();
+  opts.command_timeout = 0ms;
+  CHECK_THROWS_AS(make_engine(opts), InvalidRequest);
+
+  // A matrix compiled without Lua scripts cannot drive Redis.
+  MatrixTable no_scripts = default_matrix();
+  no_scripts.script_count = 0;
+  CHECK_THROWS_WITH(redis_engine(shared_redis_server().url(), &no_scripts), Catch::Contains("LUA_DIR"));
+
+  std::string unreachable;
+  {
+    RedisServer gone;
+    unreachable = gone.url();
+  }  // stopped: nothing listens on that port now
+  CHECK_THROWS_AS(redis_engine(unreachable), BackendError);
+  CHECK_THROWS_WITH(redis_engine(unreachable), Catch::Contains("cannot connect"));
+}
+
+TEST_CASE("AUTH with a password or a user, and SELECT of the database in the url", "[redis][url]") {
+  RedisServer server({"--requirepass", "s3cret"});
+  const std::string hostport = server.url().substr(std::string("redis://").size());
+  CHECK_THROWS_WITH(redis_engine(server.url()), Catch::Contains("NOAUTH") || Catch::Contains("uthentication"));
+  CHECK_THROWS_WITH(redis_engine("redis://:wrong@" + hostport), Catch::Contains("AUTH"));
+
+  const std::string ns = test::unique_namespace("auth");
+  auto engine = redis_engine("redis://:s3cret@" + hostport + "/3");
+  REQUIRE(engine->acquire(request(ns, "o", "create", {{"target", "/a"}})).granted);
+  test::RedisConnection db3("redis://:s3cret@" + hostport + "/3");
+  CHECK(db3.command({"EXISTS", prefix_of(ns) + "meta"}).integer == 1);
+  test::RedisConnection db0("redis://:s3cret@" + hostport);
+  CHECK(db0.command({"EXISTS", prefix_of(ns) + "meta"}).integer == 0);
+
+  REQUIRE_FALSE(db0.command({"ACL", "SETUSER", "locker", "on", ">pw%@x", "~*", "+@all"}).is_error());
+  auto as_user = redis_engine("redis://locker:pw%25%40x@" + hostport + "/3");
+  CHECK(as_user->list(ns).size() == 1);
+  CHECK_THROWS_WITH(redis_engine("redis://locker:nope@" + hostport), Catch::Contains("AUTH as locker failed"));
+}
+
+TEST_CASE("an eviction policy that can drop lock data is refused", "[redis][config]") {
+  RedisServer server({"--maxmemory-policy", "allkeys-lru"});
+  for (const char* policy : {"allkeys-lru", "allkeys-lfu", "allkeys-random"}) {
+    INFO(policy);
+    REQUIRE_FALSE(server.command({"CONFIG", "SET", "maxmemory-policy", policy}).is_error());
+    CHECK_THROWS_AS(redis_engine(server.url()), BackendError);
+    CHECK_THROWS_WITH(redis_engine(server.url()),
+                      Catch::Contains(policy) && Catch::Contains("set maxmemory-policy noeviction"));
+  }
+  // Lock keys never get a TTL, so volatile-* policies never evict them.
+  for (const char* policy : {"noeviction", "volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl"}) {
+    INFO(policy);
+    REQUIRE_FALSE(server.command({"CONFIG", "SET", "maxmemory-policy", policy}).is_error());
+    CHECK_NOTHROW(redis_engine(server.url()));
+  }
+  // The policy is checked on every new connection, not only the first.
+  REQUIRE_FALSE(server.command({"CONFIG", "SET", "maxmemory-policy", "noeviction"}).is_error());
+  auto engine = redis_engine(server.url(), nullptr, 1);
+  REQUIRE_FALSE(server.command({"CONFIG", "SET", "maxmemory-policy", "allkeys-lru"}).is_error());
+  REQUIRE(kill_engine_connections(server) == 1);
+  CHECK_THROWS_WITH(engine->list("ns"), Catch::Contains("allkeys-lru"));
+}
+
+TEST_CASE("a server with CONFIG renamed away works, with a warning", "[redis][config]") {
+  RedisServer server({"--rename-command", "CONFIG", ""});
+  std::unique_ptr<LockEngine> engine;
+  const std::string err = capture_stderr([&] { engine = redis_engine(server.url()); });
+  CHECK_THAT(err, Catch::Contains("maxmemory-policy") && Catch::Contains("noeviction"));
+  CHECK(engine->acquire(request("cfg", "o", "upload", {{"target", "/x"}})).granted);
+}
+
+TEST_CASE("a namespace belongs to the matrix that first used it", "[redis][matrix]") {
+  const RedisServer& server = shared_redis_server();
+  const std::string ns = test::unique_namespace("fp");
+  auto cloud = redis_engine(server.url());
+  auto other = redis_engine(server.url(), &impostor_matrix());
+  const auto held = cloud->acquire(request(ns, "o", "upload", {{"target", "/a"}}));
+  REQUIRE(held.granted);
+
+  CHECK_THROWS_WITH(other->acquire(request(ns, "o", "delete_folder", {{"target", "/"}})),
+                    Catch::Contains("'cloud-drive' version 1.0.0") &&
+                        Catch::Contains(std::string(default_matrix().fingerprint)) && Catch::Contains("'impostor'"));
+  CHECK_THROWS_AS(other->list(ns), BackendError);
+  CHECK_THROWS_AS(other->release(ns, held.grant.id, held.grant.token), BackendError);
+  CHECK_THROWS_AS(other->force_release(ns, held.grant.id), BackendError);
+  CHECK(cloud->list(ns).size() == 1);  // untouched
+
+  // The other way round, on a namespace the impostor took first.
+  const std::string ns2 = test::unique_namespace("fp");
+  REQUIRE(other->acquire(request(ns2, "o", "upload", {{"target", "/a"}})).granted);
+  CHECK_THROWS_WITH(cloud->acquire(request(ns2, "o", "upload", {{"target", "/b"}})),
+                    Catch::Contains("'impostor'") && Catch::Contains("9.9"));
+}
+
+TEST_CASE("the scripts check the fingerprint too: a cached check cannot let a race through", "[redis][matrix]") {
+  const RedisServer& server = shared_redis_server();
+  const std::string ns = test::unique_namespace("race");
+  auto engine = redis_engine(server.url());
+  const auto held = engine->acquire(request(ns, "o", "upload", {{"target", "/a"}}));
+  REQUIRE(held.granted);  // the engine has now cached "ns is ours"
+  // Another matrix takes the namespace behind the engine's back.
+  REQUIRE(server.command({"HSET", prefix_of(ns) + "meta", "fingerprint", "feed", "matrix", "rival", "version", "2"})
+              .integer == 0);
+  CHECK_THROWS_WITH(engine->acquire(request(ns, "o", "upload", {{"target", "/b"}})),
+                    Catch::Contains("'rival'") && Catch::Contains("feed"));
+  CHECK_THROWS_AS(engine->renew(ns, held.grant.id, held.grant.token), BackendError);
+  CHECK_THROWS_AS(engine->release(ns, held.grant.id, held.grant.token), BackendError);
+  CHECK(server.keys(prefix_of(ns) + "e:*") == std::vector<std::string>{prefix_of(ns) + "e:/a"});
+}
+
+TEST_CASE("paths are data: metacharacters, spaces and unicode in keys", "[redis][keys]") {
+  const RedisServer& server = shared_redis_server();
+  auto engine = redis_engine(server.url());
+  const std::string ns = test::unique_namespace("esc");
+  const std::vector<std::string> paths{"/a{b}/c", "/a}b",     "/x*",          "/x?",          "/x[1]",
+                                       "/100%",   "/100%25",  "/with space",  "/ünï/日本語",  "/{" + ns + "}",
+                                       "/b\\s",   "/%7B"};
+  std::vector<Grant> grants;
+  for (const std::string& p : paths) {
+    INFO(p);
+    const auto r = engine->acquire(request(ns, "o", "delete_folder", {{"target", p}}));
+    REQUIRE(r.granted);  // none of these paths overlaps another
+    grants.push_back(r.grant);
+  }
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    INFO(paths[i]);
+    const auto below = engine->acquire(request(ns, "p", "upload", {{"target", paths[i] + "/f"}}));
+    REQUIRE_FALSE(below.granted);
+    CHECK(below.conflict.id == grants[i].id);
+    CHECK(below.conflict.path == paths[i]);
+    CHECK(below.conflict.relation == Relation::held_ancestor);
+    const auto listed = engine->list(ns, paths[i]);
+    REQUIRE(listed.size() == 1);
+    CHECK(listed[0].targets.at(0).path == paths[i]);
+  }
+  // A pattern character matches nothing but itself.
+  CHECK(engine->acquire(request(ns, "p", "upload", {{"target", "/xa"}})).granted);
+  CHECK(engine->acquire(request(ns, "p", "upload", {{"target", "/x1"}})).granted);
+
+  // Keys: documented escaping, hash tag {NS} only, raw UTF-8.
+  const std::vector<std::string> keys = ns_keys(server, ns);
+  const std::set<std::string> key_set(keys.begin(), keys.end());
+  for (const std::string& k : keys) {
+    INFO(k);
+    CHECK(k.find_first_of("{}*?[] \\") == std::string::npos);
+  }
+  for (const char* expected : {"n:/a%7Bb%7D/c", "e:/a%7Bb%7D/c", "c:/a%7Bb%7D", "n:/a%7Db", "n:/x%2A", "n:/x%3F",
+                               "n:/x%5B1%5D", "n:/100%25", "n:/100%2525", "n:/with%20space", "n:/ünï/日本語",
+                               "n:/b%5Cs", "n:/%257B", "c:/"}) {
+    INFO(expected);
+    CHECK(key_set.count(expected) == 1);
+  }
+  CHECK(key_set.count("n:/%7B" + ns + "%7D") == 1);
+
+  for (const Grant& g : grants) CHECK(engine->release(ns, g.id, g.token));
+  for (const LockInfo& l : engine->list(ns)) CHECK(engine->force_release(ns, l.id));
+  CHECK(ns_keys(server, ns) == kOnlyMetaAndFence);
+}
+
+TEST_CASE("namespaces are isolated, even when one name is a prefix of another", "[redis][keys]") {
+  const RedisServer& server = shared_redis_server();
+  auto engine = redis_engine(server.url());
+  const std::string base = test::unique_namespace("iso");
+  const std::string ns1 = base, ns2 = base + ":sub", ns3 = base + ".x";
+  std::map<std::string, Grant> grants;
+  for (const std::string& ns : {ns1, ns2, ns3}) {
+    const auto r = engine->acquire(request(ns, "o", "delete_folder", {{"target", "/"}}));
+    REQUIRE(r.granted);
+    CHECK(r.grant.fence == 1);  // each namespace has its own fence counter
+    grants[ns] = r.grant;
+  }
+  CHECK_FALSE(engine->release(ns2, grants[ns1].id, grants[ns1].token));
+  CHECK_FALSE(engine->force_release(ns3, grants[ns1].id));
+  CHECK_FALSE(engine->renew(ns2, grants[ns1].id, grants[ns1].token));
+  REQUIRE(engine->list(ns2).size() == 1);
+  CHECK(engine->list(ns2)[0].id == grants[ns2].id);
+
+  for (const std::string& key : server.keys("pl:{" + base + "*")) {
+    INFO(key);
+    const bool one_of = key.rfind(prefix_of(ns1), 0) == 0 || key.rfind(prefix_of(ns2), 0) == 0 ||
+                        key.rfind(prefix_of(ns3), 0) == 0;
+    CHECK(one_of);
+  }
+  CHECK(engine->release(ns1, grants[ns1].id, grants[ns1].token));
+  CHECK(ns_keys(server, ns1) == kOnlyMetaAndFence);
+  CHECK(engine->list(ns2).size() == 1);  // untouched
+}
+
+TEST_CASE("no lock data is left once every lock is gone; fences never go back", "[redis][keys]") {
+  const RedisServer& server = shared_redis_server();
+  auto engine = redis_engine(server.url());
+  const std::string ns = test::unique_namespace("clean");
+  std::mt19937 rng(7);
+  const std::vector<std::string> dirs{"/", "/p", "/p/A", "/p/A/C", "/p/B", "/q/é", "/p/A/C/D/E"};
+  const MatrixTable& m = engine->matrix();
+  std::vector<Grant> held;
+  std::uint64_t last_fence = 0;
+  for (int i = 0; i < 400; ++i) {
+    const OpInfo& op = m.ops[rng() % m.op_count];
+    std::vector<Target> targets;
+    for (std::size_t r = 0; r < op.role_count; ++r)
+      targets.push_back(Target{std::string(op.roles[r]), dirs[rng() % dirs.size()] + (r ? "/d" : "")});
+    const std::string owner = "o" + std::to_string(rng() % 3);
+    AcquireResult res;
+    try {
+      res = engine->acquire(request(ns, owner, std::string(op.name), targets, (i % 5 == 0) ? 30ms : 30000ms));
+    } catch (const InvalidRequest&) {
+      continue;  // e.g. dst inside src
+    }
+    if (res.granted) {
+      if (res.grant.holds == 1) {
+        CHECK(res.grant.fence > last_fence);
+        last_fence = res.grant.fence;
+      }
+      held.push_back(res.grant);
+    }
+    if (!held.empty() && rng() % 3 == 0) {
+      const std::size_t k = rng() % held.size();
+      if (rng() % 4 == 0) engine->force_release(ns, held[k].id);
+      else engine->release(ns, held[k].id, held[k].token);
+      held.erase(held.begin() + static_cast<std::ptrdiff_t>(k));
+    }
+  }
+  for (const Grant& g : held) engine->release(ns, g.id, g.token);
+  for (const LockInfo& l : engine->list(ns)) CHECK(engine->force_release(ns, l.id));
+  std::this_thread::sleep_for(60ms);  // the 30 ms leases have ended
+  for (int i = 0; i < 20 && ns_keys(server, ns) != kOnlyMetaAndFence; ++i) engine->list(ns, "/nowhere");
+  CHECK(ns_keys(server, ns) == kOnlyMetaAndFence);
+
+  const auto next = engine->acquire(request(ns, "o", "create", {{"target", "/p"}}));
+  REQUIRE(next.granted);
+  CHECK(next.grant.fence > last_fence);
+  CHECK(std::to_string(next.grant.fence) == server.command({"GET", prefix_of(ns) + "fence"}).str);
+}
+
+TEST_CASE("expired leases are reaped in bounded steps, and never refuse anyone", "[redis][expiry]") {
+  const RedisServer& server = shared_redis_server();
+  auto engine = redis_engine(server.url());
+  const std::string ns = test::unique_namespace("reap");
+  const std::string exp_key = prefix_of(ns) + "exp";
+  for (int i = 0; i < 100; ++i)
+    REQUIRE(engine->acquire(request(ns, "o" + std::to_string(i), "upload",
+                                    {{"target", "/exp/d" + std::to_string(i) + "/f"}}, 500ms)).granted);
+  const auto live = engine->acquire(request(ns, "keeper", "upload", {{"target", "/live/f"}}));
+  REQUIRE(live.granted);
+  REQUIRE(server.command({"ZCARD", exp_key}).integer == 101);  // none expired while filling
+  std::this_thread::sleep_for(600ms);
+  // Expired locks are invisible before they are reaped.
+  const auto listed = engine->list(ns);
+  REQUIRE(listed.size() == 1);
+  CHECK(listed[0].id == live.grant.id);
+  // One call reaps at most 32 (REAP_LIMIT in the scripts); that list reaped the first 32.
+  CHECK(server.command({"ZCARD", exp_key}).integer == 101 - 32);
+  engine->list(ns, "/live");
+  CHECK(server.command({"ZCARD", exp_key}).integer == 101 - 64);
+
+  // A delete of /exp meets the 36 expired uploads still indexed below it:
+  // each witness found expired is removed and the check runs again.
+  const auto del = engine->acquire(request(ns, "del", "delete_folder", {{"target", "/exp"}}));
+  REQUIRE(del.granted);
+  CHECK(server.command({"ZCARD", exp_key}).integer == 2);  // keeper and del
+  CHECK(engine->release(ns, del.grant.id, del.grant.token));
+  CHECK(engine->release(ns, live.grant.id, live.grant.token));
+  CHECK(ns_keys(server, ns) == kOnlyMetaAndFence);
+}
+
+TEST_CASE("an expired lock cannot be released or renewed, and its reentry starts a new lock", "[redis][expiry]") {
+  auto engine = redis_engine(shared_redis_server().url());
+  const std::string ns = test::unique_namespace("exp");
+  const auto first = engine->acquire(request(ns, "o", "upload", {{"target", "/a"}}, 30ms));
+  REQUIRE(first.granted);
+  std::this_thread::sleep_for(60ms);
+  CHECK_FALSE(engine->renew(ns, first.grant.id, first.grant.token));
+  const auto again = engine->acquire(request(ns, "o", "upload", {{"target", "/a"}}, 30ms));
+  REQUIRE(again.granted);
+  CHECK(again.grant.id != first.grant.id);
+  CHECK(again.grant.holds == 1);
+  CHECK(again.grant.fence > first.grant.fence);
+  std::this_thread::sleep_for(60ms);
+  CHECK_FALSE(engine->release(ns, again.grant.id, again.grant.token));
+  CHECK_FALSE(engine->force_release(ns, again.grant.id));
+}
+
+TEST_CASE("a connection closed by the server is replaced before sending", "[redis][connection]") {
+  const RedisServer& server = shared_redis_server();
+  auto engine = redis_engine(server.url(), nullptr, 2);
+  const std::string ns = test::unique_namespace("kill");
+  for (int round = 0; round < 5; ++round) {
+    INFO(round);
+    const auto r = engine->acquire(request(ns, "o", "upload", {{"target", "/r" + std::to_string(round)}}));
+    REQUIRE(r.granted);
+    REQUIRE(kill_engine_connections(server) >= 1);
+    CHECK(engine->list(ns).size() == static_cast<std::size_t>(round + 1));
+    REQUIRE(kill_engine_connections(server) >= 1);
+    CHECK(engine->release(ns, r.grant.id, r.grant.token));
+    CHECK(engine->acquire(request(ns, "o", "upload", {{"target", "/r" + std::to_string(round)}})).granted);
+  }
+}
+
+TEST_CASE("scripts flushed from the server are loaded again (NOSCRIPT)", "[redis][connection]") {
+  const RedisServer& server = shared_redis_server();
+  auto engine = redis_engine(server.url());
+  const std::string ns = test::unique_namespace("flush");
+  REQUIRE(engine->acquire(request(ns, "o", "upload", {{"target", "/a"}})).granted);
+  REQUIRE_FALSE(server.command({"SCRIPT", "FLUSH"}).is_error());
+  CHECK(engine->acquire(request(ns, "o", "upload", {{"target", "/b"}})).granted);
+  CHECK(engine->list(ns).size() == 2);
+}
+
+TEST_CASE("a reply that does not come in time is a BackendError, never retried", "[redis][connection]") {
+  RedisServer server({"--enable-debug-command", "yes"});
+  auto engine = redis_engine(server.url(), nullptr, 2, 150ms);
+  const std::string ns = test::unique_namespace("slow");
+  REQUIRE(engine->acquire(request(ns, "o", "upload", {{"target", "/warm"}})).granted);
+  std::thread sleeper([&] { server.command({"DEBUG", "SLEEP", "1.5"}); });
+  std::this_thread::sleep_for(400ms);  // the server is busy sleeping now
+  CHECK_THROWS_WITH(engine->acquire(request(ns, "late", "upload", {{"target", "/late"}})),
+                    Catch::Contains("no reply") && Catch::Contains("effect is unknown"));
+  sleeper.join();
+  // The script ran once the server woke up: the effect was indeed unknown,
+  // and a blind retry would have taken a second hold.
+  const auto locks = engine->list(ns, "/late");
+  REQUIRE(locks.size() == 1);
+  CHECK(locks[0].holds == 1);
+  CHECK(engine->acquire(request(ns, "o", "upload", {{"target", "/after"}})).granted);
+}
+
+TEST_CASE("a stopped server is a BackendError", "[redis][connection]") {
+  auto server = std::make_unique<RedisServer>();
+  auto engine = redis_engine(server->url());
+  REQUIRE(engine->acquire(request("gone", "o", "upload", {{"target", "/a"}})).granted);
+  server.reset();
+  CHECK_THROWS_AS(engine->acquire(request("gone", "o", "upload", {{"target", "/b"}})), BackendError);
+  CHECK_THROWS_AS(engine->list("gone"), BackendError);
+}
+
+TEST_CASE("out of memory: acquire fails cleanly, release still works, nothing is left half-written", "[redis][config]") {
+  RedisServer server;
+  auto engine = redis_engine(server.url());
+  const std::string ns = "oom";
+  const auto twice = request(ns, "o", "upload", {{"target", "/warm"}});
+  const auto reentered = engine->acquire(twice);
+  REQUIRE(reentered.granted);
+  REQUIRE(engine->acquire(twice).grant.holds == 2);
+  const auto used_memory = [&] {
+    const std::string info = server.command({"INFO", "memory"}).str;
+    return std::stoll(info.substr(info.find("used_memory:") + std::string("used_memory:").size()));
+  };
+  REQUIRE_FALSE(server.command({"CONFIG", "SET", "maxmemory", std::to_string(used_memory() + 300 * 1024)}).is_error());
+  std::vector<Grant> grants;
+  bool refused_for_memory = false;
+  const std::string long_name(250, 'n');
+  for (int i = 0; i < 5000 && !refused_for_memory; ++i) {
+    try {
+      const auto r = engine->acquire(
+          request(ns, "o", "move_folder",
+                  {{"src", "/" + long_name + "/s" + std::to_string(i)}, {"dst", "/" + long_name + "/d" + std::to_string(i)}}));
+      REQUIRE(r.granted);
+      grants.push_back(r.grant);
+    } catch (const BackendError& e) {
+      CHECK_THAT(e.what(), Catch::Contains("OOM"));
+      refused_for_memory = true;
+    }
+  }
+  REQUIRE(refused_for_memory);
+  REQUIRE(grants.size() > 10);
+  // Far over the limit (usage hovers around it otherwise): in-place updates
+  // and deletions must still work.
+  REQUIRE_FALSE(server.command({"CONFIG", "SET", "maxmemory", std::to_string(used_memory() / 2)}).is_error());
+  CHECK_THROWS_WITH(engine->acquire(request(ns, "o", "upload", {{"target", "/new"}})), Catch::Contains("OOM"));
+  CHECK_THROWS_WITH(engine->acquire(twice), Catch::Contains("OOM"));  // a third hold is new data
+  CHECK(engine->renew(ns, reentered.grant.id, reentered.grant.token, 60000ms));
+  CHECK(engine->release(ns, reentered.grant.id, reentered.grant.token));  // holds 2 -> 1
+  REQUIRE(engine->list(ns, "/warm").size() == 1);
+  CHECK(engine->list(ns, "/warm")[0].holds == 1);
+  for (const Grant& g : grants) CHECK(engine->release(ns, g.id, g.token));  // allowed under the limit
+  REQUIRE_FALSE(server.command({"CONFIG", "SET", "maxmemory", "0"}).is_error());
+  const auto listed = engine->list(ns);
+  REQUIRE(listed.size() == 1);
+  CHECK(engine->force_release(ns, listed[0].id));
+  CHECK(ns_keys(server, ns) == kOnlyMetaAndFence);
+}
+
+namespace {
+
+struct MatrixCase {
+  const char* held_op;
+  const char* held_targets;
+  const char* held_role;
+  const char* held_path;
+  const char* req_op;
+  const char* req_targets;
+  const char* req_role;
+  const char* relation;
+  bool granted;
+};
+
+const MatrixCase kCases[] = {
+#define PATHLOCK_MATRIX_CASE(ho, ht, hr, hp, ro, rt, rr, rel, g) {ho, ht, hr, hp, ro, rt, rr, rel, g},
+#include "matrix_cases.inc"
+#undef PATHLOCK_MATRIX_CASE
+};
+
+std::vector<Target> parse_targets(const std::string& text) {
+  std::vector<Target> out;
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t comma = std::min(text.find(',', i), text.size());
+    const std::string part = text.substr(i, comma - i);
+    const std::size_t eq = part.find('=');
+    out.push_back(Target{part.substr(0, eq), part.substr(eq + 1)});
+    i = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("every matrix-derived scenario, on Redis", "[redis][matrix]") {
+  const RedisServer& server = shared_redis_server();
+  auto engine = redis_engine(server.url());
+  const std::string ns = test::unique_namespace("cases");
+  REQUIRE(std::size(kCases) > 100);
+  std::size_t refusals = 0;
+  for (const MatrixCase& c : kCases) {
+    INFO(c.held_op << " " << c.held_targets << " then " << c.req_op << " " << c.req_targets << " (" << c.relation
+                   << ")");
+    const auto held = engine->acquire(request(ns, "holder", c.held_op, parse_targets(c.held_targets)));
+    REQUIRE(held.granted);
+    const std::vector<Target> req_targets = parse_targets(c.req_targets);
+    const auto got = engine->acquire(request(ns, "requester", c.req_op, req_targets));
+    CHECK(got.granted == c.granted);
+    if (!got.granted) {
+      ++refusals;
+      CHECK(got.conflict.id == held.grant.id);
+      CHECK(got.conflict.op == c.held_op);
+      CHECK(got.conflict.role == c.held_role);
+      CHECK(got.conflict.path == c.held_path);
+      CHECK(got.conflict.owner == "holder");
+      CHECK(relation_name(got.conflict.relation) == c.relation);
+      CHECK(got.conflict.requested_role == c.req_role);
+      const auto it = std::find_if(req_targets.begin(), req_targets.end(),
+                                   [&](const Target& t) { return t.role == c.req_role; });
+      CHECK(got.conflict.requested_path == it->path);
+      CHECK(got.conflict.expires_in > 29000ms);
+    } else {
+      CHECK(engine->release(ns, got.grant.id, got.grant.token));
+    }
+    CHECK(engine->release(ns, held.grant.id, held.grant.token));
+  }
+  CHECK(refusals > 0);
+  CHECK(ns_keys(server, ns) == kOnlyMetaAndFence);
+}
+
+TEST_CASE("the Redis backend answers every call like the embedded one", "[redis][differential]") {
+  auto redis = redis_engine(shared_redis_server().url());
+  EngineOptions memory_opts;
+  auto memory = make_engine(memory_opts);
+  const std::string ns = test::unique_namespace("diff");
+  const MatrixTable& m = default_matrix();
+  const std::vector<std::string> paths{"/", "/a", "/a/b", "/a/b/c", "/a/c", "/b", "/b/a", "/a/b/c/d", "/ab"};
+  const std::vector<std::string> prefixes{"/", "/a", "/a/b", "/b", "/zz"};
+
+  struct Held {
+    Grant mem, red;
+  };
+  std::vector<Held> held;
+  std::map<std::string, std::uint64_t> mem_fence, red_fence;  // id -> fence
+  std::mt19937 rng(20240601);
+  std::size_t grants = 0, refusals = 0, descendant_refusals = 0;
+
+  for (int step = 0; step < 1500; ++step) {
+    INFO("step " << step);
+    const auto action = rng() % 100;
+    if (action < 60 || held.empty()) {
+      const OpInfo& op = m.ops[rng() % m.op_count];
+      std::vector<Target> targets;
+      for (std::size_t r = 0; r < op.role_count; ++r)
+        targets.push_back(Target{std::string(op.roles[r]), paths[rng() % paths.size()]});
+      const LockRequest req = request(ns, "o" + std::to_string(rng() % 3), std::string(op.name), targets, 60000ms);
+      AcquireResult a, b;
+      bool mem_invalid = false, red_invalid = false;
+      try {
+        a = memory->acquire(req);
+      } catch (const InvalidRequest&) {
+        mem_invalid = true;
+      }
+      try {
+        b = redis->acquire(req);
+      } catch (const InvalidRequest&) {
+        red_invalid = true;
+      }
+      REQUIRE(mem_invalid == red_invalid);
+      if (mem_invalid) continue;
+      REQUIRE(a.granted == b.granted);
+      if (a.granted) {
+        ++grants;
+        CHECK(a.grant.fence == b.grant.fence);
+        CHECK(a.grant.holds == b.grant.holds);
+        mem_fence[a.grant.id] = a.grant.fence;
+        red_fence[b.grant.id] = b.grant.fence;
+        held.push_back(Held{a.grant, b.grant});
+      } else {
+        ++refusals;
+        const Conflict &x = a.conflict, &y = b.conflict;
+        CHECK(x.relation == y.relation);
+        CHECK(x.requested_role == y.requested_role);
+        CHECK(x.requested_path == y.requested_path);
+        if (x.relation == Relation::held_descendant) {
+          // Which descendant is named among several is hash order in the
+          // embedded backend and byte order here; both must be real conflicts.
+          ++descendant_refusals;
+          CHECK(y.path.size() > y.requested_path.size());
+          CHECK(path_within(y.path, y.requested_path));
+          CHECK(red_fence.count(y.id) == 1);
+        } else {
+          CHECK(mem_fence.at(x.id) == red_fence.at(y.id));
+          CHECK(x.op == y.op);
+          CHECK(x.role == y.role);
+          CHECK(x.path == y.path);
+          CHECK(x.owner == y.owner);
+        }
+      }
+    } else if (action < 80) {
+      const std::size_t k = rng() % held.size();
+      const bool wrong_token = rng() % 10 == 0;
+      const bool a = memory->release(ns, held[k].mem.id, wrong_token ? "x" : held[k].mem.token);
+      const bool b = redis->release(ns, held[k].red.id, wrong_token ? "x" : held[k].red.token);
+      CHECK(a == b);
+      if (!wrong_token) held.erase(held.begin() + static_cast<std::ptrdiff_t>(k));
+    } else if (action < 85) {
+      const std::size_t k = rng() % held.size();
+      const std::optional<Millis> ttl = rng() % 2 ? std::optional<Millis>(50000ms) : std::nullopt;
+      CHECK(memory->renew(ns, held[k].mem.id, held[k].mem.token, ttl) ==
+            redis->renew(ns, held[k].red.id, held[k].red.token, ttl));
+    } else if (action < 90) {
+      const std::size_t k = rng() % held.size();
+      CHECK(memory->force_release(ns, held[k].mem.id) == redis->force_release(ns, held[k].red.id));
+      const std::string mem_id = held[k].mem.id;
+      held.erase(std::remove_if(held.begin(), held.end(), [&](const Held& h) { return h.mem.id == mem_id; }),
+                 held.end());
+    } else {
+      const std::string& prefix = prefixes[rng() % prefixes.size()];
+      const auto a = memory->list(ns, prefix);
+      const auto b = redis->list(ns, prefix);
+      REQUIRE(a.size() == b.size());
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        CHECK(a[i].fence == b[i].fence);
+        CHECK(a[i].owner == b[i].owner);
+        CHECK(a[i].op == b[i].op);
+        CHECK(a[i].holds == b[i].holds);
+        REQUIRE(a[i].targets.size() == b[i].targets.size());
+        for (std::size_t t = 0; t < a[i].targets.size(); ++t) {
+          CHECK(a[i].targets[t].role == b[i].targets[t].role);
+          CHECK(a[i].targets[t].path == b[i].targets[t].path);
+        }
+        CHECK(std::chrono::abs(a[i].expires_in - b[i].expires_in) < 1000ms);
+      }
+    }
+  }
+  CHECK(grants > 100);
+  CHECK(refusals > 100);
+  CHECK(descendant_refusals > 0);
+}
+
+TEST_CASE("reentrant acquires share one lock until the last release", "[redis]") {
+  const RedisServer& server = shared_redis_server();
+  auto engine = redis_engine(server.url());
+  const std::string ns = test::unique_namespace("re");
+  const auto req = request(ns, "o", "move_folder", {{"src", "/a"}, {"dst", "/b"}}, 20000ms);
+  const auto first = engine->acquire(req);
+  REQUIRE(first.granted);
+  auto longer = req;
+  longer.ttl = 40000ms;
+  const auto second = engine->acquire(longer);
+  REQUIRE(second.granted);
+  CHECK(second.grant.id == first.grant.id);
+  CHECK(second.grant.token == first.grant.token);
+  CHECK(second.grant.fence == first.grant.fence);
+  CHECK(second.grant.holds == 2);
+  CHECK(second.grant.expires_in > 39000ms);
+  auto shorter = req;
+  shorter.ttl = 1000ms;
+  const auto third = engine->acquire(shorter);  // never shortens the lease
+  CHECK(third.grant.holds == 3);
+  CHECK(third.grant.expires_in > 39000ms);
+  CHECK(engine->renew(ns, first.grant.id, first.grant.token));  // the lock's ttl is now 1000 ms
+  CHECK(engine->list(ns)[0].expires_in <= 1000ms);
+  for (int i = 0; i < 3; ++i) CHECK(engine->release(ns, first.grant.id, first.grant.token));
+  CHECK_FALSE(engine->release(ns, first.grant.id, first.grant.token));
+  CHECK(ns_keys(server, ns) == kOnlyMetaAndFence);
+}
+
+TEST_CASE("conflicting locks are never held at once by concurrent clients", "[redis][concurrency]") {
+  auto engine = redis_engine(shared_redis_server().url(), nullptr, 3);  // fewer connections than threads
+  const std::string ns = test::unique_namespace("conc");
+  std::atomic<int> inside{0}, overlaps{0}, granted{0}, errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 5; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 60; ++i) try {
+        const bool folder = (i + t) % 2 == 0;
+        const auto r = engine->acquire(request(ns, "t" + std::to_string(t), folder ? "delete_folder" : "upload",
+                                               {{"target", folder ? "/hot" : "/hot/f" + std::to_string(t)}}));
+        if (!r.granted) continue;
+        ++granted;
+        // A delete of /hot excludes everything under it; uploads exclude the delete.
+        if (folder ? inside.fetch_add(100) != 0 : inside.fetch_add(1) >= 100) ++overlaps;
+        std::this_thread::sleep_for(200us);
+        inside -= folder ? 100 : 1;
+        engine->release(ns, r.grant.id, r.grant.token);
+      } catch (const std::exception&) {
+        ++errors;  // reported below: an exception must not escape a thread
+      }
+    });
+  for (auto& th : threads) th.join();
+  CHECK(errors == 0);
+  CHECK(overlaps == 0);
+  CHECK(granted > 0);
+  CHECK(engine->list(ns).empty());
+}
+
+TEST_CASE("the generated scripts can be called directly, as docs/lua-protocol.md says", "[redis][lua]") {
+  const RedisServer& server = shared_redis_server();
+  const MatrixTable& m = default_matrix();
+  const std::string ns = test::unique_namespace("lua");
+  test::RedisConnection c(server.url());
+  const auto eval = [&](const char* script, std::vector<std::string> args) {
+    std::vector<std::string> argv{"EVAL", std::string(m.script(script)), "1", prefix_of(ns)};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return c.command(argv);
+  };
+  auto r = eval("acquire", {"svc", "move_folder", "30000", "id1", "tok1", "/a", "/b"});
+  REQUIRE(r.elements.size() == 6);
+  CHECK(r.elements[0].str == "granted");
+  CHECK(r.elements[1].str == "id1");
+  CHECK(r.elements[2].str == "tok1");
+  CHECK(r.elements[3].integer == 1);
+  CHECK(r.elements[4].integer == 30000);
+  CHECK(r.elements[5].integer == 1);
+  r = eval("acquire", {"svc2", "upload", "30000", "id2", "tok2", "/a/x"});
+  REQUIRE(r.elements.size() == 10);
+  CHECK(r.elements[0].str == "refused");
+  CHECK(r.elements[1].str == "id1");
+  CHECK(r.elements[9].str == "held_ancestor");
+  for (const std::vector<std::string>& bad :
+       std::vector<std::vector<std::string>>{{"svc", "nope", "1", "i", "t", "/a"},
+                                             {"svc", "upload", "1", "i", "t"},
+                                             {"svc", "upload", "0", "i", "t", "/a"},
+                                             {"svc", "upload", "1.5", "i", "t", "/a"},
+                                             {"svc", "upload", "100", "i/d", "t", "/a"},
+                                             {"svc", "upload", "100", "i", "t", "a"},
+                                             {"svc", "upload", "100", "i", "t", "/a//b"},
+                                             {"svc", "upload", "100", "i", "t", "/a/"},
+                                             {"svc", "upload", "100", "i", "t", "/a/../b"},
+                                             {"svc", "move_folder", "100", "i", "t", "/a", "/a/in"}}) {
+    r = eval("acquire", bad);
+    INFO(bad[1] << " " << bad.back());
+    CHECK(r.elements.at(0).str == "invalid");
+  }
+  CHECK(c.command({"EVAL", std::string(m.script("acquire")), "1", "pl:nohashtag:", "x"}).elements.at(0).str ==
+        "invalid");
+  r = eval("list", {"/"});
+  REQUIRE(r.elements.size() == 2);
+  CHECK(r.elements[1].elements.at(0).str == "id1");
+  CHECK(r.elements[1].elements.at(6).elements.size() == 4);  // src, /a, dst, /b
+  CHECK(eval("renew", {"id1", "tok1", "5000"}).elements.at(1).integer == 5000);
+  CHECK(eval("release", {"id1", "wrong"}).elements.at(0).str == "missing");
+  r = eval("release", {"id1", "tok1"});
+  CHECK(r.elements.at(0).str == "released");
+  CHECK(r.elements.at(1).integer == 0);
+  CHECK(ns_keys(server, ns) == kOnlyMetaAndFence);
+}
