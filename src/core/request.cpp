@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <array>
-#include <charconv>
 #include <random>
 
 namespace pathlock::core {
@@ -82,18 +81,13 @@ ResolvedRequest resolve_request(const MatrixTable& matrix, const LockRequest& re
                                        op.roles[outer], out.targets[outer].path));
   }
 
-  // Length-prefixed fields cannot collide whatever bytes they hold.
-  auto append_field = [&](std::string_view field) {
-    char digits[24];
-    const auto end = std::to_chars(digits, digits + sizeof digits, field.size()).ptr;
-    out.reentry_key.append(digits, end).append(1, ':').append(field).append(1, '|');
-  };
-  std::size_t size = request.owner.size() + op.name.size() + 16;
-  for (const ResolvedTarget& t : out.targets) size += t.path.size() + 8;
+  // Owners, operation names and paths never contain NUL (control characters
+  // are refused), so NUL-separated fields cannot collide.
+  std::size_t size = request.owner.size() + op.name.size() + 1;
+  for (const ResolvedTarget& t : out.targets) size += t.path.size() + 1;
   out.reentry_key.reserve(size);
-  append_field(request.owner);
-  append_field(op.name);
-  for (const ResolvedTarget& t : out.targets) append_field(t.path);
+  out.reentry_key.append(request.owner).append(1, '\0').append(op.name);
+  for (const ResolvedTarget& t : out.targets) out.reentry_key.append(1, '\0').append(t.path);
   return out;
 }
 
