@@ -334,3 +334,14 @@ TEST_CASE("ids of released locks do not come back", "[engine]") {
   CHECK_FALSE(f.engine->release(f.ns, "-", second.grant.token));
   CHECK(f.held() == 1);
 }
+
+TEST_CASE("embedded engines never share namespaces, even at the same address", "[engine][memory]") {
+  // The embedded backend caches namespace lookups per thread; the cache is
+  // keyed by an engine serial number, not by the engine's address.
+  for (int round = 0; round < 4; ++round) {
+    auto engine = make_engine();
+    const auto got = engine->acquire(LockRequest{"shared-name", "a", "delete_folder", {{"target", "/p"}}});
+    CHECK(got.granted);  // a fresh engine: nothing held, whatever came before
+    CHECK(engine->list("shared-name").size() == 1);
+  }
+}

@@ -52,7 +52,10 @@
 // Locking: one std::mutex per Namespace guards all of it, including the
 // queue of waiters and the condition variable they sleep on; the map of
 // namespaces is guarded by a shared_mutex (readers for lookups, a writer only
-// to add a namespace). Lock order: namespaces_mutex_ before Namespace::mutex,
+// to add a namespace). Namespaces are never removed, so each thread also
+// keeps a small cache of the namespaces it used (keyed by a per-engine serial
+// number, never by address): calls on different namespaces from different
+// threads then share no written memory at all. Lock order: namespaces_mutex_ before Namespace::mutex,
 // never the other way round. Time: std::chrono::steady_clock.
 #include "memory/memory_engine.hpp"
 
@@ -63,6 +66,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <charconv>
 #include <condition_variable>
 #include <deque>
@@ -241,9 +246,20 @@ Relation relation_of(std::string_view held, std::string_view requested) {
   return path_within(requested, held) ? Relation::held_ancestor : Relation::held_descendant;
 }
 
+// Per-thread cache of namespace lookups: (engine serial, name) -> Namespace.
+struct NamespaceCacheEntry {
+  std::uint64_t engine = 0;
+  std::string name;
+  Namespace* ns = nullptr;
+};
+constexpr std::size_t kNamespaceCacheSize = 8;
+thread_local std::array<NamespaceCacheEntry, kNamespaceCacheSize> tls_namespace_cache;
+thread_local std::size_t tls_namespace_cache_next = 0;
+std::atomic<std::uint64_t> engine_serials{0};
+
 class MemoryEngine final : public LockEngine {
  public:
-  explicit MemoryEngine(const MatrixTable& matrix) : matrix_(matrix) {}
+  explicit MemoryEngine(const MatrixTable& matrix) : matrix_(matrix), serial_(++engine_serials) {}
 
   const MatrixTable& matrix() const override { return matrix_; }
 
@@ -451,9 +467,20 @@ class MemoryEngine final : public LockEngine {
   }
 
   Namespace* find_namespace(std::string_view name) {
-    std::shared_lock read(namespaces_mutex_);
-    const auto it = namespaces_.find(name);
-    return it == namespaces_.end() ? nullptr : it->second.get();
+    for (const NamespaceCacheEntry& e : tls_namespace_cache)
+      if (e.engine == serial_ && e.name == name) return e.ns;
+    Namespace* ns = nullptr;
+    {
+      std::shared_lock read(namespaces_mutex_);
+      const auto it = namespaces_.find(name);
+      if (it == namespaces_.end()) return nullptr;
+      ns = it->second.get();
+    }
+    NamespaceCacheEntry& slot = tls_namespace_cache[tls_namespace_cache_next++ % kNamespaceCacheSize];
+    slot.engine = serial_;
+    slot.name.assign(name);
+    slot.ns = ns;
+    return ns;
   }
 
   Namespace& get_namespace(std::string_view name) {
@@ -653,6 +680,7 @@ class MemoryEngine final : public LockEngine {
   }
 
   const MatrixTable& matrix_;
+  const std::uint64_t serial_;  // identifies this engine in thread caches
   std::shared_mutex namespaces_mutex_;
   StringMap<std::unique_ptr<Namespace>> namespaces_;
 };
