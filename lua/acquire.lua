@@ -1,27 +1,47 @@
--- acquire: takes every target of one lock request, or none, in one atomic call.
+-- acquire: takes every target of one lock request, or none, in one atomic call;
+-- for a request that waits, also keeps its place in line (fairness).
 --
 -- KEYS[1] = "pl:{NS}:", the key prefix of namespace NS (every key used is
 --           derived from it; see lua/namespace.luainc)
 -- ARGV    = owner, op, ttl_ms, new_id, new_token, path_1 .. path_n
+--           [, fair, waiter_id, reserve_ms]
 --           one canonical path per role of `op`, in the matrix's role order;
 --           new_id ([A-Za-z0-9-]{1,64}) and new_token are used only when a
---           new lock is created.
+--           new lock is created. The three optional arguments (all or none):
+--           fair       "1" (default when absent) or "0": a fair request is
+--                      also refused by an older waiter that would refuse it
+--                      if it held its lock; "0" ignores the line.
+--           waiter_id  "" (default): the caller does not wait, or waits
+--                      without a place in line. Otherwise ([A-Za-z0-9-]
+--                      {1,64}, fair = "1" only) the caller's place in line:
+--                      created on its first refusal (at the back), refreshed
+--                      by each later refusal, removed when granted.
+--           reserve_ms integer 0..604800000: the reservation lease a refusal
+--                      gives the place in line (now + reserve_ms); 0 means
+--                      "last attempt": a refusal leaves the line instead.
 -- Replies:
 --   { "granted", id, token, fence, expires_in_ms, holds }
 --   { "refused", id, op, role, path, owner, expires_in_ms,
---     requested_role, requested_path, relation }   -- the conflicting lock
+--     requested_role, requested_path, relation, queued }
+--       queued = 0: the held lock that refused the request;
+--       queued = 1: an older waiter: id is its waiter id, expires_in_ms what
+--       is left of its reservation
 --   { "mismatch", fingerprint, matrix, version }    -- NS has another matrix
 --   { "invalid", message }                          -- nothing was changed
 --
 -- Cost: the conflict check reads O(depth) node hashes per target, each with
--- one HMGET of the blocking codes, whatever the number of locks held. Only a
--- refusal does more: it picks the conflicting lock from a node's entry set
--- (O(log n)), or for a lock held below the requested path descends through
--- children whose counters say one lies there.
+-- one HMGET of the blocking codes, whatever the number of locks held; a fair
+-- request reads the waiter counters wh/wb in the same HMGETs when the line is
+-- not empty. Only a refusal does more: it picks the conflicting lock from a
+-- node's entry set (O(log n)), or for a lock held below the requested path
+-- descends through children whose counters say one lies there; naming an
+-- older waiter (and every re-check of a waiter in line) scans the line,
+-- O(waiters x targets), a path only waiting requests and refusals take.
 -- @PATHLOCK_MATRIX@
 -- @PATHLOCK_INCLUDE namespace@
 
 local RETRY = {} -- a conflict witness had expired and was removed: look again
+local RELATION_NAMES = { [0] = "same", [1] = "held_ancestor", [2] = "held_descendant" }
 
 local function path_problem(p)
   if string.sub(p, 1, 1) ~= "/" then return "is not absolute" end
@@ -40,23 +60,38 @@ local function within(inner, outer)
   return outer == "/" or inner == outer or string.sub(inner, 1, #outer + 1) == outer .. "/"
 end
 
--- With one HMGET of node_key(path): the lowest code of `codes` (ascending)
--- whose counter `kind`<code> is positive, and the same for `kind2`/`codes2`
--- when given; nil where there is none.
-local function first_code(path, kind, codes, kind2, codes2)
-  local n, fields = #codes, {}
-  for i = 1, n do fields[i] = kind .. codes[i] end
-  for i = 1, codes2 and #codes2 or 0 do fields[n + i] = kind2 .. codes2[i] end
-  if #fields == 0 then return nil, nil end
+-- With one HMGET of node_key(path): for each pair (kind, codes) of the
+-- arguments, the lowest code of `codes` (ascending) whose counter
+-- kind<code> is positive, or nil. A pair whose kind is false is skipped
+-- (its result is nil), so callers can switch the waiter counters on and off.
+local function first_code(path, ...)
+  local groups, fields, n = { ... }, {}, 0
+  for g = 1, #groups, 2 do
+    local kind, codes = groups[g], groups[g + 1]
+    if kind then
+      for i = 1, #codes do
+        n = n + 1
+        fields[n] = kind .. codes[i]
+      end
+    end
+  end
+  if n == 0 then return nil, nil, nil, nil end
   local v = redis.call("HMGET", node_key(path), unpack(fields))
-  local first, second = nil, nil
-  for i = 1, n do
-    if v[i] and tonumber(v[i]) > 0 then first = codes[i] break end
+  local found, at = {}, 0
+  for g = 1, #groups, 2 do
+    local kind, codes = groups[g], groups[g + 1]
+    if kind then
+      for i = 1, #codes do
+        local c = v[at + i]
+        if c and tonumber(c) > 0 then
+          found[(g + 1) / 2] = codes[i]
+          break
+        end
+      end
+      at = at + #codes
+    end
   end
-  for i = n + 1, #fields do
-    if v[i] and tonumber(v[i]) > 0 then second = codes2[i - n] break end
-  end
-  return first, second
+  return found[1], found[2], found[3], found[4]
 end
 
 -- The most recently granted lock holding `code` exactly at `path` (the head
@@ -94,26 +129,76 @@ end
 
 -- The held target that refuses `code` at `path`, in the embedded backend's
 -- order: strict ancestors from the root down, then the path itself, then
--- below it; at one node the lowest conflicting code.
-local function find_conflict(code, path)
+-- below it; at one node the lowest conflicting code. With `line` true it
+-- also reads the waiter counters in the same HMGETs and returns, second,
+-- whether some waiting target may refuse the request (the O(depth) test that
+-- spares a fair newcomer the scan of the line when nobody in it conflicts).
+local function find_conflict(code, path, line)
   local nodes = path_nodes(path)
+  local anc, same, below = PL_BLOCKERS[1][code], PL_BLOCKERS[0][code], PL_BLOCKERS[2][code]
+  local wk, wb = line and "wh", line and "wb"
+  local waiting = false
   for i = 1, #nodes - 1 do
-    local held = first_code(nodes[i], "h", PL_BLOCKERS[1][code])
-    if held then return witness_at(nodes[i], held, "held_ancestor") end
+    local held, queued = first_code(nodes[i], "h", anc, wk, anc)
+    if held then return witness_at(nodes[i], held, "held_ancestor"), waiting end
+    waiting = waiting or queued ~= nil
   end
-  local same, below = first_code(path, "h", PL_BLOCKERS[0][code], "b", PL_BLOCKERS[2][code])
-  if same then return witness_at(path, same, "same") end
-  if below then return witness_below(path, PL_BLOCKERS[2][code]) end
+  local h_same, h_below, w_same, w_below = first_code(path, "h", same, "b", below, wk, same, wb, below)
+  waiting = waiting or w_same ~= nil or w_below ~= nil
+  if h_same then return witness_at(path, h_same, "same"), waiting end
+  if h_below then return witness_below(path, below), waiting end
+  return nil, waiting
+end
+
+-- Does a target with code `held` at path `hp` refuse `code` at `rp`?
+-- Returns the relation index (0 same, 1 held_ancestor, 2 held_descendant)
+-- when it does, else nil.
+local function refusal(held, hp, code, rp)
+  local rel
+  if hp == rp then rel = 0
+  elseif within(rp, hp) then rel = 1
+  elseif within(hp, rp) then rel = 2
+  else return nil end
+  for _, c in ipairs(PL_BLOCKERS[rel][code]) do
+    if c == held then return rel end
+  end
   return nil
 end
 
-local function link(code, path, fence, id)
+-- Fairness, the slow path: the oldest waiter in line (older than place
+-- `before`, or any when before is nil) that refuses `code` at `path` as if it
+-- held its lock. Scans the line oldest first; a waiter whose reservation
+-- ended is removed on the way and skipped.
+local function older_waiter(code, path, before)
+  local ids = before and redis.call("ZRANGEBYSCORE", K_LINE, "-inf", "(" .. before)
+              or redis.call("ZRANGE", K_LINE, 0, -1)
+  for _, id in ipairs(ids) do
+    local w = load_waiter(id)
+    if w and w.exp <= NOW then
+      remove_waiter(w)
+    elseif w then
+      local wop = PL_OPS[w.op]
+      for j = 1, #wop.roles do
+        local wcode = wop.first + j - 1
+        local rel = refusal(wcode, w.paths[j], code, path)
+        if rel then return { waiter = w, code = wcode, path = w.paths[j], relation = RELATION_NAMES[rel] } end
+      end
+    end
+  end
+  return nil
+end
+
+local function index(code, path, here, below)
   local nodes, names = path_nodes(path)
   for i = 1, #nodes - 1 do
-    redis.call("HINCRBY", node_key(nodes[i]), "b" .. code, 1)
+    redis.call("HINCRBY", node_key(nodes[i]), below .. code, 1)
     redis.call("ZADD", children_key(nodes[i]), 0, names[i + 1])
   end
-  redis.call("HINCRBY", node_key(path), "h" .. code, 1)
+  redis.call("HINCRBY", node_key(path), here .. code, 1)
+end
+
+local function link(code, path, fence, id)
+  index(code, path, "h", "b")
   redis.call("ZADD", entries_key(path), 0, entry_member(code, fence, id))
 end
 
@@ -125,8 +210,10 @@ end
 local owner, op_name, ttl, new_id, new_token = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
 local op = PL_OPS[op_name or ""]
 if not op then return { "invalid", "unknown operation '" .. tostring(op_name) .. "'" } end
-if #ARGV ~= 5 + #op.roles then
-  return { "invalid", "operation '" .. op_name .. "' takes " .. #op.roles .. " path(s) after 5 arguments" }
+local n = #op.roles
+if #ARGV ~= 5 + n and #ARGV ~= 8 + n then
+  return { "invalid", "operation '" .. op_name .. "' takes " .. n
+                      .. " path(s) after 5 arguments, then optionally fair, waiter_id, reserve_ms" }
 end
 if owner == "" or #owner > 256 then return { "invalid", "owner must be 1..256 bytes" } end
 if not ttl or ttl ~= math.floor(ttl) or ttl < 1 or ttl > 604800000 then
@@ -135,7 +222,7 @@ end
 if not string.find(new_id, "^[%w-]+$") or #new_id > 64 then return { "invalid", "new_id must be 1..64 of [A-Za-z0-9-]" } end
 if new_token == "" then return { "invalid", "new_token is empty" } end
 local paths = {}
-for i = 1, #op.roles do
+for i = 1, n do
   paths[i] = ARGV[5 + i]
   local problem = path_problem(paths[i])
   if problem then return { "invalid", op.roles[i] .. " path '" .. paths[i] .. "' " .. problem } end
@@ -145,19 +232,83 @@ for _, pair in ipairs(op.not_inside) do
     return { "invalid", op_name .. ": " .. op.roles[pair[1]] .. " may not be " .. op.roles[pair[2]] .. " or inside it" }
   end
 end
+local fair, waiter_id, reserve = true, "", 0
+if #ARGV == 8 + n then
+  fair, waiter_id, reserve = ARGV[6 + n], ARGV[7 + n], tonumber(ARGV[8 + n])
+  if fair ~= "1" and fair ~= "0" then return { "invalid", "fair must be 1 or 0" } end
+  fair = fair == "1"
+  if waiter_id ~= "" and (not string.find(waiter_id, "^[%w-]+$") or #waiter_id > 64) then
+    return { "invalid", "waiter_id must be empty or 1..64 of [A-Za-z0-9-]" }
+  end
+  if waiter_id ~= "" and not fair then return { "invalid", "only a fair request takes a place in line" } end
+  if not reserve or reserve ~= math.floor(reserve) or reserve < 0 or reserve > 604800000 then
+    return { "invalid", "reserve_ms must be an integer 0..604800000" }
+  end
+end
 
 local mismatch, fingerprint = matrix_mismatch()
 if mismatch then return mismatch end
+-- The caller's place in line, if it has one (checked before any write).
+local me = nil
+if waiter_id ~= "" then
+  me = load_waiter(waiter_id)
+  if me and (me.owner ~= owner or me.op ~= op_name or table.concat(me.paths, "\0") ~= table.concat(paths, "\0")) then
+    return { "invalid", "waiter_id " .. waiter_id .. " is in use by another request" }
+  end
+end
 if not fingerprint then
   redis.call("HSET", K_META, "fingerprint", PL_FINGERPRINT, "matrix", PL_MATRIX_NAME, "version", PL_MATRIX_VERSION)
 end
+if me and me.exp <= NOW then
+  -- Its reservation ran out (the caller stalled for longer than its lease):
+  -- the place is lost; a refusal below puts the caller at the back again.
+  -- Removed before reap() so that it is removed exactly once.
+  remove_waiter(me)
+  me = nil
+end
 reap()
+
+-- Leaves the line (granted, or last attempt refused).
+local function leave()
+  if me then remove_waiter(me) end
+  me = nil
+end
+
+-- A refusal: keeps (or takes, or on the last attempt gives up) the caller's
+-- place in line, then answers. `w` is the held lock or the older waiter.
+local function refused(w, i)
+  if waiter_id ~= "" and reserve > 0 then
+    local exp = NOW + reserve
+    if me then
+      redis.call("HSET", waiter_key(me.id), "exp", exp)
+    else
+      local last = redis.call("ZREVRANGE", K_LINE, 0, 0, "WITHSCORES")
+      local seq = (last[2] and tonumber(last[2]) or 0) + 1 -- behind everyone in line now
+      local fields = { "own", owner, "op", op_name, "seq", seq, "exp", exp }
+      for j = 1, n do
+        fields[#fields + 1] = "p" .. j
+        fields[#fields + 1] = paths[j]
+        index(op.first + j - 1, paths[j], "wh", "wb")
+      end
+      redis.call("HSET", waiter_key(waiter_id), unpack(fields))
+      redis.call("ZADD", K_LINE, seq, waiter_id)
+    end
+    redis.call("ZADD", K_LINE_EXPIRY, exp, waiter_id)
+  else
+    leave()
+  end
+  local names = PL_CODE_NAMES[w.code]
+  local item = w.lock or w.waiter
+  return { "refused", item.id, names[1], names[2], w.path, item.owner, remaining(item),
+           op.roles[i], paths[i], w.relation, w.waiter and 1 or 0 }
+end
 
 -- Reentrant request: same owner, operation and targets as a live lock.
 local reentry = reentry_field(owner, op_name, paths)
 local held_id = redis.call("HGET", K_REENTRY, reentry)
 local lock = held_id and live_lock(held_id)
 if lock and lock.owner == owner and lock.op == op_name and table.concat(lock.paths, "\0") == table.concat(paths, "\0") then
+  leave()
   lock.holds = lock.holds + 1
   lock.exp = math.max(lock.exp, NOW + ttl)
   redis.call("HSET", lock_key(lock.id), "hol", lock.holds, "ttl", ttl, "exp", lock.exp)
@@ -165,22 +316,34 @@ if lock and lock.owner == owner and lock.op == op_name and table.concat(lock.pat
   return granted(lock)
 end
 
-for i = 1, #op.roles do
+-- Held locks first (every request), then older waiters (fair requests only):
+-- a newcomer scans the line only for targets the waiter counters flag; a
+-- waiter in line scans the waiters older than itself (strict order: no
+-- waiter ever defers to a younger one, so waiters cannot wait in a cycle).
+local newcomer_line = fair and not me and redis.call("EXISTS", K_LINE) == 1
+local flagged = {}
+for i = 1, n do
   local code = op.first + i - 1
-  local w
-  repeat w = find_conflict(code, paths[i]) until w ~= RETRY
-  if w then
-    local names = PL_CODE_NAMES[w.code]
-    return { "refused", w.lock.id, names[1], names[2], w.path, w.lock.owner, remaining(w.lock),
-             op.roles[i], paths[i], w.relation }
+  local w, waiting
+  repeat w, waiting = find_conflict(code, paths[i], newcomer_line) until w ~= RETRY
+  if w then return refused(w, i) end
+  flagged[i] = waiting
+end
+if fair then
+  for i = 1, n do
+    if me or flagged[i] then
+      local w = older_waiter(op.first + i - 1, paths[i], me and me.seq)
+      if w then return refused(w, i) end
+    end
   end
 end
 
 if redis.call("EXISTS", lock_key(new_id)) == 1 then return { "invalid", "new_id " .. new_id .. " is in use" } end
+leave()
 lock = { id = new_id, token = new_token, owner = owner, op = op_name, fence = redis.call("INCR", K_FENCE),
          holds = 1, ttl = ttl, exp = NOW + ttl, paths = paths }
 local fields = { "tok", new_token, "own", owner, "op", op_name, "fen", lock.fence, "hol", 1, "ttl", ttl, "exp", lock.exp }
-for i = 1, #paths do
+for i = 1, n do
   fields[#fields + 1] = "p" .. i
   fields[#fields + 1] = paths[i]
   link(op.first + i - 1, paths[i], lock.fence, new_id)

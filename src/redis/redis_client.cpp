@@ -1,5 +1,6 @@
-// The Redis client of the Redis backend: pool, exchange, retry rules and
-// the translation of every failure into BackendError. See redis_client.hpp.
+// The Redis client of the Redis backend: pool, exchange, retry rules, the
+// subscriptions of waiting calls, and the translation of every failure into
+// BackendError. See redis_client.hpp.
 #include "redis/redis_client.hpp"
 
 #include <fmt/format.h>
@@ -7,9 +8,12 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstdio>
+#include <thread>
 #include <utility>
 
 namespace pathlock::redis {
@@ -20,6 +24,9 @@ namespace {
 struct NotSent {
   std::string why;
 };
+
+// Thrown inside this file when a subscription's connection broke.
+struct Broken {};
 
 timeval to_timeval(Millis ms) {
   timeval tv{};
@@ -111,7 +118,7 @@ void RedisClient::fail(std::string_view what) const {
   throw BackendError(fmt::format("redis at {}: {}", server_, what));
 }
 
-redisContext* RedisClient::connect() {
+redisContext* RedisClient::connect(bool listener) {
   redisContext* ctx =
       redisConnectWithTimeout(options_.url.host.c_str(), options_.url.port, to_timeval(options_.connect_timeout));
   if (!ctx) fail("cannot allocate a connection");
@@ -121,7 +128,7 @@ redisContext* RedisClient::connect() {
     fail(fmt::format("cannot connect: {}", why));
   }
   try {
-    setup(ctx);
+    setup(ctx, listener);
   } catch (...) {
     redisFree(ctx);
     throw;
@@ -129,7 +136,7 @@ redisContext* RedisClient::connect() {
   return ctx;
 }
 
-void RedisClient::setup(redisContext* ctx) {
+void RedisClient::setup(redisContext* ctx, bool listener) {
   if (redisSetTimeout(ctx, to_timeval(options_.command_timeout)) != REDIS_OK) fail("cannot set the command timeout");
   redisEnableKeepAlive(ctx);
   const auto run = [&](const std::vector<std::string>& argv) {
@@ -159,6 +166,7 @@ void RedisClient::setup(redisContext* ctx) {
   if (const Reply r = run({"PING"}); r.is_error()) fail(fmt::format("PING failed: {}", r.str));
   // Names the connection for CLIENT LIST (best effort: an ACL may forbid it).
   run({"CLIENT", "SETNAME", fmt::format("pathlock-{}", ::getpid())});
+  if (listener) return;  // reads no lock data: the eviction policy is moot
   // The eviction policy decides whether Redis may drop lock data under
   // memory pressure. Lock keys never get a TTL, so volatile-* policies
   // cannot pick them; allkeys-* policies can, and would silently free locks.
@@ -302,6 +310,109 @@ Reply RedisClient::eval(const Script& script, const std::vector<std::string>& ke
   });
   if (r.is_error()) fail(fmt::format("script {} failed: {}", script.name, r.str));
   return r;
+}
+
+std::unique_ptr<Subscription> RedisClient::subscribe(std::string channel) {
+  return std::unique_ptr<Subscription>(new Subscription(*this, std::move(channel)));
+}
+
+// ---- Subscription ----------------------------------------------------------
+//
+// Life of the connection: connect (AUTH, SELECT, PING, SETNAME), SUBSCRIBE
+// and its confirmation read with the command timeout, then only poll() +
+// non-blocking-in-effect reads (redisBufferRead after poll reported data)
+// until the destructor closes it. Nothing else is ever sent on it, and it is
+// never handed to the pool: a connection in subscribe mode cannot run
+// scripts, and stale messages in its buffer would corrupt later replies.
+
+Subscription::Subscription(RedisClient& client, std::string channel) : client_(client), channel_(std::move(channel)) {
+  open();
+}
+
+Subscription::~Subscription() { close(); }
+
+void Subscription::close() {
+  if (ctx_) redisFree(ctx_);
+  ctx_ = nullptr;
+}
+
+void Subscription::open() {
+  redisContext* ctx = client_.connect(/*listener=*/true);
+  const char* argv[] = {"SUBSCRIBE", channel_.c_str()};
+  const std::size_t lens[] = {9, channel_.size()};
+  auto* raw = static_cast<redisReply*>(redisCommandArgv(ctx, 2, argv, lens));
+  if (!raw) {
+    const std::string why = ctx->errstr;
+    redisFree(ctx);
+    client_.fail(fmt::format("connection lost subscribing to {} ({})", channel_, why));
+  }
+  const Reply r = convert(*raw);
+  freeReplyObject(raw);
+  if (r.is_error()) {
+    // An ACL user without channel rights (Redis 7 creates users with
+    // resetchannels), or SUBSCRIBE renamed away: wait without wake-ups.
+    redisFree(ctx);
+    if (!client_.warned_subscribe_.exchange(true))
+      std::fprintf(stderr,
+                   "pathlock: warning: redis at %s: SUBSCRIBE %s refused (%s); waiting requests only re-check on a "
+                   "timer. Grant the user the channels pl:* (ACL SETUSER ... &pl:*)\n",
+                   client_.server_.c_str(), channel_.c_str(), r.str.c_str());
+    return;
+  }
+  if (r.type != Reply::Type::array || r.elements.size() != 3 || r.elements[0].str != "subscribe") {
+    redisFree(ctx);
+    client_.fail(fmt::format("unexpected reply to SUBSCRIBE {}", channel_));
+  }
+  ctx_ = ctx;
+}
+
+bool Subscription::drain(std::vector<std::string>& payloads) {
+  bool got = false;
+  while (true) {
+    void* raw = nullptr;
+    if (redisReaderGetReply(ctx_->reader, &raw) != REDIS_OK) throw Broken{};  // protocol error
+    if (!raw) return got;
+    const Reply r = convert(*static_cast<redisReply*>(raw));
+    freeReplyObject(raw);
+    if (r.is_error()) throw Broken{};
+    // ["message", channel, payload]; anything else (there is nothing else
+    // after the confirmation) is ignored.
+    if (r.type == Reply::Type::array && r.elements.size() == 3 && r.elements[0].str == "message") {
+      payloads.push_back(r.elements[2].str);
+      got = true;
+    }
+  }
+}
+
+Subscription::Wake Subscription::wait(Millis timeout, std::vector<std::string>& payloads) {
+  using Clock = std::chrono::steady_clock;
+  if (!ctx_) {
+    std::this_thread::sleep_for(timeout);
+    return Wake::timeout;
+  }
+  const Clock::time_point deadline = Clock::now() + timeout;
+  try {
+    if (drain(payloads)) return Wake::message;  // already read with an earlier batch
+    while (true) {
+      const auto left = std::chrono::ceil<Millis>(deadline - Clock::now()).count();
+      if (left <= 0) return Wake::timeout;
+      pollfd p{};
+      p.fd = ctx_->fd;
+      p.events = POLLIN;
+      const int n = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, INT_MAX)));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw Broken{};
+      if (n == 0) return Wake::timeout;
+      // poll() saw data (or EOF/error): this read does not block.
+      if (redisBufferRead(ctx_) != REDIS_OK) throw Broken{};
+      if (drain(payloads)) return Wake::message;
+      // Part of a message only: wait for the rest.
+    }
+  } catch (const Broken&) {
+    close();
+    open();  // throws BackendError if the server is gone
+    return Wake::reopened;
+  }
 }
 
 }  // namespace pathlock::redis

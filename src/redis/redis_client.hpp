@@ -18,7 +18,15 @@
 // written, a lost or late reply is not retried: the script may have run,
 // and running it twice is not the same (a second acquire adds a hold).
 //
-// Thread safety: every public method may be called concurrently.
+// Waiting (Subscription): a waiting acquire listens for wake-ups on a
+// dedicated connection of its own, opened by subscribe() outside the pool
+// (so waiters can never exhaust the pool the attempts need) and closed when
+// the wait ends; a connection in subscribe mode is never pooled or reused.
+// Messages are read with poll() on the socket and a timeout, never with a
+// blocking hiredis read, so a quiet channel is not a socket timeout.
+//
+// Thread safety: every public method may be called concurrently; one
+// Subscription belongs to one thread.
 #pragma once
 
 #include "redis/redis_url.hpp"
@@ -28,6 +36,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -66,6 +75,40 @@ struct Script {
   std::string sha;  // empty: always use EVAL
 };
 
+class RedisClient;
+
+// One SUBSCRIBE on a dedicated connection (see the file comment).
+class Subscription {
+ public:
+  enum class Wake : std::uint8_t {
+    timeout,   // nothing arrived in time
+    message,   // one or more messages arrived; their payloads were appended
+    reopened,  // the connection broke and was opened again: messages may
+               // have been lost, so the caller should look again
+  };
+  ~Subscription();
+  Subscription(const Subscription&) = delete;
+  Subscription& operator=(const Subscription&) = delete;
+
+  // Waits up to `timeout` for messages on the channel and appends their
+  // payloads to `payloads`. When the server refuses the subscription (an
+  // ACL without channel rights, SUBSCRIBE renamed) it only sleeps: the
+  // caller's timed re-checks still work, without quick wake-ups. Throws
+  // BackendError if a broken connection cannot be opened again.
+  Wake wait(Millis timeout, std::vector<std::string>& payloads);
+
+ private:
+  friend class RedisClient;
+  Subscription(RedisClient& client, std::string channel);
+  void open();
+  void close();
+  bool drain(std::vector<std::string>& payloads);  // buffered messages only
+
+  RedisClient& client_;
+  std::string channel_;
+  redisContext* ctx_ = nullptr;  // null: the server refused the subscription
+};
+
 class RedisClient {
  public:
   // Opens one connection right away so a bad address, bad credentials or a
@@ -86,6 +129,11 @@ class RedisClient {
   // FLUSH) on the same connection. An error reply throws BackendError.
   Reply eval(const Script& script, const std::vector<std::string>& keys, const std::vector<std::string>& args);
 
+  // Opens a dedicated connection and SUBSCRIBEs it to `channel`: the
+  // subscription is in place when this returns, so a message published
+  // afterwards is never missed. Throws BackendError if it cannot connect.
+  std::unique_ptr<Subscription> subscribe(std::string channel);
+
   // Throws BackendError("redis at <server>: <what>"): the only way this
   // backend reports a backend failure.
   [[noreturn]] void fail(std::string_view what) const;
@@ -93,10 +141,13 @@ class RedisClient {
 
  private:
   class Lease;
+  friend class Subscription;
   enum class Sent : std::uint8_t { no, yes };
 
-  redisContext* connect();
-  void setup(redisContext* ctx);
+  // A new connection, set up as described above; a listener (a connection
+  // for a Subscription) skips the eviction-policy check: it holds no data.
+  redisContext* connect(bool listener = false);
+  void setup(redisContext* ctx, bool listener);
   redisContext* take(bool fresh);
   void give_back(redisContext* ctx, bool reusable);
   Reply exchange(Lease& lease, const std::vector<std::string>& argv);
@@ -110,6 +161,7 @@ class RedisClient {
   std::vector<redisContext*> idle_;
   std::size_t open_ = 0;  // idle + borrowed + being opened
   std::atomic<bool> warned_config_{false};
+  std::atomic<bool> warned_subscribe_{false};
 };
 
 }  // namespace pathlock::redis

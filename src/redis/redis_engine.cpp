@@ -16,6 +16,13 @@
 //   pl:{NS}:e:PATH   zset   the targets held exactly at PATH, one member
 //                           "CC|fence|id" each (lex order; code then fence)
 //   pl:{NS}:c:PATH   zset   the names of PATH's existing children
+//   pl:{NS}:wq       zset   waiter id -> place in line (arrival order)
+//   pl:{NS}:wexp     zset   waiter id -> end of its reservation (ms)
+//   pl:{NS}:w:WID    hash   one fair request waiting: owner, op, place,
+//                           reservation end and its paths
+//   (n:PATH also holds wh<c> / wb<c>: the h/b counters of waiting targets)
+//   channel pl:{NS}:wake    every removal of a lock or waiter publishes the
+//                           removed paths there ("\n"-separated)
 // PATH is the canonical path with % { } * ? [ ] \ and space escaped as %XX.
 // docs/lua-protocol.md documents every key, argument and reply.
 //
@@ -40,11 +47,33 @@
 //   R3 fence only grows: scripts never delete or decrement it.
 // Time is the server's (TIME inside the scripts), never this host's clock.
 //
+// Waiting and fairness (docs/design.md#waiting-and-fairness). A refused
+// request with wait > 0 loops: attempt (one acquire script call), and if
+// refused, sleep until a wake-up, the conflicting lease's end, the re-check
+// interval (kRecheck) or the deadline, whichever comes first; then attempt
+// again. The wake-up: the first refusal opens a Subscription (a dedicated
+// connection, SUBSCRIBE pl:{NS}:wake) and attempts once more right away, so
+// a removal between the two attempts is seen by the second, and any later
+// one arrives as a message; only messages naming a path that overlaps one
+// of the request's targets end the sleep early (a removal elsewhere cannot
+// let it in). No busy polling: a quiet wait costs one attempt per kRecheck.
+// A fair request waits with a place in line: the script that refuses it
+// creates (first refusal) or refreshes (later ones) its waiter record with a
+// reservation lease (kReservation at most), the script that grants it
+// removes it, and on the last attempt (deadline reached) a refusal removes
+// it instead of refreshing, all in the same call. An exception leaves the
+// line with the leave script (best effort); a waiter that dies keeps its
+// place no longer than its reservation, which every script reaps like an
+// expired lock. Cost of waiting: one extra connection per waiting call, one
+// attempt per wake-up that concerns it or per kRecheck.
+//
 // Behaviour matches the embedded backend (memory_engine.cpp) call for call:
 // the same validation (core::resolve_request before touching Redis), the
 // same reentrancy, renew and release rules, and the same choice of the
 // conflicting lock to report, except that below a requested path children
-// are visited in byte order (the embedded backend uses hash order).
+// are visited in byte order (the embedded backend uses hash order), and that
+// a refusal by a waiter names it by its waiter id and reports what is left of
+// its reservation (the embedded backend: "waiter-N" and its deadline).
 //
 // Thread safety: the client's pool serialises nothing but a connection;
 // atomicity comes from Redis running each script alone.
@@ -54,16 +83,30 @@
 #include "redis/redis_client.hpp"
 #include "redis/redis_url.hpp"
 
+#include <pathlock/path.hpp>
+
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
 #include <mutex>
 #include <unordered_set>
 
 namespace pathlock::redis {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 constexpr std::size_t kIdBytes = 12;     // 24 hex characters
 constexpr std::size_t kTokenBytes = 16;  // 32 hex characters
+// Longest sleep between two attempts of a waiting request: bounds the cost
+// of a lost or filtered-out wake-up (same as the embedded backend).
+constexpr Millis kRecheck{200};
+// Longest reservation lease of a place in line (each attempt reserves
+// min(time left + kRecheck, kReservation)). A waiter refreshes it with every
+// attempt, at least every kRecheck, so 10x leaves room for stalls; a waiter
+// that dies blocks younger ones for at most this long.
+constexpr Millis kReservation{2000};
 
 std::string key_prefix(std::string_view ns) { return fmt::format("pl:{{{}}}:", ns); }
 
@@ -100,47 +143,60 @@ class RedisEngine final : public LockEngine {
         renew_(script_of(matrix, "renew")),
         list_(script_of(matrix, "list")),
         force_release_(script_of(matrix, "force_release")),
+        leave_(script_of(matrix, "leave")),
         client_(client_options(options)) {
-    for (Script* s : {&check_matrix_, &acquire_, &release_, &renew_, &list_, &force_release_}) client_.load(*s);
+    for (Script* s : {&check_matrix_, &acquire_, &release_, &renew_, &list_, &force_release_, &leave_})
+      client_.load(*s);
   }
 
   const MatrixTable& matrix() const override { return matrix_; }
 
   AcquireResult acquire(const LockRequest& request) override {
     const core::ResolvedRequest req = core::resolve_request(matrix_, request);
-    // Waiting (and the queue of fair waiters) exists in the embedded backend
-    // only; refusing is better than answering at once as if wait were 0.
-    if (request.wait > Millis{0})
-      throw InvalidRequest("wait is not supported by the redis backend yet; use wait=0 and retry");
+    // ARGV: owner, op, ttl, new_id, new_token, paths..., fair, waiter_id,
+    // reserve_ms. The new id and token serve every attempt of this call
+    // (only a grant uses them, and a grant ends the call).
     std::vector<std::string> args{request.owner, std::string(matrix_.ops[static_cast<std::size_t>(req.op)].name),
                                   std::to_string(request.ttl.count()), core::random_hex(kIdBytes),
                                   core::random_hex(kTokenBytes)};
     for (const core::ResolvedTarget& t : req.targets) args.push_back(t.path);
-    const Reply r = run(acquire_, request.ns, args);
-    const std::string& status = r.at(0).text();
-    AcquireResult out;
-    if (status == "granted") {
-      out.granted = true;
-      out.grant.id = r.at(1).text();
-      out.grant.token = r.at(2).text();
-      out.grant.fence = static_cast<std::uint64_t>(r.at(3).number());
-      out.grant.expires_in = millis(r.at(4));
-      out.grant.holds = static_cast<std::uint32_t>(r.at(5).number());
-    } else if (status == "refused") {
-      Conflict& c = out.conflict;
-      c.id = r.at(1).text();
-      c.op = r.at(2).text();
-      c.role = r.at(3).text();
-      c.path = r.at(4).text();
-      c.owner = r.at(5).text();
-      c.expires_in = millis(r.at(6));
-      c.requested_role = r.at(7).text();
-      c.requested_path = r.at(8).text();
-      c.relation = parse_relation(client_, r.at(9).text());
-    } else {
-      unexpected(acquire_, status);
+    const bool in_line = request.fair && request.wait > Millis{0};
+    const std::string waiter = in_line ? "w" + core::random_hex(kIdBytes) : std::string();
+    args.push_back(request.fair ? "1" : "0");
+    args.push_back(waiter);
+    args.push_back("0");  // reserve_ms, set per attempt
+    std::string& reserve = args.back();
+
+    const Clock::time_point deadline = Clock::now() + request.wait;
+    std::unique_ptr<Subscription> listener;
+    try {
+      while (true) {
+        const Millis left = std::chrono::ceil<Millis>(deadline - Clock::now());
+        const bool last = left <= Millis{0};  // a refusal now is the answer
+        // The reservation outlasts the deadline by one re-check period, so
+        // the last attempt (sent at the deadline) still finds its own place
+        // and is judged as the oldest of its peers, not as a newcomer.
+        reserve = last || !in_line ? "0" : std::to_string(std::min(left + kRecheck, kReservation).count());
+        AcquireResult out = attempt(request.ns, args);
+        if (out.granted || last) return out;
+        if (!listener) {
+          // Subscribe, then look again at once: a removal between the first
+          // attempt and the SUBSCRIBE would otherwise be missed.
+          listener = client_.subscribe(key_prefix(request.ns) + "wake");
+          continue;
+        }
+        // Sleep no later than the deadline, the re-check interval and the end
+        // of the conflicting lease (an expiry publishes nothing until some
+        // script reaps it) or reservation.
+        const Clock::time_point now = Clock::now();
+        const Clock::time_point until =
+            std::min({deadline, now + kRecheck, now + out.conflict.expires_in + Millis{1}});
+        sleep_until_woken(*listener, until, req);
+      }
+    } catch (...) {
+      if (in_line) leave(request.ns, waiter);
+      throw;
     }
-    return out;
   }
 
   bool release(std::string_view ns, std::string_view id, std::string_view token) override {
@@ -189,6 +245,69 @@ class RedisEngine final : public LockEngine {
   }
 
  private:
+  // One acquire script call with `args` (see acquire()).
+  AcquireResult attempt(std::string_view ns, const std::vector<std::string>& args) {
+    const Reply r = run(acquire_, ns, args);
+    const std::string& status = r.at(0).text();
+    AcquireResult out;
+    if (status == "granted") {
+      out.granted = true;
+      out.grant.id = r.at(1).text();
+      out.grant.token = r.at(2).text();
+      out.grant.fence = static_cast<std::uint64_t>(r.at(3).number());
+      out.grant.expires_in = millis(r.at(4));
+      out.grant.holds = static_cast<std::uint32_t>(r.at(5).number());
+    } else if (status == "refused") {
+      Conflict& c = out.conflict;
+      c.id = r.at(1).text();
+      c.op = r.at(2).text();
+      c.role = r.at(3).text();
+      c.path = r.at(4).text();
+      c.owner = r.at(5).text();
+      c.expires_in = millis(r.at(6));
+      c.requested_role = r.at(7).text();
+      c.requested_path = r.at(8).text();
+      c.relation = parse_relation(client_, r.at(9).text());
+      c.queued = r.at(10).number() != 0;
+    } else {
+      unexpected(acquire_, status);
+    }
+    return out;
+  }
+
+  // Sleeps until `until`, or until a message on the wake channel names a
+  // path that overlaps one of the request's targets (only such a removal can
+  // let it in), or the subscription had to be reopened (messages may have
+  // been lost). An empty payload (another client's bare wake-up) also wakes.
+  static void sleep_until_woken(Subscription& listener, Clock::time_point until, const core::ResolvedRequest& req) {
+    std::vector<std::string> payloads;
+    while (true) {
+      const Millis left = std::chrono::ceil<Millis>(until - Clock::now());
+      if (left <= Millis{0}) return;
+      payloads.clear();
+      if (listener.wait(left, payloads) != Subscription::Wake::message) return;
+      for (const std::string& payload : payloads) {
+        if (payload.empty()) return;
+        for (std::size_t at = 0; at <= payload.size();) {
+          const std::size_t end = std::min(payload.find('\n', at), payload.size());
+          const std::string_view removed(payload.data() + at, end - at);
+          for (const core::ResolvedTarget& t : req.targets)
+            if (paths_overlap(removed, t.path)) return;
+          at = end + 1;
+        }
+      }
+    }
+  }
+
+  // Takes waiter `id` out of the line after an error. Best effort: when it
+  // fails too (the server is gone), the reservation lease ends the place.
+  void leave(std::string_view ns, const std::string& id) noexcept {
+    try {
+      client_.eval(leave_, {key_prefix(ns)}, {id});
+    } catch (...) {
+    }
+  }
+
   // Runs a lock script on namespace `ns` (already validated). Handles the
   // replies every script may give: "mismatch" and "invalid".
   Reply run(const Script& script, std::string_view ns, const std::vector<std::string>& args) {
@@ -241,7 +360,7 @@ class RedisEngine final : public LockEngine {
   }
 
   const MatrixTable& matrix_;
-  Script check_matrix_, acquire_, release_, renew_, list_, force_release_;
+  Script check_matrix_, acquire_, release_, renew_, list_, force_release_, leave_;
   RedisClient client_;
   std::mutex bound_mutex_;
   std::unordered_set<std::string> bound_;  // namespaces checked by check_matrix

@@ -12,7 +12,7 @@ namespace pathlock::test {
 
 std::vector<std::string> backend_names() { return {"memory", "redis"}; }
 
-std::vector<std::string> waiting_backend_names() { return {"memory"}; }
+std::vector<std::string> waiting_backend_names() { return {"memory", "redis"}; }
 
 std::unique_ptr<LockEngine> make_test_engine(const std::string& name, const MatrixTable* matrix) {
   EngineOptions opts;
