@@ -6,7 +6,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 using namespace pathlock;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -71,6 +74,11 @@ TEST_CASE("matrix-derived cases hold on every backend", "[matrix][cases]") {
       CHECK(got.conflict.path == c.held_path);
       CHECK(got.conflict.owner == "holder");
       CHECK(got.conflict.requested_role == c.req_role);
+      const auto hit = std::find_if(req_targets.begin(), req_targets.end(),
+                                    [&](const Target& t) { return t.role == c.req_role; });
+      CHECK(got.conflict.requested_path == hit->path);
+      CHECK(got.conflict.expires_in > 29000ms);
+      CHECK_FALSE(got.conflict.queued);
       CHECK(relation_name(got.conflict.relation) == c.relation);
       // Moved beside the held path, the same request never conflicts.
       const AcquireResult side = engine->acquire(LockRequest{ns, "requester", c.req_op, beside(req_targets, c.req_role)});

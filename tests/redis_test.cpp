@@ -27,31 +27,13 @@ using namespace std::chrono_literals;
 using namespace std::string_literals;
 using pathlock::test::RedisServer;
 using pathlock::test::shared_redis_server;
+using test::kOnlyMetaAndFence;
+using test::ns_keys;
+using test::prefix_of;
+using test::redis_engine;
 
 namespace {
 
-std::unique_ptr<LockEngine> redis_engine(const std::string& url, const MatrixTable* matrix = nullptr,
-                                         std::size_t pool_size = 4, Millis command_timeout = 2000ms) {
-  EngineOptions opts;
-  opts.backend = Backend::redis;
-  opts.redis_url = url;
-  opts.matrix = matrix;
-  opts.pool_size = pool_size;
-  opts.command_timeout = command_timeout;
-  return make_engine(opts);
-}
-
-std::string prefix_of(const std::string& ns) { return "pl:{" + ns + "}:"; }
-
-// The keys of namespace `ns` on `server`, without the "pl:{NS}:" prefix.
-std::vector<std::string> ns_keys(const RedisServer& server, const std::string& ns) {
-  std::vector<std::string> out;
-  const std::string prefix = prefix_of(ns);
-  for (const std::string& k : server.keys(prefix + "*")) out.push_back(k.substr(prefix.size()));
-  return out;
-}
-
-const std::vector<std::string> kOnlyMetaAndFence{"fence", "meta"};
 
 // Closes, from the server side, the connections of this process's engines
 // (named pathlock-<pid>); other clients of a shared server are left alone.
@@ -559,76 +541,6 @@ TEST_CASE("out of memory: acquire fails cleanly, release still works, nothing is
   const auto listed = engine->list(ns);
   REQUIRE(listed.size() == 1);
   CHECK(engine->force_release(ns, listed[0].id));
-  CHECK(ns_keys(server, ns) == kOnlyMetaAndFence);
-}
-
-namespace {
-
-struct MatrixCase {
-  const char* held_op;
-  const char* held_targets;
-  const char* held_role;
-  const char* held_path;
-  const char* req_op;
-  const char* req_targets;
-  const char* req_role;
-  const char* relation;
-  bool granted;
-};
-
-const MatrixCase kCases[] = {
-#define PATHLOCK_MATRIX_CASE(ho, ht, hr, hp, ro, rt, rr, rel, g) {ho, ht, hr, hp, ro, rt, rr, rel, g},
-#include "matrix_cases.inc"
-#undef PATHLOCK_MATRIX_CASE
-};
-
-std::vector<Target> parse_targets(const std::string& text) {
-  std::vector<Target> out;
-  for (std::size_t i = 0; i < text.size();) {
-    const std::size_t comma = std::min(text.find(',', i), text.size());
-    const std::string part = text.substr(i, comma - i);
-    const std::size_t eq = part.find('=');
-    out.push_back(Target{part.substr(0, eq), part.substr(eq + 1)});
-    i = comma + 1;
-  }
-  return out;
-}
-
-}  // namespace
-
-TEST_CASE("every matrix-derived scenario, on Redis", "[redis][matrix]") {
-  const RedisServer& server = shared_redis_server();
-  auto engine = redis_engine(server.url());
-  const std::string ns = test::unique_namespace("cases");
-  REQUIRE(std::size(kCases) > 100);
-  std::size_t refusals = 0;
-  for (const MatrixCase& c : kCases) {
-    INFO(c.held_op << " " << c.held_targets << " then " << c.req_op << " " << c.req_targets << " (" << c.relation
-                   << ")");
-    const auto held = engine->acquire(request(ns, "holder", c.held_op, parse_targets(c.held_targets)));
-    REQUIRE(held.granted);
-    const std::vector<Target> req_targets = parse_targets(c.req_targets);
-    const auto got = engine->acquire(request(ns, "requester", c.req_op, req_targets));
-    CHECK(got.granted == c.granted);
-    if (!got.granted) {
-      ++refusals;
-      CHECK(got.conflict.id == held.grant.id);
-      CHECK(got.conflict.op == c.held_op);
-      CHECK(got.conflict.role == c.held_role);
-      CHECK(got.conflict.path == c.held_path);
-      CHECK(got.conflict.owner == "holder");
-      CHECK(relation_name(got.conflict.relation) == c.relation);
-      CHECK(got.conflict.requested_role == c.req_role);
-      const auto it = std::find_if(req_targets.begin(), req_targets.end(),
-                                   [&](const Target& t) { return t.role == c.req_role; });
-      CHECK(got.conflict.requested_path == it->path);
-      CHECK(got.conflict.expires_in > 29000ms);
-    } else {
-      CHECK(engine->release(ns, got.grant.id, got.grant.token));
-    }
-    CHECK(engine->release(ns, held.grant.id, held.grant.token));
-  }
-  CHECK(refusals > 0);
   CHECK(ns_keys(server, ns) == kOnlyMetaAndFence);
 }
 

@@ -15,6 +15,7 @@
 // Tests that count commands, kill connections or change configuration use a
 // private RedisServer so nothing else runs on it.
 #include "support/backends.hpp"
+#include "support/process.hpp"
 #include "support/redis_server.hpp"
 
 #include <pathlock/engine.hpp>
@@ -36,33 +37,20 @@
 #include <random>
 #include <thread>
 
-extern char** environ;
-
 using namespace pathlock;
 using namespace std::chrono_literals;
 using pathlock::test::RedisServer;
 using pathlock::test::shared_redis_server;
+using test::kOnlyMetaAndFence;
+using test::ns_keys;
+using test::prefix_of;
+using test::redis_engine;
 using Clock = std::chrono::steady_clock;
+using test::ChildGuard;
+using test::spawn;
 
 namespace {
 
-std::unique_ptr<LockEngine> redis_engine(const std::string& url) {
-  EngineOptions opts;
-  opts.backend = Backend::redis;
-  opts.redis_url = url;
-  return make_engine(opts);
-}
-
-std::string prefix_of(const std::string& ns) { return "pl:{" + ns + "}:"; }
-
-std::vector<std::string> ns_keys(const RedisServer& server, const std::string& ns) {
-  std::vector<std::string> out;
-  const std::string prefix = prefix_of(ns);
-  for (const std::string& k : server.keys(prefix + "*")) out.push_back(k.substr(prefix.size()));
-  return out;
-}
-
-const std::vector<std::string> kOnlyMetaAndFence{"fence", "meta"};
 
 Millis since(Clock::time_point t) { return std::chrono::duration_cast<Millis>(Clock::now() - t); }
 
@@ -93,33 +81,6 @@ long long calls(const RedisServer& server, const std::string& command) {
   const std::size_t at = info.find(key);
   return at == std::string::npos ? 0 : std::stoll(info.substr(at + key.size()));
 }
-
-pid_t spawn(std::vector<std::string> argv, int stdin_fd, int stdout_fd) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, stdin_fd, 0);
-  posix_spawn_file_actions_adddup2(&actions, stdout_fd, 1);
-  std::vector<char*> args;
-  for (auto& a : argv) args.push_back(a.data());
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  REQUIRE(rc == 0);
-  return pid;
-}
-
-// Kills (SIGKILL) and reaps a child process unless it was already reaped:
-// a failed REQUIRE must not leave a waiting shell behind.
-struct ChildGuard {
-  pid_t pid = -1;
-  ~ChildGuard() {
-    if (pid > 0) {
-      kill(pid, SIGKILL);
-      waitpid(pid, nullptr, 0);
-    }
-  }
-};
 
 // Captures what is written to stderr (fd 2) while `body` runs.
 template <class Body>

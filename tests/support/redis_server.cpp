@@ -241,4 +241,24 @@ RedisServer& shared_redis_server() {
   return *server;
 }
 
+std::unique_ptr<LockEngine> redis_engine(const std::string& url, const MatrixTable* matrix, std::size_t pool_size,
+                                         Millis command_timeout) {
+  EngineOptions opts;
+  opts.backend = Backend::redis;
+  opts.redis_url = url;
+  opts.matrix = matrix;
+  opts.pool_size = pool_size;
+  opts.command_timeout = command_timeout;
+  return make_engine(opts);
+}
+
+std::string prefix_of(const std::string& ns) { return "pl:{" + ns + "}:"; }
+
+std::vector<std::string> ns_keys(const RedisServer& server, const std::string& ns) {
+  std::vector<std::string> out;
+  const std::string prefix = prefix_of(ns);
+  for (const std::string& k : server.keys(prefix + "*")) out.push_back(k.substr(prefix.size()));
+  return out;
+}
+
 }  // namespace pathlock::test

@@ -18,6 +18,8 @@
 // tests look at the server through it, not through the code under test.
 #pragma once
 
+#include <pathlock/engine.hpp>
+
 #include <sys/types.h>
 
 #include <memory>
@@ -86,5 +88,18 @@ class RedisServer {
 
 // The server shared by every test of this process; see the file comment.
 RedisServer& shared_redis_server();
+
+// A Redis-backend engine on `url` (the library under test).
+std::unique_ptr<LockEngine> redis_engine(const std::string& url, const MatrixTable* matrix = nullptr,
+                                         std::size_t pool_size = 4, Millis command_timeout = Millis{2000});
+
+// "pl:{NS}:", the prefix of every key of namespace `ns`.
+std::string prefix_of(const std::string& ns);
+
+// The keys of namespace `ns` on `server`, without the prefix, sorted.
+std::vector<std::string> ns_keys(const RedisServer& server, const std::string& ns);
+
+// What a namespace keeps once every lock and waiter is gone.
+inline const std::vector<std::string> kOnlyMetaAndFence{"fence", "meta"};
 
 }  // namespace pathlock::test

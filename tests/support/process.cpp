@@ -1,0 +1,54 @@
+#include "support/process.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace pathlock::test {
+
+pid_t spawn(std::vector<std::string> argv, int stdin_fd, int stdout_fd) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (stdin_fd >= 0) posix_spawn_file_actions_adddup2(&actions, stdin_fd, 0);
+  if (stdout_fd >= 0) posix_spawn_file_actions_adddup2(&actions, stdout_fd, 1);
+  std::vector<char*> args;
+  for (auto& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  REQUIRE(rc == 0);
+  return pid;
+}
+
+int wait_exit(pid_t pid) {
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string read_line(int fd) {
+  std::string line;
+  char c = 0;
+  while (true) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 10000) <= 0 || read(fd, &c, 1) != 1) return line;
+    if (c == '\n') return line;
+    line += c;
+  }
+}
+
+ChildGuard::~ChildGuard() {
+  if (pid > 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+}
+
+}  // namespace pathlock::test

@@ -1,0 +1,29 @@
+// Child processes for tests that need real ones (crash, stress, shell).
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace pathlock::test {
+
+// Starts argv[0] (a path) with `argv`; stdin/stdout are redirected to the
+// given descriptors when they are >= 0. Fails the test if it cannot start.
+pid_t spawn(std::vector<std::string> argv, int stdin_fd = -1, int stdout_fd = -1);
+
+// Waits for `pid`; returns its exit status, or 128 + signal if it was killed.
+int wait_exit(pid_t pid);
+
+// Reads one line from `fd` (without the newline), waiting at most 10 s;
+// returns what was read so far on timeout or end of input.
+std::string read_line(int fd);
+
+// Kills (SIGKILL) and reaps a child unless pid was reset to -1 (it was reaped
+// already): a failed REQUIRE must not leave a process behind.
+struct ChildGuard {
+  pid_t pid = -1;
+  ~ChildGuard();
+};
+
+}  // namespace pathlock::test
