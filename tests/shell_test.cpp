@@ -180,3 +180,23 @@ TEST_CASE("split_words follows the quoting rule", "[shell]") {
   CHECK(error == "in a quoted word, a backslash must be followed by \" or \\");
   CHECK_FALSE(pathlock::cli::split_words(R"("a"b)", quoted, error));
 }
+
+TEST_CASE("the demo tells the article's story", "[demo]") {
+  FILE* pipe = popen(PATHLOCK_CLI " demo", "r");
+  REQUIRE(pipe);
+  std::string out;
+  char buf[4096];
+  for (std::size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+  CHECK(pclose(pipe) == 0);
+  auto has = [&](const std::string& needle) {
+    INFO(needle);
+    CHECK(out.find(needle) != std::string::npos);
+  };
+  has("alice  move_folder /p/A/C -> /p/Archive       REFUSED  dave's create holds target /p/A/C/D");
+  has("erin   upload /p/A/C/D                        REFUSED  alice's move_folder holds src /p/A/C");
+  has("frank  rename_file /p/A/a.txt                 GRANTED");
+  has("gina   upload /p/B                            GRANTED");
+  has("ivan   create /p/A/CD                         GRANTED");
+  has("kim    delete_folder /p/B                     GRANTED");
+  has("kim    release                                released");
+}

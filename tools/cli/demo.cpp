@@ -34,9 +34,17 @@ class Timeline {
   }
 
   void release(const std::string& who) {
-    const Grant& g = grants_.at(who);
+    const Grant g = grants_.at(who);
+    grants_.erase(who);
     const bool ok = engine_.release("demo", g.id, g.token);
     line(who, "release", ok ? "released" : "NOT RELEASED");
+  }
+
+  // Releases every lock the story still holds, so a shared backend is left clean.
+  void release_all() {
+    for (const auto& [who, grant] : grants_)
+      if (engine_.release("demo", grant.id, grant.token)) line(who, "release", "released");
+    grants_.clear();
   }
 
   void note(const std::string& text) { out_ << fmt::format("{:>8}  {}\n", "", text); }
@@ -94,6 +102,8 @@ int run_demo(LockEngine& engine, std::ostream& out) {
   t.release("gina");
   t.request("kim", "delete_folder", {{"target", "/p/B"}});
   t.show_locks();
+  t.note("The end: everything still held is released.");
+  t.release_all();
   return 0;
 }
 
