@@ -60,38 +60,47 @@ local function within(inner, outer)
   return outer == "/" or inner == outer or string.sub(inner, 1, #outer + 1) == outer .. "/"
 end
 
--- With one HMGET of node_key(path): for each pair (kind, codes) of the
--- arguments, the lowest code of `codes` (ascending) whose counter
--- kind<code> is positive, or nil. A pair whose kind is false is skipped
--- (its result is nil), so callers can switch the waiter counters on and off.
-local function first_code(path, ...)
-  local groups, fields, n = { ... }, {}, 0
-  for g = 1, #groups, 2 do
-    local kind, codes = groups[g], groups[g + 1]
-    if kind then
-      for i = 1, #codes do
-        n = n + 1
-        fields[n] = kind .. codes[i]
-      end
+-- The field names kind<code> for the code list `codes` (kind "h", "b", "wh"
+-- or "wb"), built once per call and list: they are reused at every node.
+local field_lists = { h = {}, b = {}, wh = {}, wb = {} }
+local function fields_of(kind, codes)
+  local f = field_lists[kind][codes]
+  if not f then
+    f = {}
+    for i = 1, #codes do f[i] = kind .. codes[i] end
+    field_lists[kind][codes] = f
+  end
+  return f
+end
+
+-- The concatenation of field lists (each a cached list from fields_of).
+local function joined(...)
+  local out, n = {}, 0
+  for _, list in ipairs({ ... }) do
+    for i = 1, #list do
+      n = n + 1
+      out[n] = list[i]
     end
   end
-  if n == 0 then return nil, nil, nil, nil end
-  local v = redis.call("HMGET", node_key(path), unpack(fields))
-  local found, at = {}, 0
-  for g = 1, #groups, 2 do
-    local kind, codes = groups[g], groups[g + 1]
-    if kind then
-      for i = 1, #codes do
-        local c = v[at + i]
-        if c and tonumber(c) > 0 then
-          found[(g + 1) / 2] = codes[i]
-          break
-        end
-      end
-      at = at + #codes
-    end
+  return out
+end
+
+-- The lowest code of `codes` (ascending) whose counter in the HMGET reply
+-- `v` (its fields from position `at` + 1 on) is positive, or nil.
+local function first_positive(v, at, codes)
+  for i = 1, #codes do
+    local c = v[at + i]
+    if c and tonumber(c) > 0 then return codes[i] end
   end
-  return found[1], found[2], found[3], found[4]
+  return nil
+end
+
+-- With one HMGET of node_key(path): the lowest code of `codes` held exactly
+-- there ("h") and the lowest held below it ("b").
+local function first_code(path, codes)
+  if #codes == 0 then return nil, nil end
+  local v = redis.call("HMGET", node_key(path), unpack(joined(fields_of("h", codes), fields_of("b", codes))))
+  return first_positive(v, 0, codes), first_positive(v, #codes, codes)
 end
 
 -- The most recently granted lock holding `code` exactly at `path` (the head
@@ -118,7 +127,7 @@ local function witness_below(path, codes)
     local deeper = nil
     for _, name in ipairs(redis.call("ZRANGE", children_key(at), 0, -1)) do
       local child = (at == "/" and "" or at) .. "/" .. name
-      local here, below = first_code(child, "h", codes, "b", codes)
+      local here, below = first_code(child, codes)
       if here then return witness_at(child, here, "held_descendant") end
       if not deeper and below then deeper = child end
     end
@@ -136,15 +145,25 @@ end
 local function find_conflict(code, path, line)
   local nodes = path_nodes(path)
   local anc, same, below = PL_BLOCKERS[1][code], PL_BLOCKERS[0][code], PL_BLOCKERS[2][code]
-  local wk, wb = line and "wh", line and "wb"
   local waiting = false
-  for i = 1, #nodes - 1 do
-    local held, queued = first_code(nodes[i], "h", anc, wk, anc)
-    if held then return witness_at(nodes[i], held, "held_ancestor"), waiting end
-    waiting = waiting or queued ~= nil
+  if #anc > 0 then
+    local fields = line and joined(fields_of("h", anc), fields_of("wh", anc)) or fields_of("h", anc)
+    for i = 1, #nodes - 1 do
+      local v = redis.call("HMGET", node_key(nodes[i]), unpack(fields))
+      local held = first_positive(v, 0, anc)
+      if held then return witness_at(nodes[i], held, "held_ancestor"), waiting end
+      waiting = waiting or (line and first_positive(v, #anc, anc) ~= nil)
+    end
   end
-  local h_same, h_below, w_same, w_below = first_code(path, "h", same, "b", below, wk, same, wb, below)
-  waiting = waiting or w_same ~= nil or w_below ~= nil
+  if #same + #below == 0 then return nil, waiting end
+  local fields = line and joined(fields_of("h", same), fields_of("b", below), fields_of("wh", same), fields_of("wb", below))
+                 or joined(fields_of("h", same), fields_of("b", below))
+  local v = redis.call("HMGET", node_key(path), unpack(fields))
+  local h_same, h_below = first_positive(v, 0, same), first_positive(v, #same, below)
+  if line then
+    waiting = waiting or first_positive(v, #same + #below, same) ~= nil
+              or first_positive(v, #same + #below + #same, below) ~= nil
+  end
   if h_same then return witness_at(path, h_same, "same"), waiting end
   if h_below then return witness_below(path, below), waiting end
   return nil, waiting
@@ -188,13 +207,17 @@ local function older_waiter(code, path, before)
   return nil
 end
 
+-- Adds one target's counts, top-down. A node whose counter was already
+-- positive existed before, so its name is already in its parent's children
+-- set; only a counter that became 1 may mean a new node (ZADD is idempotent).
 local function index(code, path, here, below)
   local nodes, names = path_nodes(path)
-  for i = 1, #nodes - 1 do
-    redis.call("HINCRBY", node_key(nodes[i]), below .. code, 1)
-    redis.call("ZADD", children_key(nodes[i]), 0, names[i + 1])
+  local field = below .. code
+  for i = 1, #nodes do
+    if i == #nodes then field = here .. code end
+    local c = redis.call("HINCRBY", node_key(nodes[i]), field, 1)
+    if c == 1 and i > 1 then redis.call("ZADD", children_key(nodes[i - 1]), 0, names[i]) end
   end
-  redis.call("HINCRBY", node_key(path), here .. code, 1)
 end
 
 local function link(code, path, fence, id)

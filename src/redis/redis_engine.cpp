@@ -7,7 +7,7 @@
 //   pl:{NS}:meta     hash   fingerprint, matrix, version (check_matrix.lua)
 //   pl:{NS}:fence    string INCR counter; the fencing token of each new lock
 //   pl:{NS}:exp      zset   lock id -> expiry time in ms (server clock)
-//   pl:{NS}:re       hash   sha1(owner, op, paths) -> lock id (reentrancy)
+//   pl:{NS}:re       hash   LEN:owner \0 op \0 paths... -> lock id (reentrancy)
 //   pl:{NS}:k:ID     hash   one lock: token, owner, op, fence, holds, ttl,
 //                           expiry and its paths in role order
 //   pl:{NS}:n:PATH   hash   per path node, per (op, role) code c:
