@@ -178,8 +178,8 @@ class Bench {
         redis_url_ = opt_.redis_url;
         redis_where_ = "external server (--redis)";
       }
-      addr_ = parse_url(redis_url_);
-      info_ = std::make_unique<RedisConn>(addr_);
+      addr_ = redis_url_;
+      info_ = std::make_unique<RedisConnection>(addr_);
       redis_version_ = info_field(*info_, "server", "redis_version");
       fmt::print(stderr, "redis {} at {} ({})\n", redis_version_, redis_url_, redis_where_);
     } catch (const Interrupted&) {
@@ -724,8 +724,8 @@ class Bench {
   std::string redis_url_, redis_where_, redis_version_, redis_skip_, run_;
   std::string load_at_start_;  // the machine is shared: how busy it was
   std::string scan_stop_;      // why the scan baseline was not run on larger held counts
-  RedisAddr addr_;
-  std::unique_ptr<RedisConn> info_;
+  std::string addr_;
+  std::unique_ptr<RedisConnection> info_;
   std::unique_ptr<CsvWriter> csv_;
   std::vector<Series> series_;
   std::vector<Point> points_;
@@ -740,11 +740,11 @@ class Bench {
         for (const std::string& pattern : patterns) {
           std::string cursor = "0";
           do {
-            const RReply r = info_->ok({"SCAN", cursor, "MATCH", pattern, "COUNT", "10000"});
+            const RedisReply r = command_ok(*info_, {"SCAN", cursor, "MATCH", pattern, "COUNT", "10000"});
             cursor = r.elements.at(0).str;
             std::vector<std::string> argv{"UNLINK"};
-            for (const RReply& k : r.elements.at(1).elements) argv.push_back(k.str);
-            if (argv.size() > 1) info_->ok(argv);
+            for (const RedisReply& k : r.elements.at(1).elements) argv.push_back(k.str);
+            if (argv.size() > 1) command_ok(*info_, argv);
           } while (cursor != "0");
         }
       } catch (const std::exception& e) {

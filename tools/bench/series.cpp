@@ -154,22 +154,22 @@ class PathlockSubject final : public Subject {
 };
 
 // ---- Redis helpers shared by bare and scan ----------------------------------
-std::string load_script(RedisConn& c, const std::string& source) {
-  return c.ok({"SCRIPT", "LOAD", source}).str;
+std::string load_script(RedisConnection& c, const std::string& source) {
+  return command_ok(c, {"SCRIPT", "LOAD", source}).str;
 }
 
 // Sends make(0) .. make(count - 1) in pipelined batches of 64; checks every reply.
 template <class MakeCommand>
-void pipelined(const RedisAddr& addr, std::size_t count, MakeCommand make) {
-  RedisConn c(addr);
+void pipelined(const std::string& addr, std::size_t count, MakeCommand make) {
+  RedisConnection c(addr);
   constexpr std::size_t kBatch = 64;
   for (std::size_t i = 0; i < count;) {
     check_interrupted();
     const std::size_t n = std::min(kBatch, count - i);
     for (std::size_t j = 0; j < n; ++j) c.append(make(i + j));
     for (std::size_t j = 0; j < n; ++j) {
-      const RReply r = c.get();
-      if (r.type == RReply::Type::error) throw std::runtime_error("fill: " + r.str);
+      const RedisReply r = c.get();
+      if (r.type == RedisReply::Type::error) throw std::runtime_error("fill: " + r.str);
     }
     i += n;
   }
@@ -181,8 +181,8 @@ constexpr const char* kCompareAndDelete =
 
 class BareSubject final : public Subject {
  public:
-  BareSubject(RedisAddr addr, std::string run) : addr_(std::move(addr)), run_(std::move(run)) {
-    RedisConn c(addr_);
+  BareSubject(std::string addr, std::string run) : addr_(std::move(addr)), run_(std::move(run)) {
+    RedisConnection c(addr_);
     sha_ = load_script(c, kCompareAndDelete);
   }
   std::string name() const override { return "bare"; }
@@ -205,7 +205,7 @@ class BareSubject final : public Subject {
  private:
   class BareWorker final : public Worker {
    public:
-    BareWorker(const RedisAddr& addr, std::string sha, const std::string& prefix, int depth, std::size_t held,
+    BareWorker(const std::string& addr, std::string sha, const std::string& prefix, int depth, std::size_t held,
                unsigned c)
         : conn_(addr), sha_(std::move(sha)), client_(c) {
       for (std::size_t k = 0; k < kRing; ++k) keys_.push_back(prefix + probe_path(depth, held, c, k));
@@ -213,16 +213,16 @@ class BareSubject final : public Subject {
     bool pair(std::size_t k) override {
       const std::string& key = keys_[k % kRing];
       const std::string token = fmt::format("t{}-{}", client_, k);
-      const RReply r = conn_.cmd({"SET", key, token, "NX", "PX", "30000"});
-      if (r.type == RReply::Type::error) throw std::runtime_error("SET: " + r.str);
-      if (r.type != RReply::Type::status) return false;
-      const RReply d = conn_.cmd({"EVALSHA", sha_, "1", key, token});
-      if (d.type != RReply::Type::integer || d.integer != 1) throw std::runtime_error("bare release failed: " + d.str);
+      const RedisReply r = conn_.command({"SET", key, token, "NX", "PX", "30000"});
+      if (r.type == RedisReply::Type::error) throw std::runtime_error("SET: " + r.str);
+      if (r.type != RedisReply::Type::status) return false;
+      const RedisReply d = conn_.command({"EVALSHA", sha_, "1", key, token});
+      if (d.type != RedisReply::Type::integer || d.integer != 1) throw std::runtime_error("bare release failed: " + d.str);
       return true;
     }
 
    private:
-    RedisConn conn_;
+    RedisConnection conn_;
     std::string sha_;
     unsigned client_;
     std::vector<std::string> keys_;
@@ -230,7 +230,7 @@ class BareSubject final : public Subject {
 
   std::string key_prefix(const std::string& tag) const { return fmt::format("bare:{}:{}:", run_, tag); }
 
-  RedisAddr addr_;
+  std::string addr_;
   std::string run_, sha_;
 };
 
@@ -255,8 +255,8 @@ constexpr const char* kScanRelease =
 
 class ScanSubject final : public Subject {
  public:
-  ScanSubject(RedisAddr addr, std::string run) : addr_(std::move(addr)), run_(std::move(run)) {
-    RedisConn c(addr_);
+  ScanSubject(std::string addr, std::string run) : addr_(std::move(addr)), run_(std::move(run)) {
+    RedisConnection c(addr_);
     acquire_sha_ = load_script(c, kScanAcquire);
     release_sha_ = load_script(c, kScanRelease);
   }
@@ -286,7 +286,7 @@ class ScanSubject final : public Subject {
  private:
   class ScanWorker final : public Worker {
    public:
-    ScanWorker(const RedisAddr& addr, std::string acquire, std::string release, std::string key, int depth,
+    ScanWorker(const std::string& addr, std::string acquire, std::string release, std::string key, int depth,
                std::size_t held, unsigned c)
         : conn_(addr), acquire_(std::move(acquire)), release_(std::move(release)), key_(std::move(key)), client_(c) {
       for (std::size_t k = 0; k < kRing; ++k) paths_.push_back(probe_path(depth, held, c, k));
@@ -295,16 +295,16 @@ class ScanSubject final : public Subject {
       const std::string& path = paths_[k % kRing];
       const long long now = wall_ms();
       const std::string value = fmt::format("client-{}|{}", client_, now + kPairTtl.count());
-      const RReply r = conn_.cmd({"EVALSHA", acquire_, "1", key_, path, value, std::to_string(now)});
-      if (r.type == RReply::Type::error) throw std::runtime_error("scan acquire: " + r.str);
+      const RedisReply r = conn_.command({"EVALSHA", acquire_, "1", key_, path, value, std::to_string(now)});
+      if (r.type == RedisReply::Type::error) throw std::runtime_error("scan acquire: " + r.str);
       if (r.integer != 1) return false;
-      const RReply d = conn_.cmd({"EVALSHA", release_, "1", key_, path, value});
-      if (d.type != RReply::Type::integer || d.integer != 1) throw std::runtime_error("scan release failed: " + d.str);
+      const RedisReply d = conn_.command({"EVALSHA", release_, "1", key_, path, value});
+      if (d.type != RedisReply::Type::integer || d.integer != 1) throw std::runtime_error("scan release failed: " + d.str);
       return true;
     }
 
    private:
-    RedisConn conn_;
+    RedisConnection conn_;
     std::string acquire_, release_, key_;
     unsigned client_;
     std::vector<std::string> paths_;
@@ -312,7 +312,7 @@ class ScanSubject final : public Subject {
 
   std::string hash_key(const std::string& tag) const { return fmt::format("scan:{}:{}", run_, tag); }
 
-  RedisAddr addr_;
+  std::string addr_;
   std::string run_, acquire_sha_, release_sha_;
 };
 
@@ -339,10 +339,10 @@ std::string probe_path(int depth, std::size_t held, unsigned client, std::size_t
 std::unique_ptr<Subject> make_pathlock_subject(Backend backend, const std::string& redis_url, const std::string& run) {
   return std::make_unique<PathlockSubject>(backend, redis_url, run);
 }
-std::unique_ptr<Subject> make_bare_subject(const RedisAddr& addr, const std::string& run) {
+std::unique_ptr<Subject> make_bare_subject(const std::string& addr, const std::string& run) {
   return std::make_unique<BareSubject>(addr, run);
 }
-std::unique_ptr<Subject> make_scan_subject(const RedisAddr& addr, const std::string& run) {
+std::unique_ptr<Subject> make_scan_subject(const std::string& addr, const std::string& run) {
   return std::make_unique<ScanSubject>(addr, run);
 }
 

@@ -61,8 +61,8 @@ class Subject {
 
 // Throw (BackendError, std::runtime_error) when the backend cannot start.
 std::unique_ptr<Subject> make_pathlock_subject(Backend backend, const std::string& redis_url, const std::string& run);
-std::unique_ptr<Subject> make_bare_subject(const RedisAddr& addr, const std::string& run);
-std::unique_ptr<Subject> make_scan_subject(const RedisAddr& addr, const std::string& run);
+std::unique_ptr<Subject> make_bare_subject(const std::string& addr, const std::string& run);
+std::unique_ptr<Subject> make_scan_subject(const std::string& addr, const std::string& run);
 
 struct Measurement {
   std::size_t pairs = 0;    // measured pairs (after warm-up)

@@ -1,11 +1,13 @@
 // pathlock-bench helpers, all in one place: latency statistics, a CSV
-// writer, a minimal hiredis connection (commands and pipelines), a
-// redis-server child process (RAII) and a description of the machine.
+// writer, INFO readers and a description of the machine. The redis-server
+// child and the raw connection come from tools/redis_devtools.
 //
 // Nothing here measures anything by itself; series.cpp and main.cpp do.
 // Interruption: SIGINT/SIGTERM set interrupted(); long loops poll it and
 // throw Interrupted so destructors (the redis-server child above all) run.
 #pragma once
+
+#include "redis_devtools/redis_server.hpp"
 
 #include <sys/types.h>
 
@@ -15,8 +17,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-struct redisContext;
 
 namespace pathlock::bench {
 
@@ -58,65 +58,19 @@ class CsvWriter {
 };
 
 // ---- Redis --------------------------------------------------------------
-struct RedisAddr {
-  std::string host = "127.0.0.1";
-  int port = 6379;
-  std::string password;  // empty: no AUTH
-  int db = 0;
-};
-// Accepts redis://[[user]:password@]host[:port][/db] (user is ignored).
-RedisAddr parse_url(std::string_view url);
+// The redis-server child and the raw connection are tools/redis_devtools,
+// shared with the test suite.
+using devtools::RedisConnection;
+using devtools::RedisReply;
+using devtools::RedisServer;
 
-struct RReply {
-  enum class Type : std::uint8_t { nil, string, integer, array, status, error };
-  Type type = Type::nil;
-  std::string str;
-  long long integer = 0;
-  std::vector<RReply> elements;
-};
-
-// One blocking connection. Error replies are returned, transport failures
-// throw std::runtime_error.
-class RedisConn {
- public:
-  explicit RedisConn(const RedisAddr& addr);
-  ~RedisConn();
-  RedisConn(const RedisConn&) = delete;
-  RedisConn& operator=(const RedisConn&) = delete;
-
-  RReply cmd(const std::vector<std::string>& argv);   // one round trip
-  void append(const std::vector<std::string>& argv);  // pipeline: queue
-  RReply get();                                       // pipeline: next reply
-  RReply ok(const std::vector<std::string>& argv);    // cmd; throws on error reply
-
- private:
-  redisContext* ctx_ = nullptr;
-};
+// Runs a command; throws std::runtime_error on an error reply.
+RedisReply command_ok(RedisConnection& c, const std::vector<std::string>& argv);
 
 // Field `name` of INFO `section` ("" when absent).
-std::string info_field(RedisConn& c, const std::string& section, const std::string& name);
-long long used_memory(RedisConn& c);
-double used_cpu_seconds(RedisConn& c);  // used_cpu_user + used_cpu_sys
-
-// A private redis-server on a free loopback port: bind 127.0.0.1:0 to learn
-// one, start `redis-server --port P --save "" --appendonly no
-// --maxmemory-policy noeviction`, wait for PING. The destructor stops it
-// (SIGTERM, then SIGKILL after 5 s) and removes its directory; the child
-// also gets PR_SET_PDEATHSIG so it dies with us if we are killed.
-class RedisServer {
- public:
-  RedisServer();
-  ~RedisServer();
-  RedisServer(const RedisServer&) = delete;
-  RedisServer& operator=(const RedisServer&) = delete;
-  const std::string& url() const { return url_; }
-
- private:
-  void stop();
-  pid_t pid_ = -1;
-  std::string url_;
-  std::string dir_;
-};
+std::string info_field(RedisConnection& c, const std::string& section, const std::string& name);
+long long used_memory(RedisConnection& c);
+double used_cpu_seconds(RedisConnection& c);  // used_cpu_user + used_cpu_sys
 
 // ---- machine ------------------------------------------------------------
 std::string cpu_model();                        // /proc/cpuinfo "model name"

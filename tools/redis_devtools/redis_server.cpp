@@ -1,0 +1,256 @@
+// A redis-server child process and a raw connection; see redis_server.hpp.
+//
+// Port choice: bind 127.0.0.1:0, read the port the kernel picked, close the
+// socket and hand the port to redis-server. Another process could take it in
+// between, so a server that exits during start-up is retried on a new port.
+// A server started from the main thread also gets PR_SET_PDEATHSIG, so it
+// dies with the test process even when that process crashes.
+#include "redis_server.hpp"
+
+#include "redis/redis_url.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace pathlock::devtools {
+namespace {
+
+RedisReply convert(const redisReply& r) {
+  RedisReply out;
+  switch (r.type) {
+    case REDIS_REPLY_STRING: out.type = RedisReply::Type::string; break;
+    case REDIS_REPLY_STATUS: out.type = RedisReply::Type::status; break;
+    case REDIS_REPLY_ERROR: out.type = RedisReply::Type::error; break;
+    case REDIS_REPLY_INTEGER: out.type = RedisReply::Type::integer; break;
+    case REDIS_REPLY_ARRAY: out.type = RedisReply::Type::array; break;
+    default: out.type = RedisReply::Type::nil; break;
+  }
+  if (r.str) out.str.assign(r.str, r.len);
+  out.integer = r.integer;
+  for (std::size_t i = 0; i < r.elements; ++i) out.elements.push_back(convert(*r.element[i]));
+  return out;
+}
+
+int free_loopback_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error("socket() failed");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  ::close(fd);
+  if (!ok) throw std::runtime_error("cannot find a free loopback port");
+  return ntohs(addr.sin_port);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// True once the server answers at all ("PONG", or "NOAUTH ..." from a
+// server that wants a password).
+bool answers_ping(const std::string& url) {
+  try {
+    RedisConnection c(url);
+    const RedisReply r = c.command({"PING"});
+    return r.str == "PONG" || r.is_error();
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+RedisConnection::RedisConnection(const std::string& url) {
+  const redis::RedisUrl u = redis::parse_redis_url(url);
+  timeval tv{5, 0};
+  ctx_ = redisConnectWithTimeout(u.host.c_str(), u.port, tv);
+  if (!ctx_ || ctx_->err) {
+    const std::string why = ctx_ ? ctx_->errstr : "out of memory";
+    if (ctx_) redisFree(ctx_);
+    ctx_ = nullptr;
+    throw std::runtime_error("cannot connect to " + url + ": " + why);
+  }
+  redisSetTimeout(ctx_, tv);
+  if (u.password) {
+    const RedisReply r = u.user ? command({"AUTH", *u.user, *u.password}) : command({"AUTH", *u.password});
+    if (r.is_error()) throw std::runtime_error("AUTH failed: " + r.str);
+  }
+  if (u.db) command({"SELECT", std::to_string(u.db)});
+}
+
+RedisConnection::~RedisConnection() {
+  if (ctx_) redisFree(ctx_);
+}
+
+RedisReply RedisConnection::command(const std::vector<std::string>& argv) {
+  std::vector<const char*> ptrs;
+  std::vector<std::size_t> lens;
+  for (const std::string& a : argv) {
+    ptrs.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  auto* raw = static_cast<redisReply*>(redisCommandArgv(ctx_, static_cast<int>(argv.size()), ptrs.data(), lens.data()));
+  if (!raw) throw std::runtime_error(std::string("redis command failed: ") + ctx_->errstr);
+  RedisReply out = convert(*raw);
+  freeReplyObject(raw);
+  return out;
+}
+
+void RedisConnection::append(const std::vector<std::string>& argv) {
+  std::vector<const char*> ptrs;
+  std::vector<std::size_t> lens;
+  for (const std::string& a : argv) {
+    ptrs.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  if (redisAppendCommandArgv(ctx_, static_cast<int>(argv.size()), ptrs.data(), lens.data()) != REDIS_OK)
+    throw std::runtime_error(std::string("redis pipeline failed: ") + ctx_->errstr);
+}
+
+RedisReply RedisConnection::get() {
+  void* raw = nullptr;
+  if (redisGetReply(ctx_, &raw) != REDIS_OK || !raw)
+    throw std::runtime_error(std::string("redis pipeline failed: ") + ctx_->errstr);
+  RedisReply out = convert(*static_cast<redisReply*>(raw));
+  freeReplyObject(raw);
+  return out;
+}
+
+RedisServer::RedisServer(const std::vector<std::string>& extra_args) {
+  char tmpl[] = "/tmp/pathlock-redis-XXXXXX";
+  if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+  dir_ = tmpl;
+  const std::string log = dir_ + "/redis.log";
+  const char* env_binary = std::getenv("PATHLOCK_REDIS_SERVER");
+  const std::string binary = env_binary && *env_binary ? env_binary : "redis-server";
+  const bool main_thread = ::getpid() == static_cast<pid_t>(::syscall(SYS_gettid));
+
+  std::string last_log;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const int port = free_loopback_port();
+    std::vector<std::string> args{binary,         "--port",       std::to_string(port),  "--bind",
+                                  "127.0.0.1",    "--save",       "",                    "--appendonly",
+                                  "no",           "--maxmemory-policy", "noeviction",   "--daemonize",
+                                  "no",           "--dir",        dir_,                  "--logfile",
+                                  log};
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
+    std::vector<char*> cargs;
+    for (std::string& a : args) cargs.push_back(a.data());
+    cargs.push_back(nullptr);
+
+    const pid_t pid = ::fork();
+    if (pid < 0) throw std::runtime_error("fork failed");
+    if (pid == 0) {
+      if (main_thread) ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      ::setpgid(0, 0);  // a Ctrl-C to the parent does not reach the server
+      const int null_fd = ::open("/dev/null", O_RDWR);
+      if (null_fd >= 0) {
+        ::dup2(null_fd, STDIN_FILENO);
+        ::dup2(null_fd, STDOUT_FILENO);
+        ::dup2(null_fd, STDERR_FILENO);
+      }
+      ::execvp(cargs[0], cargs.data());
+      cargs[0] = const_cast<char*>("/usr/bin/redis-server");
+      ::execv(cargs[0], cargs.data());
+      ::_exit(127);
+    }
+    pid_ = pid;
+    url_ = "redis://127.0.0.1:" + std::to_string(port);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    bool exited = false;
+    while (std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        exited = true;
+        pid_ = -1;
+        break;
+      }
+      if (answers_ping(url_)) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    last_log = read_file(log);
+    if (!exited) {
+      stop();
+      break;
+    }
+  }
+  std::filesystem::remove_all(dir_);
+  throw std::runtime_error("redis-server (" + binary + ") did not start; its log:\n" + last_log);
+}
+
+RedisServer::RedisServer(External, std::string url) : url_(std::move(url)) {}
+
+std::unique_ptr<RedisServer> RedisServer::external(const std::string& url) {
+  return std::unique_ptr<RedisServer>(new RedisServer(External{}, url));
+}
+
+RedisServer::~RedisServer() {
+  stop();
+  if (!dir_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+}
+
+void RedisServer::stop() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  int status = 0;
+  while (::waitpid(pid_, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  pid_ = -1;
+}
+
+RedisReply RedisServer::command(const std::vector<std::string>& argv) const {
+  RedisConnection c(url_);
+  return c.command(argv);
+}
+
+std::vector<std::string> RedisServer::keys(const std::string& pattern) const {
+  RedisConnection c(url_);
+  std::vector<std::string> out;
+  std::string cursor = "0";
+  do {
+    const RedisReply r = c.command({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
+    if (r.type != RedisReply::Type::array || r.elements.size() != 2) throw std::runtime_error("bad SCAN reply");
+    cursor = r.elements[0].str;
+    for (const RedisReply& k : r.elements[1].elements) out.push_back(k.str);
+  } while (cursor != "0");
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+}  // namespace pathlock::devtools

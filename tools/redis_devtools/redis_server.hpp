@@ -1,0 +1,91 @@
+// A real redis-server as a child process, and a raw client to look at it:
+// shared by the test suite (tests/support/redis_server.hpp) and the benchmark
+// (tools/bench). Not part of the library.
+//
+// RedisServer starts redis-server on a free loopback port with
+//   --save "" --appendonly no --maxmemory-policy noeviction
+// (plus extra arguments), waits for PING, and stops it (SIGTERM, then
+// SIGKILL after 5 s) when destroyed. The child runs in its own process group
+// (a Ctrl-C to the parent does not reach it; the parent stops it) and, when
+// started from the main thread, dies with the parent (PR_SET_PDEATHSIG).
+//
+// The binary is $PATHLOCK_REDIS_SERVER, else redis-server from PATH, else
+// /usr/bin/redis-server. A server that does not answer PING within 10 s
+// makes the constructor throw std::runtime_error with the server's log.
+//
+// RedisConnection is deliberately independent of the library's own client:
+// tests and benchmarks look at the server through it, not through the code
+// under test.
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+struct redisContext;
+
+namespace pathlock::devtools {
+
+struct RedisReply {
+  enum class Type { nil, string, integer, array, status, error };
+  Type type = Type::nil;
+  std::string str;  // string, status or error text
+  long long integer = 0;
+  std::vector<RedisReply> elements;
+  bool is_error() const { return type == Type::error; }
+};
+
+// One blocking connection (AUTH and SELECT from the URL are applied).
+class RedisConnection {
+ public:
+  explicit RedisConnection(const std::string& url);
+  ~RedisConnection();
+  RedisConnection(const RedisConnection&) = delete;
+  RedisConnection& operator=(const RedisConnection&) = delete;
+
+  // Runs a command; throws std::runtime_error if the connection fails.
+  // Error replies are returned, not thrown.
+  RedisReply command(const std::vector<std::string>& argv);
+  // Pipelining: queue a command without waiting; get() returns the replies
+  // in order. Transport failures throw std::runtime_error.
+  void append(const std::vector<std::string>& argv);
+  RedisReply get();
+
+ private:
+  redisContext* ctx_ = nullptr;
+};
+
+class RedisServer {
+ public:
+  // Starts a private server; `extra_args` are appended to the command line
+  // (e.g. {"--maxmemory-policy", "allkeys-lru"}) and override the defaults.
+  explicit RedisServer(const std::vector<std::string>& extra_args = {});
+  // Stops the server if this object started it.
+  ~RedisServer();
+  RedisServer(const RedisServer&) = delete;
+  RedisServer& operator=(const RedisServer&) = delete;
+
+  // Wraps a server that is already running; it is never stopped.
+  static std::unique_ptr<RedisServer> external(const std::string& url);
+
+  const std::string& url() const { return url_; }  // redis://127.0.0.1:PORT
+  bool owned() const { return pid_ > 0; }
+
+  // Runs one command on a fresh connection.
+  RedisReply command(const std::vector<std::string>& argv) const;
+  // Every key matching a SCAN pattern, sorted.
+  std::vector<std::string> keys(const std::string& pattern) const;
+
+ private:
+  struct External {};
+  RedisServer(External, std::string url);
+  void stop();
+
+  std::string url_;
+  pid_t pid_ = -1;
+  std::string dir_;  // working directory of an owned server (holds its log)
+};
+
+}  // namespace pathlock::devtools
