@@ -4,7 +4,7 @@
 //
 // Data layout (namespace NS; every key starts with "pl:{NS}:", so all keys of
 // a namespace share the hash tag {NS} and one cluster slot):
-//   pl:{NS}:meta     hash   fingerprint, matrix, version (check_matrix.lua)
+//   pl:{NS}:meta     hash   fingerprint, matrix, version (written by the first acquire)
 //   pl:{NS}:fence    string INCR counter; the fencing token of each new lock
 //   pl:{NS}:exp      zset   lock id -> expiry time in ms (server clock)
 //   pl:{NS}:re       hash   LEN:owner \0 op \0 paths... -> lock id (reentrancy)
@@ -89,8 +89,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <mutex>
-#include <unordered_set>
 
 namespace pathlock::redis {
 namespace {
@@ -137,7 +135,6 @@ class RedisEngine final : public LockEngine {
  public:
   RedisEngine(const MatrixTable& matrix, const EngineOptions& options)
       : matrix_(matrix),
-        check_matrix_(script_of(matrix, "check_matrix")),
         acquire_(script_of(matrix, "acquire")),
         release_(script_of(matrix, "release")),
         renew_(script_of(matrix, "renew")),
@@ -145,7 +142,7 @@ class RedisEngine final : public LockEngine {
         force_release_(script_of(matrix, "force_release")),
         leave_(script_of(matrix, "leave")),
         client_(client_options(options)) {
-    for (Script* s : {&check_matrix_, &acquire_, &release_, &renew_, &list_, &force_release_, &leave_})
+    for (Script* s : {&acquire_, &release_, &renew_, &list_, &force_release_, &leave_})
       client_.load(*s);
   }
 
@@ -311,34 +308,13 @@ class RedisEngine final : public LockEngine {
   // Runs a lock script on namespace `ns` (already validated). Handles the
   // replies every script may give: "mismatch" and "invalid".
   Reply run(const Script& script, std::string_view ns, const std::vector<std::string>& args) {
-    bind_namespace(ns);
+    // One round trip: every script checks the namespace's matrix binding
+    // itself (and acquire writes it when the namespace has none).
     Reply r = client_.eval(script, {key_prefix(ns)}, args);
     const std::string& status = r.at(0).text();
-    if (status == "mismatch") {
-      {
-        std::lock_guard guard(bound_mutex_);
-        bound_.erase(std::string(ns));
-      }
-      mismatch(ns, r);
-    }
+    if (status == "mismatch") mismatch(ns, r);
     if (status == "invalid") throw InvalidRequest(fmt::format("{}: {}", script.name, r.at(1).text()));
     return r;
-  }
-
-  // Binds `ns` to this engine's matrix, or finds the matrix that owns it:
-  // once per namespace per engine. The scripts check again on every call.
-  void bind_namespace(std::string_view ns) {
-    const std::string name(ns);
-    {
-      std::lock_guard guard(bound_mutex_);
-      if (bound_.count(name)) return;
-    }
-    const Reply r = client_.eval(check_matrix_, {key_prefix(ns) + "meta"}, {});
-    const std::string& status = r.at(0).text();
-    if (status == "mismatch") mismatch(ns, r);
-    if (status != "ok") unexpected(check_matrix_, status);
-    std::lock_guard guard(bound_mutex_);
-    bound_.insert(name);
   }
 
   [[noreturn]] void mismatch(std::string_view ns, const Reply& r) const {
@@ -360,10 +336,8 @@ class RedisEngine final : public LockEngine {
   }
 
   const MatrixTable& matrix_;
-  Script check_matrix_, acquire_, release_, renew_, list_, force_release_, leave_;
+  Script acquire_, release_, renew_, list_, force_release_, leave_;
   RedisClient client_;
-  std::mutex bound_mutex_;
-  std::unordered_set<std::string> bound_;  // namespaces checked by check_matrix
 };
 
 }  // namespace
