@@ -260,7 +260,7 @@ TEST_CASE("the scripts check the fingerprint too: a cached check cannot let a ra
   const std::string ns = test::unique_namespace("race");
   auto engine = redis_engine(server.url());
   const auto held = engine->acquire(request(ns, "o", "upload", {{"target", "/a"}}));
-  REQUIRE(held.granted);  // the engine has now cached "ns is ours"
+  REQUIRE(held.granted);  // ns is now bound to this engine's matrix
   // Another matrix takes the namespace behind the engine's back.
   REQUIRE(server.command({"HSET", prefix_of(ns) + "meta", "fingerprint", "feed", "matrix", "rival", "version", "2"})
               .integer == 0);
@@ -718,9 +718,7 @@ TEST_CASE("the generated scripts can be called directly, as docs/lua-protocol.md
   const std::string ns = test::unique_namespace("lua");
   test::RedisConnection c(server.url());
   const auto eval = [&](const char* script, std::vector<std::string> args) {
-    std::vector<std::string> argv{"EVAL", std::string(m.script(script)), "1", prefix_of(ns)};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return c.command(argv);
+    return test::eval_script(c, m, script, ns, std::move(args));
   };
   auto r = eval("acquire", {"svc", "move_folder", "30000", "id1", "tok1", "/a", "/b"});
   REQUIRE(r.elements.size() == 6);

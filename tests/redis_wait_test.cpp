@@ -408,9 +408,7 @@ TEST_CASE("the line can be driven by calling the scripts directly", "[redis][wai
   const std::string ns = test::unique_namespace("lualine");
   test::RedisConnection c(server.url());
   const auto eval = [&](const char* script, std::vector<std::string> args) {
-    std::vector<std::string> argv{"EVAL", std::string(m.script(script)), "1", prefix_of(ns)};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return c.command(argv);
+    return test::eval_script(c, m, script, ns, std::move(args));
   };
   const auto subscriber = [&] {
     auto s = std::make_unique<test::RedisConnection>(server.url());

@@ -33,4 +33,11 @@ std::vector<std::string> ns_keys(const RedisServer& server, const std::string& n
   return out;
 }
 
+RedisReply eval_script(RedisConnection& c, const MatrixTable& m, std::string_view script, const std::string& ns,
+                       std::vector<std::string> args) {
+  std::vector<std::string> argv{"EVAL", std::string(m.script(script)), "1", prefix_of(ns)};
+  argv.insert(argv.end(), std::make_move_iterator(args.begin()), std::make_move_iterator(args.end()));
+  return c.command(argv);
+}
+
 }  // namespace pathlock::test
