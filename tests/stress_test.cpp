@@ -104,15 +104,22 @@ TEST_CASE("locks of a killed process free themselves after their lease", "[crash
   const auto refused = engine->acquire(LockRequest{ns, "survivor", "upload", {{"target", "/p/A/x"}}});
   REQUIRE_FALSE(refused.granted);  // the dead process's lock is still within its lease
   CHECK(refused.conflict.owner == "victim");
-  AcquireResult got;
-  for (int i = 0; i < 500 && !got.granted; ++i) {
-    std::this_thread::sleep_for(20ms);
-    got = engine->acquire(LockRequest{ns, "survivor", "upload", {{"target", "/p/A/x"}}});
-  }
+  // Each lock frees itself when its own lease ends; the second was granted a
+  // little after the first, so each is polled for on its own.
+  const auto poll_until_granted = [&](const char* op, const char* path) {
+    AcquireResult r;
+    for (int i = 0; i < 500 && !r.granted; ++i) {
+      std::this_thread::sleep_for(20ms);
+      r = engine->acquire(LockRequest{ns, "survivor", op, {{"target", path}}});
+    }
+    return r;
+  };
+  const AcquireResult got = poll_until_granted("upload", "/p/A/x");
   REQUIRE(got.granted);  // freed by the lease, not by anyone releasing it
   CHECK(Clock::now() - before_grants >= 1950ms);  // 50 ms for server vs local clock rounding
-  const auto other = engine->acquire(LockRequest{ns, "survivor", "create", {{"target", "/p/C"}}});
+  const AcquireResult other = poll_until_granted("create", "/p/C");
   REQUIRE(other.granted);
+  CHECK(Clock::now() - before_grants >= 1950ms);
   REQUIRE(engine->release(ns, got.grant.id, got.grant.token));
   REQUIRE(engine->release(ns, other.grant.id, other.grant.token));
   CHECK(engine->list(ns).empty());
