@@ -49,8 +49,11 @@ void for_rules(const Matrix& m, Origin o, Fn&& fn) {
     }
 }
 
-std::string held_target(const Matrix& m, std::size_t h, std::size_t hr, const Cell& cell) {
-  return cell.bare ? fmt::format("{}", m.ops[h].name) : fmt::format("{} `{}`", m.ops[h].name, m.ops[h].roles[hr].name);
+// "move_file `src`" (Markdown) or "move_file <code>src</code>" (HTML, escaped).
+std::string held_target(const Matrix& m, std::size_t h, std::size_t hr, const Cell& cell, bool html = false) {
+  if (cell.bare) return html ? html_escape(m.ops[h].name) : m.ops[h].name;
+  if (html) return fmt::format("{} <code>{}</code>", html_escape(m.ops[h].name), html_escape(m.ops[h].roles[hr].name));
+  return fmt::format("{} `{}`", m.ops[h].name, m.ops[h].roles[hr].name);
 }
 
 std::string markdown_cell(const CellView& v) {
@@ -129,8 +132,10 @@ std::string emit_html(const Matrix& m) {
   std::string out = fmt::format(
       "<!DOCTYPE html>\n<!-- Generated from {} by pathlock-matrixc. Do not edit. -->\n"
       "<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Matrix {} {}</title>\n<style>\n"
-      "body{{font-family:system-ui,sans-serif;margin:2em;color:#222}}\n"
-      "table{{border-collapse:collapse}}td,th{{border:1px solid #bbb;padding:.3em .5em;text-align:center}}\n"
+      "body{{font-family:system-ui,\"Noto Sans CJK SC\",\"Source Han Sans SC\",\"PingFang SC\",\"Microsoft YaHei\","
+      "\"WenQuanYi Zen Hei\",sans-serif;margin:2em;color:#222}}\n"
+      "table{{border-collapse:collapse}}td,th{{border:1px solid #bbb;padding:.25em .35em;text-align:center}}\n"
+      "table.grid{{font-size:14px}}\n"
       "td{{cursor:help;white-space:nowrap}}th.row{{text-align:left;white-space:nowrap}}\n"
       ".allow{{background:#e3f6e3}}.deny{{background:#fbe1e1}}.unrelated{{background:#eee;color:#777}}"
       ".mixed{{background:#fff4d6}}\n"
@@ -188,7 +193,7 @@ std::string emit_html(const Matrix& m) {
   for (const Origin o : {Origin::decision, Origin::owner}) {
     std::string items;
     for_rules(m, o, [&](std::size_t h, std::size_t r, std::size_t hr, const Rule& rule) {
-      items += fmt::format("<li>{} held, {} requested: <b>{}</b>{}</li>\n", html_escape(held_target(m, h, hr, m.grid[h][r])),
+      items += fmt::format("<li>{} held, {} requested: <b>{}</b>{}</li>\n", held_target(m, h, hr, m.grid[h][r], true),
                            html_escape(m.ops[r].name),
                            html_escape(rule_label(m, m.grid[h][r].bare ? RoleDef{"", {""}, ""} : m.ops[h].roles[hr], rule,
                                                   static_cast<int>(r))),
