@@ -5,7 +5,7 @@
 
 #include "refined_matrix.hpp"
 
-#include <pathlock/engine.hpp>
+#include <pathlock/pathlock.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -69,9 +69,9 @@ TEST_CASE("the run-time table outlives the text it was compiled from", "[matrix]
   CHECK(t.ops[0].roles[0] == "target");
   CHECK(t.refuses(Relation::same, 0, 0));
   // An engine enforces it.
-  EngineOptions opts;
+  MemoryOptions opts;
   opts.matrix = &t;
-  auto engine = make_engine(opts);
+  auto engine = make_memory_engine(opts);
   const AcquireResult first = engine->acquire(LockRequest{"ns", "a", "edit", {{"target", "/d"}}});
   REQUIRE(first.granted);
   CHECK_FALSE(engine->acquire(LockRequest{"ns", "b", "edit", {{"target", "/d/x"}}}).granted);

@@ -6,6 +6,8 @@
 #include "matrix_cli.hpp"
 #include "shell.hpp"
 
+#include <pathlock/factory.hpp>
+
 #include <fmt/format.h>
 
 #include <fstream>
@@ -57,7 +59,7 @@ std::unique_ptr<LockEngine> engine_from(const Flags& f, const matrix::CompiledMa
   EngineOptions opts;
   if (compiled) opts.matrix = &compiled->table();
   if (auto it = f.options.find("backend"); it != f.options.end()) opts.backend = parse_backend(it->second);
-  if (auto it = f.options.find("redis"); it != f.options.end()) opts.redis_url = it->second;
+  if (auto it = f.options.find("redis"); it != f.options.end()) opts.redis.url = it->second;
   return make_engine(opts);
 }
 
