@@ -154,6 +154,9 @@ TEST_CASE("matrix scaffold adds an operation in one edit; lint passes with revie
   CHECK(cli.run("matrix scaffold m.json --op Bad --roles target").status == 1);
   CHECK(cli.run("matrix scaffold m.json --op fine --roles a,a").err == "error: m.json: scaffold 'fine': role 'a' given twice\n");
   CHECK(cli.run("matrix scaffold m.json --op fine").status == 2);
+  CHECK(cli.run("matrix lint m.json --colour red").err == "error: unknown option --colour for 'matrix lint'\n");
+  CHECK(cli.run("matrix render m.json --format pdf").status == 1);
+  CHECK(cli.run("matrix frobnicate").status == 2);
   CHECK(slurp(file) == scaffolded);
 }
 
@@ -267,7 +270,7 @@ TEST_CASE("shell --matrix enforces a matrix compiled at start", "[shell][runtime
   CHECK(granted == std::vector<bool>{true, true, false, true, false, true});
 }
 
-TEST_CASE("--matrix with a bad file stops before reading input", "[shell][runtime]") {
+TEST_CASE("a bad matrix file given with --matrix stops the shell before it reads input", "[shell][runtime]") {
   Cli cli;
   spit(cli.path("bad.json"), R"({ "name": "x", "version": "1", "operations": [ { "op": "a", "roles": [ { "role": "t" } ] } ], "grid": {} })");
   const auto r = cli.run("shell --matrix bad.json", "acquire a a /x\n");

@@ -25,7 +25,12 @@ const char* const kMatrixUsage =
 
 namespace {
 
+// Wrong subcommand or number of arguments: exit status 2 with the usage.
 struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// A bad option or option value: exit status 1, as before these commands grew.
+struct BadOption : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
@@ -49,8 +54,8 @@ Args parse_args(const std::vector<std::string>& words, std::initializer_list<con
     const std::string name = words[i].substr(2);
     bool ok = false;
     for (const char* n : allowed) ok = ok || name == n;
-    if (!ok) throw UsageError(fmt::format("unknown option --{} for 'matrix {}'", name, words[0]));
-    if (i + 1 >= words.size()) throw UsageError(fmt::format("--{} needs a value", name));
+    if (!ok) throw BadOption(fmt::format("unknown option --{} for 'matrix {}'", name, words[0]));
+    if (i + 1 >= words.size()) throw BadOption(fmt::format("--{} needs a value", name));
     a.options[name] = words[++i];
   }
   return a;
@@ -103,7 +108,7 @@ int render(const std::vector<std::string>& words, const std::string& default_fil
   Args a = parse_args(words, {"format", "out", "update"});
   const matrix::Matrix m = matrix::load_matrix(take_file(a, 0, default_file));
   if (a.options.count("update")) {
-    if (a.options.count("format") || a.options.count("out")) throw UsageError("--update takes no --format or --out");
+    if (a.options.count("format") || a.options.count("out")) throw BadOption("--update takes no --format or --out");
     const std::string doc = a.option("update");
     const std::string before = read_text(doc), after = matrix::update_doc(m, before);
     if (after != before) write_text(doc, after);
@@ -114,7 +119,7 @@ int render(const std::vector<std::string>& words, const std::string& default_fil
   std::string text;
   if (format == "md") text = matrix::emit_markdown(m);
   else if (format == "html") text = matrix::emit_html(m);
-  else throw UsageError(fmt::format("unknown format '{}' (md or html)", format));
+  else throw BadOption(fmt::format("unknown format '{}' (md or html)", format));
   if (a.options.count("out")) write_text(a.option("out"), text);
   else out << text;
   return 0;
@@ -171,6 +176,9 @@ int run_matrix_command(const std::vector<std::string>& args, const std::string& 
   } catch (const UsageError& e) {
     err << "error: " << e.what() << "\nusage:\n" << kMatrixUsage;
     return 2;
+  } catch (const BadOption& e) {
+    err << "error: " << e.what() << "\n";
+    return 1;
   } catch (const matrix::MatrixError& e) {
     for (const std::string& p : e.problems()) err << "error: " << p << "\n";
     if (e.problems().size() > 1) err << e.problems().size() << " problems\n";
