@@ -1,18 +1,17 @@
 // `pathlock matrix ...` and `--matrix FILE` as real processes: exit status,
 // stdout and stderr of the built binary.
-#include "matrix/emit.hpp"
-
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
+
+#include "matrix/emit.hpp"
 
 namespace fs = std::filesystem;
 using namespace pathlock;
@@ -26,7 +25,9 @@ std::string slurp(const fs::path& p) {
   return s.str();
 }
 
-void spit(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
+void spit(const fs::path& p, const std::string& text) {
+  std::ofstream(p, std::ios::binary) << text;
+}
 
 std::size_t count(const std::string& text, const std::string& needle) {
   std::size_t n = 0;
@@ -60,7 +61,8 @@ class Cli {
   };
   Result run(const std::string& args, const std::string& input = "") const {
     spit(path("stdin"), input);
-    const std::string cmd = fmt::format("cd '{}' && '{}' {} < stdin > stdout 2> stderr", dir_.string(), PATHLOCK_CLI, args);
+    const std::string cmd =
+        fmt::format("cd '{}' && '{}' {} < stdin > stdout 2> stderr", dir_.string(), PATHLOCK_CLI, args);
     const int raw = std::system(cmd.c_str());
     Result r;
     r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128;
@@ -81,7 +83,8 @@ void replace_once(std::string& text, const std::string& from, const std::string&
   text.replace(at, from.size(), to);
 }
 
-const char* kPurgeEntry = R"("roles": [ { "role": "target", "symbols": ["A", "a"], "about": "the recycle-bin item purged, folder or file" } ] })";
+const char* kPurgeEntry =
+    R"("roles": [ { "role": "target", "symbols": ["A", "a"], "about": "the recycle-bin item purged, folder or file" } ] })";
 
 }  // namespace
 
@@ -89,22 +92,26 @@ TEST_CASE("matrix lint reports every problem of the file in one run", "[matrix][
   Cli cli;
   // An operation added to "operations" only, and a typo elsewhere: one run lists all 13 problems.
   cli.shipped_copy("m.json", [](std::string& t) {
-    replace_once(t, kPurgeEntry, std::string(kPurgeEntry) + ",\n    { \"op\": \"archive\", \"roles\": [ { \"role\": \"src\" } ] }");
-    replace_once(t, R"("copy_file":     { "src": "allow", "dst": "deny" },)", R"("copy_file":     { "src": "alow", "dst": "deny" },)");
+    replace_once(t, kPurgeEntry,
+                 std::string(kPurgeEntry) + ",\n    { \"op\": \"archive\", \"roles\": [ { \"role\": \"src\" } ] }");
+    replace_once(t, R"("copy_file":     { "src": "allow", "dst": "deny" },)",
+                 R"("copy_file":     { "src": "alow", "dst": "deny" },)");
   });
   const auto r = cli.run("matrix lint m.json");
   CHECK(r.status == 1);
   INFO(r.err);
   CHECK(count(r.err, "error: m.json: operation '") == 13);
   CHECK(count(r.err, "cell 'archive': missing cell (every cell must be given; no default)") == 11);
-  CHECK(r.err.find("error: m.json: operation 'archive': no grid row (every operation needs a row)\n") != std::string::npos);
+  CHECK(r.err.find("error: m.json: operation 'archive': no grid row (every operation needs a row)\n") !=
+        std::string::npos);
   CHECK(r.err.find("error: m.json: operation 'move_file', cell 'copy_file', role 'src': unknown verdict \"alow\"") !=
         std::string::npos);
   CHECK(r.err.find("13 problems\n") != std::string::npos);
   CHECK(r.err.find("hint: `pathlock matrix scaffold") != std::string::npos);
   // The build's generator prints the same lines.
-  const std::string matrixc = fmt::format("'{}' --json '{}' --out '{}' --namespace x --header x.hpp 2> '{}'", PATHLOCK_MATRIXC,
-                                          cli.path("m.json").string(), cli.path("gen").string(), cli.path("gen.err").string());
+  const std::string matrixc =
+      fmt::format("'{}' --json '{}' --out '{}' --namespace x --header x.hpp 2> '{}'", PATHLOCK_MATRIXC,
+                  cli.path("m.json").string(), cli.path("gen").string(), cli.path("gen.err").string());
   CHECK(std::system(matrixc.c_str()) != 0);
   CHECK(count(slurp(cli.path("gen.err")), "error: ") == 13);
 }
@@ -113,7 +120,8 @@ TEST_CASE("matrix scaffold adds an operation in one edit; lint passes with revie
   Cli cli;
   const fs::path file = cli.shipped_copy("m.json");
   const std::string before = slurp(file);
-  const auto s = cli.run("matrix scaffold m.json --op archive --roles src,dst --label 'archive folder' --example '/A->/B'");
+  const auto s =
+      cli.run("matrix scaffold m.json --op archive --roles src,dst --label 'archive folder' --example '/A->/B'");
   INFO(s.out << s.err);
   REQUIRE(s.status == 0);
   CHECK(s.out.find("added operation 'archive'") != std::string::npos);
@@ -152,7 +160,8 @@ TEST_CASE("matrix scaffold adds an operation in one edit; lint passes with revie
   CHECK(again.status == 1);
   CHECK(again.err == "error: m.json: scaffold 'archive': the operation exists already\n");
   CHECK(cli.run("matrix scaffold m.json --op Bad --roles target").status == 1);
-  CHECK(cli.run("matrix scaffold m.json --op fine --roles a,a").err == "error: m.json: scaffold 'fine': role 'a' given twice\n");
+  CHECK(cli.run("matrix scaffold m.json --op fine --roles a,a").err ==
+        "error: m.json: scaffold 'fine': role 'a' given twice\n");
   CHECK(cli.run("matrix scaffold m.json --op fine").status == 2);
   CHECK(cli.run("matrix lint m.json --colour red").err == "error: unknown option --colour for 'matrix lint'\n");
   CHECK(cli.run("matrix render m.json --format pdf").status == 1);
@@ -196,12 +205,14 @@ TEST_CASE("matrix diff lists changed cells in words; lint --against wants a new 
   CHECK(added.out.find("added operation: archive\n") != std::string::npos);
   const auto removed = cli.run("matrix diff more.json old.json");
   CHECK(removed.out.find("removed operation: archive\n") != std::string::npos);
-  CHECK(cli.run("matrix diff old.json old.json").out.find("no changes to operations, roles or verdicts") != std::string::npos);
+  CHECK(cli.run("matrix diff old.json old.json").out.find("no changes to operations, roles or verdicts") !=
+        std::string::npos);
 }
 
 TEST_CASE("matrix render --update rewrites only the generated sections", "[matrix][cli]") {
   Cli cli;
-  spit(cli.path("doc.md"), "# Title\n\nprose\n<!-- matrix:identity -->\nstale\n<!-- /matrix:identity -->\nmore prose\n");
+  spit(cli.path("doc.md"),
+       "# Title\n\nprose\n<!-- matrix:identity -->\nstale\n<!-- /matrix:identity -->\nmore prose\n");
   const auto r = cli.run("matrix render '" PATHLOCK_SOURCE_DIR "/matrix/cloud-drive.json' --update doc.md");
   CHECK(r.status == 0);
   const std::string doc = slurp(cli.path("doc.md"));
@@ -272,7 +283,8 @@ TEST_CASE("shell --matrix enforces a matrix compiled at start", "[shell][runtime
 
 TEST_CASE("a bad matrix file given with --matrix stops the shell before it reads input", "[shell][runtime]") {
   Cli cli;
-  spit(cli.path("bad.json"), R"({ "name": "x", "version": "1", "operations": [ { "op": "a", "roles": [ { "role": "t" } ] } ], "grid": {} })");
+  spit(cli.path("bad.json"),
+       R"({ "name": "x", "version": "1", "operations": [ { "op": "a", "roles": [ { "role": "t" } ] } ], "grid": {} })");
   const auto r = cli.run("shell --matrix bad.json", "acquire a a /x\n");
   CHECK(r.status == 1);
   CHECK(r.out.empty());
@@ -288,7 +300,8 @@ TEST_CASE("demo --matrix plays the story under other rules", "[demo][runtime]") 
   Cli cli;
   // Allow uploads inside a folder that is being moved.
   cli.shipped_copy("m.json", [](std::string& t) {
-    replace_once(t, R"("upload":        { "src": "deny",  "dst": "deny" },)", R"("upload":        { "src": "allow", "dst": "deny" },)");
+    replace_once(t, R"("upload":        { "src": "deny",  "dst": "deny" },)",
+                 R"("upload":        { "src": "allow", "dst": "deny" },)");
   });
   const auto shipped = cli.run("demo");
   const auto changed = cli.run("demo --matrix m.json");

@@ -1,13 +1,11 @@
 // The run-time compiler (src/matrix/table.hpp) against the build-time
 // generator: the same JSON gives the same table, field for field, and the
 // same problems.
-#include "matrix/emit.hpp"
-
-#include "refined_matrix.hpp"
-
+#include <catch2/catch.hpp>
 #include <pathlock/pathlock.hpp>
 
-#include <catch2/catch.hpp>
+#include "matrix/emit.hpp"
+#include "refined_matrix.hpp"
 
 using namespace pathlock;
 
@@ -57,7 +55,8 @@ TEST_CASE("a table compiled at run time equals the build-time table of the same 
 TEST_CASE("the run-time table outlives the text it was compiled from", "[matrix][runtime]") {
   std::unique_ptr<matrix::CompiledMatrix> compiled;
   {
-    std::string text = R"({ "name": "tiny", "version": "7", "operations": [ { "op": "edit", "roles": [ { "role": "target" } ] } ],
+    std::string text =
+        R"({ "name": "tiny", "version": "7", "operations": [ { "op": "edit", "roles": [ { "role": "target" } ] } ],
                             "grid": { "edit": { "edit": "deny" } } })";
     compiled = matrix::compile_matrix(text, "tiny.json");
     text.assign(text.size(), 'x');
@@ -79,15 +78,16 @@ TEST_CASE("the run-time table outlives the text it was compiled from", "[matrix]
 }
 
 TEST_CASE("the run-time compiler reports the generator's problems", "[matrix][runtime]") {
-  const std::string bad = R"({ "name": "tiny", "version": "7", "operations": [ { "op": "edit", "roles": [ { "role": "target" } ] } ],
+  const std::string bad =
+      R"({ "name": "tiny", "version": "7", "operations": [ { "op": "edit", "roles": [ { "role": "target" } ] } ],
                                "grid": { "edit": { "edit": "dney" } } })";
   try {
     (void)matrix::compile_matrix(bad, "tiny.json");
     FAIL("no error");
   } catch (const matrix::MatrixError& e) {
-    CHECK(e.problems() == std::vector<std::string>{
-                              "tiny.json: operation 'edit', cell 'edit': unknown verdict \"dney\" (use \"allow\", "
-                              "\"deny\" or \"unrelated\")"});
+    CHECK(e.problems() ==
+          std::vector<std::string>{"tiny.json: operation 'edit', cell 'edit': unknown verdict \"dney\" (use \"allow\", "
+                                   "\"deny\" or \"unrelated\")"});
   }
   CHECK_THROWS_AS(matrix::compile_matrix_file("/nonexistent/m.json"), matrix::MatrixError);
 }

@@ -1,19 +1,23 @@
 // The cell model of the renderings (see cells.hpp).
 #include "matrix/cells.hpp"
 
+#include <set>
+
 #include "matrix/explain.hpp"
 #include "matrix/text.hpp"
-
-#include <set>
 
 namespace pathlock::matrix {
 
 std::string_view tone_name(Tone t) {
   switch (t) {
-    case Tone::allow: return "allow";
-    case Tone::deny: return "deny";
-    case Tone::unrelated: return "unrelated";
-    case Tone::mixed: return "mixed";
+    case Tone::allow:
+      return "allow";
+    case Tone::deny:
+      return "deny";
+    case Tone::unrelated:
+      return "unrelated";
+    case Tone::mixed:
+      return "mixed";
   }
   return "?";
 }
@@ -25,7 +29,9 @@ std::string parts_label(const std::vector<CellPart>& parts, Origin o) {
   return out;
 }
 
-std::string CellView::label(Origin o) const { return parts_label(parts, o); }
+std::string CellView::label(Origin o) const {
+  return parts_label(parts, o);
+}
 
 std::vector<CellPart> cell_parts(const Matrix& m, int held_op, int requested_op) {
   std::vector<CellPart> parts;
@@ -33,8 +39,8 @@ std::vector<CellPart> cell_parts(const Matrix& m, int held_op, int requested_op)
   const Cell& cell = m.grid[static_cast<std::size_t>(held_op)][static_cast<std::size_t>(requested_op)];
   if (cell.bare) {
     const Rule& r = cell.held_roles.front();
-    const std::string label =
-        !r.refined() && r.verdict ? std::string(verdict_mark(*r.verdict)) : rule_label(m, RoleDef{"", {""}, ""}, r, requested_op);
+    const std::string label = !r.refined() && r.verdict ? std::string(verdict_mark(*r.verdict))
+                                                        : rule_label(m, RoleDef{"", {""}, ""}, r, requested_op);
     parts.push_back(CellPart{label, r.origin, r.decision, r.review});
   } else {
     for (std::size_t hr = 0; hr < held.roles.size(); ++hr) {
@@ -59,7 +65,7 @@ CellView cell_view(const Matrix& m, int held_op, int requested_op, const std::ve
         if (m.codes[rc].op == requested_op)
           for (std::size_t rel = 0; rel < kRelationCount; ++rel)
             seen.insert(m.verdict(static_cast<int>(hc), static_cast<int>(rc), static_cast<Relation>(rel)));
-  v.tone = seen.size() != 1            ? Tone::mixed
+  v.tone = seen.size() != 1             ? Tone::mixed
            : seen.count(Verdict::allow) ? Tone::allow
            : seen.count(Verdict::deny)  ? Tone::deny
                                         : Tone::unrelated;

@@ -8,10 +8,10 @@
 // cell_view(), and add it to the legend of every renderer (render.cpp).
 #pragma once
 
-#include "matrix/model.hpp"
-
 #include <string>
 #include <vector>
+
+#include "matrix/model.hpp"
 
 namespace pathlock::matrix {
 

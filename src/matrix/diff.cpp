@@ -1,11 +1,11 @@
 // Differences between two matrices (see diff.hpp).
 #include "matrix/diff.hpp"
 
-#include "matrix/text.hpp"
-
 #include <fmt/format.h>
 
 #include <set>
+
+#include "matrix/text.hpp"
 
 namespace pathlock::matrix {
 namespace {
@@ -64,7 +64,8 @@ MatrixDiff diff_matrices(const Matrix& before, const Matrix& after) {
       if (orq < 0) continue;
       for (std::size_t rel = 0; rel < kRelationCount; ++rel) {
         const auto relation = static_cast<Relation>(rel);
-        const Verdict b = before.verdict(oh, orq, relation), a = after.verdict(static_cast<int>(h), static_cast<int>(r), relation);
+        const Verdict b = before.verdict(oh, orq, relation),
+                      a = after.verdict(static_cast<int>(h), static_cast<int>(r), relation);
         if (a == b) continue;
         if (!d.cells.empty() && d.cells.back().held == held && d.cells.back().requested == req &&
             d.cells.back().before == b && d.cells.back().after == a)
@@ -78,8 +79,8 @@ MatrixDiff diff_matrices(const Matrix& before, const Matrix& after) {
 }
 
 std::string diff_report(const Matrix& before, const Matrix& after, const MatrixDiff& d) {
-  std::string out = fmt::format("{} (version {}) -> {} (version {})\n", before.source, before.version, after.source,
-                                after.version);
+  std::string out =
+      fmt::format("{} (version {}) -> {} (version {})\n", before.source, before.version, after.source, after.version);
   const std::string fb = before.fingerprint(), fa = after.fingerprint();
   out += fb == fa ? fmt::format("fingerprint {} (unchanged: the same rules)\n", fa)
                   : fmt::format("fingerprint {} -> {} (the rules changed)\n", fb, fa);

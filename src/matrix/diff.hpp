@@ -8,10 +8,10 @@
 // "no effect on locking" between allow and unrelated.
 #pragma once
 
-#include "matrix/model.hpp"
-
 #include <string>
 #include <vector>
+
+#include "matrix/model.hpp"
 
 namespace pathlock::matrix {
 

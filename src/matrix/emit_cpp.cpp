@@ -6,20 +6,22 @@
 // so the build-time table and a run-time compiled one cannot drift apart.
 #include "matrix/emit_cpp.hpp"
 
-#include "matrix/table.hpp"
-#include "matrix/text.hpp"
-
 #include <fmt/format.h>
 
 #include <deque>
+
+#include "matrix/table.hpp"
+#include "matrix/text.hpp"
 
 namespace pathlock::matrix {
 
 std::string emit_header(const Matrix& m, const std::string& cxx_namespace, const std::vector<LuaTemplate>& lua,
                         const std::vector<LuaTemplate>& includes) {
-  if (lua.size() > kMaxScripts) throw MatrixError(fmt::format("{} lua templates; the limit is {}", lua.size(), kMaxScripts));
+  if (lua.size() > kMaxScripts)
+    throw MatrixError(fmt::format("{} lua templates; the limit is {}", lua.size(), kMaxScripts));
   std::deque<std::string> strings;
-  const MatrixTable t = build_table(m, [&](const std::string& s) -> std::string_view { return strings.emplace_back(s); });
+  const MatrixTable t =
+      build_table(m, [&](const std::string& s) -> std::string_view { return strings.emplace_back(s); });
   std::string out = fmt::format(
       "// Generated from {} (matrix '{}' version {}) by pathlock-matrixc. Do not edit.\n"
       "#pragma once\n\n#include <pathlock/matrix_table.hpp>\n\n#include <cstdint>\n\nnamespace {} {{\n\n",
@@ -28,7 +30,8 @@ std::string emit_header(const Matrix& m, const std::string& cxx_namespace, const
   for (std::size_t o = 0; o < t.op_count; ++o) out += fmt::format("  {} = {},\n", t.ops[o].name, o);
   out += "};\n\nenum class Code : std::uint8_t {\n";
   for (std::size_t c = 0; c < t.code_count; ++c)
-    out += fmt::format("  {}_{} = {},\n", t.op_name_of_code(static_cast<int>(c)), t.role_name_of_code(static_cast<int>(c)), c);
+    out += fmt::format("  {}_{} = {},\n", t.op_name_of_code(static_cast<int>(c)),
+                       t.role_name_of_code(static_cast<int>(c)), c);
   out += "};\n\n";
   for (std::size_t i = 0; i < lua.size(); ++i) {
     const std::string text = emit_lua(m, lua[i], includes);
@@ -45,8 +48,8 @@ std::string emit_header(const Matrix& m, const std::string& cxx_namespace, const
     const OpInfo& op = t.ops[o];
     out += fmt::format("  t.ops[{}].name = {};\n  t.ops[{}].label = {};\n", o, cxx_string(op.name), o,
                        cxx_string(op.label));
-    out += fmt::format("  t.ops[{}].first_code = {};\n  t.ops[{}].role_count = {};\n", o, op.first_code, o,
-                       op.role_count);
+    out +=
+        fmt::format("  t.ops[{}].first_code = {};\n  t.ops[{}].role_count = {};\n", o, op.first_code, o, op.role_count);
     for (std::size_t r = 0; r < op.role_count; ++r)
       out += fmt::format("  t.ops[{}].roles[{}] = {};\n", o, r, cxx_string(op.roles[r]));
     out += fmt::format("  t.ops[{}].not_inside_count = {};\n", o, op.not_inside_count);

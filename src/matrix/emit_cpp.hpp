@@ -2,11 +2,11 @@
 // and `inline constexpr MatrixTable kMatrix`.
 #pragma once
 
-#include "matrix/emit_lua.hpp"
-#include "matrix/model.hpp"
-
 #include <string>
 #include <vector>
+
+#include "matrix/emit_lua.hpp"
+#include "matrix/model.hpp"
 
 namespace pathlock::matrix {
 

@@ -6,19 +6,25 @@
 // line, so a plain cell reads as one line per role pair.
 #include "matrix/explain.hpp"
 
+#include <fmt/format.h>
+
 #include "matrix/cells.hpp"
 #include "matrix/text.hpp"
-
-#include <fmt/format.h>
 
 namespace pathlock::matrix {
 
 std::string origin_phrase(const Rule& rule) {
   std::string out;
   switch (rule.origin) {
-    case Origin::grid: out = "the original grid"; break;
-    case Origin::decision: out = "shipped decision: " + rule.decision; break;
-    case Origin::owner: out = rule.decision.empty() ? "owner's rule" : "owner's rule: " + rule.decision; break;
+    case Origin::grid:
+      out = "the original grid";
+      break;
+    case Origin::decision:
+      out = "shipped decision: " + rule.decision;
+      break;
+    case Origin::owner:
+      out = rule.decision.empty() ? "owner's rule" : "owner's rule: " + rule.decision;
+      break;
   }
   if (!rule.review.empty()) out += "; review: " + rule.review;
   return out;
@@ -32,11 +38,13 @@ std::string explain(const Matrix& m, int held_op, int requested_op, const std::v
   for (const Origin o : {Origin::grid, Origin::decision, Origin::owner}) {
     const std::string l = parts_label(parts, o);
     if (l.empty()) continue;
-    const char* what = o == Origin::grid ? "original grid" : o == Origin::decision ? "shipped decision" : "owner's rule";
+    const char* what = o == Origin::grid       ? "original grid"
+                       : o == Origin::decision ? "shipped decision"
+                                               : "owner's rule";
     labels += fmt::format("{}{} \"{}\"", labels.empty() ? "" : ", ", what, l);
   }
-  std::string out = fmt::format("held {} ({}), requested {} ({}): {}\n", held.name, held.label, req.name, req.label,
-                                labels);
+  std::string out =
+      fmt::format("held {} ({}), requested {} ({}): {}\n", held.name, held.label, req.name, req.label, labels);
   const Cell& cell = m.grid[static_cast<std::size_t>(held_op)][static_cast<std::size_t>(requested_op)];
   for (std::size_t hr = 0; hr < held.roles.size(); ++hr) {
     const Rule& rule = cell.held_roles[hr];
@@ -49,8 +57,10 @@ std::string explain(const Matrix& m, int held_op, int requested_op, const std::v
         const Verdict v = m.verdict(hc, rc, static_cast<Relation>(rel));
         auto it = groups.begin();
         while (it != groups.end() && it->first != v) ++it;
-        if (it == groups.end()) groups.push_back({v, {static_cast<Relation>(rel)}});
-        else it->second.push_back(static_cast<Relation>(rel));
+        if (it == groups.end())
+          groups.push_back({v, {static_cast<Relation>(rel)}});
+        else
+          it->second.push_back(static_cast<Relation>(rel));
       }
       for (const auto& [v, rels] : groups)
         out += fmt::format("  held {} vs requested {}, {}: {} ({})\n", held.roles[hr].name, req.roles[rr].name,

@@ -3,10 +3,10 @@
 // grid.
 #pragma once
 
-#include "matrix/model.hpp"
-
 #include <string>
 #include <vector>
+
+#include "matrix/model.hpp"
 
 namespace pathlock::matrix {
 

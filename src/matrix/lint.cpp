@@ -1,10 +1,10 @@
 // The lint report and the version check (see lint.hpp).
 #include "matrix/lint.hpp"
 
+#include <fmt/format.h>
+
 #include "matrix/diff.hpp"
 #include "matrix/text.hpp"
-
-#include <fmt/format.h>
 
 namespace pathlock::matrix {
 
@@ -22,8 +22,8 @@ std::string lint_report(const Matrix& m) {
   std::string out = fmt::format(
       "{}: matrix '{}' version {} is valid\n  {} operations, {} (operation, role) codes, {} cells\n"
       "  {} shipped decisions, {} owner's rules, {} refined rules\n  fingerprint {}\n",
-      m.source, m.name, m.version, m.ops.size(), m.codes.size(), m.ops.size() * m.ops.size(), decisions, owner,
-      refined, m.fingerprint());
+      m.source, m.name, m.version, m.ops.size(), m.codes.size(), m.ops.size() * m.ops.size(), decisions, owner, refined,
+      m.fingerprint());
   out += fmt::format("  {} warning(s){}\n", warn.size(), warn.empty() ? "" : ":");
   for (const std::string& w : warn) out += "    warning: " + w + "\n";
   out += fmt::format("  {} asymmetric pairs:\n", asym.size());

@@ -4,10 +4,10 @@
 // prints every one of them.
 #pragma once
 
-#include "matrix/model.hpp"
-
 #include <optional>
 #include <string>
+
+#include "matrix/model.hpp"
 
 namespace pathlock::matrix {
 

@@ -1,10 +1,10 @@
 // Generated sections of docs/matrix.md (see product_doc.hpp).
 #include "matrix/product_doc.hpp"
 
+#include <fmt/format.h>
+
 #include "matrix/cells.hpp"
 #include "matrix/text.hpp"
-
-#include <fmt/format.h>
 
 namespace pathlock::matrix {
 namespace {
@@ -16,8 +16,8 @@ std::string symbols_of(const RoleDef& r) {
 }
 
 std::string identity(const Matrix& m) {
-  return fmt::format("Matrix `{}`, version {}, fingerprint `{}`: {} operations, {} (operation, role) codes.\n",
-                     m.name, m.version, m.fingerprint(), m.ops.size(), m.codes.size());
+  return fmt::format("Matrix `{}`, version {}, fingerprint `{}`: {} operations, {} (operation, role) codes.\n", m.name,
+                     m.version, m.fingerprint(), m.ops.size(), m.codes.size());
 }
 
 std::string operations(const Matrix& m) {
@@ -81,7 +81,8 @@ std::string section(const Matrix& m, const std::string& name) {
   if (name == "grid") return original_grid(m);
   if (name == "decisions") return decisions(m);
   if (name == "asymmetric") return asymmetric(m);
-  throw MatrixError(fmt::format("unknown generated section '{}' (identity, operations, grid, decisions, asymmetric)", name));
+  throw MatrixError(
+      fmt::format("unknown generated section '{}' (identity, operations, grid, decisions, asymmetric)", name));
 }
 
 }  // namespace

@@ -13,9 +13,9 @@
 // JSON as it is.
 #pragma once
 
-#include "matrix/model.hpp"
-
 #include <string>
+
+#include "matrix/model.hpp"
 
 namespace pathlock::matrix {
 

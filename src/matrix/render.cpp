@@ -12,10 +12,10 @@
 // legends here.
 #include "matrix/render.hpp"
 
+#include <fmt/format.h>
+
 #include "matrix/cells.hpp"
 #include "matrix/text.hpp"
-
-#include <fmt/format.h>
 
 namespace pathlock::matrix {
 namespace {
@@ -108,21 +108,24 @@ std::string emit_markdown(const Matrix& m) {
                            Section{Origin::owner, "The owner's own rules"}}) {
     std::string rows;
     for_rules(m, s.origin, [&](std::size_t h, std::size_t r, std::size_t hr, const Rule& rule) {
-      rows += fmt::format("| {} | {} | {} | {} |\n", held_target(m, h, hr, m.grid[h][r]), m.ops[r].name,
-                          rule_label(m, m.grid[h][r].bare ? RoleDef{"", {""}, ""} : m.ops[h].roles[hr], rule, static_cast<int>(r)),
-                          rule.decision);
+      rows += fmt::format(
+          "| {} | {} | {} | {} |\n", held_target(m, h, hr, m.grid[h][r]), m.ops[r].name,
+          rule_label(m, m.grid[h][r].bare ? RoleDef{"", {""}, ""} : m.ops[h].roles[hr], rule, static_cast<int>(r)),
+          rule.decision);
     });
     if (rows.empty() && s.origin == Origin::owner) continue;
-    out += fmt::format("\n## {}\n\n| held op, target | requested op | rule | why |\n|---|---|---|---|\n{}", s.title, rows);
+    out +=
+        fmt::format("\n## {}\n\n| held op, target | requested op | rule | why |\n|---|---|---|---|\n{}", s.title, rows);
   }
   const auto review = warnings(m);
   if (!review.empty()) {
     out += fmt::format("\n## Marked for review {}\n\n", kReviewMark);
     for (const std::string& w : review) out += "- " + w + "\n";
   }
-  out += fmt::format("\n## Asymmetric pairs {}\n\nThe outcome depends on which operation came first. "
-                     "Each line: A held and B requested, then B held and A requested.\n\n",
-                     kAsymMark);
+  out += fmt::format(
+      "\n## Asymmetric pairs {}\n\nThe outcome depends on which operation came first. "
+      "Each line: A held and B requested, then B held and A requested.\n\n",
+      kAsymMark);
   for (const Asymmetry& a : asymmetric_pairs(m)) out += "- " + asymmetry_text(m, a) + "\n";
   return out;
 }
@@ -140,9 +143,11 @@ std::string emit_html(const Matrix& m) {
       ".allow{{background:#e3f6e3}}.deny{{background:#fbe1e1}}.unrelated{{background:#eee;color:#777}}"
       ".mixed{{background:#fff4d6}}\n"
       ".decision{{font-style:italic;color:#7a4b00}}.owner{{color:#1a4fa0;font-weight:bold}}\n"
-      ".review{{color:#c00}}.asym{{color:#6a1b9a;font-weight:bold}}td.asymmetric{{outline:2px dashed #6a1b9a;outline-offset:-3px}}\n"
+      ".review{{color:#c00}}.asym{{color:#6a1b9a;font-weight:bold}}td.asymmetric{{outline:2px dashed "
+      "#6a1b9a;outline-offset:-3px}}\n"
       ".legend td{{text-align:left;cursor:auto}}.swatch{{width:2.5em}}\n"
-      "</style></head><body>\n<h1>Matrix <code>{}</code> version {}</h1>\n<p>{}</p>\n<p>Fingerprint <code>{}</code></p>\n"
+      "</style></head><body>\n<h1>Matrix <code>{}</code> version {}</h1>\n<p>{}</p>\n<p>Fingerprint "
+      "<code>{}</code></p>\n"
       "<p>Row: the operation holding its lock. Column: the operation requested afterwards. "
       "Point at a cell for its explanation (<code>pathlock matrix explain HELD REQUESTED</code>).</p>\n",
       html_escape(m.source), html_escape(m.name), html_escape(m.version), html_escape(m.name), html_escape(m.version),
@@ -184,8 +189,8 @@ std::string emit_html(const Matrix& m) {
         add("<span class=\"owner\">{" + html_escape(o) + "}</span>");
       if (v.review) add(fmt::format("<span class=\"review\">{}</span>", kReviewMark));
       if (v.asymmetric) add(fmt::format("<span class=\"asym\">{}</span>", kAsymMark));
-      out += fmt::format("<td class=\"{}{}\" title=\"{}\">{}</td>", tone_name(v.tone), v.asymmetric ? " asymmetric" : "",
-                         html_escape(v.explain), text);
+      out += fmt::format("<td class=\"{}{}\" title=\"{}\">{}</td>", tone_name(v.tone),
+                         v.asymmetric ? " asymmetric" : "", html_escape(v.explain), text);
     }
     out += "</tr>\n";
   }
@@ -195,8 +200,8 @@ std::string emit_html(const Matrix& m) {
     for_rules(m, o, [&](std::size_t h, std::size_t r, std::size_t hr, const Rule& rule) {
       items += fmt::format("<li>{} held, {} requested: <b>{}</b>{}</li>\n", held_target(m, h, hr, m.grid[h][r], true),
                            html_escape(m.ops[r].name),
-                           html_escape(rule_label(m, m.grid[h][r].bare ? RoleDef{"", {""}, ""} : m.ops[h].roles[hr], rule,
-                                                  static_cast<int>(r))),
+                           html_escape(rule_label(m, m.grid[h][r].bare ? RoleDef{"", {""}, ""} : m.ops[h].roles[hr],
+                                                  rule, static_cast<int>(r))),
                            rule.decision.empty() ? "" : ": " + html_escape(rule.decision));
     });
     if (items.empty() && o == Origin::owner) continue;

@@ -5,9 +5,9 @@
 // the asymmetric and review marks, and (HTML) the explanation per cell.
 #pragma once
 
-#include "matrix/model.hpp"
-
 #include <string>
+
+#include "matrix/model.hpp"
 
 namespace pathlock::matrix {
 

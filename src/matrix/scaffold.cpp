@@ -8,12 +8,12 @@
 // returned: scaffold never writes an invalid file.
 #include "matrix/scaffold.hpp"
 
-#include "matrix/model.hpp"
-
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "matrix/model.hpp"
 
 namespace pathlock::matrix {
 namespace {
@@ -89,21 +89,26 @@ class Scanner {
 
 bool is_identifier(const std::string& s) {
   if (s.empty() || s.size() > 64 || s[0] < 'a' || s[0] > 'z') return false;
-  return std::all_of(s.begin(), s.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; });
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; });
 }
 
-std::string json_quote(const std::string& s) { return nlohmann::json(s).dump(); }
+std::string json_quote(const std::string& s) {
+  return nlohmann::json(s).dump();
+}
 
 std::string review_rule(const std::string& text) {
   return fmt::format(R"({{ "verdict": "deny", "origin": "owner", "review": {} }})", json_quote(text));
 }
 
 // One cell: a review rule for each held role.
-std::string new_cell(const std::vector<std::string>& held_roles, const std::string& held, const std::string& requested) {
+std::string new_cell(const std::vector<std::string>& held_roles, const std::string& held,
+                     const std::string& requested) {
   std::string out = "{ ";
   for (std::size_t i = 0; i < held_roles.size(); ++i)
-    out += fmt::format("{}{}: {}", i ? ", " : "", json_quote(held_roles[i]),
-                       review_rule(fmt::format("new: decide {}.{} held, {} requested", held, held_roles[i], requested)));
+    out +=
+        fmt::format("{}{}: {}", i ? ", " : "", json_quote(held_roles[i]),
+                    review_rule(fmt::format("new: decide {}.{} held, {} requested", held, held_roles[i], requested)));
   return out + " }";
 }
 
@@ -117,8 +122,10 @@ std::string scaffold(const std::string& json_text, const std::string& source, co
   if (req.roles.empty()) throw MatrixError(where + ": give at least one role (--roles target or --roles src,dst)");
   if (req.roles.size() > kMaxRolesPerOp) throw MatrixError(fmt::format("{}: at most {} roles", where, kMaxRolesPerOp));
   for (std::size_t i = 0; i < req.roles.size(); ++i) {
-    if (!is_identifier(req.roles[i])) throw MatrixError(fmt::format("{}: role '{}' is not [a-z][a-z0-9_]*", where, req.roles[i]));
-    if (std::find(req.roles.begin(), req.roles.begin() + static_cast<long>(i), req.roles[i]) != req.roles.begin() + static_cast<long>(i))
+    if (!is_identifier(req.roles[i]))
+      throw MatrixError(fmt::format("{}: role '{}' is not [a-z][a-z0-9_]*", where, req.roles[i]));
+    if (std::find(req.roles.begin(), req.roles.begin() + static_cast<long>(i), req.roles[i]) !=
+        req.roles.begin() + static_cast<long>(i))
       throw MatrixError(fmt::format("{}: role '{}' given twice", where, req.roles[i]));
   }
 
@@ -141,14 +148,17 @@ std::string scaffold(const std::string& json_text, const std::string& source, co
   // The operation entry, after the last one.
   {
     std::string roles;
-    for (const auto& r : req.roles) roles += fmt::format("{}{{ \"role\": {} }}", roles.empty() ? "" : ", ", json_quote(r));
+    for (const auto& r : req.roles)
+      roles += fmt::format("{}{{ \"role\": {} }}", roles.empty() ? "" : ", ", json_quote(r));
     std::string entry = fmt::format("{{ \"op\": {}", json_quote(req.op));
     if (!req.label.empty()) entry += ", \"label\": " + json_quote(req.label);
     if (!req.example.empty()) entry += ", \"example\": " + json_quote(req.example);
     entry += fmt::format(", \"roles\": [ {} ] }}", roles);
     const std::size_t close = ops.value_end - 1;  // ']'
     std::size_t last = close;
-    while (last > ops.value_begin && (json_text[last - 1] == ' ' || json_text[last - 1] == '\n' || json_text[last - 1] == '\r' || json_text[last - 1] == '\t')) --last;
+    while (last > ops.value_begin && (json_text[last - 1] == ' ' || json_text[last - 1] == '\n' ||
+                                      json_text[last - 1] == '\r' || json_text[last - 1] == '\t'))
+      --last;
     // `last` is one past the last entry's '}' (the array is not empty: the file is valid).
     const std::size_t entry_line = json_text.rfind('\n', last - 1);
     inserts.push_back({last, ",\n" + scan.indent_of(entry_line == std::string::npos ? 0 : entry_line + 1) + entry});

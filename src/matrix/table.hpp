@@ -12,12 +12,12 @@
 // freely, and keep it alive as long as any engine uses its table.
 #pragma once
 
-#include "matrix/model.hpp"
-
 #include <deque>
 #include <functional>
 #include <memory>
 #include <string>
+
+#include "matrix/model.hpp"
 
 namespace pathlock::matrix {
 

@@ -24,11 +24,20 @@ std::string html_escape(std::string_view s) {
   std::string out;
   for (const char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -36,9 +45,12 @@ std::string html_escape(std::string_view s) {
 
 std::string relation_phrase(Relation rel) {
   switch (rel) {
-    case Relation::same: return "on the same path";
-    case Relation::held_ancestor: return "requested inside the held path";
-    case Relation::held_descendant: return "requested on an ancestor of the held path";
+    case Relation::same:
+      return "on the same path";
+    case Relation::held_ancestor:
+      return "requested inside the held path";
+    case Relation::held_descendant:
+      return "requested on an ancestor of the held path";
   }
   return "";
 }

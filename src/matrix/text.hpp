@@ -4,11 +4,11 @@
 // explain, lint and diff use the same words.
 #pragma once
 
-#include "matrix/model.hpp"
-
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "matrix/model.hpp"
 
 namespace pathlock::matrix {
 

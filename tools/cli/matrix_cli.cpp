@@ -5,14 +5,14 @@
 // it accepts; anything else is a usage error (exit status 2).
 #include "matrix_cli.hpp"
 
-#include "matrix/emit.hpp"
-
 #include <fmt/format.h>
 
 #include <fstream>
 #include <map>
 #include <ostream>
 #include <sstream>
+
+#include "matrix/emit.hpp"
 
 namespace pathlock::cli {
 
@@ -98,8 +98,9 @@ int lint(const std::vector<std::string>& words, const std::string& default_file,
       return 1;
     }
     out << fmt::format("  against {}: {}\n", old.source,
-                       old.fingerprint() == m.fingerprint() ? "the same rules"
-                                                            : fmt::format("rules changed, version {} -> {}", old.version, m.version));
+                       old.fingerprint() == m.fingerprint()
+                           ? "the same rules"
+                           : fmt::format("rules changed, version {} -> {}", old.version, m.version));
   }
   return 0;
 }
@@ -117,11 +118,16 @@ int render(const std::vector<std::string>& words, const std::string& default_fil
   }
   const std::string format = a.option("format", "md");
   std::string text;
-  if (format == "md") text = matrix::emit_markdown(m);
-  else if (format == "html") text = matrix::emit_html(m);
-  else throw BadOption(fmt::format("unknown format '{}' (md or html)", format));
-  if (a.options.count("out")) write_text(a.option("out"), text);
-  else out << text;
+  if (format == "md")
+    text = matrix::emit_markdown(m);
+  else if (format == "html")
+    text = matrix::emit_html(m);
+  else
+    throw BadOption(fmt::format("unknown format '{}' (md or html)", format));
+  if (a.options.count("out"))
+    write_text(a.option("out"), text);
+  else
+    out << text;
   return 0;
 }
 
@@ -146,7 +152,8 @@ int diff(const std::vector<std::string>& words, std::ostream& out) {
 int scaffold(const std::vector<std::string>& words, std::ostream& out) {
   Args a = parse_args(words, {"op", "roles", "label", "example", "out"});
   if (a.positional.size() != 1) throw UsageError("scaffold takes one FILE");
-  if (!a.options.count("op") || !a.options.count("roles")) throw UsageError("scaffold needs --op NAME and --roles ROLE[,ROLE...]");
+  if (!a.options.count("op") || !a.options.count("roles"))
+    throw UsageError("scaffold needs --op NAME and --roles ROLE[,ROLE...]");
   matrix::ScaffoldRequest req{a.option("op"), {}, a.option("label"), a.option("example")};
   std::stringstream roles(a.option("roles"));
   for (std::string r; std::getline(roles, r, ',');) req.roles.push_back(r);

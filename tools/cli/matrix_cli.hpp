@@ -6,12 +6,12 @@
 // tests/matrix_cli_test.cpp.
 #pragma once
 
-#include "matrix/table.hpp"
-
 #include <iosfwd>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "matrix/table.hpp"
 
 namespace pathlock::cli {
 
