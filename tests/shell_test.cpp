@@ -169,6 +169,72 @@ TEST_CASE("shell: an unknown backend or option is refused at start", "[shell]") 
   CHECK(std::system(PATHLOCK_CLI " shell --colour red < /dev/null 2> /dev/null") != 0);
 }
 
+namespace {
+
+struct CliRun {
+  int status = -1;  // exit status, or 128 + signal
+  std::string out, err;
+};
+
+// Runs `pathlock ARGS` (ARGS already shell-quoted) with `input` on stdin.
+CliRun run_cli(const std::string& args, const std::string& input) {
+  char dir_template[] = "/tmp/pathlock-cli-XXXXXX";
+  REQUIRE(mkdtemp(dir_template));
+  const std::string dir = dir_template;
+  {
+    FILE* in = std::fopen((dir + "/in").c_str(), "w");
+    REQUIRE(in);
+    std::fputs(input.c_str(), in);
+    std::fclose(in);
+  }
+  const std::string command =
+      std::string(PATHLOCK_CLI) + " " + args + " < " + dir + "/in > " + dir + "/out 2> " + dir + "/err";
+  const int raw = std::system(command.c_str());
+  auto slurp = [](const std::string& path) {
+    std::string text;
+    if (FILE* f = std::fopen(path.c_str(), "r")) {
+      char buf[4096];
+      for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
+      std::fclose(f);
+    }
+    return text;
+  };
+  CliRun r;
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+  r.out = slurp(dir + "/out");
+  r.err = slurp(dir + "/err");
+  std::system(("rm -rf " + dir).c_str());
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("shell: an invalid namespace ends it before it reads a line", "[shell]") {
+  const std::string input = "acquire a upload /p\nlocks\n";
+  for (const std::string& ns : std::vector<std::string>{"'bad ns'", "''", "'a/b'", "'ns{x}'", std::string(129, 'n')}) {
+    INFO("--namespace " << ns);
+    const CliRun r = run_cli("shell --namespace " + ns, input);
+    CHECK(r.status == 1);
+    CHECK(r.out.empty());  // nothing was answered
+    CHECK(r.err.find("error: namespace") == 0);
+  }
+  // The same checks pass a good namespace (the limit is 128 bytes).
+  const CliRun ok = run_cli("shell --namespace " + std::string(128, 'n'), "locks\n");
+  CHECK(ok.status == 0);
+  CHECK(ok.out == "{\"locks\":[]}\n");
+}
+
+TEST_CASE("cli: an option given twice is an error", "[shell]") {
+  for (const std::string& args : std::vector<std::string>{"shell --namespace a --namespace b", "shell --backend memory --backend memory",
+                                 "demo --backend memory --backend memory", "matrix render --format md --format md"}) {
+    INFO(args);
+    const CliRun r = run_cli(args, "locks\n");
+    CHECK(r.status == 1);
+    CHECK(r.out.empty());
+    CHECK(r.err.find("is given more than once") != std::string::npos);
+  }
+}
+
 TEST_CASE("split_words follows the quoting rule", "[shell]") {
   std::vector<bool> quoted;
   std::string error;
