@@ -62,6 +62,7 @@
 // waited when the creates are fair (they queue behind it) and when they opt
 // out (fair=false), each in its own namespace, in one run.
 #include <pathlock/engine.hpp>
+#include <pathlock/factory.hpp>
 #include <pathlock/path.hpp>
 
 #include <fmt/format.h>
@@ -116,9 +117,9 @@ std::string option(const std::map<std::string, std::string>& opt, const std::str
 std::unique_ptr<LockEngine> connect_engine(const std::map<std::string, std::string>& opt, std::size_t pool_size) {
   EngineOptions eo;
   eo.backend = parse_backend(opt.at("backend"));
-  if (opt.count("redis")) eo.redis_url = opt.at("redis");
-  eo.pool_size = pool_size;
-  if (opt.count("command-timeout")) eo.command_timeout = Millis{std::stol(opt.at("command-timeout"))};
+  if (opt.count("redis")) eo.redis.url = opt.at("redis");
+  eo.redis.pool_size = pool_size;
+  if (opt.count("command-timeout")) eo.redis.command_timeout = Millis{std::stol(opt.at("command-timeout"))};
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (true) {
     try {
