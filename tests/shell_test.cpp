@@ -1,7 +1,11 @@
 // `pathlock shell` as a real process: one JSON object per line, flushed.
 #include "shell.hpp"
 
+#include "support/backends.hpp"
+#include "support/redis_server.hpp"
+
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <fcntl.h>
@@ -11,6 +15,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <map>
+#include <set>
 
 using json = nlohmann::json;
 
@@ -232,6 +238,130 @@ TEST_CASE("cli: an option given twice is an error", "[shell]") {
     CHECK(r.status == 1);
     CHECK(r.out.empty());
     CHECK(r.err.find("is given more than once") != std::string::npos);
+  }
+}
+
+namespace {
+
+// `pathlock shell` on `backend` ("memory" or "redis", on the test server) in a
+// namespace of its own.
+std::vector<std::string> shell_args(const std::string& backend, const std::string& hint) {
+  std::vector<std::string> args{"--backend", backend, "--namespace", pathlock::test::unique_namespace(hint)};
+  if (backend == "redis") {
+    args.push_back("--redis");
+    args.push_back(pathlock::test::shared_redis_server().url());
+  }
+  return args;
+}
+
+}  // namespace
+
+TEST_CASE("shell: locks with limit= pages through every live lock exactly once", "[shell][redis]") {
+  for (const std::string backend : {"memory", "redis"}) {
+    DYNAMIC_SECTION(backend) {
+      ShellProcess sh(shell_args(backend, "pages"));
+      CHECK(sh.ask("locks limit=5") == json::parse(R"({"locks":[],"next":null})"));
+
+      std::map<std::string, std::string> token_of;  // id -> token of every lock taken
+      std::vector<std::string> ids;                 // in the order taken
+      auto take = [&](const std::string& owner, const std::string& path) {
+        const json g = sh.ask("acquire " + owner + " upload " + path);
+        REQUIRE(g["granted"] == true);
+        token_of[g["id"]] = g["token"];
+        ids.push_back(g["id"]);
+        return g["id"].get<std::string>();
+      };
+      for (int i = 0; i < 23; ++i) take(fmt::format("u{}", i), fmt::format("/p/{}/f{}", i % 3 == 0 ? "B" : "A", i));
+
+      // Without limit= the answer is the whole list, with no "next".
+      const json everything = sh.ask("locks");
+      REQUIRE(everything["locks"].size() == 23);
+      CHECK_FALSE(everything.contains("next"));
+
+      // Pages of 4 under "/" and under "/p/A", compared with the whole list.
+      for (const std::string prefix : {"/", "/p/A"}) {
+        INFO("prefix " << prefix);
+        std::vector<std::string> whole;
+        const json listed = sh.ask("locks " + prefix);
+        for (const json& l : listed["locks"]) whole.push_back(l["id"]);
+        std::vector<std::string> paged;
+        std::string after;
+        for (int pages = 0; pages < 100; ++pages) {
+          const json page = sh.ask(fmt::format("locks {} limit=4{}", prefix, after.empty() ? "" : " after=" + after));
+          REQUIRE(page.contains("next"));
+          CHECK(page["locks"].size() <= 4);
+          for (const json& l : page["locks"]) paged.push_back(l["id"]);
+          if (page["next"].is_null()) break;
+          after = page["next"].get<std::string>();
+          REQUIRE_FALSE(after.empty());
+        }
+        CHECK(paged == whole);  // each exactly once, in fence order
+      }
+
+      // Locks come and go between pages: every lock live throughout still
+      // appears exactly once, and no lock appears twice.
+      std::vector<std::string> seen;
+      std::set<std::string> gone;
+      std::string after;
+      int pages = 0;
+      for (; pages < 100; ++pages) {
+        const json page = sh.ask("locks limit=3" + (after.empty() ? std::string() : " after=" + after));
+        for (const json& l : page["locks"]) seen.push_back(l["id"]);
+        if (pages == 1) {  // release one lock already listed and one not yet listed, take two new ones
+          for (const std::string& id : {seen.front(), ids.back()}) {
+            CHECK(sh.ask("release " + id + " " + token_of[id])["released"] == true);
+            gone.insert(id);
+          }
+          take("late1", "/q/late1");
+          take("late2", "/p/A/late2");
+        }
+        if (page["next"].is_null()) break;
+        after = page["next"].get<std::string>();
+      }
+      CHECK(pages < 100);
+      std::map<std::string, int> times;
+      for (const std::string& id : seen) ++times[id];
+      for (const auto& [id, n] : times) {
+        INFO("lock " << id);
+        CHECK(n == 1);
+        CHECK(token_of.count(id) == 1);
+      }
+      for (std::size_t i = 0; i < 23; ++i) {
+        if (gone.count(ids[i])) continue;
+        INFO("lock " << ids[i] << " was live throughout");
+        CHECK(times[ids[i]] == 1);
+      }
+    }
+  }
+}
+
+TEST_CASE("shell: bad limit= and after= values are clear errors", "[shell][redis]") {
+  for (const std::string backend : {"memory", "redis"}) {
+    DYNAMIC_SECTION(backend) {
+      ShellProcess sh(shell_args(backend, "badpages"));
+      REQUIRE(sh.ask("acquire a upload /p/A")["granted"] == true);
+      const std::string range = "needs a whole number from 1 to 10000";
+      for (const std::string bad : {"limit=0", "limit=-1", "limit=abc", "limit=", "limit=10001", "limit=5x",
+                                    "limit=99999999999999999999999"}) {
+        INFO(bad);
+        CHECK(sh.ask("locks " + bad)["error"] == "'" + bad + "' " + range);
+      }
+      CHECK(sh.ask("locks limit=1 limit=2")["error"] == "limit= is given twice");
+      CHECK(sh.ask("locks limit=1 after=1 after=2")["error"] == "after= is given twice");
+      CHECK(sh.ask("locks limit=1 after=")["error"] == "after= needs a cursor: the \"next\" of the previous page");
+      CHECK(sh.ask("locks after=1")["error"] == "after= needs limit=");
+      CHECK(sh.ask("locks /p /q")["error"] == "usage: locks [PREFIX] [limit=N] [after=CURSOR]");
+      for (const std::string cursor : {"abc", "-1", "1.5", "0x10", "99999999999999999999999"}) {
+        INFO("after=" << cursor);
+        const json answer = sh.ask("locks limit=2 after=" + cursor);
+        REQUIRE(answer.contains("error"));
+        CHECK(answer["error"].get<std::string>().find("cursor") != std::string::npos);
+      }
+      // A quoted word is a prefix, never an option.
+      CHECK(sh.ask("locks \"limit=2\"")["error"].get<std::string>().find("not absolute") != std::string::npos);
+      // The shell carries on.
+      CHECK(sh.ask("locks limit=10000")["locks"].size() == 1);
+    }
   }
 }
 
