@@ -94,8 +94,19 @@ TEST_CASE("stress survives connection kills, stalls and server restarts without 
     ::close(out_fd);
   }
 
+  // Faults start once every process has connected (its connections are
+  // named pathlock-<pid>).
+  const auto connected = [&] {
+    const std::string clients = server.command({"CLIENT", "LIST", "TYPE", "normal"}).str;
+    for (const test::ChildGuard& child : children)
+      if (clients.find(fmt::format("name=pathlock-{} ", child.pid)) == std::string::npos) return false;
+    return true;
+  };
+  for (int i = 0; i < 500 && !connected(); ++i) std::this_thread::sleep_for(20ms);
+  REQUIRE(connected());
+  std::this_thread::sleep_for(300ms);  // and got going
+
   long clients_killed = 0, kill_rounds = 0, stalls = 0, restarts = 0;
-  std::this_thread::sleep_for(800ms);  // let every process connect and get going
   for (int round = 0; round < kRounds; ++round) {
     const test::RedisReply killed = server.command({"CLIENT", "KILL", "TYPE", "normal"});
     REQUIRE(killed.type == test::RedisReply::Type::integer);

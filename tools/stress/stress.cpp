@@ -37,8 +37,9 @@
 // thread asks for the same lock again, reentry hands it back with holds > 1.
 // A release that failed is retried until it answers or the lease is surely
 // over (`false` after a failed attempt means the first one worked). A
-// release or renew that answers `false` while the lease is certainly live
-// and no earlier attempt failed is an anomaly (a lost lock). The exit status
+// release or renew whose `false` arrives before the lease can have ended
+// (so the server looked while the lock was surely live) and after no failed
+// attempt is an anomaly: a lost lock. The exit status
 // is 1 on an anomaly, on more than --max-backend-errors (default 0) backend
 // errors, or when the log cannot be written.
 //
@@ -217,8 +218,12 @@ int run(const std::map<std::string, std::string>& opt) {
         ++n.renews;
         const std::int64_t renew_sent = monotonic_ns();
         try {
-          if (engine->renew(ns, got.grant.id, got.grant.token)) lease_end = renew_sent + ttl_ns;
-          else if (renew_sent < lease_end) anomaly(fmt::format("renew refused for live lock fence {}", got.grant.fence));
+          const bool renewed = engine->renew(ns, got.grant.id, got.grant.token);
+          // The server answered before now: if now is inside the lease, the
+          // lock was surely live when the server looked.
+          if (renewed) lease_end = renew_sent + ttl_ns;
+          else if (monotonic_ns() < lease_end)
+            anomaly(fmt::format("renew refused for live lock fence {}", got.grant.fence));
           backoff.succeeded();
         } catch (const BackendError&) {
           ++n.backend_errors;
@@ -231,11 +236,10 @@ int run(const std::map<std::string, std::string>& opt) {
                            req.owner, sent, got.grant.id, got.grant.holds);
       bool failed_before = false;
       while (true) {
-        const std::int64_t release_sent = monotonic_ns();
         try {
           const bool released = engine->release(ns, got.grant.id, got.grant.token);
           backoff.succeeded();
-          if (!released && !failed_before && release_sent < lease_end)
+          if (!released && !failed_before && monotonic_ns() < lease_end)  // answered inside the lease
             anomaly(fmt::format("release refused for live lock fence {}", got.grant.fence));
           break;
         } catch (const BackendError&) {
