@@ -4,8 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include <charconv>
-#include <optional>
 #include <istream>
+#include <optional>
 #include <ostream>
 
 namespace pathlock::cli {
