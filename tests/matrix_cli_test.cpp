@@ -165,6 +165,7 @@ TEST_CASE("matrix scaffold adds an operation in one edit; lint passes with revie
   CHECK(cli.run("matrix scaffold m.json --op fine").status == 2);
   CHECK(cli.run("matrix lint m.json --colour red").err == "error: unknown option --colour for 'matrix lint'\n");
   CHECK(cli.run("matrix render m.json --format pdf").status == 1);
+  CHECK(cli.run("matrix render m.json --format md --format html").err == "error: --format is given more than once\n");
   CHECK(cli.run("matrix frobnicate").status == 2);
   CHECK(slurp(file) == scaffolded);
 }

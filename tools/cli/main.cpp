@@ -8,6 +8,8 @@
 
 #include <pathlock/factory.hpp>
 
+#include "core/request.hpp"
+
 #include <fmt/format.h>
 
 #include <fstream>
@@ -30,6 +32,10 @@ int usage() {
   return 2;
 }
 
+// Options are `--name VALUE` pairs (the value is the next argument, whatever
+// it looks like); anything else is positional. An option given twice is an
+// error rather than last-one-wins: a program that drives the CLI and repeats
+// an option by mistake learns it at once instead of getting a silent pick.
 struct Flags {
   std::map<std::string, std::string> options;
   std::vector<std::string> positional;
@@ -41,7 +47,8 @@ Flags parse_flags(int argc, char** argv, int first) {
     const std::string a = argv[i];
     if (a.rfind("--", 0) == 0) {
       if (i + 1 >= argc) throw InvalidRequest(fmt::format("{} needs a value", a));
-      f.options[a.substr(2)] = argv[++i];
+      if (!f.options.emplace(a.substr(2), argv[++i]).second)
+        throw InvalidRequest(fmt::format("{} is given more than once", a));
     } else {
       f.positional.push_back(a);
     }
@@ -89,6 +96,7 @@ int main(int argc, char** argv) {
       only_options(f, {"backend", "redis", "namespace", "matrix"});
       if (!f.positional.empty()) return usage();
       const auto ns = f.options.count("namespace") ? f.options.at("namespace") : std::string("default");
+      core::check_namespace(ns);  // before connecting or reading a line
       const auto compiled = matrix_from(f);
       auto engine = engine_from(f, compiled.get());
       cli::run_shell(*engine, ns, std::cin, std::cout);

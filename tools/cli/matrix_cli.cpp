@@ -1,7 +1,8 @@
 // `pathlock matrix lint|render|explain|diff|scaffold` (see matrix_cli.hpp).
 //
 // Arguments: words starting with "--" are options and take the next word as
-// their value; other words are positional. Each subcommand names the options
+// their value (an option given twice is an error, as for shell and demo);
+// other words are positional. Each subcommand names the options
 // it accepts; anything else is a usage error (exit status 2).
 #include "matrix_cli.hpp"
 
@@ -56,7 +57,9 @@ Args parse_args(const std::vector<std::string>& words, std::initializer_list<con
     for (const char* n : allowed) ok = ok || name == n;
     if (!ok) throw BadOption(fmt::format("unknown option --{} for 'matrix {}'", name, words[0]));
     if (i + 1 >= words.size()) throw BadOption(fmt::format("--{} needs a value", name));
-    a.options[name] = words[++i];
+    if (!a.options.emplace(name, words[i + 1]).second)
+      throw BadOption(fmt::format("--{} is given more than once", name));
+    ++i;
   }
   return a;
 }
