@@ -269,24 +269,16 @@ void RedisClient::ensure_libraries(Attempt& x, bool force) {
 }
 
 void RedisClient::load_library(const std::string& name, const std::string& code) {
-  {
-    std::lock_guard guard(mutex_);
-    const auto it = std::find_if(libraries_.begin(), libraries_.end(), [&](const auto& l) { return l.first == name; });
-    if (it != libraries_.end())
-      it->second = code;
-    else
-      libraries_.emplace_back(name, code);
-    ++library_generation_;
-  }
-  const Reply r = routed(-1, nullptr, [&](Attempt& x) {
-    try {
-      ensure_libraries(x, true);
-    } catch (const Reply& refused) {
-      return refused;
-    }
-    return Reply{Reply::Type::status, "OK", 0, {}};
-  });
+  // Loaded here first: code the server refuses is never registered.
+  const Reply r = routed(-1, nullptr, [&](Attempt& x) { return x({"FUNCTION", "LOAD", "REPLACE", code}); });
   if (r.is_error()) fail(fmt::format("FUNCTION LOAD of library {} failed: {}", name, r.str));
+  std::lock_guard guard(mutex_);
+  const auto it = std::find_if(libraries_.begin(), libraries_.end(), [&](const auto& l) { return l.first == name; });
+  if (it != libraries_.end())
+    it->second = code;
+  else
+    libraries_.emplace_back(name, code);
+  ++library_generation_;
 }
 
 Reply RedisClient::fcall(const std::string& function, const std::vector<std::string>& keys,

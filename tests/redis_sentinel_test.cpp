@@ -1,0 +1,97 @@
+// The Redis client and engine on a real Sentinel deployment (master,
+// replica, 3 sentinels; support/redis_server.hpp: shared_sentinel()):
+// discovery of the master by name, and a SENTINEL FAILOVER with calls
+// continuing on the new master.
+#include "support/backends.hpp"
+#include "support/redis_server.hpp"
+
+#include "redis/redis_client.hpp"
+
+#include <pathlock/engine.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <future>
+#include <thread>
+
+using namespace pathlock;
+using namespace std::chrono_literals;
+using test::prefix_of;
+using test::redis_engine;
+using test::SentinelServers;
+using test::shared_sentinel;
+
+namespace {
+
+LockRequest request(const std::string& ns, const std::string& owner, const std::string& op, const std::string& path,
+                    Millis wait = 0ms) {
+  return LockRequest{ns, owner, op, {{"target", path}}, 30000ms, wait};
+}
+
+}  // namespace
+
+TEST_CASE("the sentinels name the master; an unknown name is a BackendError", "[sentinel]") {
+  SentinelServers& deployment = shared_sentinel();
+  redis::RedisClient client(redis::ClientOptions{redis::parse_redis_url(deployment.url())});
+  CHECK(client.mode() == redis::RedisClient::Mode::sentinel);
+  CHECK(client.node_for("x").port == deployment.master().port());
+
+  const std::string ns = test::unique_namespace("sentinel");
+  auto engine = redis_engine(deployment.url());
+  const AcquireResult a = engine->acquire(request(ns, "alice", "upload", "/p/A/f"));
+  REQUIRE(a.granted);
+  CHECK(deployment.master().command({"EXISTS", prefix_of(ns) + "meta"}).integer == 1);
+  CHECK(engine->release(ns, a.grant.id, a.grant.token));
+
+  const std::string other = deployment.url().substr(0, deployment.url().find('#')) + "#nosuchmaster";
+  CHECK_THROWS_WITH(redis_engine(other), Catch::Contains("does not know master 'nosuchmaster'"));
+  CHECK_THROWS_AS(redis_engine("redis-sentinel://127.0.0.1:1"), InvalidRequest);  // no master name
+}
+
+TEST_CASE("SENTINEL FAILOVER: calls reach the new master, locks and waiters carry on", "[sentinel][failover]") {
+  SentinelServers& deployment = shared_sentinel();
+  auto engine = redis_engine(deployment.url(), nullptr, 4, 15000ms);
+  const std::string ns = test::unique_namespace("sfail");
+  const AcquireResult held = engine->acquire(request(ns, "alice", "delete_folder", "/p/A"));
+  REQUIRE(held.granted);
+  // Wait until the replica has the lock: a failover keeps what was replicated.
+  deployment.master().command({"WAIT", "1", "5000"});
+  for (int i = 0; i < 500 && deployment.replica().command({"EXISTS", prefix_of(ns) + "k:" + held.grant.id}).integer != 1; ++i)
+    std::this_thread::sleep_for(5ms);
+  REQUIRE(deployment.replica().command({"EXISTS", prefix_of(ns) + "k:" + held.grant.id}).integer == 1);
+  const int old_port = deployment.master().port();
+
+  std::atomic<bool> stop{false};
+  std::atomic<int> calls{0}, errors{0};
+  std::thread load([&] {
+    while (!stop) {
+      try {
+        engine->list(ns);
+        ++calls;
+      } catch (const BackendError&) {
+        ++errors;
+      }
+      std::this_thread::sleep_for(2ms);
+    }
+  });
+  auto waiter = std::async(std::launch::async, [&] { return engine->acquire(request(ns, "w", "upload", "/p/A/x", 20000ms)); });
+  deployment.failover();
+  REQUIRE(deployment.master().port() != old_port);
+  std::this_thread::sleep_for(300ms);
+  stop = true;
+  load.join();
+  CHECK(calls > 0);
+  CHECK(errors == 0);
+
+  const std::vector<LockInfo> locks = engine->list(ns);
+  REQUIRE(locks.size() == 1);
+  CHECK(locks.front().id == held.grant.id);
+  CHECK(engine->release(ns, held.grant.id, held.grant.token));
+  const AcquireResult got = waiter.get();
+  REQUIRE(got.granted);
+  CHECK(engine->release(ns, got.grant.id, got.grant.token));
+  CHECK(deployment.master().command({"EXISTS", prefix_of(ns) + "meta"}).integer == 1);
+  redis::RedisClient client(redis::ClientOptions{redis::parse_redis_url(deployment.url())});
+  CHECK(client.node_for("x").port == deployment.master().port());
+}
