@@ -48,7 +48,7 @@ ClusterServers::ClusterServers() {
   for (int i = 0; i < 6; ++i)
     nodes_.push_back(std::make_unique<RedisServer>(std::vector<std::string>{
         "--cluster-enabled", "yes", "--cluster-port", std::to_string(free_loopback_port()), "--cluster-node-timeout",
-        "2000", "--cluster-config-file", "nodes.conf", "--appendonly", "no"}));
+        "2000", "--cluster-config-file", "nodes.conf", "--repl-diskless-sync-delay", "0"}));
   const char* env_cli = std::getenv("PATHLOCK_REDIS_CLI");
   std::vector<std::string> create{env_cli && *env_cli ? env_cli : "redis-cli", "--cluster", "create"};
   for (const auto& n : nodes_) create.push_back("127.0.0.1:" + std::to_string(n->port()));

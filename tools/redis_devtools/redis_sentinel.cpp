@@ -33,9 +33,11 @@ int named_master_port(const RedisServer& s) {
 }  // namespace
 
 SentinelServers::SentinelServers() {
-  data_.push_back(std::make_unique<RedisServer>());
+  // No 5 s wait for more replicas before a diskless full sync.
+  const std::vector<std::string> fast_sync{"--repl-diskless-sync-delay", "0"};
+  data_.push_back(std::make_unique<RedisServer>(fast_sync));
   const std::string master_port = std::to_string(data_[0]->port());
-  data_.push_back(std::make_unique<RedisServer>(std::vector<std::string>{"--replicaof", "127.0.0.1", master_port}));
+  data_.push_back(std::make_unique<RedisServer>(std::vector<std::string>{"--replicaof", "127.0.0.1", master_port, "--repl-diskless-sync-delay", "0"}));
   const std::string config = std::string("sentinel monitor ") + kMasterName + " 127.0.0.1 " + master_port +
                              " 2\n"
                              "sentinel down-after-milliseconds " + kMasterName + " 1000\n"
