@@ -44,6 +44,15 @@ TEST_CASE("the sentinels name the master; an unknown name is a BackendError", "[
   CHECK(deployment.master().command({"EXISTS", prefix_of(ns) + "meta"}).integer == 1);
   CHECK(engine->release(ns, a.grant.id, a.grant.token));
 
+  // WAIT: the one replica acknowledges.
+  redis::ClientOptions with_wait{redis::parse_redis_url(deployment.url())};
+  with_wait.replicas = 1;
+  redis::RedisClient waiting(with_wait);
+  redis::Script script{"set", "return redis.call('SET', KEYS[1], ARGV[1])", {}};
+  int acked = -1;
+  CHECK(waiting.eval(script, {prefix_of(ns) + "x"}, {"1"}, &acked).text() == "OK");
+  CHECK(acked == 1);
+
   const std::string other = deployment.url().substr(0, deployment.url().find('#')) + "#nosuchmaster";
   CHECK_THROWS_WITH(redis_engine(other), Catch::Contains("does not know master 'nosuchmaster'"));
   CHECK_THROWS_AS(redis_engine("redis-sentinel://127.0.0.1:1"), InvalidRequest);  // no master name
@@ -75,9 +84,14 @@ TEST_CASE("SENTINEL FAILOVER: calls reach the new master, locks and waiters carr
       std::this_thread::sleep_for(2ms);
     }
   });
+  // A client that makes no call meanwhile learns the switch from +switch-master.
+  redis::RedisClient idle(redis::ClientOptions{redis::parse_redis_url(deployment.url())});
+  REQUIRE(idle.node_for("x").port == old_port);
   auto waiter = std::async(std::launch::async, [&] { return engine->acquire(request(ns, "w", "upload", "/p/A/x", 20000ms)); });
   deployment.failover();
   REQUIRE(deployment.master().port() != old_port);
+  for (int i = 0; i < 200 && idle.node_for("x").port == old_port; ++i) std::this_thread::sleep_for(50ms);
+  CHECK(idle.node_for("x").port == deployment.master().port());
   std::this_thread::sleep_for(300ms);
   stop = true;
   load.join();
