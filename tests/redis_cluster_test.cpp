@@ -68,6 +68,14 @@ std::string tag_in_slot(int slot) {
   }
 }
 
+// How many error replies of kind `error` (MOVED, TRYAGAIN, ...) `node` has sent.
+long long error_count(const test::RedisServer& node, const std::string& error) {
+  const std::string stats = node.command({"INFO", "errorstats"}).str;
+  const std::string field = "errorstat_" + error + ":count=";
+  const std::size_t at = stats.find(field);
+  return at == std::string::npos ? 0 : std::stoll(stats.substr(at + field.size()));
+}
+
 long long asking_calls(const test::RedisServer& node) {
   const std::string stats = node.command({"INFO", "commandstats"}).str;
   const std::size_t at = stats.find("cmdstat_asking:calls=");
@@ -151,11 +159,7 @@ TEST_CASE("a moved slot answers MOVED and the client follows it", "[cluster][rou
   std::size_t to = from;
   for (const std::size_t m : cluster.masters())
     if (m != from) to = m;
-  const long long moved_before = [&] {
-    const std::string s = cluster.node(from).command({"INFO", "errorstats"}).str;
-    const std::size_t at = s.find("errorstat_MOVED:count=");
-    return at == std::string::npos ? 0LL : std::stoll(s.substr(at + 22));
-  }();
+  const long long moved_before = error_count(cluster.node(from), "MOVED");
   cluster.move_slot(slot, to);
   REQUIRE(cluster.master_of(slot) == to);
   // The engine's map still names `from`: it gets MOVED, learns, and goes on.
@@ -163,10 +167,7 @@ TEST_CASE("a moved slot answers MOVED and the client follows it", "[cluster][rou
   CHECK_FALSE(engine->acquire(request(ns, "bob", "delete_folder", "/p")).granted);
   CHECK(engine->release(ns, held.grant.id, held.grant.token));
   CHECK(cluster.node(to).command({"EXISTS", prefix_of(ns) + "meta"}).integer == 1);
-  const std::string s = cluster.node(from).command({"INFO", "errorstats"}).str;
-  const std::size_t at = s.find("errorstat_MOVED:count=");
-  REQUIRE(at != std::string::npos);
-  CHECK(std::stoll(s.substr(at + 22)) > moved_before);
+  CHECK(error_count(cluster.node(from), "MOVED") > moved_before);
 }
 
 TEST_CASE("a half-migrated slot: ASK sends ASKING and the command to the new node", "[cluster][routing][ask]") {
@@ -188,9 +189,22 @@ TEST_CASE("a half-migrated slot: ASK sends ASKING and the command to the new nod
   // A new key in the slot goes where it can be created: the source answers
   // ASK (the key is not there), the target creates it after ASKING.
   client->command({"SET", tag + "new", "n"});
+  // A multi-key command over moved and unmoved keys cannot run anywhere
+  // yet: the source answers ASK, the target TRYAGAIN; the client backs off
+  // and tries again until the migration ends, within its command timeout.
+  const std::vector<std::string> both_sides{"MGET", tag + "0", tag + "1", tag + "2", tag + "3", tag + "4",
+                                            tag + "5", tag + "6", tag + "7", tag + "8", tag + "9"};
+  const auto tryagains = [&] { return error_count(cluster.node(from), "TRYAGAIN") + error_count(cluster.node(to), "TRYAGAIN"); };
+  const long long tryagain_before = tryagains();
+  auto mget = std::async(std::launch::async, [&] { return client->call(both_sides); });
+  for (int i = 0; i < 400 && tryagains() == tryagain_before; ++i) std::this_thread::sleep_for(5ms);
   while (cluster.migrate_keys(slot, 100) > 0) {
   }
   cluster.finish_migration(slot);
+  const redis::Reply all = mget.get();
+  REQUIRE(all.type == redis::Reply::Type::array);
+  for (int i = 0; i < 10; ++i) CHECK(all.at(static_cast<std::size_t>(i)).str == "v" + std::to_string(i));
+  CHECK(tryagains() > tryagain_before);
   for (int i = 0; i < 10; ++i) CHECK(client->command({"GET", tag + std::to_string(i)}).str == "v" + std::to_string(i));
   CHECK(client->command({"GET", tag + "new"}).str == "n");
   CHECK(cluster.node(to).command({"DBSIZE"}).integer >= 11);
