@@ -16,6 +16,7 @@
 // filled with pipelined EVALSHA of the same acquire script the engine runs.
 // Use a throwaway server: the benchmark leaves its namespace behind.
 #include <pathlock/engine.hpp>
+#include <pathlock/factory.hpp>
 
 #include <fmt/format.h>
 #include <hiredis/hiredis.h>
@@ -137,8 +138,8 @@ int main(int argc, char** argv) {
   try {
     pathlock::EngineOptions opts;
     opts.backend = pathlock::Backend::redis;
-    opts.redis_url = url;
-    opts.pool_size = 1;
+    opts.redis.url = url;
+    opts.redis.pool_size = 1;
     auto engine = pathlock::make_engine(opts);
     const std::string ns = fmt::format("bench-{}", ::getpid());
     const std::string prefix = "pl:{" + ns + "}:";

@@ -14,6 +14,7 @@
 #include "redis_devtools/redis_server.hpp"
 
 #include <pathlock/engine.hpp>
+#include <pathlock/factory.hpp>
 
 #include <memory>
 #include <string>
