@@ -114,7 +114,7 @@ TEST_CASE("key slots match CLUSTER KEYSLOT on a real server", "[cluster][slot]")
   }
 }
 
-TEST_CASE("one url finds the cluster; a cluster has only database 0", "[cluster][url]") {
+TEST_CASE("one url finds the cluster, which has only database 0", "[cluster][url]") {
   ClusterServers& cluster = shared_cluster();
   CHECK(client_on(cluster.url())->mode() == redis::RedisClient::Mode::cluster);
   // Any single node is enough as a seed, and an unreachable seed is skipped.
@@ -338,5 +338,39 @@ TEST_CASE("a graceful failover: calls reach the new master and no lock is lost",
     CHECK_FALSE(engine->acquire(request(ns, "bob", "delete_folder", "/p/A")).granted);
     CHECK(engine->release(ns, grant.id, grant.token));
     CHECK(cluster.node(new_master).command({"EXISTS", prefix_of(ns) + "meta"}).integer == 1);
+  }
+}
+
+TEST_CASE("a crashed master: calls wait for the promoted replica within the command timeout", "[cluster][failover][crash]") {
+  ClusterServers cluster;  // private: this one loses a node for good
+  auto engine = redis_engine(cluster.url(), nullptr, 4, 20000ms);
+  const auto names = namespaces_on_every_master(cluster, 1);
+  const std::size_t victim = names.begin()->first;
+  const std::size_t replica = cluster.replica_of(victim);
+  const std::string ns = names.begin()->second.front();
+  const AcquireResult held = engine->acquire(request(ns, "alice", "delete_folder", "/p/A"));
+  REQUIRE(held.granted);
+  // Only what reached the replica survives the crash (docs/operations.md#failover).
+  test::RedisConnection on_replica(cluster.node(replica).url());
+  REQUIRE(on_replica.command({"READONLY"}).str == "OK");  // a cluster replica answers reads only after READONLY
+  const auto replicated = [&] { return on_replica.command({"EXISTS", prefix_of(ns) + "k:" + held.grant.id}).integer == 1; };
+  for (int i = 0; i < 500 && !replicated(); ++i) std::this_thread::sleep_for(5ms);
+  REQUIRE(replicated());
+  cluster.node(victim).kill();
+  // The node is gone: calls retry (reloading the slot map) until the
+  // cluster promotes the replica, then reach it.
+  const std::vector<LockInfo> locks = engine->list(ns);
+  REQUIRE(locks.size() == 1);
+  CHECK(locks.front().id == held.grant.id);
+  CHECK_FALSE(engine->acquire(request(ns, "bob", "upload", "/p/A/f")).granted);
+  CHECK(engine->release(ns, held.grant.id, held.grant.token));
+  const RedisReply role = cluster.node(replica).command({"ROLE"});
+  CHECK(role.elements.at(0).str == "master");
+  // Namespaces on the other masters never noticed.
+  for (const auto& [master, list] : names) {
+    if (master == victim) continue;
+    const AcquireResult a = engine->acquire(request(list.front(), "carol", "upload", "/p/x"));
+    REQUIRE(a.granted);
+    CHECK(engine->release(list.front(), a.grant.id, a.grant.token));
   }
 }

@@ -31,7 +31,7 @@ LockRequest request(const std::string& ns, const std::string& owner, const std::
 
 }  // namespace
 
-TEST_CASE("the sentinels name the master; an unknown name is a BackendError", "[sentinel]") {
+TEST_CASE("the sentinels name the master, and an unknown name is a BackendError", "[sentinel]") {
   SentinelServers& deployment = shared_sentinel();
   redis::RedisClient client(redis::ClientOptions{redis::parse_redis_url(deployment.url())});
   CHECK(client.mode() == redis::RedisClient::Mode::sentinel);
