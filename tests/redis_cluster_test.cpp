@@ -76,6 +76,25 @@ long long error_count(const test::RedisServer& node, const std::string& error) {
   return at == std::string::npos ? 0 : std::stoll(stats.substr(at + field.size()));
 }
 
+// Runs `step` over and over on a thread until destroyed (also when a
+// REQUIRE throws: no thread is left running).
+class Background {
+ public:
+  template <class Step>
+  explicit Background(Step step)
+      : thread_([this, step] {
+          while (!stop_) step();
+        }) {}
+  ~Background() {
+    stop_ = true;
+    thread_.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
 long long asking_calls(const test::RedisServer& node) {
   const std::string stats = node.command({"INFO", "commandstats"}).str;
   const std::size_t at = stats.find("cmdstat_asking:calls=");
@@ -311,22 +330,20 @@ TEST_CASE("a graceful failover: calls reach the new master and no lock is lost",
     held.emplace_back(ns, a.grant);
   }
   // Calls keep going on another thread while the replica takes over.
-  std::atomic<bool> stop{false};
   std::atomic<int> calls{0}, errors{0};
-  std::thread load([&] {
-    while (!stop) {
+  std::size_t new_master = old_master;
+  {
+    Background load([&] {
       try {
         engine->list(held.front().first);
         ++calls;
       } catch (const BackendError&) {
         ++errors;
       }
-    }
-  });
-  const std::size_t new_master = cluster.failover(old_master);
-  std::this_thread::sleep_for(200ms);
-  stop = true;
-  load.join();
+    });
+    new_master = cluster.failover(old_master);
+    std::this_thread::sleep_for(200ms);
+  }
   CHECK(errors == 0);
   CHECK(calls > 0);
   CHECK(new_master != old_master);

@@ -29,6 +29,25 @@ LockRequest request(const std::string& ns, const std::string& owner, const std::
   return LockRequest{ns, owner, op, {{"target", path}}, 30000ms, wait};
 }
 
+// Runs `step` over and over on a thread until destroyed (also when a
+// REQUIRE throws: no thread is left running).
+class Background {
+ public:
+  template <class Step>
+  explicit Background(Step step)
+      : thread_([this, step] {
+          while (!stop_) step();
+        }) {}
+  ~Background() {
+    stop_ = true;
+    thread_.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
 }  // namespace
 
 TEST_CASE("the sentinels name the master, and an unknown name is a BackendError", "[sentinel]") {
@@ -65,16 +84,18 @@ TEST_CASE("SENTINEL FAILOVER: calls reach the new master, locks and waiters carr
   const AcquireResult held = engine->acquire(request(ns, "alice", "delete_folder", "/p/A"));
   REQUIRE(held.granted);
   // Wait until the replica has the lock: a failover keeps what was replicated.
-  deployment.master().command({"WAIT", "1", "5000"});
   for (int i = 0; i < 500 && deployment.replica().command({"EXISTS", prefix_of(ns) + "k:" + held.grant.id}).integer != 1; ++i)
     std::this_thread::sleep_for(5ms);
   REQUIRE(deployment.replica().command({"EXISTS", prefix_of(ns) + "k:" + held.grant.id}).integer == 1);
   const int old_port = deployment.master().port();
 
-  std::atomic<bool> stop{false};
   std::atomic<int> calls{0}, errors{0};
-  std::thread load([&] {
-    while (!stop) {
+  // A client that makes no call meanwhile learns the switch from +switch-master.
+  redis::RedisClient idle(redis::ClientOptions{redis::parse_redis_url(deployment.url())});
+  REQUIRE(idle.node_for("x").port == old_port);
+  auto waiter = std::async(std::launch::async, [&] { return engine->acquire(request(ns, "w", "upload", "/p/A/x", 20000ms)); });
+  {
+    Background load([&] {
       try {
         engine->list(ns);
         ++calls;
@@ -82,19 +103,13 @@ TEST_CASE("SENTINEL FAILOVER: calls reach the new master, locks and waiters carr
         ++errors;
       }
       std::this_thread::sleep_for(2ms);
-    }
-  });
-  // A client that makes no call meanwhile learns the switch from +switch-master.
-  redis::RedisClient idle(redis::ClientOptions{redis::parse_redis_url(deployment.url())});
-  REQUIRE(idle.node_for("x").port == old_port);
-  auto waiter = std::async(std::launch::async, [&] { return engine->acquire(request(ns, "w", "upload", "/p/A/x", 20000ms)); });
-  deployment.failover();
-  REQUIRE(deployment.master().port() != old_port);
-  for (int i = 0; i < 200 && idle.node_for("x").port == old_port; ++i) std::this_thread::sleep_for(50ms);
-  CHECK(idle.node_for("x").port == deployment.master().port());
-  std::this_thread::sleep_for(300ms);
-  stop = true;
-  load.join();
+    });
+    deployment.failover();
+    REQUIRE(deployment.master().port() != old_port);
+    for (int i = 0; i < 200 && idle.node_for("x").port == old_port; ++i) std::this_thread::sleep_for(50ms);
+    CHECK(idle.node_for("x").port == deployment.master().port());
+    std::this_thread::sleep_for(300ms);
+  }
   CHECK(calls > 0);
   CHECK(errors == 0);
 

@@ -175,14 +175,22 @@ void ClusterServers::move_slot(int slot, std::size_t to) {
 
 std::size_t ClusterServers::failover(std::size_t m) {
   const std::size_t r = replica_of(m);
-  const RedisReply reply = nodes_[r]->command({"CLUSTER", "FAILOVER"});
-  if (reply.is_error()) throw std::runtime_error("CLUSTER FAILOVER: " + reply.str);
-  wait_for("the failover", [&] {
+  const auto promoted = [&] {
     const RedisReply role = nodes_[r]->command({"ROLE"});
     return !role.elements.empty() && role.elements[0].str == "master";
-  });
+  };
+  // A manual failover that cannot finish in time (the replica is not caught
+  // up yet, e.g. right after start-up) is dropped by Redis: ask again.
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  while (!promoted()) {
+    if (Clock::now() > deadline) throw std::runtime_error("redis cluster: timed out waiting for the failover");
+    const RedisReply reply = nodes_[r]->command({"CLUSTER", "FAILOVER"});
+    if (reply.is_error()) throw std::runtime_error("CLUSTER FAILOVER: " + reply.str);
+    const auto attempt_end = Clock::now() + std::chrono::seconds(6);
+    while (!promoted() && Clock::now() < attempt_end) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   wait_until_agreed();
-  // Every node sees the new master (and the old one as its replica).
+  // Every node sees the new master.
   const std::string mine = std::to_string(nodes_[r]->port());
   wait_for("every node to see the new master", [&] {
     for (const auto& n : nodes_)
