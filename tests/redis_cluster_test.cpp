@@ -373,7 +373,7 @@ TEST_CASE("a crashed master: calls wait for the promoted replica within the comm
   const auto replicated = [&] { return on_replica.command({"EXISTS", prefix_of(ns) + "k:" + held.grant.id}).integer == 1; };
   for (int i = 0; i < 500 && !replicated(); ++i) std::this_thread::sleep_for(5ms);
   REQUIRE(replicated());
-  cluster.node(victim).kill();
+  cluster.node(victim).kill_hard();
   // The node is gone: calls retry (reloading the slot map) until the
   // cluster promotes the replica, then reach it.
   const std::vector<LockInfo> locks = engine->list(ns);
