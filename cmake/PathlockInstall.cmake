@@ -91,6 +91,10 @@ install(CODE "
 ")
 
 # The Debian package: `cpack -G DEB` in the build directory (docs/packaging.md).
+# Only at top level: a parent project's own CPack settings are left alone.
+if(NOT PROJECT_IS_TOP_LEVEL)
+  return()
+endif()
 set(CPACK_PACKAGE_NAME pathlock)
 set(CPACK_PACKAGE_VENDOR "pathlock")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_DESCRIPTION}")

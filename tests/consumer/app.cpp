@@ -34,7 +34,8 @@ int main() {
       shipped->acquire({"p", "alice", "move_folder", {{"src", "/p/A"}, {"dst", "/p/B"}}, Millis{30000}});
   expect(move.granted, "shipped matrix: move_folder granted");
   const AcquireResult upload = shipped->acquire({"p", "bob", "upload", {{"target", "/p/A/C/f.txt"}}, Millis{30000}});
-  expect(!upload.granted && upload.conflict.op == "move_folder", "shipped matrix: upload inside a moving folder refused");
+  expect(!upload.granted && upload.conflict.op == "move_folder",
+         "shipped matrix: upload inside a moving folder refused");
 
 #ifndef PATHLOCK_PKG_CONFIG
   // The consumer's own matrix, through the factory.

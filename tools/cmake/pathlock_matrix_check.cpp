@@ -24,8 +24,6 @@
 // reports 77 as a skip.
 #include PATHLOCK_MATRIX_HEADER
 
-#include <pathlock/factory.hpp>
-
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -41,6 +39,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <pathlock/factory.hpp>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -105,8 +104,9 @@ std::string run_case(LockEngine& engine, const MatrixCase& c, const std::string&
     why << "; ";
   } else if (!got.granted) {
     const Conflict& k = got.conflict;
-    const std::string req_path =
-        std::find_if(req_targets.begin(), req_targets.end(), [&](const Target& t) { return t.role == c.req_role; })->path;
+    const std::string req_path = std::find_if(req_targets.begin(), req_targets.end(), [&](const Target& t) {
+                                   return t.role == c.req_role;
+                                 })->path;
     if (k.id != held.grant.id) why << "conflict id " << k.id << " is not the held lock; ";
     if (k.op != c.held_op || k.role != c.held_role || k.path != c.held_path)
       why << "conflict names " << k.op << "/" << k.role << " at " << k.path << "; ";
@@ -116,8 +116,10 @@ std::string run_case(LockEngine& engine, const MatrixCase& c, const std::string&
     if (relation_name(k.relation) != c.relation) why << "relation " << relation_name(k.relation) << "; ";
     if (k.queued) why << "conflict is a queued waiter; ";
     const AcquireResult side = engine.acquire(LockRequest{ns, "requester", c.req_op, beside(req_targets, c.req_role)});
-    if (!side.granted) why << "refused beside the held path too; ";
-    else if (!engine.release(ns, side.grant.id, side.grant.token)) why << "release beside failed; ";
+    if (!side.granted)
+      why << "refused beside the held path too; ";
+    else if (!engine.release(ns, side.grant.id, side.grant.token))
+      why << "release beside failed; ";
   }
   if (got.granted && !engine.release(ns, got.grant.id, got.grant.token)) why << "release of the request failed; ";
   if (!engine.release(ns, held.grant.id, held.grant.token)) why << "release of the held lock failed; ";
@@ -182,9 +184,23 @@ class PrivateRedisServer {
     for (int attempt = 0; attempt < 3 && url_.empty(); ++attempt) {
       const int port = free_loopback_port();
       if (port < 0) throw std::runtime_error("no free loopback port");
-      std::vector<std::string> args{binary, "--port", std::to_string(port), "--bind", "127.0.0.1", "--save", "",
-                                    "--appendonly", "no", "--maxmemory-policy", "noeviction", "--daemonize", "no",
-                                    "--dir", dir_, "--logfile", log};
+      std::vector<std::string> args{binary,
+                                    "--port",
+                                    std::to_string(port),
+                                    "--bind",
+                                    "127.0.0.1",
+                                    "--save",
+                                    "",
+                                    "--appendonly",
+                                    "no",
+                                    "--maxmemory-policy",
+                                    "noeviction",
+                                    "--daemonize",
+                                    "no",
+                                    "--dir",
+                                    dir_,
+                                    "--logfile",
+                                    log};
       std::vector<char*> argv;
       for (std::string& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
@@ -266,9 +282,12 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 >= argc) return usage();
-    if (a == "--backend") backend_name = argv[++i];
-    else if (a == "--redis") redis_url = argv[++i];
-    else return usage();
+    if (a == "--backend")
+      backend_name = argv[++i];
+    else if (a == "--redis")
+      redis_url = argv[++i];
+    else
+      return usage();
   }
   if (backend_name.empty()) return usage();
   const MatrixTable& matrix = PATHLOCK_MATRIX_TABLE;
@@ -322,8 +341,8 @@ int main(int argc, char** argv) {
       }
     }
     const std::size_t total = std::size(kCases);
-    std::cout << matrix.name << " " << matrix.version << " on " << backend_name << ": " << total << " cases, " << refused
-              << " refused, " << failed << " failed\n";
+    std::cout << matrix.name << " " << matrix.version << " on " << backend_name << ": " << total << " cases, "
+              << refused << " refused, " << failed << " failed\n";
     if (total != std::size_t{matrix.code_count} * matrix.code_count * kRelationCount) {
       std::cout << "FAIL matrix_cases.inc does not match the compiled table (" << matrix.code_count << " codes)\n";
       return 1;
