@@ -1,6 +1,8 @@
 #include "support/backends.hpp"
 
+#ifdef PATHLOCK_WITH_REDIS
 #include "support/redis_server.hpp"
+#endif
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -16,6 +18,7 @@ const std::vector<BackendUnderTest>& backends_under_test() {
       {"memory",
        [](const MatrixTable* matrix) { return make_memory_engine(MemoryOptions{matrix, nullptr}); },
        {.waiting = true, .in_process = true, .shared = false}},
+#ifdef PATHLOCK_WITH_REDIS  // a build with PATHLOCK_WITH_REDIS=OFF tests the embedded backend only
       {"redis",
        [](const MatrixTable* matrix) {
          RedisOptions options;
@@ -24,6 +27,7 @@ const std::vector<BackendUnderTest>& backends_under_test() {
          return make_redis_engine(options);
        },
        {.waiting = true, .in_process = false, .shared = true}},
+#endif
   };
   return rows;
 }
