@@ -10,3 +10,4 @@
 #include <pathlock/memory.hpp>
 #include <pathlock/path.hpp>
 #include <pathlock/redis.hpp>
+#include <pathlock/version.hpp>

@@ -1,6 +1,8 @@
 #include "support/backends.hpp"
 
+#ifdef PATHLOCK_WITH_REDIS
 #include "support/redis_server.hpp"
+#endif
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -15,18 +17,21 @@ namespace pathlock::test {
 
 namespace {
 
+#ifdef PATHLOCK_WITH_REDIS
 std::unique_ptr<LockEngine> redis_row_engine(const MatrixTable* matrix, const std::string& url) {
   RedisOptions options;
   options.matrix = matrix;
   options.url = url;
   return make_redis_engine(options);
 }
+#endif
 
 const std::vector<BackendUnderTest>& all_rows() {
   static const std::vector<BackendUnderTest> rows = {
       {"memory",
        [](const MatrixTable* matrix) { return make_memory_engine(MemoryOptions{matrix, nullptr}); },
        {.waiting = true, .in_process = true, .shared = false}},
+#ifdef PATHLOCK_WITH_REDIS  // a build with PATHLOCK_WITH_REDIS=OFF tests the embedded backend only
       {"redis", [](const MatrixTable* matrix) { return redis_row_engine(matrix, shared_redis_server().url()); },
        {.waiting = true, .in_process = false, .shared = true}},
       // A local 3-master Redis Cluster; the namespaces of a test land on every master.
@@ -35,6 +40,7 @@ const std::vector<BackendUnderTest>& all_rows() {
       // A primary and a replica watched by three sentinels (redis-sentinel:// URL).
       {"sentinel", [](const MatrixTable* matrix) { return redis_row_engine(matrix, shared_sentinel().url()); },
        {.waiting = true, .in_process = false, .shared = true}},
+#endif
   };
   return rows;
 }

@@ -1,0 +1,127 @@
+# PathlockInstall.cmake: install rules, the CMake package, pathlock.pc and
+# the Debian package. Included by CMakeLists.txt when PATHLOCK_INSTALL is ON
+# (the default at top level). docs/packaging.md describes the layout:
+#
+#   bin/pathlock, bin/pathlock-matrixc
+#   include/pathlock/*.hpp (with the generated version.hpp)
+#   <libdir>/libpathlock.a
+#   <libdir>/cmake/pathlock/   pathlockConfig*.cmake, pathlockTargets*.cmake,
+#                              PathlockMatrix.cmake, pathlock_matrix_check.cpp
+#   <libdir>/pkgconfig/pathlock.pc
+#   share/pathlock/lua/        Lua templates (pathlock_compile_matrix reads them)
+#   share/pathlock/redis/      the Redis side generated from the shipped matrix
+#   share/pathlock/matrix/     cloud-drive.json, matrix.schema.json
+#   share/doc/pathlock/        README and docs
+#
+# Extending: a new public target goes into install(TARGETS ... EXPORT
+# pathlockTargets); a new private link dependency of `pathlock` must either
+# be build-only ($<BUILD_INTERFACE:...>) or be found by consumers in
+# cmake/pathlockConfig.cmake.in and listed in pathlock.pc's Requires.
+include(CMakePackageConfigHelpers)
+
+set(PATHLOCK_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/pathlock" CACHE STRING
+    "Where pathlockConfig.cmake is installed (relative to the prefix)")
+set(PATHLOCK_INSTALL_LUADIR "${CMAKE_INSTALL_DATADIR}/pathlock/lua")
+set(PATHLOCK_INSTALL_REDISDIR "${CMAKE_INSTALL_DATADIR}/pathlock/redis")
+set(PATHLOCK_INSTALL_MATRIXDIR "${CMAKE_INSTALL_DATADIR}/pathlock/matrix")
+
+# Libraries, programs and their export set.
+set_target_properties(pathlock_cli PROPERTIES EXPORT_NAME pathlock-cli)
+install(TARGETS pathlock pathlock_headers pathlock-matrixc pathlock_cli
+        EXPORT pathlockTargets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT pathlockTargets NAMESPACE pathlock:: DESTINATION ${PATHLOCK_INSTALL_CMAKEDIR})
+
+# Public headers.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/pathlock DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+        FILES_MATCHING PATTERN "*.hpp")
+install(FILES ${PROJECT_BINARY_DIR}/include/pathlock/version.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/pathlock)
+
+# The CMake package.
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/pathlockConfig.cmake.in
+                              ${PROJECT_BINARY_DIR}/pathlockConfig.cmake
+                              INSTALL_DESTINATION ${PATHLOCK_INSTALL_CMAKEDIR}
+                              PATH_VARS PATHLOCK_INSTALL_LUADIR PATHLOCK_INSTALL_REDISDIR PATHLOCK_INSTALL_MATRIXDIR)
+# 0.x: a new minor version may break the API, so only the same major.minor
+# satisfies find_package(pathlock 0.1).
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/pathlockConfigVersion.cmake
+                                 COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/pathlockConfig.cmake ${PROJECT_BINARY_DIR}/pathlockConfigVersion.cmake
+              ${PROJECT_SOURCE_DIR}/tools/cmake/PathlockMatrix.cmake
+              ${PROJECT_SOURCE_DIR}/tools/cmake/pathlock_matrix_check.cpp
+        DESTINATION ${PATHLOCK_INSTALL_CMAKEDIR})
+
+# Data: Lua templates, the shipped matrix, and its generated Redis side for
+# services written in other languages (docs/lua-protocol.md). Redis hook: the
+# generated Redis outputs are the directory in the target property
+# PATHLOCK_MATRIX_REDIS_DIR (tools/cmake/PathlockMatrix.cmake).
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/lua/ DESTINATION ${PATHLOCK_INSTALL_LUADIR}
+        FILES_MATCHING PATTERN "*.lua" PATTERN "*.luainc" PATTERN "README.md")
+get_target_property(pathlock_shipped_redis_dir pathlock_cloud_drive PATHLOCK_MATRIX_REDIS_DIR)
+install(DIRECTORY ${pathlock_shipped_redis_dir}/ DESTINATION ${PATHLOCK_INSTALL_REDISDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/matrix/cloud-drive.json ${PROJECT_SOURCE_DIR}/matrix/matrix.schema.json
+              ${PROJECT_SOURCE_DIR}/matrix/README.md
+        DESTINATION ${PATHLOCK_INSTALL_MATRIXDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs FILES_MATCHING PATTERN "*.md")
+
+# pathlock.pc: written at install time, so its prefix is the one installed
+# into (cmake --install --prefix DIR, or /usr inside the Debian package).
+set(PATHLOCK_PC_REQUIRES "fmt")
+if(PATHLOCK_WITH_REDIS)
+  string(APPEND PATHLOCK_PC_REQUIRES " hiredis")
+endif()
+foreach(dir LIBDIR INCLUDEDIR DATADIR)
+  if(IS_ABSOLUTE "${CMAKE_INSTALL_${dir}}")
+    set(PATHLOCK_PC_${dir} "${CMAKE_INSTALL_${dir}}")
+  else()
+    set(PATHLOCK_PC_${dir} "\${prefix}/${CMAKE_INSTALL_${dir}}")
+  endif()
+endforeach()
+set(PATHLOCK_PC_PREFIX "@PATHLOCK_PC_PREFIX@")  # kept for the install step
+configure_file(${PROJECT_SOURCE_DIR}/pathlock.pc.in ${PROJECT_BINARY_DIR}/pathlock.pc.in @ONLY)
+install(CODE "
+  set(PATHLOCK_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
+  set(pc \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig/pathlock.pc\")
+  message(STATUS \"Installing: \${pc}\")
+  configure_file(\"${PROJECT_BINARY_DIR}/pathlock.pc.in\" \"\${pc}\" @ONLY)
+  list(APPEND CMAKE_INSTALL_MANIFEST_FILES \"\${pc}\")
+")
+
+# The Debian package: `cpack -G DEB` in the build directory (docs/packaging.md).
+# Only at top level: a parent project's own CPack settings are left alone.
+if(NOT PROJECT_IS_TOP_LEVEL)
+  return()
+endif()
+set(CPACK_PACKAGE_NAME pathlock)
+set(CPACK_PACKAGE_VENDOR "pathlock")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_DESCRIPTION}")
+set(CPACK_PACKAGE_VERSION "${PROJECT_VERSION}")
+set(CPACK_PACKAGE_CONTACT "pathlock maintainers <dev@pathlock.invalid>" CACHE STRING "Debian Maintainer field")
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION libdevel)
+# The synopsis is CPACK_PACKAGE_DESCRIPTION_SUMMARY; this is the long text.
+set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
+    "pathlock decides which operations on a tree of folders may run at the same
+time, from a compatibility matrix compiled at build time. Two backends: in
+process, and Redis shared by many service instances.
+
+This package holds the static library, its headers, the CMake package
+(find_package(pathlock)), pathlock.pc, the command-line tool pathlock,
+the matrix compiler pathlock-matrixc and the generated Redis scripts.")
+# libc6, libstdc++6, libfmt9 and (with Redis) libhiredis0.14 come from
+# dpkg-shlibdeps on the two programs. Building against the static library
+# also needs the -dev packages of what it links; apt installs Recommends by
+# default.
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(pathlock_recommends "libfmt-dev, cmake | pkg-config")
+if(PATHLOCK_WITH_REDIS)
+  string(PREPEND pathlock_recommends "libhiredis-dev, ")
+  set(CPACK_DEBIAN_PACKAGE_SUGGESTS "redis-server")
+endif()
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "${pathlock_recommends}")
+include(CPack)

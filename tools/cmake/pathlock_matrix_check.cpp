@@ -1,0 +1,355 @@
+// pathlock_matrix_check: runs every case derived from one compiled matrix
+// against a pathlock backend. pathlock_add_matrix_tests() (PathlockMatrix.cmake)
+// compiles this file once per matrix target, with
+//   PATHLOCK_MATRIX_HEADER  the generated header, e.g. "my_rules.hpp"
+//   PATHLOCK_MATRIX_TABLE   its table, e.g. myservice::rules::kMatrix
+//   PATHLOCK_MATRIX_HAS_REDIS  1 if the pathlock library has the Redis backend
+// and the matrix's output directory (which holds matrix_cases.inc) on the
+// include path. It needs nothing but the pathlock library: no test framework.
+//
+// A case (one line of matrix_cases.inc) holds a lock of one operation with
+// the target under test at /t/h/x, then requests another operation whose
+// target under test is at the same path, inside it or above it, and expects
+// the verdict the matrix gives for that pair. A refusal must name the held
+// lock, role, path and relation exactly; the same request moved beside the
+// held path must be granted. The same scenarios run in pathlock's own suite
+// (tests/conformance/matrix_cases_test.cpp).
+//
+// Usage: <program> --backend memory|redis [--redis URL]
+//   redis without --redis starts its own redis-server on a free loopback port
+//   (the binary is $PATHLOCK_REDIS_SERVER, else redis-server from PATH) with
+//   persistence off, in a temporary directory, and stops it at the end.
+// Exit status: 0 every case held, 1 a case failed, 2 usage or set-up error,
+// 77 skipped (no redis-server, or a pathlock built without Redis); CTest
+// reports 77 as a skip.
+#include PATHLOCK_MATRIX_HEADER
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <pathlock/factory.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using namespace pathlock;
+
+constexpr int kSkipped = 77;
+
+struct MatrixCase {
+  const char* held_op;
+  const char* held_targets;
+  const char* held_role;
+  const char* held_path;
+  const char* req_op;
+  const char* req_targets;
+  const char* req_role;
+  const char* relation;
+  bool granted;
+};
+
+const MatrixCase kCases[] = {
+#define PATHLOCK_MATRIX_CASE(ho, ht, hr, hp, ro, rt, rr, rel, g) {ho, ht, hr, hp, ro, rt, rr, rel, g},
+#include "matrix_cases.inc"
+#undef PATHLOCK_MATRIX_CASE
+};
+
+// "src=/a,dst=/b" -> {{"src", "/a"}, {"dst", "/b"}}
+std::vector<Target> parse_targets(const std::string& text) {
+  std::vector<Target> out;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const std::size_t comma = std::min(text.find(',', i), text.size());
+    const std::string part = text.substr(i, comma - i);
+    const std::size_t eq = part.find('=');
+    out.push_back(Target{part.substr(0, eq), part.substr(eq + 1)});
+    i = comma + 1;
+  }
+  return out;
+}
+
+// The same targets with the one of role `role` moved beside /t/h.
+std::vector<Target> beside(std::vector<Target> targets, const std::string& role) {
+  for (Target& t : targets)
+    if (t.role == role) t.path = "/t/beside" + t.path.substr(std::string("/t/h").size());
+  return targets;
+}
+
+// Runs one case on a fresh namespace; returns what went wrong ("" if nothing).
+std::string run_case(LockEngine& engine, const MatrixCase& c, const std::string& ns, bool& refused) {
+  std::ostringstream why;
+  const AcquireResult held = engine.acquire(LockRequest{ns, "holder", c.held_op, parse_targets(c.held_targets)});
+  if (!held.granted) return "the held lock was refused on an empty namespace";
+  const std::vector<Target> req_targets = parse_targets(c.req_targets);
+  const AcquireResult got = engine.acquire(LockRequest{ns, "requester", c.req_op, req_targets});
+  refused = !got.granted;
+  if (got.granted != c.granted) {
+    why << "expected " << (c.granted ? "granted" : "refused") << ", got " << (got.granted ? "granted" : "refused");
+    if (!got.granted) why << " by " << got.conflict.op << "/" << got.conflict.role << " at " << got.conflict.path;
+    why << "; ";
+  } else if (!got.granted) {
+    const Conflict& k = got.conflict;
+    const std::string req_path = std::find_if(req_targets.begin(), req_targets.end(), [&](const Target& t) {
+                                   return t.role == c.req_role;
+                                 })->path;
+    if (k.id != held.grant.id) why << "conflict id " << k.id << " is not the held lock; ";
+    if (k.op != c.held_op || k.role != c.held_role || k.path != c.held_path)
+      why << "conflict names " << k.op << "/" << k.role << " at " << k.path << "; ";
+    if (k.owner != "holder") why << "conflict owner " << k.owner << "; ";
+    if (k.requested_role != c.req_role || k.requested_path != req_path)
+      why << "conflict hit " << k.requested_role << " at " << k.requested_path << "; ";
+    if (relation_name(k.relation) != c.relation) why << "relation " << relation_name(k.relation) << "; ";
+    if (k.queued) why << "conflict is a queued waiter; ";
+    const AcquireResult side = engine.acquire(LockRequest{ns, "requester", c.req_op, beside(req_targets, c.req_role)});
+    if (!side.granted)
+      why << "refused beside the held path too; ";
+    else if (!engine.release(ns, side.grant.id, side.grant.token))
+      why << "release beside failed; ";
+  }
+  if (got.granted && !engine.release(ns, got.grant.id, got.grant.token)) why << "release of the request failed; ";
+  if (!engine.release(ns, held.grant.id, held.grant.token)) why << "release of the held lock failed; ";
+  if (!engine.list(ns).empty()) why << "locks left after both releases; ";
+  return why.str();
+}
+
+// Finds an executable on PATH (or the path itself if it has a slash).
+std::string find_program(const std::string& name) {
+  if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
+  const char* path = std::getenv("PATH");
+  std::string dirs = path && *path ? path : "/usr/local/bin:/usr/bin:/bin";
+  dirs += ":/usr/sbin:/usr/bin";
+  std::istringstream in(dirs);
+  std::string dir;
+  while (std::getline(in, dir, ':')) {
+    if (dir.empty()) continue;
+    const std::string candidate = dir + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+int free_loopback_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  ::close(fd);
+  return ok ? ntohs(addr.sin_port) : -1;
+}
+
+// A private redis-server: started on a free loopback port (another process
+// may take the port between our probe and the server's bind, so a server
+// that exits during start-up is retried on a new port), stopped on
+// destruction (SIGTERM, then SIGKILL after 5 s).
+class PrivateRedisServer {
+ public:
+  explicit PrivateRedisServer(const std::string& binary) {
+    try {
+      start(binary);
+    } catch (...) {
+      stop();
+      throw;
+    }
+  }
+  ~PrivateRedisServer() { stop(); }
+  PrivateRedisServer(const PrivateRedisServer&) = delete;
+  PrivateRedisServer& operator=(const PrivateRedisServer&) = delete;
+  const std::string& url() const { return url_; }
+
+ private:
+  void start(const std::string& binary) {
+    char tmpl[] = "/tmp/pathlock-matrix-check-XXXXXX";
+    if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+    dir_ = tmpl;
+    const std::string log = dir_ + "/redis.log";
+    for (int attempt = 0; attempt < 3 && url_.empty(); ++attempt) {
+      const int port = free_loopback_port();
+      if (port < 0) throw std::runtime_error("no free loopback port");
+      std::vector<std::string> args{binary,
+                                    "--port",
+                                    std::to_string(port),
+                                    "--bind",
+                                    "127.0.0.1",
+                                    "--save",
+                                    "",
+                                    "--appendonly",
+                                    "no",
+                                    "--maxmemory-policy",
+                                    "noeviction",
+                                    "--daemonize",
+                                    "no",
+                                    "--dir",
+                                    dir_,
+                                    "--logfile",
+                                    log};
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      pid_ = ::fork();
+      if (pid_ < 0) throw std::runtime_error("fork failed");
+      if (pid_ == 0) {
+        ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+        const int null_fd = ::open("/dev/null", O_RDWR);
+        if (null_fd >= 0) {
+          ::dup2(null_fd, STDIN_FILENO);
+          ::dup2(null_fd, STDOUT_FILENO);
+        }
+        ::execv(argv[0], argv.data());
+        ::_exit(127);
+      }
+      const std::string url = "redis://127.0.0.1:" + std::to_string(port);
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (std::chrono::steady_clock::now() < deadline) {
+        int status = 0;
+        if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+          pid_ = -1;
+          break;
+        }
+        try {
+          EngineOptions probe;
+          probe.backend = Backend::redis;
+          probe.redis.url = url;
+          make_engine(probe);
+          url_ = url;
+          break;
+        } catch (const BackendError&) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+      }
+      if (url_.empty() && pid_ > 0) break;  // running but never answered: give up
+    }
+    if (url_.empty()) {
+      std::ifstream in(log);
+      std::stringstream text;
+      text << in.rdbuf();
+      stop();
+      throw std::runtime_error("redis-server (" + binary + ") did not start; its log:\n" + text.str());
+    }
+  }
+
+  void stop() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      int status = 0;
+      while (::waitpid(pid_, &status, WNOHANG) == 0) {
+        if (std::chrono::steady_clock::now() > deadline) {
+          ::kill(pid_, SIGKILL);
+          ::waitpid(pid_, &status, 0);
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      pid_ = -1;
+    }
+    std::error_code ec;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+  }
+
+  std::string dir_;
+  std::string url_;
+  pid_t pid_ = -1;
+};
+
+int usage() {
+  std::cerr << "usage: pathlock_matrix_check --backend memory|redis [--redis URL]\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string backend_name, redis_url;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (i + 1 >= argc) return usage();
+    if (a == "--backend")
+      backend_name = argv[++i];
+    else if (a == "--redis")
+      redis_url = argv[++i];
+    else
+      return usage();
+  }
+  if (backend_name.empty()) return usage();
+  const MatrixTable& matrix = PATHLOCK_MATRIX_TABLE;
+  try {
+    EngineOptions options;
+    options.backend = parse_backend(backend_name);
+    options.matrix = &matrix;
+    std::unique_ptr<PrivateRedisServer> server;
+    if (options.backend == Backend::redis) {
+      if (!PATHLOCK_MATRIX_HAS_REDIS) {
+        std::cout << "skipped: this pathlock was built without the Redis backend\n";
+        return kSkipped;
+      }
+      if (redis_url.empty()) {
+        const char* env = std::getenv("PATHLOCK_REDIS_SERVER");
+        const std::string binary = find_program(env && *env ? env : "redis-server");
+        if (binary.empty()) {
+          std::cout << "skipped: no redis-server on PATH (set PATHLOCK_REDIS_SERVER)\n";
+          return kSkipped;
+        }
+        server = std::make_unique<PrivateRedisServer>(binary);
+        redis_url = server->url();
+      }
+      options.redis.url = redis_url;
+    }
+    std::unique_ptr<LockEngine> engine;
+    try {
+      engine = make_engine(options);
+    } catch (const InvalidRequest& e) {
+      std::cout << "skipped: " << e.what() << "\n";
+      return kSkipped;
+    }
+
+    const std::string run = std::to_string(::getpid()) + "-" +
+                            std::to_string(std::chrono::system_clock::now().time_since_epoch().count() % 1000000007);
+    std::size_t failed = 0, refused = 0, index = 0;
+    for (const MatrixCase& c : kCases) {
+      const std::string ns = "matrix-check-" + run + "-" + std::to_string(index++);
+      bool was_refused = false;
+      std::string why;
+      try {
+        why = run_case(*engine, c, ns, was_refused);
+      } catch (const std::exception& e) {
+        why = std::string("threw: ") + e.what();
+      }
+      if (was_refused) ++refused;
+      if (!why.empty()) {
+        if (++failed <= 20)
+          std::cout << "FAIL held " << c.held_op << " {" << c.held_targets << "}, requested " << c.req_op << " {"
+                    << c.req_targets << "}, relation " << c.relation << ": " << why << "\n";
+      }
+    }
+    const std::size_t total = std::size(kCases);
+    std::cout << matrix.name << " " << matrix.version << " on " << backend_name << ": " << total << " cases, "
+              << refused << " refused, " << failed << " failed\n";
+    if (total != std::size_t{matrix.code_count} * matrix.code_count * kRelationCount) {
+      std::cout << "FAIL matrix_cases.inc does not match the compiled table (" << matrix.code_count << " codes)\n";
+      return 1;
+    }
+    return failed == 0 ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  }
+}
