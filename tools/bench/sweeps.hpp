@@ -1,0 +1,98 @@
+// The sweeps of pathlock-bench: what is measured, in which order, on which
+// worlds. Everything it measures goes into a Results (results.hpp) and, as
+// it happens, to a LiveLog (console + CSV, report.hpp); it writes no report.
+//
+// Not the full cross product (it would not fit in ~15 minutes on two
+// cores), but one-dimensional sweeps around one reference point (10k held,
+// depth 5, 1 client), each over every subject:
+//   held     0, 1k, 10k, 100k, 1M locks held   (1 client, depth 5): pairs
+//   refused  the same held counts but 0         (1 client, depth 5): refused acquires
+//   clients  1, 8, 32, 64 client threads       (10k held, depth 5)
+//   depth    2, 3, 5, 10 path components       (10k held, 1 client)
+//   scale    the embedded backend, 1 thread in one namespace vs 2 threads in two
+// Every world is filled step by step (1k, then 9k more, ...), so each fill
+// is recorded with its time and Redis memory growth. Redis CPU is read
+// (INFO cpu) before and after each point: CPU per step = growth / steps.
+// The scan baseline stops growing once one of its requests took more than
+// 1 s, or when its last p50 scaled linearly to the next count exceeds 1 s.
+//
+// Redis: without --redis, a private redis-server is started on a free
+// loopback port and stopped at the end, on errors and on Ctrl-C (RAII). With
+// --redis, that server is used and this run's keys are deleted at the end.
+// A subject that cannot run (no server, a backend that fails to start) is
+// reported as "skipped: <reason>" and the others still run.
+//
+// Adding a sweep (e.g. topology: pairs/s over many namespaces on 1 and on 3
+// masters, once tools/redis_devtools can launch a local cluster):
+//   1. a method here, called from run(), that records points whose At
+//      (results.hpp) says what varies (At::namespaces, At::masters);
+//      point() measures any workers on any world and reads the CPU of the
+//      server they talk to;
+//   2. a section in report.cpp (kSections), a plot in plots.cpp if useful,
+//      a goal in goals.cpp if there is one;
+//   3. the sweep's line in docs/benchmarks.md and tools/bench/README.md.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "results.hpp"
+#include "subject.hpp"
+#include "util.hpp"
+
+namespace pathlock::bench {
+
+class LiveLog;
+
+struct Options {
+  bool quick = false;
+  std::size_t max_held = 0;  // 0: the plan's sizes
+  std::string redis_url;     // empty: start our own server
+  std::string out_dir;
+  std::string update_docs;   // empty: do not touch docs
+};
+
+class Sweeps {
+ public:
+  // `results` and `log` must outlive this object.
+  Sweeps(const Options& options, Results& results, LiveLog& log);
+  ~Sweeps();  // deletes this run's keys on an external server
+  Sweeps(const Sweeps&) = delete;
+  Sweeps& operator=(const Sweeps&) = delete;
+
+  // Every sweep, in order. Throws Interrupted on Ctrl-C; other failures
+  // mark a subject skipped and the run goes on.
+  void run();
+
+ private:
+  struct Series {
+    std::string name;
+    std::unique_ptr<Subject> subject;
+    std::string skip;                            // non-empty: why it no longer runs
+    std::map<std::string, std::size_t> held;     // world tag -> held locks
+  };
+
+  void start_redis();
+  void make_series();
+  bool fill(Series& s, const World& w, std::size_t target);
+  const Point& point(Series& s, const At& at, const World& w, const std::string& forced_skip = {});
+  void record(const Point& p);
+  std::string scan_limit(const Series& s, Task task, std::size_t held);
+
+  void held_sweep();
+  void clients_sweep(const World& w);
+  void depth_sweep();
+  void scale_sweep();
+
+  Options opt_;
+  Results& results_;
+  LiveLog& log_;
+  std::unique_ptr<RedisServer> server_;  // declared before the connections that use it
+  std::string redis_url_, redis_skip_;
+  std::unique_ptr<RedisConnection> info_;  // INFO readings and cleanup
+  std::vector<Series> series_;
+};
+
+}  // namespace pathlock::bench
