@@ -139,26 +139,37 @@ bool Sweeps::fill(Series& s, const World& w, std::size_t target) {
 }
 
 const Point& Sweeps::point(Series& s, const At& at, const World& w, const std::string& forced_skip) {
+  if (forced_skip.empty() && s.skip.empty() && fill(s, w, at.held)) {
+    std::vector<RedisConnection*> servers;
+    if (s.subject->in_redis()) servers.push_back(info_.get());
+    return measure_point(
+        s, at, [&] { return s.subject->workers(w, at.held, at.clients, at.task); }, servers);
+  }
+  Point p{at, {}, "skipped: " + (forced_skip.empty() ? s.skip : forced_skip)};
+  record(p);
+  return results_.points.back();
+}
+
+const Point& Sweeps::measure_point(Series& s, const At& at, const MakeWorkers& make,
+                                   const std::vector<RedisConnection*>& servers) {
   Point p{at, {}, "ok"};
-  if (!forced_skip.empty()) {
-    p.status = "skipped: " + forced_skip;
-  } else if (!s.skip.empty() || !fill(s, w, at.held)) {
+  try {
+    auto workers = make();
+    auto cpu = [&] {
+      double sum = 0;
+      for (RedisConnection* c : servers) sum += used_cpu_seconds(*c);
+      return sum;
+    };
+    const double cpu0 = cpu();
+    p.m = measure(workers, results_.plan.window);
+    if (!servers.empty() && p.m.all_ops)
+      p.m.server_cpu_us = (cpu() - cpu0) * 1e6 / static_cast<double>(p.m.all_ops);
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const std::exception& e) {
+    s.skip = one_line(e.what());
+    results_.skipped[s.name] = s.skip;
     p.status = "skipped: " + s.skip;
-  } else {
-    try {
-      auto workers = s.subject->workers(w, at.held, at.clients, at.task);
-      const bool redis = s.subject->in_redis();
-      const double cpu0 = redis ? used_cpu_seconds(*info_) : 0;
-      p.m = measure(workers, results_.plan.window);
-      if (redis && p.m.all_ops)
-        p.m.server_cpu_us = (used_cpu_seconds(*info_) - cpu0) * 1e6 / static_cast<double>(p.m.all_ops);
-    } catch (const Interrupted&) {
-      throw;
-    } catch (const std::exception& e) {
-      s.skip = one_line(e.what());
-      results_.skipped[s.name] = s.skip;
-      p.status = "skipped: " + s.skip;
-    }
   }
   record(p);
   return results_.points.back();
@@ -238,23 +249,24 @@ void Sweeps::depth_sweep() {
 void Sweeps::scale_sweep() {
   const Plan& plan = results_.plan;
   Series& s = series_.back();
-  const World a{"s0", plan.base_depth}, b{"s1", plan.base_depth};
+  const std::vector<World> worlds{{"s0", plan.base_depth}, {"s1", plan.base_depth}};
   for (unsigned threads : {1U, 2U}) {
-    Point p{At{"scale", s.name, Task::pair, plan.scale_held, threads, plan.base_depth, threads}, {}, "ok"};
-    if (!fill(s, a, plan.scale_held) || !fill(s, b, plan.scale_held)) {
-      p.status = "skipped: " + s.skip;
-    } else {
-      try {
-        auto workers = s.subject->workers(a, plan.scale_held, 1, Task::pair);
-        if (threads == 2) workers.push_back(std::move(s.subject->workers(b, plan.scale_held, 1, Task::pair).front()));
-        p.m = measure(workers, plan.window);
-      } catch (const Interrupted&) {
-        throw;
-      } catch (const std::exception& e) {
-        p.status = "skipped: " + one_line(e.what());
-      }
+    const At at{"scale", s.name, Task::pair, plan.scale_held, threads, plan.base_depth, threads};
+    bool filled = true;
+    for (unsigned t = 0; t < threads && filled; ++t) filled = fill(s, worlds[t], plan.scale_held);
+    if (!filled) {
+      record(Point{at, {}, "skipped: " + s.skip});
+      continue;
     }
-    record(p);
+    measure_point(
+        s, at,
+        [&] {
+          std::vector<std::unique_ptr<Worker>> all;
+          for (unsigned t = 0; t < threads; ++t)
+            for (auto& w : s.subject->workers(worlds[t], plan.scale_held, 1, Task::pair)) all.push_back(std::move(w));
+          return all;
+        },
+        {});
   }
 }
 

@@ -25,14 +25,17 @@
 // Adding a sweep (e.g. topology: pairs/s over many namespaces on 1 and on 3
 // masters, once tools/redis_devtools can launch a local cluster):
 //   1. a method here, called from run(), that records points whose At
-//      (results.hpp) says what varies (At::namespaces, At::masters);
-//      point() measures any workers on any world and reads the CPU of the
-//      server they talk to;
+//      (results.hpp) says what varies (At::namespaces, At::masters): it
+//      makes a subject on the cluster's URL (make_series shows how), fills
+//      one world per namespace (fill()), and hands measure_point() the
+//      workers of all of them plus a connection to each master, whose
+//      INFO cpu growths are summed (scale_sweep() is the in-process model);
 //   2. a section in report.cpp (kSections), a plot in plots.cpp if useful,
 //      a goal in goals.cpp if there is one;
 //   3. the sweep's line in docs/benchmarks.md and tools/bench/README.md.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -77,7 +80,13 @@ class Sweeps {
   void start_redis();
   void make_series();
   bool fill(Series& s, const World& w, std::size_t target);
+  // Fills world w to at.held, then measures at.clients workers of at.task.
   const Point& point(Series& s, const At& at, const World& w, const std::string& forced_skip = {});
+  // Measures the workers make() returns and records the point; Redis CPU
+  // per step from the summed INFO cpu growth of `servers` (none: not read).
+  using MakeWorkers = std::function<std::vector<std::unique_ptr<Worker>>()>;
+  const Point& measure_point(Series& s, const At& at, const MakeWorkers& make,
+                             const std::vector<RedisConnection*>& servers);
   void record(const Point& p);
   std::string scan_limit(const Series& s, Task task, std::size_t held);
 
