@@ -47,25 +47,22 @@
 //   R3 fence only grows: scripts never delete or decrement it.
 // Time is the server's (TIME inside the scripts), never this host's clock.
 //
-// Waiting and fairness (docs/design.md#waiting-and-fairness). A refused
-// request with wait > 0 loops: attempt (one acquire script call), and if
-// refused, sleep until a wake-up, the conflicting lease's end, the re-check
-// interval (kRecheck) or the deadline, whichever comes first; then attempt
-// again. The wake-up: the first refusal opens a Subscription (a dedicated
-// connection, SUBSCRIBE pl:{NS}:wake) and attempts once more right away, so
-// a removal between the two attempts is seen by the second, and any later
-// one arrives as a message; only messages naming a path that overlaps one
-// of the request's targets end the sleep early (a removal elsewhere cannot
-// let it in). No busy polling: a quiet wait costs one attempt per kRecheck.
-// A fair request waits with a place in line: the script that refuses it
-// creates (first refusal) or refreshes (later ones) its waiter record with a
-// reservation lease (kReservation at most), the script that grants it
-// removes it, and on the last attempt (deadline reached) a refusal removes
-// it instead of refreshing, all in the same call. An exception leaves the
-// line with the leave script (best effort); a waiter that dies keeps its
-// place no longer than its reservation, which every script reaps like an
-// expired lock. Cost of waiting: one extra connection per waiting call, one
-// attempt per wake-up that concerns it or per kRecheck.
+// Waiting and fairness: the policy is core/waiting.hpp's, shared by every
+// backend; this file supplies its steps (class Attempts). An attempt is one
+// acquire script call. The wake-up: after the first refusal a Subscription
+// (a dedicated connection, subscribed to pl:{NS}:wake) is opened and the
+// policy attempts once more right away, so a removal between the two
+// attempts is seen by the second, and any later one arrives as a message;
+// only messages naming a path that overlaps one of the request's targets
+// end the sleep early (a removal elsewhere cannot let it in). A fair request
+// waits with a place in line: the script that refuses it creates (first
+// refusal) or refreshes (later ones) its waiter record with the reservation
+// the policy asks for, the script that grants it removes it, and the last
+// attempt's refusal removes it instead of refreshing, all in the same call.
+// An exception leaves the line with the leave script (best effort); a waiter
+// that dies keeps its place no longer than its reservation, which every
+// script reaps like an expired lock. Cost of waiting: one extra connection
+// per waiting call, one attempt per wake-up that concerns it or per re-check.
 //
 // Behaviour matches the embedded backend (memory_engine.cpp) call for call:
 // the same validation (core::resolve_request before touching Redis), the
@@ -77,9 +74,10 @@
 //
 // Thread safety: the client's pool serialises nothing but a connection;
 // atomicity comes from Redis running each script alone.
-#include "redis/redis_engine.hpp"
+#include <pathlock/redis.hpp>
 
 #include "core/request.hpp"
+#include "core/waiting.hpp"
 #include "redis/redis_client.hpp"
 #include "redis/redis_url.hpp"
 
@@ -93,18 +91,8 @@
 namespace pathlock::redis {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 constexpr std::size_t kIdBytes = 12;     // 24 hex characters
 constexpr std::size_t kTokenBytes = 16;  // 32 hex characters
-// Longest sleep between two attempts of a waiting request: bounds the cost
-// of a lost or filtered-out wake-up (same as the embedded backend).
-constexpr Millis kRecheck{200};
-// Longest reservation lease of a place in line (each attempt reserves
-// min(time left + kRecheck, kReservation)). A waiter refreshes it with every
-// attempt, at least every kRecheck, so 10x leaves room for stalls; a waiter
-// that dies blocks younger ones for at most this long.
-constexpr Millis kReservation{2000};
 
 std::string key_prefix(std::string_view ns) { return fmt::format("pl:{{{}}}:", ns); }
 
@@ -126,14 +114,14 @@ Script script_of(const MatrixTable& matrix, std::string_view name) {
   return Script{std::string(name), source, {}};
 }
 
-ClientOptions client_options(const EngineOptions& options) {
-  return ClientOptions{parse_redis_url(options.redis_url), options.connect_timeout, options.command_timeout,
+ClientOptions client_options(const RedisOptions& options) {
+  return ClientOptions{parse_redis_url(options.url), options.connect_timeout, options.command_timeout,
                        options.pool_size};
 }
 
 class RedisEngine final : public LockEngine {
  public:
-  RedisEngine(const MatrixTable& matrix, const EngineOptions& options)
+  RedisEngine(const MatrixTable& matrix, const RedisOptions& options)
       : matrix_(matrix),
         acquire_(script_of(matrix, "acquire")),
         release_(script_of(matrix, "release")),
@@ -162,38 +150,8 @@ class RedisEngine final : public LockEngine {
     args.push_back(request.fair ? "1" : "0");
     args.push_back(waiter);
     args.push_back("0");  // reserve_ms, set per attempt
-    std::string& reserve = args.back();
-
-    const Clock::time_point deadline = Clock::now() + request.wait;
-    std::unique_ptr<Subscription> listener;
-    try {
-      while (true) {
-        const Millis left = std::chrono::ceil<Millis>(deadline - Clock::now());
-        const bool last = left <= Millis{0};  // a refusal now is the answer
-        // The reservation outlasts the deadline by one re-check period, so
-        // the last attempt (sent at the deadline) still finds its own place
-        // and is judged as the oldest of its peers, not as a newcomer.
-        reserve = last || !in_line ? "0" : std::to_string(std::min(left + kRecheck, kReservation).count());
-        AcquireResult out = attempt(request.ns, args);
-        if (out.granted || last) return out;
-        if (!listener) {
-          // Subscribe, then look again at once: a removal between the first
-          // attempt and the SUBSCRIBE would otherwise be missed.
-          listener = client_.subscribe(key_prefix(request.ns) + "wake");
-          continue;
-        }
-        // Sleep no later than the deadline, the re-check interval and the end
-        // of the conflicting lease (an expiry publishes nothing until some
-        // script reaps it) or reservation.
-        const Clock::time_point now = Clock::now();
-        const Clock::time_point until =
-            std::min({deadline, now + kRecheck, now + out.conflict.expires_in + Millis{1}});
-        sleep_until_woken(*listener, until, req);
-      }
-    } catch (...) {
-      if (in_line) leave(request.ns, waiter);
-      throw;
-    }
+    Attempts attempts(*this, request.ns, req, std::move(args), waiter);
+    return core::wait_for_grant(request, *steady_clock(), attempts);
   }
 
   bool release(std::string_view ns, std::string_view id, std::string_view token) override {
@@ -236,12 +194,51 @@ class RedisEngine final : public LockEngine {
     return out;
   }
 
+  ListPage list_page(std::string_view ns, std::string_view prefix, std::size_t limit,
+                     std::string_view after) override {
+    core::check_page(limit, after);
+    return core::page_of(list(ns, prefix), limit, after);
+  }
+
   bool force_release(std::string_view ns, std::string_view id) override {
     core::check_namespace(ns);
     return released(force_release_, run(force_release_, ns, {std::string(id)}));
   }
 
  private:
+  // The Redis backend's side of the waiting policy (core/waiting.hpp): an
+  // attempt is one acquire script call; wake-ups come from a subscription
+  // to the namespace's wake channel, opened after the first refusal.
+  class Attempts final : public core::WaitingAttempts {
+   public:
+    Attempts(RedisEngine& engine, std::string_view ns, const core::ResolvedRequest& req,
+             std::vector<std::string> args, std::string waiter)
+        : engine_(engine), ns_(ns), req_(req), args_(std::move(args)), waiter_(std::move(waiter)) {}
+
+    AcquireResult attempt(Millis reserve) override {
+      args_.back() = std::to_string(reserve.count());
+      return engine_.attempt(ns_, args_);
+    }
+    // Subscribe, then look again at once: a removal between the first
+    // attempt and the subscription would otherwise be missed.
+    bool listen() override {
+      listener_ = engine_.client_.subscribe(key_prefix(ns_) + "wake");
+      return true;
+    }
+    void sleep_until(Clock::time_point until) override { sleep_until_woken(*listener_, until, req_); }
+    void leave() noexcept override {
+      if (!waiter_.empty()) engine_.leave(ns_, waiter_);
+    }
+
+   private:
+    RedisEngine& engine_;
+    std::string_view ns_;
+    const core::ResolvedRequest& req_;
+    std::vector<std::string> args_;  // the acquire arguments; the last is reserve_ms
+    std::string waiter_;             // place-in-line id ("" when not in line)
+    std::unique_ptr<Subscription> listener_;
+  };
+
   // One acquire script call with `args` (see acquire()).
   AcquireResult attempt(std::string_view ns, const std::vector<std::string>& args) {
     const Reply r = run(acquire_, ns, args);
@@ -279,7 +276,7 @@ class RedisEngine final : public LockEngine {
   static void sleep_until_woken(Subscription& listener, Clock::time_point until, const core::ResolvedRequest& req) {
     std::vector<std::string> payloads;
     while (true) {
-      const Millis left = std::chrono::ceil<Millis>(until - Clock::now());
+      const Millis left = std::chrono::ceil<Millis>(until - std::chrono::steady_clock::now());
       if (left <= Millis{0}) return;
       payloads.clear();
       if (listener.wait(left, payloads) != Subscription::Wake::message) return;
@@ -342,8 +339,12 @@ class RedisEngine final : public LockEngine {
 
 }  // namespace
 
-std::unique_ptr<LockEngine> make_redis_engine(const MatrixTable& matrix, const EngineOptions& options) {
-  return std::make_unique<RedisEngine>(matrix, options);
+}  // namespace pathlock::redis
+
+namespace pathlock {
+
+std::unique_ptr<LockEngine> make_redis_engine(const RedisOptions& options) {
+  return std::make_unique<redis::RedisEngine>(options.matrix ? *options.matrix : default_matrix(), options);
 }
 
-}  // namespace pathlock::redis
+}  // namespace pathlock

@@ -11,14 +11,16 @@
 // share one engine). Embedded: one engine for the whole run, shared by filler
 // and clients.
 //
-// Engines are made in exactly one place, open_engine(): the one line to
-// adapt when the public options change.
+// Engines are made in exactly one place, open_engine(), with the backend's
+// own factory (make_redis_engine, make_memory_engine).
 #include <fmt/format.h>
 
 #include <atomic>
 #include <exception>
 #include <mutex>
 #include <pathlock/engine.hpp>
+#include <pathlock/memory.hpp>
+#include <pathlock/redis.hpp>
 #include <thread>
 
 #include "subject.hpp"
@@ -38,13 +40,11 @@ std::string parent_of(const std::string& path) {
 }
 
 std::shared_ptr<LockEngine> open_engine(Engine engine, const std::string& url, std::size_t pool) {
-  EngineOptions o;
-  o.backend = engine == Engine::redis ? Backend::redis : Backend::memory;
-  if (engine == Engine::redis) {
-    o.redis_url = url;
-    o.pool_size = pool;
-  }
-  return make_engine(o);
+  if (engine == Engine::memory) return make_memory_engine();
+  RedisOptions o;
+  o.url = url;
+  o.pool_size = pool;
+  return make_redis_engine(o);
 }
 
 class PathlockSubject final : public Subject {
