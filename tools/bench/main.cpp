@@ -52,7 +52,7 @@ int run(const Options& opt, const std::string& command) {
   results.plan = make_plan(opt.quick, opt.max_held);
   RunInfo& info = results.info;
   info.mode = opt.quick ? "quick" : "full";
-  if (opt.max_held > 0) info.mode += ", held up to " + fmt_count(opt.max_held);
+  if (opt.max_held > 0) info.mode = (opt.quick ? "quick, " : "") + ("held up to " + fmt_count(opt.max_held));
   info.command = command;
   info.started_utc = utc_now();
   info.commit = git_revision();
