@@ -44,7 +44,9 @@ std::string cell(const Results& r, At at, const std::string& series) {
   const Point* p = r.any(at);
   if (!p) return "-";
   if (!p->ok()) return "skipped";
-  return fmt::format("{} / {} · {}/s", fmt_us(p->m.p50_us), fmt_us(p->m.p99_us), fmt_rate(p->m.throughput));
+  std::string text = fmt::format("{} / {} · {}/s", fmt_us(p->m.p50_us), fmt_us(p->m.p99_us), fmt_rate(p->m.throughput));
+  if (p->m.unexpected) text += fmt::format(" · **{} unexpected**", p->m.unexpected);  // a subject bug
+  return text;
 }
 
 std::string latency_table(const Results& r, const std::string& first, const Rows& rows,
