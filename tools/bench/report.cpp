@@ -175,8 +175,35 @@ std::string scale_section(const Results& r) {
   return md + "\n";
 }
 
+std::string topology_section(const Results& r) {
+  const Plan& p = r.plan;
+  if (p.topology_namespaces.empty()) return {};
+  auto at = [&](unsigned n, unsigned masters) {
+    return At{"topology", "pathlock-redis", Task::pair, p.topology_held, p.topology_clients, p.base_depth, n, masters};
+  };
+  std::string md = fmt::format(
+      "### Namespaces and masters (pathlock-redis, {} clients spread over the namespaces, {} held in each, depth "
+      "{})\n\n",
+      p.topology_clients, fmt_count(p.topology_held), p.base_depth);
+  md += "1 master: the server of the other sweeps; 3 masters: a local Redis Cluster of 3 masters + 3 replicas on the "
+        "same machine (a namespace lives on one master). Redis CPU per pair: the masters' sum, replicas not "
+        "counted.\n\n";
+  md += "| namespaces | 1 master | 3 masters | 3/1 pairs/s | CPU 1 master | CPU 3 masters |\n"
+        "|---:|---|---|---:|---:|---:|\n";
+  for (unsigned n : p.topology_namespaces) {
+    const Point* one = r.find(at(n, 1));
+    const Point* three = r.find(at(n, 3));
+    md += fmt::format("| {} | {} | {} | {} | {} | {} |\n", n, cell(r, at(n, 1), "pathlock-redis"),
+                      cell(r, at(n, 3), "pathlock-redis"),
+                      fmt_ratio(one && three ? three->m.throughput / one->m.throughput : NAN),
+                      fmt_us(one ? one->m.server_cpu_us : NAN), fmt_us(three ? three->m.server_cpu_us : NAN));
+  }
+  return md + "\n";
+}
+
 using Section = std::string (*)(const Results&);
-constexpr Section kSections[] = {held_section, refused_section, clients_section, depth_section, scale_section};
+constexpr Section kSections[] = {held_section,  refused_section, clients_section,
+                                 depth_section, scale_section,   topology_section};
 
 }  // namespace
 
@@ -189,8 +216,9 @@ LiveLog::LiveLog(const std::string& out_dir)
 
 void LiveLog::point(const Point& p) {
   const At& a = p.at;
-  const std::string where = fmt::format("[{:<7}] {:<16} held={:<8} clients={:<3} depth={:<3}", a.sweep, a.series,
-                                        a.held, a.clients, a.depth);
+  std::string where = fmt::format("[{:<7}] {:<16} held={:<8} clients={:<3} depth={:<3}", a.sweep, a.series, a.held,
+                                  a.clients, a.depth);
+  if (a.namespaces != 1 || a.masters != 1) where += fmt::format(" namespaces={} masters={}", a.namespaces, a.masters);
   if (p.ok()) {
     const Measurement& m = p.m;
     fmt::print(stderr, "{} p50 {:>9}  p99 {:>9}  {:>7} {}/s  ({} {}{}, {:.1f} s{})\n", where, fmt_us(m.p50_us),

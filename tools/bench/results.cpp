@@ -15,12 +15,16 @@ Plan make_plan(bool quick, std::size_t max_held) {
     p.clients = {1, 8};
     p.depths = {3, 5};
     p.scale_held = 10000;
+    p.topology_namespaces = {1, 4};
+    p.topology_clients = 4;
+    p.topology_held = 100;
     p.window = Window{0.1, 0.4, 3};
   }
   if (max_held > 0) {
     std::erase_if(p.held, [&](std::size_t h) { return h > max_held; });
     p.ref_held = std::min(p.ref_held, max_held);
     p.scale_held = std::min(p.scale_held, max_held);
+    p.topology_held = std::min(p.topology_held, max_held);
     if (std::find(p.held.begin(), p.held.end(), p.ref_held) == p.held.end()) p.held.push_back(p.ref_held);
     std::sort(p.held.begin(), p.held.end());
   }

@@ -29,9 +29,13 @@ struct Plan {
   int base_depth = 5;
   std::size_t ref_held = 10000;     // held locks for the clients and depth sweeps
   std::size_t scale_held = 100000;  // per namespace, embedded 1 vs 2 threads
+  std::vector<unsigned> topology_namespaces{1, 8, 32};
+  unsigned topology_clients = 32;     // spread over the namespaces
+  std::size_t topology_held = 1000;   // per namespace
   Window window{0.5, 4.0, 5};
 };
-// quick: held 0/1k/10k, clients 1/8, depths 3/5, short windows.
+// quick: held 0/1k/10k, clients 1/8, depths 3/5, topology 1/4 namespaces
+// with 4 clients and 100 held, short windows.
 // max_held > 0 drops larger held counts (and lowers ref_held/scale_held to it).
 Plan make_plan(bool quick, std::size_t max_held);
 

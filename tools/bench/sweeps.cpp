@@ -9,6 +9,11 @@
 
 #include "report.hpp"
 
+#if __has_include("redis_devtools/redis_cluster.hpp")
+#include "redis_devtools/redis_cluster.hpp"
+#define PATHLOCK_BENCH_HAS_CLUSTER 1
+#endif
+
 namespace pathlock::bench {
 namespace {
 
@@ -55,6 +60,7 @@ void Sweeps::run() {
   held_sweep();
   depth_sweep();
   scale_sweep();
+  topology_sweep();
 }
 
 // ---- setup ---------------------------------------------------------------------
@@ -101,6 +107,7 @@ void Sweeps::make_series() {
       fmt::print(stderr, "{}: skipped: {}\n", name, s.skip);
       results_.skipped[name] = s.skip;
     }
+    if (s.subject && s.subject->in_redis()) s.server = info_.get();
     results_.series.push_back(name);
     if (needs_redis) results_.redis_series.push_back(name);
     series_.push_back(std::move(s));
@@ -119,12 +126,12 @@ bool Sweeps::fill(Series& s, const World& w, std::size_t target) {
   std::size_t& have = s.held[w.tag];
   if (have >= target) return true;
   try {
-    const bool redis = s.subject->in_redis();
-    const long long before = redis ? used_memory(*info_) : 0;
+    RedisConnection* server = s.server;
+    const long long before = server ? used_memory(*server) : 0;
     const auto t0 = Clock::now();
     s.subject->fill(w, have, target);
     Fill f{s.name, w.tag, have, target, std::chrono::duration<double>(Clock::now() - t0).count(), 0};
-    f.memory_growth = redis ? used_memory(*info_) - before : 0;
+    f.memory_growth = server ? used_memory(*server) - before : 0;
     have = target;
     results_.fills.push_back(f);
     log_.fill(f);
@@ -141,7 +148,7 @@ bool Sweeps::fill(Series& s, const World& w, std::size_t target) {
 const Point& Sweeps::point(Series& s, const At& at, const World& w, const std::string& forced_skip) {
   if (forced_skip.empty() && s.skip.empty() && fill(s, w, at.held)) {
     std::vector<RedisConnection*> servers;
-    if (s.subject->in_redis()) servers.push_back(info_.get());
+    if (s.server) servers.push_back(s.server);
     return measure_point(
         s, at, [&] { return s.subject->workers(w, at.held, at.clients, at.task); }, servers);
   }
@@ -268,6 +275,77 @@ void Sweeps::scale_sweep() {
         },
         {});
   }
+}
+
+// pathlock-redis with many namespaces, on the one server of the other sweeps
+// (1 master) and on a local cluster of 3 masters (when this build has the
+// launcher; started here and stopped at the end of the sweep).
+void Sweeps::topology_sweep() {
+  const Plan& plan = results_.plan;
+  Series& single = series_.front();  // pathlock-redis on the server above
+  auto at = [&](unsigned namespaces, unsigned masters) {
+    return At{"topology", single.name, Task::pair, plan.topology_held, plan.topology_clients, plan.base_depth,
+              namespaces, masters};
+  };
+  for (unsigned n : plan.topology_namespaces) {
+    if (single.skip.empty() && single.server)
+      topology_point(single, at(n, 1), "t", {single.server});
+    else
+      record(Point{at(n, 1), {}, "skipped: " + (single.skip.empty() ? "no single server" : single.skip)});
+  }
+#ifdef PATHLOCK_BENCH_HAS_CLUSTER
+  std::string why;
+  if (!single.skip.empty()) why = single.skip;
+  try {
+    if (why.empty()) {
+      fmt::print(stderr, "starting a local cluster of 3 masters + 3 replicas\n");
+      const devtools::ClusterServers cluster;
+      std::vector<std::unique_ptr<RedisConnection>> masters;
+      std::vector<RedisConnection*> cpu;
+      for (std::size_t m : cluster.masters()) {
+        masters.push_back(std::make_unique<RedisConnection>(cluster.node(m).url()));
+        cpu.push_back(masters.back().get());
+      }
+      Series s;
+      s.name = single.name;
+      s.subject = make_pathlock_subject(Engine::redis, cluster.url(), results_.info.run_id);
+      for (unsigned n : plan.topology_namespaces) topology_point(s, at(n, static_cast<unsigned>(cpu.size())), "m", cpu);
+      return;  // the cluster stops here
+    }
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const std::exception& e) {
+    why = one_line(fmt::format("the local cluster failed: {}", e.what()));
+  }
+#else
+  const std::string why = "this build has no local cluster launcher (tools/redis_devtools/redis_cluster.hpp)";
+#endif
+  for (unsigned n : plan.topology_namespaces)
+    if (!results_.any(at(n, 3))) record(Point{at(n, 3), {}, "skipped: " + why});
+}
+
+void Sweeps::topology_point(Series& s, const At& at, const std::string& prefix,
+                            const std::vector<RedisConnection*>& cpu) {
+  std::vector<World> worlds;
+  for (unsigned i = 0; i < at.namespaces; ++i) {
+    worlds.push_back(World{fmt::format("{}{}", prefix, i), at.depth});
+    if (!fill(s, worlds.back(), at.held)) {
+      record(Point{at, {}, "skipped: " + s.skip});
+      return;
+    }
+  }
+  measure_point(
+      s, at,
+      [&] {
+        std::vector<std::unique_ptr<Worker>> all;
+        for (unsigned i = 0; i < at.namespaces; ++i) {
+          const unsigned clients = at.clients / at.namespaces + (i < at.clients % at.namespaces ? 1 : 0);
+          if (clients == 0) continue;
+          for (auto& w : s.subject->workers(worlds[i], at.held, clients, Task::pair)) all.push_back(std::move(w));
+        }
+        return all;
+      },
+      cpu);
 }
 
 }  // namespace pathlock::bench

@@ -10,6 +10,10 @@
 //   clients  1, 8, 32, 64 client threads       (10k held, depth 5)
 //   depth    2, 3, 5, 10 path components       (10k held, 1 client)
 //   scale    the embedded backend, 1 thread in one namespace vs 2 threads in two
+//   topology pathlock-redis, 32 clients spread over 1, 8, 32 namespaces (1k
+//            held each), on the server above (1 master) and on a local
+//            cluster of 3 masters + 3 replicas (tools/redis_devtools), when
+//            this build has the launcher; CPU = the masters' sum
 // Every world is filled step by step (1k, then 9k more, ...), so each fill
 // is recorded with its time and Redis memory growth. Redis CPU is read
 // (INFO cpu) before and after each point: CPU per step = growth / steps.
@@ -22,14 +26,13 @@
 // A subject that cannot run (no server, a backend that fails to start) is
 // reported as "skipped: <reason>" and the others still run.
 //
-// Adding a sweep (e.g. topology: pairs/s over many namespaces on 1 and on 3
-// masters, once tools/redis_devtools can launch a local cluster):
+// Adding a sweep (topology_sweep() is the model):
 //   1. a method here, called from run(), that records points whose At
-//      (results.hpp) says what varies (At::namespaces, At::masters): it
-//      makes a subject on the cluster's URL (make_series shows how), fills
-//      one world per namespace (fill()), and hands measure_point() the
-//      workers of all of them plus a connection to each master, whose
-//      INFO cpu growths are summed (scale_sweep() is the in-process model);
+//      (results.hpp) says what varies (a new field there if needed): it
+//      makes the subjects it needs (make_series shows how; a Series names
+//      the server whose INFO it reads), fills its worlds (fill()), and
+//      hands measure_point() the workers of all of them plus a connection
+//      to each server whose INFO cpu growths are summed;
 //   2. a section in report.cpp (kSections), a plot in plots.cpp if useful,
 //      a goal in goals.cpp if there is one;
 //   3. the sweep's line in docs/benchmarks.md and tools/bench/README.md.
@@ -75,6 +78,7 @@ class Sweeps {
     std::unique_ptr<Subject> subject;
     std::string skip;                            // non-empty: why it no longer runs
     std::map<std::string, std::size_t> held;     // world tag -> held locks
+    RedisConnection* server = nullptr;           // the one server whose memory and CPU it uses, if any
   };
 
   void start_redis();
@@ -94,6 +98,9 @@ class Sweeps {
   void clients_sweep(const World& w);
   void depth_sweep();
   void scale_sweep();
+  void topology_sweep();
+  // Measures one topology point of series s: clients spread over worlds t0..t(n-1) of `prefix`.
+  void topology_point(Series& s, const At& at, const std::string& prefix, const std::vector<RedisConnection*>& cpu);
 
   Options opt_;
   Results& results_;
