@@ -83,7 +83,7 @@ int run(const Options& opt, const std::string& command) {
 int usage(const char* argv0, int status) {
   fmt::print(stderr,
              "usage: {} [--quick] [--max-held N] [--redis URL] [--out DIR] [--update-docs FILE]\n"
-             "  --quick             small sweeps and short windows (well under a minute)\n"
+             "  --quick             small sweeps and short windows (under a minute)\n"
              "  --max-held N        leave out held counts above N (e.g. 10000 for a medium run)\n"
              "  --redis URL         use this server instead of starting redis-server\n"
              "  --out DIR           results folder (default {})\n"
