@@ -5,7 +5,7 @@
 // the floor any Redis lock pays (two round trips per pair). It knows no
 // tree: its refused acquire is SET NX on a held lock's own key.
 //
-// scan: the original algorithm as MATRIX.md describes it. Every lock of a
+// scan: the original algorithm as docs/matrix.md describes it. Every lock of a
 // project is a field of ONE hash (field = locked path, value =
 // "owner|expires_at_ms", the expiry taken from the CLIENT's clock, as the
 // original did). acquire is a Lua script that reads every held path (HKEYS;

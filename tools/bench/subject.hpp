@@ -7,7 +7,7 @@
 //                    on every ancestor's key (shared), SET NX on the leaf's
 //                    key (exclusive); released the same way (the way
 //                    Nextcloud's file locking works today)
-//   scan             the original implementation (MATRIX.md, "Lessons"):
+//   scan             the original implementation (docs/matrix.md, "The original implementation"):
 //                    every lock of a project in ONE hash, every request a Lua
 //                    script that scans all of them with substring tests
 //   pathlock-memory  pathlock's public API on the embedded backend

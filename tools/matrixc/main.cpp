@@ -3,7 +3,9 @@
 // Run by CMake through pathlock_compile_matrix(); see tools/cmake.
 //
 // Every output is written only when its content changed, so editing the
-// JSON rebuilds exactly what depends on the changed outputs.
+// JSON rebuilds exactly what depends on the changed outputs. An invalid file
+// fails the build with every problem, one "error: " line each; rules marked
+// "review" print "warning: " lines and build.
 #include "matrix/emit.hpp"
 
 #include <fmt/format.h>
@@ -81,6 +83,7 @@ int main(int argc, char** argv) {
         if (f.extension() == ".luainc") includes.push_back(LuaTemplate{f.stem().string(), read_file(f)});
       }
     }
+    for (const std::string& w : warnings(m)) std::cerr << "warning: " << w << "\n";
     const fs::path dir(out);
     write_if_changed(dir / "include" / header, emit_header(m, cxx_ns, lua, includes));
     for (const LuaTemplate& t : lua) write_if_changed(dir / "lua" / (t.name + ".lua"), emit_lua(m, t, includes));
@@ -92,7 +95,7 @@ int main(int argc, char** argv) {
       s << m.fingerprint() << "\n";
     }
   } catch (const MatrixError& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    for (const std::string& p : e.problems()) std::cerr << "error: " << p << "\n";
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "error: " << json << ": " << e.what() << "\n";
