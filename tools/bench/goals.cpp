@@ -44,9 +44,8 @@ std::vector<Goal> evaluate_goals(const Results& r) {
     const Point* bare = at("held", "bare", p.ref_held, 1, d);
     const double x = pl && bare ? pl->m.server_cpu_us / bare->m.server_cpu_us : NAN;
     const bool measured = std::isfinite(x);
-    const std::string figures =
-        fmt::format("{} vs {} = {}", pl ? fmt_us(pl->m.server_cpu_us) : "-", bare ? fmt_us(bare->m.server_cpu_us) : "-",
-                    fmt_ratio(x));
+    const std::string figures = fmt::format("{} vs {} = {}", pl ? fmt_us(pl->m.server_cpu_us) : "-",
+                                            bare ? fmt_us(bare->m.server_cpu_us) : "-", fmt_ratio(x));
     g.add(measured, x <= 5.0,
           fmt::format("pathlock-redis Redis CPU per pair <= 5x the bare pair's ({}, 1 client): {}", ref, figures));
     g.add(measured, x <= 4.0, fmt::format("stretch: the same <= 4x: {}", fmt_ratio(x)));
@@ -83,10 +82,10 @@ std::vector<Goal> evaluate_goals(const Results& r) {
         ++n;
       }
     const bool all = n == p.held.size() && n > 1;
-    g.add(all, hi / lo <= 1.25,
-          fmt::format("pathlock-redis p50 flat within 1.25x from 0 to {} held (1 client, depth {}): min {} max {} = {}",
-                      fmt_count(top), d, all ? fmt_us(lo) : "-", all ? fmt_us(hi) : "-",
-                      all ? fmt_ratio(hi / lo) : "-"));
+    g.add(
+        all, hi / lo <= 1.25,
+        fmt::format("pathlock-redis p50 flat within 1.25x from 0 to {} held (1 client, depth {}): min {} max {} = {}",
+                    fmt_count(top), d, all ? fmt_us(lo) : "-", all ? fmt_us(hi) : "-", all ? fmt_ratio(hi / lo) : "-"));
   }
   // scan: pairs/s at 100k held (or the most held below).
   {
@@ -119,9 +118,10 @@ std::vector<Goal> evaluate_goals(const Results& r) {
       parts.push_back(fmt::format("depth {}: {} vs {} = {}", depth, fmt_us(pl->m.p50_us), fmt_us(lvl->m.p50_us),
                                   fmt_ratio(pl->m.p50_us / lvl->m.p50_us)));
     }
-    g.add(measured, pass,
-          fmt::format("pathlock-redis pair p50 below the per-level lock's at depth 3 and beyond ({} held, 1 client): {}",
-                      fmt_count(p.ref_held), parts.empty() ? "-" : fmt::format("{}", fmt::join(parts, "; "))));
+    g.add(
+        measured, pass,
+        fmt::format("pathlock-redis pair p50 below the per-level lock's at depth 3 and beyond ({} held, 1 client): {}",
+                    fmt_count(p.ref_held), parts.empty() ? "-" : fmt::format("{}", fmt::join(parts, "; "))));
   }
   // embedded: pairs/s with the most held vs with none.
   {

@@ -95,8 +95,7 @@ class PathlockSubject final : public Subject {
     if (error) std::rethrow_exception(error);
   }
 
-  std::vector<std::unique_ptr<Worker>> workers(const World& w, std::size_t held, unsigned clients,
-                                               Task task) override {
+  std::vector<std::unique_ptr<Worker>> workers(const World& w, std::size_t held, unsigned clients, Task task) override {
     const std::shared_ptr<LockEngine> engine = engine_ == Engine::redis ? open_engine(engine_, url_, clients) : filler_;
     std::vector<std::unique_ptr<Worker>> out;
     for (unsigned c = 0; c < clients; ++c)
@@ -113,10 +112,10 @@ class PathlockSubject final : public Subject {
       ring_.reserve(kRing);
       const std::string owner = fmt::format("client-{}", c);
       for (std::size_t k = 0; k < kRing; ++k)
-        ring_.push_back(task == Task::pair ? LockRequest{ns, owner, "rename_folder",
-                                                         {{"target", probe_path(depth, held, c, k)}}, kPairTtl}
-                                           : LockRequest{ns, owner, "delete_folder",
-                                                         {{"target", refused_path(depth, held, c, k)}}, kPairTtl});
+        ring_.push_back(
+            task == Task::pair
+                ? LockRequest{ns, owner, "rename_folder", {{"target", probe_path(depth, held, c, k)}}, kPairTtl}
+                : LockRequest{ns, owner, "delete_folder", {{"target", refused_path(depth, held, c, k)}}, kPairTtl});
     }
     bool step(std::size_t k) override {
       const AcquireResult r = engine_->acquire(ring_[k % kRing]);

@@ -57,8 +57,7 @@ class BareSubject final : public Subject {
     });
   }
 
-  std::vector<std::unique_ptr<Worker>> workers(const World& w, std::size_t held, unsigned clients,
-                                               Task task) override {
+  std::vector<std::unique_ptr<Worker>> workers(const World& w, std::size_t held, unsigned clients, Task task) override {
     std::vector<std::unique_ptr<Worker>> out;
     for (unsigned c = 0; c < clients; ++c)
       out.push_back(std::make_unique<BareWorker>(url_, sha_, key_prefix(w.tag), w.depth, held, c, task));
@@ -145,8 +144,7 @@ class ScanSubject final : public Subject {
     });
   }
 
-  std::vector<std::unique_ptr<Worker>> workers(const World& w, std::size_t held, unsigned clients,
-                                               Task task) override {
+  std::vector<std::unique_ptr<Worker>> workers(const World& w, std::size_t held, unsigned clients, Task task) override {
     std::vector<std::unique_ptr<Worker>> out;
     for (unsigned c = 0; c < clients; ++c)
       out.push_back(
@@ -159,7 +157,11 @@ class ScanSubject final : public Subject {
    public:
     ScanWorker(const std::string& url, std::string acquire, std::string release, std::string key, int depth,
                std::size_t held, unsigned c, Task task)
-        : conn_(url), acquire_(std::move(acquire)), release_(std::move(release)), key_(std::move(key)), client_(c),
+        : conn_(url),
+          acquire_(std::move(acquire)),
+          release_(std::move(release)),
+          key_(std::move(key)),
+          client_(c),
           task_(task) {
       for (std::size_t k = 0; k < kRing; ++k)
         paths_.push_back(task == Task::pair ? probe_path(depth, held, c, k) : refused_path(depth, held, c, k));

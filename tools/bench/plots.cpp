@@ -56,14 +56,16 @@ void write_plots(const Results& r, const std::string& out_dir) {
     for (std::size_t i = 0; i < r.series.size(); ++i) {
       const std::string& name = r.series[i];
       if (!std::any_of(r.points.begin(), r.points.end(), [&](const Point& p) {
-            return p.at.sweep == sweep && p.at.series == name && p.ok() && (column != 5 || !std::isnan(p.m.server_cpu_us));
+            return p.at.sweep == sweep && p.at.series == name && p.ok() &&
+                   (column != 5 || !std::isnan(p.m.server_cpu_us));
           }))
         continue;
       cmd += cmd.empty() ? "plot " : ", \\\n     ";
       cmd += fmt::format("{} using 1:{} with linespoints lw 2 lc {} title '{}{}'", blocks[sweep][name], column, i + 1,
                          name, column == 2 ? " p50" : "");
       if (column == 2)
-        cmd += fmt::format(", {} using 1:3 with linespoints dt 2 lc {} title '{} p99'", blocks[sweep][name], i + 1, name);
+        cmd +=
+            fmt::format(", {} using 1:3 with linespoints dt 2 lc {} title '{} p99'", blocks[sweep][name], i + 1, name);
     }
     if (!cmd.empty()) out << "set output '" << output << "'\nset ylabel '" << ylabel << "'\n" << cmd << "\n";
   };

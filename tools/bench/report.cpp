@@ -74,8 +74,8 @@ std::string cpu_table(const Results& r, const std::string& first, const Rows& ro
     const double bare = value(r, at, "bare", Metric::cpu);
     for (const std::string& s : r.redis_series) {
       const double cpu = value(r, at, s, Metric::cpu);
-      md += " " + fmt_us(cpu) + (s == "bare" || std::isnan(cpu * bare) ? "" : " (" + fmt_ratio(cpu / bare) + ")") +
-            " |";
+      md +=
+          " " + fmt_us(cpu) + (s == "bare" || std::isnan(cpu * bare) ? "" : " (" + fmt_ratio(cpu / bare) + ")") + " |";
     }
     md += "\n";
   }
@@ -96,9 +96,10 @@ std::string held_section(const Results& r) {
                       {{"pathlock/bare p50", "pathlock-redis", "bare", Metric::p50},
                        {"scan/pathlock p50", "scan", "pathlock-redis", Metric::p50}});
   md += fmt::format(kCpuNote, "pair", "pairs") + "\n\n" + cpu_table(r, "held", rows);
-  md += "Redis memory per held lock (growth of `used_memory` over the fills / locks held) and fill speed (held locks "
-        "added per second by the fill that reached the count: pathlock through its public API on 4 threads, the "
-        "peers with pipelined commands):\n\n| held |";
+  md +=
+      "Redis memory per held lock (growth of `used_memory` over the fills / locks held) and fill speed (held locks "
+      "added per second by the fill that reached the count: pathlock through its public API on 4 threads, the "
+      "peers with pipelined commands):\n\n| held |";
   std::string rule = "|---:|";
   for (const std::string& s : r.redis_series) md += " memory " + s + " |", rule += "---:|";
   for (const std::string& s : r.series) md += " fill " + s + " |", rule += "---:|";
@@ -113,8 +114,7 @@ std::string held_section(const Results& r) {
     }
     for (const std::string& s : r.series) {
       const Fill* f = r.fill_to(s, world, h);
-      md += " " + (f ? fmt_rate(static_cast<double>(f->to - f->from) / std::max(f->seconds, 1e-9)) + "/s" : "-") +
-            " |";
+      md += " " + (f ? fmt_rate(static_cast<double>(f->to - f->from) / std::max(f->seconds, 1e-9)) + "/s" : "-") + " |";
     }
     md += "\n";
   }
@@ -130,9 +130,10 @@ std::string refused_section(const Results& r) {
     if (h > 0) rows.push_back({fmt_count(h), At{"refused", "", Task::refused, h, 1, p.base_depth}});
   if (rows.empty()) return {};
   std::string md = fmt::format("### Refused acquire (1 client, depth {})\n\n", p.base_depth);
-  md += "One acquire that a held lock refuses: pathlock asks for `delete_folder` of a held lock's parent folder (the "
-        "reply names the lock below), per-level for the parent's exclusive lock, scan for the parent, bare for the "
-        "held key itself (it knows no tree).\n\n";
+  md +=
+      "One acquire that a held lock refuses: pathlock asks for `delete_folder` of a held lock's parent folder (the "
+      "reply names the lock below), per-level for the parent's exclusive lock, scan for the parent, bare for the "
+      "held key itself (it knows no tree).\n\n";
   md += latency_table(r, "held", rows, {{"pathlock/bare p50", "pathlock-redis", "bare", Metric::p50}});
   md += fmt::format(kCpuNote, "refused acquire", "attempts") + "\n\n" + cpu_table(r, "held", rows);
   return md;
@@ -185,11 +186,13 @@ std::string topology_section(const Results& r) {
       "### Namespaces and masters (pathlock-redis, {} clients spread over the namespaces, {} held in each, depth "
       "{})\n\n",
       p.topology_clients, fmt_count(p.topology_held), p.base_depth);
-  md += "1 master: the server of the other sweeps; 3 masters: a local Redis Cluster of 3 masters + 3 replicas on the "
-        "same machine (a namespace lives on one master). Redis CPU per pair: the masters' sum, replicas not "
-        "counted.\n\n";
-  md += "| namespaces | 1 master | 3 masters | 3/1 pairs/s | CPU 1 master | CPU 3 masters |\n"
-        "|---:|---|---|---:|---:|---:|\n";
+  md +=
+      "1 master: the server of the other sweeps; 3 masters: a local Redis Cluster of 3 masters + 3 replicas on the "
+      "same machine (a namespace lives on one master). Redis CPU per pair: the masters' sum, replicas not "
+      "counted.\n\n";
+  md +=
+      "| namespaces | 1 master | 3 masters | 3/1 pairs/s | CPU 1 master | CPU 3 masters |\n"
+      "|---:|---|---|---:|---:|---:|\n";
   for (unsigned n : p.topology_namespaces) {
     const Point* one = r.find(at(n, 1));
     const Point* three = r.find(at(n, 3));
@@ -216,8 +219,8 @@ LiveLog::LiveLog(const std::string& out_dir)
 
 void LiveLog::point(const Point& p) {
   const At& a = p.at;
-  std::string where = fmt::format("[{:<7}] {:<16} held={:<8} clients={:<3} depth={:<3}", a.sweep, a.series, a.held,
-                                  a.clients, a.depth);
+  std::string where =
+      fmt::format("[{:<7}] {:<16} held={:<8} clients={:<3} depth={:<3}", a.sweep, a.series, a.held, a.clients, a.depth);
   if (a.namespaces != 1 || a.masters != 1) where += fmt::format(" namespaces={} masters={}", a.namespaces, a.masters);
   if (p.ok()) {
     const Measurement& m = p.m;

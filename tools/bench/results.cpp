@@ -59,9 +59,8 @@ double Results::bytes_per_lock(const std::string& s, const std::string& world, s
 
 // ---- CSV ----------------------------------------------------------------------
 std::vector<std::string> csv_header() {
-  return {"sweep",   "series", "task",       "held",    "clients", "depth",  "namespaces",
-          "masters", "ops",    "unexpected", "seconds", "ops_per_s", "p50_us", "p99_us",
-          "max_us",  "redis_cpu_us_per_op",  "status"};
+  return {"sweep",      "series",  "task",      "held",   "clients", "depth",  "namespaces",          "masters", "ops",
+          "unexpected", "seconds", "ops_per_s", "p50_us", "p99_us",  "max_us", "redis_cpu_us_per_op", "status"};
 }
 
 std::vector<std::string> csv_row(const Point& p) {
@@ -77,9 +76,8 @@ std::vector<std::string> csv_row(const Point& p) {
                                std::to_string(a.masters)};
   auto num = [](double v, int digits) { return std::isnan(v) ? std::string() : fmt::format("{:.{}f}", v, digits); };
   if (p.ok()) {
-    for (std::string v : {std::to_string(m.ops), std::to_string(m.unexpected), num(m.seconds, 3),
-                          num(m.throughput, 1), num(m.p50_us, 2), num(m.p99_us, 2), num(m.max_us, 2),
-                          num(m.server_cpu_us, 2)})
+    for (std::string v : {std::to_string(m.ops), std::to_string(m.unexpected), num(m.seconds, 3), num(m.throughput, 1),
+                          num(m.p50_us, 2), num(m.p99_us, 2), num(m.max_us, 2), num(m.server_cpu_us, 2)})
       row.push_back(std::move(v));
   } else {
     row.resize(row.size() + 8);

@@ -30,8 +30,8 @@ struct Plan {
   std::size_t ref_held = 10000;     // held locks for the clients and depth sweeps
   std::size_t scale_held = 100000;  // per namespace, embedded 1 vs 2 threads
   std::vector<unsigned> topology_namespaces{1, 8, 32};
-  unsigned topology_clients = 32;     // spread over the namespaces
-  std::size_t topology_held = 1000;   // per namespace
+  unsigned topology_clients = 32;    // spread over the namespaces
+  std::size_t topology_held = 1000;  // per namespace
   Window window{0.5, 4.0, 5};
 };
 // quick: held 0/1k/10k, clients 1/8, depths 3/5, topology 1/4 namespaces
@@ -76,9 +76,9 @@ struct RunInfo {
 struct Results {
   Plan plan;
   RunInfo info;
-  std::vector<std::string> series;            // every subject, in run order
-  std::vector<std::string> redis_series;      // those whose locks live in Redis, same order
-  std::map<std::string, std::string> skipped; // series -> why it (partly) did not run
+  std::vector<std::string> series;             // every subject, in run order
+  std::vector<std::string> redis_series;       // those whose locks live in Redis, same order
+  std::map<std::string, std::string> skipped;  // series -> why it (partly) did not run
   std::vector<Point> points;
   std::vector<Fill> fills;
   std::string scan_stop;  // why the scan baseline was not run on larger held counts
@@ -101,10 +101,10 @@ std::vector<std::string> fill_csv_header();
 std::vector<std::string> fill_csv_row(const Fill& f);
 
 // ---- formatting -------------------------------------------------------------
-std::string fmt_us(double us);          // "154 µs", "41.7 ms", "-" for NaN
-std::string fmt_rate(double r);         // "5816", "16.8k", "1.03M"
-std::string fmt_count(std::size_t n);   // "1k", "1M", "1500"
-std::string fmt_ratio(double r);        // "2.92x", "-" when not finite
-std::string task_name(Task t);          // "pair", "refused"
+std::string fmt_us(double us);         // "154 µs", "41.7 ms", "-" for NaN
+std::string fmt_rate(double r);        // "5816", "16.8k", "1.03M"
+std::string fmt_count(std::size_t n);  // "1k", "1M", "1500"
+std::string fmt_ratio(double r);       // "2.92x", "-" when not finite
+std::string task_name(Task t);         // "pair", "refused"
 
 }  // namespace pathlock::bench

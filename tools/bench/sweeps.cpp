@@ -27,8 +27,7 @@ std::string one_line(std::string s) {
 
 }  // namespace
 
-Sweeps::Sweeps(const Options& options, Results& results, LiveLog& log)
-    : opt_(options), results_(results), log_(log) {}
+Sweeps::Sweeps(const Options& options, Results& results, LiveLog& log) : opt_(options), results_(results), log_(log) {}
 
 Sweeps::~Sweeps() {
   if (!server_ && info_) {  // an external server: delete this run's keys (our own server just stops)
@@ -169,8 +168,7 @@ const Point& Sweeps::measure_point(Series& s, const At& at, const MakeWorkers& m
     };
     const double cpu0 = cpu();
     p.m = measure(workers, results_.plan.window);
-    if (!servers.empty() && p.m.all_ops)
-      p.m.server_cpu_us = (cpu() - cpu0) * 1e6 / static_cast<double>(p.m.all_ops);
+    if (!servers.empty() && p.m.all_ops) p.m.server_cpu_us = (cpu() - cpu0) * 1e6 / static_cast<double>(p.m.all_ops);
   } catch (const Interrupted&) {
     throw;
   } catch (const std::exception& e) {
@@ -218,8 +216,8 @@ void Sweeps::held_sweep() {
         const At at{task == Task::pair ? "held" : "refused", s.name, task, held, 1, plan.base_depth};
         const Point& p = point(s, at, w, scan_limit(s, task, held));
         if (s.name == "scan" && p.ok() && p.m.max_us > kScanLimitUs && results_.scan_stop.empty())
-          results_.scan_stop = fmt::format("one request took {:.1f} s at {} held (limit 1 s)", p.m.max_us / 1e6,
-                                           fmt_count(held));
+          results_.scan_stop =
+              fmt::format("one request took {:.1f} s at {} held (limit 1 s)", p.m.max_us / 1e6, fmt_count(held));
       }
     }
     if (held == plan.ref_held) clients_sweep(w);
@@ -265,15 +263,15 @@ void Sweeps::scale_sweep() {
       record(Point{at, {}, "skipped: " + s.skip});
       continue;
     }
-    measure_point(
-        s, at,
-        [&] {
-          std::vector<std::unique_ptr<Worker>> all;
-          for (unsigned t = 0; t < threads; ++t)
-            for (auto& w : s.subject->workers(worlds[t], plan.scale_held, 1, Task::pair)) all.push_back(std::move(w));
-          return all;
-        },
-        {});
+    measure_point(s, at,
+                  [&] {
+                    std::vector<std::unique_ptr<Worker>> all;
+                    for (unsigned t = 0; t < threads; ++t)
+                      for (auto& w : s.subject->workers(worlds[t], plan.scale_held, 1, Task::pair))
+                        all.push_back(std::move(w));
+                    return all;
+                  },
+                  {});
   }
 }
 
@@ -284,8 +282,8 @@ void Sweeps::topology_sweep() {
   const Plan& plan = results_.plan;
   Series& single = series_.front();  // pathlock-redis on the server above
   auto at = [&](unsigned namespaces, unsigned masters) {
-    return At{"topology", single.name, Task::pair, plan.topology_held, plan.topology_clients, plan.base_depth,
-              namespaces, masters};
+    return At{"topology",      single.name, Task::pair, plan.topology_held, plan.topology_clients,
+              plan.base_depth, namespaces,  masters};
   };
   for (unsigned n : plan.topology_namespaces) {
     if (single.skip.empty() && single.server)

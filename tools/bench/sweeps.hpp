@@ -57,7 +57,7 @@ struct Options {
   std::size_t max_held = 0;  // 0: the plan's sizes
   std::string redis_url;     // empty: start our own server
   std::string out_dir;
-  std::string update_docs;   // empty: do not touch docs
+  std::string update_docs;  // empty: do not touch docs
 };
 
 class Sweeps {
@@ -76,9 +76,9 @@ class Sweeps {
   struct Series {
     std::string name;
     std::unique_ptr<Subject> subject;
-    std::string skip;                            // non-empty: why it no longer runs
-    std::map<std::string, std::size_t> held;     // world tag -> held locks
-    RedisConnection* server = nullptr;           // the one server whose memory and CPU it uses, if any
+    std::string skip;                         // non-empty: why it no longer runs
+    std::map<std::string, std::size_t> held;  // world tag -> held locks
+    RedisConnection* server = nullptr;        // the one server whose memory and CPU it uses, if any
   };
 
   void start_redis();

@@ -115,7 +115,6 @@ std::string load_script(RedisConnection& c, const std::string& source) {
   return command_ok(c, {"SCRIPT", "LOAD", source}).str;
 }
 
-
 // ---- machine ------------------------------------------------------------
 std::string cpu_model() {
   std::ifstream in("/proc/cpuinfo");

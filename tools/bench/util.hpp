@@ -8,8 +8,6 @@
 // throw Interrupted so destructors (the redis-server child above all) run.
 #pragma once
 
-#include "redis_devtools/redis_server.hpp"
-
 #include <sys/types.h>
 
 #include <algorithm>
@@ -19,6 +17,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "redis_devtools/redis_server.hpp"
 
 namespace pathlock::bench {
 
@@ -95,11 +95,11 @@ void pipelined(const std::string& url, std::size_t count, MakeCommand make) {
 }
 
 // ---- machine ------------------------------------------------------------
-std::string cpu_model();                        // /proc/cpuinfo "model name"
-unsigned cpu_count();                           // online processors (nproc)
-std::string utc_now();                          // 2024-01-31 12:34 UTC
-std::string load_average();                     // /proc/loadavg: the 1, 5 and 15 minute load averages
-std::string shell_join(int argc, char** argv);  // the command line, quoted for a shell
+std::string cpu_model();                          // /proc/cpuinfo "model name"
+unsigned cpu_count();                             // online processors (nproc)
+std::string utc_now();                            // 2024-01-31 12:34 UTC
+std::string load_average();                       // /proc/loadavg: the 1, 5 and 15 minute load averages
+std::string shell_join(int argc, char** argv);    // the command line, quoted for a shell
 std::string run_command(const std::string& cmd);  // sh -c cmd; its stdout without the last newline
 
 }  // namespace pathlock::bench
