@@ -1,7 +1,4 @@
-// pathlock-bench helpers; see util.hpp. The redis-server launcher picks its
-// port by binding 127.0.0.1:0 and reading the port back; another process
-// could take it before redis-server binds it, so a server that exits during
-// start-up is retried (three times) on a new port.
+// pathlock-bench helpers; see util.hpp.
 #include "util.hpp"
 
 #include <signal.h>
@@ -10,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
@@ -113,6 +111,9 @@ double used_cpu_seconds(RedisConnection& c) {
   return field("used_cpu_user") + field("used_cpu_sys");
 }
 
+std::string load_script(RedisConnection& c, const std::string& source) {
+  return command_ok(c, {"SCRIPT", "LOAD", source}).str;
+}
 
 // ---- machine ------------------------------------------------------------
 std::string cpu_model() {
@@ -161,6 +162,17 @@ std::string shell_join(int argc, char** argv) {
       out += '\'';
     }
   }
+  return out;
+}
+
+std::string run_command(const std::string& cmd) {
+  std::string out;
+  if (FILE* f = ::popen(cmd.c_str(), "r")) {
+    char buf[256];
+    while (std::fgets(buf, sizeof buf, f)) out += buf;
+    ::pclose(f);
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
   return out;
 }
 

@@ -1,0 +1,181 @@
+// The pathlock subjects (both backends) and the paths every subject uses;
+// see subject.hpp.
+//
+// Held locks are single-target upload / create / rename_file / delete_file
+// locks on held_path(); a measured pair is acquire(rename_folder on
+// probe_path()) + release(id, token); a refused acquire is delete_folder on
+// refused_path() (refused because of the held lock below it; the reply names
+// that lock). All through the public API. Redis: a filler engine (pool of 4,
+// four threads) adds held locks; for a point with C clients one new engine
+// with pool_size = C is shared by the C client threads (as a service would
+// share one engine). Embedded: one engine for the whole run, shared by filler
+// and clients.
+//
+// Engines are made in exactly one place, open_engine(), with the backend's
+// own factory (make_redis_engine, make_memory_engine).
+#include <fmt/format.h>
+
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <pathlock/engine.hpp>
+#include <pathlock/memory.hpp>
+#include <pathlock/redis.hpp>
+#include <thread>
+
+#include "subject.hpp"
+#include "util.hpp"
+
+namespace pathlock::bench {
+namespace {
+
+constexpr std::size_t kFanout = 16;
+constexpr Millis kHeldTtl{6LL * 3600 * 1000};
+constexpr Millis kPairTtl{30000};
+constexpr const char* kHeldOps[] = {"upload", "create", "rename_file", "delete_file"};
+
+std::string parent_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == 0 ? std::string("/") : path.substr(0, slash);
+}
+
+std::shared_ptr<LockEngine> open_engine(Engine engine, const std::string& url, std::size_t pool) {
+  if (engine == Engine::memory) return make_memory_engine();
+  RedisOptions o;
+  o.url = url;
+  o.pool_size = pool;
+  return make_redis_engine(o);
+}
+
+class PathlockSubject final : public Subject {
+ public:
+  PathlockSubject(Engine engine, std::string url, std::string run)
+      : engine_(engine), url_(std::move(url)), run_(std::move(run)) {
+    filler_ = open_engine(engine_, url_, 4);
+    // Prove the backend works before the run counts on it.
+    const std::string ns = name_space("probe");
+    const AcquireResult r = filler_->acquire(LockRequest{ns, "probe", "upload", {{"target", "/p"}}, kPairTtl});
+    if (!r.granted) throw BackendError("a lone probe lock was refused");
+    if (!filler_->release(ns, r.grant.id, r.grant.token)) throw BackendError("the probe lock could not be released");
+  }
+
+  std::string name() const override { return engine_ == Engine::redis ? "pathlock-redis" : "pathlock-memory"; }
+  bool in_redis() const override { return engine_ == Engine::redis; }
+  std::vector<std::string> key_patterns() const override {
+    if (engine_ != Engine::redis) return {};
+    return {"pl:{bench-" + run_ + "-*"};
+  }
+
+  void fill(const World& w, std::size_t from, std::size_t to) override {
+    const std::string ns = name_space(w.tag);
+    const unsigned threads = engine_ == Engine::redis ? 4 : 1;
+    std::atomic<std::size_t> done{0};
+    std::atomic<bool> failed{false};
+    std::exception_ptr error;
+    std::mutex error_mutex;
+    auto body = [&](unsigned t) {
+      try {
+        for (std::size_t i = from + t; i < to && !failed.load(std::memory_order_relaxed); i += threads) {
+          if ((i & 1023) == 0) check_interrupted();
+          LockRequest req{ns, "filler", kHeldOps[i % 4], {{"target", held_path(w.depth, i)}}, kHeldTtl};
+          if (!filler_->acquire(req).granted) throw std::runtime_error("held lock refused: " + req.targets[0].path);
+          const std::size_t n = done.fetch_add(1) + 1;
+          if (n % 200000 == 0) fmt::print(stderr, "  ... {} filled {}/{}\n", name(), from + n, to);
+        }
+      } catch (...) {
+        failed.store(true);
+        std::lock_guard g(error_mutex);
+        if (!error) error = std::current_exception();
+      }
+    };
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(body, t);
+    body(0);
+    for (std::thread& th : pool) th.join();
+    if (error) std::rethrow_exception(error);
+  }
+
+  std::vector<std::unique_ptr<Worker>> workers(const World& w, std::size_t held, unsigned clients, Task task) override {
+    const std::shared_ptr<LockEngine> engine = engine_ == Engine::redis ? open_engine(engine_, url_, clients) : filler_;
+    std::vector<std::unique_ptr<Worker>> out;
+    for (unsigned c = 0; c < clients; ++c)
+      out.push_back(std::make_unique<PathlockWorker>(engine, name_space(w.tag), w.depth, held, c, task));
+    return out;
+  }
+
+ private:
+  class PathlockWorker final : public Worker {
+   public:
+    PathlockWorker(std::shared_ptr<LockEngine> engine, const std::string& ns, int depth, std::size_t held, unsigned c,
+                   Task task)
+        : engine_(std::move(engine)), ns_(ns), task_(task) {
+      ring_.reserve(kRing);
+      const std::string owner = fmt::format("client-{}", c);
+      for (std::size_t k = 0; k < kRing; ++k)
+        ring_.push_back(
+            task == Task::pair
+                ? LockRequest{ns, owner, "rename_folder", {{"target", probe_path(depth, held, c, k)}}, kPairTtl}
+                : LockRequest{ns, owner, "delete_folder", {{"target", refused_path(depth, held, c, k)}}, kPairTtl});
+    }
+    bool step(std::size_t k) override {
+      const AcquireResult r = engine_->acquire(ring_[k % kRing]);
+      if (r.granted && !engine_->release(ns_, r.grant.id, r.grant.token))
+        throw std::runtime_error("release of a granted lock failed");
+      return r.granted == (task_ == Task::pair);
+    }
+
+   private:
+    std::shared_ptr<LockEngine> engine_;
+    std::string ns_;
+    Task task_;
+    std::vector<LockRequest> ring_;
+  };
+
+  std::string name_space(const std::string& tag) const { return fmt::format("bench-{}-{}", run_, tag); }
+
+  Engine engine_;
+  std::string url_, run_;
+  std::shared_ptr<LockEngine> filler_;
+};
+
+}  // namespace
+
+// ---- paths -------------------------------------------------------------------
+std::string held_path(int depth, std::size_t i) {
+  std::string p = "/p";
+  std::size_t x = i;
+  for (int level = 0; level < depth - 2; ++level) {
+    p += fmt::format("/{}{:02}", static_cast<char>('d' + level), x % kFanout);
+    x /= kFanout;
+  }
+  return p + fmt::format("/h{:07}", i);
+}
+
+std::string probe_path(int depth, std::size_t held, unsigned client, std::size_t k) {
+  const std::size_t span = std::max<std::size_t>(held, 4096);
+  const std::size_t j = (k * 7919 + std::size_t{client} * 104729) % span;
+  const std::string parent = parent_of(held_path(depth, j));
+  return fmt::format("{}/q{:03}-{:03}", parent == "/" ? "" : parent, client, k % kRing);
+}
+
+std::size_t refused_index(std::size_t held, unsigned client, std::size_t k) {
+  return ((k % kRing) * 7919 + std::size_t{client} * 104729) % std::max<std::size_t>(held, 1);
+}
+
+std::string refused_path(int depth, std::size_t held, unsigned client, std::size_t k) {
+  return parent_of(held_path(depth, refused_index(held, client, k)));
+}
+
+std::vector<std::string> path_levels(const std::string& path) {
+  std::vector<std::string> out;
+  for (std::size_t at = path.find('/', 1); at != std::string::npos; at = path.find('/', at + 1))
+    out.push_back(path.substr(0, at));
+  out.push_back(path);
+  return out;
+}
+
+std::unique_ptr<Subject> make_pathlock_subject(Engine engine, const std::string& redis_url, const std::string& run) {
+  return std::make_unique<PathlockSubject>(engine, redis_url, run);
+}
+
+}  // namespace pathlock::bench

@@ -1,0 +1,99 @@
+// What pathlock-bench measures ("subjects"), behind one interface.
+//
+//   pathlock-redis   pathlock's public API on the Redis backend
+//   bare             a bare single-key lock: SET key token NX PX ttl, then a
+//                    compare-and-delete script run with EVALSHA
+//   per-level        one key per path level, one round trip per level: INCR
+//                    on every ancestor's key (shared), SET NX on the leaf's
+//                    key (exclusive); released the same way (the way
+//                    Nextcloud's file locking works today)
+//   scan             the original implementation (docs/matrix.md, "The original implementation"):
+//                    every lock of a project in ONE hash, every request a Lua
+//                    script that scans all of them with substring tests
+//   pathlock-memory  pathlock's public API on the embedded backend
+//
+// A "world" is one tree of held locks (a namespace, a hash or a key prefix
+// per subject) at a given depth. Held lock i of a world of depth D sits at
+// held_path(D, i): /p/dXX/eXX/.../hNNNNNNN, D components, the intermediate
+// folders spread with fanout 16. A measured pair takes a lock on a fresh
+// sibling folder of some held lock (probe_path): it shares every ancestor
+// with held locks, so the index is really walked, but never conflicts.
+// A pair = one acquire + one release, each a separate call (for Redis, a
+// separate round trip or more), timed together. A refused acquire asks for
+// the parent folder of a held lock (refused_path) with an operation the held
+// lock refuses; the subject must refuse it (bare: the held lock's own key).
+//
+// Adding a subject: implement Subject and its Worker (pair and refusal) in a
+// new .cpp, declare its factory below, register it in Sweeps::make_series
+// (sweeps.cpp) and give its Redis keys to key_patterns() so a run against
+// an external server cleans up after itself. Reports, plots and goals pick
+// it up by name.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace pathlock::bench {
+
+struct World {
+  std::string tag;  // distinguishes worlds of one run: "d5", "d2", "s0", ...
+  int depth = 5;    // components of every held and measured path, >= 2
+};
+
+std::string held_path(int depth, std::size_t i);
+// The path client `client` locks in its pair number `k` when `held` locks
+// are held: a sibling of held lock (k * prime) mod max(held, 4096).
+std::string probe_path(int depth, std::size_t held, unsigned client, std::size_t k);
+// The folder client `client` asks for in its refused acquire number `k`:
+// the parent of held lock (k * prime) mod held. Requires held > 0.
+std::string refused_path(int depth, std::size_t held, unsigned client, std::size_t k);
+// Index of the held lock refused_path() is the parent of.
+std::size_t refused_index(std::size_t held, unsigned client, std::size_t k);
+// "/a/b/c" -> {"/a", "/a/b", "/a/b/c"}.
+std::vector<std::string> path_levels(const std::string& path);
+
+// Distinct measured paths per client (a ring, reused round robin).
+constexpr std::size_t kRing = 1000;
+
+// What a worker does in one timed step.
+enum class Task {
+  pair,     // acquire + release of a lock nobody holds: must be granted
+  refused,  // one acquire that a held lock refuses: must be refused
+};
+
+// One client: step(k) does step number k of its task; returns false when
+// the outcome was not the expected one (a refused pair, a granted refusal:
+// the granted lock is released again). Throws on transport errors.
+class Worker {
+ public:
+  virtual ~Worker() = default;
+  virtual bool step(std::size_t k) = 0;
+};
+
+class Subject {
+ public:
+  virtual ~Subject() = default;
+  virtual std::string name() const = 0;
+  virtual bool in_redis() const = 0;  // its held locks live in the Redis server
+  // Adds held locks from..to-1 to world w (through the public API for
+  // pathlock; pipelined plain commands for the peers).
+  virtual void fill(const World& w, std::size_t from, std::size_t to) = 0;
+  // `clients` workers doing `task` in world w, which holds `held` locks.
+  virtual std::vector<std::unique_ptr<Worker>> workers(const World& w, std::size_t held, unsigned clients,
+                                                       Task task) = 0;
+  // SCAN patterns of every key this subject wrote (empty: none in Redis).
+  virtual std::vector<std::string> key_patterns() const = 0;
+};
+
+enum class Engine { redis, memory };
+
+// Each throws (pathlock::BackendError, std::runtime_error) when the subject
+// cannot start; `run` is this run's id, part of every namespace and key.
+std::unique_ptr<Subject> make_pathlock_subject(Engine engine, const std::string& redis_url, const std::string& run);
+std::unique_ptr<Subject> make_bare_subject(const std::string& redis_url, const std::string& run);
+std::unique_ptr<Subject> make_scan_subject(const std::string& redis_url, const std::string& run);
+std::unique_ptr<Subject> make_per_level_subject(const std::string& redis_url, const std::string& run);
+
+}  // namespace pathlock::bench
