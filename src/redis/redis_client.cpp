@@ -312,6 +312,52 @@ Reply RedisClient::eval(const Script& script, const std::vector<std::string>& ke
   return r;
 }
 
+// ---- Redis Functions -------------------------------------------------------
+
+void RedisClient::load_library(const std::string& name, const std::string& code) {
+  {
+    std::lock_guard<std::mutex> lock(libraries_mutex_);
+    bool known = false;
+    for (auto& [n, c] : libraries_)
+      if (n == name) {
+        c = code;
+        known = true;
+      }
+    if (!known) libraries_.emplace_back(name, code);
+  }
+  const Reply r = call({"FUNCTION", "LOAD", "REPLACE", code});
+  if (r.is_error()) fail(fmt::format("FUNCTION LOAD of library {} failed: {}", name, r.str));
+}
+
+Reply RedisClient::fcall(const std::string& function, const std::vector<std::string>& keys,
+                         const std::vector<std::string>& args) {
+  std::vector<std::string> argv;
+  argv.reserve(3 + keys.size() + args.size());
+  argv.push_back("FCALL");
+  argv.push_back(function);
+  argv.push_back(std::to_string(keys.size()));
+  argv.insert(argv.end(), keys.begin(), keys.end());
+  argv.insert(argv.end(), args.begin(), args.end());
+  Reply r = with_connection([&](Lease& lease) {
+    Reply first = exchange(lease, argv);
+    // "ERR Function not found": the server does not know the library (it
+    // did not run). Load it on this connection, then try once more.
+    if (!first.is_error() || first.str.find("Function not found") == std::string::npos) return first;
+    std::vector<std::pair<std::string, std::string>> libraries;
+    {
+      std::lock_guard<std::mutex> lock(libraries_mutex_);
+      libraries = libraries_;
+    }
+    for (const auto& [name, code] : libraries) {
+      const Reply loaded = exchange(lease, {"FUNCTION", "LOAD", "REPLACE", code});
+      if (loaded.is_error()) return loaded;
+    }
+    return exchange(lease, argv);
+  });
+  if (r.is_error()) fail(fmt::format("function {} failed: {}", function, r.str));
+  return r;
+}
+
 std::unique_ptr<Subscription> RedisClient::subscribe(std::string channel) {
   return std::unique_ptr<Subscription>(new Subscription(*this, std::move(channel)));
 }
@@ -338,8 +384,8 @@ void Subscription::close() {
 
 void Subscription::open() {
   redisContext* ctx = client_.connect(/*listener=*/true);
-  const char* argv[] = {"SUBSCRIBE", channel_.c_str()};
-  const std::size_t lens[] = {9, channel_.size()};
+  const char* argv[] = {"SSUBSCRIBE", channel_.c_str()};
+  const std::size_t lens[] = {10, channel_.size()};
   auto* raw = static_cast<redisReply*>(redisCommandArgv(ctx, 2, argv, lens));
   if (!raw) {
     const std::string why = ctx->errstr;
@@ -354,14 +400,14 @@ void Subscription::open() {
     redisFree(ctx);
     if (!client_.warned_subscribe_.exchange(true))
       std::fprintf(stderr,
-                   "pathlock: warning: redis at %s: SUBSCRIBE %s refused (%s); waiting requests only re-check on a "
+                   "pathlock: warning: redis at %s: SSUBSCRIBE %s refused (%s); waiting requests only re-check on a "
                    "timer. Grant the user the channels pl:* (ACL SETUSER ... &pl:*)\n",
                    client_.server_.c_str(), channel_.c_str(), r.str.c_str());
     return;
   }
-  if (r.type != Reply::Type::array || r.elements.size() != 3 || r.elements[0].str != "subscribe") {
+  if (r.type != Reply::Type::array || r.elements.size() != 3 || r.elements[0].str != "ssubscribe") {
     redisFree(ctx);
-    client_.fail(fmt::format("unexpected reply to SUBSCRIBE {}", channel_));
+    client_.fail(fmt::format("unexpected reply to SSUBSCRIBE {}", channel_));
   }
   ctx_ = ctx;
 }
@@ -377,7 +423,7 @@ bool Subscription::drain(std::vector<std::string>& payloads) {
     if (r.is_error()) throw Broken{};
     // ["message", channel, payload]; anything else (there is nothing else
     // after the confirmation) is ignored.
-    if (r.type == Reply::Type::array && r.elements.size() == 3 && r.elements[0].str == "message") {
+    if (r.type == Reply::Type::array && r.elements.size() == 3 && r.elements[0].str == "smessage") {
       payloads.push_back(r.elements[2].str);
       got = true;
     }

@@ -77,7 +77,8 @@ struct Script {
 
 class RedisClient;
 
-// One SUBSCRIBE on a dedicated connection (see the file comment).
+// One SSUBSCRIBE (sharded pub/sub) on a dedicated connection (see the file
+// comment).
 class Subscription {
  public:
   enum class Wake : std::uint8_t {
@@ -129,7 +130,19 @@ class RedisClient {
   // FLUSH) on the same connection. An error reply throws BackendError.
   Reply eval(const Script& script, const std::vector<std::string>& keys, const std::vector<std::string>& args);
 
-  // Opens a dedicated connection and SUBSCRIBEs it to `channel`: the
+  // ---- Redis Functions (the lock library, see redis/library.hpp) ----------
+  // FUNCTION LOAD REPLACE of library `name` (loading an identical library
+  // again is harmless), remembered so that fcall can load it again on a
+  // server that lost it. Throws BackendError if the server refuses it.
+  void load_library(const std::string& name, const std::string& code);
+  // FCALL function numkeys keys... args...; when the server answers that
+  // the function is unknown (restart, failover, FUNCTION FLUSH: the call did
+  // not run), loads every remembered library on the same connection and
+  // retries once. An error reply throws BackendError.
+  Reply fcall(const std::string& function, const std::vector<std::string>& keys, const std::vector<std::string>& args);
+  // ---- end of Redis Functions ----------------------------------------------
+
+  // Opens a dedicated connection and SSUBSCRIBEs it to `channel`: the
   // subscription is in place when this returns, so a message published
   // afterwards is never missed. Throws BackendError if it cannot connect.
   std::unique_ptr<Subscription> subscribe(std::string channel);
@@ -162,6 +175,8 @@ class RedisClient {
   std::size_t open_ = 0;  // idle + borrowed + being opened
   std::atomic<bool> warned_config_{false};
   std::atomic<bool> warned_subscribe_{false};
+  std::mutex libraries_mutex_;                                   // Redis Functions
+  std::vector<std::pair<std::string, std::string>> libraries_;  // name, code
 };
 
 }  // namespace pathlock::redis

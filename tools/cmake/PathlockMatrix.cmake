@@ -5,10 +5,13 @@
 # an INTERFACE library `name` whose include directory holds HEADER (with
 # `inline constexpr pathlock::MatrixTable <NAMESPACE>::kMatrix`). Outputs go to
 # ${CMAKE_CURRENT_BINARY_DIR}/pathlock_matrix/<name>/, never the source tree:
-#   include/HEADER, lua/*.lua, matrix_cases.inc, <matrix name>.md and .html.
+#   include/HEADER, matrix_cases.inc, <matrix name>.md and .html, and
+#   pathlock_library.lua: the Redis Functions library of the matrix (what the
+#   Redis backend loads; for services in other languages and packaging).
 # The directory is stored in the target property PATHLOCK_MATRIX_DIR.
-# Editing the JSON, a Lua template or the generator re-runs the generator;
-# it rewrites only outputs whose content changed.
+# Editing the JSON or the generator re-runs the generator; it rewrites only
+# outputs whose content changed. LUA_DIR is accepted and ignored: the Redis
+# backend builds its library from the table at run time.
 function(pathlock_compile_matrix)
   cmake_parse_arguments(PM "" "TARGET;JSON;NAMESPACE;HEADER;LUA_DIR" "" ${ARGN})
   foreach(required TARGET JSON NAMESPACE HEADER)
@@ -21,19 +24,12 @@ function(pathlock_compile_matrix)
   # on where the tree is checked out.
   file(RELATIVE_PATH json_name "${PROJECT_SOURCE_DIR}" "${json}")
   set(out "${CMAKE_CURRENT_BINARY_DIR}/pathlock_matrix/${PM_TARGET}")
-  set(lua_args "")
-  set(lua_templates "")
-  if(PM_LUA_DIR)
-    get_filename_component(lua_dir "${PM_LUA_DIR}" ABSOLUTE)
-    file(GLOB lua_templates CONFIGURE_DEPENDS "${lua_dir}/*.lua" "${lua_dir}/*.luainc")
-    set(lua_args --lua-dir "${lua_dir}")
-  endif()
   add_custom_command(
     OUTPUT "${out}/stamp"
-    BYPRODUCTS "${out}/include/${PM_HEADER}" "${out}/matrix_cases.inc"
+    BYPRODUCTS "${out}/include/${PM_HEADER}" "${out}/matrix_cases.inc" "${out}/pathlock_library.lua"
     COMMAND pathlock-matrixc --json "${json}" --source-name "${json_name}" --out "${out}" --namespace "${PM_NAMESPACE}"
-            --header "${PM_HEADER}" ${lua_args} --stamp "${out}/stamp"
-    DEPENDS pathlock-matrixc "${json}" ${lua_templates}
+            --header "${PM_HEADER}" --lua "${out}/pathlock_library.lua" --stamp "${out}/stamp"
+    DEPENDS pathlock-matrixc "${json}"
     COMMENT "Compiling matrix ${PM_JSON}"
     VERBATIM)
   add_custom_target(${PM_TARGET}_generate DEPENDS "${out}/stamp")

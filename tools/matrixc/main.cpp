@@ -1,10 +1,14 @@
-// pathlock-matrixc: compiles a matrix JSON file into a C++ header, Lua
-// scripts, matrix-derived test cases and renderings for product owners.
-// Run by CMake through pathlock_compile_matrix(); see tools/cmake.
+// pathlock-matrixc: compiles a matrix JSON file into a C++ header,
+// matrix-derived test cases, renderings for product owners and, with
+// --lua FILE, the Redis Functions library of the matrix (the text the Redis
+// backend loads, for services in other languages and for packaging; see
+// docs/lua-protocol.md). Run by CMake through pathlock_compile_matrix();
+// see tools/cmake.
 //
 // Every output is written only when its content changed, so editing the
 // JSON rebuilds exactly what depends on the changed outputs.
 #include "matrix/emit.hpp"
+#include "redis/library.hpp"
 
 #include <fmt/format.h>
 
@@ -47,14 +51,47 @@ void write_if_changed(const fs::path& p, const std::string& content) {
 
 int usage() {
   std::cerr << "usage: pathlock-matrixc --json FILE --out DIR --namespace CXX_NS --header NAME.hpp\n"
-               "                        [--source-name NAME] [--lua-dir DIR] [--stamp FILE]\n";
+               "                        [--source-name NAME] [--lua FILE] [--stamp FILE]\n"
+               "       (--lua-dir DIR is accepted and ignored, for old build scripts)\n";
   return 2;
+}
+
+// The MatrixTable of `m`, as the generated header spells it; its views point
+// into `m` and `fingerprint`, which must outlive it.
+pathlock::MatrixTable table_of(const Matrix& m, const std::string& fingerprint) {
+  using namespace pathlock;
+  MatrixTable t{};
+  t.name = m.name;
+  t.version = m.version;
+  t.fingerprint = fingerprint;
+  t.op_count = static_cast<std::uint8_t>(m.ops.size());
+  for (std::size_t o = 0; o < m.ops.size(); ++o) {
+    OpInfo& op = t.ops[o];
+    op.name = m.ops[o].name;
+    op.label = m.ops[o].label;
+    op.first_code = static_cast<std::uint8_t>(m.code_of(static_cast<int>(o), 0));
+    op.role_count = static_cast<std::uint8_t>(m.ops[o].roles.size());
+    for (std::size_t r = 0; r < m.ops[o].roles.size(); ++r) op.roles[r] = m.ops[o].roles[r].name;
+    op.not_inside_count = static_cast<std::uint8_t>(m.ops[o].not_inside.size());
+    for (std::size_t k = 0; k < m.ops[o].not_inside.size(); ++k)
+      op.not_inside[k] = {static_cast<std::uint8_t>(m.ops[o].not_inside[k].first),
+                          static_cast<std::uint8_t>(m.ops[o].not_inside[k].second)};
+  }
+  t.code_count = static_cast<std::uint8_t>(m.codes.size());
+  for (std::size_t c = 0; c < m.codes.size(); ++c)
+    t.codes[c] = {static_cast<std::uint8_t>(m.codes[c].op), static_cast<std::uint8_t>(m.codes[c].role)};
+  for (std::size_t rel = 0; rel < kRelationCount; ++rel)
+    for (std::size_t r = 0; r < m.codes.size(); ++r)
+      for (std::size_t h = 0; h < m.codes.size(); ++h)
+        if (m.verdict(static_cast<int>(h), static_cast<int>(r), static_cast<Relation>(rel)) == Verdict::deny)
+          t.blockers[rel][r] |= CodeMask{1} << h;
+  return t;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string json, source_name, out, cxx_ns, header, lua_dir, stamp;
+  std::string json, source_name, out, cxx_ns, header, lua_file, stamp;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 >= argc) return usage();
@@ -64,26 +101,20 @@ int main(int argc, char** argv) {
     else if (a == "--out") out = v;
     else if (a == "--namespace") cxx_ns = v;
     else if (a == "--header") header = v;
-    else if (a == "--lua-dir") lua_dir = v;
+    else if (a == "--lua-dir") continue;  // Lua is no longer generated from templates
+    else if (a == "--lua") lua_file = v;
     else if (a == "--stamp") stamp = v;
     else return usage();
   }
   if (json.empty() || out.empty() || cxx_ns.empty() || header.empty()) return usage();
   try {
     const Matrix m = parse_matrix(read_file(json), source_name.empty() ? json : source_name);
-    std::vector<LuaTemplate> lua, includes;
-    if (!lua_dir.empty()) {
-      std::vector<fs::path> files;
-      for (const auto& entry : fs::directory_iterator(lua_dir)) files.push_back(entry.path());
-      std::sort(files.begin(), files.end());
-      for (const fs::path& f : files) {
-        if (f.extension() == ".lua") lua.push_back(LuaTemplate{f.stem().string(), read_file(f)});
-        if (f.extension() == ".luainc") includes.push_back(LuaTemplate{f.stem().string(), read_file(f)});
-      }
-    }
     const fs::path dir(out);
-    write_if_changed(dir / "include" / header, emit_header(m, cxx_ns, lua, includes));
-    for (const LuaTemplate& t : lua) write_if_changed(dir / "lua" / (t.name + ".lua"), emit_lua(m, t, includes));
+    write_if_changed(dir / "include" / header, emit_header(m, cxx_ns));
+    if (!lua_file.empty()) {
+      const std::string fingerprint = m.fingerprint();
+      write_if_changed(lua_file, pathlock::redis::library_for(table_of(m, fingerprint)).code);
+    }
     write_if_changed(dir / "matrix_cases.inc", emit_cases(m));
     write_if_changed(dir / (m.name + ".md"), emit_markdown(m));
     write_if_changed(dir / (m.name + ".html"), emit_html(m));
