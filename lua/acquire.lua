@@ -137,6 +137,7 @@ local function pl_acquire(keys, argv)
   if not ttl or ttl ~= math.floor(ttl) or ttl < 1 or ttl > PL_MAX_TTL then
     return { "invalid", "ttl must be an integer 1.." .. PL_MAX_TTL .. " ms" }
   end
+  local ttl_s = string.find(argv[3], "^[1-9]%d*$") and argv[3] or num(ttl)
   if not valid_id(new_id) then return { "invalid", "new_id must be 1..64 of [A-Za-z0-9-]" } end
   if new_token == "" or #new_token > 256 then return { "invalid", "new_token must be 1..256 bytes" } end
   local paths = {}
@@ -189,7 +190,7 @@ local function pl_acquire(keys, argv)
     me = nil
   end
   if #reaped + #stale + #ended > 0 then
-    bad = writable(c)
+    bad = writable(c, false, true)
     if bad then return bad end
     remove_locks(c, reaped, stale)
     remove_waiters(c, ended)
@@ -202,18 +203,21 @@ local function pl_acquire(keys, argv)
     local l = rec and unpack_lock(lr[1], rec)
     if l and l.exp > c.now and l.owner == owner and l.op == op_name
        and table.concat(l.paths, "\0") == table.concat(paths, "\0") then
-      bad = writable(c)
+      bad = writable(c, true, me ~= nil)
       if bad then return bad end
       l.holds = l.holds + 1
-      l.exp = math.max(l.exp, c.now + ttl)
-      l.ttl = ttl
-      redis.call("ZADD", c.exp, num(l.exp), l.id)
+      if c.now + ttl > l.exp then
+        l.exp = c.now + ttl
+        l.exp_s = num(l.exp)
+      end
+      l.ttl, l.ttl_s = ttl, ttl_s
+      redis.call("ZADD", c.exp, l.exp_s, l.id)
       redis.call("HSET", c.locks, l.id, pack_lock(l))
       if me then remove_waiters(c, { me }) end
       return { "granted", l.id, l.token, l.fence, remaining(l.exp, c.now), l.holds }
     end
     if l and l.exp <= c.now then
-      bad = writable(c)
+      bad = writable(c, false, true)
       if bad then return bad end
       remove_locks(c, { l })
     end
@@ -227,7 +231,7 @@ local function pl_acquire(keys, argv)
     b, flagged = batch(), {}
     local nodes = {}
     for i = 1, n do
-      nodes[i] = nodes_of(paths[i])
+      nodes[i] = nodes_of(c, paths[i])
       for j = 1, #nodes[i] do
         want(b, "h" .. nodes[i][j])
         want(b, "b" .. nodes[i][j])
@@ -244,7 +248,7 @@ local function pl_acquire(keys, argv)
       if found and found.broken then
         return redis.error_reply("PATHLOCK index out of step " .. found.broken .. " (code " .. code .. ")")
       elseif found and (found.expired or found.stale) then
-        bad = writable(c)
+        bad = writable(c, false, true)
         if bad then return bad end
         if found.expired then remove_locks(c, { found.expired }) else redis.call("ZREM", c.ent, found.stale) end
         again = true
@@ -274,7 +278,7 @@ local function pl_acquire(keys, argv)
       end
     end
     if #gone > 0 then
-      bad = writable(c)
+      bad = writable(c, false, true)
       if bad then return bad end
       remove_waiters(c, gone)
     end
@@ -283,7 +287,7 @@ local function pl_acquire(keys, argv)
   if w then
     -- Refused: keep, take or (last attempt) give up the caller's place.
     if waiter_id ~= "" and reserve > 0 then
-      bad = writable(c)
+      bad = writable(c, true, true)
       if bad then return bad end
       local exp = num(c.now + reserve)
       if me then
@@ -292,16 +296,16 @@ local function pl_acquire(keys, argv)
         local last = redis.call("ZREVRANGE", c.wq, "0", "0", "WITHSCORES")
         local seq = (last[2] and tonumber(last[2]) or 0) + 1 -- behind everyone in line now
         local wb = batch()
-        for j = 1, n do want_target(wb, paths[j], "wh", "wb") end
+        for j = 1, n do want_target(c, wb, paths[j], "wh", "wb") end
         fetch(c, wb)
-        for j = 1, n do bump_target(wb, op.first + j - 1, paths[j], "wh", "wb", 1) end
+        for j = 1, n do bump_target(c, wb, op.first + j - 1, paths[j], "wh", "wb", 1) end
         redis.call("ZADD", c.wexp, exp, waiter_id)
         flush(c, wb)
         redis.call("HSET", c.wrec, waiter_id, pack_waiter({ op = op_name, owner = owner, paths = paths }))
         redis.call("ZADD", c.wq, num(seq), waiter_id)
       end
     elseif me then
-      bad = writable(c)
+      bad = writable(c, false, true)
       if bad then return bad end
       remove_waiters(c, { me })
     end
@@ -313,25 +317,34 @@ local function pl_acquire(keys, argv)
 
   -- Granted: a new lock. Every write below is known to be allowed; the
   -- expiry first (so an interrupted call is reaped), the record last but one.
-  bad = writable(c)
+  bad = writable(c, true, me ~= nil)
   if bad then return bad end
-  local fence = math.max(c.fence + 1, c.now_us) -- never backwards, even after Redis lost data
-  if fence > 9007199254740991 then return redis.error_reply("PATHLOCK fence space exhausted") end
-  local l = { id = new_id, token = new_token, owner = owner, op = op_name, fence = fence, holds = 1, ttl = ttl,
-              exp = c.now + ttl, paths = paths }
+  -- The fence: one more than the last, and at least the server clock in
+  -- microseconds, so it never goes back even when Redis lost the namespace's
+  -- data (restart without persistence, failover to a lagging replica).
+  local fence, f16 = c.fence + 1, nil
+  if c.now_us >= fence and #c.now_us_s == 16 then
+    fence, f16 = c.now_us, c.now_us_s
+  else
+    fence = math.max(fence, c.now_us)
+    f16 = fence16(fence)
+  end
+  if fence > 9007199254740991 then return redis.error_reply("PATHLOCK fence space exhausted (2^53)") end
+  local l = { id = new_id, token = new_token, owner = owner, op = op_name, f16 = f16, holds = 1, ttl_s = ttl_s,
+              exp_s = num(c.now + ttl), paths = paths }
   local members = {}
   for i = 1, n do
-    bump_target(b, op.first + i - 1, paths[i], "h", "b", 1)
+    bump_target(c, b, op.first + i - 1, paths[i], "h", "b", 1)
     members[#members + 1] = "0"
-    members[#members + 1] = entry_member(op.first + i - 1, paths[i], fence, new_id)
+    members[#members + 1] = entry_member(op.first + i - 1, paths[i], f16, new_id)
   end
   members[#members + 1] = "0"
-  members[#members + 1] = list_member(fence, new_id)
-  redis.call("ZADD", c.exp, num(l.exp), new_id)
+  members[#members + 1] = list_member(f16, new_id)
+  redis.call("ZADD", c.exp, l.exp_s, new_id)
   if c.bound then
-    redis.call("HSET", c.meta, "fence", num(fence))
+    redis.call("HSET", c.meta, "fence", f16)
   else
-    redis.call("HSET", c.meta, "fence", num(fence), "layout", PL_LAYOUT, "fingerprint", PL_FINGERPRINT,
+    redis.call("HSET", c.meta, "fence", f16, "layout", PL_LAYOUT, "fingerprint", PL_FINGERPRINT,
                "matrix", PL_MATRIX_NAME, "version", PL_MATRIX_VERSION)
   end
   flush(c, b)

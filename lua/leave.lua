@@ -17,7 +17,7 @@ local function pl_leave(keys, argv)
     if not listed then ended[#ended + 1] = mine end
   end
   if #ended + #reaped + #stale > 0 then
-    bad = writable(c)
+    bad = writable(c, false, true)
     if bad then return bad end
     remove_waiters(c, ended)
     remove_locks(c, reaped, stale)

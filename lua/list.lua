@@ -24,7 +24,7 @@ local function pl_list(keys, argv)
   local reaped, stale = expired_locks(c)
   local ended = ended_waiters(c)
   if #reaped + #stale + #ended > 0 then
-    bad = writable(c)
+    bad = writable(c, false, true)
     if bad then return bad end
     remove_locks(c, reaped, stale)
     remove_waiters(c, ended)

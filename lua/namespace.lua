@@ -32,11 +32,22 @@
 
 local KEY_SUFFIXES = { "meta", "idx", "locks", "exp", "ent", "wq", "wexp", "wrec", "wake" }
 local KEY_COUNT = 9
-local REAP_LIMIT = 32 -- expired locks (and ended places in line) removed per call at most
+local REAP_LIMIT_S = "32" -- expired locks (and ended places in line) removed per call at most
 local CHUNK = 4000 -- arguments per redis.call at most (Lua's C stack); only very deep paths reach it
 
 -- Numbers as Redis arguments: exact decimal strings (never "1e+15").
-local function num(x) return string.format("%.0f", x) end
+-- Converting a number to text is one of the costliest steps of a call, so
+-- small integers (codes, counts, lengths) are converted once and kept in
+-- NUMSTR, a table of the library that lives as long as the library.
+local NUMSTR = {}
+local function num(x)
+  local s = NUMSTR[x]
+  if s then return s end
+  s = string.format("%.0f", x)
+  if x >= 0 and x < 65536 then NUMSTR[x] = s end
+  return s
+end
+local PAD = { [0] = "", "0", "00", "000", "0000", "00000", "000000" }
 
 -- The call context: keys, server time, and what was written so far.
 local function begin(keys)
@@ -52,26 +63,46 @@ local function begin(keys)
       return nil, { "invalid", "KEYS[" .. i .. "] must be " .. prefix .. KEY_SUFFIXES[i] }
     end
   end
+  -- The server clock, as text and numbers (text built by hand: cheaper).
   local t = redis.call("TIME")
-  local sec, usec = tonumber(t[1]), tonumber(t[2])
+  local usec = PAD[6 - #t[2]] .. t[2]
+  local now_s, now_us_s = t[1] .. string.sub(usec, 1, 3), t[1] .. usec
   return { meta = keys[1], idx = keys[2], locks = keys[3], exp = keys[4], ent = keys[5], wq = keys[6],
-           wexp = keys[7], wrec = keys[8], wake = keys[9], now = sec * 1000 + math.floor(usec / 1000),
-           now_us = sec * 1000000 + usec, checked = false }
+           wexp = keys[7], wrec = keys[8], wake = keys[9], now = tonumber(now_s), now_s = now_s,
+           now_us = tonumber(now_us_s), now_us_s = now_us_s, nodes = {} }
 end
 
--- Before the first write of a call: may this caller run every write command?
--- Returns an error reply naming the first refused one, else nil.
-local function writable(c)
-  if c.checked then return nil end
-  local probes = { { "HSET", c.idx, "f", "1" }, { "HDEL", c.idx, "f" }, { "ZADD", c.exp, "0", "m" },
-                   { "ZREM", c.exp, "m" } }
-  for i = 1, #probes do
-    if not redis.acl_check_cmd(unpack(probes[i])) then
-      return redis.error_reply("NOPERM PATHLOCK this user may not run " .. probes[i][1]
-                               .. " on the namespace's keys; nothing was changed")
-    end
+-- Before the first write of a call: may this caller run the write commands
+-- the call may use? `adds`: HSET and ZADD (new data); `removes`: HSET, HDEL
+-- and ZREM (removals). Returns an error reply naming a refused command (the
+-- call then returns it before any write), else nil.
+local function refused_command(c, cmd)
+  local ok
+  if cmd == "HSET" then ok = redis.acl_check_cmd("HSET", c.idx, "f", "1")
+  elseif cmd == "HDEL" then ok = redis.acl_check_cmd("HDEL", c.idx, "f")
+  elseif cmd == "ZADD" then ok = redis.acl_check_cmd("ZADD", c.ent, "0", "m")
+  else ok = redis.acl_check_cmd("ZREM", c.ent, "m") end
+  if ok then return nil end
+  return redis.error_reply("NOPERM PATHLOCK this user may not run " .. cmd
+                           .. " on the namespace's keys; nothing was changed")
+end
+local function writable(c, adds, removes)
+  local bad
+  if not c.hset then
+    bad = refused_command(c, "HSET")
+    if bad then return bad end
+    c.hset = true
   end
-  c.checked = true
+  if adds and not c.zadd then
+    bad = refused_command(c, "ZADD")
+    if bad then return bad end
+    c.zadd = true
+  end
+  if removes and not c.zrem then
+    bad = refused_command(c, "HDEL") or refused_command(c, "ZREM")
+    if bad then return bad end
+    c.zrem = true
+  end
   return nil
 end
 
@@ -123,9 +154,12 @@ local function within(inner, outer)
   return outer == "/" or inner == outer or string.sub(inner, 1, #outer + 1) == outer .. "/"
 end
 
--- "/", "/a", "/a/b" for "/a/b".
-local function nodes_of(path)
+-- "/", "/a", "/a/b" for "/a/b" (cached per call).
+local function nodes_of(c, path)
+  local cached = c.nodes[path]
+  if cached then return cached end
   local nodes = { "/" }
+  c.nodes[path] = nodes
   if path ~= "/" then
     local at = 2
     while true do
@@ -152,28 +186,41 @@ local function unspell(s)
   if s == "" then return "/" end
   return (string.gsub(s, "\1", "/"))
 end
-local function code2(code) return string.format("%02d", code) end
+local function code2(code) return PL_CODE2[code] end
 local function fence16(fence) return string.format("%016.0f", fence) end
-local function entry_member(code, path, fence, id) return code2(code) .. spell(path) .. "\0" .. fence16(fence) .. id end
-local function list_member(fence, id) return "F" .. fence16(fence) .. id end
+-- f16: the fence as 16 digits (locks keep it so in their records).
+local function entry_member(code, path, f16, id) return PL_CODE2[code] .. spell(path) .. "\0" .. f16 .. id end
+local function list_member(f16, id) return "F" .. f16 .. id end
 
 -- ---- the index (idx) ------------------------------------------------------
 
 local function decode(v)
   local t = {}
   if v then
-    for code, n in string.gmatch(v, "(%d+):(%d+)") do t[tonumber(code)] = tonumber(n) end
+    local code, n = string.match(v, "^(%d+):(%d+)$") -- the usual case: one code
+    if code then
+      t[tonumber(code)] = tonumber(n)
+    else
+      for cd, k in string.gmatch(v, "(%d+):(%d+)") do t[tonumber(cd)] = tonumber(k) end
+    end
   end
   return t
 end
+-- (Counts are positive: bump() drops a code whose count reaches zero.)
 local function encode(t)
-  local codes = {}
-  for code, n in pairs(t) do
-    if n > 0 then codes[#codes + 1] = code end
+  local first, codes
+  for code in pairs(t) do
+    if first == nil then
+      first = code
+    else
+      codes = codes or { first }
+      codes[#codes + 1] = code
+    end
   end
-  if #codes == 0 then return nil end
+  if first == nil then return nil end
+  if not codes then return num(first) .. ":" .. num(t[first]) end
   table.sort(codes)
-  for i = 1, #codes do codes[i] = codes[i] .. ":" .. t[codes[i]] end
+  for i = 1, #codes do codes[i] = num(codes[i]) .. ":" .. num(t[codes[i]]) end
   return table.concat(codes, ",")
 end
 -- The lowest code with a positive count in `t` that is in `set`, or nil.
@@ -195,8 +242,8 @@ local function want(b, f)
   end
 end
 -- The fields of one target: here..PATH, below..ANCESTOR for each strict ancestor.
-local function want_target(b, path, here, below)
-  local nodes = nodes_of(path)
+local function want_target(c, b, path, here, below)
+  local nodes = nodes_of(c, path)
   for j = 1, #nodes - 1 do want(b, below .. nodes[j]) end
   want(b, here .. path)
   return nodes
@@ -219,8 +266,8 @@ local function bump(b, f, code, d)
   t[code] = n > 0 and n or nil
   b.dirty[f] = true
 end
-local function bump_target(b, code, path, here, below, d)
-  local nodes = nodes_of(path)
+local function bump_target(c, b, code, path, here, below, d)
+  local nodes = nodes_of(c, path)
   for j = 1, #nodes - 1 do bump(b, below .. nodes[j], code, d) end
   bump(b, here .. path, code, d)
 end
@@ -249,10 +296,12 @@ end
 -- ---- lock and waiter records ----------------------------------------------
 
 -- A lock record: op \0 fence \0 holds \0 ttl \0 exp \0 #token \0 #owner \0
--- token owner path_1 \0 ... path_n (owners may hold any byte, paths none of \0).
+-- token owner path_1 \0 ... path_n (owners may hold any byte, paths none of
+-- \0; the fence has 16 digits). Numbers are kept as text too (ttl_s, exp_s,
+-- f16) so that writing a record back converts only what changed.
 local function pack_lock(l)
-  return table.concat({ l.op, num(l.fence), num(l.holds), num(l.ttl), num(l.exp), #l.token, #l.owner }, "\0") .. "\0"
-         .. l.token .. l.owner .. table.concat(l.paths, "\0")
+  return l.op .. "\0" .. l.f16 .. "\0" .. num(l.holds) .. "\0" .. l.ttl_s .. "\0" .. l.exp_s .. "\0" .. num(#l.token)
+         .. "\0" .. num(#l.owner) .. "\0" .. l.token .. l.owner .. table.concat(l.paths, "\0")
 end
 local function unpack_lock(id, rec)
   local op, fence, holds, ttl, exp, tl, ol, at =
@@ -260,8 +309,8 @@ local function unpack_lock(id, rec)
   local info = op and PL_OPS[op]
   if not info then return nil end
   tl, ol = tonumber(tl), tonumber(ol)
-  local l = { id = id, op = op, info = info, fence = tonumber(fence), holds = tonumber(holds), ttl = tonumber(ttl),
-              exp = tonumber(exp), token = string.sub(rec, at, at + tl - 1),
+  local l = { id = id, op = op, info = info, f16 = fence, fence = tonumber(fence), holds = tonumber(holds),
+              ttl = tonumber(ttl), ttl_s = ttl, exp = tonumber(exp), exp_s = exp, token = string.sub(rec, at, at + tl - 1),
               owner = string.sub(rec, at + tl, at + tl + ol - 1), paths = {} }
   for p in string.gmatch(string.sub(rec, at + tl + ol), "[^%z]+") do l.paths[#l.paths + 1] = p end
   if #l.paths ~= #info.roles then return nil end
@@ -320,17 +369,17 @@ local function remove_locks(c, locks, stale)
   if #locks == 0 and (not stale or #stale == 0) then return end
   local b, members, ids, fields, paths = batch(), {}, {}, {}, {}
   for _, l in ipairs(locks) do
-    for i = 1, #l.paths do want_target(b, l.paths[i], "h", "b") end
+    for i = 1, #l.paths do want_target(c, b, l.paths[i], "h", "b") end
   end
   fetch(c, b)
   for _, l in ipairs(locks) do
     for i = 1, #l.paths do
       local code = l.info.first + i - 1
-      bump_target(b, code, l.paths[i], "h", "b", -1)
-      members[#members + 1] = entry_member(code, l.paths[i], l.fence, l.id)
+      bump_target(c, b, code, l.paths[i], "h", "b", -1)
+      members[#members + 1] = entry_member(code, l.paths[i], l.f16, l.id)
       paths[#paths + 1] = l.paths[i]
     end
-    members[#members + 1] = list_member(l.fence, l.id)
+    members[#members + 1] = list_member(l.f16, l.id)
     ids[#ids + 1] = l.id
     fields[#fields + 1] = l.id
     fields[#fields + 1] = reentry_field(l.owner, l.op, l.paths)
@@ -348,7 +397,7 @@ end
 
 -- The expired locks to reap: at most REAP_LIMIT (locks, stale ids).
 local function expired_locks(c)
-  local ids = redis.call("ZRANGEBYSCORE", c.exp, "-inf", num(c.now), "LIMIT", "0", tostring(REAP_LIMIT))
+  local ids = redis.call("ZRANGEBYSCORE", c.exp, "-inf", c.now_s, "LIMIT", "0", REAP_LIMIT_S)
   return load_locks(c, ids)
 end
 
@@ -378,7 +427,7 @@ local function remove_waiters(c, ws)
   local b, ids, paths = batch(), {}, {}
   for _, w in ipairs(ws) do
     if not w.stale then
-      for i = 1, #w.paths do want_target(b, w.paths[i], "wh", "wb") end
+      for i = 1, #w.paths do want_target(c, b, w.paths[i], "wh", "wb") end
     end
   end
   fetch(c, b)
@@ -386,7 +435,7 @@ local function remove_waiters(c, ws)
     ids[#ids + 1] = w.id
     if not w.stale then
       for i = 1, #w.paths do
-        bump_target(b, w.info.first + i - 1, w.paths[i], "wh", "wb", -1)
+        bump_target(c, b, w.info.first + i - 1, w.paths[i], "wh", "wb", -1)
         paths[#paths + 1] = w.paths[i]
       end
     end
@@ -404,7 +453,7 @@ local function ended_waiters(c)
   local first = redis.call("ZRANGE", c.wexp, "0", "0", "WITHSCORES")
   if not first[1] then return {}, true end
   if tonumber(first[2]) > c.now then return {}, false end
-  local ids = redis.call("ZRANGEBYSCORE", c.wexp, "-inf", num(c.now), "LIMIT", "0", tostring(REAP_LIMIT))
+  local ids = redis.call("ZRANGEBYSCORE", c.wexp, "-inf", c.now_s, "LIMIT", "0", REAP_LIMIT_S)
   return load_waiters(c, ids), false
 end
 

@@ -19,7 +19,7 @@ local function drop_with_reaped(c, l, reaped, stale)
     if not listed then reaped[#reaped + 1] = l end
   end
   if #reaped + #stale == 0 then return nil end
-  local bad = writable(c)
+  local bad = writable(c, false, true)
   if bad then return bad end
   remove_locks(c, reaped, stale)
   return nil
@@ -35,7 +35,7 @@ local function pl_release(keys, argv)
   local l = stored_lock(c, argv[1])
   local live = l and l.exp > c.now
   if live and l.token == argv[2] and l.holds > 1 then
-    bad = writable(c)
+    bad = writable(c, false, #reaped + #stale > 0)
     if bad then return bad end
     l.holds = l.holds - 1
     redis.call("HSET", c.locks, l.id, pack_lock(l))

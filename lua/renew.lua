@@ -25,17 +25,18 @@ local function pl_renew(keys, argv)
       if not listed then reaped[#reaped + 1] = l end
     end
     if #reaped + #stale > 0 then
-      bad = writable(c)
+      bad = writable(c, false, true)
       if bad then return bad end
       remove_locks(c, reaped, stale)
     end
     return { "missing" }
   end
-  bad = writable(c)
+  bad = writable(c, true, #reaped + #stale > 0)
   if bad then return bad end
-  l.ttl = ttl or l.ttl
+  if ttl then l.ttl, l.ttl_s = ttl, num(ttl) end
   l.exp = c.now + l.ttl
-  redis.call("ZADD", c.exp, num(l.exp), l.id)
+  l.exp_s = num(l.exp)
+  redis.call("ZADD", c.exp, l.exp_s, l.id)
   redis.call("HSET", c.locks, l.id, pack_lock(l))
   remove_locks(c, reaped, stale)
   return { "renewed", l.ttl }

@@ -13,7 +13,9 @@
 //   * baseline: SET key token NX PX 30000 + a compare-and-delete Lua script,
 //     the usual single-key Redis lock, on the same server in the same run.
 // and the server's used_memory growth per held lock (INFO memory). Locks are
-// filled with pipelined EVALSHA of the same acquire script the engine runs.
+// filled with pipelined FCALLs of the acquire function the engine runs.
+// Server CPU per pair (INFO commandstats) goes to stderr, against a bare
+// SET NX PX + DEL pair.
 // Use a throwaway server: the benchmark leaves its namespace behind.
 #include <pathlock/engine.hpp>
 
@@ -27,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "redis/library.hpp"
 #include "redis/redis_url.hpp"
 #include <unistd.h>
 
@@ -106,6 +109,36 @@ Stats measure(int samples, F&& f) {
   return Stats{us[us.size() / 2], us[std::min(us.size() - 1, us.size() * 99 / 100)]};
 }
 
+
+// Server-side cost of `samples` runs of `body`, from INFO commandstats after
+// CONFIG RESETSTAT (the server is assumed to serve this benchmark only):
+// microseconds of server CPU per run spent in the commands named in `outer`
+// (a function or script call counts its inner commands in its own time), and
+// the number of other commands per run (the redis.call()s inside them).
+struct ServerCost {
+  double usec = 0, inner_calls = 0;
+};
+template <class Conn_, class Body>
+ServerCost server_cost(Conn_& conn, int samples, const std::vector<std::string>& outer, Body&& body) {
+  conn.cmd({"CONFIG", "RESETSTAT"});
+  for (int i = 0; i < samples; ++i) body();
+  const std::string info = conn.cmd({"INFO", "commandstats"});
+  ServerCost cost;
+  for (std::size_t at = 0; (at = info.find("cmdstat_", at)) != std::string::npos;) {
+    const std::size_t colon = info.find(':', at);
+    const std::string name = info.substr(at + 8, colon - at - 8);
+    const std::size_t calls_at = info.find("calls=", colon) + 6, usec_at = info.find("usec=", colon) + 5;
+    const double calls = std::stod(info.substr(calls_at)), usec = std::stod(info.substr(usec_at));
+    at = colon;
+    if (name == "config" || name == "info" || name.rfind("config|", 0) == 0) continue;
+    if (std::find(outer.begin(), outer.end(), name) != outer.end()) cost.usec += usec;
+    else cost.inner_calls += calls;
+  }
+  cost.usec /= samples;
+  cost.inner_calls /= samples;
+  return cost;
+}
+
 std::string fill_path(long long i) {
   return fmt::format("/bench/d{}/e{}/f/l{}", i % 100, (i / 100) % 100, i);
 }
@@ -141,9 +174,9 @@ int main(int argc, char** argv) {
     opts.pool_size = 1;
     auto engine = pathlock::make_engine(opts);
     const std::string ns = fmt::format("bench-{}", ::getpid());
-    const std::string prefix = "pl:{" + ns + "}:";
     Conn conn(pathlock::redis::parse_redis_url(url));
-    const std::string acquire_sha = conn.cmd({"SCRIPT", "LOAD", std::string(engine->matrix().script("acquire"))});
+    const pathlock::redis::Library library = pathlock::redis::library_for(engine->matrix());
+    const std::vector<std::string> keys = pathlock::redis::namespace_keys(ns);
     const std::string cad_sha = conn.cmd(
         {"SCRIPT", "LOAD",
          "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end"});
@@ -164,8 +197,12 @@ int main(int argc, char** argv) {
       while (filled < n) {
         const long long batch = std::min<long long>(1000, n - filled);
         for (long long i = 0; i < batch; ++i, ++filled)
-          conn.append({"EVALSHA", acquire_sha, "1", prefix, "filler", "upload", "604800000",
-                       fmt::format("b{:x}", filled), "t", fill_path(filled)});
+        {
+          std::vector<std::string> call{"FCALL", library.function_prefix + "acquire", std::to_string(keys.size())};
+          call.insert(call.end(), keys.begin(), keys.end());
+          call.insert(call.end(), {"filler", "upload", "604800000", fmt::format("b{:x}", filled), "t", fill_path(filled)});
+          conn.append(call);
+        }
         conn.drain(static_cast<std::size_t>(batch));
       }
       const double fill_s = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -182,6 +219,19 @@ int main(int argc, char** argv) {
           if (engine->acquire(del).granted) throw std::runtime_error("delete_folder was granted");
         });
       }
+      const ServerCost pair_cost = server_cost(conn, samples, {"fcall", "evalsha", "eval"}, [&] {
+        const auto r = engine->acquire(probe);
+        if (!r.granted || !engine->release(ns, r.grant.id, r.grant.token)) throw std::runtime_error("probe refused");
+      });
+      const ServerCost bare_cost = server_cost(conn, samples, {"set", "del"}, [&] {
+        if (conn.cmd({"SET", "bench:plain:lock", "tok", "NX", "PX", "30000"}) != "OK")
+          throw std::runtime_error("SET NX failed");
+        conn.cmd({"DEL", "bench:plain:lock"});
+      });
+      fmt::print(stderr,
+                 "  server CPU at {} locks: pathlock acquire+release {:.1f} us ({:.1f} redis.call()s), bare SET NX PX + "
+                 "DEL {:.2f} us: ratio {:.1f}\n",
+                 n, pair_cost.usec, pair_cost.inner_calls, bare_cost.usec, pair_cost.usec / bare_cost.usec);
       const Stats bare = measure(samples, [&] {
         if (conn.cmd({"SET", "bench:plain:lock", "tok", "NX", "PX", "30000"}) != "OK")
           throw std::runtime_error("SET NX failed");
