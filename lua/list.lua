@@ -6,6 +6,12 @@
 
 local LIST_SCAN = 512
 
+-- The cursor after list member m ("F" .. 16-digit fence .. id): the fence
+-- in decimal, without leading zeros.
+local function cursor(m)
+  return (string.gsub(string.sub(m, 2, 17), "^0+(%d)", "%1"))
+end
+
 local function pl_list(keys, argv)
   local c, bad = begin(keys)
   if not c then return bad end
@@ -50,11 +56,11 @@ local function pl_list(keys, argv)
       end
     end
     if #reply - 2 >= limit and i < #members then
-      next = tostring(tonumber(string.sub(members[i], 2, 17)))
+      next = cursor(members[i])
       break
     end
   end
-  if next == "" and #members == LIST_SCAN then next = tostring(tonumber(string.sub(members[#members], 2, 17))) end
+  if next == "" and #members == LIST_SCAN then next = cursor(members[#members]) end
   reply[2] = next
   return reply
 end

@@ -8,6 +8,7 @@
 #include "redis/redis_url.hpp"
 
 #include <pathlock/engine.hpp>
+#include <pathlock/factory.hpp>
 #include <pathlock/path.hpp>
 
 #include <catch2/catch.hpp>
@@ -155,8 +156,8 @@ TEST_CASE("redis engine options are checked, an unreachable server is a BackendE
   CHECK_THROWS_AS(redis_engine(shared_redis_server().url(), nullptr, 0), InvalidRequest);
   EngineOptions opts;
   opts.backend = Backend::redis;
-  opts.redis_url = shared_redis_server().url();
-  opts.command_timeout = 0ms;
+  opts.redis.url = shared_redis_server().url();
+  opts.redis.command_timeout = 0ms;
   CHECK_THROWS_AS(make_engine(opts), InvalidRequest);
 
   std::string unreachable;
@@ -524,124 +525,6 @@ TEST_CASE("out of memory: acquire fails cleanly, release still works, nothing is
   REQUIRE(listed.size() == 1);
   CHECK(engine->force_release(ns, listed[0].id));
   CHECK(ns_keys(server, ns) == kOnlyMeta);
-}
-
-TEST_CASE("the Redis backend answers every call like the embedded one", "[redis][differential]") {
-  auto redis = redis_engine(shared_redis_server().url());
-  EngineOptions memory_opts;
-  auto memory = make_engine(memory_opts);
-  const std::string ns = test::unique_namespace("diff");
-  const MatrixTable& m = default_matrix();
-  const std::vector<std::string> paths{"/", "/a", "/a/b", "/a/b/c", "/a/c", "/b", "/b/a", "/a/b/c/d", "/ab"};
-  const std::vector<std::string> prefixes{"/", "/a", "/a/b", "/b", "/zz"};
-
-  struct Held {
-    Grant mem, red;
-  };
-  std::vector<Held> held;
-  std::map<std::string, std::uint64_t> mem_fence, red_fence;  // id -> fence
-  // Fences differ between the backends (Redis starts from its clock), but
-  // both grow with every new lock: each memory fence has one Redis fence.
-  std::map<std::uint64_t, std::uint64_t> to_red;
-  std::mt19937 rng(20240601);
-  std::size_t grants = 0, refusals = 0, descendant_refusals = 0;
-
-  for (int step = 0; step < 1500; ++step) {
-    INFO("step " << step);
-    const auto action = rng() % 100;
-    if (action < 60 || held.empty()) {
-      const OpInfo& op = m.ops[rng() % m.op_count];
-      std::vector<Target> targets;
-      for (std::size_t r = 0; r < op.role_count; ++r)
-        targets.push_back(Target{std::string(op.roles[r]), paths[rng() % paths.size()]});
-      const LockRequest req = request(ns, "o" + std::to_string(rng() % 3), std::string(op.name), targets, 60000ms);
-      AcquireResult a, b;
-      bool mem_invalid = false, red_invalid = false;
-      try {
-        a = memory->acquire(req);
-      } catch (const InvalidRequest&) {
-        mem_invalid = true;
-      }
-      try {
-        b = redis->acquire(req);
-      } catch (const InvalidRequest&) {
-        red_invalid = true;
-      }
-      REQUIRE(mem_invalid == red_invalid);
-      if (mem_invalid) continue;
-      REQUIRE(a.granted == b.granted);
-      if (a.granted) {
-        ++grants;
-        CHECK(a.grant.holds == b.grant.holds);
-        if (a.grant.holds == 1) {
-          CHECK((to_red.empty() || (a.grant.fence > to_red.rbegin()->first && b.grant.fence > to_red.rbegin()->second)));
-          to_red[a.grant.fence] = b.grant.fence;
-        }
-        CHECK(to_red.at(a.grant.fence) == b.grant.fence);
-        mem_fence[a.grant.id] = a.grant.fence;
-        red_fence[b.grant.id] = b.grant.fence;
-        held.push_back(Held{a.grant, b.grant});
-      } else {
-        ++refusals;
-        const Conflict &x = a.conflict, &y = b.conflict;
-        CHECK(x.relation == y.relation);
-        CHECK(x.requested_role == y.requested_role);
-        CHECK(x.requested_path == y.requested_path);
-        if (x.relation == Relation::held_descendant) {
-          // Which descendant is named among several is hash order in the
-          // embedded backend and byte order here; both must be real conflicts.
-          ++descendant_refusals;
-          CHECK(y.path.size() > y.requested_path.size());
-          CHECK(path_within(y.path, y.requested_path));
-          CHECK(red_fence.count(y.id) == 1);
-        } else {
-          CHECK(to_red.at(mem_fence.at(x.id)) == red_fence.at(y.id));
-          CHECK(x.op == y.op);
-          CHECK(x.role == y.role);
-          CHECK(x.path == y.path);
-          CHECK(x.owner == y.owner);
-        }
-      }
-    } else if (action < 80) {
-      const std::size_t k = rng() % held.size();
-      const bool wrong_token = rng() % 10 == 0;
-      const bool a = memory->release(ns, held[k].mem.id, wrong_token ? "x" : held[k].mem.token);
-      const bool b = redis->release(ns, held[k].red.id, wrong_token ? "x" : held[k].red.token);
-      CHECK(a == b);
-      if (!wrong_token) held.erase(held.begin() + static_cast<std::ptrdiff_t>(k));
-    } else if (action < 85) {
-      const std::size_t k = rng() % held.size();
-      const std::optional<Millis> ttl = rng() % 2 ? std::optional<Millis>(50000ms) : std::nullopt;
-      CHECK(memory->renew(ns, held[k].mem.id, held[k].mem.token, ttl) ==
-            redis->renew(ns, held[k].red.id, held[k].red.token, ttl));
-    } else if (action < 90) {
-      const std::size_t k = rng() % held.size();
-      CHECK(memory->force_release(ns, held[k].mem.id) == redis->force_release(ns, held[k].red.id));
-      const std::string mem_id = held[k].mem.id;
-      held.erase(std::remove_if(held.begin(), held.end(), [&](const Held& h) { return h.mem.id == mem_id; }),
-                 held.end());
-    } else {
-      const std::string& prefix = prefixes[rng() % prefixes.size()];
-      const auto a = memory->list(ns, prefix);
-      const auto b = redis->list(ns, prefix);
-      REQUIRE(a.size() == b.size());
-      for (std::size_t i = 0; i < a.size(); ++i) {
-        CHECK(to_red.at(a[i].fence) == b[i].fence);
-        CHECK(a[i].owner == b[i].owner);
-        CHECK(a[i].op == b[i].op);
-        CHECK(a[i].holds == b[i].holds);
-        REQUIRE(a[i].targets.size() == b[i].targets.size());
-        for (std::size_t t = 0; t < a[i].targets.size(); ++t) {
-          CHECK(a[i].targets[t].role == b[i].targets[t].role);
-          CHECK(a[i].targets[t].path == b[i].targets[t].path);
-        }
-        CHECK(std::chrono::abs(a[i].expires_in - b[i].expires_in) < 1000ms);
-      }
-    }
-  }
-  CHECK(grants > 100);
-  CHECK(refusals > 100);
-  CHECK(descendant_refusals > 0);
 }
 
 TEST_CASE("reentrant acquires share one lock until the last release", "[redis]") {

@@ -11,6 +11,7 @@
 #include "support/redis_server.hpp"
 
 #include <pathlock/engine.hpp>
+#include <pathlock/factory.hpp>
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -26,7 +27,7 @@
 
 using namespace pathlock;
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 using test::read_line;
 using test::spawn;
 using test::wait_exit;
@@ -89,7 +90,7 @@ TEST_CASE("locks of a killed process free themselves after their lease", "[crash
   // The leases start when the grants are made, which is after this instant:
   // the locks cannot be free before it + 2 s (lower bounds stay true however
   // slow a loaded machine is).
-  const auto before_grants = Clock::now();
+  const auto before_grants = SteadyClock::now();
   REQUIRE(ask("acquire victim delete_folder /p/A ttl=2000")["granted"] == true);
   REQUIRE(ask("acquire victim move_folder /p/B /p/C ttl=2000")["granted"] == true);
   REQUIRE(kill(shell, SIGKILL) == 0);
@@ -99,7 +100,7 @@ TEST_CASE("locks of a killed process free themselves after their lease", "[crash
 
   EngineOptions opts;
   opts.backend = Backend::redis;
-  opts.redis_url = server.url();
+  opts.redis.url = server.url();
   auto engine = make_engine(opts);
   const auto refused = engine->acquire(LockRequest{ns, "survivor", "upload", {{"target", "/p/A/x"}}});
   REQUIRE_FALSE(refused.granted);  // the dead process's lock is still within its lease
@@ -116,10 +117,10 @@ TEST_CASE("locks of a killed process free themselves after their lease", "[crash
   };
   const AcquireResult got = poll_until_granted("upload", "/p/A/x");
   REQUIRE(got.granted);  // freed by the lease, not by anyone releasing it
-  CHECK(Clock::now() - before_grants >= 1950ms);  // 50 ms for server vs local clock rounding
+  CHECK(SteadyClock::now() - before_grants >= 1950ms);  // 50 ms for server vs local clock rounding
   const AcquireResult other = poll_until_granted("create", "/p/C");
   REQUIRE(other.granted);
-  CHECK(Clock::now() - before_grants >= 1950ms);
+  CHECK(SteadyClock::now() - before_grants >= 1950ms);
   REQUIRE(engine->release(ns, got.grant.id, got.grant.token));
   REQUIRE(engine->release(ns, other.grant.id, other.grant.token));
   CHECK(engine->list(ns).empty());

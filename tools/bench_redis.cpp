@@ -18,6 +18,7 @@
 // SET NX PX + DEL pair.
 // Use a throwaway server: the benchmark leaves its namespace behind.
 #include <pathlock/engine.hpp>
+#include <pathlock/factory.hpp>
 
 #include <fmt/format.h>
 #include <hiredis/hiredis.h>
@@ -170,8 +171,8 @@ int main(int argc, char** argv) {
   try {
     pathlock::EngineOptions opts;
     opts.backend = pathlock::Backend::redis;
-    opts.redis_url = url;
-    opts.pool_size = 1;
+    opts.redis.url = url;
+    opts.redis.pool_size = 1;
     auto engine = pathlock::make_engine(opts);
     const std::string ns = fmt::format("bench-{}", ::getpid());
     Conn conn(pathlock::redis::parse_redis_url(url));

@@ -14,6 +14,9 @@
 //
 // Thread safety: every method of every backend may be called concurrently
 // from any number of threads.
+//
+// Backends: pathlock/memory.hpp (embedded), pathlock/redis.hpp (Redis);
+// pathlock/factory.hpp picks one by name at run time.
 #pragma once
 
 #include <pathlock/matrix_table.hpp>
@@ -114,6 +117,16 @@ struct LockInfo {
   Millis expires_in{0};
 };
 
+// One page of a listing: locks in fence order, and where the next page
+// starts.
+struct ListPage {
+  std::vector<LockInfo> locks;
+  std::string next;  // cursor for list_page's `after`; empty on the last page
+};
+
+// The most locks one list_page call returns.
+inline constexpr std::size_t kMaxListLimit = 10000;
+
 class LockEngine {
  public:
   virtual ~LockEngine() = default;
@@ -141,6 +154,16 @@ class LockEngine {
   // fence. Costs O(size of that subtree), never a scan of all locks.
   virtual std::vector<LockInfo> list(std::string_view ns, std::string_view prefix = "/") = 0;
 
+  // One page of list(ns, prefix): at most `limit` (1..kMaxListLimit) locks
+  // with fences above the cursor `after` ("" for the first page), in fence
+  // order. `next` is empty on the last page; a page may hold fewer than
+  // `limit` locks and still have a `next` (a backend bounds the work of one
+  // call). Across the pages of one walk every lock that is live throughout
+  // it appears exactly once. Throws InvalidRequest for a bad namespace,
+  // prefix, limit or cursor.
+  virtual ListPage list_page(std::string_view ns, std::string_view prefix, std::size_t limit,
+                             std::string_view after) = 0;
+
   // Administrator's release: drops lock `id` whatever its holds and token.
   // Returns false if there was no such live lock.
   virtual bool force_release(std::string_view ns, std::string_view id) = 0;
@@ -148,25 +171,5 @@ class LockEngine {
   // The rules this engine enforces.
   virtual const MatrixTable& matrix() const = 0;
 };
-
-enum class Backend { memory, redis };
-
-struct EngineOptions {
-  Backend backend = Backend::memory;
-  const MatrixTable* matrix = nullptr;  // nullptr: default_matrix()
-  // Redis backend only.
-  std::string redis_url = "redis://127.0.0.1:6379";
-  Millis connect_timeout{2000};
-  Millis command_timeout{2000};
-  std::size_t pool_size = 4;
-};
-
-// Creates an engine. Throws InvalidRequest for bad options and BackendError
-// if the backend cannot start (for Redis: cannot connect, or the server's
-// eviction policy could drop lock data).
-std::unique_ptr<LockEngine> make_engine(const EngineOptions& options = {});
-
-// Parses "memory" or "redis". Throws InvalidRequest for anything else.
-Backend parse_backend(std::string_view name);
 
 }  // namespace pathlock

@@ -5,7 +5,12 @@
 #include <fmt/format.h>
 
 #include <array>
-#include <random>
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+
+#include <sys/random.h>
 
 namespace pathlock::core {
 
@@ -92,24 +97,52 @@ ResolvedRequest resolve_request(const MatrixTable& matrix, const LockRequest& re
 }
 
 std::string random_hex(std::size_t bytes) {
-  // A per-thread generator seeded from the OS; ids and tokens guard against
-  // mistakes (releasing someone else's lock), not against an attacker who
-  // can already reach the lock store.
-  thread_local std::mt19937_64 gen = [] {
-    std::random_device rd;
-    std::seed_seq seq{rd(), rd(), rd(), rd(), rd(), rd(), rd(), rd()};
-    return std::mt19937_64(seq);
-  }();
+  // From the kernel's CSPRNG: ids are shown to other owners (in conflicts
+  // and listings) and tokens prove ownership, so neither may be predictable
+  // from the other or from earlier ones.
   static constexpr char kHex[] = "0123456789abcdef";
-  std::string out(bytes * 2, '0');
-  std::uint64_t word = 0;
-  for (std::size_t i = 0; i < bytes; ++i) {
-    if (i % 8 == 0) word = gen();
-    out[2 * i] = kHex[(word >> 4) & 15];
-    out[2 * i + 1] = kHex[word & 15];
-    word >>= 8;
+  unsigned char raw[64];
+  std::string out;
+  out.reserve(bytes * 2);
+  while (bytes > 0) {
+    const std::size_t n = std::min(bytes, sizeof raw);
+    std::size_t got = 0;
+    while (got < n) {
+      const ssize_t r = getrandom(raw + got, n - got, 0);
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        throw BackendError(fmt::format("getrandom failed: {}", std::strerror(errno)));
+      }
+      got += static_cast<std::size_t>(r);
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      out.push_back(kHex[raw[i] >> 4]);
+      out.push_back(kHex[raw[i] & 15]);
+    }
+    bytes -= n;
   }
   return out;
+}
+
+std::uint64_t check_page(std::size_t limit, std::string_view after) {
+  if (limit < 1 || limit > kMaxListLimit)
+    throw InvalidRequest(fmt::format("limit must be 1..{}, not {}", kMaxListLimit, limit));
+  if (after.empty()) return 0;
+  std::uint64_t fence = 0;
+  const auto [end, ec] = std::from_chars(after.data(), after.data() + after.size(), fence);
+  if (ec != std::errc() || end != after.data() + after.size() || after.size() > 20)
+    throw InvalidRequest(fmt::format("after '{}' is not a cursor returned by list_page", after));
+  return fence;
+}
+
+ListPage page_of(std::vector<LockInfo> sorted, std::size_t limit, std::string_view after) {
+  const std::uint64_t from = check_page(limit, after);
+  ListPage page;
+  auto it = std::upper_bound(sorted.begin(), sorted.end(), from,
+                             [](std::uint64_t f, const LockInfo& l) { return f < l.fence; });
+  for (; it != sorted.end() && page.locks.size() < limit; ++it) page.locks.push_back(std::move(*it));
+  if (it != sorted.end()) page.next = std::to_string(page.locks.back().fence);
+  return page;
 }
 
 }  // namespace pathlock::core

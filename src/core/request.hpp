@@ -31,7 +31,15 @@ void check_ttl(Millis ttl, std::string_view what = "ttl");
 // Canonical prefix for list(); throws InvalidRequest for a bad path.
 std::string resolve_prefix(std::string_view prefix);
 
-// A fresh random identifier of `bytes` random bytes, hex encoded.
+// A fresh random identifier of `bytes` bytes from the kernel's CSPRNG
+// (getrandom), hex encoded. Throws BackendError if the kernel refuses.
 std::string random_hex(std::size_t bytes);
+
+// Checks list_page's limit and cursor; returns the fence the cursor names
+// (0 for the first page). Throws InvalidRequest.
+std::uint64_t check_page(std::size_t limit, std::string_view after);
+// The page of `sorted` (all locks of a listing, in fence order) that
+// list_page(limit, after) returns. Throws InvalidRequest like check_page.
+ListPage page_of(std::vector<LockInfo> sorted, std::size_t limit, std::string_view after);
 
 }  // namespace pathlock::core

@@ -56,10 +56,11 @@
 // keeps a small cache of the namespaces it used (keyed by a per-engine serial
 // number, never by address): calls on different namespaces from different
 // threads then share no written memory at all. Lock order: namespaces_mutex_ before Namespace::mutex,
-// never the other way round. Time: std::chrono::steady_clock.
-#include "memory/memory_engine.hpp"
+// never the other way round. Time: the injected Clock (MemoryOptions::clock).
+#include <pathlock/memory.hpp>
 
 #include "core/request.hpp"
+#include "core/waiting.hpp"
 
 #include <pathlock/path.hpp>
 
@@ -79,10 +80,7 @@
 namespace pathlock::memory {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-// Upper bound on a waiter's sleep between two checks.
-constexpr Millis kRecheckInterval{200};
+using Clock = pathlock::Clock;
 // Pruned trie nodes kept for reuse, per namespace.
 constexpr std::size_t kMaxSpareNodes = 1024;
 // Expiry wheel: one bucket per millisecond, 4096 buckets per lap.
@@ -127,7 +125,7 @@ struct Lock {
 // The expiry timing wheel (see the essay above).
 class ExpiryWheel {
  public:
-  ExpiryWheel() : buckets_(kWheelSlots, nullptr), cursor_(tick(Clock::now())) {}
+  explicit ExpiryWheel(Clock::time_point now) : buckets_(kWheelSlots, nullptr), cursor_(tick(now)) {}
 
   void arm(Lock& lock) {
     Lock*& head = buckets_[slot(tick(lock.expires_at))];
@@ -235,6 +233,15 @@ struct Namespace {
   std::list<Waiter> waiters;  // fair requests waiting, oldest first
   std::uint64_t next_waiter = 1;
   std::condition_variable changed;  // notified when a lock or a waiter goes
+  std::uint64_t generation = 0;     // counts those notifications
+
+  explicit Namespace(Clock::time_point now) : expiry(now) {}
+
+  // A lock or a waiter went: wake the waiters, which may now get in.
+  void notify() {
+    ++generation;
+    changed.notify_all();
+  }
 };
 
 Millis remaining(Clock::time_point expires_at, Clock::time_point now) {
@@ -259,31 +266,15 @@ std::atomic<std::uint64_t> engine_serials{0};
 
 class MemoryEngine final : public LockEngine {
  public:
-  explicit MemoryEngine(const MatrixTable& matrix) : matrix_(matrix), serial_(++engine_serials) {}
+  MemoryEngine(const MatrixTable& matrix, std::shared_ptr<const Clock> clock)
+      : matrix_(matrix), clock_(std::move(clock)), serial_(++engine_serials) {}
 
   const MatrixTable& matrix() const override { return matrix_; }
 
   AcquireResult acquire(const LockRequest& request) override {
     core::ResolvedRequest req = core::resolve_request(matrix_, request);
-    Namespace& ns = get_namespace(request.ns);
-    std::unique_lock guard(ns.mutex);
-    Clock::time_point now = Clock::now();
-    const Clock::time_point deadline = now + request.wait;
-    reap(ns, now);
-    AcquireResult result;
-    Waiter* me = nullptr;
-    while (!try_acquire(ns, req, request, me, now, result) && now < deadline) {
-      if (!me && request.fair) me = enqueue(ns, req, request.owner, deadline);
-      // Wake no later than the conflicting lease ends (an expiry notifies
-      // nobody unless some call reaps it) and than the re-check interval.
-      Clock::time_point wake = std::min(deadline, now + kRecheckInterval);
-      wake = std::min(wake, now + result.conflict.expires_in + Millis{1});
-      ns.changed.wait_until(guard, wake);
-      now = Clock::now();
-      reap(ns, now);
-    }
-    if (me) dequeue(ns, *me);
-    return result;
+    Attempts attempts(*this, get_namespace(request.ns), req, request);
+    return core::wait_for_grant(request, *clock_, attempts);
   }
 
   bool release(std::string_view ns_name, std::string_view id, std::string_view token) override {
@@ -291,12 +282,12 @@ class MemoryEngine final : public LockEngine {
     Namespace* ns = find_namespace(ns_name);
     if (!ns) return false;
     std::lock_guard guard(ns->mutex);
-    reap(*ns, Clock::now());
+    reap(*ns, clock_->now());
     Lock* lock = find_lock(*ns, id, token);
     if (!lock) return false;
     if (--lock->holds == 0) {
       remove(*ns, *lock);
-      ns->changed.notify_all();
+      ns->notify();
     }
     return true;
   }
@@ -308,7 +299,7 @@ class MemoryEngine final : public LockEngine {
     Namespace* ns = find_namespace(ns_name);
     if (!ns) return false;
     std::lock_guard guard(ns->mutex);
-    const Clock::time_point now = Clock::now();
+    const Clock::time_point now = clock_->now();
     reap(*ns, now);
     Lock* lock = find_lock(*ns, id, token);
     if (!lock) return false;
@@ -324,7 +315,7 @@ class MemoryEngine final : public LockEngine {
     Namespace* ns = find_namespace(ns_name);
     if (!ns) return out;
     std::lock_guard guard(ns->mutex);
-    const Clock::time_point now = Clock::now();
+    const Clock::time_point now = clock_->now();
     reap(*ns, now);
     const Node* node = &ns->root;
     PathCursor cursor(canonical);
@@ -349,20 +340,74 @@ class MemoryEngine final : public LockEngine {
     return out;
   }
 
+  ListPage list_page(std::string_view ns_name, std::string_view prefix, std::size_t limit,
+                     std::string_view after) override {
+    core::check_page(limit, after);
+    return core::page_of(list(ns_name, prefix), limit, after);
+  }
+
   bool force_release(std::string_view ns_name, std::string_view id) override {
     core::check_namespace(ns_name);
     Namespace* ns = find_namespace(ns_name);
     if (!ns) return false;
     std::lock_guard guard(ns->mutex);
-    reap(*ns, Clock::now());
+    reap(*ns, clock_->now());
     Lock* lock = find_lock(*ns, id);
     if (!lock) return false;
     remove(*ns, *lock);
-    ns->changed.notify_all();
+    ns->notify();
     return true;
   }
 
  private:
+  // The embedded backend's side of the waiting policy (core/waiting.hpp):
+  // attempts under the namespace mutex, and a sleep on the namespace's
+  // condition variable that ends when its generation moves on.
+  class Attempts final : public core::WaitingAttempts {
+   public:
+    Attempts(MemoryEngine& engine, Namespace& ns, core::ResolvedRequest& req, const LockRequest& request)
+        : engine_(engine), ns_(ns), req_(req), request_(request) {}
+
+    AcquireResult attempt(Millis reserve) override {
+      std::lock_guard guard(ns_.mutex);
+      const Clock::time_point now = engine_.clock_->now();
+      reap(ns_, now);
+      AcquireResult result;
+      const bool granted = engine_.try_acquire(ns_, req_, request_, me_, now, result);
+      seen_ = ns_.generation;
+      if (!granted && reserve > Millis{0}) {
+        if (me_)
+          me_->deadline = now + reserve;
+        else
+          me_ = engine_.enqueue(ns_, req_, request_.owner, now + reserve);
+      } else if (me_) {
+        engine_.dequeue(ns_, *me_);
+        me_ = nullptr;
+      }
+      return result;
+    }
+    // Attempts record the generation under the mutex: nothing is missed.
+    bool listen() override { return false; }
+    void sleep_until(Clock::time_point until) override {
+      std::unique_lock guard(ns_.mutex);
+      ns_.changed.wait_for(guard, until - engine_.clock_->now(), [&] { return ns_.generation != seen_; });
+    }
+    void leave() noexcept override {
+      if (!me_) return;
+      std::lock_guard guard(ns_.mutex);
+      engine_.dequeue(ns_, *me_);
+      me_ = nullptr;
+    }
+
+   private:
+    MemoryEngine& engine_;
+    Namespace& ns_;
+    core::ResolvedRequest& req_;
+    const LockRequest& request_;
+    Waiter* me_ = nullptr;     // the request's place in line, if it has one
+    std::uint64_t seen_ = 0;   // ns_.generation at the last attempt
+  };
+
   // One attempt: grants (true) or fills result.conflict (false). On a grant
   // the paths and key of `req` are moved into the lock.
   bool try_acquire(Namespace& ns, core::ResolvedRequest& req, const LockRequest& request, const Waiter* me,
@@ -442,7 +487,7 @@ class MemoryEngine final : public LockEngine {
   void dequeue(Namespace& ns, Waiter& w) {
     for (Entry& e : w.entries) unlink(ns, e, kWaiting);
     ns.waiters.remove_if([&](const Waiter& x) { return &x == &w; });
-    ns.changed.notify_all();  // younger waiters may go now
+    ns.notify();  // younger waiters may go now
   }
 
   // Fairness: is there a waiter older than `me` (all of them if me is null)
@@ -487,7 +532,7 @@ class MemoryEngine final : public LockEngine {
     if (Namespace* ns = find_namespace(name)) return *ns;
     std::unique_lock write(namespaces_mutex_);
     auto& slot = namespaces_[std::string(name)];
-    if (!slot) slot = std::make_unique<Namespace>();
+    if (!slot) slot = std::make_unique<Namespace>(clock_->now());
     return *slot;
   }
 
@@ -596,7 +641,7 @@ class MemoryEngine final : public LockEngine {
       remove(ns, lock);
       removed = true;
     });
-    if (removed) ns.changed.notify_all();
+    if (removed) ns.notify();
   }
 
   static const Entry* first_with(const Node& node, CodeMask mask, Kind kind) {
@@ -680,6 +725,7 @@ class MemoryEngine final : public LockEngine {
   }
 
   const MatrixTable& matrix_;
+  const std::shared_ptr<const Clock> clock_;
   const std::uint64_t serial_;  // identifies this engine in thread caches
   std::shared_mutex namespaces_mutex_;
   StringMap<std::unique_ptr<Namespace>> namespaces_;
@@ -687,8 +733,13 @@ class MemoryEngine final : public LockEngine {
 
 }  // namespace
 
-std::unique_ptr<LockEngine> make_memory_engine(const MatrixTable& matrix) {
-  return std::make_unique<MemoryEngine>(matrix);
+}  // namespace pathlock::memory
+
+namespace pathlock {
+
+std::unique_ptr<LockEngine> make_memory_engine(const MemoryOptions& options) {
+  return std::make_unique<memory::MemoryEngine>(options.matrix ? *options.matrix : default_matrix(),
+                                                options.clock ? options.clock : steady_clock());
 }
 
-}  // namespace pathlock::memory
+}  // namespace pathlock

@@ -27,39 +27,36 @@
 // command the library uses on that namespace's keys, and reports a missing
 // one by name.
 //
-// Waiting and fairness (docs/design.md#waiting-and-fairness). A refused
-// request with wait > 0 loops: attempt (one acquire script call), and if
-// refused, sleep until a wake-up, the conflicting lease's end, the re-check
-// interval (kRecheck) or the deadline, whichever comes first; then attempt
-// again. The wake-up: the first refusal opens a Subscription (a dedicated
-// connection, SSUBSCRIBE pl:{NS}:wake) and attempts once more right away, so
-// a removal between the two attempts is seen by the second, and any later
-// one arrives as a message; only messages naming a path that overlaps one
-// of the request's targets end the sleep early (a removal elsewhere cannot
-// let it in). No busy polling: a quiet wait costs one attempt per kRecheck.
-// A fair request waits with a place in line: the script that refuses it
-// creates (first refusal) or refreshes (later ones) its waiter record with a
-// reservation lease (kReservation at most), the script that grants it
-// removes it, and on the last attempt (deadline reached) a refusal removes
-// it instead of refreshing, all in the same call. An exception leaves the
-// line with the leave script (best effort); a waiter that dies keeps its
-// place no longer than its reservation (at most 2 s), which acquire reaps like an
-// expired lock. Cost of waiting: one extra connection per waiting call, one
-// attempt per wake-up that concerns it or per kRecheck.
+// Waiting and fairness: the policy is core/waiting.hpp's, shared by every
+// backend; this file supplies its steps (class Attempts). An attempt is one
+// acquire function call. The wake-up: after the first refusal a Subscription
+// (a dedicated connection, SSUBSCRIBEd to pl:{NS}:wake) is opened and the
+// policy attempts once more right away, so a removal between the two
+// attempts is seen by the second, and any later one arrives as a message;
+// only messages naming a path that overlaps one of the request's targets
+// end the sleep early (a removal elsewhere cannot let it in). A fair request
+// waits with a place in line: the script that refuses it creates (first
+// refusal) or refreshes (later ones) its waiter record with the reservation
+// the policy asks for, the script that grants it removes it, and the last
+// attempt's refusal removes it instead of refreshing, all in the same call.
+// An exception leaves the line with the leave script (best effort); a waiter
+// that dies keeps its place no longer than its reservation (at most 2 s),
+// which acquire, leave and list reap like an expired lock. Cost of waiting: one extra connection
+// per waiting call, one attempt per wake-up that concerns it or per re-check.
 //
 // Behaviour matches the embedded backend (memory_engine.cpp) call for call:
 // the same validation (core::resolve_request before touching Redis), the
 // same reentrancy, renew and release rules, and the same choice of the
-// conflicting lock to report, except that below a requested path children
-// are visited in byte order (the embedded backend uses hash order), and that
-// a refusal by a waiter names it by its waiter id and reports what is left of
-// its reservation (the embedded backend: "waiter-N" and its deadline).
+// conflicting lock to report (the canonical rule, docs/lua-protocol.md),
+// except that a refusal by a waiter names it by its waiter id and reports
+// what is left of its reservation (the embedded backend: "waiter-N").
 //
 // Thread safety: the client's pool serialises nothing but a connection;
-// atomicity comes from Redis running each script alone.
-#include "redis/redis_engine.hpp"
+// atomicity comes from Redis running each function alone.
+#include <pathlock/redis.hpp>
 
 #include "core/request.hpp"
+#include "core/waiting.hpp"
 #include "redis/library.hpp"
 #include "redis/redis_client.hpp"
 #include "redis/redis_url.hpp"
@@ -78,18 +75,8 @@
 namespace pathlock::redis {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 constexpr std::size_t kIdBytes = 12;     // 24 hex characters
 constexpr std::size_t kTokenBytes = 16;  // 32 hex characters
-// Longest sleep between two attempts of a waiting request: bounds the cost
-// of a lost or filtered-out wake-up (same as the embedded backend).
-constexpr Millis kRecheck{200};
-// Longest reservation lease of a place in line (each attempt reserves
-// min(time left + kRecheck, kReservation)). A waiter refreshes it with every
-// attempt, at least every kRecheck, so 10x leaves room for stalls; a waiter
-// that dies blocks younger ones for at most this long.
-constexpr Millis kReservation{2000};
 
 Millis millis(const Reply& r) { return Millis{r.number()}; }
 
@@ -99,14 +86,14 @@ Relation parse_relation(const RedisClient& client, const std::string& name) {
   client.fail(fmt::format("acquire reported an unknown relation '{}'", name));
 }
 
-ClientOptions client_options(const EngineOptions& options) {
-  return ClientOptions{parse_redis_url(options.redis_url), options.connect_timeout, options.command_timeout,
+ClientOptions client_options(const RedisOptions& options) {
+  return ClientOptions{parse_redis_url(options.url), options.connect_timeout, options.command_timeout,
                        options.pool_size};
 }
 
-class RedisEngine final : public LockEngine, public PagedLister {
+class RedisEngine final : public LockEngine {
  public:
-  RedisEngine(const MatrixTable& matrix, const EngineOptions& options)
+  RedisEngine(const MatrixTable& matrix, const RedisOptions& options)
       : matrix_(matrix), library_(library_for(matrix)), client_(client_options(options)) {
     client_.load_library(library_.name, library_.code);
   }
@@ -115,7 +102,6 @@ class RedisEngine final : public LockEngine, public PagedLister {
 
   AcquireResult acquire(const LockRequest& request) override {
     const core::ResolvedRequest req = core::resolve_request(matrix_, request);
-    const std::vector<std::string> keys = keys_of(request.ns);
     // ARGV: owner, op, ttl, new_id, new_token, paths..., fair, waiter_id,
     // reserve_ms. The new id and token serve every attempt of this call
     // (only a grant uses them, and a grant ends the call).
@@ -128,38 +114,8 @@ class RedisEngine final : public LockEngine, public PagedLister {
     args.push_back(request.fair ? "1" : "0");
     args.push_back(waiter);
     args.push_back("0");  // reserve_ms, set per attempt
-    std::string& reserve = args.back();
-
-    const Clock::time_point deadline = Clock::now() + request.wait;
-    std::unique_ptr<Subscription> listener;
-    try {
-      while (true) {
-        const Millis left = std::chrono::ceil<Millis>(deadline - Clock::now());
-        const bool last = left <= Millis{0};  // a refusal now is the answer
-        // The reservation outlasts the deadline by one re-check period, so
-        // the last attempt (sent at the deadline) still finds its own place
-        // and is judged as the oldest of its peers, not as a newcomer.
-        reserve = last || !in_line ? "0" : std::to_string(std::min(left + kRecheck, kReservation).count());
-        AcquireResult out = attempt(request.ns, keys, args);
-        if (out.granted || last) return out;
-        if (!listener) {
-          // Subscribe, then look again at once: a removal between the first
-          // attempt and the SUBSCRIBE would otherwise be missed.
-          listener = client_.subscribe(keys.back());  // pl:{NS}:wake
-          continue;
-        }
-        // Sleep no later than the deadline, the re-check interval and the end
-        // of the conflicting lease (an expiry publishes nothing until some
-        // script reaps it) or reservation.
-        const Clock::time_point now = Clock::now();
-        const Clock::time_point until =
-            std::min({deadline, now + kRecheck, now + out.conflict.expires_in + Millis{1}});
-        sleep_until_woken(*listener, until, req);
-      }
-    } catch (...) {
-      if (in_line) leave(request.ns, waiter);
-      throw;
-    }
+    Attempts attempts(*this, request.ns, req, std::move(args), waiter);
+    return core::wait_for_grant(request, *steady_clock(), attempts);
   }
 
   bool release(std::string_view ns, std::string_view id, std::string_view token) override {
@@ -182,25 +138,23 @@ class RedisEngine final : public LockEngine, public PagedLister {
     std::vector<LockInfo> out;
     std::string after;
     do {
-      ListPage page = list_page(ns, prefix, kListPage, after);
+      ListPage page = list_page(ns, prefix, kMaxListLimit, after);
       std::move(page.locks.begin(), page.locks.end(), std::back_inserter(out));
       after = std::move(page.next);
     } while (!after.empty());
     return out;
   }
 
-  // One page of list(): at most `limit` locks, ordered by fence, after the
-  // cursor `after` (empty: from the start); `next` is empty on the last page.
-  // The server looks at a bounded number of locks per call, so a page may
-  // hold fewer than `limit` locks and still have a `next`.
+  // The list function looks at a bounded number of locks per call (fence
+  // order, from the cursor on), so a page may hold fewer than `limit` locks
+  // and still have a `next`; the cursor is the decimal fence of the last
+  // lock looked at.
   ListPage list_page(std::string_view ns, std::string_view prefix, std::size_t limit,
                      std::string_view after) override {
     core::check_namespace(ns);
     const std::string canonical = core::resolve_prefix(prefix);
-    if (limit == 0) throw InvalidRequest("list_page: limit must be at least 1");
-    if (!after.empty() && (after.size() > 16 || after.find_first_not_of("0123456789") != std::string_view::npos))
-      throw InvalidRequest(fmt::format("list_page: '{}' is not a cursor of this backend", after));
-    const Reply r = run("list", ns, {canonical, std::to_string(std::min<std::size_t>(limit, 100000)), std::string(after)});
+    core::check_page(limit, after);
+    const Reply r = run("list", ns, {canonical, std::to_string(limit), std::string(after)});
     if (r.at(0).text() != "locks") unexpected("list", r.at(0).text());
     ListPage page;
     page.next = r.at(1).text();
@@ -228,6 +182,45 @@ class RedisEngine final : public LockEngine, public PagedLister {
   }
 
  private:
+  // The Redis backend's side of the waiting policy (core/waiting.hpp): an
+  // attempt is one acquire script call; wake-ups come from a subscription
+  // to the namespace's wake channel, opened after the first refusal.
+  class Attempts final : public core::WaitingAttempts {
+   public:
+    Attempts(RedisEngine& engine, std::string_view ns, const core::ResolvedRequest& req,
+             std::vector<std::string> args, std::string waiter)
+        : engine_(engine),
+          ns_(ns),
+          req_(req),
+          keys_(namespace_keys(ns)),
+          args_(std::move(args)),
+          waiter_(std::move(waiter)) {}
+
+    AcquireResult attempt(Millis reserve) override {
+      args_.back() = std::to_string(reserve.count());
+      return engine_.attempt(ns_, keys_, args_);
+    }
+    // Subscribe, then look again at once: a removal between the first
+    // attempt and the subscription would otherwise be missed.
+    bool listen() override {
+      listener_ = engine_.client_.subscribe(keys_.back());  // pl:{NS}:wake
+      return true;
+    }
+    void sleep_until(Clock::time_point until) override { sleep_until_woken(*listener_, until, req_); }
+    void leave() noexcept override {
+      if (!waiter_.empty()) engine_.leave(ns_, waiter_);
+    }
+
+   private:
+    RedisEngine& engine_;
+    std::string_view ns_;
+    const core::ResolvedRequest& req_;
+    std::vector<std::string> keys_;  // the namespace's keys (docs/lua-protocol.md)
+    std::vector<std::string> args_;  // the acquire arguments; the last is reserve_ms
+    std::string waiter_;             // place-in-line id ("" when not in line)
+    std::unique_ptr<Subscription> listener_;
+  };
+
   // One acquire call with `args` (see acquire()).
   AcquireResult attempt(std::string_view ns, const std::vector<std::string>& keys, const std::vector<std::string>& args) {
     const Reply r = run("acquire", ns, args, &keys);
@@ -265,7 +258,7 @@ class RedisEngine final : public LockEngine, public PagedLister {
   static void sleep_until_woken(Subscription& listener, Clock::time_point until, const core::ResolvedRequest& req) {
     std::vector<std::string> payloads;
     while (true) {
-      const Millis left = std::chrono::ceil<Millis>(until - Clock::now());
+      const Millis left = std::chrono::ceil<Millis>(until - std::chrono::steady_clock::now());
       if (left <= Millis{0}) return;
       payloads.clear();
       if (listener.wait(left, payloads) != Subscription::Wake::message) return;
@@ -286,7 +279,7 @@ class RedisEngine final : public LockEngine, public PagedLister {
   // fails too (the server is gone), the reservation lease ends the place.
   void leave(std::string_view ns, const std::string& id) noexcept {
     try {
-      client_.fcall(library_.function_prefix + "leave", keys_of(ns), {id});
+      client_.fcall(library_.function_prefix + "leave", namespace_keys(ns), {id});
     } catch (...) {
     }
   }
@@ -298,7 +291,7 @@ class RedisEngine final : public LockEngine, public PagedLister {
   Reply run(std::string_view function, std::string_view ns, const std::vector<std::string>& args,
             const std::vector<std::string>* keys = nullptr) {
     std::vector<std::string> own;
-    if (!keys) keys = &(own = keys_of(ns));
+    if (!keys) keys = &(own = namespace_keys(ns));
     probe(ns, *keys);
     Reply r = client_.fcall(library_.function_prefix + std::string(function), *keys, args);
     const std::string& status = r.at(0).text();
@@ -311,8 +304,6 @@ class RedisEngine final : public LockEngine, public PagedLister {
     if (status == "invalid") throw InvalidRequest(fmt::format("{}: {}", function, r.at(1).text()));
     return r;
   }
-
-  static std::vector<std::string> keys_of(std::string_view ns) { return namespace_keys(ns); }
 
   // Once per namespace: may this user run every command of the library on
   // the namespace's keys? A missing permission is a BackendError naming the
@@ -332,11 +323,11 @@ class RedisEngine final : public LockEngine, public PagedLister {
       }
       if (!publish_only)
         client_.fail(fmt::format("the Redis user may not run {} on the keys of namespace '{}' (pl:{{{}}}:*); the "
-                                 "lock library needs them (docs/operations.md#acl)",
+                                 "lock library needs them (docs/operations.md)",
                                  missing, ns, ns));
       std::fprintf(stderr,
                    "pathlock: warning: redis at %s: this user may not SPUBLISH on pl:{%.*s}:wake; waiting requests "
-                   "only re-check on a timer\n",
+                   "only re-check on a timer. Grant the user the channels pl:* (ACL SETUSER ... &pl:*)\n",
                    client_.server().c_str(), static_cast<int>(ns.size()), ns.data());
     } else if (r.at(0).text() != "ok") {
       unexpected("probe", r.at(0).text());
@@ -363,8 +354,6 @@ class RedisEngine final : public LockEngine, public PagedLister {
     client_.fail(fmt::format("function {} replied '{}'", function, status));
   }
 
-  static constexpr std::size_t kListPage = 1000;
-
   const MatrixTable& matrix_;
   Library library_;
   RedisClient client_;
@@ -374,8 +363,12 @@ class RedisEngine final : public LockEngine, public PagedLister {
 
 }  // namespace
 
-std::unique_ptr<LockEngine> make_redis_engine(const MatrixTable& matrix, const EngineOptions& options) {
-  return std::make_unique<RedisEngine>(matrix, options);
+}  // namespace pathlock::redis
+
+namespace pathlock {
+
+std::unique_ptr<LockEngine> make_redis_engine(const RedisOptions& options) {
+  return std::make_unique<redis::RedisEngine>(options.matrix ? *options.matrix : default_matrix(), options);
 }
 
-}  // namespace pathlock::redis
+}  // namespace pathlock

@@ -2,6 +2,7 @@
 
 #include "support/redis_server.hpp"
 
+#include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -10,16 +11,38 @@
 
 namespace pathlock::test {
 
-std::vector<std::string> backend_names() { return {"memory", "redis"}; }
+const std::vector<BackendUnderTest>& backends_under_test() {
+  static const std::vector<BackendUnderTest> rows = {
+      {"memory",
+       [](const MatrixTable* matrix) { return make_memory_engine(MemoryOptions{matrix, nullptr}); },
+       {.waiting = true, .in_process = true, .shared = false}},
+      {"redis",
+       [](const MatrixTable* matrix) {
+         RedisOptions options;
+         options.matrix = matrix;
+         options.url = shared_redis_server().url();
+         return make_redis_engine(options);
+       },
+       {.waiting = true, .in_process = false, .shared = true}},
+  };
+  return rows;
+}
 
-std::vector<std::string> waiting_backend_names() { return {"memory", "redis"}; }
+BackendUnderTest each_backend() {
+  BackendUnderTest row = GENERATE(from_range(backends_under_test()));
+  UNSCOPED_INFO("backend: " << row.name);
+  return row;
+}
+
+const BackendUnderTest& backend_named(const std::string& name) {
+  for (const BackendUnderTest& row : backends_under_test())
+    if (row.name == name) return row;
+  FAIL("no backend named " << name);
+  throw std::logic_error("unreachable");
+}
 
 std::unique_ptr<LockEngine> make_test_engine(const std::string& name, const MatrixTable* matrix) {
-  EngineOptions opts;
-  opts.backend = parse_backend(name);
-  opts.matrix = matrix;
-  if (opts.backend == Backend::redis) opts.redis_url = shared_redis_server().url();
-  return make_engine(opts);
+  return backend_named(name).make(matrix);
 }
 
 std::string unique_namespace(const std::string& hint) {

@@ -1,19 +1,40 @@
-// Backends under test: every conformance test runs once per entry.
+// The backends under test: one table, one row per backend. Every test in
+// tests/conformance/ runs once per row (each_backend()); adding a backend to
+// the suite is adding a row in backends.cpp.
 #pragma once
 
 #include <pathlock/engine.hpp>
+#include <pathlock/factory.hpp>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace pathlock::test {
 
-// Names of the backends the conformance suite runs against.
-std::vector<std::string> backend_names();
+struct BackendCapabilities {
+  bool waiting = true;       // LockRequest::wait > 0 is supported
+  bool in_process = false;   // no round trips: tests may afford many more calls
+  bool shared = false;       // two engines of this row share their locks (a server)
+};
 
-// The backends that support waiting (LockRequest::wait > 0).
-std::vector<std::string> waiting_backend_names();
+struct BackendUnderTest {
+  std::string name;
+  // A fresh engine for `matrix` (nullptr: the default matrix).
+  std::function<std::unique_ptr<LockEngine>(const MatrixTable* matrix)> make;
+  BackendCapabilities can;
+};
+
+// Every row, in a fixed order; the embedded backend is first.
+const std::vector<BackendUnderTest>& backends_under_test();
+
+// Inside a Catch2 TEST_CASE: runs the test case once per row (a GENERATE
+// over the table) and returns the current row. Call it once per test case.
+BackendUnderTest each_backend();
+
+// The row named `name`; fails the test if there is none.
+const BackendUnderTest& backend_named(const std::string& name);
 
 // A fresh engine of backend `name` for `matrix` (nullptr: default matrix).
 std::unique_ptr<LockEngine> make_test_engine(const std::string& name, const MatrixTable* matrix = nullptr);

@@ -19,10 +19,10 @@ std::unique_ptr<LockEngine> redis_engine(const std::string& url, const MatrixTab
                                          Millis command_timeout) {
   EngineOptions opts;
   opts.backend = Backend::redis;
-  opts.redis_url = url;
+  opts.redis.url = url;
   opts.matrix = matrix;
-  opts.pool_size = pool_size;
-  opts.command_timeout = command_timeout;
+  opts.redis.pool_size = pool_size;
+  opts.redis.command_timeout = command_timeout;
   return make_engine(opts);
 }
 

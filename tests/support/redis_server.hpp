@@ -12,6 +12,7 @@
 #include "redis_devtools/redis_server.hpp"
 
 #include <pathlock/engine.hpp>
+#include <pathlock/factory.hpp>
 
 #include <memory>
 #include <string>

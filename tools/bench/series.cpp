@@ -63,8 +63,8 @@ class PathlockSubject final : public Subject {
       : backend_(backend), url_(std::move(url)), run_(std::move(run)) {
     EngineOptions o;
     o.backend = backend_;
-    o.redis_url = url_;
-    o.pool_size = 4;
+    o.redis.url = url_;
+    o.redis.pool_size = 4;
     filler_ = make_engine(o);
     // Prove the backend works before the run counts on it.
     const std::string ns = name_space("probe");
@@ -110,8 +110,8 @@ class PathlockSubject final : public Subject {
     if (backend_ == Backend::redis) {
       EngineOptions o;
       o.backend = Backend::redis;
-      o.redis_url = url_;
-      o.pool_size = clients;
+      o.redis.url = url_;
+      o.redis.pool_size = clients;
       engine = make_engine(o);
     } else {
       engine = filler_;

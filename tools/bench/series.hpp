@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <memory>
 #include <pathlock/engine.hpp>
+#include <pathlock/factory.hpp>
 #include <string>
 #include <vector>
 

@@ -5,6 +5,8 @@
 #include "demo.hpp"
 #include "shell.hpp"
 
+#include <pathlock/factory.hpp>
+
 #include "matrix/emit.hpp"
 
 #include <fmt/format.h>
@@ -52,7 +54,7 @@ Flags parse_flags(int argc, char** argv, int first) {
 std::unique_ptr<LockEngine> engine_from(const Flags& f) {
   EngineOptions opts;
   if (auto it = f.options.find("backend"); it != f.options.end()) opts.backend = parse_backend(it->second);
-  if (auto it = f.options.find("redis"); it != f.options.end()) opts.redis_url = it->second;
+  if (auto it = f.options.find("redis"); it != f.options.end()) opts.redis.url = it->second;
   return make_engine(opts);
 }
 

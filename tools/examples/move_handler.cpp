@@ -1,6 +1,7 @@
 // A service handler that moves a folder under a pathlock lock: the example of
 // docs/guard.md. Built as `pathlock-example-move` so it keeps compiling.
 #include <pathlock/engine.hpp>
+#include <pathlock/factory.hpp>
 #include <pathlock/guard.hpp>
 #include <pathlock/keeper.hpp>
 

@@ -29,6 +29,7 @@
 // waited when the creates are fair (they queue behind it) and when they opt
 // out (fair=false), each in its own namespace, in one run.
 #include <pathlock/engine.hpp>
+#include <pathlock/factory.hpp>
 #include <pathlock/path.hpp>
 
 #include <fmt/format.h>
@@ -71,9 +72,9 @@ struct Hold {
 int run(const std::map<std::string, std::string>& opt) {
   EngineOptions eo;
   eo.backend = parse_backend(opt.at("backend"));
-  if (opt.count("redis")) eo.redis_url = opt.at("redis");
+  if (opt.count("redis")) eo.redis.url = opt.at("redis");
   const int threads = std::stoi(opt.count("threads") ? opt.at("threads") : "4");
-  eo.pool_size = static_cast<std::size_t>(threads);
+  eo.redis.pool_size = static_cast<std::size_t>(threads);
   const long ops = std::stol(opt.count("ops") ? opt.at("ops") : "2000");
   const unsigned seed = static_cast<unsigned>(std::stoul(opt.count("seed") ? opt.at("seed") : "1"));
   const Millis ttl{std::stol(opt.count("ttl") ? opt.at("ttl") : "10000")};
@@ -168,9 +169,9 @@ long starve_round(LockEngine& engine, const std::string& ns, int creators, Milli
 int starve(const std::map<std::string, std::string>& opt) {
   EngineOptions eo;
   eo.backend = parse_backend(opt.at("backend"));
-  if (opt.count("redis")) eo.redis_url = opt.at("redis");
+  if (opt.count("redis")) eo.redis.url = opt.at("redis");
   const int creators = std::stoi(opt.count("creators") ? opt.at("creators") : "3");
-  eo.pool_size = static_cast<std::size_t>(creators + 1);
+  eo.redis.pool_size = static_cast<std::size_t>(creators + 1);
   const Millis hold{std::stol(opt.count("hold") ? opt.at("hold") : "50")};
   const Millis run_for{std::stol(opt.count("run") ? opt.at("run") : "3000")};
   auto engine = make_engine(eo);

@@ -41,14 +41,14 @@ bool refuses(const MatrixTable& m, const Held& earlier, const Held& later) {
 }  // namespace
 
 TEST_CASE("conflicting locks are never held at the same time", "[concurrency]") {
-  const std::string backend = GENERATE(from_range(test::backend_names()));
-  auto engine = test::make_test_engine(backend);
+  const test::BackendUnderTest backend = test::each_backend();
+  auto engine = backend.make(nullptr);
   const MatrixTable& m = engine->matrix();
   const std::string ns = test::unique_namespace("stress");
   const std::vector<std::string> tree = {"/p", "/p/A", "/p/A/C", "/p/A/C/D", "/p/A/a.txt", "/p/A/CD",
                                          "/p/B", "/p/B/b.txt", "/q", "/q/x"};
   constexpr int kThreads = 8;
-  const int iterations = backend == "memory" ? 4000 : 600;
+  const int iterations = backend.can.in_process ? 4000 : 600;
 
   std::mutex registry_mutex;
   std::map<std::uint64_t, Held> registry;  // locks the test holds now, by fence
@@ -97,7 +97,7 @@ TEST_CASE("conflicting locks are never held at the same time", "[concurrency]") 
   for (int t = 0; t < kThreads; ++t) threads.emplace_back(worker, t);
   for (auto& t : threads) t.join();
 
-  INFO(backend << ": " << grants << " grants, " << refusals << " refusals");
+  INFO(backend.name << ": " << grants << " grants, " << refusals << " refusals");
   CHECK(violations == 0);
   CHECK(grants > 100);
   CHECK(refusals > 100);  // the paths really overlap

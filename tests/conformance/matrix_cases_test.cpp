@@ -54,12 +54,12 @@ std::vector<Target> beside(std::vector<Target> targets, const std::string& role)
 }  // namespace
 
 TEST_CASE("matrix-derived cases hold on every backend", "[matrix][cases]") {
-  const std::string backend = GENERATE(from_range(test::backend_names()));
-  auto engine = test::make_test_engine(backend);
+  const test::BackendUnderTest backend = test::each_backend();
+  auto engine = backend.make(nullptr);
   std::size_t refused = 0;
   for (const MatrixCase& c : kCases) {
     const std::string ns = test::unique_namespace("case");
-    INFO(backend << ": held " << c.held_op << " {" << c.held_targets << "}, requested " << c.req_op << " {"
+    INFO(backend.name << ": held " << c.held_op << " {" << c.held_targets << "}, requested " << c.req_op << " {"
                  << c.req_targets << "}, relation " << c.relation);
     const AcquireResult held = engine->acquire(LockRequest{ns, "holder", c.held_op, parse_targets(c.held_targets)});
     REQUIRE(held.granted);

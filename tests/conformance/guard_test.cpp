@@ -1,5 +1,5 @@
 // LockGuard (RAII) and LeaseKeeper (renewal and loss detection).
-#include "support/backends.hpp"
+#include "conformance/fixture.hpp"
 
 #include <pathlock/guard.hpp>
 #include <pathlock/keeper.hpp>
@@ -14,26 +14,14 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct Fixture {
-  std::string backend = GENERATE(from_range(test::backend_names()));
-  std::unique_ptr<LockEngine> engine = test::make_test_engine(backend);
-  std::string ns = test::unique_namespace("guard");
-  LockRequest request(const std::string& owner, const std::string& op, const std::string& path, Millis ttl = 30000ms) {
-    return LockRequest{ns, owner, op, {{"target", path}}, ttl, 0ms};
-  }
-  bool free(const std::string& path) {
-    const auto r = engine->acquire(request("probe", "delete_folder", path));
-    if (r.granted) engine->release(ns, r.grant.id, r.grant.token);
-    return r.granted;
-  }
-};
+using test::Fixture;
 
 }  // namespace
 
 TEST_CASE("a guard releases its lock when it goes out of scope", "[guard]") {
   Fixture f;
   {
-    LockGuard guard(*f.engine, f.request("a", "upload", "/p/A"));
+    LockGuard guard(*f.engine, f.request_on("a", "upload", "/p/A"));
     REQUIRE(guard.owns_lock());
     CHECK(guard.grant().fence > 0);
     CHECK_FALSE(f.free("/p/A"));
@@ -43,8 +31,8 @@ TEST_CASE("a guard releases its lock when it goes out of scope", "[guard]") {
 
 TEST_CASE("a refused guard owns nothing and reports the conflict", "[guard]") {
   Fixture f;
-  LockGuard holder(*f.engine, f.request("a", "delete_folder", "/p/A"));
-  LockGuard refused(*f.engine, f.request("b", "upload", "/p/A/x"));
+  LockGuard holder(*f.engine, f.request_on("a", "delete_folder", "/p/A"));
+  LockGuard refused(*f.engine, f.request_on("b", "upload", "/p/A/x"));
   CHECK_FALSE(refused.owns_lock());
   CHECK_FALSE(static_cast<bool>(refused));
   CHECK(refused.conflict().owner == "a");
@@ -57,7 +45,7 @@ TEST_CASE("guards move; only the last owner releases", "[guard]") {
   LockGuard outer;
   CHECK_FALSE(outer.owns_lock());
   {
-    LockGuard inner(*f.engine, f.request("a", "upload", "/p/A"));
+    LockGuard inner(*f.engine, f.request_on("a", "upload", "/p/A"));
     LockGuard moved(std::move(inner));
     CHECK_FALSE(inner.owns_lock());  // NOLINT(bugprone-use-after-move): moved-from state is specified
     CHECK(moved.owns_lock());
@@ -71,8 +59,8 @@ TEST_CASE("guards move; only the last owner releases", "[guard]") {
   CHECK_FALSE(outer.release());
   CHECK(f.free("/p/A"));
   // Assigning over a guard that owns a lock releases that lock.
-  LockGuard g1(*f.engine, f.request("a", "upload", "/p/B"));
-  g1 = LockGuard(*f.engine, f.request("a", "upload", "/p/C"));
+  LockGuard g1(*f.engine, f.request_on("a", "upload", "/p/B"));
+  g1 = LockGuard(*f.engine, f.request_on("a", "upload", "/p/C"));
   CHECK(f.free("/p/B"));
   CHECK_FALSE(f.free("/p/C"));
 }
@@ -81,7 +69,7 @@ TEST_CASE("the keeper keeps a short lease alive while the work runs", "[keeper]"
   Fixture f;
   LeaseKeeper keeper(*f.engine);
   {
-    LockGuard guard(*f.engine, f.request("a", "upload", "/p/A", 150ms), &keeper);
+    LockGuard guard(*f.engine, f.request_on("a", "upload", "/p/A", 150ms), &keeper);
     REQUIRE(guard.owns_lock());
     std::this_thread::sleep_for(600ms);  // four TTLs
     CHECK_FALSE(guard.lost());
@@ -96,7 +84,7 @@ TEST_CASE("the keeper tells the holder when a renewal is refused", "[keeper]") {
   Fixture f;
   LeaseKeeper keeper(*f.engine);
   std::atomic<int> calls{0};
-  LockGuard guard(*f.engine, f.request("a", "upload", "/p/A", 300ms), &keeper, [&](const Lease&) { ++calls; });
+  LockGuard guard(*f.engine, f.request_on("a", "upload", "/p/A", 300ms), &keeper, [&](const Lease&) { ++calls; });
   REQUIRE(guard.owns_lock());
   REQUIRE(f.engine->force_release(f.ns, guard.grant().id));
   for (int i = 0; i < 100 && !guard.lost(); ++i) std::this_thread::sleep_for(10ms);
@@ -111,7 +99,7 @@ TEST_CASE("a lease whose renewal comes too late is reported lost", "[keeper]") {
   late.renew_after = 3.0;  // renew only after the lease has ended: a stalled keeper
   LeaseKeeper keeper(*f.engine, late);
   std::atomic<bool> told{false};
-  LockGuard guard(*f.engine, f.request("a", "upload", "/p/A", 100ms), &keeper, [&](const Lease& l) {
+  LockGuard guard(*f.engine, f.request_on("a", "upload", "/p/A", 100ms), &keeper, [&](const Lease& l) {
     told = l.lost();
   });
   for (int i = 0; i < 100 && !guard.lost(); ++i) std::this_thread::sleep_for(10ms);
@@ -122,7 +110,7 @@ TEST_CASE("a lease whose renewal comes too late is reported lost", "[keeper]") {
 TEST_CASE("stop() means no renewal afterwards", "[keeper]") {
   Fixture f;
   LeaseKeeper keeper(*f.engine);
-  const auto got = f.engine->acquire(f.request("a", "upload", "/p/A", 90ms));
+  const auto got = f.engine->acquire(f.request_on("a", "upload", "/p/A", 90ms));
   REQUIRE(got.granted);
   auto lease = keeper.keep(f.ns, got.grant, 90ms);
   std::this_thread::sleep_for(200ms);

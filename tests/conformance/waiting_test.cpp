@@ -1,5 +1,5 @@
 // Waiting with a deadline, wake-ups, and the fairness rule, on every backend.
-#include "support/backends.hpp"
+#include "conformance/fixture.hpp"
 
 #include <pathlock/engine.hpp>
 
@@ -11,44 +11,22 @@
 
 using namespace pathlock;
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 namespace {
 
-struct Fixture {
-  std::string backend = GENERATE(from_range(test::waiting_backend_names()));
-  std::unique_ptr<LockEngine> engine = test::make_test_engine(backend);
-  std::string ns = test::unique_namespace("wait");
+using test::Fixture;
 
-  AcquireResult take(const std::string& owner, const std::string& op, const std::string& path, Millis wait = 0ms,
-                     Millis ttl = 30000ms, bool fair = true) {
-    LockRequest r{ns, owner, op, {{"target", path}}, ttl, wait};
-    r.fair = fair;
-    return engine->acquire(r);
-  }
-  // Waits until `owner`'s request is queued: a fair wait=0 probe that
-  // conflicts with it is refused by it.
-  void until_queued(const std::string& owner, const std::string& probe_op, const std::string& path) {
-    for (int i = 0; i < 500; ++i) {
-      const auto probe = take("probe", probe_op, path);
-      if (probe.granted) REQUIRE(engine->release(ns, probe.grant.id, probe.grant.token));
-      if (!probe.granted && probe.conflict.queued && probe.conflict.owner == owner) return;
-      std::this_thread::sleep_for(2ms);
-    }
-    FAIL("the waiter never appeared in the queue");
-  }
-};
-
-Millis since(Clock::time_point t) { return std::chrono::duration_cast<Millis>(Clock::now() - t); }
+Millis since(SteadyClock::time_point t) { return std::chrono::duration_cast<Millis>(SteadyClock::now() - t); }
 
 }  // namespace
 
 TEST_CASE("a waiting request is granted when the holder releases", "[wait]") {
   Fixture f;
-  const auto held = f.take("a", "delete_folder", "/p/A");
+  const auto held = f.attempt("a", "delete_folder", "/p/A");
   REQUIRE(held.granted);
-  const auto start = Clock::now();
-  auto waiter = std::async(std::launch::async, [&] { return f.take("b", "upload", "/p/A/x", 10000ms); });
+  const auto start = SteadyClock::now();
+  auto waiter = std::async(std::launch::async, [&] { return f.attempt("b", "upload", "/p/A/x", 10000ms); });
   std::this_thread::sleep_for(100ms);
   REQUIRE(f.engine->release(f.ns, held.grant.id, held.grant.token));
   const auto got = waiter.get();
@@ -58,52 +36,52 @@ TEST_CASE("a waiting request is granted when the holder releases", "[wait]") {
 
 TEST_CASE("a waiting request is granted when the holder's lease expires", "[wait]") {
   Fixture f;
-  REQUIRE(f.take("a", "delete_folder", "/p/A", 0ms, 150ms).granted);
-  const auto start = Clock::now();
-  const auto got = f.take("b", "upload", "/p/A", 10000ms);
+  REQUIRE(f.attempt("a", "delete_folder", "/p/A", 0ms, 150ms).granted);
+  const auto start = SteadyClock::now();
+  const auto got = f.attempt("b", "upload", "/p/A", 10000ms);
   CHECK(got.granted);
   CHECK(since(start) >= 140ms);
 }
 
 TEST_CASE("a wait that reaches its deadline returns the conflict", "[wait]") {
   Fixture f;
-  const auto held = f.take("a", "delete_folder", "/p/A");
+  const auto held = f.attempt("a", "delete_folder", "/p/A");
   REQUIRE(held.granted);
-  const auto start = Clock::now();
-  const auto got = f.take("b", "upload", "/p/A", 120ms);
+  const auto start = SteadyClock::now();
+  const auto got = f.attempt("b", "upload", "/p/A", 120ms);
   CHECK_FALSE(got.granted);
   CHECK(got.conflict.id == held.grant.id);
   CHECK(since(start) >= 120ms);
   // The expired waiter left nothing behind: a later fair request only meets
   // the holder.
-  const auto again = f.take("c", "create", "/p/A");
+  const auto again = f.attempt("c", "create", "/p/A");
   CHECK(again.granted == false);
   CHECK_FALSE(again.conflict.queued);
 }
 
 TEST_CASE("a fair newcomer does not overtake an older waiter it conflicts with", "[wait][fair]") {
   Fixture f;
-  const auto upload = f.take("u", "upload", "/p/A");
+  const auto upload = f.attempt("u", "upload", "/p/A");
   REQUIRE(upload.granted);
-  auto deleter = std::async(std::launch::async, [&] { return f.take("d", "delete_folder", "/p/A", 10000ms); });
+  auto deleter = std::async(std::launch::async, [&] { return f.attempt("d", "delete_folder", "/p/A", 10000ms); });
   f.until_queued("d", "create", "/p/A");
 
-  const auto fair = f.take("c", "create", "/p/A");
+  const auto fair = f.attempt("c", "create", "/p/A");
   REQUIRE_FALSE(fair.granted);
   CHECK(fair.conflict.queued);
   CHECK(fair.conflict.op == "delete_folder");
   CHECK(fair.conflict.owner == "d");
   CHECK(fair.conflict.path == "/p/A");
-  CHECK(f.take("x", "upload", "/q").granted);  // not overlapping: unaffected
+  CHECK(f.attempt("x", "upload", "/q").granted);  // not overlapping: unaffected
 
-  const auto barging = f.take("c", "create", "/p/A", 0ms, 30000ms, /*fair=*/false);
+  const auto barging = f.attempt("c", "create", "/p/A", 0ms, 30000ms, /*fair=*/false);
   CHECK(barging.granted);  // opted out of fairness: overtakes
   REQUIRE(f.engine->release(f.ns, barging.grant.id, barging.grant.token));
   REQUIRE(f.engine->release(f.ns, upload.grant.id, upload.grant.token));
   const auto deleted = deleter.get();
   REQUIRE(deleted.granted);
   REQUIRE(f.engine->release(f.ns, deleted.grant.id, deleted.grant.token));
-  CHECK(f.take("c", "create", "/p/A").granted);  // the queue is empty again
+  CHECK(f.attempt("c", "create", "/p/A").granted);  // the queue is empty again
 }
 
 TEST_CASE("a stream of creates does not starve a waiting delete_folder", "[wait][fair]") {
@@ -112,7 +90,7 @@ TEST_CASE("a stream of creates does not starve a waiting delete_folder", "[wait]
   std::atomic<int> creates_during_delete{0}, creates{0};
   auto creator = [&](int id) {
     while (!stop) {
-      const auto g = f.take("creator" + std::to_string(id), "create", "/p/A", 5000ms);
+      const auto g = f.attempt("creator" + std::to_string(id), "create", "/p/A", 5000ms);
       if (!g.granted) continue;
       ++creates;
       std::this_thread::sleep_for(20ms);
@@ -125,7 +103,7 @@ TEST_CASE("a stream of creates does not starve a waiting delete_folder", "[wait]
     std::this_thread::sleep_for(7ms);  // staggered: some create is always held
   }
   std::this_thread::sleep_for(100ms);
-  const auto got = f.take("d", "delete_folder", "/p/A", 5000ms);
+  const auto got = f.attempt("d", "delete_folder", "/p/A", 5000ms);
   const bool still_creating = creates > 0 && !stop;
   REQUIRE(got.granted);
   delete_granted = true;
@@ -144,11 +122,11 @@ TEST_CASE("a stream of creates does not starve a waiting delete_folder", "[wait]
 
 TEST_CASE("waiters are served in arrival order when they conflict", "[wait][fair]") {
   Fixture f;
-  const auto held = f.take("h", "upload", "/p/A");
+  const auto held = f.attempt("h", "upload", "/p/A");
   REQUIRE(held.granted);
-  auto first = std::async(std::launch::async, [&] { return f.take("w1", "rename_folder", "/p/A", 10000ms, 200ms); });
+  auto first = std::async(std::launch::async, [&] { return f.attempt("w1", "rename_folder", "/p/A", 10000ms, 200ms); });
   f.until_queued("w1", "create", "/p/A");
-  auto second = std::async(std::launch::async, [&] { return f.take("w2", "rename_folder", "/p/A", 10000ms); });
+  auto second = std::async(std::launch::async, [&] { return f.attempt("w2", "rename_folder", "/p/A", 10000ms); });
   std::this_thread::sleep_for(50ms);
   REQUIRE(f.engine->release(f.ns, held.grant.id, held.grant.token));
   const auto a = first.get();
@@ -156,4 +134,20 @@ TEST_CASE("waiters are served in arrival order when they conflict", "[wait][fair
   const auto b = second.get();  // granted after w1's 200 ms lease ends
   REQUIRE(b.granted);
   CHECK(b.grant.fence > a.grant.fence);
+}
+
+TEST_CASE("a fair=false waiter takes no place in line", "[wait][fair]") {
+  Fixture f;
+  const auto upload = f.attempt("u", "upload", "/p/A/f");
+  REQUIRE(upload.granted);
+  auto deleter = std::async(std::launch::async,
+                            [&] { return f.attempt("d", "delete_folder", "/p/A", 3000ms, 30000ms, /*fair=*/false); });
+  std::this_thread::sleep_for(100ms);
+  const auto create = f.attempt("c", "create", "/p/A");  // fair, and nobody is in line
+  REQUIRE(create.granted);
+  REQUIRE(f.engine->release(f.ns, create.grant.id, create.grant.token));
+  REQUIRE(f.engine->release(f.ns, upload.grant.id, upload.grant.token));
+  const auto deleted = deleter.get();
+  REQUIRE(deleted.granted);
+  REQUIRE(f.engine->release(f.ns, deleted.grant.id, deleted.grant.token));
 }

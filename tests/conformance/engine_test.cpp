@@ -1,9 +1,10 @@
 // Behaviour of the LockEngine interface, run against every backend.
-#include "support/backends.hpp"
+#include "conformance/fixture.hpp"
 
 #include "refined_matrix.hpp"
 
 #include <pathlock/engine.hpp>
+#include <pathlock/factory.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -14,23 +15,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct Fixture {
-  std::string backend = GENERATE(from_range(test::backend_names()));
-  std::unique_ptr<LockEngine> engine = test::make_test_engine(backend);
-  std::string ns = test::unique_namespace();
-
-  AcquireResult take(const std::string& owner, const std::string& op, std::vector<Target> targets,
-                     Millis ttl = 30000ms) {
-    return engine->acquire(LockRequest{ns, owner, op, std::move(targets), ttl, 0ms});
-  }
-  AcquireResult one(const std::string& owner, const std::string& op, const std::string& path, Millis ttl = 30000ms) {
-    return take(owner, op, {{"target", path}}, ttl);
-  }
-  AcquireResult two(const std::string& owner, const std::string& op, const std::string& src, const std::string& dst) {
-    return take(owner, op, {{"src", src}, {"dst", dst}});
-  }
-  std::size_t held() { return engine->list(ns).size(); }
-};
+using test::Fixture;
 
 }  // namespace
 
@@ -293,8 +278,8 @@ TEST_CASE("the root path is a lock path like any other", "[engine]") {
 }
 
 TEST_CASE("a consumer's matrix with refinements is enforced as compiled", "[engine][refined]") {
-  const std::string backend = GENERATE(from_range(test::backend_names()));
-  auto engine = test::make_test_engine(backend, &test_matrices::refined::kMatrix);
+  const test::BackendUnderTest backend = test::each_backend();
+  auto engine = backend.make(&test_matrices::refined::kMatrix);
   const std::string ns = test::unique_namespace("refined");
   auto take = [&](const char* owner, const char* op, std::vector<Target> t) {
     return engine->acquire(LockRequest{ns, owner, op, std::move(t)});
@@ -333,15 +318,4 @@ TEST_CASE("ids of released locks do not come back", "[engine]") {
   CHECK_FALSE(f.engine->release(f.ns, "zz-1", second.grant.token));
   CHECK_FALSE(f.engine->release(f.ns, "-", second.grant.token));
   CHECK(f.held() == 1);
-}
-
-TEST_CASE("embedded engines never share namespaces, even at the same address", "[engine][memory]") {
-  // The embedded backend caches namespace lookups per thread; the cache is
-  // keyed by an engine serial number, not by the engine's address.
-  for (int round = 0; round < 4; ++round) {
-    auto engine = make_engine();
-    const auto got = engine->acquire(LockRequest{"shared-name", "a", "delete_folder", {{"target", "/p"}}});
-    CHECK(got.granted);  // a fresh engine: nothing held, whatever came before
-    CHECK(engine->list("shared-name").size() == 1);
-  }
 }

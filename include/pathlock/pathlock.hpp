@@ -1,0 +1,12 @@
+// pathlock/pathlock.hpp: every public header of pathlock.
+#pragma once
+
+#include <pathlock/clock.hpp>
+#include <pathlock/engine.hpp>
+#include <pathlock/factory.hpp>
+#include <pathlock/guard.hpp>
+#include <pathlock/keeper.hpp>
+#include <pathlock/matrix_table.hpp>
+#include <pathlock/memory.hpp>
+#include <pathlock/path.hpp>
+#include <pathlock/redis.hpp>

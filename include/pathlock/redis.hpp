@@ -1,0 +1,36 @@
+// pathlock/redis.hpp: the Redis backend.
+//
+// Many service instances share locks through one Redis deployment. Every call
+// is one atomic server-side function, timed by the server's clock; see
+// docs/operations.md for deployment and docs/lua-protocol.md for the data
+// layout. Thread safety: the engine may be called from any number of
+// threads; it keeps a pool of at most pool_size connections.
+#pragma once
+
+#include <pathlock/engine.hpp>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace pathlock {
+
+struct RedisOptions {
+  const MatrixTable* matrix = nullptr;  // nullptr: default_matrix(); must outlive the engine
+  // redis://[user:password@]host:port[/db] (docs/operations.md lists every form).
+  std::string url = "redis://127.0.0.1:6379";
+  Millis connect_timeout{2000};
+  Millis command_timeout{2000};
+  std::size_t pool_size = 4;  // connections, opened when needed
+  // Replicas that must acknowledge a grant before acquire returns it (0: do
+  // not wait). See docs/operations.md#failover.
+  int replicas = 0;
+};
+
+// Creates a Redis engine and connects once, so that a bad address, bad
+// credentials or an unsafe server setting fail here. Throws InvalidRequest
+// for bad options (a malformed url, a zero timeout) and BackendError when
+// the server cannot be used.
+std::unique_ptr<LockEngine> make_redis_engine(const RedisOptions& options);
+
+}  // namespace pathlock

@@ -1,0 +1,35 @@
+// The waiting policy; see waiting.hpp.
+#include "core/waiting.hpp"
+
+#include <algorithm>
+
+namespace pathlock::core {
+
+AcquireResult wait_for_grant(const LockRequest& request, const Clock& clock, WaitingAttempts& backend) {
+  const Clock::time_point deadline = clock.now() + request.wait;
+  const bool in_line = request.fair && request.wait > Millis{0};
+  bool listening = false;
+  try {
+    while (true) {
+      const Millis left = std::chrono::ceil<Millis>(deadline - clock.now());
+      const bool last = left <= Millis{0};  // a refusal now is the answer
+      // The reservation outlasts the deadline by one re-check period, so the
+      // last attempt (made at the deadline) still finds its own place and is
+      // judged as the oldest of its peers, not as a newcomer.
+      const Millis reserve = last || !in_line ? Millis{0} : std::min(left + kRecheck, kMaxReservation);
+      AcquireResult out = backend.attempt(reserve);
+      if (out.granted || last) return out;
+      if (!listening) {
+        listening = true;
+        if (backend.listen()) continue;
+      }
+      const Clock::time_point now = clock.now();
+      backend.sleep_until(std::min({deadline, now + kRecheck, now + out.conflict.expires_in + Millis{1}}));
+    }
+  } catch (...) {
+    if (in_line) backend.leave();
+    throw;
+  }
+}
+
+}  // namespace pathlock::core

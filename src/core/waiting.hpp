@@ -1,0 +1,54 @@
+// The waiting policy: how a refused request with LockRequest::wait > 0
+// waits, the same for every backend. Private to the library.
+//
+// A waiting acquire is a loop of attempts. After a refusal it sleeps until
+// the first of: a wake-up from the backend (a release, an expiry or a waiter
+// leaving that may let it in), the end of the conflicting lease (an expiry
+// wakes nobody until some call notices it), the re-check interval kRecheck
+// (so a lost wake-up costs at most that long) and the deadline. The attempt
+// made at the deadline is the last; its refusal is the answer.
+//
+// Fairness (docs/design.md#waiting-and-fairness). A fair request keeps a
+// place in line while it waits: each refused attempt reserves the place for
+// `reserve` (at most kMaxReservation, so a waiter that died blocks younger
+// requests no longer than that); the attempt that is granted, and the last
+// attempt when refused, take the request out of the line; an exception makes
+// the policy call leave() before it propagates.
+//
+// Changing the policy: this file and waiting.cpp only. A backend supplies
+// the four steps of WaitingAttempts and nothing else about waiting.
+#pragma once
+
+#include <pathlock/clock.hpp>
+#include <pathlock/engine.hpp>
+
+namespace pathlock::core {
+
+// Longest sleep between two attempts of a waiting request.
+inline constexpr Millis kRecheck{200};
+// Longest reservation of a place in line. A live waiter refreshes it with
+// every attempt, at least every kRecheck, so 10x leaves room for stalls.
+inline constexpr Millis kMaxReservation{2000};
+
+// What a backend provides to the waiting policy for one acquire call.
+class WaitingAttempts {
+ public:
+  virtual ~WaitingAttempts() = default;
+  // One attempt. `reserve` > 0: a refusal keeps (or takes) the caller's
+  // place in line for that long; 0: a refusal leaves the line (or the
+  // request has no place in line). A grant always leaves the line.
+  virtual AcquireResult attempt(Millis reserve) = 0;
+  // Called once, after the first refusal: start listening for wake-ups.
+  // Returns true when a change between that refusal and the start of
+  // listening could have been missed, so the policy attempts again at once.
+  virtual bool listen() = 0;
+  // Sleeps until `until` or until a change that may let the request in.
+  virtual void sleep_until(Clock::time_point until) = 0;
+  // Takes the request out of the line after an error. Best effort.
+  virtual void leave() noexcept = 0;
+};
+
+// Runs the policy for `request` (already validated) on `clock`.
+AcquireResult wait_for_grant(const LockRequest& request, const Clock& clock, WaitingAttempts& backend);
+
+}  // namespace pathlock::core

@@ -1,0 +1,41 @@
+// The run-time backend factory (pathlock/factory.hpp): the one place that
+// names every backend. Core depends on no backend; each backend depends on
+// core; this file depends on all of them.
+//
+// Adding a backend: give it a public header with its options struct and
+// make_<name>_engine() (like pathlock/redis.hpp), a Backend enumerator and
+// an EngineOptions member here, a case in make_engine and parse_backend, and
+// a row in the conformance table (tests/support/backends.cpp).
+#include <pathlock/factory.hpp>
+
+#include <fmt/format.h>
+
+namespace pathlock {
+
+Backend parse_backend(std::string_view name) {
+  if (name == "memory") return Backend::memory;
+  if (name == "redis") return Backend::redis;
+  throw InvalidRequest(fmt::format("unknown backend '{}' (use memory or redis)", name));
+}
+
+std::unique_ptr<LockEngine> make_engine(const EngineOptions& options) {
+  switch (options.backend) {
+    case Backend::memory: {
+      MemoryOptions memory = options.memory;
+      if (options.matrix) memory.matrix = options.matrix;
+      return make_memory_engine(memory);
+    }
+    case Backend::redis: {
+#ifdef PATHLOCK_WITH_REDIS
+      RedisOptions redis = options.redis;
+      if (options.matrix) redis.matrix = options.matrix;
+      return make_redis_engine(redis);
+#else
+      throw InvalidRequest("this build of pathlock has no Redis backend (PATHLOCK_WITH_REDIS=OFF)");
+#endif
+    }
+  }
+  throw InvalidRequest("unknown backend");
+}
+
+}  // namespace pathlock
