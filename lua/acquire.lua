@@ -287,17 +287,20 @@ local function pl_acquire(keys, argv)
   if w then
     -- Refused: keep, take or (last attempt) give up the caller's place.
     if waiter_id ~= "" and reserve > 0 then
-      bad = writable(c, true, true)
-      if bad then return bad end
       local exp = num(c.now + reserve)
       if me then
+        bad = writable(c, true, true)
+        if bad then return bad end
         redis.call("ZADD", c.wexp, exp, waiter_id)
       else
+        -- Reads first: the back of the line and the counts to update.
         local last = redis.call("ZREVRANGE", c.wq, "0", "0", "WITHSCORES")
         local seq = (last[2] and tonumber(last[2]) or 0) + 1 -- behind everyone in line now
         local wb = batch()
         for j = 1, n do want_target(c, wb, paths[j], "wh", "wb") end
         fetch(c, wb)
+        bad = writable(c, true, true)
+        if bad then return bad end
         for j = 1, n do bump_target(c, wb, op.first + j - 1, paths[j], "wh", "wb", 1) end
         redis.call("ZADD", c.wexp, exp, waiter_id)
         flush(c, wb)

@@ -49,20 +49,28 @@ local function num(x)
 end
 local PAD = { [0] = "", "0", "00", "000", "0000", "00000", "000000" }
 
--- The call context: keys, server time, and what was written so far.
-local function begin(keys)
+-- nil when KEYS are the namespace's keys in the documented order, else an
+-- "invalid" reply.
+local function keys_problem(keys)
   if #keys ~= KEY_COUNT then
-    return nil, { "invalid", "expected " .. KEY_COUNT .. " keys: pl:{NS}:" .. table.concat(KEY_SUFFIXES, ", pl:{NS}:") }
+    return { "invalid", "expected " .. KEY_COUNT .. " keys: pl:{NS}:" .. table.concat(KEY_SUFFIXES, ", pl:{NS}:") }
   end
   local prefix = string.match(keys[1], "^([^{}]*{[%w._:-]+}:)meta$")
   if not prefix or #keys[1] > 200 then
-    return nil, { "invalid", "KEYS[1] must be the namespace's meta key pl:{NS}:meta" }
+    return { "invalid", "KEYS[1] must be the namespace's meta key pl:{NS}:meta" }
   end
   for i = 2, KEY_COUNT do
     if keys[i] ~= prefix .. KEY_SUFFIXES[i] then
-      return nil, { "invalid", "KEYS[" .. i .. "] must be " .. prefix .. KEY_SUFFIXES[i] }
+      return { "invalid", "KEYS[" .. i .. "] must be " .. prefix .. KEY_SUFFIXES[i] }
     end
   end
+  return nil
+end
+
+-- The call context: keys, server time, and what was checked so far.
+local function begin(keys)
+  local bad = keys_problem(keys)
+  if bad then return nil, bad end
   -- The server clock, as text and numbers (text built by hand: cheaper).
   local t = redis.call("TIME")
   local usec = PAD[6 - #t[2]] .. t[2]

@@ -5,9 +5,11 @@
 -- a refused SPUBLISH is reported as "SPUBLISH" too (wake-ups only).
 
 local function pl_probe(keys, argv)
-  local c, bad = begin(keys)
-  if not c then return bad end
-  local checks = {
+  local bad = keys_problem(keys)
+  if bad then return bad end
+  local c = { meta = keys[1], idx = keys[2], locks = keys[3], exp = keys[4], ent = keys[5], wq = keys[6],
+              wexp = keys[7], wrec = keys[8], wake = keys[9] }
+  local checks = { { "TIME" },
     { "HMGET", c.meta, "f" }, { "HGET", c.locks, "f" }, { "HSET", c.idx, "f", "1" }, { "HDEL", c.idx, "f" },
     { "ZADD", c.exp, "0", "m" }, { "ZREM", c.exp, "m" }, { "ZRANGE", c.wexp, "0", "0" },
     { "ZREVRANGE", c.wq, "0", "0" }, { "ZRANGEBYSCORE", c.exp, "0", "1" }, { "ZRANGEBYLEX", c.ent, "-", "+" },
