@@ -151,9 +151,11 @@ local function path_problem(p)
   if string.find(p, "%c") then return "has a control character" end
   if p == "/" then return nil end
   if string.sub(p, -1) == "/" or string.find(p, "//", 1, true) then return "is not canonical (empty component)" end
-  for name in string.gmatch(p, "[^/]+") do
-    if name == "." or name == ".." then return "has a '.' or '..' component" end
-    if #name > PL_MAX_NAME then return "has a component longer than " .. PL_MAX_NAME .. " bytes" end
+  if string.find(p, "/%.%.?/") or string.find(p, "/%.%.?$") then return "has a '.' or '..' component" end
+  if #p > PL_MAX_NAME + 1 then -- only then can a component be too long
+    for name in string.gmatch(p, "[^/]+") do
+      if #name > PL_MAX_NAME then return "has a component longer than " .. PL_MAX_NAME .. " bytes" end
+    end
   end
   return nil
 end
@@ -345,7 +347,7 @@ end
 -- front, the operation and the paths, NUL-separated. Lock ids never hold
 -- ':', so these fields never collide with the ids.
 local function reentry_field(owner, op, paths)
-  return #owner .. ":" .. owner .. "\0" .. op .. "\0" .. table.concat(paths, "\0")
+  return num(#owner) .. ":" .. owner .. "\0" .. op .. "\0" .. table.concat(paths, "\0")
 end
 
 local function remaining(exp, now) return math.max(0, exp - now) end
