@@ -63,19 +63,19 @@ local function held_conflict(c, b, code, path, nodes)
   local anc, same, below = PL_BLOCKSET[1][code], PL_BLOCKSET[0][code], PL_BLOCKSET[2][code]
   local at, held, rel
   for j = 1, #nodes - 1 do
-    held = lowest(b.vals["h" .. nodes[j]], anc)
+    held = lowest(val(b, "h" .. nodes[j]), anc)
     if held then
       at, rel = nodes[j], "held_ancestor"
       break
     end
   end
   if not at then
-    held = lowest(b.vals["h" .. path], same)
+    held = lowest(val(b, "h" .. path), same)
     if held then at, rel = path, "same" end
   end
   if not at then
     local present = {}
-    for k, n in pairs(b.vals["b" .. path]) do
+    for k, n in pairs(val(b, "b" .. path)) do
       if n > 0 and below[k] then present[#present + 1] = k end
     end
     if #present == 0 then return nil end
@@ -95,10 +95,10 @@ end
 local function waiter_flag(b, code, path, nodes)
   local anc, same, below = PL_BLOCKSET[1][code], PL_BLOCKSET[0][code], PL_BLOCKSET[2][code]
   for j = 1, #nodes - 1 do
-    if lowest(b.vals["wh" .. nodes[j]], anc) then return true end
+    if lowest(val(b, "wh" .. nodes[j]), anc) then return true end
   end
-  if lowest(b.vals["wh" .. path], same) then return true end
-  return lowest(b.vals["wb" .. path], below) ~= nil
+  if lowest(val(b, "wh" .. path), same) then return true end
+  return lowest(val(b, "wb" .. path), below) ~= nil
 end
 
 -- Fairness, the slow path: the oldest waiter in line (older than place

@@ -244,6 +244,9 @@ end
 
 -- A batch of idx fields: read with one HMGET, changed in memory, written with
 -- one HSET (and one HDEL for fields whose counts all reached zero).
+-- Values are decoded only when looked at or changed: most fields a check
+-- reads are absent (EMPTY, shared, never written) or only tested.
+local EMPTY = {}
 local function batch() return { fields = {}, pos = {}, raw = {}, vals = {}, dirty = {} } end
 local function want(b, f)
   if not b.pos[f] then
@@ -261,17 +264,28 @@ end
 local function fetch(c, b)
   local todo = {}
   for i = 1, #b.fields do
-    if not b.vals[b.fields[i]] then todo[#todo + 1] = b.fields[i] end
+    if b.raw[b.fields[i]] == nil then todo[#todo + 1] = b.fields[i] end
   end
   if #todo == 0 then return end
   local v = chunked("HMGET", c.idx, todo)
-  for i = 1, #todo do
-    b.raw[todo[i]] = v[i] or false
-    b.vals[todo[i]] = decode(v[i])
-  end
+  for i = 1, #todo do b.raw[todo[i]] = v[i] or false end
+end
+-- The counts of fetched field f (read-only).
+local function val(b, f)
+  local t = b.vals[f]
+  if t then return t end
+  local raw = b.raw[f]
+  if not raw then return EMPTY end
+  t = decode(raw)
+  b.vals[f] = t
+  return t
 end
 local function bump(b, f, code, d)
   local t = b.vals[f]
+  if not t then
+    t = decode(b.raw[f] or nil)
+    b.vals[f] = t
+  end
   local n = (t[code] or 0) + d
   t[code] = n > 0 and n or nil
   b.dirty[f] = true
