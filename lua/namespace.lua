@@ -37,14 +37,14 @@ local CHUNK = 4000 -- arguments per redis.call at most (Lua's C stack); only ver
 
 -- Numbers as Redis arguments: exact decimal strings (never "1e+15").
 -- Converting a number to text is one of the costliest steps of a call, so
--- small integers (codes, counts, lengths) are converted once and kept in
+-- small integers (codes, small counts, lengths) are converted once and kept in
 -- NUMSTR, a table of the library that lives as long as the library.
 local NUMSTR = {}
 local function num(x)
   local s = NUMSTR[x]
   if s then return s end
   s = string.format("%.0f", x)
-  if x >= 0 and x < 65536 then NUMSTR[x] = s end
+  if x >= 0 and x < 256 then NUMSTR[x] = s end -- a small cache: a large Lua heap slows every call
   return s
 end
 local PAD = { [0] = "", "0", "00", "000", "0000", "00000", "000000" }
