@@ -1,7 +1,11 @@
 // `pathlock shell` as a real process: one JSON object per line, flushed.
 #include "shell.hpp"
 
+#include "support/backends.hpp"
+#include "support/redis_server.hpp"
+
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <fcntl.h>
@@ -11,6 +15,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <map>
+#include <set>
 
 using json = nlohmann::json;
 
@@ -167,6 +173,198 @@ TEST_CASE("shell: quoting, unicode and metacharacters", "[shell]") {
 TEST_CASE("shell: an unknown backend or option is refused at start", "[shell]") {
   CHECK(std::system(PATHLOCK_CLI " shell --backend nosuch < /dev/null 2> /dev/null") != 0);
   CHECK(std::system(PATHLOCK_CLI " shell --colour red < /dev/null 2> /dev/null") != 0);
+}
+
+namespace {
+
+struct CliRun {
+  int status = -1;  // exit status, or 128 + signal
+  std::string out, err;
+};
+
+// Runs `pathlock ARGS` (ARGS already shell-quoted) with `input` on stdin.
+CliRun run_cli(const std::string& args, const std::string& input) {
+  char dir_template[] = "/tmp/pathlock-cli-XXXXXX";
+  REQUIRE(mkdtemp(dir_template));
+  const std::string dir = dir_template;
+  {
+    FILE* in = std::fopen((dir + "/in").c_str(), "w");
+    REQUIRE(in);
+    std::fputs(input.c_str(), in);
+    std::fclose(in);
+  }
+  const std::string command =
+      std::string(PATHLOCK_CLI) + " " + args + " < " + dir + "/in > " + dir + "/out 2> " + dir + "/err";
+  const int raw = std::system(command.c_str());
+  auto slurp = [](const std::string& path) {
+    std::string text;
+    if (FILE* f = std::fopen(path.c_str(), "r")) {
+      char buf[4096];
+      for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
+      std::fclose(f);
+    }
+    return text;
+  };
+  CliRun r;
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+  r.out = slurp(dir + "/out");
+  r.err = slurp(dir + "/err");
+  std::system(("rm -rf " + dir).c_str());
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("shell: an invalid namespace ends it before it reads a line", "[shell]") {
+  const std::string input = "acquire a upload /p\nlocks\n";
+  for (const std::string& ns : std::vector<std::string>{"'bad ns'", "''", "'a/b'", "'ns{x}'", std::string(129, 'n')}) {
+    INFO("--namespace " << ns);
+    const CliRun r = run_cli("shell --namespace " + ns, input);
+    CHECK(r.status == 1);
+    CHECK(r.out.empty());  // nothing was answered
+    CHECK(r.err.find("error: namespace") == 0);
+  }
+  // The same checks pass a good namespace (the limit is 128 bytes).
+  const CliRun ok = run_cli("shell --namespace " + std::string(128, 'n'), "locks\n");
+  CHECK(ok.status == 0);
+  CHECK(ok.out == "{\"locks\":[]}\n");
+}
+
+TEST_CASE("cli: an option given twice is an error", "[shell]") {
+  // (`pathlock matrix` parses its own options: tools/cli/matrix_cli.cpp.)
+  for (const std::string& args : std::vector<std::string>{"shell --namespace a --namespace b",
+                                                          "shell --backend memory --backend memory",
+                                                          "demo --backend memory --backend memory"}) {
+    INFO(args);
+    const CliRun r = run_cli(args, "locks\n");
+    CHECK(r.status == 1);
+    CHECK(r.out.empty());
+    CHECK(r.err.find("is given more than once") != std::string::npos);
+  }
+}
+
+namespace {
+
+// `pathlock shell` on `backend` ("memory" or "redis", on the test server) in a
+// namespace of its own.
+std::vector<std::string> shell_args(const std::string& backend, const std::string& hint) {
+  std::vector<std::string> args{"--backend", backend, "--namespace", pathlock::test::unique_namespace(hint)};
+  if (backend == "redis") {
+    args.push_back("--redis");
+    args.push_back(pathlock::test::shared_redis_server().url());
+  }
+  return args;
+}
+
+}  // namespace
+
+TEST_CASE("shell: locks with limit= pages through every live lock exactly once", "[shell][redis]") {
+  for (const std::string backend : {"memory", "redis"}) {
+    DYNAMIC_SECTION(backend) {
+      ShellProcess sh(shell_args(backend, "pages"));
+      CHECK(sh.ask("locks limit=5") == json::parse(R"({"locks":[],"next":null})"));
+
+      std::map<std::string, std::string> token_of;  // id -> token of every lock taken
+      std::vector<std::string> ids;                 // in the order taken
+      auto take = [&](const std::string& owner, const std::string& path) {
+        const json g = sh.ask("acquire " + owner + " upload " + path);
+        REQUIRE(g["granted"] == true);
+        token_of[g["id"]] = g["token"];
+        ids.push_back(g["id"]);
+        return g["id"].get<std::string>();
+      };
+      for (int i = 0; i < 23; ++i) take(fmt::format("u{}", i), fmt::format("/p/{}/f{}", i % 3 == 0 ? "B" : "A", i));
+
+      // Without limit= the answer is the whole list, with no "next".
+      const json everything = sh.ask("locks");
+      REQUIRE(everything["locks"].size() == 23);
+      CHECK_FALSE(everything.contains("next"));
+
+      // Pages of 4 under "/" and under "/p/A", compared with the whole list.
+      for (const std::string prefix : {"/", "/p/A"}) {
+        INFO("prefix " << prefix);
+        std::vector<std::string> whole;
+        const json listed = sh.ask("locks " + prefix);
+        for (const json& l : listed["locks"]) whole.push_back(l["id"]);
+        std::vector<std::string> paged;
+        std::string after;
+        for (int pages = 0; pages < 100; ++pages) {
+          const json page = sh.ask(fmt::format("locks {} limit=4{}", prefix, after.empty() ? "" : " after=" + after));
+          REQUIRE(page.contains("next"));
+          CHECK(page["locks"].size() <= 4);
+          for (const json& l : page["locks"]) paged.push_back(l["id"]);
+          if (page["next"].is_null()) break;
+          after = page["next"].get<std::string>();
+          REQUIRE_FALSE(after.empty());
+        }
+        CHECK(paged == whole);  // each exactly once, in fence order
+      }
+
+      // Locks come and go between pages: every lock live throughout still
+      // appears exactly once, and no lock appears twice.
+      std::vector<std::string> seen;
+      std::set<std::string> gone;
+      std::string after;
+      int pages = 0;
+      for (; pages < 100; ++pages) {
+        const json page = sh.ask("locks limit=3" + (after.empty() ? std::string() : " after=" + after));
+        for (const json& l : page["locks"]) seen.push_back(l["id"]);
+        if (pages == 1) {  // release one lock already listed and one not yet listed, take two new ones
+          for (const std::string& id : {seen.front(), ids.back()}) {
+            CHECK(sh.ask("release " + id + " " + token_of[id])["released"] == true);
+            gone.insert(id);
+          }
+          take("late1", "/q/late1");
+          take("late2", "/p/A/late2");
+        }
+        if (page["next"].is_null()) break;
+        after = page["next"].get<std::string>();
+      }
+      CHECK(pages < 100);
+      std::map<std::string, int> times;
+      for (const std::string& id : seen) ++times[id];
+      for (const auto& [id, n] : times) {
+        INFO("lock " << id);
+        CHECK(n == 1);
+        CHECK(token_of.count(id) == 1);
+      }
+      for (std::size_t i = 0; i < 23; ++i) {
+        if (gone.count(ids[i])) continue;
+        INFO("lock " << ids[i] << " was live throughout");
+        CHECK(times[ids[i]] == 1);
+      }
+    }
+  }
+}
+
+TEST_CASE("shell: bad limit= and after= values are clear errors", "[shell][redis]") {
+  for (const std::string backend : {"memory", "redis"}) {
+    DYNAMIC_SECTION(backend) {
+      ShellProcess sh(shell_args(backend, "badpages"));
+      REQUIRE(sh.ask("acquire a upload /p/A")["granted"] == true);
+      const std::string range = "needs a whole number from 1 to 10000";
+      for (const std::string bad : {"limit=0", "limit=-1", "limit=abc", "limit=", "limit=10001", "limit=5x",
+                                    "limit=99999999999999999999999"}) {
+        INFO(bad);
+        CHECK(sh.ask("locks " + bad)["error"] == "'" + bad + "' " + range);
+      }
+      CHECK(sh.ask("locks limit=1 limit=2")["error"] == "limit= is given twice");
+      CHECK(sh.ask("locks limit=1 after=1 after=2")["error"] == "after= is given twice");
+      CHECK(sh.ask("locks limit=1 after=")["error"] == "after= needs a cursor: the \"next\" of the previous page");
+      CHECK(sh.ask("locks after=1")["error"] == "after= needs limit=");
+      CHECK(sh.ask("locks /p /q")["error"] == "usage: locks [PREFIX] [limit=N] [after=CURSOR]");
+      for (const std::string cursor : {"abc", "-1", "1.5", "0x10", "99999999999999999999999"}) {
+        INFO("after=" << cursor);
+        const json answer = sh.ask("locks limit=2 after=" + cursor);
+        REQUIRE(answer.contains("error"));
+        CHECK(answer["error"].get<std::string>().find("cursor") != std::string::npos);
+      }
+      // A quoted word is a prefix, never an option.
+      CHECK(sh.ask("locks \"limit=2\"")["error"].get<std::string>().find("not absolute") != std::string::npos);
+      // The shell carries on.
+      CHECK(sh.ask("locks limit=10000")["locks"].size() == 1);
+    }
+  }
 }
 
 TEST_CASE("split_words follows the quoting rule", "[shell]") {

@@ -45,6 +45,28 @@ TEST_CASE("checker: a log with two conflicting holds at once is a violation", "[
   CHECK(wait_exit(spawn({PATHLOCK_STRESS, "check", "good_stress.log"})) == 0);
 }
 
+TEST_CASE("checker: fences that go back or name two locks are violations", "[stress]") {
+  // Fields after the 7 of a hold: sent_ns, lock id, holds. Lock b was asked
+  // for (sent 300) after lock a answered (granted 200), so its fence must be
+  // higher; c was asked for before a answered, so it may be lower.
+  auto hold = [](int fence, const char* path, int sent, int from, int to, const char* id, int holds) {
+    return fmt::format("hold\t{}\tupload\ttarget={}\t{}\t{}\t1:0\t{}\t{}\t{}\n", fence, path, from, to, sent, id,
+                       holds);
+  };
+  std::ofstream("fence_ok.log") << hold(5, "/p/a", 100, 200, 210, "a", 1) << hold(4, "/p/c", 150, 260, 270, "c", 1)
+                                << hold(6, "/p/b", 300, 310, 320, "b", 1)
+                                // a reentry keeps its old fence, however late
+                                << hold(4, "/p/c", 400, 410, 420, "c", 2)
+                                << "maybe\tupload\ttarget=/p/d\t500\t900\t1000\t1:0\n";
+  std::ofstream("fence_back.log") << hold(5, "/p/a", 100, 200, 210, "a", 1) << hold(3, "/p/b", 300, 310, 320, "b", 1);
+  std::ofstream("fence_reused.log") << hold(5, "/p/a", 100, 200, 210, "a", 1) << hold(5, "/p/b", 300, 310, 320, "b", 2);
+  std::ofstream("fence_bad_line.log") << "maybe\tupload\ttarget=/p/d\t500\n";
+  CHECK(wait_exit(spawn({PATHLOCK_STRESS, "check", "fence_ok.log"})) == 0);
+  CHECK(wait_exit(spawn({PATHLOCK_STRESS, "check", "fence_back.log"})) == 1);
+  CHECK(wait_exit(spawn({PATHLOCK_STRESS, "check", "fence_reused.log"})) == 1);
+  CHECK(wait_exit(spawn({PATHLOCK_STRESS, "check", "fence_bad_line.log"})) == 2);
+}
+
 TEST_CASE("several processes with several threads never hold conflicting locks", "[stress][redis]") {
   auto& server = test::shared_redis_server();
   const std::string ns = test::unique_namespace("stress");

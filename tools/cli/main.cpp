@@ -7,6 +7,7 @@
 
 #include <pathlock/factory.hpp>
 
+#include "core/request.hpp"
 #include "matrix/emit.hpp"
 
 #include <fmt/format.h>
@@ -32,6 +33,10 @@ int usage() {
   return 2;
 }
 
+// Options are `--name VALUE` pairs (the value is the next argument, whatever
+// it looks like); anything else is positional. An option given twice is an
+// error rather than last-one-wins: a program that drives the CLI and repeats
+// an option by mistake learns it at once instead of getting a silent pick.
 struct Flags {
   std::map<std::string, std::string> options;
   std::vector<std::string> positional;
@@ -43,7 +48,8 @@ Flags parse_flags(int argc, char** argv, int first) {
     const std::string a = argv[i];
     if (a.rfind("--", 0) == 0) {
       if (i + 1 >= argc) throw InvalidRequest(fmt::format("{} needs a value", a));
-      f.options[a.substr(2)] = argv[++i];
+      if (!f.options.emplace(a.substr(2), argv[++i]).second)
+        throw InvalidRequest(fmt::format("{} is given more than once", a));
     } else {
       f.positional.push_back(a);
     }
@@ -121,6 +127,7 @@ int main(int argc, char** argv) {
       only_options(f, {"backend", "redis", "namespace"});
       if (!f.positional.empty()) return usage();
       const auto ns = f.options.count("namespace") ? f.options.at("namespace") : std::string("default");
+      core::check_namespace(ns);  // before connecting or reading a line
       auto engine = engine_from(f);
       cli::run_shell(*engine, ns, std::cin, std::cout);
       return 0;

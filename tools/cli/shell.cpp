@@ -5,6 +5,7 @@
 
 #include <charconv>
 #include <istream>
+#include <optional>
 #include <ostream>
 
 namespace pathlock::cli {
@@ -24,6 +25,17 @@ Millis parse_ms(const std::string& word, std::size_t skip) {
   if (ec != std::errc() || ptr != end || begin == end)
     throw InvalidRequest(fmt::format("'{}' needs a whole number of milliseconds", word));
   return Millis{v};
+}
+
+// The page size of `locks ... limit=N`: 1 to kMaxListLimit (engine.hpp).
+std::size_t parse_limit(const std::string& word) {
+  std::size_t v = 0;
+  const char* begin = word.data() + 6;  // after "limit="
+  const char* end = word.data() + word.size();
+  const auto [ptr, ec] = std::from_chars(begin, end, v);
+  if (ec != std::errc() || ptr != end || begin == end || v < 1 || v > kMaxListLimit)
+    throw InvalidRequest(fmt::format("'{}' needs a whole number from 1 to {}", word, kMaxListLimit));
+  return v;
 }
 
 json conflict_json(const Conflict& c) {
@@ -98,10 +110,31 @@ json run(LockEngine& engine, const std::string& ns, const std::vector<std::strin
     return json{{"renewed", engine.renew(ns, w[1], w[2], ttl)}};
   }
   if (cmd == "locks") {
-    arity(1, 2, "locks [PREFIX]");
+    const char* usage = "usage: locks [PREFIX] [limit=N] [after=CURSOR]";
+    std::optional<std::string> prefix, after;
+    std::optional<std::size_t> limit;
+    for (std::size_t i = 1; i < w.size(); ++i) {
+      if (!quoted[i] && w[i].rfind("limit=", 0) == 0) {
+        if (limit) throw InvalidRequest("limit= is given twice");
+        limit = parse_limit(w[i]);
+      } else if (!quoted[i] && w[i].rfind("after=", 0) == 0) {
+        if (after) throw InvalidRequest("after= is given twice");
+        after = w[i].substr(6);
+        if (after->empty()) throw InvalidRequest("after= needs a cursor: the \"next\" of the previous page");
+      } else {
+        if (prefix) throw InvalidRequest(usage);
+        prefix = w[i];
+      }
+    }
     json locks = json::array();
-    for (const LockInfo& l : engine.list(ns, w.size() == 2 ? w[1] : "/")) locks.push_back(lock_json(l));
-    return json{{"locks", locks}};
+    if (!limit) {  // the whole list, as before paging existed
+      if (after) throw InvalidRequest("after= needs limit=");
+      for (const LockInfo& l : engine.list(ns, prefix.value_or("/"))) locks.push_back(lock_json(l));
+      return json{{"locks", locks}};
+    }
+    const ListPage page = engine.list_page(ns, prefix.value_or("/"), *limit, after.value_or(""));
+    for (const LockInfo& l : page.locks) locks.push_back(lock_json(l));
+    return json{{"locks", locks}, {"next", page.next.empty() ? json(nullptr) : json(page.next)}};
   }
   if (cmd == "force-release") {
     arity(2, 2, "force-release ID");

@@ -83,6 +83,30 @@ bool answers_ping(const std::string& url) {
   }
 }
 
+// Forks and execs redis-server with `args` (args[0] is the binary).
+pid_t launch(std::vector<std::string> args, bool main_thread) {
+  std::vector<char*> cargs;
+  for (std::string& a : args) cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    if (main_thread) ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    ::setpgid(0, 0);  // a Ctrl-C to the parent does not reach the server
+    const int null_fd = ::open("/dev/null", O_RDWR);
+    if (null_fd >= 0) {
+      ::dup2(null_fd, STDIN_FILENO);
+      ::dup2(null_fd, STDOUT_FILENO);
+      ::dup2(null_fd, STDERR_FILENO);
+    }
+    ::execvp(cargs[0], cargs.data());
+    cargs[0] = const_cast<char*>("/usr/bin/redis-server");
+    ::execv(cargs[0], cargs.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
 }  // namespace
 
 RedisConnection::RedisConnection(const std::string& url) {
@@ -159,26 +183,8 @@ RedisServer::RedisServer(const std::vector<std::string>& extra_args) {
                                   "no",           "--dir",        dir_,                  "--logfile",
                                   log};
     args.insert(args.end(), extra_args.begin(), extra_args.end());
-    std::vector<char*> cargs;
-    for (std::string& a : args) cargs.push_back(a.data());
-    cargs.push_back(nullptr);
-
-    const pid_t pid = ::fork();
-    if (pid < 0) throw std::runtime_error("fork failed");
-    if (pid == 0) {
-      if (main_thread) ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-      ::setpgid(0, 0);  // a Ctrl-C to the parent does not reach the server
-      const int null_fd = ::open("/dev/null", O_RDWR);
-      if (null_fd >= 0) {
-        ::dup2(null_fd, STDIN_FILENO);
-        ::dup2(null_fd, STDOUT_FILENO);
-        ::dup2(null_fd, STDERR_FILENO);
-      }
-      ::execvp(cargs[0], cargs.data());
-      cargs[0] = const_cast<char*>("/usr/bin/redis-server");
-      ::execv(cargs[0], cargs.data());
-      ::_exit(127);
-    }
+    const pid_t pid = launch(args, main_thread);
+    args_ = args;
     pid_ = pid;
     url_ = "redis://127.0.0.1:" + std::to_string(port);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -251,6 +257,38 @@ std::vector<std::string> RedisServer::keys(const std::string& pattern) const {
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
+}
+
+void RedisServer::kill_hard() {
+  if (pid_ <= 0) throw std::runtime_error("kill_hard: this object did not start the server, or it is down");
+  ::kill(pid_, SIGKILL);
+  ::waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+}
+
+void RedisServer::restart() {
+  if (pid_ > 0 || args_.empty()) throw std::runtime_error("restart: the server is running, or was not started here");
+  const bool main_thread = ::getpid() == static_cast<pid_t>(::syscall(SYS_gettid));
+  pid_ = launch(args_, main_thread);
+  // Ready once PING answers PONG (or an error other than LOADING, e.g. NOAUTH).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      break;
+    }
+    try {
+      RedisConnection c(url_);
+      const RedisReply r = c.command({"PING"});
+      if (r.str == "PONG" || (r.is_error() && r.str.rfind("LOADING", 0) != 0)) return;
+    } catch (const std::exception&) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const std::string log = read_file(dir_ + "/redis.log");
+  if (pid_ > 0) stop();
+  throw std::runtime_error("redis-server did not come back on " + url_ + "; its log:\n" + log);
 }
 
 }  // namespace pathlock::devtools

@@ -78,6 +78,15 @@ class RedisServer {
   // Every key matching a SCAN pattern, sorted.
   std::vector<std::string> keys(const std::string& pattern) const;
 
+  // Fault injection (servers this object started). kill_hard() SIGKILLs the
+  // server and reaps it: no shutdown, no final save. restart() starts it
+  // again with the same arguments, port and directory (so with
+  // --appendonly yes it reloads its AOF) and returns once it answers PING
+  // after loading. Both throw std::runtime_error when misused or when the
+  // server does not come back within 10 s.
+  void kill_hard();
+  void restart();
+
  private:
   struct External {};
   RedisServer(External, std::string url);
@@ -86,6 +95,7 @@ class RedisServer {
   std::string url_;
   pid_t pid_ = -1;
   std::string dir_;  // working directory of an owned server (holds its log)
+  std::vector<std::string> args_;  // command line of an owned server, for restart()
 };
 
 }  // namespace pathlock::devtools

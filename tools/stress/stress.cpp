@@ -1,27 +1,61 @@
 // pathlock-stress: a multi-process stress run and its checker (issue 4).
 //
 //   pathlock-stress run   --backend memory|redis [--redis URL] --namespace NS
-//                         [--threads N] [--ops N] [--seed N] [--ttl MS] --log FILE
+//                         [--threads N] [--ops N] [--duration MS] [--seed N]
+//                         [--ttl MS] [--command-timeout MS]
+//                         [--max-backend-errors N] --log FILE
 //   pathlock-stress check FILE...
 //   pathlock-stress starve --backend memory|redis [--redis URL] [--creators N]
 //                          [--hold MS] [--run MS]
 //
 // `run` starts N threads; each repeatedly picks a random operation and random
 // paths on a small tree with overlapping paths, acquires (sometimes waiting,
-// sometimes not, fair or not), holds briefly, and releases. Every hold it got
-// is logged as one line:
+// sometimes not, fair or not), holds briefly (sometimes renewing), and
+// releases; it stops after --ops attempts per thread or, with --duration,
+// when that time is up (whichever comes first). Every hold it got is logged
+// as one line (tab-separated):
 //   hold <fence> <op> <role>=<path>[,<role>=<path>] <granted_ns> <released_ns> <pid>:<thread>
-// where granted_ns is CLOCK_MONOTONIC read *after* acquire returned and
-// released_ns is read *before* release was called. The logged interval is
-// inside the real holding interval, so two logged intervals that overlap mean
-// the two locks really were held at the same time.
+//        <sent_ns> <id> <holds>
+// Times are CLOCK_MONOTONIC: sent_ns is read before acquire was called,
+// granted_ns after it returned, released_ns before release was called and
+// then lowered to the end of the lease the thread can vouch for (sent_ns +
+// ttl, or the start of a successful renew + ttl): the server counts the lease
+// from a moment after the request was sent, so the logged interval lies
+// inside the real holding interval even when a release is late or lost, and
+// two logged intervals that overlap mean the two locks really were held at
+// the same time.
 //
-// `check` reads every log, sweeps the intervals in time order and, for every
-// pair of overlapping holds, asks the compiled matrix whether the earlier
-// grant (smaller fence) refuses the later one on any overlapping pair of
-// targets. It prints the number of holds, processes and violations, and exits
-// 1 if there is any violation. CLOCK_MONOTONIC is one clock for every process
-// on a machine, so logs of several processes compare directly.
+// Backend errors (a lost connection, a restarted or stalled server) do not
+// stop a run: the thread counts them, backs off (5 ms doubling to 250 ms,
+// with jitter; reset by the next success) and goes on. An acquire that
+// failed with a BackendError may still have been granted (its reply was
+// lost; docs/operations.md "When a call fails"): it is logged as
+//   maybe <op> <targets> <sent_ns> <failed_ns> <ttl_ms> <pid>:<thread>
+// meaning "possibly held from some time after sent_ns until its lease ends".
+// Such a lock is never logged as a hold, so it can hide no violation and
+// create no false one; the thread simply never uses it, and if the same
+// thread asks for the same lock again, reentry hands it back with holds > 1.
+// A release that failed is retried until it answers or the lease is surely
+// over (`false` after a failed attempt means the first one worked). A
+// release or renew whose `false` arrives before the lease can have ended
+// (so the server looked while the lock was surely live) and after no failed
+// attempt is an anomaly: a lost lock. The exit status
+// is 1 on an anomaly, on more than --max-backend-errors (default 0) backend
+// errors, or when the log cannot be written.
+//
+// `check` reads every log and reports violations of two rules:
+// - Exclusion: it sweeps the holds in time order and, for every pair of
+//   overlapping holds, asks the compiled matrix whether the earlier grant
+//   (smaller fence) refuses the later one on any overlapping pair of targets.
+// - Fencing (lines with sent_ns, id and holds): one fence names one lock,
+//   and fences strictly increase in grant order: if hold A had its answer
+//   before hold B's request was sent and B is a new lock (holds 1), then
+//   fence A < fence B. This holds across server restarts only if the
+//   server kept every acknowledged write.
+// All logs given to one check must come from one namespace. It prints the
+// number of holds, possible holds, processes and violations, and exits 1 if
+// there is any violation. CLOCK_MONOTONIC is one clock for every process on
+// a machine, so logs of several processes compare directly.
 //
 // `starve` measures the fairness rule: N threads keep creating in /p/A
 // (each create holds --hold ms, and they overlap, so some create is always
@@ -67,61 +101,156 @@ struct Hold {
   std::vector<Target> targets;
   std::int64_t from = 0, to = 0;
   std::string who;
+  // Present on lines written by `run` (not on hand-written 7-field lines).
+  bool has_grant_details = false;
+  std::int64_t sent = 0;
+  std::string id;
+  std::uint32_t holds = 0;
 };
 
-int run(const std::map<std::string, std::string>& opt) {
+std::string option(const std::map<std::string, std::string>& opt, const std::string& name, const std::string& fallback) {
+  const auto it = opt.find(name);
+  return it == opt.end() ? fallback : it->second;
+}
+
+// make_engine, retried for up to 10 s while the backend is unreachable (a
+// fault-injection run may start while the server restarts).
+std::unique_ptr<LockEngine> connect_engine(const std::map<std::string, std::string>& opt, std::size_t pool_size) {
   EngineOptions eo;
   eo.backend = parse_backend(opt.at("backend"));
   if (opt.count("redis")) eo.redis.url = opt.at("redis");
-  const int threads = std::stoi(opt.count("threads") ? opt.at("threads") : "4");
-  eo.redis.pool_size = static_cast<std::size_t>(threads);
-  const long ops = std::stol(opt.count("ops") ? opt.at("ops") : "2000");
-  const unsigned seed = static_cast<unsigned>(std::stoul(opt.count("seed") ? opt.at("seed") : "1"));
-  const Millis ttl{std::stol(opt.count("ttl") ? opt.at("ttl") : "10000")};
+  eo.redis.pool_size = pool_size;
+  if (opt.count("command-timeout")) eo.redis.command_timeout = Millis{std::stol(opt.at("command-timeout"))};
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (true) {
+    try {
+      return make_engine(eo);
+    } catch (const BackendError&) {
+      if (std::chrono::steady_clock::now() > give_up) throw;
+      std::this_thread::sleep_for(Millis{100});
+    }
+  }
+}
+
+// What one run counts; printed at the end.
+struct RunCounts {
+  std::atomic<long> attempts{0}, grants{0}, refusals{0}, invalid{0}, renews{0};
+  std::atomic<long> backend_errors{0}, unknown_acquires{0}, unknown_releases{0}, unknown_renews{0};
+  std::atomic<long> anomalies{0};
+};
+
+// Exponential back-off after backend errors, with jitter.
+class Backoff {
+ public:
+  void failed(std::mt19937& rng) {
+    delay_ms_ = delay_ms_ == 0 ? 5 : std::min(delay_ms_ * 2, 250L);
+    std::this_thread::sleep_for(Millis{delay_ms_ / 2 + static_cast<long>(rng() % static_cast<unsigned>(delay_ms_))});
+  }
+  void succeeded() { delay_ms_ = 0; }
+
+ private:
+  long delay_ms_ = 0;
+};
+
+int run(const std::map<std::string, std::string>& opt) {
+  const int threads = std::stoi(option(opt, "threads", "4"));
+  const bool timed = opt.count("duration") > 0;
+  const long ops = std::stol(option(opt, "ops", timed ? "-1" : "2000"));  // -1: no limit
+  const unsigned seed = static_cast<unsigned>(std::stoul(option(opt, "seed", "1")));
+  const Millis ttl{std::stol(option(opt, "ttl", "10000"))};
+  const long max_backend_errors = std::stol(option(opt, "max-backend-errors", "0"));
   const std::string ns = opt.at("namespace");
-  auto engine = make_engine(eo);
+  auto engine = connect_engine(opt, static_cast<std::size_t>(threads));
   const MatrixTable& m = engine->matrix();
+  const std::int64_t ttl_ns = static_cast<std::int64_t>(ttl.count()) * 1000000;
+  const std::int64_t stop_at = timed ? monotonic_ns() + std::stoll(opt.at("duration")) * 1000000 : 0;
 
   std::mutex out_mutex;
   std::ofstream log(opt.at("log"), std::ios::trunc);
-  std::atomic<long> grants{0}, refusals{0}, errors{0};
+  RunCounts n;
+  auto anomaly = [&](const std::string& what) {
+    ++n.anomalies;
+    std::lock_guard guard(out_mutex);
+    std::cerr << "anomaly: " << what << "\n";
+  };
   auto worker = [&](int id) {
     std::mt19937 rng(seed * 1000003u + static_cast<unsigned>(id));
-    auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
+    auto pick = [&](std::size_t k) { return static_cast<std::size_t>(rng() % k); };
+    Backoff backoff;
     std::string lines;
-    for (long i = 0; i < ops; ++i) {
+    for (long i = 0; (ops < 0 || i < ops) && (!timed || monotonic_ns() < stop_at); ++i) {
+      ++n.attempts;
       const OpInfo& info = m.ops[pick(m.op_count)];
       LockRequest req{ns, fmt::format("{}:{}", getpid(), id), std::string(info.name), {}, ttl, Millis{0}};
       for (std::size_t r = 0; r < info.role_count; ++r)
         req.targets.push_back(Target{std::string(info.roles[r]), kTree[pick(kTree.size())]});
       if (pick(3) == 0) req.wait = Millis{static_cast<long>(pick(30))};
       req.fair = pick(4) != 0;
-      AcquireResult got;
-      try {
-        got = engine->acquire(req);
-      } catch (const InvalidRequest&) {
-        continue;  // a random move into its own subtree
-      } catch (const BackendError& e) {
-        ++errors;
-        std::cerr << "backend error: " << e.what() << "\n";
-        continue;
-      }
-      if (!got.granted) {
-        ++refusals;
-        continue;
-      }
-      ++grants;
-      const std::int64_t from = monotonic_ns();
-      if (pick(2)) std::this_thread::sleep_for(std::chrono::microseconds(pick(2000)));
-      const std::int64_t to = monotonic_ns();
       std::string targets;
       for (const Target& t : req.targets)
         targets += fmt::format("{}{}={}", targets.empty() ? "" : ",", t.role, normalize_path(t.path));
-      // Paths hold no tabs (control characters are refused), so tabs separate fields.
-      lines += fmt::format("hold\t{}\t{}\t{}\t{}\t{}\t{}\n", got.grant.fence, req.op, targets, from, to, req.owner);
-      if (!engine->release(ns, got.grant.id, got.grant.token)) {
-        ++errors;
-        std::cerr << "release refused for a lock this thread held\n";
+      const std::int64_t sent = monotonic_ns();
+      AcquireResult got;
+      try {
+        got = engine->acquire(req);
+        backoff.succeeded();
+      } catch (const InvalidRequest&) {
+        ++n.invalid;
+        continue;  // a random move into its own subtree
+      } catch (const BackendError&) {
+        ++n.backend_errors;
+        ++n.unknown_acquires;
+        // Paths hold no tabs (control characters are refused), so tabs separate fields.
+        lines += fmt::format("maybe\t{}\t{}\t{}\t{}\t{}\t{}\n", req.op, targets, sent, monotonic_ns(), ttl.count(),
+                             req.owner);
+        backoff.failed(rng);
+        continue;
+      }
+      if (!got.granted) {
+        ++n.refusals;
+        continue;
+      }
+      ++n.grants;
+      const std::int64_t from = monotonic_ns();
+      std::int64_t lease_end = sent + ttl_ns;  // the server's lease ends no earlier
+      if (pick(2)) std::this_thread::sleep_for(std::chrono::microseconds(pick(2000)));
+      if (pick(8) == 0) {
+        ++n.renews;
+        const std::int64_t renew_sent = monotonic_ns();
+        try {
+          const bool renewed = engine->renew(ns, got.grant.id, got.grant.token);
+          // The server answered before now: if now is inside the lease, the
+          // lock was surely live when the server looked.
+          if (renewed) lease_end = renew_sent + ttl_ns;
+          else if (monotonic_ns() < lease_end)
+            anomaly(fmt::format("renew refused for live lock fence {}", got.grant.fence));
+          backoff.succeeded();
+        } catch (const BackendError&) {
+          ++n.backend_errors;
+          ++n.unknown_renews;  // renewed or not: the old lease still holds
+        }
+        if (pick(2)) std::this_thread::sleep_for(std::chrono::microseconds(pick(1000)));
+      }
+      const std::int64_t to = std::max(from, std::min(monotonic_ns(), lease_end));
+      lines += fmt::format("hold\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n", got.grant.fence, req.op, targets, from, to,
+                           req.owner, sent, got.grant.id, got.grant.holds);
+      bool failed_before = false;
+      while (true) {
+        try {
+          const bool released = engine->release(ns, got.grant.id, got.grant.token);
+          backoff.succeeded();
+          if (!released && !failed_before && monotonic_ns() < lease_end)  // answered inside the lease
+            anomaly(fmt::format("release refused for live lock fence {}", got.grant.fence));
+          break;
+        } catch (const BackendError&) {
+          ++n.backend_errors;
+          failed_before = true;
+          if (monotonic_ns() >= lease_end) {  // the lease is over: nothing left to release
+            ++n.unknown_releases;
+            break;
+          }
+          backoff.failed(rng);
+        }
       }
     }
     std::lock_guard guard(out_mutex);
@@ -131,9 +260,16 @@ int run(const std::map<std::string, std::string>& opt) {
   for (int t = 0; t < threads; ++t) pool.emplace_back(worker, t);
   for (auto& t : pool) t.join();
   log.flush();
-  std::cout << fmt::format("pid {}: {} threads, {} grants, {} refusals, {} errors\n", getpid(), threads, grants.load(),
-                           refusals.load(), errors.load());
-  return errors == 0 && log ? 0 : 1;
+  std::cout << fmt::format(
+      "pid {}: {} threads, {} attempts, {} grants, {} refusals, {} invalid, {} renews, {} backend errors "
+      "({} acquires, {} releases, {} renews with unknown outcome), {} anomalies\n",
+      getpid(), threads, n.attempts.load(), n.grants.load(), n.refusals.load(), n.invalid.load(), n.renews.load(),
+      n.backend_errors.load(), n.unknown_acquires.load(), n.unknown_releases.load(), n.unknown_renews.load(),
+      n.anomalies.load());
+  if (n.backend_errors > max_backend_errors)
+    std::cerr << fmt::format("{} backend errors, more than --max-backend-errors {}\n", n.backend_errors.load(),
+                             max_backend_errors);
+  return n.anomalies == 0 && n.backend_errors <= max_backend_errors && log ? 0 : 1;
 }
 
 // One starvation round; returns the delete's wait in ms (or -1 if it never got in).
@@ -167,14 +303,10 @@ long starve_round(LockEngine& engine, const std::string& ns, int creators, Milli
 }
 
 int starve(const std::map<std::string, std::string>& opt) {
-  EngineOptions eo;
-  eo.backend = parse_backend(opt.at("backend"));
-  if (opt.count("redis")) eo.redis.url = opt.at("redis");
-  const int creators = std::stoi(opt.count("creators") ? opt.at("creators") : "3");
-  eo.redis.pool_size = static_cast<std::size_t>(creators + 1);
-  const Millis hold{std::stol(opt.count("hold") ? opt.at("hold") : "50")};
-  const Millis run_for{std::stol(opt.count("run") ? opt.at("run") : "3000")};
-  auto engine = make_engine(eo);
+  const int creators = std::stoi(option(opt, "creators", "3"));
+  const Millis hold{std::stol(option(opt, "hold", "50"))};
+  const Millis run_for{std::stol(option(opt, "run", "3000"))};
+  auto engine = connect_engine(opt, static_cast<std::size_t>(creators + 1));
   const std::string base = fmt::format("starve-{}", getpid());
   const long fair = starve_round(*engine, base + "-fair", creators, hold, run_for, true);
   const long unfair = starve_round(*engine, base + "-unfair", creators, hold, run_for, false);
@@ -186,18 +318,24 @@ int starve(const std::map<std::string, std::string>& opt) {
   return 0;
 }
 
-bool parse_hold(const std::string& line, const MatrixTable& m, Hold& h, std::vector<std::pair<int, std::string>>& codes) {
-  std::vector<std::string> f;
-  std::stringstream s(line);
-  for (std::string field; std::getline(s, field, '\t');) f.push_back(field);
-  if (f.size() != 7 || f[0] != "hold") return false;
+// Parses a `hold` line; false if it is malformed.
+bool parse_hold(const std::vector<std::string>& f, const MatrixTable& m, Hold& h,
+                std::vector<std::pair<int, std::string>>& codes) {
+  if ((f.size() != 7 && f.size() != 10) || f[0] != "hold") return false;
   h.fence = std::stoull(f[1]);
   h.op = f[2];
   h.from = std::stoll(f[4]);
   h.to = std::stoll(f[5]);
   h.who = f[6];
+  if (f.size() == 10) {
+    h.has_grant_details = true;
+    h.sent = std::stoll(f[7]);
+    h.id = f[8];
+    h.holds = static_cast<std::uint32_t>(std::stoul(f[9]));
+    if (h.id.empty() || h.holds == 0 || h.sent > h.from) return false;
+  }
   const int op = m.op_index(h.op);
-  if (op < 0) return false;
+  if (op < 0 || h.to < h.from) return false;
   codes.clear();
   std::stringstream ts(f[3]);
   for (std::string t; std::getline(ts, t, ',');) {
@@ -209,13 +347,56 @@ bool parse_hold(const std::string& line, const MatrixTable& m, Hold& h, std::vec
   return true;
 }
 
+struct Item {
+  Hold hold;
+  std::vector<std::pair<int, std::string>> codes;
+};
+
+// The fencing rule (file comment); prints the first few violations and
+// returns how many it found.
+long check_fences(const std::vector<Item>& items) {
+  long violations = 0;
+  auto report = [&](const std::string& what) {
+    if (++violations <= 10) std::cout << "FENCE VIOLATION: " << what << "\n";
+  };
+  std::vector<const Hold*> detailed;
+  for (const Item& it : items)
+    if (it.hold.has_grant_details) detailed.push_back(&it.hold);
+  // One fence names one lock, and one lock has one fence.
+  std::map<std::uint64_t, const Hold*> by_fence;
+  std::map<std::string, const Hold*> by_id;
+  for (const Hold* h : detailed) {
+    const auto [f, fresh_fence] = by_fence.emplace(h->fence, h);
+    if (!fresh_fence && f->second->id != h->id)
+      report(fmt::format("fence {} was given to lock {} ({}) and to lock {} ({})", h->fence, f->second->id,
+                         f->second->who, h->id, h->who));
+    const auto [i, fresh_id] = by_id.emplace(h->id, h);
+    if (!fresh_id && i->second->fence != h->fence)
+      report(fmt::format("lock {} had fence {} and fence {}", h->id, i->second->fence, h->fence));
+  }
+  // Grant order: walk the new locks by the time their request was sent,
+  // keeping the highest fence among holds answered before that time.
+  std::vector<const Hold*> by_answer = detailed, fresh;
+  for (const Hold* h : detailed)
+    if (h->holds == 1) fresh.push_back(h);
+  std::sort(by_answer.begin(), by_answer.end(), [](const Hold* a, const Hold* b) { return a->from < b->from; });
+  std::sort(fresh.begin(), fresh.end(), [](const Hold* a, const Hold* b) { return a->sent < b->sent; });
+  const Hold* highest = nullptr;
+  std::size_t answered = 0;
+  for (const Hold* b : fresh) {
+    for (; answered < by_answer.size() && by_answer[answered]->from < b->sent; ++answered)
+      if (!highest || by_answer[answered]->fence > highest->fence) highest = by_answer[answered];
+    if (highest && highest->fence >= b->fence)
+      report(fmt::format("new lock {} ({}) got fence {}, but lock {} ({}) had fence {} before it was asked for",
+                         b->id, b->who, b->fence, highest->id, highest->who, highest->fence));
+  }
+  return violations;
+}
+
 int check(const std::vector<std::string>& files) {
   const MatrixTable& m = default_matrix();
-  struct Item {
-    Hold hold;
-    std::vector<std::pair<int, std::string>> codes;
-  };
   std::vector<Item> items;
+  long maybe = 0;
   std::map<std::string, int> processes;
   for (const std::string& file : files) {
     std::ifstream in(file);
@@ -224,13 +405,30 @@ int check(const std::vector<std::string>& files) {
       return 2;
     }
     for (std::string line; std::getline(in, line);) {
-      Item it;
-      if (!parse_hold(line, m, it.hold, it.codes)) {
+      std::vector<std::string> f;
+      std::stringstream s(line);
+      for (std::string field; std::getline(s, field, '\t');) f.push_back(field);
+      bool ok = false;
+      try {
+        if (f.size() == 7 && f[0] == "maybe") {  // possibly held; see the file comment
+          ok = m.op_index(f[1]) >= 0 && std::stoll(f[3]) <= std::stoll(f[4]) && std::stol(f[5]) > 0;
+          ++maybe;
+          processes[f[6].substr(0, f[6].find(':'))]++;
+        } else {
+          Item it;
+          ok = parse_hold(f, m, it.hold, it.codes);
+          if (ok) {
+            processes[it.hold.who.substr(0, it.hold.who.find(':'))]++;
+            items.push_back(std::move(it));
+          }
+        }
+      } catch (const std::exception&) {  // a number that does not parse
+        ok = false;
+      }
+      if (!ok) {
         std::cerr << file << ": bad line: " << line << "\n";
         return 2;
       }
-      processes[it.hold.who.substr(0, it.hold.who.find(':'))]++;
-      items.push_back(std::move(it));
     }
   }
   std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.hold.from < b.hold.from; });
@@ -262,9 +460,12 @@ int check(const std::vector<std::string>& files) {
     }
     active.push_back(&it);
   }
-  std::cout << fmt::format("{} holds from {} processes, {} overlapping pairs checked, {} violations\n", items.size(),
-                           processes.size(), overlapping_pairs, violations);
-  return violations == 0 ? 0 : 1;
+  const long fence_violations = check_fences(items);
+  std::cout << fmt::format(
+      "{} holds and {} possible holds (acquires with unknown outcome) from {} processes, {} overlapping pairs "
+      "checked, {} violations, {} fence violations\n",
+      items.size(), maybe, processes.size(), overlapping_pairs, violations, fence_violations);
+  return violations == 0 && fence_violations == 0 ? 0 : 1;
 }
 
 }  // namespace
@@ -272,7 +473,8 @@ int check(const std::vector<std::string>& files) {
 int main(int argc, char** argv) {
   const std::string usage =
       "usage: pathlock-stress run --backend memory|redis [--redis URL] --namespace NS [--threads N] [--ops N]\n"
-      "                           [--seed N] [--ttl MS] --log FILE\n"
+      "                           [--duration MS] [--seed N] [--ttl MS] [--command-timeout MS]\n"
+      "                           [--max-backend-errors N] --log FILE\n"
       "       pathlock-stress check FILE...\n"
       "       pathlock-stress starve --backend memory|redis [--redis URL] [--creators N] [--hold MS] [--run MS]\n";
   if (argc < 2) {
