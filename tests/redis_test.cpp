@@ -4,6 +4,7 @@
 #include "support/backends.hpp"
 #include "support/redis_server.hpp"
 
+#include "matrix/table.hpp"
 #include "redis/library.hpp"
 #include "redis/redis_url.hpp"
 
@@ -647,4 +648,19 @@ TEST_CASE("the library's functions can be called directly, as docs/lua-protocol.
   CHECK(r.elements.at(0).str == "released");
   CHECK(r.elements.at(1).integer == 0);
   CHECK(ns_keys(server, ns) == kOnlyMeta);
+}
+
+TEST_CASE("a matrix compiled at run time drives Redis too: the library is built from the table", "[redis][matrix]") {
+  const auto compiled = matrix::compile_matrix_file(PATHLOCK_SOURCE_DIR "/tests/data/refined.json");
+  auto engine = redis_engine(shared_redis_server().url(), &compiled->table());
+  const std::string ns = test::unique_namespace("runtime");
+  const auto held = engine->acquire(request(ns, "a", "write", {{"target", "/x"}}));
+  REQUIRE(held.granted);
+  const auto same = engine->acquire(request(ns, "b", "write", {{"target", "/x"}}));  // write denies write, same path
+  REQUIRE_FALSE(same.granted);
+  CHECK(same.conflict.id == held.grant.id);
+  CHECK(engine->acquire(request(ns, "b", "write", {{"target", "/x/y"}})).granted);  // allowed inside
+  // Its own library, beside the shipped matrix's on the same server.
+  CHECK(redis::library_for(compiled->table()).name != redis::library_for(default_matrix()).name);
+  CHECK_THROWS_AS(redis_engine(shared_redis_server().url())->list(ns), BackendError);  // bound to refined
 }

@@ -15,14 +15,28 @@
 
 namespace pathlock::matrix {
 
-// A matrix file that cannot be compiled. what() reads
-// "FILE: operation 'X', cell 'Y', role 'r': what is wrong".
+// A matrix file that cannot be compiled. Each problem reads
+// "FILE: operation 'X', cell 'Y', role 'r': what is wrong"; what() is the
+// problems joined by newlines (one problem: exactly that line).
 class MatrixError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit MatrixError(const std::string& problem) : std::runtime_error(problem), problems_{problem} {}
+  explicit MatrixError(std::vector<std::string> problems);
+  // Every problem found, in file order; never empty.
+  const std::vector<std::string>& problems() const { return problems_; }
+
+ private:
+  std::vector<std::string> problems_;
 };
 
 enum class Verdict { allow, deny, unrelated };
+
+// Where a rule comes from, as the matrix file states it ("origin"):
+//   grid      the article's original grid (docs/matrix.md),
+//   decision  a shipped decision where the grid is silent (says why),
+//   owner     the matrix owner's own rule.
+enum class Origin { grid, decision, owner };
+std::string_view origin_name(Origin o);
 
 std::string_view verdict_name(Verdict v);
 std::string_view verdict_mark(Verdict v);  // √ × /
@@ -30,6 +44,7 @@ std::string_view verdict_mark(Verdict v);  // √ × /
 struct RoleDef {
   std::string name;
   std::vector<std::string> symbols;  // letters used by the grid, e.g. "A"
+  std::string about;                 // what the path names, for the docs (optional)
 };
 
 struct OpDef {
@@ -43,11 +58,18 @@ struct OpDef {
 // The rule for one held role in one cell.
 struct Rule {
   std::optional<Verdict> verdict;
-  std::string decision;  // non-empty: a shipped decision where the grid is silent
+  Origin origin = Origin::owner;  // top-level rules only; sub-rules share it
+  std::string decision;  // why (required for Origin::decision)
+  std::string review;    // non-empty: written for review (scaffold); lint warns until removed
   std::map<int, Rule> by_requested_role;  // requested role index -> rule
   std::map<Relation, Verdict> by_relation;
   bool refined() const { return !by_requested_role.empty() || !by_relation.empty(); }
 };
+
+// The verdict `rule` gives a request of role `requested_role` (index into the
+// requested operation's roles) for relation `rel`, or nullopt if the rule
+// does not say (validation refuses such rules).
+std::optional<Verdict> resolve_rule(const Rule& rule, int requested_role, Relation rel);
 
 struct Cell {
   bool bare = false;              // one verdict for all held roles
@@ -64,6 +86,7 @@ struct Matrix {
   std::string name;
   std::string version;
   std::string description;
+  Origin default_origin = Origin::owner;  // "origin" at the top of the file
   std::vector<OpDef> ops;
   std::vector<std::vector<Cell>> grid;  // [held op][requested op]
   std::vector<Code> codes;              // code -> (op, role)
@@ -82,7 +105,9 @@ struct Matrix {
 };
 
 // Parses and validates matrix JSON. `source` names the file in messages.
-// Throws MatrixError.
+// Throws MatrixError holding every problem of the file: one run of
+// `pathlock matrix lint` lists them all (a broken operation does not also
+// report the cells that name it).
 Matrix parse_matrix(const std::string& json_text, const std::string& source);
 // Reads and parses a file. Throws MatrixError.
 Matrix load_matrix(const std::string& path);
@@ -100,5 +125,9 @@ struct Asymmetry {
 std::vector<Asymmetry> asymmetric_pairs(const Matrix& m);
 
 Relation mirror(Relation rel);
+
+// Something valid but not finished, e.g. a rule still marked "review".
+// Lines read "FILE: operation 'X', cell 'Y', role 'r': review: TEXT".
+std::vector<std::string> warnings(const Matrix& m);
 
 }  // namespace pathlock::matrix

@@ -6,6 +6,7 @@
 #include <map>
 #include <ostream>
 #include <thread>
+#include <vector>
 
 namespace pathlock::cli {
 namespace {
@@ -72,6 +73,16 @@ class Timeline {
 }  // namespace
 
 int run_demo(LockEngine& engine, std::ostream& out) {
+  // A matrix given with --matrix must know the story's operations and roles.
+  for (const auto& [op, roles] : std::vector<std::pair<std::string_view, std::vector<std::string_view>>>{
+           {"upload", {"target"}}, {"create", {"target"}}, {"move_folder", {"src", "dst"}},
+           {"rename_file", {"target"}}, {"delete_folder", {"target"}}}) {
+    const int index = engine.matrix().op_index(op);
+    for (const std::string_view role : roles)
+      if (index < 0 || engine.matrix().code_of(index, role) < 0)
+        throw InvalidRequest(fmt::format("the demo needs operation '{}' with role '{}'; matrix '{}' has none", op, role,
+                                         engine.matrix().name));
+  }
   Timeline t(engine, out);
   out << "pathlock demo: moving /p/A/C while others work under /p/A/C/D, beside /p/A/a.txt and /p/B\n"
       << "matrix '" << engine.matrix().name << "' version " << engine.matrix().version << "\n\n";

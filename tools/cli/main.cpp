@@ -1,14 +1,14 @@
 // pathlock: command-line front end (docs/cli.md).
-//   pathlock demo [--backend memory|redis] [--redis URL]
-//   pathlock shell [--backend memory|redis] [--redis URL] [--namespace NAME]
-//   pathlock matrix lint|render|explain ...
+//   pathlock demo [--backend memory|redis] [--redis URL] [--matrix FILE]
+//   pathlock shell [--backend memory|redis] [--redis URL] [--namespace NAME] [--matrix FILE]
+//   pathlock matrix lint|render|explain|diff|scaffold ... (matrix_cli.cpp)
 #include "demo.hpp"
+#include "matrix_cli.hpp"
 #include "shell.hpp"
 
 #include <pathlock/factory.hpp>
 
 #include "core/request.hpp"
-#include "matrix/emit.hpp"
 
 #include <fmt/format.h>
 
@@ -19,14 +19,13 @@ namespace {
 
 using namespace pathlock;
 
-constexpr const char* kUsage =
+const std::string kUsage = std::string(
     "usage:\n"
-    "  pathlock demo  [--backend memory|redis] [--redis URL]\n"
-    "  pathlock shell [--backend memory|redis] [--redis URL] [--namespace NAME]\n"
-    "  pathlock matrix lint    [FILE]\n"
-    "  pathlock matrix render  [FILE] [--format md|html] [--out FILE]\n"
-    "  pathlock matrix explain [FILE] HELD_OP REQUESTED_OP\n"
-    "FILE defaults to the matrix this binary was built with:\n  " PATHLOCK_DEFAULT_MATRIX_JSON "\n";
+    "  pathlock demo  [--backend memory|redis] [--redis URL] [--matrix FILE]\n"
+    "  pathlock shell [--backend memory|redis] [--redis URL] [--namespace NAME] [--matrix FILE]\n") +
+    cli::kMatrixUsage +
+    "FILE defaults to the matrix this binary was built with:\n  " PATHLOCK_DEFAULT_MATRIX_JSON "\n"
+    "--matrix FILE compiles FILE at start instead (see matrix/README.md).\n";
 
 int usage() {
   std::cerr << kUsage;
@@ -57,8 +56,15 @@ Flags parse_flags(int argc, char** argv, int first) {
   return f;
 }
 
-std::unique_ptr<LockEngine> engine_from(const Flags& f) {
+// `--matrix FILE`: the table compiled at start (null: the built-in matrix).
+std::unique_ptr<matrix::CompiledMatrix> matrix_from(const Flags& f) {
+  const auto it = f.options.find("matrix");
+  return it == f.options.end() ? nullptr : cli::load_matrix_option(it->second);
+}
+
+std::unique_ptr<LockEngine> engine_from(const Flags& f, const matrix::CompiledMatrix* compiled) {
   EngineOptions opts;
+  if (compiled) opts.matrix = &compiled->table();
   if (auto it = f.options.find("backend"); it != f.options.end()) opts.backend = parse_backend(it->second);
   if (auto it = f.options.find("redis"); it != f.options.end()) opts.redis.url = it->second;
   return make_engine(opts);
@@ -72,44 +78,6 @@ void only_options(const Flags& f, std::initializer_list<const char*> allowed) {
   }
 }
 
-int matrix_command(const std::string& sub, const Flags& f) {
-  only_options(f, {"format", "out"});
-  std::vector<std::string> pos = f.positional;
-  std::string file = PATHLOCK_DEFAULT_MATRIX_JSON;
-  const std::size_t wanted_ops = sub == "explain" ? 2 : 0;
-  if (pos.size() == wanted_ops + 1) {
-    file = pos.front();
-    pos.erase(pos.begin());
-  }
-  if (pos.size() != wanted_ops) return usage();
-  const matrix::Matrix m = matrix::load_matrix(file);
-  std::string text;
-  if (sub == "lint") {
-    text = matrix::lint_report(m);
-  } else if (sub == "render") {
-    const auto fmt_it = f.options.find("format");
-    const std::string format = fmt_it == f.options.end() ? "md" : fmt_it->second;
-    if (format == "md") text = matrix::emit_markdown(m);
-    else if (format == "html") text = matrix::emit_html(m);
-    else throw InvalidRequest(fmt::format("unknown format '{}' (md or html)", format));
-  } else if (sub == "explain") {
-    const int held = m.op_index(pos[0]), req = m.op_index(pos[1]);
-    if (held < 0) throw InvalidRequest(fmt::format("unknown operation '{}'", pos[0]));
-    if (req < 0) throw InvalidRequest(fmt::format("unknown operation '{}'", pos[1]));
-    text = matrix::explain(m, held, req);
-  } else {
-    return usage();
-  }
-  if (const auto out = f.options.find("out"); out != f.options.end()) {
-    std::ofstream o(out->second, std::ios::binary | std::ios::trunc);
-    o << text;
-    if (!o) throw InvalidRequest(fmt::format("cannot write {}", out->second));
-  } else {
-    std::cout << text;
-  }
-  return 0;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -118,27 +86,30 @@ int main(int argc, char** argv) {
   try {
     if (cmd == "demo") {
       const Flags f = parse_flags(argc, argv, 2);
-      only_options(f, {"backend", "redis"});
+      only_options(f, {"backend", "redis", "matrix"});
       if (!f.positional.empty()) return usage();
-      return cli::run_demo(*engine_from(f), std::cout);
+      const auto compiled = matrix_from(f);
+      return cli::run_demo(*engine_from(f, compiled.get()), std::cout);
     }
     if (cmd == "shell") {
       const Flags f = parse_flags(argc, argv, 2);
-      only_options(f, {"backend", "redis", "namespace"});
+      only_options(f, {"backend", "redis", "namespace", "matrix"});
       if (!f.positional.empty()) return usage();
       const auto ns = f.options.count("namespace") ? f.options.at("namespace") : std::string("default");
       core::check_namespace(ns);  // before connecting or reading a line
-      auto engine = engine_from(f);
+      const auto compiled = matrix_from(f);
+      auto engine = engine_from(f, compiled.get());
       cli::run_shell(*engine, ns, std::cin, std::cout);
       return 0;
     }
-    if (cmd == "matrix" && argc >= 3) return matrix_command(argv[2], parse_flags(argc, argv, 3));
+    if (cmd == "matrix")
+      return cli::run_matrix_command({argv + 2, argv + argc}, PATHLOCK_DEFAULT_MATRIX_JSON, std::cout, std::cerr);
     if (cmd == "--help" || cmd == "help") {
       std::cout << kUsage;
       return 0;
     }
   } catch (const matrix::MatrixError& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    for (const std::string& p : e.problems()) std::cerr << "error: " << p << "\n";
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";

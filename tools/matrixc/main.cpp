@@ -6,13 +6,17 @@
 // see tools/cmake.
 //
 // Every output is written only when its content changed, so editing the
-// JSON rebuilds exactly what depends on the changed outputs.
+// JSON rebuilds exactly what depends on the changed outputs. An invalid file
+// fails the build with every problem, one "error: " line each; rules marked
+// "review" print "warning: " lines and build.
 #include "matrix/emit.hpp"
+#include "matrix/table.hpp"
 #include "redis/library.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -56,38 +60,6 @@ int usage() {
   return 2;
 }
 
-// The MatrixTable of `m`, as the generated header spells it; its views point
-// into `m` and `fingerprint`, which must outlive it.
-pathlock::MatrixTable table_of(const Matrix& m, const std::string& fingerprint) {
-  using namespace pathlock;
-  MatrixTable t{};
-  t.name = m.name;
-  t.version = m.version;
-  t.fingerprint = fingerprint;
-  t.op_count = static_cast<std::uint8_t>(m.ops.size());
-  for (std::size_t o = 0; o < m.ops.size(); ++o) {
-    OpInfo& op = t.ops[o];
-    op.name = m.ops[o].name;
-    op.label = m.ops[o].label;
-    op.first_code = static_cast<std::uint8_t>(m.code_of(static_cast<int>(o), 0));
-    op.role_count = static_cast<std::uint8_t>(m.ops[o].roles.size());
-    for (std::size_t r = 0; r < m.ops[o].roles.size(); ++r) op.roles[r] = m.ops[o].roles[r].name;
-    op.not_inside_count = static_cast<std::uint8_t>(m.ops[o].not_inside.size());
-    for (std::size_t k = 0; k < m.ops[o].not_inside.size(); ++k)
-      op.not_inside[k] = {static_cast<std::uint8_t>(m.ops[o].not_inside[k].first),
-                          static_cast<std::uint8_t>(m.ops[o].not_inside[k].second)};
-  }
-  t.code_count = static_cast<std::uint8_t>(m.codes.size());
-  for (std::size_t c = 0; c < m.codes.size(); ++c)
-    t.codes[c] = {static_cast<std::uint8_t>(m.codes[c].op), static_cast<std::uint8_t>(m.codes[c].role)};
-  for (std::size_t rel = 0; rel < kRelationCount; ++rel)
-    for (std::size_t r = 0; r < m.codes.size(); ++r)
-      for (std::size_t h = 0; h < m.codes.size(); ++h)
-        if (m.verdict(static_cast<int>(h), static_cast<int>(r), static_cast<Relation>(rel)) == Verdict::deny)
-          t.blockers[rel][r] |= CodeMask{1} << h;
-  return t;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -109,11 +81,14 @@ int main(int argc, char** argv) {
   if (json.empty() || out.empty() || cxx_ns.empty() || header.empty()) return usage();
   try {
     const Matrix m = parse_matrix(read_file(json), source_name.empty() ? json : source_name);
+    for (const std::string& w : warnings(m)) std::cerr << "warning: " << w << "\n";
     const fs::path dir(out);
     write_if_changed(dir / "include" / header, emit_header(m, cxx_ns));
     if (!lua_file.empty()) {
-      const std::string fingerprint = m.fingerprint();
-      write_if_changed(lua_file, pathlock::redis::library_for(table_of(m, fingerprint)).code);
+      std::deque<std::string> strings;  // the table's views point here
+      const pathlock::MatrixTable table =
+          build_table(m, [&](const std::string& text) -> std::string_view { return strings.emplace_back(text); });
+      write_if_changed(lua_file, pathlock::redis::library_for(table).code);
     }
     write_if_changed(dir / "matrix_cases.inc", emit_cases(m));
     write_if_changed(dir / (m.name + ".md"), emit_markdown(m));
@@ -123,7 +98,7 @@ int main(int argc, char** argv) {
       s << m.fingerprint() << "\n";
     }
   } catch (const MatrixError& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    for (const std::string& p : e.problems()) std::cerr << "error: " << p << "\n";
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "error: " << json << ": " << e.what() << "\n";

@@ -1,0 +1,97 @@
+// The cell model of the renderings (see cells.hpp).
+#include "matrix/cells.hpp"
+
+#include <set>
+
+#include "matrix/explain.hpp"
+#include "matrix/text.hpp"
+
+namespace pathlock::matrix {
+
+std::string_view tone_name(Tone t) {
+  switch (t) {
+    case Tone::allow:
+      return "allow";
+    case Tone::deny:
+      return "deny";
+    case Tone::unrelated:
+      return "unrelated";
+    case Tone::mixed:
+      return "mixed";
+  }
+  return "?";
+}
+
+std::string parts_label(const std::vector<CellPart>& parts, Origin o) {
+  std::string out;
+  for (const CellPart& p : parts)
+    if (p.origin == o) out += p.label;
+  return out;
+}
+
+std::string CellView::label(Origin o) const {
+  return parts_label(parts, o);
+}
+
+std::vector<CellPart> cell_parts(const Matrix& m, int held_op, int requested_op) {
+  std::vector<CellPart> parts;
+  const OpDef& held = m.ops[static_cast<std::size_t>(held_op)];
+  const Cell& cell = m.grid[static_cast<std::size_t>(held_op)][static_cast<std::size_t>(requested_op)];
+  if (cell.bare) {
+    const Rule& r = cell.held_roles.front();
+    const std::string label = !r.refined() && r.verdict ? std::string(verdict_mark(*r.verdict))
+                                                        : rule_label(m, RoleDef{"", {""}, ""}, r, requested_op);
+    parts.push_back(CellPart{label, r.origin, r.decision, r.review});
+  } else {
+    for (std::size_t hr = 0; hr < held.roles.size(); ++hr) {
+      const Rule& r = cell.held_roles[hr];
+      parts.push_back(CellPart{rule_label(m, held.roles[hr], r, requested_op), r.origin, r.decision, r.review});
+    }
+  }
+  return parts;
+}
+
+CellView cell_view(const Matrix& m, int held_op, int requested_op, const std::vector<Asymmetry>& asym) {
+  CellView v;
+  v.held_op = held_op;
+  v.requested_op = requested_op;
+  v.parts = cell_parts(m, held_op, requested_op);
+  for (const CellPart& p : v.parts) v.review = v.review || !p.review.empty();
+
+  std::set<Verdict> seen;
+  for (std::size_t hc = 0; hc < m.codes.size(); ++hc)
+    if (m.codes[hc].op == held_op)
+      for (std::size_t rc = 0; rc < m.codes.size(); ++rc)
+        if (m.codes[rc].op == requested_op)
+          for (std::size_t rel = 0; rel < kRelationCount; ++rel)
+            seen.insert(m.verdict(static_cast<int>(hc), static_cast<int>(rc), static_cast<Relation>(rel)));
+  v.tone = seen.size() != 1             ? Tone::mixed
+           : seen.count(Verdict::allow) ? Tone::allow
+           : seen.count(Verdict::deny)  ? Tone::deny
+                                        : Tone::unrelated;
+  for (const Asymmetry& a : asym) {
+    const int fo = m.codes[static_cast<std::size_t>(a.first)].op, so = m.codes[static_cast<std::size_t>(a.second)].op;
+    v.asymmetric = v.asymmetric || (fo == held_op && so == requested_op) || (fo == requested_op && so == held_op);
+  }
+  v.explain = explain(m, held_op, requested_op, asym);
+  return v;
+}
+
+std::vector<std::vector<CellView>> cell_views(const Matrix& m) {
+  const auto asym = asymmetric_pairs(m);
+  std::vector<std::vector<CellView>> out(m.ops.size());
+  for (std::size_t h = 0; h < m.ops.size(); ++h)
+    for (std::size_t r = 0; r < m.ops.size(); ++r)
+      out[h].push_back(cell_view(m, static_cast<int>(h), static_cast<int>(r), asym));
+  return out;
+}
+
+std::string original_label(const Matrix& m, int held_op, int requested_op) {
+  return parts_label(cell_parts(m, held_op, requested_op), Origin::grid);
+}
+
+std::string decision_label(const Matrix& m, int held_op, int requested_op) {
+  return parts_label(cell_parts(m, held_op, requested_op), Origin::decision);
+}
+
+}  // namespace pathlock::matrix

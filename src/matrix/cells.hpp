@@ -1,0 +1,58 @@
+// The one cell model both renderings (Markdown and HTML) and the product
+// doc are drawn from: per cell of the grid, its label split by origin, its
+// colour, whether it is part of an asymmetric pair, whether a rule still
+// waits for review, and its explanation.
+//
+// A renderer decides only how to spell these facts; which facts a cell has
+// is decided here, once. Adding a fact: add it to CellView, fill it in
+// cell_view(), and add it to the legend of every renderer (render.cpp).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "matrix/model.hpp"
+
+namespace pathlock::matrix {
+
+// The colour of a cell: every (role, role, relation) of the cell allows,
+// refuses, does not interact, or the cell mixes verdicts.
+enum class Tone { allow, deny, unrelated, mixed };
+std::string_view tone_name(Tone t);
+
+struct CellPart {
+  std::string label;  // "A×", "a(×src √dst)", or "√" for a bare cell
+  Origin origin = Origin::owner;
+  std::string why;     // the rule's "decision" text
+  std::string review;  // non-empty while marked for review
+};
+
+struct CellView {
+  int held_op = 0;
+  int requested_op = 0;
+  std::vector<CellPart> parts;  // in held-role order; one part for a bare cell
+  Tone tone = Tone::allow;
+  bool asymmetric = false;  // some role pair gives a different outcome the other way round
+  bool review = false;      // some rule of the cell is marked "review"
+  std::string explain;      // explain() text
+
+  // The labels of the parts of origin `o`, concatenated ("" if none).
+  std::string label(Origin o) const;
+};
+
+// The labelled parts of one cell (what cell_view() puts in `parts`).
+std::vector<CellPart> cell_parts(const Matrix& m, int held_op, int requested_op);
+// The labels of the parts of origin `o`, concatenated ("" if none).
+std::string parts_label(const std::vector<CellPart>& parts, Origin o);
+
+// The view of one cell; `asym` is asymmetric_pairs(m).
+CellView cell_view(const Matrix& m, int held_op, int requested_op, const std::vector<Asymmetry>& asym);
+// Every cell, [held op][requested op].
+std::vector<std::vector<CellView>> cell_views(const Matrix& m);
+
+// The cell as the original grid writes it ("A×B√"): the parts of origin grid.
+std::string original_label(const Matrix& m, int held_op, int requested_op);
+// The shipped decisions of a cell, e.g. "a√", or "" if there are none.
+std::string decision_label(const Matrix& m, int held_op, int requested_op);
+
+}  // namespace pathlock::matrix

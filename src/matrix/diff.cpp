@@ -1,0 +1,110 @@
+// Differences between two matrices (see diff.hpp).
+#include "matrix/diff.hpp"
+
+#include <fmt/format.h>
+
+#include <set>
+
+#include "matrix/text.hpp"
+
+namespace pathlock::matrix {
+namespace {
+
+int code_by_name(const Matrix& m, const std::string& name) {
+  for (std::size_t c = 0; c < m.codes.size(); ++c)
+    if (m.code_name(static_cast<int>(c)) == name) return static_cast<int>(c);
+  return -1;
+}
+
+std::set<std::string> not_inside_words(const OpDef& op) {
+  std::set<std::string> out;
+  for (const auto& [inner, outer] : op.not_inside)
+    out.insert(fmt::format("{}: {} may not be {} or inside it", op.name, op.roles[static_cast<std::size_t>(inner)].name,
+                           op.roles[static_cast<std::size_t>(outer)].name));
+  return out;
+}
+
+const char* direction(Verdict before, Verdict after) {
+  const bool was = before == Verdict::deny, now = after == Verdict::deny;
+  if (!was && now) return "stricter";
+  if (was && !now) return "looser";
+  return "no effect on locking";
+}
+
+}  // namespace
+
+MatrixDiff diff_matrices(const Matrix& before, const Matrix& after) {
+  MatrixDiff d;
+  for (const OpDef& op : before.ops)
+    if (after.op_index(op.name) < 0) d.removed_ops.push_back(op.name);
+  for (const OpDef& op : after.ops) {
+    const int old = before.op_index(op.name);
+    if (old < 0) {
+      d.added_ops.push_back(op.name);
+      continue;
+    }
+    const OpDef& was = before.ops[static_cast<std::size_t>(old)];
+    for (const RoleDef& r : op.roles)
+      if (code_by_name(before, op.name + "." + r.name) < 0) d.added_roles.push_back(op.name + "." + r.name);
+    for (const RoleDef& r : was.roles)
+      if (code_by_name(after, op.name + "." + r.name) < 0) d.removed_roles.push_back(op.name + "." + r.name);
+    const auto old_ni = not_inside_words(was), new_ni = not_inside_words(op);
+    for (const auto& w : old_ni)
+      if (!new_ni.count(w)) d.constraints.push_back("removed: " + w);
+    for (const auto& w : new_ni)
+      if (!old_ni.count(w)) d.constraints.push_back("added: " + w);
+  }
+  for (std::size_t h = 0; h < after.codes.size(); ++h) {
+    const std::string held = after.code_name(static_cast<int>(h));
+    const int oh = code_by_name(before, held);
+    if (oh < 0) continue;
+    for (std::size_t r = 0; r < after.codes.size(); ++r) {
+      const std::string req = after.code_name(static_cast<int>(r));
+      const int orq = code_by_name(before, req);
+      if (orq < 0) continue;
+      for (std::size_t rel = 0; rel < kRelationCount; ++rel) {
+        const auto relation = static_cast<Relation>(rel);
+        const Verdict b = before.verdict(oh, orq, relation),
+                      a = after.verdict(static_cast<int>(h), static_cast<int>(r), relation);
+        if (a == b) continue;
+        if (!d.cells.empty() && d.cells.back().held == held && d.cells.back().requested == req &&
+            d.cells.back().before == b && d.cells.back().after == a)
+          d.cells.back().relations.push_back(relation);
+        else
+          d.cells.push_back(CellChange{held, req, {relation}, b, a});
+      }
+    }
+  }
+  return d;
+}
+
+std::string diff_report(const Matrix& before, const Matrix& after, const MatrixDiff& d) {
+  std::string out =
+      fmt::format("{} (version {}) -> {} (version {})\n", before.source, before.version, after.source, after.version);
+  const std::string fb = before.fingerprint(), fa = after.fingerprint();
+  out += fb == fa ? fmt::format("fingerprint {} (unchanged: the same rules)\n", fa)
+                  : fmt::format("fingerprint {} -> {} (the rules changed)\n", fb, fa);
+  for (const auto& op : d.added_ops) out += fmt::format("added operation: {}\n", op);
+  for (const auto& op : d.removed_ops) out += fmt::format("removed operation: {}\n", op);
+  for (const auto& r : d.added_roles) out += fmt::format("added role: {}\n", r);
+  for (const auto& r : d.removed_roles) out += fmt::format("removed role: {}\n", r);
+  for (const auto& c : d.constraints) out += fmt::format("constraint {}\n", c);
+  std::size_t stricter = 0, looser = 0;
+  for (const CellChange& c : d.cells) {
+    const char* dir = direction(c.before, c.after);
+    stricter += std::string_view(dir) == "stricter";
+    looser += std::string_view(dir) == "looser";
+    out += fmt::format("changed: {} held, {} requested, {}: {} -> {} ({})\n", c.held, c.requested,
+                       relations_phrase(c.relations), verdict_name(c.before), verdict_name(c.after), dir);
+  }
+  if (d.empty())
+    out += "no changes to operations, roles or verdicts\n";
+  else
+    out += fmt::format("{} operation(s) added, {} removed; {} changed cell line(s): {} stricter, {} looser\n",
+                       d.added_ops.size(), d.removed_ops.size(), d.cells.size(), stricter, looser);
+  if (fb != fa && before.version == after.version)
+    out += fmt::format("warning: the rules changed but \"version\" is still {}\n", after.version);
+  return out;
+}
+
+}  // namespace pathlock::matrix

@@ -1,0 +1,93 @@
+// Text helpers shared by the emitters (see text.hpp).
+#include "matrix/text.hpp"
+
+#include <fmt/format.h>
+
+namespace pathlock::matrix {
+
+std::string cxx_string(std::string_view s) {
+  std::string out = "\"";
+  for (const unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20 || c >= 0x7F) {
+      out += fmt::format("\\x{:02x}\"\"", c);  // split literal: next char is never a hex digit
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+std::string html_escape(std::string_view s) {
+  std::string out;
+  for (const char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+std::string relation_phrase(Relation rel) {
+  switch (rel) {
+    case Relation::same:
+      return "on the same path";
+    case Relation::held_ancestor:
+      return "requested inside the held path";
+    case Relation::held_descendant:
+      return "requested on an ancestor of the held path";
+  }
+  return "";
+}
+
+std::string relations_phrase(const std::vector<Relation>& rels) {
+  if (rels.size() == kRelationCount) return "wherever the paths overlap";
+  std::string out;
+  for (const Relation r : rels) out += (out.empty() ? "" : ", ") + relation_phrase(r);
+  return out;
+}
+
+std::string rule_label(const Matrix& m, const RoleDef& held_role, const Rule& rule, int requested_op) {
+  std::string text;
+  for (const std::string& sym : held_role.symbols) {
+    if (!rule.refined() && rule.verdict) {
+      text += sym + std::string(verdict_mark(*rule.verdict));
+      continue;
+    }
+    std::string parts;
+    const OpDef& req = m.ops[static_cast<std::size_t>(requested_op)];
+    for (const auto& [role, sub] : rule.by_requested_role) {
+      parts += fmt::format("{}{}{}", parts.empty() ? "" : " ", sub.verdict ? verdict_mark(*sub.verdict) : "",
+                           req.roles[static_cast<std::size_t>(role)].name);
+      for (const auto& [rel, v] : sub.by_relation) parts += fmt::format(" {}{}", verdict_mark(v), relation_name(rel));
+    }
+    for (const auto& [rel, v] : rule.by_relation)
+      parts += fmt::format("{}{}{}", parts.empty() ? "" : " ", verdict_mark(v), relation_name(rel));
+    if (rule.verdict) parts += fmt::format(" {}otherwise", verdict_mark(*rule.verdict));
+    text += fmt::format("{}({})", sym, parts);
+  }
+  return text;
+}
+
+std::string asymmetry_text(const Matrix& m, const Asymmetry& a) {
+  return fmt::format("{} held, {} requested: {}; the other way round: {} ({})", m.code_name(a.first),
+                     m.code_name(a.second), verdict_name(a.forward), verdict_name(a.backward),
+                     relations_phrase(a.relations));
+}
+
+}  // namespace pathlock::matrix

@@ -1,0 +1,32 @@
+// Small text helpers shared by the emitters: escaping for C++ and HTML, and
+// the words used for relations, rules and asymmetric pairs. Every emitter
+// that names a relation or spells a rule goes through here, so the grid,
+// explain, lint and diff use the same words.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "matrix/model.hpp"
+
+namespace pathlock::matrix {
+
+// A C++ string literal (with quotes) holding exactly `s`.
+std::string cxx_string(std::string_view s);
+// `s` with & < > " escaped, for HTML text and attribute values.
+std::string html_escape(std::string_view s);
+
+// "on the same path", "requested inside the held path", ...
+std::string relation_phrase(Relation rel);
+// The phrases joined by ", "; all three: "wherever the paths overlap".
+std::string relations_phrase(const std::vector<Relation>& rels);
+
+// How the grid spells one held role's rule in a cell: "A×", or with
+// refinements "a(×src √dst)". A bare cell passes a role with symbol "".
+std::string rule_label(const Matrix& m, const RoleDef& held_role, const Rule& rule, int requested_op);
+
+// "A.r held, B.s requested: deny; the other way round: allow (relations)".
+std::string asymmetry_text(const Matrix& m, const Asymmetry& a);
+
+}  // namespace pathlock::matrix
