@@ -13,23 +13,21 @@
 //   * a namespace of another data layout is refused, naming both versions.
 // The consistency checker below recomputes the index from the records; it is
 // the executable form of the invariants of docs/lua-protocol.md.
-#include "support/backends.hpp"
-#include "support/redis_server.hpp"
-
-#include "redis/library.hpp"
-
-#include <pathlock/engine.hpp>
-#include <pathlock/path.hpp>
-
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <map>
+#include <pathlock/engine.hpp>
+#include <pathlock/path.hpp>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "redis/library.hpp"
+#include "support/backends.hpp"
+#include "support/redis_server.hpp"
 
 using namespace pathlock;
 using namespace std::chrono_literals;
@@ -41,8 +39,8 @@ using test::redis_engine;
 
 namespace {
 
-LockRequest request(const std::string& ns, const std::string& owner, const std::string& op,
-                    std::vector<Target> targets, Millis ttl = 30000ms) {
+LockRequest request(const std::string& ns, const std::string& owner, const std::string& op, std::vector<Target> targets,
+                    Millis ttl = 30000ms) {
   return LockRequest{ns, owner, op, std::move(targets), ttl, 0ms};
 }
 
@@ -134,7 +132,8 @@ std::string inconsistencies(RedisConnection& c, const MatrixTable& m, const std:
     const std::size_t ol = std::stoul(value.substr(z1 + 1, z2 - z1 - 1));
     const std::vector<std::string> paths = split0(value.substr(z2 + 1 + ol));
     const OpInfo& info = m.ops[static_cast<std::size_t>(op)];
-    for (std::size_t r = 0; r < paths.size(); ++r) add_target(info.first_code + static_cast<int>(r), paths[r], "wh", "wb");
+    for (std::size_t r = 0; r < paths.size(); ++r)
+      add_target(info.first_code + static_cast<int>(r), paths[r], "wh", "wb");
     want_waiters.insert(id);
   }
   // idx
@@ -148,7 +147,8 @@ std::string inconsistencies(RedisConnection& c, const MatrixTable& m, const std:
   const RedisReply idx = c.command({"HGETALL", p + "idx"});
   for (std::size_t i = 0; i + 1 < idx.elements.size(); i += 2) have_text[idx.elements[i].str] = idx.elements[i + 1].str;
   for (const auto& [f, v] : want_text)
-    if (have_text.count(f) == 0 || have_text[f] != v) out += "idx " + f + " is '" + have_text[f] + "', expected '" + v + "'\n";
+    if (have_text.count(f) == 0 || have_text[f] != v)
+      out += "idx " + f + " is '" + have_text[f] + "', expected '" + v + "'\n";
   for (const auto& [f, v] : have_text)
     if (want_text.count(f) == 0) out += "idx " + f + " = '" + v + "' counts nothing\n";
   // ent
@@ -199,14 +199,13 @@ TEST_CASE("a user lacking any one command never leaves a half-written namespace"
   const std::string hostport = server.url().substr(std::string("redis://").size());
   RedisConnection admin(server.url());
   admin.command({"FUNCTION", "LOAD", "REPLACE", redis::library_for(m).code});
-  const std::vector<std::string> commands{"HSET",  "HDEL",          "ZADD",          "ZREM",         "HMGET",
-                                          "HGET",  "ZRANGEBYSCORE", "ZRANGE",        "ZREVRANGE",    "ZRANGEBYLEX",
-                                          "ZREVRANGEBYLEX", "ZMSCORE", "TIME",       "SPUBLISH"};
+  const std::vector<std::string> commands{"HSET",           "HDEL",          "ZADD",   "ZREM",      "HMGET",
+                                          "HGET",           "ZRANGEBYSCORE", "ZRANGE", "ZREVRANGE", "ZRANGEBYLEX",
+                                          "ZREVRANGEBYLEX", "ZMSCORE",       "TIME",   "SPUBLISH"};
   for (const std::string& cmd : commands) {
     INFO("user lacking " << cmd);
     const std::string user = "lacks_" + cmd;
-    REQUIRE_FALSE(
-        admin.command({"ACL", "SETUSER", user, "on", ">pw", "~*", "&*", "+@all", "-" + cmd}).is_error());
+    REQUIRE_FALSE(admin.command({"ACL", "SETUSER", user, "on", ">pw", "~*", "&*", "+@all", "-" + cmd}).is_error());
     const std::string ns = "acl-" + cmd;
     // Full rights: a lock to release, one that expires (to reap), a waiter.
     auto full = redis_engine(server.url());
@@ -303,8 +302,8 @@ TEST_CASE("a refusal below a folder with 50,000 children costs a few O(log n) se
     for (int j = i; j < i + 1000; ++j) {
       std::vector<std::string> argv{"FCALL", lib.function_prefix + "acquire", "9"};
       argv.insert(argv.end(), keys.begin(), keys.end());
-      argv.insert(argv.end(), {"filler", "copy_file", "600000", fmt::format("f{}", j), "t", fmt::format("/w/c{:05d}", j),
-                               fmt::format("/o/c{:05d}", j)});
+      argv.insert(argv.end(), {"filler", "copy_file", "600000", fmt::format("f{}", j), "t",
+                               fmt::format("/w/c{:05d}", j), fmt::format("/o/c{:05d}", j)});
       c.append(argv);
     }
     for (int j = i; j < i + 1000; ++j) REQUIRE(c.get().elements.at(0).str == "granted");
@@ -381,7 +380,8 @@ TEST_CASE("a place in line is reserved for at most 2 s, whatever reserve_ms asks
   RedisConnection c(server.url());
   c.command({"FUNCTION", "LOAD", "REPLACE", redis::library_for(m).code});
   REQUIRE(fcall(c, m, "acquire", ns, {"h", "upload", "30000", "i1", "t1", "/a/f"}).elements.at(0).str == "granted");
-  const RedisReply r = fcall(c, m, "acquire", ns, {"w", "delete_folder", "30000", "i2", "t2", "/a", "1", "wX", "600000"});
+  const RedisReply r =
+      fcall(c, m, "acquire", ns, {"w", "delete_folder", "30000", "i2", "t2", "/a", "1", "wX", "600000"});
   REQUIRE(r.elements.at(0).str == "refused");
   const RedisReply now = c.command({"TIME"});
   const double now_ms = std::stod(now.elements.at(0).str) * 1000 + std::stod(now.elements.at(1).str) / 1000;

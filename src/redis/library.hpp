@@ -16,7 +16,6 @@
 #pragma once
 
 #include <pathlock/matrix_table.hpp>
-
 #include <string>
 #include <string_view>
 #include <vector>
