@@ -138,19 +138,49 @@ TEST_CASE("redis urls: every accepted form", "[redis][url]") {
   CHECK(u.port == 6380);
   CHECK(u.db == 15);
   CHECK(u.describe() == "[::1]:6380/15");
+
+  // Several seed nodes (a cluster, or standalone: the first that answers).
+  u = parse_redis_url("redis://:pw@10.0.0.1:7000,10.0.0.2,[::1]:7002/0");
+  REQUIRE(u.nodes.size() == 3);
+  CHECK(u.kind == redis::RedisUrl::Kind::redis);
+  CHECK(u.nodes[0] == redis::Endpoint{"10.0.0.1", 7000});
+  CHECK(u.nodes[1] == redis::Endpoint{"10.0.0.2", 6379});
+  CHECK(u.nodes[2] == redis::Endpoint{"::1", 7002});
+  CHECK(u.host == "10.0.0.1");
+  CHECK(u.password == std::optional<std::string>("pw"));
+  CHECK(u.describe() == "10.0.0.1:7000,10.0.0.2:6379,[::1]:7002/0");
+
+  // Sentinels, Lettuce's form: the master's name after '#', sentinel port 26379 by default.
+  u = parse_redis_url("redis-sentinel://locker:s%40cret@s1:26380,s2,[::1]/2#my%20master");
+  CHECK(u.kind == redis::RedisUrl::Kind::sentinel);
+  REQUIRE(u.nodes.size() == 3);
+  CHECK(u.nodes[0] == redis::Endpoint{"s1", 26380});
+  CHECK(u.nodes[1] == redis::Endpoint{"s2", 26379});
+  CHECK(u.nodes[2] == redis::Endpoint{"::1", 26379});
+  CHECK(u.master_name == "my master");
+  CHECK(u.user == std::optional<std::string>("locker"));
+  CHECK(u.password == std::optional<std::string>("s@cret"));
+  CHECK(u.db == 2);
+  CHECK(parse_redis_url("redis-sentinel://s1#m").describe() == "s1:26379/0 (master m via sentinels)");
 }
 
 TEST_CASE("redis urls: bad ones are InvalidRequest before any connection", "[redis][url]") {
   for (const char* bad : {"", "http://h:1", "redis:/h:1", "redis://", "redis://:6379", "redis://h:0", "redis://h:65536",
                           "redis://h:x", "redis://h:", "redis://h:1/x", "redis://h:1/-1", "redis://user@h:1",
                           "redis://:@h:1", "redis://u:p%4@h:1", "redis://u:p%zz@h:1", "redis://h:1?db=2",
-                          "redis://[::1", "redis://[::1]x"}) {
+                          "redis://[::1", "redis://[::1]x", "redis://h:1,", "redis://,h:1", "redis://h:1,,h:2",
+                          "redis://h:1,h:0", "redis://h:1,:2", "redis://h:1#master", "rediss://h:1",
+                          "redis-sentinel://h:1", "redis-sentinel://h:1#", "redis-sentinel://h:1/0#",
+                          "redis-sentinel://#m", "redis-sentinel://h:1,#m", "redis-sentinel://h:x#m",
+                          "redis-sentinel://h:1#m%zz", "redis-sentinel://h:1?x=1#m"}) {
     INFO(bad);
     CHECK_THROWS_AS(redis::parse_redis_url(bad), InvalidRequest);
     // Port 1 on loopback would refuse a connection: InvalidRequest proves no attempt was made.
     CHECK_THROWS_AS(redis_engine(bad), InvalidRequest);
   }
   CHECK_THROWS_WITH(redis::parse_redis_url("redis://h:99999"), Catch::Contains("port"));
+  CHECK_THROWS_WITH(redis::parse_redis_url("rediss://h:1"), Catch::Contains("TLS"));
+  CHECK_THROWS_WITH(redis::parse_redis_url("redis-sentinel://h:1"), Catch::Contains("master name"));
 }
 
 TEST_CASE("redis engine options are checked, an unreachable server is a BackendError", "[redis]") {

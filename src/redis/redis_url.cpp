@@ -1,4 +1,4 @@
-// Parsing of redis:// URLs; see redis_url.hpp for the accepted form.
+// Parsing of redis:// and redis-sentinel:// URLs; see redis_url.hpp.
 #include "redis/redis_url.hpp"
 
 #include <pathlock/engine.hpp>
@@ -11,7 +11,10 @@ namespace pathlock::redis {
 namespace {
 
 [[noreturn]] void bad(std::string_view url, std::string_view why) {
-  throw InvalidRequest(fmt::format("redis url '{}': {} (expected redis://[user:password@]host:port[/db])", url, why));
+  throw InvalidRequest(fmt::format(
+      "redis url '{}': {} (expected redis://[user:password@]host:port[,host:port...][/db] or "
+      "redis-sentinel://[user:password@]host:port[,host:port...][/db]#MASTER)",
+      url, why));
 }
 
 int hex_value(char c) {
@@ -21,16 +24,16 @@ int hex_value(char c) {
   return -1;
 }
 
-std::string percent_decode(std::string_view url, std::string_view s) {
+std::string percent_decode(std::string_view url, std::string_view s, std::string_view where) {
   std::string out;
   for (std::size_t i = 0; i < s.size(); ++i) {
     if (s[i] != '%') {
       out += s[i];
       continue;
     }
-    if (i + 2 >= s.size()) bad(url, "truncated %-escape in the credentials");
+    if (i + 2 >= s.size()) bad(url, fmt::format("truncated %-escape in the {}", where));
     const int hi = hex_value(s[i + 1]), lo = hex_value(s[i + 2]);
-    if (hi < 0 || lo < 0) bad(url, "bad %-escape in the credentials");
+    if (hi < 0 || lo < 0) bad(url, fmt::format("bad %-escape in the {}", where));
     out += static_cast<char>(hi * 16 + lo);
     i += 2;
   }
@@ -45,41 +48,8 @@ int parse_number(std::string_view url, std::string_view text, int lo, int hi, st
   return value;
 }
 
-}  // namespace
-
-std::string RedisUrl::describe() const {
-  const bool v6 = host.find(':') != std::string::npos;
-  return fmt::format("{}{}{}:{}/{}", v6 ? "[" : "", host, v6 ? "]" : "", port, db);
-}
-
-RedisUrl parse_redis_url(std::string_view url) {
-  constexpr std::string_view kScheme = "redis://";
-  if (url.substr(0, kScheme.size()) != kScheme) bad(url, "the scheme must be redis://");
-  std::string_view rest = url.substr(kScheme.size());
-  if (rest.find_first_of("?#") != std::string_view::npos) bad(url, "query strings and fragments are not supported");
-
-  RedisUrl out;
-  // Credentials end at the last '@' (a password may contain '@' only %-escaped,
-  // but a raw one is accepted as long as the host part has none).
-  if (const std::size_t at = rest.rfind('@'); at != std::string_view::npos) {
-    const std::string_view userinfo = rest.substr(0, at);
-    rest = rest.substr(at + 1);
-    const std::size_t colon = userinfo.find(':');
-    if (colon == std::string_view::npos) bad(url, "credentials need a password (user:password@ or :password@)");
-    std::string user = percent_decode(url, userinfo.substr(0, colon));
-    std::string password = percent_decode(url, userinfo.substr(colon + 1));
-    if (password.empty()) bad(url, "the password is empty");
-    if (!user.empty()) out.user = std::move(user);
-    out.password = std::move(password);
-  }
-
-  std::string_view hostport = rest;
-  if (const std::size_t slash = rest.find('/'); slash != std::string_view::npos) {
-    hostport = rest.substr(0, slash);
-    const std::string_view db = rest.substr(slash + 1);
-    if (!db.empty()) out.db = parse_number(url, db, 0, 1 << 20, "db");
-  }
-
+Endpoint parse_hostport(std::string_view url, std::string_view hostport, int default_port) {
+  Endpoint out{{}, default_port};
   std::string_view port;
   if (!hostport.empty() && hostport.front() == '[') {
     const std::size_t close = hostport.find(']');
@@ -101,6 +71,76 @@ RedisUrl parse_redis_url(std::string_view url) {
   }
   if (out.host.empty()) bad(url, "the host is empty");
   if (!port.empty()) out.port = parse_number(url, port, 1, 65535, "port");
+  return out;
+}
+
+}  // namespace
+
+std::string Endpoint::describe() const {
+  const bool v6 = host.find(':') != std::string::npos;
+  return fmt::format("{}{}{}:{}", v6 ? "[" : "", host, v6 ? "]" : "", port);
+}
+
+std::string RedisUrl::describe() const {
+  std::string out;
+  for (const Endpoint& e : nodes) out += (out.empty() ? "" : ",") + e.describe();
+  out += fmt::format("/{}", db);
+  if (kind == Kind::sentinel) out += fmt::format(" (master {} via sentinels)", master_name);
+  return out;
+}
+
+RedisUrl parse_redis_url(std::string_view url) {
+  constexpr std::string_view kPlain = "redis://", kSentinel = "redis-sentinel://";
+  RedisUrl out;
+  std::string_view rest;
+  if (url.substr(0, kPlain.size()) == kPlain) {
+    rest = url.substr(kPlain.size());
+  } else if (url.substr(0, kSentinel.size()) == kSentinel) {
+    out.kind = RedisUrl::Kind::sentinel;
+    rest = url.substr(kSentinel.size());
+  } else if (url.substr(0, 9) == "rediss://") {
+    bad(url, "TLS (rediss://) is not supported: hiredis 0.14 has no TLS");
+  } else {
+    bad(url, "the scheme must be redis:// or redis-sentinel://");
+  }
+  if (rest.find('?') != std::string_view::npos) bad(url, "query strings are not supported");
+  if (const std::size_t hash = rest.find('#'); hash != std::string_view::npos) {
+    if (out.kind != RedisUrl::Kind::sentinel) bad(url, "a #fragment is only for redis-sentinel:// (the master name)");
+    out.master_name = percent_decode(url, rest.substr(hash + 1), "master name");
+    rest = rest.substr(0, hash);
+  }
+  if (out.kind == RedisUrl::Kind::sentinel && out.master_name.empty())
+    bad(url, "a sentinel url needs the master name after '#'");
+
+  // Credentials end at the last '@' (a password may contain '@' only %-escaped,
+  // but a raw one is accepted as long as the host part has none).
+  if (const std::size_t at = rest.rfind('@'); at != std::string_view::npos) {
+    const std::string_view userinfo = rest.substr(0, at);
+    rest = rest.substr(at + 1);
+    const std::size_t colon = userinfo.find(':');
+    if (colon == std::string_view::npos) bad(url, "credentials need a password (user:password@ or :password@)");
+    std::string user = percent_decode(url, userinfo.substr(0, colon), "credentials");
+    std::string password = percent_decode(url, userinfo.substr(colon + 1), "credentials");
+    if (password.empty()) bad(url, "the password is empty");
+    if (!user.empty()) out.user = std::move(user);
+    out.password = std::move(password);
+  }
+
+  std::string_view hosts = rest;
+  if (const std::size_t slash = rest.find('/'); slash != std::string_view::npos) {
+    hosts = rest.substr(0, slash);
+    const std::string_view db = rest.substr(slash + 1);
+    if (!db.empty()) out.db = parse_number(url, db, 0, 1 << 20, "db");
+  }
+  const int default_port = out.kind == RedisUrl::Kind::sentinel ? 26379 : 6379;
+  for (std::size_t at = 0;;) {
+    const std::size_t comma = hosts.find(',', at);
+    out.nodes.push_back(parse_hostport(url, hosts.substr(at, comma - at), default_port));
+    if (comma == std::string_view::npos) break;
+    at = comma + 1;
+  }
+  out.host = out.nodes.front().host;
+  out.port = out.nodes.front().port;
   return out;
 }
 

@@ -1,30 +1,58 @@
-// Redis connection URLs for the Redis backend.
+// Redis connection URLs for the Redis backend: one string names a whole
+// deployment (a single server, a Redis Cluster, or a Sentinel-watched master).
 //
-// Accepted form: redis://[[user]:password@]host[:port][/db]
+// Accepted forms:
+//   redis://[[user]:password@]host[:port][,host[:port]...][/db]
+//     One or more seed nodes. The client asks the first one that answers
+//     whether it is a cluster node (INFO cluster) and works in cluster mode
+//     if so, standalone otherwise: the same URL serves both.
+//   redis-sentinel://[[user]:password@]host[:port][,host[:port]...][/db]#MASTER
+//     The sentinels (default port 26379) that watch master MASTER (the form
+//     Lettuce uses). The credentials are those of the master; sentinels are
+//     sent them too, and a sentinel without a password is accepted.
 //   * host: a name, an IPv4 address or a bracketed IPv6 address ("[::1]");
-//   * port: 1..65535, default 6379;
-//   * db: the database number for SELECT, default 0;
-//   * user and password are percent-decoded ("%40" is '@'); a password
-//     without a user ("redis://:secret@host") authenticates as the default
-//     user (AUTH password), a user and a password with AUTH user password.
-// Anything else (another scheme, a query string, an empty host, a bad port
-// or db) throws InvalidRequest naming the problem. Pure functions, no state.
+//   * port: 1..65535, default 6379 (26379 for sentinels);
+//   * db: the database number for SELECT, default 0 (cluster mode: only 0);
+//   * user, password and MASTER are percent-decoded ("%40" is '@'); a
+//     password without a user ("redis://:secret@host") authenticates as the
+//     default user (AUTH password), a user and a password with AUTH user
+//     password.
+// No TLS (rediss://): hiredis 0.14 has none. Anything else (another scheme,
+// a query string, a fragment on redis://, an empty host, a bad port or db, a
+// sentinel URL without a master name) throws InvalidRequest naming the
+// problem. Pure functions, no state.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace pathlock::redis {
 
-struct RedisUrl {
+// One node's address.
+struct Endpoint {
   std::string host;
   int port = 6379;
+
+  // "host:port" ("[::1]:6379" for IPv6).
+  std::string describe() const;
+  friend bool operator==(const Endpoint&, const Endpoint&) = default;
+};
+
+struct RedisUrl {
+  enum class Kind : unsigned char { redis, sentinel };
+  Kind kind = Kind::redis;
+  std::vector<Endpoint> nodes;  // seeds (redis) or sentinels; never empty
+  std::string host;             // nodes[0].host
+  int port = 6379;              // nodes[0].port
   std::optional<std::string> user;      // AUTH user password
   std::optional<std::string> password;  // AUTH password when user is empty
   int db = 0;
+  std::string master_name;  // redis-sentinel:// only
 
-  // "host:port/db" without credentials, for messages.
+  // "host:port[,host:port...]/db" (plus " master NAME via sentinels" for
+  // sentinel URLs), without credentials, for messages.
   std::string describe() const;
 };
 

@@ -8,23 +8,49 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <stdexcept>
 
 namespace pathlock::test {
 
-const std::vector<BackendUnderTest>& backends_under_test() {
+namespace {
+
+std::unique_ptr<LockEngine> redis_row_engine(const MatrixTable* matrix, const std::string& url) {
+  RedisOptions options;
+  options.matrix = matrix;
+  options.url = url;
+  return make_redis_engine(options);
+}
+
+const std::vector<BackendUnderTest>& all_rows() {
   static const std::vector<BackendUnderTest> rows = {
       {"memory",
        [](const MatrixTable* matrix) { return make_memory_engine(MemoryOptions{matrix, nullptr}); },
        {.waiting = true, .in_process = true, .shared = false}},
-      {"redis",
-       [](const MatrixTable* matrix) {
-         RedisOptions options;
-         options.matrix = matrix;
-         options.url = shared_redis_server().url();
-         return make_redis_engine(options);
-       },
+      {"redis", [](const MatrixTable* matrix) { return redis_row_engine(matrix, shared_redis_server().url()); },
+       {.waiting = true, .in_process = false, .shared = true}},
+      // A local 3-master Redis Cluster; the namespaces of a test land on every master.
+      {"cluster", [](const MatrixTable* matrix) { return redis_row_engine(matrix, shared_cluster().url()); },
+       {.waiting = true, .in_process = false, .shared = true}},
+      // A primary and a replica watched by three sentinels (redis-sentinel:// URL).
+      {"sentinel", [](const MatrixTable* matrix) { return redis_row_engine(matrix, shared_sentinel().url()); },
        {.waiting = true, .in_process = false, .shared = true}},
   };
+  return rows;
+}
+
+}  // namespace
+
+const std::vector<BackendUnderTest>& backends_under_test() {
+  static const std::vector<BackendUnderTest> rows = [] {
+    const char* env = std::getenv("PATHLOCK_TEST_BACKENDS");
+    const std::string wanted = env && *env ? std::string(",") + env + "," : std::string(",memory,redis,");
+    std::vector<BackendUnderTest> out;
+    for (const BackendUnderTest& row : all_rows())
+      if (wanted.find("," + row.name + ",") != std::string::npos) out.push_back(row);
+    if (out.empty()) throw std::invalid_argument("PATHLOCK_TEST_BACKENDS names no backend: " + wanted);
+    return out;
+  }();
   return rows;
 }
 
@@ -35,7 +61,7 @@ BackendUnderTest each_backend() {
 }
 
 const BackendUnderTest& backend_named(const std::string& name) {
-  for (const BackendUnderTest& row : backends_under_test())
+  for (const BackendUnderTest& row : all_rows())
     if (row.name == name) return row;
   FAIL("no backend named " << name);
   throw std::logic_error("unreachable");

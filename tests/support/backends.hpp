@@ -26,14 +26,18 @@ struct BackendUnderTest {
   BackendCapabilities can;
 };
 
-// Every row, in a fixed order; the embedded backend is first.
+// The rows this run tests, in a fixed order: those named in the environment
+// variable PATHLOCK_TEST_BACKENDS (comma-separated: memory, redis, cluster,
+// sentinel), by default memory and redis. CTest runs the conformance suite
+// once more per server topology (tests/CMakeLists.txt), so that a cluster
+// or a sentinel deployment starts once, not once per test case.
 const std::vector<BackendUnderTest>& backends_under_test();
 
 // Inside a Catch2 TEST_CASE: runs the test case once per row (a GENERATE
 // over the table) and returns the current row. Call it once per test case.
 BackendUnderTest each_backend();
 
-// The row named `name`; fails the test if there is none.
+// The row named `name`, chosen or not; fails the test if there is none.
 const BackendUnderTest& backend_named(const std::string& name);
 
 // A fresh engine of backend `name` for `matrix` (nullptr: default matrix).

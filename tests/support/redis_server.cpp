@@ -15,6 +15,16 @@ RedisServer& shared_redis_server() {
   return *server;
 }
 
+ClusterServers& shared_cluster() {
+  static const std::unique_ptr<ClusterServers> cluster = std::make_unique<ClusterServers>();
+  return *cluster;
+}
+
+SentinelServers& shared_sentinel() {
+  static const std::unique_ptr<SentinelServers> sentinel = std::make_unique<SentinelServers>();
+  return *sentinel;
+}
+
 std::unique_ptr<LockEngine> redis_engine(const std::string& url, const MatrixTable* matrix, std::size_t pool_size,
                                          Millis command_timeout) {
   EngineOptions opts;

@@ -9,6 +9,8 @@
 // configuration starts a private RedisServer with extra arguments.
 #pragma once
 
+#include "redis_devtools/redis_cluster.hpp"
+#include "redis_devtools/redis_sentinel.hpp"
 #include "redis_devtools/redis_server.hpp"
 
 #include <pathlock/engine.hpp>
@@ -23,9 +25,21 @@ namespace pathlock::test {
 using devtools::RedisConnection;
 using devtools::RedisReply;
 using devtools::RedisServer;
+using devtools::ClusterServers;
+using devtools::SentinelServers;
 
 // The server shared by every test of this process; see the file comment.
 RedisServer& shared_redis_server();
+
+// A 3 + 3 Redis Cluster shared by the [cluster] tests of this process,
+// started on first use and stopped at exit. Tests may move slots and fail
+// masters over (the cluster stays whole), so they must not assume which
+// node serves what: ask it (master_of, keyslot).
+ClusterServers& shared_cluster();
+
+// A Sentinel deployment (master, replica, 3 sentinels) shared by the
+// [sentinel] tests; failover() swaps master and replica.
+SentinelServers& shared_sentinel();
 
 // A Redis-backend engine on `url` (the library under test).
 std::unique_ptr<LockEngine> redis_engine(const std::string& url, const MatrixTable* matrix = nullptr,

@@ -49,6 +49,8 @@ RedisReply convert(const redisReply& r) {
   return out;
 }
 
+}  // namespace
+
 int free_loopback_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) throw std::runtime_error("socket() failed");
@@ -63,6 +65,8 @@ int free_loopback_port() {
   if (!ok) throw std::runtime_error("cannot find a free loopback port");
   return ntohs(addr.sin_port);
 }
+
+namespace {
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
@@ -165,10 +169,21 @@ RedisReply RedisConnection::get() {
   return out;
 }
 
-RedisServer::RedisServer(const std::vector<std::string>& extra_args) {
+RedisServer::RedisServer(const std::vector<std::string>& extra_args) { start(extra_args, {}); }
+
+RedisServer::RedisServer(const std::vector<std::string>& extra_args, const std::string& config) {
+  start(extra_args, config);
+}
+
+void RedisServer::start(const std::vector<std::string>& extra_args, const std::string& config) {
   char tmpl[] = "/tmp/pathlock-redis-XXXXXX";
   if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
   dir_ = tmpl;
+  std::string config_file;
+  if (!config.empty()) {
+    config_file = dir_ + "/redis.conf";
+    std::ofstream(config_file) << config;
+  }
   const std::string log = dir_ + "/redis.log";
   const char* env_binary = std::getenv("PATHLOCK_REDIS_SERVER");
   const std::string binary = env_binary && *env_binary ? env_binary : "redis-server";
@@ -177,15 +192,18 @@ RedisServer::RedisServer(const std::vector<std::string>& extra_args) {
   std::string last_log;
   for (int attempt = 0; attempt < 3; ++attempt) {
     const int port = free_loopback_port();
-    std::vector<std::string> args{binary,         "--port",       std::to_string(port),  "--bind",
+    std::vector<std::string> args{binary};
+    if (!config_file.empty()) args.push_back(config_file);
+    args.insert(args.end(), {                     "--port",       std::to_string(port),  "--bind",
                                   "127.0.0.1",    "--save",       "",                    "--appendonly",
                                   "no",           "--maxmemory-policy", "noeviction",   "--daemonize",
                                   "no",           "--dir",        dir_,                  "--logfile",
-                                  log};
+                                  log});
     args.insert(args.end(), extra_args.begin(), extra_args.end());
     const pid_t pid = launch(args, main_thread);
     args_ = args;
     pid_ = pid;
+    port_ = port;
     url_ = "redis://127.0.0.1:" + std::to_string(port);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     bool exited = false;
@@ -237,6 +255,48 @@ void RedisServer::stop() {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   pid_ = -1;
+}
+
+int run_program(const std::vector<std::string>& argv, std::string& output, int timeout_ms) {
+  int pipe_fds[2];
+  if (::pipe(pipe_fds) != 0) throw std::runtime_error("pipe failed");
+  std::vector<std::string> args = argv;
+  std::vector<char*> cargs;
+  for (std::string& a : args) cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    const int null_fd = ::open("/dev/null", O_RDONLY);
+    if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
+    ::dup2(pipe_fds[1], STDOUT_FILENO);
+    ::dup2(pipe_fds[1], STDERR_FILENO);
+    ::close(pipe_fds[0]);
+    ::execvp(cargs[0], cargs.data());
+    ::_exit(127);
+  }
+  ::close(pipe_fds[1]);
+  ::fcntl(pipe_fds[0], F_SETFL, O_NONBLOCK);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  int status = 0;
+  bool done = false;
+  while (!done) {
+    char buf[4096];
+    for (ssize_t n; (n = ::read(pipe_fds[0], buf, sizeof buf)) > 0;) output.append(buf, static_cast<std::size_t>(n));
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      done = true;
+    } else if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      done = true;
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  char buf[4096];
+  for (ssize_t n; (n = ::read(pipe_fds[0], buf, sizeof buf)) > 0;) output.append(buf, static_cast<std::size_t>(n));
+  ::close(pipe_fds[0]);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 RedisReply RedisServer::command(const std::vector<std::string>& argv) const {

@@ -57,11 +57,23 @@ class RedisConnection {
   redisContext* ctx_ = nullptr;
 };
 
+// A TCP port on 127.0.0.1 that was free a moment ago.
+int free_loopback_port();
+
+// Runs `argv` (argv[0] looked up in PATH) with stdin from /dev/null and its
+// output captured; kills it after `timeout_ms`. Returns the exit status
+// (128 + signal if killed) and appends the output to `output`.
+int run_program(const std::vector<std::string>& argv, std::string& output, int timeout_ms = 60000);
+
 class RedisServer {
  public:
   // Starts a private server; `extra_args` are appended to the command line
   // (e.g. {"--maxmemory-policy", "allkeys-lru"}) and override the defaults.
   explicit RedisServer(const std::vector<std::string>& extra_args = {});
+  // Same, with `config` written to redis.conf in the server's directory and
+  // named first on the command line (redis-server --sentinel needs a
+  // writable config file).
+  RedisServer(const std::vector<std::string>& extra_args, const std::string& config);
   // Stops the server if this object started it.
   ~RedisServer();
   RedisServer(const RedisServer&) = delete;
@@ -71,6 +83,8 @@ class RedisServer {
   static std::unique_ptr<RedisServer> external(const std::string& url);
 
   const std::string& url() const { return url_; }  // redis://127.0.0.1:PORT
+  int port() const { return port_; }
+  const std::string& dir() const { return dir_; }  // empty for an external server
   bool owned() const { return pid_ > 0; }
 
   // Runs one command on a fresh connection.
@@ -90,9 +104,16 @@ class RedisServer {
  private:
   struct External {};
   RedisServer(External, std::string url);
+  void start(const std::vector<std::string>& extra_args, const std::string& config);
+
+ public:
+  // Stops the server now (SIGTERM, then SIGKILL after 5 s); idempotent.
   void stop();
 
+ private:
+
   std::string url_;
+  int port_ = 0;
   pid_t pid_ = -1;
   std::string dir_;  // working directory of an owned server (holds its log)
   std::vector<std::string> args_;  // command line of an owned server, for restart()

@@ -1,0 +1,183 @@
+// One hiredis connection: connect, set up by role, exchange, typed failures.
+// See connection.hpp.
+#include "redis/connection.hpp"
+
+#include <fmt/format.h>
+#include <hiredis/hiredis.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+
+namespace pathlock::redis {
+namespace {
+
+timeval to_timeval(Millis ms) {
+  timeval tv{};
+  tv.tv_sec = static_cast<decltype(tv.tv_sec)>(ms.count() / 1000);
+  tv.tv_usec = static_cast<decltype(tv.tv_usec)>((ms.count() % 1000) * 1000);
+  return tv;
+}
+
+[[noreturn]] void malformed(const char* what) {
+  throw BackendError(fmt::format("redis: unexpected reply ({})", what));
+}
+
+std::string describe(const Endpoint& node, int db) { return fmt::format("redis at {}/{}", node.describe(), db); }
+
+}  // namespace
+
+Reply convert_reply(const redisReply& r) {
+  Reply out;
+  switch (r.type) {
+    case REDIS_REPLY_STRING: out.type = Reply::Type::string; break;
+    case REDIS_REPLY_STATUS: out.type = Reply::Type::status; break;
+    case REDIS_REPLY_ERROR: out.type = Reply::Type::error; break;
+    case REDIS_REPLY_INTEGER: out.type = Reply::Type::integer; break;
+    case REDIS_REPLY_ARRAY: out.type = Reply::Type::array; break;
+    default: out.type = Reply::Type::nil; break;
+  }
+  if (r.str) out.str.assign(r.str, r.len);
+  out.integer = r.integer;
+  out.elements.reserve(r.elements);
+  for (std::size_t i = 0; i < r.elements; ++i) out.elements.push_back(convert_reply(*r.element[i]));
+  return out;
+}
+
+const Reply& Reply::at(std::size_t i) const {
+  if (type != Type::array || i >= elements.size()) malformed("missing array element");
+  return elements[i];
+}
+
+const std::string& Reply::text() const {
+  if (type != Type::string && type != Type::status) malformed("expected a string");
+  return str;
+}
+
+long long Reply::number() const {
+  if (type != Type::integer) malformed("expected an integer");
+  return integer;
+}
+
+Connection::Connection(redisContext* ctx, Endpoint node, int db, Millis command_timeout)
+    : ctx_(ctx), node_(std::move(node)), name_(describe(node_, db)), command_timeout_(command_timeout) {}
+
+Connection::~Connection() { redisFree(ctx_); }
+
+void Connection::fail(std::string_view what) const { throw BackendError(fmt::format("{}: {}", name_, what)); }
+
+std::unique_ptr<Connection> Connection::open(const Endpoint& node, const ConnectionSettings& settings, Role role,
+                                             Warnings& warnings) {
+  const int db = role == Role::data || role == Role::listener ? settings.db : 0;
+  redisContext* ctx = redisConnectWithTimeout(node.host.c_str(), node.port, to_timeval(settings.connect_timeout));
+  if (!ctx) throw Unreachable(fmt::format("{}: cannot allocate a connection", describe(node, db)));
+  if (ctx->err) {
+    const std::string why = ctx->errstr;
+    redisFree(ctx);
+    throw Unreachable(fmt::format("{}: cannot connect: {}", describe(node, db), why));
+  }
+  std::unique_ptr<Connection> c(new Connection(ctx, node, db, settings.command_timeout));
+  c->setup(settings, role, warnings);
+  return c;
+}
+
+void Connection::setup(const ConnectionSettings& settings, Role role, Warnings& warnings) {
+  if (redisSetTimeout(ctx_, to_timeval(command_timeout_)) != REDIS_OK) fail("cannot set the command timeout");
+  redisEnableKeepAlive(ctx_);
+  // A connection that breaks during set-up has carried nothing of the caller's.
+  const auto run = [&](const std::vector<std::string>& argv) {
+    try {
+      return exchange(argv);
+    } catch (const BackendError& e) {
+      throw Unreachable(fmt::format("{}: connection failed during set-up ({}): {}", name_, argv.front(), e.what()));
+    }
+  };
+  if (settings.password) {
+    const Reply r =
+        settings.user ? run({"AUTH", *settings.user, *settings.password}) : run({"AUTH", *settings.password});
+    // A sentinel usually has no password of its own while the master has one.
+    const bool sentinel_without_password =
+        role == Role::sentinel && r.is_error() && r.str.find("without any password configured") != std::string::npos;
+    if (r.is_error() && !sentinel_without_password)
+      fail(fmt::format("AUTH{} failed: {}", settings.user ? " as " + *settings.user : "", r.str));
+  }
+  if ((role == Role::data || role == Role::listener) && settings.db != 0) {
+    const Reply r = run({"SELECT", std::to_string(settings.db)});
+    if (r.is_error()) fail(fmt::format("SELECT {} failed: {}", settings.db, r.str));
+  }
+  // Fails on a server that wants a password the URL does not give (NOAUTH).
+  if (const Reply r = run({"PING"}); r.is_error()) fail(fmt::format("PING failed: {}", r.str));
+  if (role == Role::probe || role == Role::sentinel) return;
+  // Names the connection for CLIENT LIST (best effort: an ACL may forbid it).
+  run({"CLIENT", "SETNAME", fmt::format("pathlock-{}", ::getpid())});
+  if (role == Role::listener) return;  // reads no lock data: the eviction policy is moot
+  // The eviction policy decides whether Redis may drop lock data under
+  // memory pressure. Lock keys never get a TTL, so volatile-* policies
+  // cannot pick them; allkeys-* policies can, and would silently free locks.
+  const Reply r = run({"CONFIG", "GET", "maxmemory-policy"});
+  if (r.is_error() || r.type != Reply::Type::array || r.elements.size() != 2) {
+    if (!warnings.config.exchange(true))
+      std::fprintf(stderr,
+                   "pathlock: warning: %s: cannot read maxmemory-policy (CONFIG GET: %s); make sure it "
+                   "is noeviction, or Redis may evict lock data under memory pressure\n",
+                   name_.c_str(), r.is_error() ? r.str.c_str() : "unexpected reply");
+    return;
+  }
+  const std::string& policy = r.elements[1].str;
+  if (policy != "noeviction" && policy.rfind("volatile-", 0) != 0)
+    fail(fmt::format("maxmemory-policy is {}, which lets Redis evict lock data under memory pressure; set "
+                     "maxmemory-policy noeviction (redis.conf, or CONFIG SET maxmemory-policy noeviction)",
+                     policy));
+}
+
+void Connection::send(const std::vector<std::string>& argv) {
+  broken_ = true;  // until the write is complete
+  std::vector<const char*> ptrs;
+  std::vector<std::size_t> lens;
+  ptrs.reserve(argv.size());
+  lens.reserve(argv.size());
+  for (const std::string& a : argv) {
+    ptrs.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  if (redisAppendCommandArgv(ctx_, static_cast<int>(argv.size()), ptrs.data(), lens.data()) != REDIS_OK)
+    throw NotSent(fmt::format("{}: cannot send {}: {}", name_, argv.front(), ctx_->errstr));
+  // A failed write leaves the command incomplete on the server side, which
+  // discards it with the connection: it never ran.
+  for (int done = 0; !done;)
+    if (redisBufferWrite(ctx_, &done) != REDIS_OK)
+      throw NotSent(fmt::format("{}: cannot send {}: {}", name_, argv.front(), ctx_->errstr));
+  broken_ = false;
+}
+
+Reply Connection::receive(std::string_view what) {
+  broken_ = true;  // until a whole reply is read
+  void* raw = nullptr;
+  if (redisGetReply(ctx_, &raw) != REDIS_OK || !raw) {
+    const bool timed_out = ctx_->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK ||
+                                                         std::string_view(ctx_->errstr) == "Resource temporarily unavailable");
+    fail(timed_out ? fmt::format("no reply to {} within {} ms; its effect is unknown", what, command_timeout_.count())
+                   : fmt::format("connection lost waiting for the reply to {} ({}); its effect is unknown", what,
+                                 ctx_->errstr));
+  }
+  Reply r = convert_reply(*static_cast<redisReply*>(raw));
+  freeReplyObject(raw);
+  broken_ = false;
+  return r;
+}
+
+Reply Connection::exchange(const std::vector<std::string>& argv) {
+  send(argv);
+  return receive(argv.front());
+}
+
+bool Connection::looks_open() const {
+  if (broken_ || ctx_->err) return false;
+  pollfd p{};
+  p.fd = ctx_->fd;
+  p.events = POLLIN;
+  return ::poll(&p, 1, 0) == 0;
+}
+
+}  // namespace pathlock::redis

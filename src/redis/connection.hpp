@@ -1,0 +1,130 @@
+// One hiredis connection to one Redis node, and the reply type of the client.
+//
+// Connection::open connects with connect_timeout, sets socket timeouts of
+// command_timeout and TCP keepalive, and sets the connection up by its role:
+//   data      AUTH, SELECT db, PING, CLIENT SETNAME pathlock-<pid>, and a
+//             check of maxmemory-policy (allkeys-* evicts lock data: refused)
+//   listener  AUTH, SELECT, PING, SETNAME (a subscription holds no data)
+//   probe     AUTH and PING only (first contact with a seed: SELECT is not
+//             allowed on a cluster node, and the mode is not known yet)
+//   sentinel  AUTH if the sentinel wants a password, PING
+// so a missing password fails at open, not on the first lock.
+//
+// Failures are typed so the router (redis_client.cpp) can apply the retry
+// rule: a command may be sent again elsewhere only if it provably never
+// reached a server.
+//   Unreachable  the TCP connect (or the set-up exchange) failed: nothing
+//                of the caller's was sent
+//   NotSent      the caller's command was not completely written: the
+//                server discards a partial command with the connection
+//   BackendError anything else, e.g. a reply lost or late after the write
+//                ("its effect is unknown"): never retried
+// All three are BackendError with "redis at host:port/db: ..." messages.
+//
+// Thread safety: a Connection belongs to one thread at a time (the pool
+// hands it out); Warnings is shared and thread-safe.
+#pragma once
+
+#include "redis/redis_url.hpp"
+
+#include <pathlock/engine.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+struct redisContext;
+struct redisReply;
+
+namespace pathlock::redis {
+
+// One reply, copied out of hiredis. The accessors throw BackendError when
+// the reply does not have the expected shape.
+struct Reply {
+  enum class Type : std::uint8_t { nil, string, integer, array, status, error };
+  Type type = Type::nil;
+  std::string str;  // string, status or error text
+  long long integer = 0;
+  std::vector<Reply> elements;
+
+  bool is_error() const { return type == Type::error; }
+  const Reply& at(std::size_t i) const;  // element i of an array
+  const std::string& text() const;       // a string or status
+  long long number() const;              // an integer
+};
+
+Reply convert_reply(const redisReply& r);
+
+// The command could not be (completely) written: it never ran.
+class NotSent : public BackendError {
+ public:
+  using BackendError::BackendError;
+};
+
+// No connection could be made (or set up): nothing was sent.
+class Unreachable : public BackendError {
+ public:
+  using BackendError::BackendError;
+};
+
+// What every connection of one client shares.
+struct ConnectionSettings {
+  std::optional<std::string> user, password;
+  int db = 0;
+  Millis connect_timeout{2000};
+  Millis command_timeout{2000};
+};
+
+// One-time warnings, shared by the connections of one client.
+struct Warnings {
+  std::atomic<bool> config{false};
+  std::atomic<bool> subscribe{false};
+};
+
+class Connection {
+ public:
+  enum class Role : std::uint8_t { data, listener, probe, sentinel };
+
+  // Connects and sets up (see the file comment). Throws Unreachable when the
+  // node cannot be reached, BackendError when it refuses the set-up (AUTH,
+  // SELECT, eviction policy).
+  static std::unique_ptr<Connection> open(const Endpoint& node, const ConnectionSettings& settings, Role role,
+                                          Warnings& warnings);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Sends `argv` and reads its reply (error replies are returned). Throws
+  // NotSent or BackendError as the file comment says. After a throw the
+  // connection is unusable (broken() is true).
+  Reply exchange(const std::vector<std::string>& argv);
+  // Only writes `argv` (for a subscription). Throws NotSent.
+  void send(const std::vector<std::string>& argv);
+  // Reads one reply with the command timeout. Throws BackendError.
+  Reply receive(std::string_view what);
+
+  // True if an idle connection can still carry a command: the server has
+  // sent nothing (a closed connection reads as EOF, a reset as an error).
+  bool looks_open() const;
+  bool broken() const { return broken_; }
+  redisContext* raw() const { return ctx_; }
+  const Endpoint& node() const { return node_; }
+  // "redis at host:port/db"
+  const std::string& name() const { return name_; }
+  [[noreturn]] void fail(std::string_view what) const;
+
+ private:
+  Connection(redisContext* ctx, Endpoint node, int db, Millis command_timeout);
+  void setup(const ConnectionSettings& settings, Role role, Warnings& warnings);
+
+  redisContext* ctx_;
+  Endpoint node_;
+  std::string name_;
+  Millis command_timeout_;
+  bool broken_ = false;
+};
+
+}  // namespace pathlock::redis

@@ -1,0 +1,141 @@
+// Wake-up subscriptions: SSUBSCRIBE on the slot's node, following the slot.
+// See subscription.hpp.
+//
+// Life of the connection: open (AUTH, SELECT, PING, SETNAME), SSUBSCRIBE and
+// SUBSCRIBE with their confirmations read with the command timeout, then
+// only poll() + reads of what poll() reported, until the destructor closes
+// it. Nothing else is ever sent on it.
+#include "redis/subscription.hpp"
+
+#include "redis/redis_client.hpp"
+
+#include <fmt/format.h>
+#include <hiredis/hiredis.h>
+#include <poll.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <thread>
+
+namespace pathlock::redis {
+namespace {
+
+// Thrown inside this file when the subscription broke or lost its slot.
+struct Broken {};
+
+}  // namespace
+
+Subscription::Subscription(RedisClient& client, std::string channel)
+    : client_(client), channel_(std::move(channel)), slot_(key_slot(channel_)) {
+  open();
+}
+
+Subscription::~Subscription() = default;
+
+std::string Subscription::node() const { return conn_ ? conn_->node().describe() : std::string(); }
+
+void Subscription::refused(const std::string& why) {
+  // An ACL user without channel rights (Redis 7 creates users with
+  // resetchannels), or SSUBSCRIBE renamed away: wait without wake-ups.
+  conn_.reset();
+  if (!client_.warnings_.subscribe.exchange(true))
+    std::fprintf(stderr,
+                 "pathlock: warning: redis at %s: SSUBSCRIBE %s refused (%s); waiting requests only re-check on a "
+                 "timer. Grant the user the channels pl:* (ACL SETUSER ... &pl:*)\n",
+                 client_.server_.c_str(), channel_.c_str(), why.c_str());
+}
+
+void Subscription::open() {
+  using Clock = std::chrono::steady_clock;
+  conn_.reset();
+  const auto deadline = Clock::now() + client_.options_.command_timeout;
+  Millis pause{5};
+  while (true) {
+    const auto started = Clock::now();
+    const Endpoint node = client_.target(slot_);
+    std::string why;
+    try {
+      auto c = Connection::open(node, client_.settings_, Connection::Role::listener, client_.warnings_);
+      c->send({"SSUBSCRIBE", channel_});
+      const Reply r = c->receive("SSUBSCRIBE");
+      if (!r.is_error()) {
+        if (r.type != Reply::Type::array || r.elements.size() != 3 || r.elements[0].str != "ssubscribe")
+          c->fail(fmt::format("unexpected reply to SSUBSCRIBE {}", channel_));
+        c->send({"SUBSCRIBE", channel_});
+        const Reply plain = c->receive("SUBSCRIBE");
+        if (plain.is_error()) return refused(plain.str);
+        conn_ = std::move(c);
+        return;
+      }
+      const Redirect d = parse_redirect(r.str, node);
+      if (d.kind == Redirect::Kind::none) return refused(r.str);
+      if (d.kind == Redirect::Kind::moved || d.kind == Redirect::Kind::ask) client_.slots_.assign(d.slot, d.node);
+      why = r.str;
+    } catch (const Unreachable& e) {
+      if (client_.mode_ == RedisClient::Mode::standalone) throw;
+      why = e.what();
+    } catch (const NotSent& e) {
+      why = e.what();
+    }
+    if (Clock::now() >= deadline) client_.fail(fmt::format("cannot subscribe to {}: {}", channel_, why));
+    client_.rediscover(started);
+    std::this_thread::sleep_for(std::min(pause, std::chrono::ceil<Millis>(deadline - Clock::now())));
+    pause = std::min(pause * 2, Millis{200});
+  }
+}
+
+bool Subscription::drain(std::vector<std::string>& payloads) {
+  bool got = false;
+  while (true) {
+    void* raw = nullptr;
+    if (redisReaderGetReply(conn_->raw()->reader, &raw) != REDIS_OK) throw Broken{};  // protocol error
+    if (!raw) return got;
+    const Reply r = convert_reply(*static_cast<redisReply*>(raw));
+    freeReplyObject(raw);
+    if (r.is_error()) throw Broken{};
+    if (r.type != Reply::Type::array || r.elements.empty()) continue;
+    const std::string& kind = r.elements[0].str;
+    // ["smessage" | "message", channel, payload]
+    if ((kind == "smessage" || kind == "message") && r.elements.size() == 3) {
+      payloads.push_back(r.elements[2].str);
+      got = true;
+    }
+    // The slot moved away (resharding, or this node became a replica).
+    if (kind == "sunsubscribe") throw Broken{};
+  }
+}
+
+Subscription::Wake Subscription::wait(Millis timeout, std::vector<std::string>& payloads) {
+  using Clock = std::chrono::steady_clock;
+  if (!conn_) {
+    std::this_thread::sleep_for(timeout);
+    return Wake::timeout;
+  }
+  const Clock::time_point deadline = Clock::now() + timeout;
+  try {
+    if (drain(payloads)) return Wake::message;  // already read with an earlier batch
+    while (true) {
+      const auto left = std::chrono::ceil<Millis>(deadline - Clock::now()).count();
+      if (left <= 0) return Wake::timeout;
+      pollfd p{};
+      p.fd = conn_->raw()->fd;
+      p.events = POLLIN;
+      const int n = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, INT_MAX)));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw Broken{};
+      if (n == 0) return Wake::timeout;
+      // poll() saw data (or EOF/error): this read does not block.
+      if (redisBufferRead(conn_->raw()) != REDIS_OK) throw Broken{};
+      if (drain(payloads)) return Wake::message;
+      // Part of a message only: wait for the rest.
+    }
+  } catch (const Broken&) {
+    open();  // throws BackendError if no node serves the slot in time
+    return Wake::reopened;
+  }
+}
+
+}  // namespace pathlock::redis

@@ -1,0 +1,71 @@
+// The wake-up subscription of one waiting call.
+//
+// A waiting acquire listens on a dedicated connection of its own, opened
+// outside the pools (waiters can never exhaust the connections attempts
+// need) and closed when the wait ends; a connection in subscribe mode is
+// never pooled or reused. It SSUBSCRIBEs (sharded pub/sub, Redis 7) to the
+// channel on the node that serves the channel's slot, in standalone mode
+// too, and also SUBSCRIBEs to it on the same connection because the scripts
+// of this build still PUBLISH (lua/namespace.luainc; drop the SUBSCRIBE once
+// they SPUBLISH). Messages are read with poll() and a timeout, never with a
+// blocking hiredis read, so a quiet channel is not a socket timeout.
+//
+// Following the slot: when the slot moves away, Redis ends the sharded
+// subscription with an "sunsubscribe" push; when the node fails, the
+// connection breaks. Either way wait() opens the subscription again on the
+// node that serves the slot now and returns `reopened`: messages may have
+// been lost, so the caller looks again. It never strands a waiter, whose
+// timed re-check stays in any case.
+//
+// Thread safety: one Subscription belongs to one thread.
+#pragma once
+
+#include <pathlock/engine.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace pathlock::redis {
+
+class Connection;
+class RedisClient;
+
+class Subscription {
+ public:
+  enum class Wake : std::uint8_t {
+    timeout,   // nothing arrived in time
+    message,   // one or more messages arrived; their payloads were appended
+    reopened,  // the subscription broke or its slot moved and it was opened
+               // again: messages may have been lost, so look again
+  };
+  ~Subscription();
+  Subscription(const Subscription&) = delete;
+  Subscription& operator=(const Subscription&) = delete;
+
+  // Waits up to `timeout` for messages on the channel and appends their
+  // payloads to `payloads`. When the server refuses the subscription (an
+  // ACL without channel rights, SSUBSCRIBE renamed) it only sleeps: the
+  // caller's timed re-checks still work, without quick wake-ups. Throws
+  // BackendError if a broken subscription cannot be opened again within
+  // the command timeout.
+  Wake wait(Millis timeout, std::vector<std::string>& payloads);
+
+  // The node it listens on ("host:port"; empty when refused).
+  std::string node() const;
+
+ private:
+  friend class RedisClient;
+  Subscription(RedisClient& client, std::string channel);
+  void open();
+  void refused(const std::string& why);
+  bool drain(std::vector<std::string>& payloads);  // buffered messages only
+
+  RedisClient& client_;
+  std::string channel_;
+  int slot_;
+  std::unique_ptr<Connection> conn_;  // null: the server refused the subscription
+};
+
+}  // namespace pathlock::redis

@@ -1,0 +1,126 @@
+// The Redis client and engine on a real Sentinel deployment (master,
+// replica, 3 sentinels; support/redis_server.hpp: shared_sentinel()):
+// discovery of the master by name, and a SENTINEL FAILOVER with calls
+// continuing on the new master.
+#include "support/backends.hpp"
+#include "support/redis_server.hpp"
+
+#include "redis/redis_client.hpp"
+
+#include <pathlock/engine.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <future>
+#include <thread>
+
+using namespace pathlock;
+using namespace std::chrono_literals;
+using test::prefix_of;
+using test::redis_engine;
+using test::SentinelServers;
+using test::shared_sentinel;
+
+namespace {
+
+LockRequest request(const std::string& ns, const std::string& owner, const std::string& op, const std::string& path,
+                    Millis wait = 0ms) {
+  return LockRequest{ns, owner, op, {{"target", path}}, 30000ms, wait};
+}
+
+// Runs `step` over and over on a thread until destroyed (also when a
+// REQUIRE throws: no thread is left running).
+class Background {
+ public:
+  template <class Step>
+  explicit Background(Step step)
+      : thread_([this, step] {
+          while (!stop_) step();
+        }) {}
+  ~Background() {
+    stop_ = true;
+    thread_.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace
+
+TEST_CASE("the sentinels name the master, and an unknown name is a BackendError", "[sentinel]") {
+  SentinelServers& deployment = shared_sentinel();
+  redis::RedisClient client(redis::ClientOptions{redis::parse_redis_url(deployment.url())});
+  CHECK(client.mode() == redis::RedisClient::Mode::sentinel);
+  CHECK(client.node_for("x").port == deployment.master().port());
+
+  const std::string ns = test::unique_namespace("sentinel");
+  auto engine = redis_engine(deployment.url());
+  const AcquireResult a = engine->acquire(request(ns, "alice", "upload", "/p/A/f"));
+  REQUIRE(a.granted);
+  CHECK(deployment.master().command({"EXISTS", prefix_of(ns) + "meta"}).integer == 1);
+  CHECK(engine->release(ns, a.grant.id, a.grant.token));
+
+  // WAIT: the one replica acknowledges.
+  redis::ClientOptions with_wait{redis::parse_redis_url(deployment.url())};
+  with_wait.replicas = 1;
+  redis::RedisClient waiting(with_wait);
+  redis::Script script{"set", "return redis.call('SET', KEYS[1], ARGV[1])", {}};
+  int acked = -1;
+  CHECK(waiting.eval(script, {prefix_of(ns) + "x"}, {"1"}, &acked).text() == "OK");
+  CHECK(acked == 1);
+
+  const std::string other = deployment.url().substr(0, deployment.url().find('#')) + "#nosuchmaster";
+  CHECK_THROWS_WITH(redis_engine(other), Catch::Contains("does not know master 'nosuchmaster'"));
+  CHECK_THROWS_AS(redis_engine("redis-sentinel://127.0.0.1:1"), InvalidRequest);  // no master name
+}
+
+TEST_CASE("SENTINEL FAILOVER: calls reach the new master, locks and waiters carry on", "[sentinel][failover]") {
+  SentinelServers& deployment = shared_sentinel();
+  auto engine = redis_engine(deployment.url(), nullptr, 4, 15000ms);
+  const std::string ns = test::unique_namespace("sfail");
+  const AcquireResult held = engine->acquire(request(ns, "alice", "delete_folder", "/p/A"));
+  REQUIRE(held.granted);
+  // Wait until the replica has the lock: a failover keeps what was replicated.
+  for (int i = 0; i < 500 && deployment.replica().command({"HEXISTS", prefix_of(ns) + "locks", held.grant.id}).integer != 1; ++i)
+    std::this_thread::sleep_for(5ms);
+  REQUIRE(deployment.replica().command({"HEXISTS", prefix_of(ns) + "locks", held.grant.id}).integer == 1);
+  const int old_port = deployment.master().port();
+
+  std::atomic<int> calls{0}, errors{0};
+  // A client that makes no call meanwhile learns the switch from +switch-master.
+  redis::RedisClient idle(redis::ClientOptions{redis::parse_redis_url(deployment.url())});
+  REQUIRE(idle.node_for("x").port == old_port);
+  auto waiter = std::async(std::launch::async, [&] { return engine->acquire(request(ns, "w", "upload", "/p/A/x", 20000ms)); });
+  {
+    Background load([&] {
+      try {
+        engine->list(ns);
+        ++calls;
+      } catch (const BackendError&) {
+        ++errors;
+      }
+      std::this_thread::sleep_for(2ms);
+    });
+    deployment.failover();
+    REQUIRE(deployment.master().port() != old_port);
+    for (int i = 0; i < 200 && idle.node_for("x").port == old_port; ++i) std::this_thread::sleep_for(50ms);
+    CHECK(idle.node_for("x").port == deployment.master().port());
+    std::this_thread::sleep_for(300ms);
+  }
+  CHECK(calls > 0);
+  CHECK(errors == 0);
+
+  const std::vector<LockInfo> locks = engine->list(ns);
+  REQUIRE(locks.size() == 1);
+  CHECK(locks.front().id == held.grant.id);
+  CHECK(engine->release(ns, held.grant.id, held.grant.token));
+  const AcquireResult got = waiter.get();
+  REQUIRE(got.granted);
+  CHECK(engine->release(ns, got.grant.id, got.grant.token));
+  CHECK(deployment.master().command({"EXISTS", prefix_of(ns) + "meta"}).integer == 1);
+  redis::RedisClient client(redis::ClientOptions{redis::parse_redis_url(deployment.url())});
+  CHECK(client.node_for("x").port == deployment.master().port());
+}

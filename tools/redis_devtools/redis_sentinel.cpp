@@ -1,0 +1,80 @@
+// A local Sentinel deployment; see redis_sentinel.hpp.
+#include "redis_devtools/redis_sentinel.hpp"
+
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+
+namespace pathlock::devtools {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+template <class Ready>
+void wait_for(const char* what, Ready&& ready, int seconds = 30) {
+  const auto deadline = Clock::now() + std::chrono::seconds(seconds);
+  while (!ready()) {
+    if (Clock::now() > deadline)
+      throw std::runtime_error(std::string("redis sentinel: timed out waiting for ") + what);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+std::size_t entries(const RedisServer& s, const char* what) {
+  const RedisReply r = s.command({"SENTINEL", what, SentinelServers::kMasterName});
+  return r.type == RedisReply::Type::array ? r.elements.size() : 0;
+}
+
+int named_master_port(const RedisServer& s) {
+  const RedisReply r = s.command({"SENTINEL", "get-master-addr-by-name", SentinelServers::kMasterName});
+  return r.elements.size() == 2 ? std::stoi(r.elements[1].str) : 0;
+}
+
+}  // namespace
+
+SentinelServers::SentinelServers() {
+  // No 5 s wait for more replicas before a diskless full sync.
+  const std::vector<std::string> fast_sync{"--repl-diskless-sync-delay", "0"};
+  data_.push_back(std::make_unique<RedisServer>(fast_sync));
+  const std::string master_port = std::to_string(data_[0]->port());
+  data_.push_back(std::make_unique<RedisServer>(std::vector<std::string>{"--replicaof", "127.0.0.1", master_port, "--repl-diskless-sync-delay", "0"}));
+  const std::string config = std::string("sentinel monitor ") + kMasterName + " 127.0.0.1 " + master_port +
+                             " 2\n"
+                             "sentinel down-after-milliseconds " + kMasterName + " 1000\n"
+                             "sentinel failover-timeout " + kMasterName + " 3000\n"
+                             "sentinel parallel-syncs " + kMasterName + " 1\n";
+  for (int i = 0; i < 3; ++i) sentinels_.push_back(std::make_unique<RedisServer>(std::vector<std::string>{"--sentinel"}, config));
+  wait_for("the replica to sync", [&] {
+    return data_[0]->command({"INFO", "replication"}).str.find("state=online") != std::string::npos;
+  });
+  wait_for("the sentinels to know each other and the replica", [&] {
+    for (const auto& s : sentinels_)
+      if (entries(*s, "replicas") != 1 || entries(*s, "sentinels") != 2) return false;
+    return true;
+  });
+}
+
+SentinelServers::~SentinelServers() = default;
+
+std::string SentinelServers::url() const {
+  std::string out = "redis-sentinel://";
+  for (std::size_t i = 0; i < sentinels_.size(); ++i)
+    out += (i ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(sentinels_[i]->port());
+  return out + "#" + kMasterName;
+}
+
+void SentinelServers::failover() {
+  const RedisReply r = sentinels_[0]->command({"SENTINEL", "FAILOVER", kMasterName});
+  if (r.is_error()) throw std::runtime_error("SENTINEL FAILOVER: " + r.str);
+  const std::size_t next = 1 - master_;
+  const int port = data_[next]->port();
+  wait_for("the sentinels to name the new master", [&] {
+    for (const auto& s : sentinels_)
+      if (named_master_port(*s) != port) return false;
+    const RedisReply role = data_[next]->command({"ROLE"});
+    return !role.elements.empty() && role.elements[0].str == "master";
+  });
+  master_ = next;
+}
+
+}  // namespace pathlock::devtools
