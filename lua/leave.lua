@@ -1,23 +1,26 @@
--- leave: takes a waiting request out of the line. A waiting client calls it
--- when it stops waiting without a last acquire attempt doing so (an error, or
--- the caller gave up); it is harmless when the place is already gone.
---
--- KEYS[1] = "pl:{NS}:", the key prefix of namespace NS
--- ARGV    = waiter_id
--- Replies:
---   { "left", 1 }                -- the place in line was removed
---   { "left", 0 }                -- there was none (granted, reaped, never taken)
---   { "mismatch", fingerprint, matrix, version }
--- Cost: O(targets x depth). Its first write is a deletion, which Redis never
--- refuses at maxmemory, so leaving the line always works.
--- @PATHLOCK_MATRIX@
--- @PATHLOCK_INCLUDE namespace@
+-- leave: takes a waiting request out of the line (an error, or the caller
+-- gave up); harmless when the place is already gone.
+-- Keys, arguments and replies: docs/lua-protocol.md#leave.
 
-local mismatch = matrix_mismatch()
-if mismatch then return mismatch end
-local id = ARGV[1]
-if type(id) ~= "string" or not string.find(id, "^[%w-]+$") or #id > 64 then return { "left", 0 } end
-local w = load_waiter(id)
-if w then remove_waiter(w) end
-reap()
-return { "left", w and 1 or 0 }
+local function pl_leave(keys, argv)
+  local c, bad = begin(keys)
+  if not c then return bad end
+  if #argv ~= 1 then return { "invalid", "leave takes waiter_id" } end
+  bad = check_meta(c)
+  if bad then return bad end
+  local ended = ended_waiters(c)
+  local mine = valid_id(argv[1]) and redis.call("HGET", c.wrec, argv[1]) and load_waiters(c, { argv[1] })[1]
+  local reaped, stale = expired_locks(c)
+  if mine then
+    local listed = false
+    for _, w in ipairs(ended) do listed = listed or w.id == mine.id end
+    if not listed then ended[#ended + 1] = mine end
+  end
+  if #ended + #reaped + #stale > 0 then
+    bad = writable(c, false, true)
+    if bad then return bad end
+    remove_waiters(c, ended)
+    remove_locks(c, reaped, stale)
+  end
+  return { "left", mine and 1 or 0 }
+end

@@ -1,50 +1,66 @@
--- list: the live locks with a target at or inside a prefix, ordered by fence.
---
--- KEYS[1] = "pl:{NS}:", the key prefix of namespace NS
--- ARGV    = prefix (a canonical path; "/" for every lock)
--- Replies:
---   { "locks", lock_1, lock_2, ... } where each lock is
---       { id, owner, op, fence, holds, expires_in_ms, { role_1, path_1, ... } }
---   { "mismatch", fingerprint, matrix, version }
--- Cost: O(nodes and targets in the prefix's subtree): it walks the children
--- sets from the prefix node down, never the whole namespace.
--- @PATHLOCK_MATRIX@
--- @PATHLOCK_INCLUDE namespace@
+-- list: one page of the live locks with a target at or inside a prefix, in
+-- fence order. Keys, arguments and replies: docs/lua-protocol.md#list.
+-- Cost: at most LIST_SCAN locks are looked at per call (one ZRANGEBYLEX of
+-- the fence-ordered members of ent and one HMGET of their records), so a
+-- page costs O(LIST_SCAN + log n) however many locks the namespace holds.
 
-local prefix = ARGV[1]
-if type(prefix) ~= "string" or string.sub(prefix, 1, 1) ~= "/" then
-  return { "invalid", "prefix must be a canonical absolute path" }
+local LIST_SCAN = 512
+
+-- The cursor after list member m ("F" .. 16-digit fence .. id): the fence
+-- in decimal, without leading zeros.
+local function cursor(m)
+  return (string.gsub(string.sub(m, 2, 17), "^0+(%d)", "%1"))
 end
-local mismatch = matrix_mismatch()
-if mismatch then return mismatch end
-reap()
 
-local found, seen = {}, {}
-local stack = { prefix }
-if redis.call("EXISTS", node_key(prefix)) == 0 then stack = {} end
-while #stack > 0 do
-  local at = table.remove(stack)
-  for _, m in ipairs(redis.call("ZRANGE", entries_key(at), 0, -1)) do
-    local id = string.sub(m, 21)
-    if not seen[id] then
-      seen[id] = true
-      local lock = load_lock(id)
-      if lock and lock.exp > NOW then found[#found + 1] = lock end
+local function pl_list(keys, argv)
+  local c, bad = begin(keys)
+  if not c then return bad end
+  if #argv ~= 3 then return { "invalid", "list takes prefix, limit, after" } end
+  local prefix, limit, after = argv[1], tonumber(argv[2]), argv[3]
+  local problem = path_problem(prefix)
+  if problem then return { "invalid", "prefix '" .. tostring(prefix) .. "' " .. problem } end
+  if not limit or limit ~= math.floor(limit) or limit < 1 or limit > 100000 then
+    return { "invalid", "limit must be an integer 1..100000" }
+  end
+  if after ~= "" and (not string.find(after, "^%d+$") or #after > 16) then
+    return { "invalid", "after must be empty or a fence (decimal)" }
+  end
+  bad = check_meta(c)
+  if bad then return bad end
+  local reaped, stale = expired_locks(c)
+  local ended = ended_waiters(c)
+  if #reaped + #stale + #ended > 0 then
+    bad = writable(c, false, true)
+    if bad then return bad end
+    remove_locks(c, reaped, stale)
+    remove_waiters(c, ended)
+  end
+  local from = after == "" and "[F" or "[F" .. fence16(tonumber(after) + 1)
+  local members = redis.call("ZRANGEBYLEX", c.ent, from, "(G", "LIMIT", "0", tostring(LIST_SCAN))
+  local ids = {}
+  for i = 1, #members do ids[i] = string.sub(members[i], 18) end
+  local recs = #ids > 0 and chunked("HMGET", c.locks, ids) or {}
+  local reply, next = { "locks", "" }, ""
+  for i = 1, #members do
+    local l = recs[i] and unpack_lock(ids[i], recs[i])
+    if l and l.exp > c.now then
+      local inside = false
+      for _, p in ipairs(l.paths) do inside = inside or within(p, prefix) end
+      if inside then
+        local targets = {}
+        for r, role in ipairs(l.info.roles) do
+          targets[#targets + 1] = role
+          targets[#targets + 1] = l.paths[r]
+        end
+        reply[#reply + 1] = { l.id, l.owner, l.op, l.fence, l.holds, remaining(l.exp, c.now), targets }
+      end
+    end
+    if #reply - 2 >= limit and i < #members then
+      next = cursor(members[i])
+      break
     end
   end
-  for _, name in ipairs(redis.call("ZRANGE", children_key(at), 0, -1)) do
-    stack[#stack + 1] = (at == "/" and "" or at) .. "/" .. name
-  end
+  if next == "" and #members == LIST_SCAN then next = cursor(members[#members]) end
+  reply[2] = next
+  return reply
 end
-table.sort(found, function(a, b) return a.fence < b.fence end)
-
-local reply = { "locks" }
-for _, lock in ipairs(found) do
-  local targets = {}
-  for i, role in ipairs(PL_OPS[lock.op].roles) do
-    targets[#targets + 1] = role
-    targets[#targets + 1] = lock.paths[i]
-  end
-  reply[#reply + 1] = { lock.id, lock.owner, lock.op, lock.fence, lock.holds, remaining(lock), targets }
-end
-return reply

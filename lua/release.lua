@@ -1,27 +1,64 @@
 -- release: drops one hold of a lock; the lock goes when no hold is left.
---
--- KEYS[1] = "pl:{NS}:", the key prefix of namespace NS
--- ARGV    = id, token
--- Replies:
---   { "released", holds_left }   -- 0: the lock is gone
---   { "missing" }                -- no live lock has this id and token
---   { "mismatch", fingerprint, matrix, version }
--- Cost: O(targets x depth) when the lock goes, O(1) otherwise.
--- @PATHLOCK_MATRIX@
--- @PATHLOCK_INCLUDE namespace@
+-- force_release: drops a lock whatever its holds, without its token.
+-- Keys, arguments and replies: docs/lua-protocol.md#release.
+-- Cost: O(1) calls, whatever the depth: the record, one HMGET of the index,
+-- and one write per key; reaping rides in the same writes.
 
-local mismatch = matrix_mismatch()
-if mismatch then return mismatch end
-reap()
-local lock = live_lock(ARGV[1])
-if not lock or lock.token ~= ARGV[2] then return { "missing" } end
-if lock.holds <= 1 then
-  remove_lock(lock)
-  return { "released", 0 }
+-- The lock `id` as stored (live or expired), or nil.
+local function stored_lock(c, id)
+  if not valid_id(id) then return nil end
+  local rec = redis.call("HGET", c.locks, id)
+  return rec and unpack_lock(id, rec)
 end
--- PERSIST does nothing (lock keys never have a TTL) and is not refused at
--- maxmemory; as this script's first write it lets Redis run the in-place
--- update below even when memory is full: dropping a hold must always work.
-redis.call("PERSIST", lock_key(lock.id))
-redis.call("HSET", lock_key(lock.id), "hol", lock.holds - 1)
-return { "released", lock.holds - 1 }
+
+-- Removes `l` (when given) together with the expired locks to reap.
+local function drop_with_reaped(c, l, reaped, stale)
+  if l then
+    local listed = false
+    for _, r in ipairs(reaped) do listed = listed or r.id == l.id end
+    if not listed then reaped[#reaped + 1] = l end
+  end
+  if #reaped + #stale == 0 then return nil end
+  local bad = writable(c, false, true)
+  if bad then return bad end
+  remove_locks(c, reaped, stale)
+  return nil
+end
+
+local function pl_release(keys, argv)
+  local c, bad = begin(keys)
+  if not c then return bad end
+  if #argv ~= 2 then return { "invalid", "release takes id, token" } end
+  bad = check_meta(c)
+  if bad then return bad end
+  local reaped, stale = expired_locks(c)
+  local l = stored_lock(c, argv[1])
+  local live = l and l.exp > c.now
+  if live and l.token == argv[2] and l.holds > 1 then
+    bad = writable(c, false, #reaped + #stale > 0)
+    if bad then return bad end
+    l.holds = l.holds - 1
+    redis.call("HSET", c.locks, l.id, pack_lock(l))
+    remove_locks(c, reaped, stale)
+    return { "released", l.holds }
+  end
+  local drop = l and (not live or l.token == argv[2]) and l or nil
+  bad = drop_with_reaped(c, drop, reaped, stale)
+  if bad then return bad end
+  if live and drop then return { "released", 0 } end
+  return { "missing" }
+end
+
+local function pl_force_release(keys, argv)
+  local c, bad = begin(keys)
+  if not c then return bad end
+  if #argv ~= 1 then return { "invalid", "force_release takes id" } end
+  bad = check_meta(c)
+  if bad then return bad end
+  local reaped, stale = expired_locks(c)
+  local l = stored_lock(c, argv[1])
+  bad = drop_with_reaped(c, l, reaped, stale)
+  if bad then return bad end
+  if l and l.exp > c.now then return { "released", 0 } end
+  return { "missing" }
+end

@@ -1,35 +1,43 @@
--- renew: extends a lock's lease to now + ttl (the lock's own ttl when ttl is
--- empty; a given ttl becomes the lock's ttl). The lease may get shorter.
---
--- KEYS[1] = "pl:{NS}:", the key prefix of namespace NS
--- ARGV    = id, token, ttl_ms or ""
--- Replies:
---   { "renewed", expires_in_ms }
---   { "missing" }                -- no live lock has this id and token
---   { "mismatch", fingerprint, matrix, version }
---   { "invalid", message }
--- Cost: O(1) (plus bounded reaping).
--- @PATHLOCK_MATRIX@
--- @PATHLOCK_INCLUDE namespace@
+-- renew: the lease becomes now + ttl (the lock's own ttl when ttl is empty;
+-- a given ttl becomes the lock's ttl). The lease may get shorter.
+-- Keys, arguments and replies: docs/lua-protocol.md#renew. Cost: O(1) calls.
 
-local ttl = nil
-if ARGV[3] and ARGV[3] ~= "" then
-  ttl = tonumber(ARGV[3])
-  if not ttl or ttl ~= math.floor(ttl) or ttl < 1 or ttl > 604800000 then
-    return { "invalid", "ttl must be an integer 1..604800000 ms" }
+local function pl_renew(keys, argv)
+  local c, bad = begin(keys)
+  if not c then return bad end
+  if #argv ~= 3 then return { "invalid", "renew takes id, token, ttl_ms or ''" } end
+  local ttl
+  if argv[3] ~= "" then
+    ttl = tonumber(argv[3])
+    if not ttl or ttl ~= math.floor(ttl) or ttl < 1 or ttl > PL_MAX_TTL then
+      return { "invalid", "ttl must be an integer 1.." .. PL_MAX_TTL .. " ms" }
+    end
   end
+  bad = check_meta(c)
+  if bad then return bad end
+  local reaped, stale = expired_locks(c)
+  local l = valid_id(argv[1]) and redis.call("HGET", c.locks, argv[1])
+  l = l and unpack_lock(argv[1], l)
+  if not l or l.exp <= c.now or l.token ~= argv[2] then
+    if l and l.exp <= c.now then
+      local listed = false
+      for _, r in ipairs(reaped) do listed = listed or r.id == l.id end
+      if not listed then reaped[#reaped + 1] = l end
+    end
+    if #reaped + #stale > 0 then
+      bad = writable(c, false, true)
+      if bad then return bad end
+      remove_locks(c, reaped, stale)
+    end
+    return { "missing" }
+  end
+  bad = writable(c, true, #reaped + #stale > 0)
+  if bad then return bad end
+  if ttl then l.ttl, l.ttl_s = ttl, num(ttl) end
+  l.exp = c.now + l.ttl
+  l.exp_s = num(l.exp)
+  redis.call("ZADD", c.exp, l.exp_s, l.id)
+  redis.call("HSET", c.locks, l.id, pack_lock(l))
+  remove_locks(c, reaped, stale)
+  return { "renewed", l.ttl }
 end
-local mismatch = matrix_mismatch()
-if mismatch then return mismatch end
-reap()
-local lock = live_lock(ARGV[1])
-if not lock or lock.token ~= ARGV[2] then return { "missing" } end
-lock.ttl = ttl or lock.ttl
-lock.exp = NOW + lock.ttl
--- PERSIST does nothing (lock keys never have a TTL) and is not refused at
--- maxmemory; as this script's first write it lets Redis run the in-place
--- updates below even when memory is full: a holder must be able to renew.
-redis.call("PERSIST", lock_key(lock.id))
-redis.call("HSET", lock_key(lock.id), "ttl", lock.ttl, "exp", lock.exp)
-redis.call("ZADD", K_EXPIRY, lock.exp, lock.id)
-return { "renewed", remaining(lock) }

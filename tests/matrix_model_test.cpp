@@ -1,5 +1,6 @@
 // The matrix compiler: validation messages and the refinements of the format.
 #include "matrix/emit.hpp"
+#include "redis/library.hpp"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -139,15 +140,30 @@ TEST_CASE("the shipped matrix lints clean and lists its asymmetric pairs", "[mat
         std::string::npos);
 }
 
-TEST_CASE("lua templates get the matrix tables and their includes", "[matrix][lua]") {
-  const Matrix m = parse_matrix(small(), "m.json");
-  const LuaTemplate tmpl{"t", "local a = 1\n-- @PATHLOCK_MATRIX@\n-- @PATHLOCK_INCLUDE shared@\nreturn a\n"};
-  const std::string out = emit_lua(m, tmpl, {LuaTemplate{"shared", "local shared = 2\n"}});
-  CHECK(out.find("local PL_FINGERPRINT = \"" + m.fingerprint() + "\"") != std::string::npos);
-  CHECK(out.find("local shared = 2\n\nreturn a") != std::string::npos);
-  CHECK(out.find("@PATHLOCK") == std::string::npos);
-  CHECK_THROWS_WITH(emit_lua(m, tmpl, {}), Catch::Contains("includes unknown 'shared'"));
-  CHECK_THROWS_WITH(emit_lua(m, LuaTemplate{"x", "return 1"}, {}), Catch::Contains("has no line"));
+TEST_CASE("the Redis Functions library is built from a table; pathlock-matrixc writes the same text", "[matrix][lua]") {
+  const pathlock::MatrixTable& table = pathlock::default_matrix();
+  const pathlock::redis::Library lib = pathlock::redis::library_for(table);
+  CHECK(lib.code.rfind("#!lua name=" + lib.name + "\n", 0) == 0);
+  CHECK(lib.code.find("local PL_FINGERPRINT = \"" + std::string(table.fingerprint) + "\"") != std::string::npos);
+  for (const auto& source : pathlock::redis::lua_sources())
+    CHECK(lib.code.find("-- lua/" + std::string(source.name) + ".lua\n") != std::string::npos);
+  CHECK(pathlock::redis::library_for(table).code == lib.code);  // deterministic
+  // Names are unique per fingerprint: two matrices share one server.
+  pathlock::MatrixTable other = table;
+  other.fingerprint = "00ff";
+  const pathlock::redis::Library other_lib = pathlock::redis::library_for(other);
+  CHECK(other_lib.name != lib.name);
+  CHECK(other_lib.function_prefix != lib.function_prefix);
+  // The generator's file (for services in other languages) is the text the
+  // backend loads at run time; --lua-dir is accepted and ignored.
+  const std::string cmd = fmt::format(
+      "{} --json {}/matrix/cloud-drive.json --out matrixc_lib --namespace x --header x.hpp --lua-dir nowhere "
+      "--lua matrixc_lib/lib.lua",
+      PATHLOCK_MATRIXC, PATHLOCK_SOURCE_DIR);
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  std::ifstream in("matrixc_lib/lib.lua", std::ios::binary);
+  const std::string written((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(written == lib.code);
 }
 
 TEST_CASE("every problem of a file is reported at once, without echoes", "[matrix]") {

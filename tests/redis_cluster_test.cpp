@@ -370,7 +370,7 @@ TEST_CASE("a crashed master: calls wait for the promoted replica within the comm
   // Only what reached the replica survives the crash (docs/operations.md#failover).
   test::RedisConnection on_replica(cluster.node(replica).url());
   REQUIRE(on_replica.command({"READONLY"}).str == "OK");  // a cluster replica answers reads only after READONLY
-  const auto replicated = [&] { return on_replica.command({"EXISTS", prefix_of(ns) + "k:" + held.grant.id}).integer == 1; };
+  const auto replicated = [&] { return on_replica.command({"HEXISTS", prefix_of(ns) + "locks", held.grant.id}).integer == 1; };
   for (int i = 0; i < 500 && !replicated(); ++i) std::this_thread::sleep_for(5ms);
   REQUIRE(replicated());
   cluster.node(victim).kill_hard();

@@ -84,9 +84,9 @@ TEST_CASE("SENTINEL FAILOVER: calls reach the new master, locks and waiters carr
   const AcquireResult held = engine->acquire(request(ns, "alice", "delete_folder", "/p/A"));
   REQUIRE(held.granted);
   // Wait until the replica has the lock: a failover keeps what was replicated.
-  for (int i = 0; i < 500 && deployment.replica().command({"EXISTS", prefix_of(ns) + "k:" + held.grant.id}).integer != 1; ++i)
+  for (int i = 0; i < 500 && deployment.replica().command({"HEXISTS", prefix_of(ns) + "locks", held.grant.id}).integer != 1; ++i)
     std::this_thread::sleep_for(5ms);
-  REQUIRE(deployment.replica().command({"EXISTS", prefix_of(ns) + "k:" + held.grant.id}).integer == 1);
+  REQUIRE(deployment.replica().command({"HEXISTS", prefix_of(ns) + "locks", held.grant.id}).integer == 1);
   const int old_port = deployment.master().port();
 
   std::atomic<int> calls{0}, errors{0};

@@ -4,6 +4,8 @@
 #include "support/backends.hpp"
 #include "support/redis_server.hpp"
 
+#include "matrix/table.hpp"
+#include "redis/library.hpp"
 #include "redis/redis_url.hpp"
 
 #include <pathlock/engine.hpp>
@@ -28,7 +30,7 @@ using namespace std::chrono_literals;
 using namespace std::string_literals;
 using pathlock::test::RedisServer;
 using pathlock::test::shared_redis_server;
-using test::kOnlyMetaAndFence;
+using test::kOnlyMeta;
 using test::ns_keys;
 using test::prefix_of;
 using test::redis_engine;
@@ -89,22 +91,13 @@ std::string capture_stderr(Body&& body) {
 }
 
 // A copy of the default matrix that claims another identity: what a service
-// built from another matrix file would run.
+// built from another matrix file would run (a MatrixTable made at run time).
 const MatrixTable& impostor_matrix() {
   static std::deque<std::string> storage;
   static const MatrixTable table = [] {
+    // Built at run time: the Redis backend makes its library from the table.
     MatrixTable t = default_matrix();
-    const std::string old_fp(t.fingerprint), new_fp = "0123456789abcdef0123456789abcdef";
-    const std::string old_name = "PL_MATRIX_NAME = \"" + std::string(t.name) + "\"";
-    const std::string old_version = "PL_MATRIX_VERSION = \"" + std::string(t.version) + "\"";
-    for (std::size_t i = 0; i < t.script_count; ++i) {
-      std::string src(t.scripts[i].source);
-      for (const auto& [from, to] : {std::pair{old_fp, new_fp}, std::pair{old_name, "PL_MATRIX_NAME = \"impostor\""s},
-                                     std::pair{old_version, "PL_MATRIX_VERSION = \"9.9\""s}})
-        for (std::size_t at; (at = src.find(from)) != std::string::npos;) src.replace(at, from.size(), to);
-      t.scripts[i].source = storage.emplace_back(std::move(src));
-    }
-    t.fingerprint = storage.emplace_back(new_fp);
+    t.fingerprint = storage.emplace_back("0123456789abcdef0123456789abcdef");
     t.name = "impostor";
     t.version = "9.9";
     return t;
@@ -197,11 +190,6 @@ TEST_CASE("redis engine options are checked, an unreachable server is a BackendE
   opts.redis.url = shared_redis_server().url();
   opts.redis.command_timeout = 0ms;
   CHECK_THROWS_AS(make_engine(opts), InvalidRequest);
-
-  // A matrix compiled without Lua scripts cannot drive Redis.
-  MatrixTable no_scripts = default_matrix();
-  no_scripts.script_count = 0;
-  CHECK_THROWS_WITH(redis_engine(shared_redis_server().url(), &no_scripts), Catch::Contains("LUA_DIR"));
 
   std::string unreachable;
   {
@@ -299,7 +287,7 @@ TEST_CASE("the scripts check the fingerprint too: a cached check cannot let a ra
                     Catch::Contains("'rival'") && Catch::Contains("feed"));
   CHECK_THROWS_AS(engine->renew(ns, held.grant.id, held.grant.token), BackendError);
   CHECK_THROWS_AS(engine->release(ns, held.grant.id, held.grant.token), BackendError);
-  CHECK(server.keys(prefix_of(ns) + "e:*") == std::vector<std::string>{prefix_of(ns) + "e:/a"});
+  CHECK(server.command({"ZCARD", prefix_of(ns) + "ent"}).integer == 2);  // untouched: /a and its list entry
 }
 
 TEST_CASE("paths are data: metacharacters, spaces and unicode in keys", "[redis][keys]") {
@@ -331,24 +319,18 @@ TEST_CASE("paths are data: metacharacters, spaces and unicode in keys", "[redis]
   CHECK(engine->acquire(request(ns, "p", "upload", {{"target", "/xa"}})).granted);
   CHECK(engine->acquire(request(ns, "p", "upload", {{"target", "/x1"}})).granted);
 
-  // Keys: documented escaping, hash tag {NS} only, raw UTF-8.
-  const std::vector<std::string> keys = ns_keys(server, ns);
-  const std::set<std::string> key_set(keys.begin(), keys.end());
-  for (const std::string& k : keys) {
-    INFO(k);
-    CHECK(k.find_first_of("{}*?[] \\") == std::string::npos);
+  // Keys: the fixed set of docs/lua-protocol.md, whatever the paths; the
+  // paths are data inside them (index fields and entry members), raw bytes.
+  CHECK(ns_keys(server, ns) == std::vector<std::string>{"ent", "exp", "idx", "locks", "meta"});
+  for (const std::string& p : paths) {
+    INFO(p);
+    CHECK(server.command({"HEXISTS", prefix_of(ns) + "idx", "h" + p}).integer == 1);
   }
-  for (const char* expected : {"n:/a%7Bb%7D/c", "e:/a%7Bb%7D/c", "c:/a%7Bb%7D", "n:/a%7Db", "n:/x%2A", "n:/x%3F",
-                               "n:/x%5B1%5D", "n:/100%25", "n:/100%2525", "n:/with%20space", "n:/ünï/日本語",
-                               "n:/b%5Cs", "n:/%257B", "c:/"}) {
-    INFO(expected);
-    CHECK(key_set.count(expected) == 1);
-  }
-  CHECK(key_set.count("n:/%7B" + ns + "%7D") == 1);
+  CHECK(server.command({"HEXISTS", prefix_of(ns) + "idx", "b/a{b}"}).integer == 1);
 
   for (const Grant& g : grants) CHECK(engine->release(ns, g.id, g.token));
   for (const LockInfo& l : engine->list(ns)) CHECK(engine->force_release(ns, l.id));
-  CHECK(ns_keys(server, ns) == kOnlyMetaAndFence);
+  CHECK(ns_keys(server, ns) == kOnlyMeta);
 }
 
 TEST_CASE("namespaces are isolated, even when one name is a prefix of another", "[redis][keys]") {
@@ -360,7 +342,8 @@ TEST_CASE("namespaces are isolated, even when one name is a prefix of another", 
   for (const std::string& ns : {ns1, ns2, ns3}) {
     const auto r = engine->acquire(request(ns, "o", "delete_folder", {{"target", "/"}}));
     REQUIRE(r.granted);
-    CHECK(r.grant.fence == 1);  // each namespace has its own fence counter
+    // Each namespace has its own fence.
+    CHECK(std::to_string(r.grant.fence) == server.command({"HGET", prefix_of(ns) + "meta", "fence"}).str);
     grants[ns] = r.grant;
   }
   CHECK_FALSE(engine->release(ns2, grants[ns1].id, grants[ns1].token));
@@ -376,7 +359,7 @@ TEST_CASE("namespaces are isolated, even when one name is a prefix of another", 
     CHECK(one_of);
   }
   CHECK(engine->release(ns1, grants[ns1].id, grants[ns1].token));
-  CHECK(ns_keys(server, ns1) == kOnlyMetaAndFence);
+  CHECK(ns_keys(server, ns1) == kOnlyMeta);
   CHECK(engine->list(ns2).size() == 1);  // untouched
 }
 
@@ -418,13 +401,13 @@ TEST_CASE("no lock data is left once every lock is gone; fences never go back", 
   for (const Grant& g : held) engine->release(ns, g.id, g.token);
   for (const LockInfo& l : engine->list(ns)) CHECK(engine->force_release(ns, l.id));
   std::this_thread::sleep_for(60ms);  // the 30 ms leases have ended
-  for (int i = 0; i < 20 && ns_keys(server, ns) != kOnlyMetaAndFence; ++i) engine->list(ns, "/nowhere");
-  CHECK(ns_keys(server, ns) == kOnlyMetaAndFence);
+  for (int i = 0; i < 20 && ns_keys(server, ns) != kOnlyMeta; ++i) engine->list(ns, "/nowhere");
+  CHECK(ns_keys(server, ns) == kOnlyMeta);
 
   const auto next = engine->acquire(request(ns, "o", "create", {{"target", "/p"}}));
   REQUIRE(next.granted);
   CHECK(next.grant.fence > last_fence);
-  CHECK(std::to_string(next.grant.fence) == server.command({"GET", prefix_of(ns) + "fence"}).str);
+  CHECK(std::to_string(next.grant.fence) == server.command({"HGET", prefix_of(ns) + "meta", "fence"}).str);
 }
 
 TEST_CASE("expired leases are reaped in bounded steps, and never refuse anyone", "[redis][expiry]") {
@@ -443,7 +426,7 @@ TEST_CASE("expired leases are reaped in bounded steps, and never refuse anyone",
   const auto listed = engine->list(ns);
   REQUIRE(listed.size() == 1);
   CHECK(listed[0].id == live.grant.id);
-  // One call reaps at most 32 (REAP_LIMIT in the scripts); that list reaped the first 32.
+  // One call reaps at most 32 (REAP_LIMIT in lua/namespace.lua); that list reaped the first 32.
   CHECK(server.command({"ZCARD", exp_key}).integer == 101 - 32);
   engine->list(ns, "/live");
   CHECK(server.command({"ZCARD", exp_key}).integer == 101 - 64);
@@ -455,7 +438,7 @@ TEST_CASE("expired leases are reaped in bounded steps, and never refuse anyone",
   CHECK(server.command({"ZCARD", exp_key}).integer == 2);  // keeper and del
   CHECK(engine->release(ns, del.grant.id, del.grant.token));
   CHECK(engine->release(ns, live.grant.id, live.grant.token));
-  CHECK(ns_keys(server, ns) == kOnlyMetaAndFence);
+  CHECK(ns_keys(server, ns) == kOnlyMeta);
 }
 
 TEST_CASE("an expired lock cannot be released or renewed, and its reentry starts a new lock", "[redis][expiry]") {
@@ -491,12 +474,12 @@ TEST_CASE("a connection closed by the server is replaced before sending", "[redi
   }
 }
 
-TEST_CASE("scripts flushed from the server are loaded again (NOSCRIPT)", "[redis][connection]") {
+TEST_CASE("a library flushed from the server is loaded again (Function not found)", "[redis][connection]") {
   const RedisServer& server = shared_redis_server();
   auto engine = redis_engine(server.url());
   const std::string ns = test::unique_namespace("flush");
   REQUIRE(engine->acquire(request(ns, "o", "upload", {{"target", "/a"}})).granted);
-  REQUIRE_FALSE(server.command({"SCRIPT", "FLUSH"}).is_error());
+  REQUIRE_FALSE(server.command({"FUNCTION", "FLUSH"}).is_error());
   CHECK(engine->acquire(request(ns, "o", "upload", {{"target", "/b"}})).granted);
   CHECK(engine->list(ns).size() == 2);
 }
@@ -572,7 +555,7 @@ TEST_CASE("out of memory: acquire fails cleanly, release still works, nothing is
   const auto listed = engine->list(ns);
   REQUIRE(listed.size() == 1);
   CHECK(engine->force_release(ns, listed[0].id));
-  CHECK(ns_keys(server, ns) == kOnlyMetaAndFence);
+  CHECK(ns_keys(server, ns) == kOnlyMeta);
 }
 
 TEST_CASE("reentrant acquires share one lock until the last release", "[redis]") {
@@ -600,7 +583,7 @@ TEST_CASE("reentrant acquires share one lock until the last release", "[redis]")
   CHECK(engine->list(ns)[0].expires_in <= 1000ms);
   for (int i = 0; i < 3; ++i) CHECK(engine->release(ns, first.grant.id, first.grant.token));
   CHECK_FALSE(engine->release(ns, first.grant.id, first.grant.token));
-  CHECK(ns_keys(server, ns) == kOnlyMetaAndFence);
+  CHECK(ns_keys(server, ns) == kOnlyMeta);
 }
 
 TEST_CASE("conflicting locks are never held at once by concurrent clients", "[redis][concurrency]") {
@@ -632,20 +615,20 @@ TEST_CASE("conflicting locks are never held at once by concurrent clients", "[re
   CHECK(engine->list(ns).empty());
 }
 
-TEST_CASE("the generated scripts can be called directly, as docs/lua-protocol.md says", "[redis][lua]") {
+TEST_CASE("the library's functions can be called directly, as docs/lua-protocol.md says", "[redis][lua]") {
   const RedisServer& server = shared_redis_server();
   const MatrixTable& m = default_matrix();
   const std::string ns = test::unique_namespace("lua");
   test::RedisConnection c(server.url());
-  const auto eval = [&](const char* script, std::vector<std::string> args) {
-    return test::eval_script(c, m, script, ns, std::move(args));
+  const auto eval = [&](const char* function, std::vector<std::string> args) {
+    return test::call_function(c, m, function, ns, std::move(args));
   };
   auto r = eval("acquire", {"svc", "move_folder", "30000", "id1", "tok1", "/a", "/b"});
   REQUIRE(r.elements.size() == 6);
   CHECK(r.elements[0].str == "granted");
   CHECK(r.elements[1].str == "id1");
   CHECK(r.elements[2].str == "tok1");
-  CHECK(r.elements[3].integer == 1);
+  CHECK(r.elements[3].integer > 0);
   CHECK(r.elements[4].integer == 30000);
   CHECK(r.elements[5].integer == 1);
   r = eval("acquire", {"svc2", "upload", "30000", "id2", "tok2", "/a/x"});
@@ -669,16 +652,45 @@ TEST_CASE("the generated scripts can be called directly, as docs/lua-protocol.md
     INFO(bad[1] << " " << bad.back());
     CHECK(r.elements.at(0).str == "invalid");
   }
-  CHECK(c.command({"EVAL", std::string(m.script("acquire")), "1", "pl:nohashtag:", "x"}).elements.at(0).str ==
-        "invalid");
-  r = eval("list", {"/"});
-  REQUIRE(r.elements.size() == 2);
-  CHECK(r.elements[1].elements.at(0).str == "id1");
-  CHECK(r.elements[1].elements.at(6).elements.size() == 4);  // src, /a, dst, /b
+  // Every key is declared, and must be the namespace's.
+  const std::string fn = redis::library_for(m).function_prefix + "acquire";
+  std::vector<std::string> argv{"FCALL", fn, "9"};
+  for (const std::string& k : redis::namespace_keys(ns)) argv.push_back(k);
+  argv.insert(argv.end(), {"svc", "upload", "100", "i", "t", "/z"});
+  std::vector<std::string> wrong = argv;
+  wrong[3] = "pl:nohashtag:meta";
+  CHECK(c.command(wrong).elements.at(0).str == "invalid");
+  wrong = argv;
+  wrong[5] = prefix_of(ns + "x") + "locks";
+  CHECK(c.command(wrong).elements.at(0).str == "invalid");
+  wrong = argv;
+  wrong[2] = "8";
+  wrong.erase(wrong.begin() + 11);
+  CHECK(c.command(wrong).elements.at(0).str == "invalid");
+  r = eval("list", {"/", "10", ""});
+  REQUIRE(r.elements.size() == 3);
+  CHECK(r.elements[1].str.empty());  // the last page
+  CHECK(r.elements[2].elements.at(0).str == "id1");
+  CHECK(r.elements[2].elements.at(6).elements.size() == 4);  // src, /a, dst, /b
   CHECK(eval("renew", {"id1", "tok1", "5000"}).elements.at(1).integer == 5000);
   CHECK(eval("release", {"id1", "wrong"}).elements.at(0).str == "missing");
   r = eval("release", {"id1", "tok1"});
   CHECK(r.elements.at(0).str == "released");
   CHECK(r.elements.at(1).integer == 0);
-  CHECK(ns_keys(server, ns) == kOnlyMetaAndFence);
+  CHECK(ns_keys(server, ns) == kOnlyMeta);
+}
+
+TEST_CASE("a matrix compiled at run time drives Redis too: the library is built from the table", "[redis][matrix]") {
+  const auto compiled = matrix::compile_matrix_file(PATHLOCK_SOURCE_DIR "/tests/data/refined.json");
+  auto engine = redis_engine(shared_redis_server().url(), &compiled->table());
+  const std::string ns = test::unique_namespace("runtime");
+  const auto held = engine->acquire(request(ns, "a", "write", {{"target", "/x"}}));
+  REQUIRE(held.granted);
+  const auto same = engine->acquire(request(ns, "b", "write", {{"target", "/x"}}));  // write denies write, same path
+  REQUIRE_FALSE(same.granted);
+  CHECK(same.conflict.id == held.grant.id);
+  CHECK(engine->acquire(request(ns, "b", "write", {{"target", "/x/y"}})).granted);  // allowed inside
+  // Its own library, beside the shipped matrix's on the same server.
+  CHECK(redis::library_for(compiled->table()).name != redis::library_for(default_matrix()).name);
+  CHECK_THROWS_AS(redis_engine(shared_redis_server().url())->list(ns), BackendError);  // bound to refined
 }

@@ -4,13 +4,13 @@
 //   * a waiter whose process is SIGKILLed keeps its place in line only for
 //     its reservation lease, then is reaped and leaves no key behind;
 //   * a live waiter keeps its place beyond one reservation lease (refreshes);
-//   * waiting is woken by PUBLISH, not by polling: few script calls during a
+//   * waiting is woken by SPUBLISH, not by polling: few function calls during a
 //     quiet wait, and a release wakes a waiter within milliseconds;
 //   * every way of leaving the line (granted, deadline, error) removes the
-//     place, so an emptied namespace holds only meta and fence;
+//     place, so an emptied namespace holds only meta;
 //   * degraded set-ups: a subscription killed by the server is reopened; an
 //     ACL user without channel rights still waits (timer only) and releases;
-//   * the extended acquire ARGV and the leave script, called directly as
+//   * the extended acquire ARGV and the leave function, called directly as
 //     docs/lua-protocol.md says.
 // Tests that count commands, kill connections or change configuration use a
 // private RedisServer so nothing else runs on it.
@@ -41,7 +41,7 @@ using namespace pathlock;
 using namespace std::chrono_literals;
 using pathlock::test::RedisServer;
 using pathlock::test::shared_redis_server;
-using test::kOnlyMetaAndFence;
+using test::kOnlyMeta;
 using test::ns_keys;
 using test::prefix_of;
 using test::redis_engine;
@@ -169,7 +169,7 @@ TEST_CASE("a killed waiter holds its place only until its reservation lease ends
   CHECK(freed_after < 2600ms);   // and no longer: not the 5 s it wanted to wait
   REQUIRE(engine->release(ns, got.grant.id, got.grant.token));
   REQUIRE(engine->release(ns, upload.grant.id, upload.grant.token));
-  CHECK(ns_keys(server, ns) == kOnlyMetaAndFence);
+  CHECK(ns_keys(server, ns) == kOnlyMeta);
 }
 
 TEST_CASE("a live waiter keeps its place beyond one reservation lease", "[redis][wait][fair]") {
@@ -216,11 +216,11 @@ TEST_CASE("a quiet wait costs a few attempts, and a release wakes the waiter at 
   const auto refused = take(*engine, ns, "w", "upload", "/p/A/x", 1000ms);
   CHECK_FALSE(refused.granted);
   CHECK(since(start) >= 1000ms);
-  const long long attempts = calls(server, "evalsha") + calls(server, "eval");
+  const long long attempts = calls(server, "fcall");
   INFO("acquire script calls during a 1 s wait: " << attempts);
   CHECK(attempts >= 2);   // it did look again
   CHECK(attempts <= 12);  // about one per 200 ms re-check; 1 ms polling would be ~1000
-  CHECK(calls(server, "subscribe") == 1);
+  CHECK(calls(server, "ssubscribe") == 1);
 
   // Wake-up latency: release at a random moment of a long wait, uniformly
   // spread over one re-check period. With PUBLISH the waiter is granted
@@ -250,7 +250,7 @@ TEST_CASE("a quiet wait costs a few attempts, and a release wakes the waiter at 
   INFO("wake-up latencies (ms): " << fmt::format("{}", fmt::join(latencies, ", ")));
   CHECK(latencies[3] < 25);
   REQUIRE(engine->release(ns, blocker.grant.id, blocker.grant.token));
-  CHECK(ns_keys(server, ns) == kOnlyMetaAndFence);
+  CHECK(ns_keys(server, ns) == kOnlyMeta);
 }
 
 TEST_CASE("a wake-up about another path does not cost the waiter an attempt", "[redis][wait]") {
@@ -269,14 +269,14 @@ TEST_CASE("a wake-up about another path does not cost the waiter an attempt", "[
     REQUIRE(g.granted);
     REQUIRE(engine->release(ns, g.grant.id, g.grant.token));
   }
-  CHECK(calls(server, "publish") >= 200);
+  CHECK(calls(server, "spublish") >= 200);
   CHECK_FALSE(waiter.get().granted);
   // 400 calls by this thread, plus the waiter's few re-checks.
-  const long long scripts = calls(server, "evalsha") + calls(server, "eval");
+  const long long scripts = calls(server, "fcall");
   INFO("script calls: " << scripts);
   CHECK(scripts <= 400 + 10);
   REQUIRE(engine->release(ns, held.grant.id, held.grant.token));
-  CHECK(ns_keys(server, ns) == kOnlyMetaAndFence);
+  CHECK(ns_keys(server, ns) == kOnlyMeta);
 }
 
 TEST_CASE("waiters leave no data behind: granted, timed out, fair or not", "[redis][wait][keys]") {
@@ -312,8 +312,8 @@ TEST_CASE("waiters leave no data behind: granted, timed out, fair or not", "[red
   CHECK(timed_out > 0);
   INFO("granted " << granted << ", refused " << timed_out << " (" << queued_refusals << " by a waiter)");
   std::this_thread::sleep_for(60ms);  // the unreleased leases (<= 45 ms) have ended
-  for (int i = 0; i < 20 && ns_keys(server, ns) != kOnlyMetaAndFence; ++i) engine->list(ns, "/nowhere");
-  CHECK(ns_keys(server, ns) == kOnlyMetaAndFence);
+  for (int i = 0; i < 20 && ns_keys(server, ns) != kOnlyMeta; ++i) engine->list(ns, "/nowhere");
+  CHECK(ns_keys(server, ns) == kOnlyMeta);
 }
 
 TEST_CASE("a waiter whose attempt fails leaves the line", "[redis][wait][config]") {
@@ -325,7 +325,7 @@ TEST_CASE("a waiter whose attempt fails leaves the line", "[redis][wait][config]
   auto deleter =
       std::async(std::launch::async, [&] { return take(*engine, ns, "d", "delete_folder", "/p/A", 5000ms); });
   until_queued(*engine, ns, "d", "create", "/p/A");
-  REQUIRE(server.keys(prefix_of(ns) + "w:*").size() == 1);
+  REQUIRE(server.command({"HLEN", prefix_of(ns) + "wrec"}).integer == 1);
   // Out of memory: the next refresh of the reservation (a write that adds
   // nothing new, but the script's first) is refused; the error ends the wait
   // and the leave script, which starts with a deletion, still runs.
@@ -335,7 +335,7 @@ TEST_CASE("a waiter whose attempt fails leaves the line", "[redis][wait][config]
   REQUIRE_FALSE(server.command({"CONFIG", "SET", "maxmemory", "0"}).is_error());
   CHECK(take(*engine, ns, "c", "create", "/p/A").granted);  // nobody in line any more
   for (const LockInfo& l : engine->list(ns)) CHECK(engine->force_release(ns, l.id));
-  CHECK(ns_keys(server, ns) == kOnlyMetaAndFence);
+  CHECK(ns_keys(server, ns) == kOnlyMeta);
 }
 
 TEST_CASE("a subscription closed by the server is opened again", "[redis][wait][connection]") {
@@ -343,7 +343,7 @@ TEST_CASE("a subscription closed by the server is opened again", "[redis][wait][
   auto engine = redis_engine(server.url());
   const std::string ns = "resub";
   const std::string channel = prefix_of(ns) + "wake";
-  const auto numsub = [&] { return server.command({"PUBSUB", "NUMSUB", channel}).elements.at(1).integer; };
+  const auto numsub = [&] { return server.command({"PUBSUB", "SHARDNUMSUB", channel}).elements.at(1).integer; };
   const auto held = take(*engine, ns, "h", "delete_folder", "/p/A");
   REQUIRE(held.granted);
   auto waiter = std::async(std::launch::async, [&] { return take(*engine, ns, "w", "upload", "/p/A/x", 5000ms); });
@@ -384,17 +384,17 @@ TEST_CASE("a user without channel rights still waits (on the timer) and releases
   CHECK(engine->release(ns, got.grant.id, got.grant.token));
 }
 
-TEST_CASE("the line can be driven by calling the scripts directly", "[redis][wait][lua]") {
+TEST_CASE("the line can be driven by calling the library's functions directly", "[redis][wait][lua]") {
   const RedisServer& server = shared_redis_server();
   const MatrixTable& m = default_matrix();
   const std::string ns = test::unique_namespace("lualine");
   test::RedisConnection c(server.url());
-  const auto eval = [&](const char* script, std::vector<std::string> args) {
-    return test::eval_script(c, m, script, ns, std::move(args));
+  const auto eval = [&](const char* function, std::vector<std::string> args) {
+    return test::call_function(c, m, function, ns, std::move(args));
   };
   const auto subscriber = [&] {
     auto s = std::make_unique<test::RedisConnection>(server.url());
-    REQUIRE(s->command({"SUBSCRIBE", prefix_of(ns) + "wake"}).elements.size() == 3);
+    REQUIRE(s->command({"SSUBSCRIBE", prefix_of(ns) + "wake"}).elements.size() == 3);
     return s;
   };
   auto r = eval("acquire", {"holder", "upload", "30000", "id1", "tok1", "/a/f"});
@@ -406,8 +406,8 @@ TEST_CASE("the line can be driven by calling the scripts directly", "[redis][wai
   CHECK(r.elements[1].str == "id1");
   CHECK(r.elements[10].integer == 0);
   CHECK(server.command({"ZSCORE", prefix_of(ns) + "wq", "wA"}).str == "1");
-  CHECK(server.command({"HGET", prefix_of(ns) + "n:/a", "wh12"}).str == "1");  // delete_folder is code 12
-  CHECK(server.command({"HGET", prefix_of(ns) + "n:/", "wb12"}).str == "1");
+  CHECK(server.command({"HGET", prefix_of(ns) + "idx", "wh/a"}).str == "12:1");  // delete_folder is code 12
+  CHECK(server.command({"HGET", prefix_of(ns) + "idx", "wb/"}).str == "12:1");
   // A fair newcomer (the 5-argument form is fair) is refused by the waiter.
   r = eval("acquire", {"new", "create", "30000", "id3", "tok3", "/a"});
   REQUIRE(r.elements.size() == 11);
@@ -427,16 +427,16 @@ TEST_CASE("the line can be driven by calling the scripts directly", "[redis][wai
     // The message is already in the subscriber's socket: read it.
     const test::RedisReply msg = s->command({"PING"});  // in subscribe mode PING is answered after the pending message
     CHECK(msg.elements.size() == 3);
-    CHECK(msg.elements.at(0).str == "message");
+    CHECK(msg.elements.at(0).str == "smessage");
     CHECK(msg.elements.at(2).str == "/a");
   }
   // The last attempt (reserve_ms 0) leaves the line when refused.
   r = eval("acquire", {"svc", "delete_folder", "30000", "id2", "tok2", "/a", "1", "wA", "0"});
   CHECK(r.elements.at(0).str == "refused");
-  CHECK(server.command({"EXISTS", prefix_of(ns) + "w:wA"}).integer == 0);
+  CHECK(server.command({"HEXISTS", prefix_of(ns) + "wrec", "wA"}).integer == 0);
   // Join again, then leave with the leave script.
   eval("acquire", {"svc", "delete_folder", "30000", "id2", "tok2", "/a", "1", "wB", "5000"});
-  CHECK(server.command({"EXISTS", prefix_of(ns) + "w:wB"}).integer == 1);
+  CHECK(server.command({"HEXISTS", prefix_of(ns) + "wrec", "wB"}).integer == 1);
   // The same place cannot be claimed by another request.
   CHECK(eval("acquire", {"other", "delete_folder", "30000", "id2", "tok2", "/a", "1", "wB", "5000"})
             .elements.at(0).str == "invalid");
@@ -457,11 +457,12 @@ TEST_CASE("the line can be driven by calling the scripts directly", "[redis][wai
   // A place whose reservation ended (its client died) is reaped by any
   // call, even one that never looks at the line, like list.
   eval("acquire", {"svc", "delete_folder", "30000", "id2", "tok2", "/a", "1", "wD", "30"});
-  CHECK(server.command({"EXISTS", prefix_of(ns) + "w:wD"}).integer == 1);
+  CHECK(server.command({"HEXISTS", prefix_of(ns) + "wrec", "wD"}).integer == 1);
   std::this_thread::sleep_for(50ms);
-  CHECK(eval("list", {"/nowhere"}).elements.at(0).str == "locks");
+  CHECK(eval("list", {"/nowhere", "10", ""}).elements.at(0).str == "locks");
   CHECK(server.keys(prefix_of(ns) + "w*").empty());
-  CHECK(server.command({"HGETALL", prefix_of(ns) + "n:/a"}).elements.size() == 2);  // just b1: the upload below
+  // Just the upload's counts are left: b/ b/a h/a/f.
+  CHECK(server.command({"HLEN", prefix_of(ns) + "idx"}).integer == 3);
   CHECK(eval("release", {"id1", "tok1"}).elements.at(0).str == "released");
-  CHECK(ns_keys(server, ns) == kOnlyMetaAndFence);
+  CHECK(ns_keys(server, ns) == kOnlyMeta);
 }

@@ -91,7 +91,7 @@ TEST_CASE("several processes with several threads never hold conflicting locks",
   // Every lock was released: only the namespace's matrix binding and its
   // fence counter remain.
   CHECK(server.keys("pl:{" + ns + "}:*") ==
-        std::vector<std::string>{"pl:{" + ns + "}:fence", "pl:{" + ns + "}:meta"});
+        std::vector<std::string>{"pl:{" + ns + "}:meta"});
 }
 
 TEST_CASE("locks of a killed process free themselves after their lease", "[crash][redis]") {
@@ -147,5 +147,5 @@ TEST_CASE("locks of a killed process free themselves after their lease", "[crash
   REQUIRE(engine->release(ns, other.grant.id, other.grant.token));
   CHECK(engine->list(ns).empty());
   CHECK(server.keys("pl:{" + ns + "}:*") ==
-        std::vector<std::string>{"pl:{" + ns + "}:fence", "pl:{" + ns + "}:meta"});
+        std::vector<std::string>{"pl:{" + ns + "}:meta"});
 }

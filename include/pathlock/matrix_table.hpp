@@ -42,7 +42,6 @@ constexpr std::string_view relation_name(Relation relation) {
 inline constexpr std::size_t kMaxOps = 32;
 inline constexpr std::size_t kMaxCodes = 64;  // codes are bits of a uint64_t
 inline constexpr std::size_t kMaxRolesPerOp = 4;
-inline constexpr std::size_t kMaxScripts = 8;
 
 using CodeMask = std::uint64_t;
 
@@ -63,12 +62,6 @@ struct CodeInfo {
   std::uint8_t role = 0;  // index into OpInfo::roles
 };
 
-// A Lua script for the Redis backend, generated from a template in lua/.
-struct LuaScript {
-  std::string_view name;    // template file name without ".lua"
-  std::string_view source;  // complete script text
-};
-
 struct MatrixTable {
   std::string_view name;
   std::string_view version;
@@ -82,9 +75,6 @@ struct MatrixTable {
   std::array<CodeInfo, kMaxCodes> codes{};
   // blockers[relation][requested code] = mask of held codes that refuse it.
   std::array<std::array<CodeMask, kMaxCodes>, kRelationCount> blockers{};
-
-  std::uint8_t script_count = 0;
-  std::array<LuaScript, kMaxScripts> scripts{};
 
   // Returns the index of operation `op`, or -1 if the matrix has none.
   constexpr int op_index(std::string_view op) const {
@@ -110,12 +100,6 @@ struct MatrixTable {
   constexpr bool refuses(Relation rel, int held, int requested) const {
     return (blockers[static_cast<std::size_t>(rel)][static_cast<std::size_t>(requested)] >>
             held) & 1u;
-  }
-  // Returns the script named `script`, or an empty view.
-  constexpr std::string_view script(std::string_view script_name) const {
-    for (std::size_t i = 0; i < script_count; ++i)
-      if (scripts[i].name == script_name) return scripts[i].source;
-    return {};
   }
 };
 

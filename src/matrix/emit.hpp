@@ -1,7 +1,6 @@
 // Everything pathlock-matrixc and the CLI produce from a Matrix, one header
 // per output (each emitter in its own file, with its design note on top):
 //   emit_cpp.hpp     the C++ table header       (table.hpp: the table itself)
-//   emit_lua.hpp     the Lua of the Redis scripts
 //   emit_cases.hpp   the matrix-derived test scenarios
 //   cells.hpp        the one cell model of the renderings
 //   render.hpp       Markdown and HTML grids
@@ -17,7 +16,6 @@
 #include "matrix/diff.hpp"
 #include "matrix/emit_cases.hpp"
 #include "matrix/emit_cpp.hpp"
-#include "matrix/emit_lua.hpp"
 #include "matrix/explain.hpp"
 #include "matrix/lint.hpp"
 #include "matrix/model.hpp"

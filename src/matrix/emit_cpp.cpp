@@ -1,7 +1,7 @@
 // The generated C++ header (see emit_cpp.hpp).
 //
-// Layout: enums for readable call sites, then the Lua scripts as raw string
-// literals, then one constexpr MatrixTable built by a constexpr lambda. The
+// Layout: enums for readable call sites, then one constexpr MatrixTable
+// built by a constexpr lambda. The
 // lambda spells, field by field, the table build_table() returns (table.cpp),
 // so the build-time table and a run-time compiled one cannot drift apart.
 #include "matrix/emit_cpp.hpp"
@@ -15,10 +15,7 @@
 
 namespace pathlock::matrix {
 
-std::string emit_header(const Matrix& m, const std::string& cxx_namespace, const std::vector<LuaTemplate>& lua,
-                        const std::vector<LuaTemplate>& includes) {
-  if (lua.size() > kMaxScripts)
-    throw MatrixError(fmt::format("{} lua templates; the limit is {}", lua.size(), kMaxScripts));
+std::string emit_header(const Matrix& m, const std::string& cxx_namespace) {
   std::deque<std::string> strings;
   const MatrixTable t =
       build_table(m, [&](const std::string& s) -> std::string_view { return strings.emplace_back(s); });
@@ -33,13 +30,6 @@ std::string emit_header(const Matrix& m, const std::string& cxx_namespace, const
     out += fmt::format("  {}_{} = {},\n", t.op_name_of_code(static_cast<int>(c)),
                        t.role_name_of_code(static_cast<int>(c)), c);
   out += "};\n\n";
-  for (std::size_t i = 0; i < lua.size(); ++i) {
-    const std::string text = emit_lua(m, lua[i], includes);
-    const std::string delim = "PLUA";
-    if (text.find(")" + delim + "\"") != std::string::npos)
-      throw MatrixError(fmt::format("lua template '{}' contains the raw-string delimiter", lua[i].name));
-    out += fmt::format("inline constexpr const char kLua_{}[] = R\"{}(", i, delim) + text + ")" + delim + "\";\n\n";
-  }
   out += "inline constexpr pathlock::MatrixTable kMatrix = [] {\n  pathlock::MatrixTable t{};\n";
   out += fmt::format("  t.name = {};\n  t.version = {};\n  t.fingerprint = \"{}\";\n", cxx_string(t.name),
                      cxx_string(t.version), t.fingerprint);
@@ -63,9 +53,6 @@ std::string emit_header(const Matrix& m, const std::string& cxx_namespace, const
   for (std::size_t rel = 0; rel < kRelationCount; ++rel)
     for (std::size_t r = 0; r < t.code_count; ++r)
       out += fmt::format("  t.blockers[{}][{}] = 0x{:016x}ULL;\n", rel, r, t.blockers[rel][r]);
-  out += fmt::format("  t.script_count = {};\n", lua.size());
-  for (std::size_t i = 0; i < lua.size(); ++i)
-    out += fmt::format("  t.scripts[{}] = {{{}, kLua_{}}};\n", i, cxx_string(lua[i].name), i);
   out += "  return t;\n}();\n\n}  // namespace " + cxx_namespace + "\n";
   return out;
 }

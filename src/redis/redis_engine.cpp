@@ -1,56 +1,36 @@
 // The Redis backend: the embedded backend's intention-lock index, kept in
-// Redis and changed only by the generated Lua scripts (lua/*.lua), so each
-// public call is ONE atomic script call and its targets are all-or-nothing.
+// Redis and changed only by the functions of the pathlock Functions library
+// (lua/*.lua), so each public call is ONE atomic function call and its
+// targets are all-or-nothing.
 //
-// Data layout (namespace NS; every key starts with "pl:{NS}:", so all keys of
-// a namespace share the hash tag {NS} and one cluster slot):
-//   pl:{NS}:meta     hash   fingerprint, matrix, version (written by the first acquire)
-//   pl:{NS}:fence    string INCR counter; the fencing token of each new lock
-//   pl:{NS}:exp      zset   lock id -> expiry time in ms (server clock)
-//   pl:{NS}:re       hash   LEN:owner \0 op \0 paths... -> lock id (reentrancy)
-//   pl:{NS}:k:ID     hash   one lock: token, owner, op, fence, holds, ttl,
-//                           expiry and its paths in role order
-//   pl:{NS}:n:PATH   hash   per path node, per (op, role) code c:
-//                           h<c> = targets with code c held exactly at PATH,
-//                           b<c> = targets with code c held strictly below
-//   pl:{NS}:e:PATH   zset   the targets held exactly at PATH, one member
-//                           "CC|fence|id" each (lex order; code then fence)
-//   pl:{NS}:c:PATH   zset   the names of PATH's existing children
-//   pl:{NS}:wq       zset   waiter id -> place in line (arrival order)
-//   pl:{NS}:wexp     zset   waiter id -> end of its reservation (ms)
-//   pl:{NS}:w:WID    hash   one fair request waiting: owner, op, place,
-//                           reservation end and its paths
-//   (n:PATH also holds wh<c> / wb<c>: the h/b counters of waiting targets)
-//   channel pl:{NS}:wake    every removal of a lock or waiter publishes the
-//                           removed paths there ("\n"-separated)
-// PATH is the canonical path with % { } * ? [ ] \ and space escaped as %XX.
-// docs/lua-protocol.md documents every key, argument and reply.
+// Data layout, functions, arguments and replies: docs/lua-protocol.md (the
+// one description; src/redis/library.cpp builds the Functions library from
+// the engine's MatrixTable and lua/*.lua). In short: a fixed set of keys per
+// namespace, all with the hash tag {NS} and all passed in KEYS; the path
+// index is one hash (counts per path node and code) and the held targets
+// one lex-ordered zset, so a check is one HMGET and a grant one HSET plus one
+// ZADD whatever the path depth, and a refusal names its witness in O(log n).
 //
-// Why a conflict check costs O(depth x codes), not O(locks): for a requested
-// target (code r, path P) a script reads, with one HMGET each, the h<c>
-// fields of every strict ancestor of P (c in blockers[held_ancestor][r]),
-// then h<c> at P (blockers[same][r]) and b<c> at P (blockers[held_descendant]
-// [r]). Counters answer "is a conflicting lock there"; only a refusal reads
-// more, to name the conflicting lock: the top member of an e: zset
-// (O(log n)), or a walk down c: children sets guided by the b<c> counters.
-// list(prefix) walks the subtree below the prefix node only.
-//
-// Invariants (kept by the scripts, checked by tests/redis_test.cpp):
-//   R1 the counters equal the number of indexed targets they describe, and a
-//      node key exists iff some indexed target is at or below it; a lock's
-//      removal decrements exactly what its creation incremented, so a
-//      namespace whose locks are all gone holds only meta and fence.
-//   R2 counters may include expired locks not reaped yet (reaping is bounded
-//      per call) but never miss a live one: a stale counter can only cause a
+// Invariants (kept by the functions, checked by tests/redis_test.cpp and
+// tests/redis_hardening_test.cpp):
+//   R1 the index counts equal the targets of the stored locks and places in
+//      line; a namespace whose locks and places are all gone holds only meta.
+//   R2 counts may include expired locks not reaped yet (reaping is bounded
+//      per call) but never miss a live one: a stale count can only cause a
 //      refusal, and a refusal whose witness turns out to be expired removes
 //      that lock and checks again, so it is never a false refusal.
-//   R3 fence only grows: scripts never delete or decrement it.
-// Time is the server's (TIME inside the scripts), never this host's clock.
+//   R3 fences only grow, even when Redis lost data (docs/lua-protocol.md).
+// Time is the server's (TIME inside the functions), never this host's clock.
+//
+// Before the first call on a namespace the engine runs the library's probe
+// function, which asks the server (ACL) whether this user may run every
+// command the library uses on that namespace's keys, and reports a missing
+// one by name.
 //
 // Waiting and fairness: the policy is core/waiting.hpp's, shared by every
 // backend; this file supplies its steps (class Attempts). An attempt is one
-// acquire script call. The wake-up: after the first refusal a Subscription
-// (a dedicated connection, subscribed to pl:{NS}:wake) is opened and the
+// acquire function call. The wake-up: after the first refusal a Subscription
+// (a dedicated connection, SSUBSCRIBEd to pl:{NS}:wake) is opened and the
 // policy attempts once more right away, so a removal between the two
 // attempts is seen by the second, and any later one arrives as a message;
 // only messages naming a path that overlaps one of the request's targets
@@ -60,24 +40,24 @@
 // the policy asks for, the script that grants it removes it, and the last
 // attempt's refusal removes it instead of refreshing, all in the same call.
 // An exception leaves the line with the leave script (best effort); a waiter
-// that dies keeps its place no longer than its reservation, which every
-// script reaps like an expired lock. Cost of waiting: one extra connection
+// that dies keeps its place no longer than its reservation (at most 2 s),
+// which acquire, leave and list reap like an expired lock. Cost of waiting: one extra connection
 // per waiting call, one attempt per wake-up that concerns it or per re-check.
 //
 // Behaviour matches the embedded backend (memory_engine.cpp) call for call:
 // the same validation (core::resolve_request before touching Redis), the
 // same reentrancy, renew and release rules, and the same choice of the
-// conflicting lock to report, except that below a requested path children
-// are visited in byte order (the embedded backend uses hash order), and that
-// a refusal by a waiter names it by its waiter id and reports what is left of
-// its reservation (the embedded backend: "waiter-N" and its deadline).
+// conflicting lock to report (the canonical rule, docs/lua-protocol.md),
+// except that a refusal by a waiter names it by its waiter id and reports
+// what is left of its reservation (the embedded backend: "waiter-N").
 //
 // Thread safety: the client's pool serialises nothing but a connection;
-// atomicity comes from Redis running each script alone.
+// atomicity comes from Redis running each function alone.
 #include <pathlock/redis.hpp>
 
 #include "core/request.hpp"
 #include "core/waiting.hpp"
+#include "redis/library.hpp"
 #include "redis/redis_client.hpp"
 #include "redis/redis_url.hpp"
 
@@ -87,6 +67,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <iterator>
+#include <mutex>
+#include <set>
 
 namespace pathlock::redis {
 namespace {
@@ -94,24 +78,12 @@ namespace {
 constexpr std::size_t kIdBytes = 12;     // 24 hex characters
 constexpr std::size_t kTokenBytes = 16;  // 32 hex characters
 
-std::string key_prefix(std::string_view ns) { return fmt::format("pl:{{{}}}:", ns); }
-
 Millis millis(const Reply& r) { return Millis{r.number()}; }
 
 Relation parse_relation(const RedisClient& client, const std::string& name) {
   for (const Relation rel : {Relation::same, Relation::held_ancestor, Relation::held_descendant})
     if (relation_name(rel) == name) return rel;
-  client.fail(fmt::format("acquire script reported an unknown relation '{}'", name));
-}
-
-Script script_of(const MatrixTable& matrix, std::string_view name) {
-  const std::string_view source = matrix.script(name);
-  if (source.empty())
-    throw InvalidRequest(fmt::format(
-        "matrix '{}' has no Lua script '{}'; the Redis backend needs a matrix compiled with "
-        "pathlock_compile_matrix(... LUA_DIR lua)",
-        matrix.name, name));
-  return Script{std::string(name), source, {}};
+  client.fail(fmt::format("acquire reported an unknown relation '{}'", name));
 }
 
 ClientOptions client_options(const RedisOptions& options) {
@@ -122,16 +94,8 @@ ClientOptions client_options(const RedisOptions& options) {
 class RedisEngine final : public LockEngine {
  public:
   RedisEngine(const MatrixTable& matrix, const RedisOptions& options)
-      : matrix_(matrix),
-        acquire_(script_of(matrix, "acquire")),
-        release_(script_of(matrix, "release")),
-        renew_(script_of(matrix, "renew")),
-        list_(script_of(matrix, "list")),
-        force_release_(script_of(matrix, "force_release")),
-        leave_(script_of(matrix, "leave")),
-        client_(client_options(options)) {
-    for (Script* s : {&acquire_, &release_, &renew_, &list_, &force_release_, &leave_})
-      client_.load(*s);
+      : matrix_(matrix), library_(library_for(matrix)), client_(client_options(options)) {
+    client_.load_library(library_.name, library_.code);
   }
 
   const MatrixTable& matrix() const override { return matrix_; }
@@ -156,28 +120,46 @@ class RedisEngine final : public LockEngine {
 
   bool release(std::string_view ns, std::string_view id, std::string_view token) override {
     core::check_namespace(ns);
-    return released(release_, run(release_, ns, {std::string(id), std::string(token)}));
+    return released("release", run("release", ns, {std::string(id), std::string(token)}));
   }
 
   bool renew(std::string_view ns, std::string_view id, std::string_view token, std::optional<Millis> ttl) override {
     core::check_namespace(ns);
     if (ttl) core::check_ttl(*ttl);
     const Reply r =
-        run(renew_, ns, {std::string(id), std::string(token), ttl ? std::to_string(ttl->count()) : std::string()});
+        run("renew", ns, {std::string(id), std::string(token), ttl ? std::to_string(ttl->count()) : std::string()});
     const std::string& status = r.at(0).text();
     if (status == "renewed") return true;
     if (status == "missing") return false;
-    unexpected(renew_, status);
+    unexpected("renew", status);
   }
 
   std::vector<LockInfo> list(std::string_view ns, std::string_view prefix) override {
+    std::vector<LockInfo> out;
+    std::string after;
+    do {
+      ListPage page = list_page(ns, prefix, kMaxListLimit, after);
+      std::move(page.locks.begin(), page.locks.end(), std::back_inserter(out));
+      after = std::move(page.next);
+    } while (!after.empty());
+    return out;
+  }
+
+  // The list function looks at a bounded number of locks per call (fence
+  // order, from the cursor on), so a page may hold fewer than `limit` locks
+  // and still have a `next`; the cursor is the decimal fence of the last
+  // lock looked at.
+  ListPage list_page(std::string_view ns, std::string_view prefix, std::size_t limit,
+                     std::string_view after) override {
     core::check_namespace(ns);
     const std::string canonical = core::resolve_prefix(prefix);
-    const Reply r = run(list_, ns, {canonical});
-    if (r.at(0).text() != "locks") unexpected(list_, r.at(0).text());
-    std::vector<LockInfo> out;
-    out.reserve(r.elements.size() - 1);
-    for (std::size_t i = 1; i < r.elements.size(); ++i) {
+    core::check_page(limit, after);
+    const Reply r = run("list", ns, {canonical, std::to_string(limit), std::string(after)});
+    if (r.at(0).text() != "locks") unexpected("list", r.at(0).text());
+    ListPage page;
+    page.next = r.at(1).text();
+    page.locks.reserve(r.elements.size() - 2);
+    for (std::size_t i = 2; i < r.elements.size(); ++i) {
       const Reply& l = r.elements[i];
       LockInfo info;
       info.id = l.at(0).text();
@@ -189,20 +171,14 @@ class RedisEngine final : public LockEngine {
       const Reply& targets = l.at(6);
       for (std::size_t t = 0; t + 1 < targets.elements.size(); t += 2)
         info.targets.push_back(Target{targets.at(t).text(), targets.at(t + 1).text()});
-      out.push_back(std::move(info));
+      page.locks.push_back(std::move(info));
     }
-    return out;
-  }
-
-  ListPage list_page(std::string_view ns, std::string_view prefix, std::size_t limit,
-                     std::string_view after) override {
-    core::check_page(limit, after);
-    return core::page_of(list(ns, prefix), limit, after);
+    return page;
   }
 
   bool force_release(std::string_view ns, std::string_view id) override {
     core::check_namespace(ns);
-    return released(force_release_, run(force_release_, ns, {std::string(id)}));
+    return released("force_release", run("force_release", ns, {std::string(id)}));
   }
 
  private:
@@ -213,16 +189,21 @@ class RedisEngine final : public LockEngine {
    public:
     Attempts(RedisEngine& engine, std::string_view ns, const core::ResolvedRequest& req,
              std::vector<std::string> args, std::string waiter)
-        : engine_(engine), ns_(ns), req_(req), args_(std::move(args)), waiter_(std::move(waiter)) {}
+        : engine_(engine),
+          ns_(ns),
+          req_(req),
+          keys_(namespace_keys(ns)),
+          args_(std::move(args)),
+          waiter_(std::move(waiter)) {}
 
     AcquireResult attempt(Millis reserve) override {
       args_.back() = std::to_string(reserve.count());
-      return engine_.attempt(ns_, args_);
+      return engine_.attempt(ns_, keys_, args_);
     }
     // Subscribe, then look again at once: a removal between the first
     // attempt and the subscription would otherwise be missed.
     bool listen() override {
-      listener_ = engine_.client_.subscribe(key_prefix(ns_) + "wake");
+      listener_ = engine_.client_.subscribe(keys_.back());  // pl:{NS}:wake
       return true;
     }
     void sleep_until(Clock::time_point until) override { sleep_until_woken(*listener_, until, req_); }
@@ -234,14 +215,15 @@ class RedisEngine final : public LockEngine {
     RedisEngine& engine_;
     std::string_view ns_;
     const core::ResolvedRequest& req_;
+    std::vector<std::string> keys_;  // the namespace's keys (docs/lua-protocol.md)
     std::vector<std::string> args_;  // the acquire arguments; the last is reserve_ms
     std::string waiter_;             // place-in-line id ("" when not in line)
     std::unique_ptr<Subscription> listener_;
   };
 
-  // One acquire script call with `args` (see acquire()).
-  AcquireResult attempt(std::string_view ns, const std::vector<std::string>& args) {
-    const Reply r = run(acquire_, ns, args);
+  // One acquire call with `args` (see acquire()).
+  AcquireResult attempt(std::string_view ns, const std::vector<std::string>& keys, const std::vector<std::string>& args) {
+    const Reply r = run("acquire", ns, args, &keys);
     const std::string& status = r.at(0).text();
     AcquireResult out;
     if (status == "granted") {
@@ -264,7 +246,7 @@ class RedisEngine final : public LockEngine {
       c.relation = parse_relation(client_, r.at(9).text());
       c.queued = r.at(10).number() != 0;
     } else {
-      unexpected(acquire_, status);
+      unexpected("acquire", status);
     }
     return out;
   }
@@ -297,21 +279,61 @@ class RedisEngine final : public LockEngine {
   // fails too (the server is gone), the reservation lease ends the place.
   void leave(std::string_view ns, const std::string& id) noexcept {
     try {
-      client_.eval(leave_, {key_prefix(ns)}, {id});
+      client_.fcall(library_.function_prefix + "leave", namespace_keys(ns), {id});
     } catch (...) {
     }
   }
 
-  // Runs a lock script on namespace `ns` (already validated). Handles the
-  // replies every script may give: "mismatch" and "invalid".
-  Reply run(const Script& script, std::string_view ns, const std::vector<std::string>& args) {
-    // One round trip: every script checks the namespace's matrix binding
-    // itself (and acquire writes it when the namespace has none).
-    Reply r = client_.eval(script, {key_prefix(ns)}, args);
+  // Runs library function `function` on namespace `ns` (already
+  // validated). Handles the replies every function may give: "mismatch",
+  // "layout" and "invalid". The first call on a namespace probes the
+  // user's permissions first.
+  Reply run(std::string_view function, std::string_view ns, const std::vector<std::string>& args,
+            const std::vector<std::string>* keys = nullptr) {
+    std::vector<std::string> own;
+    if (!keys) keys = &(own = namespace_keys(ns));
+    probe(ns, *keys);
+    Reply r = client_.fcall(library_.function_prefix + std::string(function), *keys, args);
     const std::string& status = r.at(0).text();
     if (status == "mismatch") mismatch(ns, r);
-    if (status == "invalid") throw InvalidRequest(fmt::format("{}: {}", script.name, r.at(1).text()));
+    if (status == "layout")
+      client_.fail(fmt::format(
+          "namespace '{}' was written with data layout {}; this build of pathlock uses layout {} "
+          "(docs/lua-protocol.md#versions). Use another namespace, or a pathlock build of layout {}",
+          ns, r.at(1).text(), r.at(2).text(), r.at(1).text()));
+    if (status == "invalid") throw InvalidRequest(fmt::format("{}: {}", function, r.at(1).text()));
     return r;
+  }
+
+  // Once per namespace: may this user run every command of the library on
+  // the namespace's keys? A missing permission is a BackendError naming the
+  // commands; a refused SPUBLISH only costs quick wake-ups (a warning).
+  void probe(std::string_view ns, const std::vector<std::string>& keys) {
+    {
+      std::lock_guard<std::mutex> lock(probed_mutex_);
+      if (probed_.count(std::string(ns))) return;
+    }
+    const Reply r = client_.fcall(library_.function_prefix + "probe", keys, {});
+    if (r.at(0).text() == "denied") {
+      std::string missing;
+      bool publish_only = true;
+      for (std::size_t i = 1; i < r.elements.size(); ++i) {
+        missing += (missing.empty() ? "" : ", ") + r.at(i).text();
+        publish_only = publish_only && r.at(i).text() == "SPUBLISH";
+      }
+      if (!publish_only)
+        client_.fail(fmt::format("the Redis user may not run {} on the keys of namespace '{}' (pl:{{{}}}:*); the "
+                                 "lock library needs them (docs/operations.md)",
+                                 missing, ns, ns));
+      std::fprintf(stderr,
+                   "pathlock: warning: redis at %s: this user may not SPUBLISH on pl:{%.*s}:wake; waiting requests "
+                   "only re-check on a timer. Grant the user the channels pl:* (ACL SETUSER ... &pl:*)\n",
+                   client_.server().c_str(), static_cast<int>(ns.size()), ns.data());
+    } else if (r.at(0).text() != "ok") {
+      unexpected("probe", r.at(0).text());
+    }
+    std::lock_guard<std::mutex> lock(probed_mutex_);
+    probed_.insert(std::string(ns));
   }
 
   [[noreturn]] void mismatch(std::string_view ns, const Reply& r) const {
@@ -321,20 +343,22 @@ class RedisEngine final : public LockEngine {
         ns, r.at(2).text(), r.at(3).text(), r.at(1).text(), matrix_.name, matrix_.version, matrix_.fingerprint));
   }
 
-  bool released(const Script& script, const Reply& r) const {
+  bool released(std::string_view function, const Reply& r) const {
     const std::string& status = r.at(0).text();
     if (status == "released") return true;
     if (status == "missing") return false;
-    unexpected(script, status);
+    unexpected(function, status);
   }
 
-  [[noreturn]] void unexpected(const Script& script, std::string_view status) const {
-    client_.fail(fmt::format("script {} replied '{}'", script.name, status));
+  [[noreturn]] void unexpected(std::string_view function, std::string_view status) const {
+    client_.fail(fmt::format("function {} replied '{}'", function, status));
   }
 
   const MatrixTable& matrix_;
-  Script acquire_, release_, renew_, list_, force_release_, leave_;
+  Library library_;
   RedisClient client_;
+  std::mutex probed_mutex_;
+  std::set<std::string> probed_;  // namespaces whose permissions were probed
 };
 
 }  // namespace

@@ -15,7 +15,7 @@ std::vector<std::string> keys_left_after_drain(const RedisServer& server, const 
   for (const std::string& key : tagged_keys(server, ns)) {
     std::string rest = key.substr(key.find(tag) + tag.size());
     if (!rest.empty()) rest.erase(0, 1);  // the separator after the tag
-    if (std::find(kOnlyMetaAndFence.begin(), kOnlyMetaAndFence.end(), rest) == kOnlyMetaAndFence.end())
+    if (std::find(kOnlyMeta.begin(), kOnlyMeta.end(), rest) == kOnlyMeta.end())
       left.push_back(key);
   }
   return left;

@@ -5,7 +5,7 @@
 // layout every version keeps: it puts a namespace on one Cluster slot). A
 // namespace whose locks and waiters are all gone, and whose expired entries
 // have been reaped, may keep only the keys of one allow-list: the suffixes in
-// kOnlyMetaAndFence (support/redis_server.hpp), compared with what follows
+// kOnlyMeta (support/redis_server.hpp), compared with what follows
 // "{NS}" and one separator. A change of the key layout that adds a key which
 // legitimately outlives the locks updates that list, in that one place.
 #pragma once

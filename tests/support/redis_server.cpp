@@ -1,5 +1,7 @@
 #include "support/redis_server.hpp"
 
+#include "redis/library.hpp"
+
 #include <cstdlib>
 
 namespace pathlock::test {
@@ -43,9 +45,13 @@ std::vector<std::string> ns_keys(const RedisServer& server, const std::string& n
   return out;
 }
 
-RedisReply eval_script(RedisConnection& c, const MatrixTable& m, std::string_view script, const std::string& ns,
-                       std::vector<std::string> args) {
-  std::vector<std::string> argv{"EVAL", std::string(m.script(script)), "1", prefix_of(ns)};
+RedisReply call_function(RedisConnection& c, const MatrixTable& m, std::string_view function, const std::string& ns,
+                         std::vector<std::string> args) {
+  const redis::Library lib = redis::library_for(m);
+  c.command({"FUNCTION", "LOAD", "REPLACE", lib.code});
+  const std::vector<std::string> keys = redis::namespace_keys(ns);
+  std::vector<std::string> argv{"FCALL", lib.function_prefix + std::string(function), std::to_string(keys.size())};
+  argv.insert(argv.end(), keys.begin(), keys.end());
   argv.insert(argv.end(), std::make_move_iterator(args.begin()), std::make_move_iterator(args.end()));
   return c.command(argv);
 }

@@ -51,12 +51,13 @@ std::string prefix_of(const std::string& ns);
 // The keys of namespace `ns` on `server`, without the prefix, sorted.
 std::vector<std::string> ns_keys(const RedisServer& server, const std::string& ns);
 
-// Runs generated script `script` of matrix `m` with EVAL on namespace `ns`,
-// as a service in another language would (docs/lua-protocol.md).
-RedisReply eval_script(RedisConnection& c, const MatrixTable& m, std::string_view script, const std::string& ns,
-                       std::vector<std::string> args);
+// Loads the Functions library of matrix `m` (FUNCTION LOAD REPLACE) and calls
+// its function `function` with FCALL on namespace `ns`, as a service in
+// another language would (docs/lua-protocol.md).
+RedisReply call_function(RedisConnection& c, const MatrixTable& m, std::string_view function, const std::string& ns,
+                         std::vector<std::string> args);
 
 // What a namespace keeps once every lock and waiter is gone.
-inline const std::vector<std::string> kOnlyMetaAndFence{"fence", "meta"};
+inline const std::vector<std::string> kOnlyMeta{"meta"};
 
 }  // namespace pathlock::test

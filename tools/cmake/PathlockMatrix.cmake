@@ -2,7 +2,8 @@
 #
 # Loaded by pathlock's own CMakeLists.txt (in-tree and as a subproject) and by
 # an installed package's pathlockConfig.cmake; both set, before including it:
-#   PATHLOCK_MATRIX_LUA_DIR       the Lua templates of the Redis backend
+#   PATHLOCK_MATRIX_LUA_DIR       the Lua sources of the Redis backend (for reference;
+#                                 the generator has them built in)
 #   PATHLOCK_MATRIX_CHECK_SOURCE  pathlock_matrix_check.cpp (the test runner)
 #   PATHLOCK_MATRIX_HAS_REDIS     whether the library has the Redis backend
 # and define the targets pathlock::pathlock, pathlock::headers and
@@ -15,15 +16,15 @@
 #   an INTERFACE library `name` whose include directory holds HEADER (with
 #   `inline constexpr pathlock::MatrixTable <NAMESPACE>::kMatrix`). Outputs go
 #   to ${CMAKE_CURRENT_BINARY_DIR}/pathlock_matrix/<name>/, never the source
-#   tree: include/HEADER, lua/*.lua (the Redis scripts), matrix_cases.inc,
-#   <matrix name>.md and .html. Target properties: PATHLOCK_MATRIX_DIR (that
-#   directory), PATHLOCK_MATRIX_HEADER, PATHLOCK_MATRIX_NAMESPACE and
-#   PATHLOCK_MATRIX_REDIS_DIR (the generated Redis side, for services in other
-#   languages). Editing the JSON, a Lua template or the generator re-runs the
-#   generator; it rewrites only outputs whose content changed.
-#   LUA_DIR (from earlier versions) is accepted and ignored: the templates
-#   always come from the pathlock being built against, so the scripts match
-#   the library's Lua protocol.
+#   tree: include/HEADER, matrix_cases.inc, <matrix name>.md and .html, and
+#   redis/pathlock_library.lua: the Redis Functions library of the matrix
+#   (what the Redis backend builds from the table at run time; for services
+#   in other languages and packaging). Target properties: PATHLOCK_MATRIX_DIR
+#   (that directory), PATHLOCK_MATRIX_HEADER, PATHLOCK_MATRIX_NAMESPACE and
+#   PATHLOCK_MATRIX_REDIS_DIR (the redis/ folder). Editing the JSON or the
+#   generator (which has lua/*.lua built in) re-runs the generator; it
+#   rewrites only outputs whose content changed.
+#   LUA_DIR (from earlier versions) is accepted and ignored.
 #
 # pathlock_add_matrix_tests(TARGET name [BACKENDS memory redis])
 #
@@ -36,10 +37,6 @@
 #   as skipped when there is none. BACKENDS defaults to every backend the
 #   library has. Call enable_testing() (or include(CTest)) first.
 #
-# Redis hook: the generated Redis side of a matrix is, today, one script per
-# template in ${PATHLOCK_MATRIX_DIR}/lua/. When the generator writes a Redis
-# Functions library instead, only PATHLOCK_MATRIX_REDIS_DIR below (and the
-# install rule that reads it, cmake/PathlockInstall.cmake) change.
 include_guard(GLOBAL)
 
 foreach(pathlock_var PATHLOCK_MATRIX_LUA_DIR PATHLOCK_MATRIX_CHECK_SOURCE PATHLOCK_MATRIX_HAS_REDIS)
@@ -59,13 +56,11 @@ function(pathlock_compile_matrix)
   if(PM_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "pathlock_compile_matrix: unknown arguments: ${PM_UNPARSED_ARGUMENTS}")
   endif()
-  get_property(lua_dir GLOBAL PROPERTY PATHLOCK_MATRIX_LUA_DIR)
   get_filename_component(json "${PM_JSON}" ABSOLUTE)
   # Banners name the file relative to the calling project, so outputs do not
   # depend on where the tree is checked out.
   file(RELATIVE_PATH json_name "${PROJECT_SOURCE_DIR}" "${json}")
   set(out "${CMAKE_CURRENT_BINARY_DIR}/pathlock_matrix/${PM_TARGET}")
-  file(GLOB lua_templates CONFIGURE_DEPENDS "${lua_dir}/*.lua" "${lua_dir}/*.luainc")
   # The generator: built in this build (pathlock in-tree or a subproject), or
   # imported from the installed package.
   set(generator pathlock::pathlock-matrixc)
@@ -77,10 +72,12 @@ function(pathlock_compile_matrix)
   endif()
   add_custom_command(
     OUTPUT "${out}/stamp"
-    BYPRODUCTS "${out}/include/${PM_HEADER}" "${out}/matrix_cases.inc"
+    BYPRODUCTS "${out}/include/${PM_HEADER}" "${out}/matrix_cases.inc" "${out}/redis/pathlock_library.lua"
+    COMMAND ${CMAKE_COMMAND} -E make_directory "${out}/redis"
     COMMAND "$<TARGET_FILE:${generator}>" --json "${json}" --source-name "${json_name}" --out "${out}"
-            --namespace "${PM_NAMESPACE}" --header "${PM_HEADER}" --lua-dir "${lua_dir}" --stamp "${out}/stamp"
-    DEPENDS ${generator_dep} "${json}" ${lua_templates}
+            --namespace "${PM_NAMESPACE}" --header "${PM_HEADER}" --lua "${out}/redis/pathlock_library.lua"
+            --stamp "${out}/stamp"
+    DEPENDS ${generator_dep} "${json}"
     COMMENT "Compiling matrix ${PM_JSON}"
     VERBATIM)
   add_custom_target(${PM_TARGET}_generate DEPENDS "${out}/stamp")
@@ -92,7 +89,7 @@ function(pathlock_compile_matrix)
     PATHLOCK_MATRIX_DIR "${out}"
     PATHLOCK_MATRIX_HEADER "${PM_HEADER}"
     PATHLOCK_MATRIX_NAMESPACE "${PM_NAMESPACE}"
-    PATHLOCK_MATRIX_REDIS_DIR "${out}/lua")
+    PATHLOCK_MATRIX_REDIS_DIR "${out}/redis")
 endfunction()
 
 function(pathlock_add_matrix_tests)

@@ -1,16 +1,22 @@
-// pathlock-matrixc: compiles a matrix JSON file into a C++ header, Lua
-// scripts, matrix-derived test cases and renderings for product owners.
-// Run by CMake through pathlock_compile_matrix(); see tools/cmake.
+// pathlock-matrixc: compiles a matrix JSON file into a C++ header,
+// matrix-derived test cases, renderings for product owners and, with
+// --lua FILE, the Redis Functions library of the matrix (the text the Redis
+// backend loads, for services in other languages and for packaging; see
+// docs/lua-protocol.md). Run by CMake through pathlock_compile_matrix();
+// see tools/cmake.
 //
 // Every output is written only when its content changed, so editing the
 // JSON rebuilds exactly what depends on the changed outputs. An invalid file
 // fails the build with every problem, one "error: " line each; rules marked
 // "review" print "warning: " lines and build.
 #include "matrix/emit.hpp"
+#include "matrix/table.hpp"
+#include "redis/library.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -49,14 +55,15 @@ void write_if_changed(const fs::path& p, const std::string& content) {
 
 int usage() {
   std::cerr << "usage: pathlock-matrixc --json FILE --out DIR --namespace CXX_NS --header NAME.hpp\n"
-               "                        [--source-name NAME] [--lua-dir DIR] [--stamp FILE]\n";
+               "                        [--source-name NAME] [--lua FILE] [--stamp FILE]\n"
+               "       (--lua-dir DIR is accepted and ignored, for old build scripts)\n";
   return 2;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string json, source_name, out, cxx_ns, header, lua_dir, stamp;
+  std::string json, source_name, out, cxx_ns, header, lua_file, stamp;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 >= argc) return usage();
@@ -66,27 +73,23 @@ int main(int argc, char** argv) {
     else if (a == "--out") out = v;
     else if (a == "--namespace") cxx_ns = v;
     else if (a == "--header") header = v;
-    else if (a == "--lua-dir") lua_dir = v;
+    else if (a == "--lua-dir") continue;  // Lua is no longer generated from templates
+    else if (a == "--lua") lua_file = v;
     else if (a == "--stamp") stamp = v;
     else return usage();
   }
   if (json.empty() || out.empty() || cxx_ns.empty() || header.empty()) return usage();
   try {
     const Matrix m = parse_matrix(read_file(json), source_name.empty() ? json : source_name);
-    std::vector<LuaTemplate> lua, includes;
-    if (!lua_dir.empty()) {
-      std::vector<fs::path> files;
-      for (const auto& entry : fs::directory_iterator(lua_dir)) files.push_back(entry.path());
-      std::sort(files.begin(), files.end());
-      for (const fs::path& f : files) {
-        if (f.extension() == ".lua") lua.push_back(LuaTemplate{f.stem().string(), read_file(f)});
-        if (f.extension() == ".luainc") includes.push_back(LuaTemplate{f.stem().string(), read_file(f)});
-      }
-    }
     for (const std::string& w : warnings(m)) std::cerr << "warning: " << w << "\n";
     const fs::path dir(out);
-    write_if_changed(dir / "include" / header, emit_header(m, cxx_ns, lua, includes));
-    for (const LuaTemplate& t : lua) write_if_changed(dir / "lua" / (t.name + ".lua"), emit_lua(m, t, includes));
+    write_if_changed(dir / "include" / header, emit_header(m, cxx_ns));
+    if (!lua_file.empty()) {
+      std::deque<std::string> strings;  // the table's views point here
+      const pathlock::MatrixTable table =
+          build_table(m, [&](const std::string& text) -> std::string_view { return strings.emplace_back(text); });
+      write_if_changed(lua_file, pathlock::redis::library_for(table).code);
+    }
     write_if_changed(dir / "matrix_cases.inc", emit_cases(m));
     write_if_changed(dir / (m.name + ".md"), emit_markdown(m));
     write_if_changed(dir / (m.name + ".html"), emit_html(m));

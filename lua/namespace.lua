@@ -1,0 +1,484 @@
+-- namespace.lua: the data layout, input checks, index maintenance and reaping
+-- shared by every function of the pathlock Functions library. The library
+-- text is: a data chunk generated from a MatrixTable (src/redis/library.cpp:
+-- PL_* constants), then lua/namespace.lua, the function files, and
+-- lua/register.lua, which registers the functions. docs/lua-protocol.md
+-- describes the keys, arguments and replies once; this file follows it.
+--
+-- Load time: while Redis loads a library only `redis` is visible, so the top
+-- level of every file only defines locals and functions; `string`, `table`,
+-- `math` and `unpack` are looked up when a function runs.
+--
+-- Design, in short (the reasons are in docs/lua-protocol.md#data-layout):
+--   * A fixed set of keys per namespace, all passed in KEYS and checked
+--     against KEYS[1] (never computed here): Redis Cluster then knows and
+--     protects every key a call touches.
+--   * idx, ONE hash, is the path index: field kind..PATH holds the counts
+--     "code:count,code:count" of the targets with kind h (held exactly at
+--     PATH), b (held strictly below PATH), wh / wb (the same for waiters).
+--     A request reads all the fields of all nodes of all its targets with
+--     one HMGET and writes the changed ones with one HSET (and one HDEL for
+--     counts that reached zero): the number of calls does not grow with the
+--     path's depth.
+--   * ent, ONE lex-ordered zset, names the held targets: member
+--     CC .. spell(PATH) .. "\0" .. FFFFFFFFFFFFFFFF .. ID (code, path with
+--     "\1" for "/", 16-digit fence, lock id), and "F" .. fence .. ID for
+--     listing in fence order. A witness is one ZRANGEBYLEX.
+--   * Every function reads and checks first; before its first write it asks
+--     the server (redis.acl_check_cmd) whether the caller may run every
+--     write command it could use, so an ACL refusal never stops a function
+--     halfway. Writes are ordered so that the reaper can find what an
+--     interrupted acquire left (exp first).
+
+local KEY_SUFFIXES = { "meta", "idx", "locks", "exp", "ent", "wq", "wexp", "wrec", "wake" }
+local KEY_COUNT = 9
+local REAP_LIMIT_S = "32" -- expired locks (and ended places in line) removed per call at most
+local CHUNK = 4000 -- arguments per redis.call at most (Lua's C stack); only very deep paths reach it
+
+-- Numbers as Redis arguments: exact decimal strings (never "1e+15").
+-- Converting a number to text is one of the costliest steps of a call, so
+-- small integers (codes, small counts, lengths) are converted once and kept in
+-- NUMSTR, a table of the library that lives as long as the library.
+local NUMSTR = {}
+local function num(x)
+  local s = NUMSTR[x]
+  if s then return s end
+  s = string.format("%.0f", x)
+  if x >= 0 and x < 256 then NUMSTR[x] = s end -- a small cache: a large Lua heap slows every call
+  return s
+end
+local PAD = { [0] = "", "0", "00", "000", "0000", "00000", "000000" }
+
+-- nil when KEYS are the namespace's keys in the documented order, else an
+-- "invalid" reply.
+local function keys_problem(keys)
+  if #keys ~= KEY_COUNT then
+    return { "invalid", "expected " .. KEY_COUNT .. " keys: pl:{NS}:" .. table.concat(KEY_SUFFIXES, ", pl:{NS}:") }
+  end
+  local prefix = string.match(keys[1], "^([^{}]*{[%w._:-]+}:)meta$")
+  if not prefix or #keys[1] > 200 then
+    return { "invalid", "KEYS[1] must be the namespace's meta key pl:{NS}:meta" }
+  end
+  for i = 2, KEY_COUNT do
+    if keys[i] ~= prefix .. KEY_SUFFIXES[i] then
+      return { "invalid", "KEYS[" .. i .. "] must be " .. prefix .. KEY_SUFFIXES[i] }
+    end
+  end
+  return nil
+end
+
+-- The call context: keys, server time, and what was checked so far.
+local function begin(keys)
+  local bad = keys_problem(keys)
+  if bad then return nil, bad end
+  -- The server clock, as text and numbers (text built by hand: cheaper).
+  local t = redis.call("TIME")
+  local usec = PAD[6 - #t[2]] .. t[2]
+  local now_s, now_us_s = t[1] .. string.sub(usec, 1, 3), t[1] .. usec
+  return { meta = keys[1], idx = keys[2], locks = keys[3], exp = keys[4], ent = keys[5], wq = keys[6],
+           wexp = keys[7], wrec = keys[8], wake = keys[9], now = tonumber(now_s), now_s = now_s,
+           now_us = tonumber(now_us_s), now_us_s = now_us_s, nodes = {} }
+end
+
+-- Before the first write of a call: may this caller run the write commands
+-- the call may use? `adds`: HSET and ZADD (new data); `removes`: HSET, HDEL
+-- and ZREM (removals). Returns an error reply naming a refused command (the
+-- call then returns it before any write), else nil.
+local function refused_command(c, cmd)
+  local ok
+  if cmd == "HSET" then ok = redis.acl_check_cmd("HSET", c.idx, "f", "1")
+  elseif cmd == "HDEL" then ok = redis.acl_check_cmd("HDEL", c.idx, "f")
+  elseif cmd == "ZADD" then ok = redis.acl_check_cmd("ZADD", c.ent, "0", "m")
+  else ok = redis.acl_check_cmd("ZREM", c.ent, "m") end
+  if ok then return nil end
+  return redis.error_reply("NOPERM PATHLOCK this user may not run " .. cmd
+                           .. " on the namespace's keys; nothing was changed")
+end
+local function writable(c, adds, removes)
+  local bad
+  if not c.hset then
+    bad = refused_command(c, "HSET")
+    if bad then return bad end
+    c.hset = true
+  end
+  if adds and not c.zadd then
+    bad = refused_command(c, "ZADD")
+    if bad then return bad end
+    c.zadd = true
+  end
+  if removes and not c.zrem then
+    bad = refused_command(c, "HDEL") or refused_command(c, "ZREM")
+    if bad then return bad end
+    c.zrem = true
+  end
+  return nil
+end
+
+-- redis.call(cmd, key, unpack(list)) in chunks of at most CHUNK arguments
+-- (`step` keeps field-value pairs together). Returns the concatenated
+-- replies of HMGET-like commands.
+local function chunked(cmd, key, list, step)
+  local n = #list
+  if n <= CHUNK then return redis.call(cmd, key, unpack(list)) end
+  local out = {}
+  local size = CHUNK - CHUNK % (step or 1)
+  for from = 1, n, size do
+    local part = redis.call(cmd, key, unpack(list, from, math.min(n, from + size - 1)))
+    if type(part) == "table" then
+      for i = 1, #part do out[#out + 1] = part[i] end
+    end
+  end
+  return out
+end
+
+-- Meta: the namespace's layout version and matrix binding, and its fence.
+-- Returns a reply when the namespace belongs to another layout or matrix.
+local function check_meta(c)
+  local m = redis.call("HMGET", c.meta, "fingerprint", "matrix", "version", "layout", "fence")
+  local layout = m[4] or (m[1] and "1") -- layout 1 (pathlock <= 0.1) had no layout field
+  if layout and layout ~= PL_LAYOUT then return { "layout", layout, PL_LAYOUT } end
+  if m[1] and m[1] ~= PL_FINGERPRINT then return { "mismatch", m[1], m[2] or "", m[3] or "" } end
+  c.bound = m[1] and true or false
+  c.fence = tonumber(m[5] or "0") or 0
+  return nil
+end
+
+-- ---- paths ----------------------------------------------------------------
+
+local function path_problem(p)
+  if type(p) ~= "string" or string.sub(p, 1, 1) ~= "/" then return "is not absolute" end
+  if #p > PL_MAX_PATH then return "is longer than " .. PL_MAX_PATH .. " bytes" end
+  if string.find(p, "%c") then return "has a control character" end
+  if p == "/" then return nil end
+  if string.sub(p, -1) == "/" or string.find(p, "//", 1, true) then return "is not canonical (empty component)" end
+  if string.find(p, "/%.%.?/") or string.find(p, "/%.%.?$") then return "has a '.' or '..' component" end
+  if #p > PL_MAX_NAME + 1 then -- only then can a component be too long
+    for name in string.gmatch(p, "[^/]+") do
+      if #name > PL_MAX_NAME then return "has a component longer than " .. PL_MAX_NAME .. " bytes" end
+    end
+  end
+  return nil
+end
+
+local function within(inner, outer)
+  return outer == "/" or inner == outer or string.sub(inner, 1, #outer + 1) == outer .. "/"
+end
+
+-- "/", "/a", "/a/b" for "/a/b" (cached per call).
+local function nodes_of(c, path)
+  local cached = c.nodes[path]
+  if cached then return cached end
+  local nodes = { "/" }
+  c.nodes[path] = nodes
+  if path ~= "/" then
+    local at = 2
+    while true do
+      local i = string.find(path, "/", at, true)
+      if not i then
+        nodes[#nodes + 1] = path
+        break
+      end
+      nodes[#nodes + 1] = string.sub(path, 1, i - 1)
+      at = i + 1
+    end
+  end
+  return nodes
+end
+
+-- The path as entry members spell it: "/" -> "\1", the root -> "". "\1" sorts
+-- below every name byte (names hold no control character), so lex order of
+-- spellings is component-wise path order, a folder before its contents.
+local function spell(path)
+  if path == "/" then return "" end
+  return (string.gsub(path, "/", "\1"))
+end
+local function unspell(s)
+  if s == "" then return "/" end
+  return (string.gsub(s, "\1", "/"))
+end
+local function code2(code) return PL_CODE2[code] end
+local function fence16(fence) return string.format("%016.0f", fence) end
+-- f16: the fence as 16 digits (locks keep it so in their records).
+local function entry_member(code, path, f16, id) return PL_CODE2[code] .. spell(path) .. "\0" .. f16 .. id end
+local function list_member(f16, id) return "F" .. f16 .. id end
+
+-- ---- the index (idx) ------------------------------------------------------
+
+local function decode(v)
+  local t = {}
+  if v then
+    local code, n = string.match(v, "^(%d+):(%d+)$") -- the usual case: one code
+    if code then
+      t[tonumber(code)] = tonumber(n)
+    else
+      for cd, k in string.gmatch(v, "(%d+):(%d+)") do t[tonumber(cd)] = tonumber(k) end
+    end
+  end
+  return t
+end
+-- (Counts are positive: bump() drops a code whose count reaches zero.)
+local function encode(t)
+  local first, codes
+  for code in pairs(t) do
+    if first == nil then
+      first = code
+    else
+      codes = codes or { first }
+      codes[#codes + 1] = code
+    end
+  end
+  if first == nil then return nil end
+  if not codes then return num(first) .. ":" .. num(t[first]) end
+  table.sort(codes)
+  for i = 1, #codes do codes[i] = num(codes[i]) .. ":" .. num(t[codes[i]]) end
+  return table.concat(codes, ",")
+end
+-- The lowest code with a positive count in `t` that is in `set`, or nil.
+local function lowest(t, set)
+  local best
+  for code, n in pairs(t) do
+    if n > 0 and set[code] and (not best or code < best) then best = code end
+  end
+  return best
+end
+
+-- A batch of idx fields: read with one HMGET, changed in memory, written with
+-- one HSET (and one HDEL for fields whose counts all reached zero).
+-- Values are decoded only when looked at or changed: most fields a check
+-- reads are absent (EMPTY, shared, never written) or only tested.
+local EMPTY = {}
+local function batch() return { fields = {}, pos = {}, raw = {}, vals = {}, dirty = {} } end
+local function want(b, f)
+  if not b.pos[f] then
+    b.fields[#b.fields + 1] = f
+    b.pos[f] = #b.fields
+  end
+end
+-- The fields of one target: here..PATH, below..ANCESTOR for each strict ancestor.
+local function want_target(c, b, path, here, below)
+  local nodes = nodes_of(c, path)
+  for j = 1, #nodes - 1 do want(b, below .. nodes[j]) end
+  want(b, here .. path)
+  return nodes
+end
+local function fetch(c, b)
+  local todo = {}
+  for i = 1, #b.fields do
+    if b.raw[b.fields[i]] == nil then todo[#todo + 1] = b.fields[i] end
+  end
+  if #todo == 0 then return end
+  local v = chunked("HMGET", c.idx, todo)
+  for i = 1, #todo do b.raw[todo[i]] = v[i] or false end
+end
+-- The counts of fetched field f (read-only).
+local function val(b, f)
+  local t = b.vals[f]
+  if t then return t end
+  local raw = b.raw[f]
+  if not raw then return EMPTY end
+  t = decode(raw)
+  b.vals[f] = t
+  return t
+end
+local function bump(b, f, code, d)
+  local t = b.vals[f]
+  if not t then
+    t = decode(b.raw[f] or nil)
+    b.vals[f] = t
+  end
+  local n = (t[code] or 0) + d
+  t[code] = n > 0 and n or nil
+  b.dirty[f] = true
+end
+local function bump_target(c, b, code, path, here, below, d)
+  local nodes = nodes_of(c, path)
+  for j = 1, #nodes - 1 do bump(b, below .. nodes[j], code, d) end
+  bump(b, here .. path, code, d)
+end
+local function flush(c, b)
+  local set, del = {}, {}
+  for i = 1, #b.fields do
+    local f = b.fields[i]
+    if b.dirty[f] then
+      local v = encode(b.vals[f])
+      if v ~= (b.raw[f] or nil) then
+        if v then
+          set[#set + 1] = f
+          set[#set + 1] = v
+        else
+          del[#del + 1] = f
+        end
+      end
+      b.raw[f] = v or false
+      b.dirty[f] = nil
+    end
+  end
+  if #set > 0 then chunked("HSET", c.idx, set, 2) end
+  if #del > 0 then chunked("HDEL", c.idx, del) end
+end
+
+-- ---- lock and waiter records ----------------------------------------------
+
+-- A lock record: op \0 fence \0 holds \0 ttl \0 exp \0 #token \0 #owner \0
+-- token owner path_1 \0 ... path_n (owners may hold any byte, paths none of
+-- \0; the fence has 16 digits). Numbers are kept as text too (ttl_s, exp_s,
+-- f16) so that writing a record back converts only what changed.
+local function pack_lock(l)
+  return l.op .. "\0" .. l.f16 .. "\0" .. num(l.holds) .. "\0" .. l.ttl_s .. "\0" .. l.exp_s .. "\0" .. num(#l.token)
+         .. "\0" .. num(#l.owner) .. "\0" .. l.token .. l.owner .. table.concat(l.paths, "\0")
+end
+local function unpack_lock(id, rec)
+  local op, fence, holds, ttl, exp, tl, ol, at =
+    string.match(rec, "^([%w_]+)%z(%d+)%z(%d+)%z(%d+)%z(%d+)%z(%d+)%z(%d+)%z()")
+  local info = op and PL_OPS[op]
+  if not info then return nil end
+  tl, ol = tonumber(tl), tonumber(ol)
+  local l = { id = id, op = op, info = info, f16 = fence, fence = tonumber(fence), holds = tonumber(holds),
+              ttl = tonumber(ttl), ttl_s = ttl, exp = tonumber(exp), exp_s = exp, token = string.sub(rec, at, at + tl - 1),
+              owner = string.sub(rec, at + tl, at + tl + ol - 1), paths = {} }
+  for p in string.gmatch(string.sub(rec, at + tl + ol), "[^%z]+") do l.paths[#l.paths + 1] = p end
+  if #l.paths ~= #info.roles then return nil end
+  return l
+end
+
+-- A place in line: op \0 #owner \0 owner path_1 \0 ... path_n. Its place
+-- (seq) is its score in wq, the end of its reservation its score in wexp.
+local function pack_waiter(w)
+  return w.op .. "\0" .. #w.owner .. "\0" .. w.owner .. table.concat(w.paths, "\0")
+end
+local function unpack_waiter(id, rec)
+  local op, ol, at = string.match(rec, "^([%w_]+)%z(%d+)%z()")
+  local info = op and PL_OPS[op]
+  if not info then return nil end
+  ol = tonumber(ol)
+  local w = { id = id, op = op, info = info, owner = string.sub(rec, at, at + ol - 1), paths = {} }
+  for p in string.gmatch(string.sub(rec, at + ol), "[^%z]+") do w.paths[#w.paths + 1] = p end
+  if #w.paths ~= #info.roles then return nil end
+  return w
+end
+
+-- The exact reentry field of the locks hash: the owner with its length in
+-- front, the operation and the paths, NUL-separated. Lock ids never hold
+-- ':', so these fields never collide with the ids.
+local function reentry_field(owner, op, paths)
+  return num(#owner) .. ":" .. owner .. "\0" .. op .. "\0" .. table.concat(paths, "\0")
+end
+
+local function remaining(exp, now) return math.max(0, exp - now) end
+
+-- Best effort: a user without channel rights loses quick wake-ups only.
+local function wake(c, paths)
+  if #paths > 0 then redis.pcall("SPUBLISH", c.wake, table.concat(paths, "\n")) end
+end
+
+-- ---- removal (batched) ----------------------------------------------------
+
+-- Loads the records of `ids` (one HMGET); returns the locks found and the ids
+-- that have no (readable) record.
+local function load_locks(c, ids)
+  local found, stale = {}, {}
+  if #ids == 0 then return found, stale end
+  local recs = chunked("HMGET", c.locks, ids)
+  for i = 1, #ids do
+    local l = recs[i] and unpack_lock(ids[i], recs[i])
+    if l then found[#found + 1] = l else stale[#stale + 1] = ids[i] end
+  end
+  return found, stale
+end
+
+-- Removes locks completely (records, reentry fields, entries, expiry, index
+-- counts) with one call per key, and publishes their paths. `stale` ids
+-- (in exp without a record) leave exp too. The caller checked writable().
+local function remove_locks(c, locks, stale)
+  if #locks == 0 and (not stale or #stale == 0) then return end
+  local b, members, ids, fields, paths = batch(), {}, {}, {}, {}
+  for _, l in ipairs(locks) do
+    for i = 1, #l.paths do want_target(c, b, l.paths[i], "h", "b") end
+  end
+  fetch(c, b)
+  for _, l in ipairs(locks) do
+    for i = 1, #l.paths do
+      local code = l.info.first + i - 1
+      bump_target(c, b, code, l.paths[i], "h", "b", -1)
+      members[#members + 1] = entry_member(code, l.paths[i], l.f16, l.id)
+      paths[#paths + 1] = l.paths[i]
+    end
+    members[#members + 1] = list_member(l.f16, l.id)
+    ids[#ids + 1] = l.id
+    fields[#fields + 1] = l.id
+    fields[#fields + 1] = reentry_field(l.owner, l.op, l.paths)
+  end
+  for _, id in ipairs(stale or {}) do ids[#ids + 1] = id end
+  -- The index first: once the counts are gone the lock refuses nobody, and
+  -- the record, entries and expiry left by an interrupted call would be
+  -- removed by a retry; the record last.
+  flush(c, b)
+  if #members > 0 then chunked("ZREM", c.ent, members) end
+  chunked("ZREM", c.exp, ids)
+  if #fields > 0 then chunked("HDEL", c.locks, fields) end
+  wake(c, paths)
+end
+
+-- The expired locks to reap: at most REAP_LIMIT (locks, stale ids).
+local function expired_locks(c)
+  local ids = redis.call("ZRANGEBYSCORE", c.exp, "-inf", c.now_s, "LIMIT", "0", REAP_LIMIT_S)
+  return load_locks(c, ids)
+end
+
+-- Waiters: the records of `ids` (one HMGET) and their reservation ends.
+local function load_waiters(c, ids)
+  local out = {}
+  if #ids == 0 then return out end
+  local recs = chunked("HMGET", c.wrec, ids)
+  local exps = chunked("ZMSCORE", c.wexp, ids)
+  local seqs = chunked("ZMSCORE", c.wq, ids)
+  for i = 1, #ids do
+    local w = recs[i] and unpack_waiter(ids[i], recs[i])
+    if w then
+      w.exp = tonumber(exps[i]) or 0
+      w.seq = tonumber(seqs[i]) or 0
+    else
+      w = { id = ids[i], stale = true }
+    end
+    out[#out + 1] = w
+  end
+  return out
+end
+
+-- Takes places out of the line (their counts, records, line entries).
+local function remove_waiters(c, ws)
+  if #ws == 0 then return end
+  local b, ids, paths = batch(), {}, {}
+  for _, w in ipairs(ws) do
+    if not w.stale then
+      for i = 1, #w.paths do want_target(c, b, w.paths[i], "wh", "wb") end
+    end
+  end
+  fetch(c, b)
+  for _, w in ipairs(ws) do
+    ids[#ids + 1] = w.id
+    if not w.stale then
+      for i = 1, #w.paths do
+        bump_target(c, b, w.info.first + i - 1, w.paths[i], "wh", "wb", -1)
+        paths[#paths + 1] = w.paths[i]
+      end
+    end
+  end
+  flush(c, b)
+  chunked("ZREM", c.wq, ids)
+  chunked("ZREM", c.wexp, ids)
+  chunked("HDEL", c.wrec, ids)
+  wake(c, paths)
+end
+
+-- The places in line whose reservation ended (at most REAP_LIMIT), and
+-- whether the line is empty. One call when nothing ended.
+local function ended_waiters(c)
+  local first = redis.call("ZRANGE", c.wexp, "0", "0", "WITHSCORES")
+  if not first[1] then return {}, true end
+  if tonumber(first[2]) > c.now then return {}, false end
+  local ids = redis.call("ZRANGEBYSCORE", c.wexp, "-inf", c.now_s, "LIMIT", "0", REAP_LIMIT_S)
+  return load_waiters(c, ids), false
+end
+
+local function valid_id(id) return type(id) == "string" and #id <= 64 and string.find(id, "^[%w-]+$") ~= nil end

@@ -1,0 +1,60 @@
+// The Redis Functions library of a matrix, built at run time.
+//
+// Contract: library_for(table) returns the complete text to pass to
+// FUNCTION LOAD: a "#!lua name=..." line, a data chunk generated here from
+// the MatrixTable (operations, roles, code names, blockers, fingerprint,
+// limits, the layout version), then the Lua runtime of lua/*.lua, which the
+// build embeds (tools/cmake/EmbedLua.cmake -> lua_sources()). The same table
+// gives the same bytes. The protocol the library implements, its keys,
+// arguments, replies and versioning: docs/lua-protocol.md.
+//
+// Names are unique per (layout version, matrix fingerprint): several
+// matrices, and builds of several layouts, can share one server.
+//
+// This target (pathlock_redis_library) has no hiredis dependency, so
+// pathlock-matrixc can write the library of a compiled matrix to a file.
+#pragma once
+
+#include <pathlock/matrix_table.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pathlock::redis {
+
+// The version of the key layout and protocol the library implements. A
+// namespace records the layout that created it (meta field "layout"); a
+// library of another layout refuses it. Layout 1: pathlock 0.1 EVAL scripts.
+inline constexpr int kLayoutVersion = 2;
+
+// Longest reservation of a place in line the library grants (reserve_ms is
+// capped there), and the longest lease.
+inline constexpr long long kMaxReserveMs = 2000;
+inline constexpr long long kMaxTtlMs = 604800000;
+
+// The keys every function takes, in this order, after the namespace's
+// prefix "pl:{NS}:" (the last is the SPUBLISH wake-up channel).
+inline constexpr std::string_view kKeySuffixes[] = {"meta", "idx", "locks", "exp", "ent", "wq", "wexp", "wrec", "wake"};
+
+struct Library {
+  std::string name;             // FUNCTION LOAD library name
+  std::string function_prefix;  // function names: prefix + "acquire", ...
+  std::string code;             // the complete library text
+};
+
+// Throws std::invalid_argument if the table cannot be expressed (a name with
+// a byte Lua cannot hold is still escaped, so in practice never).
+Library library_for(const MatrixTable& table);
+
+// "pl:{NS}:meta", "pl:{NS}:idx", ...: the KEYS of every function, for
+// namespace `ns` (already validated).
+std::vector<std::string> namespace_keys(std::string_view ns);
+
+struct LuaSource {
+  std::string_view name;  // file name without ".lua"
+  std::string_view text;
+};
+// The embedded lua/*.lua files (generated source, see the CMake target).
+const std::vector<LuaSource>& lua_sources();
+
+}  // namespace pathlock::redis
