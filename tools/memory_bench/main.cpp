@@ -1,0 +1,148 @@
+// pathlock-memory-bench: the embedded backend alone, in one process, through
+// the public API only (so the same source measures any version).
+//
+//   pathlock-memory-bench [--held N ...] [--seconds S] [--depth D]
+//                         [--idle N] [--wide N]
+//
+// held: pairs per second of one thread, acquire(rename_folder on a fresh
+//   sibling of a held lock) + release, with N single-target locks held in the
+//   namespace (the paths and operations of pathlock-bench: /p/dXX/eXX/fXX/h...,
+//   fanout 16, depth 5). Prints the ratio to the first N given.
+// idle: bytes per idle namespace: N namespaces each used once (one lock taken
+//   and released), heap growth measured with mallinfo2() after every one of
+//   them was used, then again after 4 * N further calls on one namespace
+//   (the backend trims idle namespaces with a bounded sweep).
+// wide: microseconds per refusal whose witness lies below a folder with N
+//   children (delete_folder /w refused by uploads /w/cNNNNN/x).
+// No assertions: numbers for docs/design.md.
+#include <pathlock/memory.hpp>
+
+#include <fmt/format.h>
+#include <malloc.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace pathlock;
+using Steady = std::chrono::steady_clock;
+
+namespace {
+
+constexpr std::size_t kFanout = 16;
+constexpr const char* kHeldOps[] = {"upload", "create", "rename_file", "delete_file"};
+
+std::string held_path(int depth, std::size_t i) {
+  std::string p = "/p";
+  std::size_t x = i;
+  for (int level = 0; level < depth - 2; ++level) {
+    p += fmt::format("/{}{:02}", static_cast<char>('d' + level), x % kFanout);
+    x /= kFanout;
+  }
+  return p + fmt::format("/h{:07}", i);
+}
+
+std::string probe_path(int depth, std::size_t held, std::size_t k) {
+  const std::size_t span = std::max<std::size_t>(held, 4096);
+  const std::size_t j = (k * 7919) % span;
+  std::string parent = held_path(depth, j);
+  parent.resize(parent.rfind('/'));
+  return fmt::format("{}/q000-{:03}", parent, k % 1000);
+}
+
+double pairs_per_second(std::size_t held, int depth, double seconds) {
+  auto engine = make_memory_engine();
+  const std::string ns = "bench";
+  for (std::size_t i = 0; i < held; ++i) {
+    LockRequest req{ns, "filler", kHeldOps[i % 4], {{"target", held_path(depth, i)}}, Millis{6LL * 3600 * 1000}};
+    if (!engine->acquire(req).granted) std::abort();
+  }
+  std::vector<LockRequest> ring;
+  for (std::size_t k = 0; k < 1000; ++k)
+    ring.push_back(LockRequest{ns, "client", "rename_folder", {{"target", probe_path(depth, held, k)}}, Millis{30000}});
+  auto run = [&](double secs) {
+    std::size_t pairs = 0;
+    const auto start = Steady::now();
+    const auto end = start + std::chrono::duration<double>(secs);
+    while (true) {
+      for (int b = 0; b < 256; ++b, ++pairs) {
+        const AcquireResult r = engine->acquire(ring[pairs % ring.size()]);
+        if (!r.granted || !engine->release(ns, r.grant.id, r.grant.token)) std::abort();
+      }
+      const auto now = Steady::now();
+      if (now >= end) return static_cast<double>(pairs) / std::chrono::duration<double>(now - start).count();
+    }
+  };
+  run(seconds / 4);  // warm-up
+  return run(seconds);
+}
+
+std::size_t heap_bytes() { return mallinfo2().uordblks; }
+
+void idle_bytes(std::size_t count) {
+  auto engine = make_memory_engine();
+  const std::size_t before = heap_bytes();
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::string ns = fmt::format("tenant-{}", i);
+    const AcquireResult r = engine->acquire(LockRequest{ns, "o", "upload", {{"target", "/p/A/B/C/f"}}});
+    if (!r.granted || !engine->release(ns, r.grant.id, r.grant.token)) std::abort();
+  }
+  const std::size_t used = heap_bytes();
+  for (std::size_t i = 0; i < 4 * count; ++i) engine->list("tenant-0", "/");
+  const std::size_t swept = heap_bytes();
+  fmt::print("idle namespaces {}: {:.0f} bytes each right after use, {:.0f} bytes each after {} more calls\n", count,
+             static_cast<double>(used - before) / static_cast<double>(count),
+             static_cast<double>(swept - before) / static_cast<double>(count), 4 * count);
+}
+
+void wide_refusal(std::size_t children) {
+  auto engine = make_memory_engine();
+  for (std::size_t i = 0; i < children; ++i)
+    if (!engine->acquire(LockRequest{"w", "o", "upload", {{"target", fmt::format("/w/c{:06}/x", i)}}}).granted)
+      std::abort();
+  const int rounds = 200;
+  const auto start = Steady::now();
+  for (int i = 0; i < rounds; ++i)
+    if (engine->acquire(LockRequest{"w", "d", "delete_folder", {{"target", "/w"}}}).granted) std::abort();
+  const double us = std::chrono::duration<double, std::micro>(Steady::now() - start).count() / rounds;
+  fmt::print("refusal below a folder of {} children: {:.1f} us per call\n", children, us);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::size_t> held;
+  double seconds = 2.0;
+  int depth = 5;
+  std::size_t idle = 0, wide = 0;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> const char* {
+      if (i + 1 >= argc) {
+        fmt::print(stderr, "{} needs a value\n", a);
+        std::exit(1);
+      }
+      return argv[++i];
+    };
+    if (a == "--held") held.push_back(std::strtoull(value(), nullptr, 10));
+    else if (a == "--seconds") seconds = std::strtod(value(), nullptr);
+    else if (a == "--depth") depth = std::atoi(value());
+    else if (a == "--idle") idle = std::strtoull(value(), nullptr, 10);
+    else if (a == "--wide") wide = std::strtoull(value(), nullptr, 10);
+    else {
+      fmt::print(stderr, "usage: pathlock-memory-bench [--held N]... [--seconds S] [--depth D] [--idle N] [--wide N]\n");
+      return 1;
+    }
+  }
+  double first = 0;
+  for (std::size_t h : held) {
+    const double rate = pairs_per_second(h, depth, seconds);
+    if (first == 0) first = rate;
+    fmt::print("held {:>8} depth {}: {:>9.0f} pairs/s ({:.2f}x of held {})\n", h, depth, rate, rate / first, held[0]);
+  }
+  if (idle) idle_bytes(idle);
+  if (wide) wide_refusal(wide);
+  return 0;
+}
