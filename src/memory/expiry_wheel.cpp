@@ -7,10 +7,8 @@ ExpiryWheel::ExpiryWheel(Clock::time_point now) : cursor_(tick(now)) {}
 
 void ExpiryWheel::file(ExpiryHook& hook) {
   Bucket& b = buckets_[index(tick(hook.expires_at))];
-  hook.prev = nullptr;
-  hook.next = b.head;
-  if (b.head) b.head->prev = &hook;
-  b.head = &hook;
+  hook.position = static_cast<std::uint32_t>(b.hooks.size());
+  b.hooks.push_back(&hook);
   if (hook.expires_at < b.earliest) b.earliest = hook.expires_at;
 }
 
@@ -22,10 +20,11 @@ void ExpiryWheel::arm(ExpiryHook& hook) {
 }
 
 void ExpiryWheel::disarm(ExpiryHook& hook) {
-  if (hook.prev) hook.prev->next = hook.next;
-  else buckets_[index(tick(hook.expires_at))].head = hook.next;
-  if (hook.next) hook.next->prev = hook.prev;
-  hook.prev = hook.next = nullptr;
+  std::vector<ExpiryHook*>& hooks = buckets_[index(tick(hook.expires_at))].hooks;
+  ExpiryHook* last = hooks.back();
+  hooks[hook.position] = last;
+  last->position = hook.position;
+  hooks.pop_back();
   --count_;
 }
 
@@ -41,11 +40,13 @@ void ExpiryWheel::resize(std::size_t buckets) {
   buckets_ = std::make_unique<Bucket[]>(buckets);
   buckets_count_ = buckets;
   for (std::size_t i = 0; i < old_count; ++i)
-    for (ExpiryHook* h = old[i].head; h;) {
-      ExpiryHook* next = h->next;
-      file(*h);
-      h = next;
-    }
+    for (ExpiryHook* h : old[i].hooks) file(*h);
+}
+
+std::size_t ExpiryWheel::heap_bytes() const {
+  std::size_t bytes = buckets_count_ * sizeof(Bucket);
+  for (std::size_t i = 0; i < buckets_count_; ++i) bytes += buckets_[i].hooks.capacity() * sizeof(ExpiryHook*);
+  return bytes;
 }
 
 void ExpiryWheel::release_memory() {

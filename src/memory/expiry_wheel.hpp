@@ -2,10 +2,13 @@
 // timing wheel of one-millisecond buckets. Private to src/memory/.
 //
 // Data layout. An ExpiryHook (embedded in each lock) carries its expiry time
-// and two links. A hook sits in bucket (expiry tick mod bucket count), where
-// a tick is one millisecond of the clock; each bucket is {head, earliest}:
-// the list of its hooks and a lower bound of their expiry times. Arming,
-// re-arming and disarming are O(1).
+// and its position in its bucket. A hook sits in bucket (expiry tick mod
+// bucket count), where a tick is one millisecond of the clock; each bucket is
+// {hooks, earliest}: an array of its hooks and a lower bound of their expiry
+// times. Arming appends, disarming moves the bucket's last hook into the
+// hole: O(1), and neither touches another lock's memory unless it is that
+// last hook (an intrusive list writes its neighbour, a cold lock among a
+// million, on every arm).
 //
 // Reaping. reap(now) visits the ticks from the cursor (the tick of the last
 // reap) to now, at most one lap, and in each bucket removes the hooks whose
@@ -35,13 +38,13 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 namespace pathlock::memory {
 
 struct ExpiryHook {
   Clock::time_point expires_at;
-  ExpiryHook* prev = nullptr;
-  ExpiryHook* next = nullptr;
+  std::uint32_t position = 0;  // index in its bucket while armed
 };
 
 class ExpiryWheel {
@@ -72,13 +75,16 @@ class ExpiryWheel {
       const std::int64_t lap = static_cast<std::int64_t>(buckets_count_);
       for (std::int64_t t = std::max(cursor_, to - lap + 1); t <= to; ++t) {
         Bucket& b = buckets_[index(t)];
-        if (!b.head || b.earliest > now) continue;
+        if (b.hooks.empty() || b.earliest > now) continue;
         Clock::time_point earliest = Clock::time_point::max();
-        for (ExpiryHook* h = b.head; h;) {
-          ExpiryHook* next = h->next;
-          if (h->expires_at <= now) ended(*h);
-          else if (h->expires_at < earliest) earliest = h->expires_at;
-          h = next;
+        for (std::size_t i = 0; i < b.hooks.size();) {
+          ExpiryHook& h = *b.hooks[i];
+          if (h.expires_at <= now) {
+            ended(h);  // disarms: the last hook moves to position i
+          } else {
+            if (h.expires_at < earliest) earliest = h.expires_at;
+            ++i;
+          }
         }
         b.earliest = earliest;
       }
@@ -92,13 +98,13 @@ class ExpiryWheel {
   std::size_t size() const { return count_; }
   std::size_t bucket_count() const { return buckets_count_; }
   // Heap bytes held by the buckets.
-  std::size_t heap_bytes() const { return buckets_count_ * sizeof(Bucket); }
+  std::size_t heap_bytes() const;
   // Frees the buckets when no hook is armed.
   void release_memory();
 
  private:
   struct Bucket {
-    ExpiryHook* head = nullptr;
+    std::vector<ExpiryHook*> hooks;
     Clock::time_point earliest = Clock::time_point::max();
   };
 

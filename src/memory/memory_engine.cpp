@@ -131,6 +131,20 @@ Relation relation_of(std::string_view held, std::string_view requested) {
   return path_within(requested, held) ? Relation::held_ancestor : Relation::held_descendant;
 }
 
+// A lock token: 16 bytes of the kernel's CSPRNG (core::random_hex), drawn
+// 1 KiB at a time per thread, so one getrandom() call serves 64 tokens.
+void fresh_token(std::string& token) {
+  constexpr std::size_t kHex = 32;
+  thread_local std::string pool;
+  thread_local std::size_t used = 0;
+  if (used + kHex > pool.size()) {
+    pool = core::random_hex(512);
+    used = 0;
+  }
+  token.assign(pool, used, kHex);
+  used += kHex;
+}
+
 std::uint64_t identity_hash(std::string_view reentry_key) {
   const std::uint64_t h = std::hash<std::string_view>{}(reentry_key);
   return h ? h : 1;  // 0 means "no identity" in Entry::key
@@ -347,7 +361,7 @@ class MemoryEngine final : public LockEngine {
     *end++ = '-';
     end = std::to_chars(end, digits + sizeof digits, fence, 16).ptr;
     lock.id.assign(digits, end);  // unique: the fence never repeats
-    lock.token = core::random_hex(16);
+    fresh_token(lock.token);
     lock.owner = request.owner;
     lock.op = req.op;
     lock.holds = 1;
