@@ -138,14 +138,41 @@ TEST_CASE("index: the refusal names the canonical witness", "[memory][index][wit
 }
 
 TEST_CASE("index: a folder of 50,000 children", "[memory][index]") {
+  // Big enough that the folder keeps its children in name order too; the
+  // witness below it must be the same whether or not it does.
   Fixture f;
   std::vector<Entry*> all;
   for (int i = 49999; i >= 0; --i) all.push_back(&f.add(fmt::format("/w/c{:05}/x", i), 1));
   Relation rel{};
+  CHECK(f.index.find("/w")->ordered);
   CHECK(f.refusal("/w", Blockers{0, 0, bit(1)}, rel)->path == "/w/c00000/x");
   CHECK(f.index.find("/w/c31337/x"));
   CHECK(f.index.find("/w/c50000") == nullptr);
-  for (Entry* e : all) f.index.unlink(*e, kHeld);
+  // Remove from the smallest name up: the witness follows, across the
+  // point where the order is dropped.
+  for (int i = 0; i < 50000; ++i) {
+    f.index.unlink(*all[static_cast<std::size_t>(49999 - i)], kHeld);
+    if (i % 997 == 0 || i > 49400) {
+      const Entry* hit = f.refusal("/w", Blockers{0, 0, bit(1)}, rel);
+      if (i == 49999) {
+        CHECK(hit == nullptr);
+      } else {
+        REQUIRE(hit);
+        CHECK(hit->path == fmt::format("/w/c{:05}/x", i + 1));
+      }
+    }
+  }
   CHECK(f.index.root().children.empty());
   CHECK(f.index.spare_nodes() == PathIndex::kMaxSpareNodes);
+}
+
+TEST_CASE("index: in a big folder the order skips children without a blocking code", "[memory][index]") {
+  Fixture f;
+  for (int i = 0; i < 3000; ++i) f.add(fmt::format("/w/c{:05}", i), 2);
+  f.add("/w/c02500/deep", 1);
+  f.add("/w/c02900", 1);
+  REQUIRE(f.index.find("/w")->ordered);
+  Relation rel{};
+  CHECK(f.refusal("/w", Blockers{0, 0, bit(1)}, rel)->path == "/w/c02500/deep");
+  CHECK(f.refusal("/w", Blockers{0, 0, bit(1) | bit(2)}, rel)->path == "/w/c00000");
 }

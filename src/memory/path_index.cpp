@@ -35,6 +35,8 @@ void count_below(Node& node, int code, Kind kind) {
 
 std::uint64_t name_hash(std::string_view name) { return std::hash<std::string_view>{}(name); }
 
+bool NameLess::operator()(const Node* a, const Node* b) const { return a->name < b->name; }
+
 Node::~Node() {
   children.for_each([](Node& c) { delete &c; });
 }
@@ -69,9 +71,17 @@ const Entry* PathIndex::find_below(const Node& node, CodeMask mask, Kind kind) {
   const Node* at = &node;
   while (true) {
     const Node* best = nullptr;  // smallest name whose subtree holds a code of mask
-    at->children.for_each([&](const Node& c) {
-      if (((c.here_mask[kind] | c.below_mask[kind]) & mask) && (!best || c.name < best->name)) best = &c;
-    });
+    if (at->ordered) {
+      for (const Node* c : *at->ordered)
+        if ((c->here_mask[kind] | c->below_mask[kind]) & mask) {
+          best = c;
+          break;
+        }
+    } else {
+      at->children.for_each([&](const Node& c) {
+        if (((c.here_mask[kind] | c.below_mask[kind]) & mask) && (!best || c.name < best->name)) best = &c;
+      });
+    }
     if (!best) return nullptr;  // unreachable while I1 holds
     if (const CodeMask here = best->here_mask[kind] & mask) return first_with(*best, here, kind);
     at = best;
@@ -141,6 +151,12 @@ Node* PathIndex::child_for(Node* node, std::string_view part) {
   c->name.assign(part);
   c->hash = h;
   node->children.insert(h, c);
+  if (node->ordered) {
+    node->ordered->insert(c);
+  } else if (node->children.size() >= kOrderedAt) {
+    node->ordered = std::make_unique<std::set<Node*, NameLess>>();
+    node->children.for_each([&](Node& x) { node->ordered->insert(&x); });
+  }
   return c;
 }
 
@@ -179,6 +195,10 @@ void PathIndex::unlink(Entry& e, Kind kind) {
   while (node != &root_ && node->unused()) {
     Node* parent = node->parent;
     parent->children.erase(node->hash, node);
+    if (parent->ordered) {
+      parent->ordered->erase(node);
+      if (parent->children.size() < kOrderedAt / 2) parent->ordered.reset();
+    }
     node->parent = nullptr;
     node->slots.clear();
     if (spares_.size() < kMaxSpareNodes) spares_.emplace_back(node);

@@ -29,7 +29,11 @@
 //   below: at each level the child with the smallest name whose subtree holds
 //   a blocking code (a folder sorts before its contents, so that child's own
 //   entries win over its subtree's). That descent scans the children of each
-//   node on the way: O(sum of their numbers), on refusals only.
+//   node on the way, on refusals only: a node with fewer than kOrderedAt
+//   children is scanned whole; a bigger one keeps its children in a
+//   name-ordered set as well (built when it reaches kOrderedAt, dropped below
+//   half of it), walked from the smallest name to the first child whose masks
+//   show a blocking code: O(log n + the children skipped) instead of O(n).
 //   A walk leaves a PathProbe (the deepest existing node); link() starts from
 //   it, so a grant does not look the path up a second time.
 //
@@ -42,6 +46,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -74,6 +79,11 @@ struct Slot {
   Entry* first[2] = {nullptr, nullptr};
 };
 
+// Orders siblings by name, byte by byte (component-wise path order).
+struct NameLess {
+  bool operator()(const Node* a, const Node* b) const;
+};
+
 struct Node {
   Node* parent = nullptr;
   std::string name;  // this node's component; empty for the root
@@ -82,6 +92,9 @@ struct Node {
   CodeMask here_mask[2] = {0, 0};   // by Kind
   CodeMask below_mask[2] = {0, 0};  // by Kind
   std::vector<Slot> slots;          // codes used at or below; a few at most
+  // The children in name order, kept only while there are many of them
+  // (PathIndex::kOrderedAt), so a refusal does not scan a big folder.
+  std::unique_ptr<std::set<Node*, NameLess>> ordered;
 
   Node() = default;
   Node(const Node&) = delete;
@@ -118,6 +131,9 @@ class PathIndex {
  public:
   // Pruned nodes kept for reuse.
   static constexpr std::size_t kMaxSpareNodes = 1024;
+  // A node keeps its children in name order from this many children on,
+  // and drops the order below half of it.
+  static constexpr std::size_t kOrderedAt = 1024;
 
   PathIndex() = default;
   PathIndex(const PathIndex&) = delete;

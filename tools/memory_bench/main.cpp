@@ -10,7 +10,7 @@
 //   fanout 16, depth 5). Prints the ratio to the first N given.
 // idle: bytes per idle namespace: N namespaces each used once (one lock taken
 //   and released), heap growth measured with mallinfo2() after every one of
-//   them was used, then again after 4 * N further calls on one namespace
+//   them was used, then again after 20 * N further calls on one namespace
 //   (the backend trims idle namespaces with a bounded sweep).
 // wide: microseconds per refusal whose witness lies below a folder with N
 //   children (delete_folder /w refused by uploads /w/cNNNNN/x).
@@ -90,11 +90,11 @@ void idle_bytes(std::size_t count) {
     if (!r.granted || !engine->release(ns, r.grant.id, r.grant.token)) std::abort();
   }
   const std::size_t used = heap_bytes();
-  for (std::size_t i = 0; i < 4 * count; ++i) engine->list("tenant-0", "/");
+  for (std::size_t i = 0; i < 20 * count; ++i) engine->list("tenant-0", "/");
   const std::size_t swept = heap_bytes();
   fmt::print("idle namespaces {}: {:.0f} bytes each right after use, {:.0f} bytes each after {} more calls\n", count,
              static_cast<double>(used - before) / static_cast<double>(count),
-             static_cast<double>(swept - before) / static_cast<double>(count), 4 * count);
+             static_cast<double>(swept - before) / static_cast<double>(count), 20 * count);
 }
 
 void wide_refusal(std::size_t children) {
