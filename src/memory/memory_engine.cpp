@@ -4,9 +4,11 @@
 //   namespace_registry.hpp  name -> Namespace, per-thread lookup cache, the
 //                           sweep that trims idle namespaces;
 //   path_index.hpp          the trie with per-code counters, masks and entry
-//                           lists: the O(depth) check and the canonical witness;
+//                           lists: the O(depth) check and the canonical witness
+//                           (flat_table.hpp: its child tables);
 //   expiry_wheel.hpp        the lease timer, O(1) per arm and per call;
-//   this file               locks, waiters and the LockEngine methods.
+//   lock_table.hpp          the lock slab, ids and tokens;
+//   this file               grants, reentry, waiters and the LockEngine methods.
 //
 // Data layout of a Namespace: a fixed part that lives as long as the engine
 // (mutex, condition variable, the fence and waiter counters) and a
@@ -42,6 +44,7 @@
 #include "memory/memory_engine.hpp"
 
 #include "memory/expiry_wheel.hpp"
+#include "memory/lock_table.hpp"
 #include "memory/namespace_registry.hpp"
 #include "memory/path_index.hpp"
 
@@ -54,47 +57,22 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <condition_variable>
 #include <list>
 #include <mutex>
 
 namespace pathlock::memory {
 
-struct Lock : ExpiryHook {
-  bool live = false;
-  std::uint32_t slot = 0;  // index in NamespaceState::slab
-  std::string id;
-  std::string token;
-  std::string owner;
-  int op = 0;
-  std::uint64_t fence = 0;
-  std::uint32_t holds = 1;
-  Millis ttl{0};
-  std::vector<Entry> entries;  // in role order; never resized while linked
-};
-
-// A waiting fair request: its place in line and its indexed targets.
-struct Waiter {
-  std::uint64_t seq = 0;  // arrival order; smaller is older
-  std::string owner;
-  int op = 0;
-  Clock::time_point deadline;
-  std::vector<Entry> entries;  // never resized while linked
-};
-
 namespace {
 
 struct NamespaceState {
   PathIndex index;
-  std::vector<std::unique_ptr<Lock>> slab;  // live and free locks
-  std::vector<std::uint32_t> free_slots;
-  std::size_t live = 0;
+  LockTable locks;
   ExpiryWheel expiry;
   std::list<Waiter> waiters;  // oldest first
 
   explicit NamespaceState(Clock::time_point now) : expiry(now) {}
-  bool idle() const { return live == 0 && waiters.empty(); }
+  bool idle() const { return locks.live() == 0 && waiters.empty(); }
 };
 
 struct Namespace final : Tenant {
@@ -129,20 +107,6 @@ Millis remaining(Clock::time_point at, Clock::time_point now) {
 Relation relation_of(std::string_view held, std::string_view requested) {
   if (held == requested) return Relation::same;
   return path_within(requested, held) ? Relation::held_ancestor : Relation::held_descendant;
-}
-
-// A lock token: 16 bytes of the kernel's CSPRNG (core::random_hex), drawn
-// 1 KiB at a time per thread, so one getrandom() call serves 64 tokens.
-void fresh_token(std::string& token) {
-  constexpr std::size_t kHex = 32;
-  thread_local std::string pool;
-  thread_local std::size_t used = 0;
-  if (used + kHex > pool.size()) {
-    pool = core::random_hex(512);
-    used = 0;
-  }
-  token.assign(pool, used, kHex);
-  used += kHex;
 }
 
 std::uint64_t identity_hash(std::string_view reentry_key) {
@@ -238,7 +202,7 @@ class MemoryEngine final : public LockEngine {
       std::lock_guard guard(ns->mutex);
       if (!ns->state) continue;
       ++out.with_state;
-      out.locks += ns->state->live;
+      out.locks += ns->state->locks.live();
     }
     return out;
   }
@@ -307,7 +271,7 @@ class MemoryEngine final : public LockEngine {
     std::lock_guard guard(ns->mutex);
     const Clock::time_point now = clock_->now();
     NamespaceState* st = reap(*ns, now);
-    Lock* lock = st ? find_lock(*st, id) : nullptr;
+    Lock* lock = st ? st->locks.find(id) : nullptr;
     if (!lock || (token && lock->token != *token)) return false;
     f(*ns, *st, *lock, now);
     return true;
@@ -344,32 +308,12 @@ class MemoryEngine final : public LockEngine {
       for (const core::ResolvedTarget& t : req.targets)
         if (find_older_waiter(st, t, me, now, result.conflict)) return false;
 
-    std::uint32_t slot = 0;
-    if (st.free_slots.empty()) {
-      slot = static_cast<std::uint32_t>(st.slab.size());
-      st.slab.push_back(std::make_unique<Lock>());
-    } else {
-      slot = st.free_slots.back();
-      st.free_slots.pop_back();
-    }
-    Lock& lock = *st.slab[slot];
-    const std::uint64_t fence = ns.next_fence++;
-    lock.live = true;
-    lock.slot = slot;
-    char digits[48];
-    char* end = std::to_chars(digits, digits + 20, slot, 16).ptr;
-    *end++ = '-';
-    end = std::to_chars(end, digits + sizeof digits, fence, 16).ptr;
-    lock.id.assign(digits, end);  // unique: the fence never repeats
-    fresh_token(lock.token);
+    Lock& lock = st.locks.take(ns.next_fence++);
     lock.owner = request.owner;
     lock.op = req.op;
-    lock.holds = 1;
-    lock.fence = fence;
     lock.ttl = request.ttl;
     lock.expires_at = now + request.ttl;
     st.expiry.arm(lock);
-    ++st.live;
     lock.entries.resize(req.targets.size());
     for (std::size_t i = 0; i < req.targets.size(); ++i) {
       Entry& e = lock.entries[i];
@@ -442,17 +386,6 @@ class MemoryEngine final : public LockEngine {
     return false;
   }
 
-  // The live lock with this id, or null. Ids are "<slot>-<fence>" in hex.
-  static Lock* find_lock(NamespaceState& st, std::string_view id) {
-    const std::size_t dash = id.find('-');
-    if (dash == std::string_view::npos) return nullptr;
-    std::uint64_t slot = 0;
-    const auto [p, ec] = std::from_chars(id.data(), id.data() + dash, slot, 16);
-    if (ec != std::errc() || p != id.data() + dash || slot >= st.slab.size()) return nullptr;
-    Lock& lock = *st.slab[slot];
-    return lock.live && lock.id == id ? &lock : nullptr;
-  }
-
   static void extend(NamespaceState& st, Lock& lock, Clock::time_point at) {
     if (at != lock.expires_at) st.expiry.rearm(lock, at);
   }
@@ -464,13 +397,7 @@ class MemoryEngine final : public LockEngine {
   static void remove(NamespaceState& st, Lock& lock) {
     for (Entry& e : lock.entries) st.index.unlink(e, kHeld);
     st.expiry.disarm(lock);
-    lock.live = false;
-    lock.id.clear();
-    lock.token.clear();
-    lock.owner.clear();
-    lock.entries.clear();
-    st.free_slots.push_back(lock.slot);
-    --st.live;
+    st.locks.give_back(lock);
   }
 
   // Removes the locks whose lease ended; returns the state (null if none).
