@@ -7,7 +7,9 @@
 // held: pairs per second of one thread, acquire(rename_folder on a fresh
 //   sibling of a held lock) + release, with N single-target locks held in the
 //   namespace (the paths and operations of pathlock-bench: /p/dXX/eXX/fXX/h...,
-//   fanout 16, depth 5). Prints the ratio to the first N given.
+//   fanout 16, depth 5). One engine per N, all filled first, then measured in
+//   alternating 0.2 s windows for S seconds each (a busy machine slows them
+//   alike). Prints the ratio to the first N given.
 // idle: bytes per idle namespace: N namespaces each used once (one lock taken
 //   and released), heap growth measured with mallinfo2() after every one of
 //   them was used, then again after 20 * N further calls on one namespace
@@ -23,6 +25,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -52,31 +55,48 @@ std::string probe_path(int depth, std::size_t held, std::size_t k) {
   return fmt::format("{}/q000-{:03}", parent, k % 1000);
 }
 
-double pairs_per_second(std::size_t held, int depth, double seconds) {
-  auto engine = make_memory_engine();
+// One engine holding `held` locks and the ring of requests its pairs use.
+struct Subject {
+  std::size_t held = 0;
+  std::unique_ptr<LockEngine> engine;
+  std::vector<LockRequest> ring;
+  std::size_t pairs = 0;
+  double seconds = 0;
+};
+
+std::unique_ptr<Subject> make_subject(std::size_t held, int depth) {
+  auto s = std::make_unique<Subject>();
+  s->held = held;
+  s->engine = make_memory_engine();
   const std::string ns = "bench";
   for (std::size_t i = 0; i < held; ++i) {
     LockRequest req{ns, "filler", kHeldOps[i % 4], {{"target", held_path(depth, i)}}, Millis{6LL * 3600 * 1000}};
-    if (!engine->acquire(req).granted) std::abort();
+    if (!s->engine->acquire(req).granted) std::abort();
   }
-  std::vector<LockRequest> ring;
   for (std::size_t k = 0; k < 1000; ++k)
-    ring.push_back(LockRequest{ns, "client", "rename_folder", {{"target", probe_path(depth, held, k)}}, Millis{30000}});
-  auto run = [&](double secs) {
-    std::size_t pairs = 0;
-    const auto start = Steady::now();
-    const auto end = start + std::chrono::duration<double>(secs);
-    while (true) {
-      for (int b = 0; b < 256; ++b, ++pairs) {
-        const AcquireResult r = engine->acquire(ring[pairs % ring.size()]);
-        if (!r.granted || !engine->release(ns, r.grant.id, r.grant.token)) std::abort();
-      }
-      const auto now = Steady::now();
-      if (now >= end) return static_cast<double>(pairs) / std::chrono::duration<double>(now - start).count();
+    s->ring.push_back(LockRequest{ns, "client", "rename_folder", {{"target", probe_path(depth, held, k)}}, Millis{30000}});
+  return s;
+}
+
+// Pairs on `s` for `secs` seconds; counted only when `count`.
+void run_window(Subject& s, double secs, bool count) {
+  std::size_t pairs = 0;
+  const auto start = Steady::now();
+  const auto end = start + std::chrono::duration<double>(secs);
+  while (true) {
+    for (int b = 0; b < 256; ++b, ++pairs) {
+      const AcquireResult r = s.engine->acquire(s.ring[(s.pairs + pairs) % s.ring.size()]);
+      if (!r.granted || !s.engine->release("bench", r.grant.id, r.grant.token)) std::abort();
     }
-  };
-  run(seconds / 4);  // warm-up
-  return run(seconds);
+    const auto now = Steady::now();
+    if (now >= end) {
+      if (count) {
+        s.pairs += pairs;
+        s.seconds += std::chrono::duration<double>(now - start).count();
+      }
+      return;
+    }
+  }
 }
 
 std::size_t heap_bytes() { return mallinfo2().uordblks; }
@@ -136,11 +156,20 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  // Every subject is filled first, then measured in alternating windows of
+  // 0.2 s, so a change of the machine's load falls on all of them alike.
+  std::vector<std::unique_ptr<Subject>> subjects;
+  for (std::size_t h : held) subjects.push_back(make_subject(h, depth));
+  for (auto& s : subjects) run_window(*s, 0.2, false);  // warm-up
+  const int rounds = std::max(1, static_cast<int>(seconds / 0.2));
+  for (int round = 0; round < rounds; ++round)
+    for (auto& s : subjects) run_window(*s, 0.2, true);
   double first = 0;
-  for (std::size_t h : held) {
-    const double rate = pairs_per_second(h, depth, seconds);
+  for (auto& s : subjects) {
+    const double rate = static_cast<double>(s->pairs) / s->seconds;
     if (first == 0) first = rate;
-    fmt::print("held {:>8} depth {}: {:>9.0f} pairs/s ({:.2f}x of held {})\n", h, depth, rate, rate / first, held[0]);
+    fmt::print("held {:>8} depth {}: {:>9.0f} pairs/s ({:.2f}x of held {}; {:.1f} s measured in {} windows)\n", s->held,
+               depth, rate, rate / first, held[0], s->seconds, rounds);
   }
   if (idle) idle_bytes(idle);
   if (wide) wide_refusal(wide);
