@@ -331,14 +331,14 @@ class MemoryEngine final : public LockEngine {
   // The live lock with the identity of `req` at the node of its first target.
   static Lock* find_reentry(const Node& leaf, const core::ResolvedRequest& req, const std::string& owner,
                             std::uint64_t key) {
-    for (const Entry* e = PathIndex::entries_at(leaf, req.targets[0].code, kHeld); e; e = e->next) {
-      if (e->key != key || e->lock->owner != owner || e->lock->op != req.op) continue;
-      const std::vector<Entry>& mine = e->lock->entries;
-      bool same = mine.size() == req.targets.size();
-      for (std::size_t i = 0; same && i < mine.size(); ++i) same = mine[i].path == req.targets[i].path;
-      if (same) return e->lock;
-    }
-    return nullptr;
+    const Entry* e = PathIndex::find_keyed(leaf, req.targets[0].code, key, [&](const Entry& x) {
+      const Lock& lock = *x.lock;
+      if (lock.owner != owner || lock.op != req.op || lock.entries.size() != req.targets.size()) return false;
+      for (std::size_t i = 0; i < lock.entries.size(); ++i)
+        if (lock.entries[i].path != req.targets[i].path) return false;
+      return true;
+    });
+    return e ? e->lock : nullptr;
   }
 
   Waiter* enqueue(Namespace& ns, NamespaceState& st, const core::ResolvedRequest& req, const std::string& owner,

@@ -2,7 +2,7 @@
 // the public API only (so the same source measures any version).
 //
 //   pathlock-memory-bench [--held N ...] [--seconds S] [--depth D]
-//                         [--idle N] [--wide N]
+//                         [--idle N] [--wide N] [--hot N]
 //
 // held: pairs per second of one thread, acquire(rename_folder on a fresh
 //   sibling of a held lock) + release, with N single-target locks held in the
@@ -16,6 +16,8 @@
 //   (the backend trims idle namespaces with a bounded sweep).
 // wide: microseconds per refusal whose witness lies below a folder with N
 //   children (delete_folder /w refused by uploads /w/cNNNNN/x).
+// hot: microseconds per pair (upload /hot by a new owner + release) while N
+//   other owners hold an upload of /hot (reentry lookup among them).
 // No assertions: numbers for docs/design.md.
 #include <pathlock/memory.hpp>
 
@@ -117,6 +119,20 @@ void idle_bytes(std::size_t count) {
              static_cast<double>(swept - before) / static_cast<double>(count), 20 * count);
 }
 
+void hot_folder(std::size_t owners) {
+  auto engine = make_memory_engine();
+  for (std::size_t i = 0; i < owners; ++i)
+    if (!engine->acquire(LockRequest{"h", fmt::format("o{}", i), "upload", {{"target", "/hot"}}}).granted) std::abort();
+  const int rounds = 20000;
+  const auto start = Steady::now();
+  for (int i = 0; i < rounds; ++i) {
+    const AcquireResult r = engine->acquire(LockRequest{"h", "newcomer", "upload", {{"target", "/hot"}}});
+    if (!r.granted || !engine->release("h", r.grant.id, r.grant.token)) std::abort();
+  }
+  const double us = std::chrono::duration<double, std::micro>(Steady::now() - start).count() / rounds;
+  fmt::print("pair in a folder where {} other owners hold an upload: {:.2f} us\n", owners, us);
+}
+
 void wide_refusal(std::size_t children) {
   auto engine = make_memory_engine();
   for (std::size_t i = 0; i < children; ++i)
@@ -136,7 +152,7 @@ int main(int argc, char** argv) {
   std::vector<std::size_t> held;
   double seconds = 2.0;
   int depth = 5;
-  std::size_t idle = 0, wide = 0;
+  std::size_t idle = 0, wide = 0, hot = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> const char* {
@@ -151,8 +167,9 @@ int main(int argc, char** argv) {
     else if (a == "--depth") depth = std::atoi(value());
     else if (a == "--idle") idle = std::strtoull(value(), nullptr, 10);
     else if (a == "--wide") wide = std::strtoull(value(), nullptr, 10);
+    else if (a == "--hot") hot = std::strtoull(value(), nullptr, 10);
     else {
-      fmt::print(stderr, "usage: pathlock-memory-bench [--held N]... [--seconds S] [--depth D] [--idle N] [--wide N]\n");
+      fmt::print(stderr, "usage: pathlock-memory-bench [--held N]... [--seconds S] [--depth D] [--idle N] [--wide N] [--hot N]\n");
       return 1;
     }
   }
@@ -173,5 +190,6 @@ int main(int argc, char** argv) {
   }
   if (idle) idle_bytes(idle);
   if (wide) wide_refusal(wide);
+  if (hot) hot_folder(hot);
   return 0;
 }
