@@ -1,10 +1,14 @@
 // The embedded backend beyond the conformance suite: what only an
 // in-process engine can show (time injected through MemoryOptions::clock,
 // engines that never share state).
+#include "memory/memory_engine.hpp"
+#include "memory/namespace_registry.hpp"
+
 #include <pathlock/clock.hpp>
 #include <pathlock/memory.hpp>
 
 #include <catch2/catch.hpp>
+#include <malloc.h>
 
 using namespace pathlock;
 using namespace std::chrono_literals;
@@ -51,4 +55,78 @@ TEST_CASE("a lease far beyond one lap of the expiry wheel ends on time", "[memor
   }
   clock->advance(1h);
   CHECK(engine->list("ns").empty());
+}
+
+TEST_CASE("an idle namespace costs at most 2 KiB after a bounded number of calls", "[memory][idle]") {
+  // 20,000 namespaces used once each: one lock taken and released. The
+  // registry's sweep trims a namespace with no lock and no waiter within
+  // (namespaces x kCallsPerSweep) calls; heap growth is measured with
+  // mallinfo2() over the whole process (this thread is the only one working).
+  constexpr std::size_t kCount = 20000;
+  auto engine = make_memory_engine();
+  const std::size_t before = mallinfo2().uordblks;
+  std::uint64_t last_fence = 0;
+  for (std::size_t i = 0; i < kCount; ++i) {
+    const std::string ns = "idle-" + std::to_string(i);
+    const auto r = engine->acquire(LockRequest{ns, "o", "upload", {{"target", "/p/A/B/C/file"}}});
+    REQUIRE(r.granted);
+    REQUIRE(engine->release(ns, r.grant.id, r.grant.token));
+    if (i == 0) last_fence = r.grant.fence;
+  }
+  for (std::size_t i = 0; i < kCount * memory::NamespaceRegistry::kCallsPerSweep; ++i)
+    engine->release("idle-0", "0-0", "no-such-token");
+  const auto stats = memory::memory_engine_stats(*engine);
+  CHECK(stats.namespaces == kCount);
+  CHECK(stats.with_state == 0);
+  CHECK(stats.locks == 0);
+  const std::size_t after = mallinfo2().uordblks;
+  const double per_namespace = static_cast<double>(after - before) / kCount;
+  INFO("bytes per idle namespace: " << per_namespace);
+  CHECK(per_namespace <= 2048);
+
+  // A trimmed namespace comes back with fences above every earlier one.
+  const auto again = engine->acquire(LockRequest{"idle-0", "o", "upload", {{"target", "/p/A/B/C/file"}}});
+  REQUIRE(again.granted);
+  CHECK(again.grant.fence > last_fence);
+  CHECK(engine->list("idle-0").size() == 1);
+}
+
+TEST_CASE("fences only grow in a namespace whose state was trimmed and rebuilt", "[memory][idle]") {
+  auto engine = make_memory_engine();
+  std::uint64_t last = 0;
+  for (int round = 0; round < 50; ++round) {
+    const auto r = engine->acquire(LockRequest{"fences", "o", "create", {{"target", "/x"}}});
+    REQUIRE(r.granted);
+    CHECK(r.grant.fence > last);
+    last = r.grant.fence;
+    REQUIRE(engine->release("fences", r.grant.id, r.grant.token));
+    // Enough other namespaces and calls that the sweep trims "fences".
+    engine->acquire(LockRequest{"other-" + std::to_string(round), "o", "create", {{"target", "/x"}}});
+    for (std::uint32_t k = 0; k < 64 * memory::NamespaceRegistry::kCallsPerSweep; ++k) engine->list("fences");
+    REQUIRE(memory::memory_engine_stats(*engine).with_state == static_cast<std::size_t>(round) + 1);
+  }
+}
+
+TEST_CASE("reentry is found among many locks of one code at one path", "[memory][reentry]") {
+  auto engine = make_memory_engine();
+  std::vector<Grant> grants;
+  for (int i = 0; i < 300; ++i) {
+    const auto r = engine->acquire(LockRequest{"re", "owner-" + std::to_string(i), "upload", {{"target", "/shared"}}});
+    REQUIRE(r.granted);
+    grants.push_back(r.grant);
+  }
+  for (int i = 0; i < 300; i += 37) {
+    const auto again = engine->acquire(LockRequest{"re", "owner-" + std::to_string(i), "upload", {{"target", "/shared/"}}});
+    REQUIRE(again.granted);
+    CHECK(again.grant.id == grants[static_cast<std::size_t>(i)].id);
+    CHECK(again.grant.holds == 2);
+  }
+  // Same owner and path, another second target: another lock.
+  const auto a = engine->acquire(LockRequest{"re", "m", "move_file", {{"src", "/s/a"}, {"dst", "/d1"}}});
+  const auto b = engine->acquire(LockRequest{"re", "m", "move_file", {{"src", "/s/a"}, {"dst", "/d2"}}});
+  REQUIRE(a.granted);
+  if (b.granted) CHECK(b.grant.id != a.grant.id);
+  const auto c = engine->acquire(LockRequest{"re", "m", "move_file", {{"src", "/s/a"}, {"dst", "/d1"}}});
+  REQUIRE(c.granted);
+  CHECK(c.grant.id == a.grant.id);
 }

@@ -1,0 +1,225 @@
+// The path index of the embedded backend; the design is in path_index.hpp.
+#include "memory/path_index.hpp"
+
+#include <cstdlib>
+#include <functional>
+
+namespace pathlock::memory {
+namespace {
+
+// Sets `part` to the component of canonical `path` starting at `pos` and
+// moves `pos` past it; false when no component is left (PathCursor's rule).
+bool next_component(std::string_view path, std::size_t& pos, std::string_view& part) {
+  if (pos >= path.size()) return false;
+  std::size_t end = path.find('/', pos);
+  if (end == std::string_view::npos) end = path.size();
+  part = path.substr(pos, end - pos);
+  pos = end + 1;
+  return true;
+}
+
+Slot& slot_for(Node& node, int code) {
+  for (Slot& s : node.slots)
+    if (s.code == code) return s;
+  Slot& s = node.slots.emplace_back();
+  s.code = code;
+  return s;
+}
+
+void count_below(Node& node, int code, Kind kind) {
+  Slot& s = slot_for(node, code);
+  if (s.below[kind]++ == 0) node.below_mask[kind] |= CodeMask{1} << code;
+}
+
+}  // namespace
+
+std::uint64_t name_hash(std::string_view name) { return std::hash<std::string_view>{}(name); }
+
+bool NameLess::operator()(const Node* a, const Node* b) const { return a->name < b->name; }
+
+Node::~Node() {
+  children.for_each([](Node& c) { delete &c; });
+}
+
+Node* Node::child(std::string_view n) const {
+  return children.find(name_hash(n), [&](const Node& c) { return c.name == n; });
+}
+
+const Slot* Node::find_slot(int code) const {
+  for (const Slot& s : slots)
+    if (s.code == code) return &s;
+  return nullptr;
+}
+
+bool Node::unused() const {
+  return (here_mask[kHeld] | below_mask[kHeld] | here_mask[kWaiting] | below_mask[kWaiting]) == 0 && children.empty();
+}
+
+const Entry* PathIndex::entries_at(const Node& node, int code, Kind kind) {
+  const Slot* s = node.find_slot(code);
+  return s ? s->first[kind] : nullptr;
+}
+
+const Entry* PathIndex::first_with(const Node& node, CodeMask mask, Kind kind) {
+  // Lowest code first; the list is newest first (the highest fence).
+  const Slot* s = node.find_slot(__builtin_ctzll(mask));
+  if (!s) std::abort();  // a mask bit without its slot breaks I1
+  return s->first[kind];
+}
+
+const Entry* PathIndex::find_below(const Node& node, CodeMask mask, Kind kind) {
+  const Node* at = &node;
+  while (true) {
+    const Node* best = nullptr;  // smallest name whose subtree holds a code of mask
+    if (at->ordered) {
+      for (const Node* c : *at->ordered)
+        if ((c->here_mask[kind] | c->below_mask[kind]) & mask) {
+          best = c;
+          break;
+        }
+    } else {
+      at->children.for_each([&](const Node& c) {
+        if (((c.here_mask[kind] | c.below_mask[kind]) & mask) && (!best || c.name < best->name)) best = &c;
+      });
+    }
+    if (!best) return nullptr;  // unreachable while I1 holds
+    if (const CodeMask here = best->here_mask[kind] & mask) return first_with(*best, here, kind);
+    at = best;
+  }
+}
+
+const Entry* PathIndex::find_refusal(std::string_view path, const Blockers& b, Kind kind, Relation& rel,
+                                     PathProbe* probe) const {
+  const Node* node = &root_;
+  std::size_t pos = 1;
+  std::string_view part;
+  while (true) {
+    const std::size_t before = pos;
+    if (!next_component(path, pos, part)) break;
+    if (const CodeMask m = node->here_mask[kind] & b.ancestor) {
+      rel = Relation::held_ancestor;
+      return first_with(*node, m, kind);
+    }
+    // A grant will count this node's slots next: start loading them now
+    // (in a big tree, the slots of a folder are a cache miss of their own).
+    __builtin_prefetch(node->slots.data());
+    const Node* next = node->child(part);
+    if (!next) {
+      if (probe) *probe = PathProbe{const_cast<Node*>(node), before, false};
+      return nullptr;
+    }
+    node = next;
+  }
+  if (const CodeMask m = node->here_mask[kind] & b.same) {
+    rel = Relation::same;
+    return first_with(*node, m, kind);
+  }
+  if (const CodeMask m = node->below_mask[kind] & b.descendant) {
+    rel = Relation::held_descendant;
+    return find_below(*node, m, kind);
+  }
+  if (probe) *probe = PathProbe{const_cast<Node*>(node), path.size(), true};
+  return nullptr;
+}
+
+PathProbe PathIndex::locate(std::string_view path) const {
+  const Node* node = &root_;
+  std::size_t pos = 1;
+  std::string_view part;
+  while (true) {
+    const std::size_t before = pos;
+    if (!next_component(path, pos, part)) return PathProbe{const_cast<Node*>(node), path.size(), true};
+    const Node* next = node->child(part);
+    if (!next) return PathProbe{const_cast<Node*>(node), before, false};
+    node = next;
+  }
+}
+
+const Node* PathIndex::find(std::string_view path) const {
+  const PathProbe p = locate(path);
+  return p.complete ? p.deepest : nullptr;
+}
+
+Node* PathIndex::child_for(Node* node, std::string_view part) {
+  const std::uint64_t h = name_hash(part);
+  if (Node* c = node->children.find(h, [&](const Node& x) { return x.name == part; })) return c;
+  Node* c = nullptr;
+  if (!spares_.empty()) {
+    c = spares_.back().release();
+    spares_.pop_back();
+  } else {
+    c = new Node();
+  }
+  c->parent = node;
+  c->name.assign(part);
+  c->hash = h;
+  node->children.insert(h, c);
+  if (node->ordered) {
+    node->ordered->insert(c);
+  } else if (node->children.size() >= kOrderedAt) {
+    node->ordered = std::make_unique<std::set<Node*, NameLess>>();
+    node->children.for_each([&](Node& x) { node->ordered->insert(&x); });
+  }
+  return c;
+}
+
+void PathIndex::link(Entry& e, Kind kind, const PathProbe* probe) {
+  Node* node = probe ? probe->deepest : &root_;
+  std::size_t pos = probe ? probe->offset : 1;
+  for (Node* up = node->parent; up; up = up->parent) count_below(*up, e.code, kind);
+  std::string_view part;
+  while (next_component(e.path, pos, part)) {
+    count_below(*node, e.code, kind);
+    node = child_for(node, part);
+  }
+  Slot& s = slot_for(*node, e.code);
+  if (s.here[kind]++ == 0) node->here_mask[kind] |= CodeMask{1} << e.code;
+  e.node = node;
+  e.prev = nullptr;
+  e.next = s.first[kind];
+  if (s.first[kind]) s.first[kind]->prev = &e;
+  s.first[kind] = &e;
+  if (kind != kHeld) return;
+  if (s.by_key) {
+    if (e.key) s.by_key->insert(e.key, &e);
+  } else if (s.here[kHeld] >= kKeyedAt) {
+    s.by_key = std::make_unique<FlatTable<Entry>>();
+    for (Entry* x = s.first[kHeld]; x; x = x->next)
+      if (x->key) s.by_key->insert(x->key, x);
+  }
+}
+
+void PathIndex::unlink(Entry& e, Kind kind) {
+  const CodeMask bit = CodeMask{1} << e.code;
+  Node* node = e.node;
+  Slot& s = slot_for(*node, e.code);
+  if (e.prev) e.prev->next = e.next;
+  else s.first[kind] = e.next;
+  if (e.next) e.next->prev = e.prev;
+  e.prev = e.next = nullptr;
+  e.node = nullptr;
+  if (kind == kHeld && s.by_key) {
+    if (e.key) s.by_key->erase(e.key, &e);
+    if (s.here[kHeld] - 1 < kKeyedAt / 2) s.by_key.reset();
+  }
+  if (--s.here[kind] == 0) node->here_mask[kind] &= ~bit;
+  for (Node* up = node->parent; up; up = up->parent) {
+    Slot& us = slot_for(*up, e.code);
+    if (--us.below[kind] == 0) up->below_mask[kind] &= ~bit;
+  }
+  while (node != &root_ && node->unused()) {
+    Node* parent = node->parent;
+    parent->children.erase(node->hash, node);
+    if (parent->ordered) {
+      parent->ordered->erase(node);
+      if (parent->children.size() < kOrderedAt / 2) parent->ordered.reset();
+    }
+    node->parent = nullptr;
+    node->slots.clear();
+    if (spares_.size() < kMaxSpareNodes) spares_.emplace_back(node);
+    else delete node;
+    node = parent;
+  }
+}
+
+}  // namespace pathlock::memory

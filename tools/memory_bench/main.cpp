@@ -1,0 +1,195 @@
+// pathlock-memory-bench: the embedded backend alone, in one process, through
+// the public API only (so the same source measures any version).
+//
+//   pathlock-memory-bench [--held N ...] [--seconds S] [--depth D]
+//                         [--idle N] [--wide N] [--hot N]
+//
+// held: pairs per second of one thread, acquire(rename_folder on a fresh
+//   sibling of a held lock) + release, with N single-target locks held in the
+//   namespace (the paths and operations of pathlock-bench: /p/dXX/eXX/fXX/h...,
+//   fanout 16, depth 5). One engine per N, all filled first, then measured in
+//   alternating 0.2 s windows for S seconds each (a busy machine slows them
+//   alike). Prints the ratio to the first N given.
+// idle: bytes per idle namespace: N namespaces each used once (one lock taken
+//   and released), heap growth measured with mallinfo2() after every one of
+//   them was used, then again after 20 * N further calls on one namespace
+//   (the backend trims idle namespaces with a bounded sweep).
+// wide: microseconds per refusal whose witness lies below a folder with N
+//   children (delete_folder /w refused by uploads /w/cNNNNN/x).
+// hot: microseconds per pair (upload /hot by a new owner + release) while N
+//   other owners hold an upload of /hot (reentry lookup among them).
+// No assertions: numbers for docs/design.md.
+#include <pathlock/memory.hpp>
+
+#include <fmt/format.h>
+#include <malloc.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+using namespace pathlock;
+using Steady = std::chrono::steady_clock;
+
+namespace {
+
+constexpr std::size_t kFanout = 16;
+constexpr const char* kHeldOps[] = {"upload", "create", "rename_file", "delete_file"};
+
+std::string held_path(int depth, std::size_t i) {
+  std::string p = "/p";
+  std::size_t x = i;
+  for (int level = 0; level < depth - 2; ++level) {
+    p += fmt::format("/{}{:02}", static_cast<char>('d' + level), x % kFanout);
+    x /= kFanout;
+  }
+  return p + fmt::format("/h{:07}", i);
+}
+
+std::string probe_path(int depth, std::size_t held, std::size_t k) {
+  const std::size_t span = std::max<std::size_t>(held, 4096);
+  const std::size_t j = (k * 7919) % span;
+  std::string parent = held_path(depth, j);
+  parent.resize(parent.rfind('/'));
+  return fmt::format("{}/q000-{:03}", parent, k % 1000);
+}
+
+// One engine holding `held` locks and the ring of requests its pairs use.
+struct Subject {
+  std::size_t held = 0;
+  std::unique_ptr<LockEngine> engine;
+  std::vector<LockRequest> ring;
+  std::size_t pairs = 0;
+  double seconds = 0;
+};
+
+std::unique_ptr<Subject> make_subject(std::size_t held, int depth) {
+  auto s = std::make_unique<Subject>();
+  s->held = held;
+  s->engine = make_memory_engine();
+  const std::string ns = "bench";
+  for (std::size_t i = 0; i < held; ++i) {
+    LockRequest req{ns, "filler", kHeldOps[i % 4], {{"target", held_path(depth, i)}}, Millis{6LL * 3600 * 1000}};
+    if (!s->engine->acquire(req).granted) std::abort();
+  }
+  for (std::size_t k = 0; k < 1000; ++k)
+    s->ring.push_back(LockRequest{ns, "client", "rename_folder", {{"target", probe_path(depth, held, k)}}, Millis{30000}});
+  return s;
+}
+
+// Pairs on `s` for `secs` seconds; counted only when `count`.
+void run_window(Subject& s, double secs, bool count) {
+  std::size_t pairs = 0;
+  const auto start = Steady::now();
+  const auto end = start + std::chrono::duration<double>(secs);
+  while (true) {
+    for (int b = 0; b < 256; ++b, ++pairs) {
+      const AcquireResult r = s.engine->acquire(s.ring[(s.pairs + pairs) % s.ring.size()]);
+      if (!r.granted || !s.engine->release("bench", r.grant.id, r.grant.token)) std::abort();
+    }
+    const auto now = Steady::now();
+    if (now >= end) {
+      if (count) {
+        s.pairs += pairs;
+        s.seconds += std::chrono::duration<double>(now - start).count();
+      }
+      return;
+    }
+  }
+}
+
+std::size_t heap_bytes() { return mallinfo2().uordblks; }
+
+void idle_bytes(std::size_t count) {
+  auto engine = make_memory_engine();
+  const std::size_t before = heap_bytes();
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::string ns = fmt::format("tenant-{}", i);
+    const AcquireResult r = engine->acquire(LockRequest{ns, "o", "upload", {{"target", "/p/A/B/C/f"}}});
+    if (!r.granted || !engine->release(ns, r.grant.id, r.grant.token)) std::abort();
+  }
+  const std::size_t used = heap_bytes();
+  for (std::size_t i = 0; i < 20 * count; ++i) engine->list("tenant-0", "/");
+  const std::size_t swept = heap_bytes();
+  fmt::print("idle namespaces {}: {:.0f} bytes each right after use, {:.0f} bytes each after {} more calls\n", count,
+             static_cast<double>(used - before) / static_cast<double>(count),
+             static_cast<double>(swept - before) / static_cast<double>(count), 20 * count);
+}
+
+void hot_folder(std::size_t owners) {
+  auto engine = make_memory_engine();
+  for (std::size_t i = 0; i < owners; ++i)
+    if (!engine->acquire(LockRequest{"h", fmt::format("o{}", i), "upload", {{"target", "/hot"}}}).granted) std::abort();
+  const int rounds = 20000;
+  const auto start = Steady::now();
+  for (int i = 0; i < rounds; ++i) {
+    const AcquireResult r = engine->acquire(LockRequest{"h", "newcomer", "upload", {{"target", "/hot"}}});
+    if (!r.granted || !engine->release("h", r.grant.id, r.grant.token)) std::abort();
+  }
+  const double us = std::chrono::duration<double, std::micro>(Steady::now() - start).count() / rounds;
+  fmt::print("pair in a folder where {} other owners hold an upload: {:.2f} us\n", owners, us);
+}
+
+void wide_refusal(std::size_t children) {
+  auto engine = make_memory_engine();
+  for (std::size_t i = 0; i < children; ++i)
+    if (!engine->acquire(LockRequest{"w", "o", "upload", {{"target", fmt::format("/w/c{:06}/x", i)}}}).granted)
+      std::abort();
+  const int rounds = 200;
+  const auto start = Steady::now();
+  for (int i = 0; i < rounds; ++i)
+    if (engine->acquire(LockRequest{"w", "d", "delete_folder", {{"target", "/w"}}}).granted) std::abort();
+  const double us = std::chrono::duration<double, std::micro>(Steady::now() - start).count() / rounds;
+  fmt::print("refusal below a folder of {} children: {:.1f} us per call\n", children, us);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::size_t> held;
+  double seconds = 2.0;
+  int depth = 5;
+  std::size_t idle = 0, wide = 0, hot = 0;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> const char* {
+      if (i + 1 >= argc) {
+        fmt::print(stderr, "{} needs a value\n", a);
+        std::exit(1);
+      }
+      return argv[++i];
+    };
+    if (a == "--held") held.push_back(std::strtoull(value(), nullptr, 10));
+    else if (a == "--seconds") seconds = std::strtod(value(), nullptr);
+    else if (a == "--depth") depth = std::atoi(value());
+    else if (a == "--idle") idle = std::strtoull(value(), nullptr, 10);
+    else if (a == "--wide") wide = std::strtoull(value(), nullptr, 10);
+    else if (a == "--hot") hot = std::strtoull(value(), nullptr, 10);
+    else {
+      fmt::print(stderr, "usage: pathlock-memory-bench [--held N]... [--seconds S] [--depth D] [--idle N] [--wide N] [--hot N]\n");
+      return 1;
+    }
+  }
+  // Every subject is filled first, then measured in alternating windows of
+  // 0.2 s, so a change of the machine's load falls on all of them alike.
+  std::vector<std::unique_ptr<Subject>> subjects;
+  for (std::size_t h : held) subjects.push_back(make_subject(h, depth));
+  for (auto& s : subjects) run_window(*s, 0.2, false);  // warm-up
+  const int rounds = std::max(1, static_cast<int>(seconds / 0.2));
+  for (int round = 0; round < rounds; ++round)
+    for (auto& s : subjects) run_window(*s, 0.2, true);
+  double first = 0;
+  for (auto& s : subjects) {
+    const double rate = static_cast<double>(s->pairs) / s->seconds;
+    if (first == 0) first = rate;
+    fmt::print("held {:>8} depth {}: {:>9.0f} pairs/s ({:.2f}x of held {}; {:.1f} s measured in {} windows)\n", s->held,
+               depth, rate, rate / first, held[0], s->seconds, rounds);
+  }
+  if (idle) idle_bytes(idle);
+  if (wide) wide_refusal(wide);
+  if (hot) hot_folder(hot);
+  return 0;
+}
