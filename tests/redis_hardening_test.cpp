@@ -253,6 +253,32 @@ TEST_CASE("a user lacking any one command never leaves a half-written namespace"
   }
 }
 
+TEST_CASE("a service user without FUNCTION rights works once an administrator loaded the library",
+          "[redis][hardening][acl]") {
+  // docs/operations.md#trust-model: ordinary service users get FCALL of the
+  // lock functions and nothing of FUNCTION (LOAD, FLUSH, DELETE are writes).
+  RedisServer server;
+  const std::string hostport = server.url().substr(std::string("redis://").size());
+  RedisConnection admin(server.url());
+  REQUIRE_FALSE(
+      admin.command({"ACL", "SETUSER", "svc", "on", ">pw", "~*", "&*", "+@all", "-function"}).is_error());
+  const std::string url = "redis://svc:pw@" + hostport;
+  const std::string ns = test::unique_namespace("svc");
+
+  // Library missing and the user may not load it: a clear error, nothing held.
+  auto early = redis_engine(url);
+  CHECK_THROWS_WITH(early->acquire(request(ns, "a", "upload", {{"target", "/p/f"}})),
+                    Catch::Contains("may not load it") && Catch::Contains("administrator"));
+
+  // An administrator's engine loads it; the service user's engine then works.
+  auto admin_engine = redis_engine(server.url());
+  auto engine = redis_engine(url);
+  const auto got = engine->acquire(request(ns, "a", "upload", {{"target", "/p/f"}}));
+  REQUIRE(got.granted);
+  CHECK_FALSE(admin_engine->acquire(request(ns, "b", "delete_folder", {{"target", "/p"}})).granted);
+  CHECK(engine->release(ns, got.grant.id, got.grant.token));
+}
+
 TEST_CASE("fences never go back, even when Redis lost every key; they are exact up to 2^53", "[redis][hardening]") {
   RedisServer server;
   auto engine = redis_engine(server.url());

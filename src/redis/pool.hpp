@@ -4,9 +4,6 @@
 // gives it back; a connection whose exchange did not finish is closed, never
 // reused. A borrow that finds every connection busy waits up to
 // connect_timeout + 2 x command_timeout, then throws BackendError.
-//
-// The pool also remembers which Functions libraries its node has been sent
-// (loaded_generation), so the client loads them lazily, once per node.
 #pragma once
 
 #include "redis/connection.hpp"
@@ -50,9 +47,6 @@ class NodePool {
   // Adds an already opened connection to the idle ones (the client's first).
   void adopt(std::unique_ptr<Connection> c);
   const Endpoint& node() const { return node_; }
-
-  // Generation of the client's library set last loaded on this node (0: none).
-  std::atomic<std::uint64_t> loaded_generation{0};
 
  private:
   void give_back(std::unique_ptr<Connection> c);

@@ -251,34 +251,45 @@ Reply RedisClient::eval(const Script& script, const std::vector<std::string>& ke
   return r;
 }
 
-// Sends the registered libraries to the attempt's node unless it has them
-// (force: it said "Function not found"). A refusal is left in `error`.
-void RedisClient::ensure_libraries(Attempt& x, bool force) {
-  const std::uint64_t generation = library_generation_.load();
-  if (!force && x.pool.loaded_generation.load() == generation) return;
+// Sends the registered libraries to the attempt's node, which said
+// "Function not found" (a restart without persistence, FUNCTION FLUSH, a new
+// master). A refusal (e.g. NOPERM for a user without FUNCTION LOAD) is
+// thrown as the Reply, with a hint, and caught in fcall's body.
+void RedisClient::load_libraries_on(Attempt& x) {
   std::vector<std::pair<std::string, std::string>> libraries;
   {
     std::lock_guard guard(mutex_);
     libraries = libraries_;
   }
   for (const auto& [name, code] : libraries) {
-    const Reply r = x({"FUNCTION", "LOAD", "REPLACE", code});
-    if (r.is_error()) throw r;  // caught in fcall's body: routed() classifies it
+    Reply r = x({"FUNCTION", "LOAD", "REPLACE", code});
+    if (r.is_error()) {
+      if (r.str.rfind("NOPERM", 0) == 0)
+        r.str = fmt::format("the server lacks library {} and this user may not load it ({}); load it once as an "
+                            "administrator (docs/operations.md#trust-model)",
+                            name, r.str);
+      throw r;
+    }
   }
-  x.pool.loaded_generation = generation;
 }
 
 void RedisClient::load_library(const std::string& name, const std::string& code) {
-  // Loaded here first: code the server refuses is never registered.
-  const Reply r = routed(-1, nullptr, [&](Attempt& x) { return x({"FUNCTION", "LOAD", "REPLACE", code}); });
-  if (r.is_error()) fail(fmt::format("FUNCTION LOAD of library {} failed: {}", name, r.str));
+  // Loaded now only where it is missing: a service user without FUNCTION
+  // rights works once an administrator has loaded the library. A user that
+  // may not even list functions finds out at its first call, when a missing
+  // library is loaded (or reported) there. Code the server refuses is never
+  // registered.
+  const Reply listed = routed(-1, nullptr, [&](Attempt& x) { return x({"FUNCTION", "LIST", "LIBRARYNAME", name}); });
+  if (!listed.is_error() && listed.elements.empty()) {
+    const Reply r = routed(-1, nullptr, [&](Attempt& x) { return x({"FUNCTION", "LOAD", "REPLACE", code}); });
+    if (r.is_error()) fail(fmt::format("FUNCTION LOAD of library {} failed: {}", name, r.str));
+  }
   std::lock_guard guard(mutex_);
   const auto it = std::find_if(libraries_.begin(), libraries_.end(), [&](const auto& l) { return l.first == name; });
   if (it != libraries_.end())
     it->second = code;
   else
     libraries_.emplace_back(name, code);
-  ++library_generation_;
 }
 
 Reply RedisClient::fcall(const std::string& function, const std::vector<std::string>& keys,
@@ -293,10 +304,9 @@ Reply RedisClient::fcall(const std::string& function, const std::vector<std::str
   const int slot = keys.empty() ? -1 : key_slot(keys.front());
   Reply r = routed(slot, acked, [&](Attempt& x) {
     try {
-      ensure_libraries(x, false);
       Reply first = x(argv);
       if (!first.is_error() || first.str.find("Function not found") == std::string::npos) return first;
-      ensure_libraries(x, true);
+      load_libraries_on(x);
       return x(argv);
     } catch (const Reply& refused) {
       return refused;

@@ -105,11 +105,14 @@ class RedisClient {
              int* acked = nullptr);
 
   // Registers Functions library `name` (Redis 7, `code` starts with
-  // "#!lua name=<name>") and loads it now on one node (FUNCTION LOAD
-  // REPLACE), so broken code fails here with BackendError. Every other node
-  // gets it before its first fcall, and any node that answers "Function not
-  // found" (a new master after a failover or resharding, a restart, FUNCTION
-  // FLUSH) gets it again, after which the FCALL is sent once more.
+  // "#!lua name=<name>") and, when one node does not list it (FUNCTION
+  // LIST), loads it there now (FUNCTION LOAD REPLACE), so broken code fails
+  // here with BackendError. Any node that answers "Function not found" (one
+  // never loaded, a new master after a failover or resharding, a restart,
+  // FUNCTION FLUSH) gets it then, after which the FCALL is sent once more.
+  // A user without FUNCTION rights therefore works once an administrator has
+  // loaded the library; if it finds the library missing, the call fails
+  // with a BackendError saying so.
   void load_library(const std::string& name, const std::string& code);
   // FCALL function, routed by keys[0]; `acked` as for eval. An error reply
   // throws BackendError.
@@ -142,7 +145,7 @@ class RedisClient {
   // after `seen`. Never throws: what it cannot learn stays as it was.
   void rediscover(Clock::time_point seen);
   void discover_cluster(const Endpoint& seed);
-  void ensure_libraries(Attempt& x, bool force);
+  void load_libraries_on(Attempt& x);
   int wait_replicas(Connection& c);
 
   ClientOptions options_;
@@ -156,7 +159,6 @@ class RedisClient {
   Endpoint master_;   // standalone and sentinel: where commands go
   std::map<std::string, std::unique_ptr<NodePool>> pools_;
   std::vector<std::pair<std::string, std::string>> libraries_;
-  std::atomic<std::uint64_t> library_generation_{0};
 
   std::mutex refresh_mutex_;
   Clock::time_point refreshed_{};
