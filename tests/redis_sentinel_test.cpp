@@ -8,6 +8,7 @@
 #include "redis/redis_client.hpp"
 
 #include <pathlock/engine.hpp>
+#include <pathlock/redis.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -123,4 +124,31 @@ TEST_CASE("SENTINEL FAILOVER: calls reach the new master, locks and waiters carr
   CHECK(deployment.master().command({"EXISTS", prefix_of(ns) + "meta"}).integer == 1);
   redis::RedisClient client(redis::ClientOptions{redis::parse_redis_url(deployment.url())});
   CHECK(client.node_for("x").port == deployment.master().port());
+}
+
+TEST_CASE("replicas = n: a grant returns once n replicas have it; fewer is a BackendError and no lock",
+          "[sentinel][replicas]") {
+  SentinelServers& sentinel = shared_sentinel();  // one primary, one replica
+  const std::string ns = test::unique_namespace("replicated");
+  RedisOptions options;
+  options.url = sentinel.url();
+  options.command_timeout = 600ms;  // WAIT waits up to half of it
+  options.replicas = 1;
+  auto engine = make_redis_engine(options);
+  const auto got = engine->acquire(request(ns, "a", "delete_folder", "/p"));
+  REQUIRE(got.granted);
+  CHECK(engine->release(ns, got.grant.id, got.grant.token));
+
+  options.replicas = 2;  // more than the deployment has
+  auto demanding = make_redis_engine(options);
+  CHECK_THROWS_WITH(demanding->acquire(request(ns, "a", "delete_folder", "/p")),
+                    Catch::Contains("not replicated") && Catch::Contains("1 of 2") && Catch::Contains("was released"));
+  // The grant was given back: nothing refuses a conflicting request.
+  auto plain = redis_engine(sentinel.url());
+  const auto after = plain->acquire(request(ns, "b", "upload", "/p/f"));
+  CHECK(after.granted);
+  CHECK(plain->list(ns).size() == 1);
+
+  options.replicas = -1;
+  CHECK_THROWS_AS(make_redis_engine(options), InvalidRequest);
 }

@@ -17,13 +17,17 @@ namespace pathlock {
 
 struct RedisOptions {
   const MatrixTable* matrix = nullptr;  // nullptr: default_matrix(); must outlive the engine
-  // redis://[user:password@]host:port[/db] (docs/operations.md lists every form).
+  // redis://[user:password@]host:port[,host:port...][/db] (one server or a
+  // Redis Cluster, detected), or redis-sentinel://[user:password@]host:port
+  // [,host:port...][/db]#MASTER (docs/operations.md lists every form).
   std::string url = "redis://127.0.0.1:6379";
   Millis connect_timeout{2000};
   Millis command_timeout{2000};
   std::size_t pool_size = 4;  // connections, opened when needed
-  // Replicas that must acknowledge a grant before acquire returns it (0: do
-  // not wait). See docs/operations.md#failover.
+  // Replicas that must acknowledge a grant before acquire returns it, 0..64
+  // (0: do not wait). When fewer acknowledge within half the command
+  // timeout, the grant is released and acquire throws BackendError ("not
+  // replicated"). See docs/operations.md#failover.
   int replicas = 0;
 };
 

@@ -87,14 +87,16 @@ Relation parse_relation(const RedisClient& client, const std::string& name) {
 }
 
 ClientOptions client_options(const RedisOptions& options) {
+  if (options.replicas < 0 || options.replicas > 64)
+    throw InvalidRequest(fmt::format("replicas must be 0..64, not {}", options.replicas));
   return ClientOptions{parse_redis_url(options.url), options.connect_timeout, options.command_timeout,
-                       options.pool_size};
+                       options.pool_size, options.replicas};
 }
 
 class RedisEngine final : public LockEngine {
  public:
   RedisEngine(const MatrixTable& matrix, const RedisOptions& options)
-      : matrix_(matrix), library_(library_for(matrix)), client_(client_options(options)) {
+      : matrix_(matrix), library_(library_for(matrix)), client_(client_options(options)), replicas_(options.replicas) {
     client_.load_library(library_.name, library_.code);
   }
 
@@ -223,7 +225,8 @@ class RedisEngine final : public LockEngine {
 
   // One acquire call with `args` (see acquire()).
   AcquireResult attempt(std::string_view ns, const std::vector<std::string>& keys, const std::vector<std::string>& args) {
-    const Reply r = run("acquire", ns, args, &keys);
+    int acked = 0;
+    const Reply r = run("acquire", ns, args, &keys, replicas_ > 0 ? &acked : nullptr);
     const std::string& status = r.at(0).text();
     AcquireResult out;
     if (status == "granted") {
@@ -233,6 +236,7 @@ class RedisEngine final : public LockEngine {
       out.grant.fence = static_cast<std::uint64_t>(r.at(3).number());
       out.grant.expires_in = millis(r.at(4));
       out.grant.holds = static_cast<std::uint32_t>(r.at(5).number());
+      if (acked < replicas_) not_replicated(ns, out.grant, acked);
     } else if (status == "refused") {
       Conflict& c = out.conflict;
       c.id = r.at(1).text();
@@ -275,6 +279,21 @@ class RedisEngine final : public LockEngine {
     }
   }
 
+  // A grant that fewer than `replicas_` replicas acknowledged in time: a
+  // failover now could lose it, so it is given back (the hold this call
+  // added) and the call fails. If giving it back fails too, the lock ends
+  // with its lease.
+  [[noreturn]] void not_replicated(std::string_view ns, const Grant& grant, int acked) {
+    bool given_back = false;
+    try {
+      given_back = released("release", run("release", ns, {grant.id, grant.token}));
+    } catch (const std::exception&) {
+    }
+    client_.fail(fmt::format("not replicated: {} of {} replicas acknowledged the grant of lock {} in time; {}", acked,
+                             replicas_, grant.id,
+                             given_back ? "the grant was released" : "it could not be released and ends with its lease"));
+  }
+
   // Takes waiter `id` out of the line after an error. Best effort: when it
   // fails too (the server is gone), the reservation lease ends the place.
   void leave(std::string_view ns, const std::string& id) noexcept {
@@ -288,12 +307,14 @@ class RedisEngine final : public LockEngine {
   // validated). Handles the replies every function may give: "mismatch",
   // "layout" and "invalid". The first call on a namespace probes the
   // user's permissions first.
+  // With `acked`, the client runs WAIT after the call (RedisOptions::replicas)
+  // and stores how many replicas acknowledged it.
   Reply run(std::string_view function, std::string_view ns, const std::vector<std::string>& args,
-            const std::vector<std::string>* keys = nullptr) {
+            const std::vector<std::string>* keys = nullptr, int* acked = nullptr) {
     std::vector<std::string> own;
     if (!keys) keys = &(own = namespace_keys(ns));
     probe(ns, *keys);
-    Reply r = client_.fcall(library_.function_prefix + std::string(function), *keys, args);
+    Reply r = client_.fcall(library_.function_prefix + std::string(function), *keys, args, acked);
     const std::string& status = r.at(0).text();
     if (status == "mismatch") mismatch(ns, r);
     if (status == "layout")
@@ -357,6 +378,7 @@ class RedisEngine final : public LockEngine {
   const MatrixTable& matrix_;
   Library library_;
   RedisClient client_;
+  const int replicas_;  // RedisOptions::replicas
   std::mutex probed_mutex_;
   std::set<std::string> probed_;  // namespaces whose permissions were probed
 };
