@@ -1,8 +1,9 @@
 // Wake-up subscriptions: SSUBSCRIBE on the slot's node, following the slot.
 // See subscription.hpp.
 //
-// Life of the connection: open (AUTH, SELECT, PING, SETNAME), SSUBSCRIBE and
-// SUBSCRIBE with their confirmations read with the command timeout, then
+// Life of the connection: open (AUTH, SELECT, PING, SETNAME), SSUBSCRIBE
+// with its confirmation read with the command timeout (the library
+// publishes with SPUBLISH only), then
 // only poll() + reads of what poll() reported, until the destructor closes
 // it. Nothing else is ever sent on it.
 #include "redis/subscription.hpp"
@@ -64,9 +65,6 @@ void Subscription::open() {
       if (!r.is_error()) {
         if (r.type != Reply::Type::array || r.elements.size() != 3 || r.elements[0].str != "ssubscribe")
           c->fail(fmt::format("unexpected reply to SSUBSCRIBE {}", channel_));
-        c->send({"SUBSCRIBE", channel_});
-        const Reply plain = c->receive("SUBSCRIBE");
-        if (plain.is_error()) return refused(plain.str);
         conn_ = std::move(c);
         return;
       }
@@ -98,7 +96,8 @@ bool Subscription::drain(std::vector<std::string>& payloads) {
     if (r.is_error()) throw Broken{};
     if (r.type != Reply::Type::array || r.elements.empty()) continue;
     const std::string& kind = r.elements[0].str;
-    // ["smessage" | "message", channel, payload]
+    // ["smessage", channel, payload] (or "message" from a classic PUBLISH by
+    // another client on the same name)
     if ((kind == "smessage" || kind == "message") && r.elements.size() == 3) {
       payloads.push_back(r.elements[2].str);
       got = true;

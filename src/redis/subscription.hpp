@@ -5,9 +5,8 @@
 // need) and closed when the wait ends; a connection in subscribe mode is
 // never pooled or reused. It SSUBSCRIBEs (sharded pub/sub, Redis 7) to the
 // channel on the node that serves the channel's slot, in standalone mode
-// too, and also SUBSCRIBEs to it on the same connection because the scripts
-// of this build still PUBLISH (lua/namespace.luainc; drop the SUBSCRIBE once
-// they SPUBLISH). Messages are read with poll() and a timeout, never with a
+// too: the library publishes wake-ups with SPUBLISH, which reaches only the
+// shard that owns the namespace, not every node of a cluster. Messages are read with poll() and a timeout, never with a
 // blocking hiredis read, so a quiet channel is not a socket timeout.
 //
 // Following the slot: when the slot moves away, Redis ends the sharded
