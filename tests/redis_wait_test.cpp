@@ -39,18 +39,10 @@
 
 using namespace pathlock;
 using namespace std::chrono_literals;
-using pathlock::test::RedisServer;
-using pathlock::test::shared_redis_server;
-using test::kOnlyMeta;
-using test::ns_keys;
-using test::prefix_of;
-using test::redis_engine;
+using namespace pathlock::test;  // servers, engines and key helpers of support/
 using SteadyClock = std::chrono::steady_clock;
-using test::ChildGuard;
-using test::spawn;
 
 namespace {
-
 
 Millis since(SteadyClock::time_point t) { return std::chrono::duration_cast<Millis>(SteadyClock::now() - t); }
 
@@ -80,37 +72,6 @@ long long calls(const RedisServer& server, const std::string& command) {
   const std::string key = "cmdstat_" + command + ":calls=";
   const std::size_t at = info.find(key);
   return at == std::string::npos ? 0 : std::stoll(info.substr(at + key.size()));
-}
-
-// Captures what is written to stderr (fd 2) while `body` runs.
-template <class Body>
-std::string capture_stderr(Body&& body) {
-  std::fflush(stderr);
-  char path[] = "/tmp/pathlock-stderr-XXXXXX";
-  const int fd = ::mkstemp(path);
-  const int saved = ::dup(2);
-  ::dup2(fd, 2);
-  auto restore = [&] {
-    std::fflush(stderr);
-    ::dup2(saved, 2);
-    ::close(saved);
-  };
-  try {
-    body();
-  } catch (...) {
-    restore();
-    ::close(fd);
-    ::unlink(path);
-    throw;
-  }
-  restore();
-  std::string out;
-  ::lseek(fd, 0, SEEK_SET);
-  char buf[4096];
-  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
-  ::close(fd);
-  ::unlink(path);
-  return out;
 }
 
 }  // namespace
@@ -370,7 +331,7 @@ TEST_CASE("a user without channel rights still waits (on the timer) and releases
   const auto held = take(*engine, ns, "h", "upload", "/p/A/f");
   REQUIRE(held.granted);
   AcquireResult got;
-  const std::string err = capture_stderr([&] {
+  const std::string err = test::capture_stderr([&] {
     auto waiter =
         std::async(std::launch::async, [&] { return take(*engine, ns, "w", "delete_folder", "/p/A", 3000ms); });
     until_queued(*engine, ns, "w", "create", "/p/A");
