@@ -584,10 +584,8 @@ TEST_CASE("the library's functions can be called directly, as docs/lua-protocol.
   const RedisServer& server = shared_redis_server();
   const MatrixTable& m = default_matrix();
   const std::string ns = test::unique_namespace("lua");
-  test::RedisConnection c(server.url());
-  const auto eval = [&](const char* function, std::vector<std::string> args) {
-    return test::call_function(c, m, function, ns, std::move(args));
-  };
+  FunctionCaller eval(server.url(), m, ns);
+  RedisConnection& c = eval.connection;
   auto r = eval("acquire", {"svc", "move_folder", "30000", "id1", "tok1", "/a", "/b"});
   REQUIRE(r.elements.size() == 6);
   CHECK(r.elements[0].str == "granted");

@@ -349,10 +349,7 @@ TEST_CASE("the line can be driven by calling the library's functions directly", 
   const RedisServer& server = shared_redis_server();
   const MatrixTable& m = default_matrix();
   const std::string ns = test::unique_namespace("lualine");
-  test::RedisConnection c(server.url());
-  const auto eval = [&](const char* function, std::vector<std::string> args) {
-    return test::call_function(c, m, function, ns, std::move(args));
-  };
+  FunctionCaller eval(server.url(), m, ns);
   const auto subscriber = [&] {
     auto s = std::make_unique<test::RedisConnection>(server.url());
     REQUIRE(s->command({"SSUBSCRIBE", prefix_of(ns) + "wake"}).elements.size() == 3);
