@@ -56,8 +56,8 @@ enum class Startup { ready, exited, timed_out };
 
 // Calls `ready()` every `interval` until it returns true (ready), child
 // `pid` exits (exited: the child is reaped) or `timeout` passes (timed_out:
-// the child is still running; the caller stops it). `ready` may throw
-// nothing; it reports "not yet" by returning false.
+// the child is still running; the caller stops it). `ready` says "not
+// yet" by returning false; an exception from it propagates.
 template <class Ready>
 Startup wait_until_ready(pid_t pid, Ready ready, std::chrono::milliseconds interval,
                          std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
