@@ -7,6 +7,7 @@
 #   <libdir>/libpathlock.a
 #   <libdir>/cmake/pathlock/   pathlockConfig*.cmake, pathlockTargets*.cmake,
 #                              PathlockMatrix.cmake, pathlock_matrix_check.cpp
+#                              and its two headers
 #   <libdir>/pkgconfig/pathlock.pc
 #   share/pathlock/lua/        Lua templates (pathlock_compile_matrix reads them)
 #   share/pathlock/redis/      the Redis side generated from the shipped matrix
@@ -51,6 +52,8 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/pathlockConfigVersion.cma
 install(FILES ${PROJECT_BINARY_DIR}/pathlockConfig.cmake ${PROJECT_BINARY_DIR}/pathlockConfigVersion.cmake
               ${PROJECT_SOURCE_DIR}/tools/cmake/PathlockMatrix.cmake
               ${PROJECT_SOURCE_DIR}/tools/cmake/pathlock_matrix_check.cpp
+              ${PROJECT_SOURCE_DIR}/tools/cmake/pathlock_matrix_cases.hpp
+              ${PROJECT_SOURCE_DIR}/tools/cmake/pathlock_child_process.hpp
         DESTINATION ${PATHLOCK_INSTALL_CMAKEDIR})
 
 # Data: Lua templates, the shipped matrix, and its generated Redis side for

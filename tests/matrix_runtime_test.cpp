@@ -11,30 +11,28 @@ using namespace pathlock;
 
 namespace {
 
+// CHECKs that `a` and `b` agree on each of `fields` (pointers to members).
+template <class T, class... Field>
+void check_same_fields(const T& a, const T& b, Field T::*... fields) {
+  const auto same = [&](auto field) { CHECK(a.*field == b.*field); };
+  (same(fields), ...);
+}
+
 // Every field of two tables.
 void check_same_table(const MatrixTable& runtime, const MatrixTable& built) {
-  CHECK(runtime.name == built.name);
-  CHECK(runtime.version == built.version);
-  CHECK(runtime.fingerprint == built.fingerprint);
+  check_same_fields(runtime, built, &MatrixTable::name, &MatrixTable::version, &MatrixTable::fingerprint,
+                    &MatrixTable::blockers);
   REQUIRE(runtime.op_count == built.op_count);
   for (std::size_t o = 0; o < kMaxOps; ++o) {
     INFO("op " << o);
-    const OpInfo &a = runtime.ops[o], &b = built.ops[o];
-    CHECK(a.name == b.name);
-    CHECK(a.label == b.label);
-    CHECK(a.first_code == b.first_code);
-    CHECK(a.role_count == b.role_count);
-    CHECK(a.roles == b.roles);
-    CHECK(a.not_inside_count == b.not_inside_count);
-    CHECK(a.not_inside == b.not_inside);
+    check_same_fields(runtime.ops[o], built.ops[o], &OpInfo::name, &OpInfo::label, &OpInfo::first_code,
+                      &OpInfo::role_count, &OpInfo::roles, &OpInfo::not_inside_count, &OpInfo::not_inside);
   }
   REQUIRE(runtime.code_count == built.code_count);
   for (std::size_t c = 0; c < kMaxCodes; ++c) {
     INFO("code " << c);
-    CHECK(runtime.codes[c].op == built.codes[c].op);
-    CHECK(runtime.codes[c].role == built.codes[c].role);
+    check_same_fields(runtime.codes[c], built.codes[c], &CodeInfo::op, &CodeInfo::role);
   }
-  CHECK(runtime.blockers == built.blockers);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // half moved, a graceful failover with calls continuing, Functions on every
 // master, WAIT, and wake-ups through SSUBSCRIBE that follow their slot.
 // Tests here move slots and fail masters over, so none assumes a layout.
+#include "support/background.hpp"
 #include "support/backends.hpp"
 #include "support/redis_server.hpp"
 
@@ -22,18 +23,9 @@
 
 using namespace pathlock;
 using namespace std::chrono_literals;
-using test::ClusterServers;
-using test::prefix_of;
-using test::redis_engine;
-using test::RedisReply;
-using test::shared_cluster;
+using namespace pathlock::test;  // servers, engines and key helpers of support/
 
 namespace {
-
-LockRequest request(const std::string& ns, const std::string& owner, const std::string& op, const std::string& path,
-                    Millis wait = 0ms) {
-  return LockRequest{ns, owner, op, {{"target", path}}, 30000ms, wait};
-}
 
 std::unique_ptr<redis::RedisClient> client_on(const std::string& url, int replicas = 0, Millis timeout = 5000ms) {
   redis::ClientOptions o{redis::parse_redis_url(url)};
@@ -75,25 +67,6 @@ long long error_count(const test::RedisServer& node, const std::string& error) {
   const std::size_t at = stats.find(field);
   return at == std::string::npos ? 0 : std::stoll(stats.substr(at + field.size()));
 }
-
-// Runs `step` over and over on a thread until destroyed (also when a
-// REQUIRE throws: no thread is left running).
-class Background {
- public:
-  template <class Step>
-  explicit Background(Step step)
-      : thread_([this, step] {
-          while (!stop_) step();
-        }) {}
-  ~Background() {
-    stop_ = true;
-    thread_.join();
-  }
-
- private:
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
 
 long long asking_calls(const test::RedisServer& node) {
   const std::string stats = node.command({"INFO", "commandstats"}).str;
@@ -154,9 +127,9 @@ TEST_CASE("namespaces on every master: acquire, release and list through the eng
   for (const auto& [master, names] : namespaces_on_every_master(cluster, 3)) {
     for (const std::string& ns : names) {
       INFO(ns << " on node " << master);
-      const AcquireResult a = engine->acquire(request(ns, "alice", "delete_folder", "/p/A"));
+      const AcquireResult a = engine->acquire(one_target_request(ns, "alice", "delete_folder", "/p/A"));
       REQUIRE(a.granted);
-      const AcquireResult refused = engine->acquire(request(ns, "bob", "upload", "/p/A/f"));
+      const AcquireResult refused = engine->acquire(one_target_request(ns, "bob", "upload", "/p/A/f"));
       CHECK_FALSE(refused.granted);
       CHECK(engine->list(ns).size() == 1);
       // The namespace's keys are on the master that serves its slot, and only there.
@@ -172,7 +145,7 @@ TEST_CASE("a moved slot answers MOVED and the client follows it", "[cluster][rou
   auto engine = redis_engine(cluster.url());
   const std::string ns = test::unique_namespace("moved");
   const int slot = redis::key_slot(prefix_of(ns));
-  const AcquireResult held = engine->acquire(request(ns, "alice", "upload", "/p/A/f"));
+  const AcquireResult held = engine->acquire(one_target_request(ns, "alice", "upload", "/p/A/f"));
   REQUIRE(held.granted);
   const std::size_t from = cluster.master_of(slot);
   std::size_t to = from;
@@ -183,7 +156,7 @@ TEST_CASE("a moved slot answers MOVED and the client follows it", "[cluster][rou
   REQUIRE(cluster.master_of(slot) == to);
   // The engine's map still names `from`: it gets MOVED, learns, and goes on.
   CHECK(engine->list(ns).size() == 1);
-  CHECK_FALSE(engine->acquire(request(ns, "bob", "delete_folder", "/p")).granted);
+  CHECK_FALSE(engine->acquire(one_target_request(ns, "bob", "delete_folder", "/p")).granted);
   CHECK(engine->release(ns, held.grant.id, held.grant.token));
   CHECK(cluster.node(to).command({"EXISTS", prefix_of(ns) + "meta"}).integer == 1);
   CHECK(error_count(cluster.node(from), "MOVED") > moved_before);
@@ -307,9 +280,10 @@ TEST_CASE("a waiter is woken through SSUBSCRIBE on the slot's master, and follow
 
   // Through the engine: a refused waiter gets the lock once the holder releases.
   auto engine = redis_engine(cluster.url());
-  const AcquireResult held = engine->acquire(request(ns, "h", "delete_folder", "/p/A"));
+  const AcquireResult held = engine->acquire(one_target_request(ns, "h", "delete_folder", "/p/A"));
   REQUIRE(held.granted);
-  auto waiter = std::async(std::launch::async, [&] { return engine->acquire(request(ns, "w", "upload", "/p/A/x", 10000ms)); });
+  auto waiter = std::async(std::launch::async,
+                           [&] { return engine->acquire(one_target_request(ns, "w", "upload", "/p/A/x", 10000ms)); });
   for (int i = 0; i < 500 && shard_subscribers(to) != 1; ++i) std::this_thread::sleep_for(5ms);
   CHECK(shard_subscribers(to) == 1);
   REQUIRE(engine->release(ns, held.grant.id, held.grant.token));
@@ -325,7 +299,7 @@ TEST_CASE("a graceful failover: calls reach the new master and no lock is lost",
   const std::size_t old_master = names.begin()->first;
   std::vector<std::pair<std::string, Grant>> held;
   for (const std::string& ns : names.begin()->second) {
-    const AcquireResult a = engine->acquire(request(ns, "alice", "upload", "/p/A/f"));
+    const AcquireResult a = engine->acquire(one_target_request(ns, "alice", "upload", "/p/A/f"));
     REQUIRE(a.granted);
     held.emplace_back(ns, a.grant);
   }
@@ -352,7 +326,7 @@ TEST_CASE("a graceful failover: calls reach the new master and no lock is lost",
     const std::vector<LockInfo> locks = engine->list(ns);
     REQUIRE(locks.size() == 1);
     CHECK(locks.front().id == grant.id);
-    CHECK_FALSE(engine->acquire(request(ns, "bob", "delete_folder", "/p/A")).granted);
+    CHECK_FALSE(engine->acquire(one_target_request(ns, "bob", "delete_folder", "/p/A")).granted);
     CHECK(engine->release(ns, grant.id, grant.token));
     CHECK(cluster.node(new_master).command({"EXISTS", prefix_of(ns) + "meta"}).integer == 1);
   }
@@ -365,7 +339,7 @@ TEST_CASE("a crashed master: calls wait for the promoted replica within the comm
   const std::size_t victim = names.begin()->first;
   const std::size_t replica = cluster.replica_of(victim);
   const std::string ns = names.begin()->second.front();
-  const AcquireResult held = engine->acquire(request(ns, "alice", "delete_folder", "/p/A"));
+  const AcquireResult held = engine->acquire(one_target_request(ns, "alice", "delete_folder", "/p/A"));
   REQUIRE(held.granted);
   // Only what reached the replica survives the crash (docs/operations.md#failover).
   test::RedisConnection on_replica(cluster.node(replica).url());
@@ -379,14 +353,14 @@ TEST_CASE("a crashed master: calls wait for the promoted replica within the comm
   const std::vector<LockInfo> locks = engine->list(ns);
   REQUIRE(locks.size() == 1);
   CHECK(locks.front().id == held.grant.id);
-  CHECK_FALSE(engine->acquire(request(ns, "bob", "upload", "/p/A/f")).granted);
+  CHECK_FALSE(engine->acquire(one_target_request(ns, "bob", "upload", "/p/A/f")).granted);
   CHECK(engine->release(ns, held.grant.id, held.grant.token));
   const RedisReply role = cluster.node(replica).command({"ROLE"});
   CHECK(role.elements.at(0).str == "master");
   // Namespaces on the other masters never noticed.
   for (const auto& [master, list] : names) {
     if (master == victim) continue;
-    const AcquireResult a = engine->acquire(request(list.front(), "carol", "upload", "/p/x"));
+    const AcquireResult a = engine->acquire(one_target_request(list.front(), "carol", "upload", "/p/x"));
     REQUIRE(a.granted);
     CHECK(engine->release(list.front(), a.grant.id, a.grant.token));
   }

@@ -2,6 +2,7 @@
 // replica, 3 sentinels; support/redis_server.hpp: shared_sentinel()):
 // discovery of the master by name, and a SENTINEL FAILOVER with calls
 // continuing on the new master.
+#include "support/background.hpp"
 #include "support/backends.hpp"
 #include "support/redis_server.hpp"
 
@@ -18,38 +19,7 @@
 
 using namespace pathlock;
 using namespace std::chrono_literals;
-using test::prefix_of;
-using test::redis_engine;
-using test::SentinelServers;
-using test::shared_sentinel;
-
-namespace {
-
-LockRequest request(const std::string& ns, const std::string& owner, const std::string& op, const std::string& path,
-                    Millis wait = 0ms) {
-  return LockRequest{ns, owner, op, {{"target", path}}, 30000ms, wait};
-}
-
-// Runs `step` over and over on a thread until destroyed (also when a
-// REQUIRE throws: no thread is left running).
-class Background {
- public:
-  template <class Step>
-  explicit Background(Step step)
-      : thread_([this, step] {
-          while (!stop_) step();
-        }) {}
-  ~Background() {
-    stop_ = true;
-    thread_.join();
-  }
-
- private:
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
-
-}  // namespace
+using namespace pathlock::test;  // servers, engines and key helpers of support/
 
 TEST_CASE("the sentinels name the master, and an unknown name is a BackendError", "[sentinel]") {
   SentinelServers& deployment = shared_sentinel();
@@ -59,7 +29,7 @@ TEST_CASE("the sentinels name the master, and an unknown name is a BackendError"
 
   const std::string ns = test::unique_namespace("sentinel");
   auto engine = redis_engine(deployment.url());
-  const AcquireResult a = engine->acquire(request(ns, "alice", "upload", "/p/A/f"));
+  const AcquireResult a = engine->acquire(one_target_request(ns, "alice", "upload", "/p/A/f"));
   REQUIRE(a.granted);
   CHECK(deployment.master().command({"EXISTS", prefix_of(ns) + "meta"}).integer == 1);
   CHECK(engine->release(ns, a.grant.id, a.grant.token));
@@ -82,7 +52,7 @@ TEST_CASE("SENTINEL FAILOVER: calls reach the new master, locks and waiters carr
   SentinelServers& deployment = shared_sentinel();
   auto engine = redis_engine(deployment.url(), nullptr, 4, 15000ms);
   const std::string ns = test::unique_namespace("sfail");
-  const AcquireResult held = engine->acquire(request(ns, "alice", "delete_folder", "/p/A"));
+  const AcquireResult held = engine->acquire(one_target_request(ns, "alice", "delete_folder", "/p/A"));
   REQUIRE(held.granted);
   // Wait until the replica has the lock: a failover keeps what was replicated.
   for (int i = 0; i < 500 && deployment.replica().command({"HEXISTS", prefix_of(ns) + "locks", held.grant.id}).integer != 1; ++i)
@@ -94,7 +64,8 @@ TEST_CASE("SENTINEL FAILOVER: calls reach the new master, locks and waiters carr
   // A client that makes no call meanwhile learns the switch from +switch-master.
   redis::RedisClient idle(redis::ClientOptions{redis::parse_redis_url(deployment.url())});
   REQUIRE(idle.node_for("x").port == old_port);
-  auto waiter = std::async(std::launch::async, [&] { return engine->acquire(request(ns, "w", "upload", "/p/A/x", 20000ms)); });
+  auto waiter = std::async(std::launch::async,
+                           [&] { return engine->acquire(one_target_request(ns, "w", "upload", "/p/A/x", 20000ms)); });
   {
     Background load([&] {
       try {
@@ -135,17 +106,17 @@ TEST_CASE("replicas = n: a grant returns once n replicas have it; fewer is a Bac
   options.command_timeout = 600ms;  // WAIT waits up to half of it
   options.replicas = 1;
   auto engine = make_redis_engine(options);
-  const auto got = engine->acquire(request(ns, "a", "delete_folder", "/p"));
+  const auto got = engine->acquire(one_target_request(ns, "a", "delete_folder", "/p"));
   REQUIRE(got.granted);
   CHECK(engine->release(ns, got.grant.id, got.grant.token));
 
   options.replicas = 2;  // more than the deployment has
   auto demanding = make_redis_engine(options);
-  CHECK_THROWS_WITH(demanding->acquire(request(ns, "a", "delete_folder", "/p")),
+  CHECK_THROWS_WITH(demanding->acquire(one_target_request(ns, "a", "delete_folder", "/p")),
                     Catch::Contains("not replicated") && Catch::Contains("1 of 2") && Catch::Contains("was released"));
   // The grant was given back: nothing refuses a conflicting request.
   auto plain = redis_engine(sentinel.url());
-  const auto after = plain->acquire(request(ns, "b", "upload", "/p/f"));
+  const auto after = plain->acquire(one_target_request(ns, "b", "upload", "/p/f"));
   CHECK(after.granted);
   CHECK(plain->list(ns).size() == 1);
 

@@ -2,6 +2,7 @@
 // (support/redis_server.hpp; PATHLOCK_TEST_REDIS_URL selects an existing one).
 // Tests that need a server configured differently start a private one.
 #include "support/backends.hpp"
+#include "support/process.hpp"
 #include "support/redis_server.hpp"
 
 #include "matrix/table.hpp"
@@ -28,15 +29,9 @@
 using namespace pathlock;
 using namespace std::chrono_literals;
 using namespace std::string_literals;
-using pathlock::test::RedisServer;
-using pathlock::test::shared_redis_server;
-using test::kOnlyMeta;
-using test::ns_keys;
-using test::prefix_of;
-using test::redis_engine;
+using namespace pathlock::test;  // servers, engines and key helpers of support/
 
 namespace {
-
 
 // Closes, from the server side, the connections of this process's engines
 // (named pathlock-<pid>); other clients of a shared server are left alone.
@@ -58,36 +53,6 @@ int kill_engine_connections(const RedisServer& server) {
 LockRequest request(const std::string& ns, const std::string& owner, const std::string& op,
                     std::vector<Target> targets, Millis ttl = 30000ms) {
   return LockRequest{ns, owner, op, std::move(targets), ttl, 0ms};
-}
-
-// Captures what is written to stderr (fd 2) while `body` runs.
-template <class Body>
-std::string capture_stderr(Body&& body) {
-  std::fflush(stderr);
-  char path[] = "/tmp/pathlock-stderr-XXXXXX";
-  const int fd = ::mkstemp(path);
-  const int saved = ::dup(2);
-  ::dup2(fd, 2);
-  try {
-    body();
-  } catch (...) {
-    std::fflush(stderr);
-    ::dup2(saved, 2);
-    ::close(saved);
-    ::close(fd);
-    ::unlink(path);
-    throw;
-  }
-  std::fflush(stderr);
-  ::dup2(saved, 2);
-  ::close(saved);
-  std::string out;
-  ::lseek(fd, 0, SEEK_SET);
-  char buf[4096];
-  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
-  ::close(fd);
-  ::unlink(path);
-  return out;
 }
 
 // A copy of the default matrix that claims another identity: what a service
@@ -246,7 +211,7 @@ TEST_CASE("an eviction policy that can drop lock data is refused", "[redis][conf
 TEST_CASE("a server with CONFIG renamed away works, with a warning", "[redis][config]") {
   RedisServer server({"--rename-command", "CONFIG", ""});
   std::unique_ptr<LockEngine> engine;
-  const std::string err = capture_stderr([&] { engine = redis_engine(server.url()); });
+  const std::string err = test::capture_stderr([&] { engine = redis_engine(server.url()); });
   CHECK_THAT(err, Catch::Contains("maxmemory-policy") && Catch::Contains("noeviction"));
   CHECK(engine->acquire(request("cfg", "o", "upload", {{"target", "/x"}})).granted);
 }
@@ -619,10 +584,8 @@ TEST_CASE("the library's functions can be called directly, as docs/lua-protocol.
   const RedisServer& server = shared_redis_server();
   const MatrixTable& m = default_matrix();
   const std::string ns = test::unique_namespace("lua");
-  test::RedisConnection c(server.url());
-  const auto eval = [&](const char* function, std::vector<std::string> args) {
-    return test::call_function(c, m, function, ns, std::move(args));
-  };
+  FunctionCaller eval(server.url(), m, ns);
+  RedisConnection& c = eval.connection;
   auto r = eval("acquire", {"svc", "move_folder", "30000", "id1", "tok1", "/a", "/b"});
   REQUIRE(r.elements.size() == 6);
   CHECK(r.elements[0].str == "granted");

@@ -39,18 +39,10 @@
 
 using namespace pathlock;
 using namespace std::chrono_literals;
-using pathlock::test::RedisServer;
-using pathlock::test::shared_redis_server;
-using test::kOnlyMeta;
-using test::ns_keys;
-using test::prefix_of;
-using test::redis_engine;
+using namespace pathlock::test;  // servers, engines and key helpers of support/
 using SteadyClock = std::chrono::steady_clock;
-using test::ChildGuard;
-using test::spawn;
 
 namespace {
-
 
 Millis since(SteadyClock::time_point t) { return std::chrono::duration_cast<Millis>(SteadyClock::now() - t); }
 
@@ -59,6 +51,14 @@ AcquireResult take(LockEngine& engine, const std::string& ns, const std::string&
   LockRequest r{ns, owner, op, {{"target", path}}, ttl, wait};
   r.fair = fair;
   return engine.acquire(r);
+}
+
+// A lock the test holds: take() without waiting, which must be granted.
+AcquireResult hold(LockEngine& engine, const std::string& ns, const std::string& owner, const std::string& op,
+                   const std::string& path) {
+  AcquireResult r = take(engine, ns, owner, op, path);
+  REQUIRE(r.granted);
+  return r;
 }
 
 // Waits until a fair wait=0 probe `probe_op` on `path` is refused by
@@ -82,35 +82,11 @@ long long calls(const RedisServer& server, const std::string& command) {
   return at == std::string::npos ? 0 : std::stoll(info.substr(at + key.size()));
 }
 
-// Captures what is written to stderr (fd 2) while `body` runs.
-template <class Body>
-std::string capture_stderr(Body&& body) {
-  std::fflush(stderr);
-  char path[] = "/tmp/pathlock-stderr-XXXXXX";
-  const int fd = ::mkstemp(path);
-  const int saved = ::dup(2);
-  ::dup2(fd, 2);
-  auto restore = [&] {
-    std::fflush(stderr);
-    ::dup2(saved, 2);
-    ::close(saved);
-  };
-  try {
-    body();
-  } catch (...) {
-    restore();
-    ::close(fd);
-    ::unlink(path);
-    throw;
-  }
-  restore();
-  std::string out;
-  ::lseek(fd, 0, SEEK_SET);
-  char buf[4096];
-  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
-  ::close(fd);
-  ::unlink(path);
-  return out;
+// Releases the lock granted as `last`, the last one of `ns`, and checks
+// that the namespace has drained: only meta is left.
+void release_last(LockEngine& engine, const RedisServer& server, const std::string& ns, const AcquireResult& last) {
+  REQUIRE(engine.release(ns, last.grant.id, last.grant.token));
+  CHECK(ns_keys(server, ns) == kOnlyMeta);
 }
 
 }  // namespace
@@ -121,8 +97,7 @@ TEST_CASE("a killed waiter holds its place only until its reservation lease ends
   const std::string ns = test::unique_namespace("deadwaiter");
   // An upload below /p/A is held for the whole test: the victim's
   // delete_folder /p/A can only wait.
-  const auto upload = take(*engine, ns, "u", "upload", "/p/A/f");
-  REQUIRE(upload.granted);
+  const auto upload = hold(*engine, ns, "u", "upload", "/p/A/f");
 
   // Close-on-exec: the shell must inherit only its own ends (as 0 and 1).
   int to_child[2], from_child[2];
@@ -168,8 +143,7 @@ TEST_CASE("a killed waiter holds its place only until its reservation lease ends
   CHECK(freed_after >= 1000ms);  // it had just refreshed a 2 s reservation
   CHECK(freed_after < 2600ms);   // and no longer: not the 5 s it wanted to wait
   REQUIRE(engine->release(ns, got.grant.id, got.grant.token));
-  REQUIRE(engine->release(ns, upload.grant.id, upload.grant.token));
-  CHECK(ns_keys(server, ns) == kOnlyMeta);
+  release_last(*engine, server, ns, upload);
 }
 
 TEST_CASE("a live waiter keeps its place beyond one reservation lease", "[redis][wait][fair]") {
@@ -179,8 +153,7 @@ TEST_CASE("a live waiter keeps its place beyond one reservation lease", "[redis]
   const RedisServer& server = shared_redis_server();
   auto engine = redis_engine(server.url());
   const std::string ns = test::unique_namespace("longwait");
-  const auto upload = take(*engine, ns, "u", "upload", "/p/A/f");
-  REQUIRE(upload.granted);
+  const auto upload = hold(*engine, ns, "u", "upload", "/p/A/f");
   const auto start = SteadyClock::now();
   auto older = std::async(std::launch::async, [&] { return take(*engine, ns, "d", "delete_folder", "/p/A", 2800ms); });
   until_queued(*engine, ns, "d", "create", "/p/A");
@@ -209,8 +182,7 @@ TEST_CASE("a quiet wait costs a few attempts, and a release wakes the waiter at 
   RedisServer server;  // private: its command counts are this test's alone
   auto engine = redis_engine(server.url());
   const std::string ns = "quiet";
-  const auto held = take(*engine, ns, "h", "delete_folder", "/p/A");
-  REQUIRE(held.granted);
+  const auto held = hold(*engine, ns, "h", "delete_folder", "/p/A");
   REQUIRE_FALSE(server.command({"CONFIG", "RESETSTAT"}).is_error());
   const auto start = SteadyClock::now();
   const auto refused = take(*engine, ns, "w", "upload", "/p/A/x", 1000ms);
@@ -249,24 +221,21 @@ TEST_CASE("a quiet wait costs a few attempts, and a release wakes the waiter at 
   std::sort(latencies.begin(), latencies.end());
   INFO("wake-up latencies (ms): " << fmt::format("{}", fmt::join(latencies, ", ")));
   CHECK(latencies[3] < 25);
-  REQUIRE(engine->release(ns, blocker.grant.id, blocker.grant.token));
-  CHECK(ns_keys(server, ns) == kOnlyMeta);
+  release_last(*engine, server, ns, blocker);
 }
 
 TEST_CASE("a wake-up about another path does not cost the waiter an attempt", "[redis][wait]") {
   RedisServer server;
   auto engine = redis_engine(server.url());
   const std::string ns = "filter";
-  const auto held = take(*engine, ns, "h", "upload", "/p/A/f");
-  REQUIRE(held.granted);
+  const auto held = hold(*engine, ns, "h", "upload", "/p/A/f");
   auto waiter = std::async(std::launch::async, [&] { return take(*engine, ns, "w", "delete_folder", "/p/A", 700ms); });
   until_queued(*engine, ns, "w", "create", "/p/A");
   std::this_thread::sleep_for(20ms);
   REQUIRE_FALSE(server.command({"CONFIG", "RESETSTAT"}).is_error());
   // 200 acquire + release pairs on /q: 200 wake-ups the waiter must ignore.
   for (int i = 0; i < 200; ++i) {
-    const auto g = take(*engine, ns, "other", "upload", "/q/f");
-    REQUIRE(g.granted);
+    const auto g = hold(*engine, ns, "other", "upload", "/q/f");
     REQUIRE(engine->release(ns, g.grant.id, g.grant.token));
   }
   CHECK(calls(server, "spublish") >= 200);
@@ -275,8 +244,7 @@ TEST_CASE("a wake-up about another path does not cost the waiter an attempt", "[
   const long long scripts = calls(server, "fcall");
   INFO("script calls: " << scripts);
   CHECK(scripts <= 400 + 10);
-  REQUIRE(engine->release(ns, held.grant.id, held.grant.token));
-  CHECK(ns_keys(server, ns) == kOnlyMeta);
+  release_last(*engine, server, ns, held);
 }
 
 TEST_CASE("waiters leave no data behind: granted, timed out, fair or not", "[redis][wait][keys]") {
@@ -320,8 +288,7 @@ TEST_CASE("a waiter whose attempt fails leaves the line", "[redis][wait][config]
   RedisServer server;
   auto engine = redis_engine(server.url());
   const std::string ns = "failing";
-  const auto upload = take(*engine, ns, "u", "upload", "/p/A/f");
-  REQUIRE(upload.granted);
+  const auto upload = hold(*engine, ns, "u", "upload", "/p/A/f");
   auto deleter =
       std::async(std::launch::async, [&] { return take(*engine, ns, "d", "delete_folder", "/p/A", 5000ms); });
   until_queued(*engine, ns, "d", "create", "/p/A");
@@ -344,8 +311,7 @@ TEST_CASE("a subscription closed by the server is opened again", "[redis][wait][
   const std::string ns = "resub";
   const std::string channel = prefix_of(ns) + "wake";
   const auto numsub = [&] { return server.command({"PUBSUB", "SHARDNUMSUB", channel}).elements.at(1).integer; };
-  const auto held = take(*engine, ns, "h", "delete_folder", "/p/A");
-  REQUIRE(held.granted);
+  const auto held = hold(*engine, ns, "h", "delete_folder", "/p/A");
   auto waiter = std::async(std::launch::async, [&] { return take(*engine, ns, "w", "upload", "/p/A/x", 5000ms); });
   for (int i = 0; i < 500 && numsub() != 1; ++i) std::this_thread::sleep_for(2ms);
   REQUIRE(numsub() == 1);
@@ -367,10 +333,9 @@ TEST_CASE("a user without channel rights still waits (on the timer) and releases
   const std::string hostport = server.url().substr(std::string("redis://").size());
   auto engine = redis_engine("redis://locker:pw@" + hostport);
   const std::string ns = "noperm";
-  const auto held = take(*engine, ns, "h", "upload", "/p/A/f");
-  REQUIRE(held.granted);
+  const auto held = hold(*engine, ns, "h", "upload", "/p/A/f");
   AcquireResult got;
-  const std::string err = capture_stderr([&] {
+  const std::string err = test::capture_stderr([&] {
     auto waiter =
         std::async(std::launch::async, [&] { return take(*engine, ns, "w", "delete_folder", "/p/A", 3000ms); });
     until_queued(*engine, ns, "w", "create", "/p/A");
@@ -388,10 +353,7 @@ TEST_CASE("the line can be driven by calling the library's functions directly", 
   const RedisServer& server = shared_redis_server();
   const MatrixTable& m = default_matrix();
   const std::string ns = test::unique_namespace("lualine");
-  test::RedisConnection c(server.url());
-  const auto eval = [&](const char* function, std::vector<std::string> args) {
-    return test::call_function(c, m, function, ns, std::move(args));
-  };
+  FunctionCaller eval(server.url(), m, ns);
   const auto subscriber = [&] {
     auto s = std::make_unique<test::RedisConnection>(server.url());
     REQUIRE(s->command({"SSUBSCRIBE", prefix_of(ns) + "wake"}).elements.size() == 3);

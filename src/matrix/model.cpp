@@ -39,23 +39,28 @@ std::string_view origin_name(Origin o) {
   return "?";
 }
 
-std::string_view verdict_name(Verdict v) {
+namespace {
+
+// A verdict's two spellings: its name in the JSON and its mark in the grid.
+struct VerdictSpelling {
+  std::string_view name;
+  std::string_view mark;
+};
+
+VerdictSpelling verdict_spelling(Verdict v) {
   switch (v) {
-    case Verdict::allow: return "allow";
-    case Verdict::deny: return "deny";
-    case Verdict::unrelated: return "unrelated";
+    case Verdict::allow: return {"allow", "√"};
+    case Verdict::deny: return {"deny", "×"};
+    case Verdict::unrelated: return {"unrelated", "/"};
   }
-  return "?";
+  return {"?", "?"};
 }
 
-std::string_view verdict_mark(Verdict v) {
-  switch (v) {
-    case Verdict::allow: return "√";
-    case Verdict::deny: return "×";
-    case Verdict::unrelated: return "/";
-  }
-  return "?";
-}
+}  // namespace
+
+std::string_view verdict_name(Verdict v) { return verdict_spelling(v).name; }
+
+std::string_view verdict_mark(Verdict v) { return verdict_spelling(v).mark; }
 
 Relation mirror(Relation rel) {
   switch (rel) {

@@ -36,20 +36,10 @@ std::string operations(const Matrix& m) {
 }
 
 std::string original_grid(const Matrix& m) {
-  std::string out = "| held \\ requested |";
-  for (const OpDef& op : m.ops) out += " " + op.name + " |";
-  out += "\n|---|";
-  for (std::size_t i = 0; i < m.ops.size(); ++i) out += "---|";
-  out += "\n";
-  for (std::size_t h = 0; h < m.ops.size(); ++h) {
-    out += fmt::format("| {}{} |", m.ops[h].name, m.ops[h].example.empty() ? "" : " `" + m.ops[h].example + "`");
-    for (std::size_t r = 0; r < m.ops.size(); ++r) {
-      const std::string label = original_label(m, static_cast<int>(h), static_cast<int>(r));
-      out += " " + (label.empty() ? std::string("(silent)") : label) + " |";
-    }
-    out += "\n";
-  }
-  return out;
+  return markdown_grid(m, [&](std::size_t h, std::size_t r) {
+    const std::string label = original_label(m, static_cast<int>(h), static_cast<int>(r));
+    return label.empty() ? std::string("(silent)") : label;
+  });
 }
 
 std::string decisions(const Matrix& m) {

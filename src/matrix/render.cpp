@@ -88,16 +88,7 @@ std::string emit_markdown(const Matrix& m) {
       "- {} = a rule still marked for review (`review` in the file); "
       "{} = part of an asymmetric pair: the outcome depends on which operation came first.\n\n",
       m.source, m.name, m.version, m.description, m.fingerprint(), kReviewMark, kAsymMark);
-  out += "| held \\ requested |";
-  for (const OpDef& op : m.ops) out += " " + op.name + " |";
-  out += "\n|---|";
-  for (std::size_t i = 0; i < m.ops.size(); ++i) out += "---|";
-  out += "\n";
-  for (std::size_t h = 0; h < m.ops.size(); ++h) {
-    out += fmt::format("| {}{} |", m.ops[h].name, m.ops[h].example.empty() ? "" : " `" + m.ops[h].example + "`");
-    for (std::size_t r = 0; r < m.ops.size(); ++r) out += " " + markdown_cell(views[h][r]) + " |";
-    out += "\n";
-  }
+  out += markdown_grid(m, [&](std::size_t h, std::size_t r) { return markdown_cell(views[h][r]); });
   out += "\n## Operations\n\n| op | label | roles |\n|---|---|---|\n";
   for (const OpDef& op : m.ops) out += fmt::format("| `{}` | {} | {} |\n", op.name, op.label, roles_text(op));
   struct Section {
@@ -131,7 +122,6 @@ std::string emit_markdown(const Matrix& m) {
 }
 
 std::string emit_html(const Matrix& m) {
-  const auto views = cell_views(m);
   std::string out = fmt::format(
       "<!DOCTYPE html>\n<!-- Generated from {} by pathlock-matrixc. Do not edit. -->\n"
       "<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Matrix {} {}</title>\n<style>\n"
@@ -171,6 +161,7 @@ std::string emit_html(const Matrix& m) {
       "<td>a(×src √dst)</td><td>by the request's role or the path relation</td></tr>\n"
       "</table>\n<p></p>\n",
       kReviewMark, kAsymMark);
+  const auto views = cell_views(m);
   out += "<table class=\"grid\">\n<tr><th>held \\ requested</th>";
   for (const OpDef& op : m.ops)
     out += fmt::format("<th>{}<br><small>{}</small></th>", html_escape(op.name), html_escape(op.label));

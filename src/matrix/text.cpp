@@ -1,23 +1,15 @@
 // Text helpers shared by the emitters (see text.hpp).
 #include "matrix/text.hpp"
 
+#include "core/quoted.hpp"
+
 #include <fmt/format.h>
 
 namespace pathlock::matrix {
 
 std::string cxx_string(std::string_view s) {
-  std::string out = "\"";
-  for (const unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20 || c >= 0x7F) {
-      out += fmt::format("\\x{:02x}\"\"", c);  // split literal: next char is never a hex digit
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
+  // A split literal after each \x escape: the next character is never taken as a hex digit.
+  return core::quoted(s, [](unsigned char c) { return fmt::format("\\x{:02x}\"\"", c); });
 }
 
 std::string html_escape(std::string_view s) {
@@ -39,6 +31,20 @@ std::string html_escape(std::string_view s) {
       default:
         out += c;
     }
+  }
+  return out;
+}
+
+std::string markdown_grid(const Matrix& m, const std::function<std::string(std::size_t h, std::size_t r)>& cell) {
+  std::string out = "| held \\ requested |";
+  for (const OpDef& op : m.ops) out += " " + op.name + " |";
+  out += "\n|---|";
+  for (std::size_t i = 0; i < m.ops.size(); ++i) out += "---|";
+  out += "\n";
+  for (std::size_t h = 0; h < m.ops.size(); ++h) {
+    out += fmt::format("| {}{} |", m.ops[h].name, m.ops[h].example.empty() ? "" : " `" + m.ops[h].example + "`");
+    for (std::size_t r = 0; r < m.ops.size(); ++r) out += " " + cell(h, r) + " |";
+    out += "\n";
   }
   return out;
 }

@@ -4,6 +4,7 @@
 // explain, lint and diff use the same words.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,10 @@ std::string relations_phrase(const std::vector<Relation>& rels);
 // How the grid spells one held role's rule in a cell: "A×", or with
 // refinements "a(×src √dst)". A bare cell passes a role with symbol "".
 std::string rule_label(const Matrix& m, const RoleDef& held_role, const Rule& rule, int requested_op);
+
+// The grid as a Markdown table: a row per held operation (its name and
+// example), a column per requested one, each cell spelled by cell(h, r).
+std::string markdown_grid(const Matrix& m, const std::function<std::string(std::size_t h, std::size_t r)>& cell);
 
 // "A.r held, B.s requested: deny; the other way round: allow (relations)".
 std::string asymmetry_text(const Matrix& m, const Asymmetry& a);

@@ -9,6 +9,8 @@
 // same, 1 held_ancestor, 2 held_descendant), and the constants below.
 #include "redis/library.hpp"
 
+#include "core/quoted.hpp"
+
 #include <fmt/format.h>
 
 #include <stdexcept>
@@ -22,18 +24,7 @@ constexpr std::string_view kOrder[] = {"namespace", "acquire", "release", "renew
                                        "leave",     "list",    "probe",   "register"};
 
 std::string lua_string(std::string_view s) {
-  std::string out = "\"";
-  for (const unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20 || c >= 0x7F) {
-      out += fmt::format("\\{:03d}", c);
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
+  return core::quoted(s, [](unsigned char c) { return fmt::format("\\{:03d}", c); });
 }
 
 // Function and library names may hold [A-Za-z0-9_] only.

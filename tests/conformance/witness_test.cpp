@@ -20,6 +20,15 @@ using test::Fixture;
 // Code order of the shipped matrix: create's target before upload's.
 int code_of(const Fixture& f, const char* op) { return f.engine->matrix().code_of(f.engine->matrix().op_index(op), "target"); }
 
+// `r` is a refusal naming the lock granted by `witness`, held at `path`,
+// which stands in `relation` to the refused target.
+void check_names(const AcquireResult& r, const AcquireResult& witness, Relation relation, const std::string& path) {
+  REQUIRE_FALSE(r.granted);
+  CHECK(r.conflict.relation == relation);
+  CHECK(r.conflict.id == witness.grant.id);
+  CHECK(r.conflict.path == path);
+}
+
 }  // namespace
 
 TEST_CASE("witness below: component order, not byte order", "[conformance][witness]") {
@@ -29,10 +38,7 @@ TEST_CASE("witness below: component order, not byte order", "[conformance][witne
   REQUIRE(bang.granted);
   REQUIRE(deep.granted);
   const auto r = f.one("d", "delete_folder", "/a");
-  REQUIRE_FALSE(r.granted);
-  CHECK(r.conflict.relation == Relation::held_descendant);
-  CHECK(r.conflict.id == deep.grant.id);
-  CHECK(r.conflict.path == "/a/b/c");
+  check_names(r, deep, Relation::held_descendant, "/a/b/c");
 }
 
 TEST_CASE("witness below: a deeper, smaller-named path beats a shallower, larger-named one", "[conformance][witness]") {
@@ -42,9 +48,7 @@ TEST_CASE("witness below: a deeper, smaller-named path beats a shallower, larger
   REQUIRE(shallow.granted);
   REQUIRE(deep.granted);
   const auto r = f.one("d", "delete_folder", "/a");
-  REQUIRE_FALSE(r.granted);
-  CHECK(r.conflict.id == deep.grant.id);
-  CHECK(r.conflict.path == "/a/c/d/e");
+  check_names(r, deep, Relation::held_descendant, "/a/c/d/e");
   // A folder sorts before its own contents.
   const auto folder = f.one("z", "upload", "/a/c");
   REQUIRE(folder.granted);
@@ -62,9 +66,7 @@ TEST_CASE("witness at one path: the lowest code, then the highest fence", "[conf
   REQUIRE(up2.granted);
   SECTION("same path") {
     const auto r = f.one("d", "delete_folder", "/a/m");
-    REQUIRE_FALSE(r.granted);
-    CHECK(r.conflict.relation == Relation::same);
-    CHECK(r.conflict.id == up2.grant.id);  // the highest fence
+    check_names(r, up2, Relation::same, "/a/m");  // the highest fence
     const auto cr = f.one("c", "create", "/a/m");
     REQUIRE(cr.granted);
     const auto r2 = f.one("d", "delete_folder", "/a/m");
@@ -75,9 +77,7 @@ TEST_CASE("witness at one path: the lowest code, then the highest fence", "[conf
     const auto cr = f.one("c", "create", "/a/m");
     REQUIRE(cr.granted);
     const auto r = f.one("d", "delete_folder", "/a");
-    REQUIRE_FALSE(r.granted);
-    CHECK(r.conflict.relation == Relation::held_descendant);
-    CHECK(r.conflict.id == cr.grant.id);
+    check_names(r, cr, Relation::held_descendant, "/a/m");
   }
 }
 
@@ -115,8 +115,5 @@ TEST_CASE("witness above: the ancestor nearest the root wins over a nearer, newe
   REQUIRE(held_near.granted);
   REQUIRE(held_far.granted);
   const auto r = f.one("u", "upload", "/a/b/c");
-  REQUIRE_FALSE(r.granted);
-  CHECK(r.conflict.relation == Relation::held_ancestor);
-  CHECK(r.conflict.id == held_far.grant.id);
-  CHECK(r.conflict.path == "/a");
+  check_names(r, held_far, Relation::held_ancestor, "/a");
 }

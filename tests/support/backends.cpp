@@ -83,4 +83,9 @@ std::string unique_namespace(const std::string& hint) {
   return fmt::format("{}-{}-{}-{}", hint, getpid(), start % 1000000007, counter++);
 }
 
+LockRequest one_target_request(const std::string& ns, const std::string& owner, const std::string& op,
+                               const std::string& path, Millis wait) {
+  return LockRequest{ns, owner, op, {{"target", path}}, Millis{30000}, wait};
+}
+
 }  // namespace pathlock::test

@@ -8,6 +8,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
+
 extern char** environ;
 
 namespace pathlock::test {
@@ -49,6 +52,35 @@ ChildGuard::~ChildGuard() {
     kill(pid, SIGKILL);
     waitpid(pid, nullptr, 0);
   }
+}
+
+std::string capture_stderr(const std::function<void()>& body) {
+  std::fflush(stderr);
+  char path[] = "/tmp/pathlock-stderr-XXXXXX";
+  const int fd = ::mkstemp(path);
+  const int saved = ::dup(2);
+  ::dup2(fd, 2);
+  auto restore = [&] {
+    std::fflush(stderr);
+    ::dup2(saved, 2);
+    ::close(saved);
+  };
+  try {
+    body();
+  } catch (...) {
+    restore();
+    ::close(fd);
+    ::unlink(path);
+    throw;
+  }
+  restore();
+  std::string out;
+  ::lseek(fd, 0, SEEK_SET);
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  ::unlink(path);
+  return out;
 }
 
 }  // namespace pathlock::test

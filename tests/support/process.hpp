@@ -1,8 +1,10 @@
-// Child processes for tests that need real ones (crash, stress, shell).
+// Child processes for tests that need real ones (crash, stress, shell), and
+// the test process's own stderr.
 #pragma once
 
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,5 +27,10 @@ struct ChildGuard {
   pid_t pid = -1;
   ~ChildGuard();
 };
+
+// Runs `body` with stderr (fd 2) sent to a temporary file and returns what
+// was written there; stderr is restored also when `body` throws (the
+// exception goes on).
+std::string capture_stderr(const std::function<void()>& body);
 
 }  // namespace pathlock::test

@@ -18,6 +18,8 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace pathlock::test {
@@ -56,6 +58,23 @@ std::vector<std::string> ns_keys(const RedisServer& server, const std::string& n
 // another language would (docs/lua-protocol.md).
 RedisReply call_function(RedisConnection& c, const MatrixTable& m, std::string_view function, const std::string& ns,
                          std::vector<std::string> args);
+
+// call_function() on one connection of its own to `url`, for matrix `m` and
+// namespace `ns`: eval("acquire", {...}).
+class FunctionCaller {
+ public:
+  FunctionCaller(const std::string& url, const MatrixTable& m, std::string ns)
+      : connection(url), matrix_(m), ns_(std::move(ns)) {}
+  RedisReply operator()(std::string_view function, std::vector<std::string> args) {
+    return call_function(connection, matrix_, function, ns_, std::move(args));
+  }
+
+  RedisConnection connection;  // for raw commands beside the calls
+
+ private:
+  const MatrixTable& matrix_;
+  std::string ns_;
+};
 
 // What a namespace keeps once every lock and waiter is gone.
 inline const std::vector<std::string> kOnlyMeta{"meta"};

@@ -58,10 +58,9 @@ class BareSubject final : public Subject {
   }
 
   std::vector<std::unique_ptr<Worker>> workers(const World& w, std::size_t held, unsigned clients, Task task) override {
-    std::vector<std::unique_ptr<Worker>> out;
-    for (unsigned c = 0; c < clients; ++c)
-      out.push_back(std::make_unique<BareWorker>(url_, sha_, key_prefix(w.tag), w.depth, held, c, task));
-    return out;
+    return one_worker_per_client(clients, [&](unsigned c) {
+      return std::make_unique<BareWorker>(url_, sha_, key_prefix(w.tag), w.depth, held, c, task);
+    });
   }
 
  private:
@@ -145,11 +144,9 @@ class ScanSubject final : public Subject {
   }
 
   std::vector<std::unique_ptr<Worker>> workers(const World& w, std::size_t held, unsigned clients, Task task) override {
-    std::vector<std::unique_ptr<Worker>> out;
-    for (unsigned c = 0; c < clients; ++c)
-      out.push_back(
-          std::make_unique<ScanWorker>(url_, acquire_sha_, release_sha_, hash_key(w.tag), w.depth, held, c, task));
-    return out;
+    return one_worker_per_client(clients, [&](unsigned c) {
+      return std::make_unique<ScanWorker>(url_, acquire_sha_, release_sha_, hash_key(w.tag), w.depth, held, c, task);
+    });
   }
 
  private:

@@ -86,16 +86,23 @@ constexpr const char* kCpuNote =
     "Redis CPU per {} (growth of the server's `used_cpu_user` + `used_cpu_sys` over the point / {} run, warm-up "
     "included); in brackets the ratio to bare:";
 
+// The two tables of one sweep, headed by `first`: latency with `ratios`,
+// then Redis CPU per `step` (kCpuNote).
+std::string sweep_tables(const Results& r, const std::string& first, const Rows& rows, const std::vector<Ratio>& ratios,
+                         const char* step = "pair", const char* steps = "pairs") {
+  return latency_table(r, first, rows, ratios) + fmt::format(kCpuNote, step, steps) + "\n\n" +
+         cpu_table(r, first, rows);
+}
+
 // ---- sections ----------------------------------------------------------------------
 std::string held_section(const Results& r) {
   const Plan& p = r.plan;
   Rows rows;
   for (std::size_t h : p.held) rows.push_back({fmt_count(h), At{"held", "", Task::pair, h, 1, p.base_depth}});
   std::string md = fmt::format("### Locks held (1 client, depth {})\n\n", p.base_depth);
-  md += latency_table(r, "held", rows,
-                      {{"pathlock/bare p50", "pathlock-redis", "bare", Metric::p50},
-                       {"scan/pathlock p50", "scan", "pathlock-redis", Metric::p50}});
-  md += fmt::format(kCpuNote, "pair", "pairs") + "\n\n" + cpu_table(r, "held", rows);
+  md += sweep_tables(r, "held", rows,
+                     {{"pathlock/bare p50", "pathlock-redis", "bare", Metric::p50},
+                      {"scan/pathlock p50", "scan", "pathlock-redis", Metric::p50}});
   md +=
       "Redis memory per held lock (growth of `used_memory` over the fills / locks held) and fill speed (held locks "
       "added per second by the fill that reached the count: pathlock through its public API on 4 threads, the "
@@ -134,8 +141,8 @@ std::string refused_section(const Results& r) {
       "One acquire that a held lock refuses: pathlock asks for `delete_folder` of a held lock's parent folder (the "
       "reply names the lock below), per-level for the parent's exclusive lock, scan for the parent, bare for the "
       "held key itself (it knows no tree).\n\n";
-  md += latency_table(r, "held", rows, {{"pathlock/bare p50", "pathlock-redis", "bare", Metric::p50}});
-  md += fmt::format(kCpuNote, "refused acquire", "attempts") + "\n\n" + cpu_table(r, "held", rows);
+  md += sweep_tables(r, "held", rows, {{"pathlock/bare p50", "pathlock-redis", "bare", Metric::p50}}, "refused acquire",
+                     "attempts");
   return md;
 }
 
@@ -144,25 +151,21 @@ std::string clients_section(const Results& r) {
   Rows rows;
   for (unsigned c : p.clients)
     rows.push_back({std::to_string(c), At{"clients", "", Task::pair, p.ref_held, c, p.base_depth}});
-  std::string md = fmt::format("### Concurrent clients ({} held, depth {}; one thread per client)\n\n",
-                               fmt_count(p.ref_held), p.base_depth);
-  md += latency_table(r, "clients", rows,
+  return fmt::format("### Concurrent clients ({} held, depth {}; one thread per client)\n\n", fmt_count(p.ref_held),
+                     p.base_depth) +
+         sweep_tables(r, "clients", rows,
                       {{"pathlock/bare pairs/s", "pathlock-redis", "bare", Metric::rate},
                        {"pathlock/per-level pairs/s", "pathlock-redis", "per-level", Metric::rate}});
-  md += fmt::format(kCpuNote, "pair", "pairs") + "\n\n" + cpu_table(r, "clients", rows);
-  return md;
 }
 
 std::string depth_section(const Results& r) {
   const Plan& p = r.plan;
   Rows rows;
   for (int d : p.depths) rows.push_back({std::to_string(d), At{"depth", "", Task::pair, p.ref_held, 1, d}});
-  std::string md = fmt::format("### Path depth ({} held, 1 client)\n\n", fmt_count(p.ref_held));
-  md += latency_table(r, "depth", rows,
+  return fmt::format("### Path depth ({} held, 1 client)\n\n", fmt_count(p.ref_held)) +
+         sweep_tables(r, "depth", rows,
                       {{"pathlock/bare p50", "pathlock-redis", "bare", Metric::p50},
                        {"per-level/pathlock p50", "per-level", "pathlock-redis", Metric::p50}});
-  md += fmt::format(kCpuNote, "pair", "pairs") + "\n\n" + cpu_table(r, "depth", rows);
-  return md;
 }
 
 std::string scale_section(const Results& r) {

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <initializer_list>
 #include <cmath>
 
 namespace pathlock::bench {
@@ -101,20 +102,33 @@ std::vector<std::string> fill_csv_row(const Fill& f) {
 }
 
 // ---- formatting -------------------------------------------------------------
+namespace {
+
+// One way of spelling a number: from `at` up, v / unit with `decimals`
+// decimals, then `suffix`.
+struct Tier {
+  double at, unit;
+  int decimals;
+  const char* suffix;
+};
+
+// `v` spelled by the first tier it reaches ("-" for NaN); tiers run from the
+// largest down and the last one takes everything.
+std::string tiered(double v, std::initializer_list<Tier> tiers) {
+  if (std::isnan(v)) return "-";
+  const Tier* t = tiers.begin();
+  while (v < t->at && t + 1 != tiers.end()) ++t;
+  return fmt::format("{:.{}f}{}", v / t->unit, t->decimals, t->suffix);
+}
+
+}  // namespace
+
 std::string fmt_us(double us) {
-  if (std::isnan(us)) return "-";
-  if (us >= 100000) return fmt::format("{:.0f} ms", us / 1000);
-  if (us >= 10000) return fmt::format("{:.1f} ms", us / 1000);
-  if (us >= 100) return fmt::format("{:.0f} µs", us);
-  return fmt::format("{:.1f} µs", us);
+  return tiered(us, {{100000, 1000, 0, " ms"}, {10000, 1000, 1, " ms"}, {100, 1, 0, " µs"}, {0, 1, 1, " µs"}});
 }
 
 std::string fmt_rate(double r) {
-  if (std::isnan(r)) return "-";
-  if (r >= 1e6) return fmt::format("{:.2f}M", r / 1e6);
-  if (r >= 1e4) return fmt::format("{:.1f}k", r / 1e3);
-  if (r >= 100) return fmt::format("{:.0f}", r);
-  return fmt::format("{:.1f}", r);
+  return tiered(r, {{1e6, 1e6, 2, "M"}, {1e4, 1e3, 1, "k"}, {100, 1, 0, ""}, {0, 1, 1, ""}});
 }
 
 std::string fmt_count(std::size_t n) {

@@ -35,27 +35,14 @@
 #include <string>
 #include <vector>
 
+#include "paths.hpp"
+
 namespace pathlock::bench {
 
 struct World {
   std::string tag;  // distinguishes worlds of one run: "d5", "d2", "s0", ...
   int depth = 5;    // components of every held and measured path, >= 2
 };
-
-std::string held_path(int depth, std::size_t i);
-// The path client `client` locks in its pair number `k` when `held` locks
-// are held: a sibling of held lock (k * prime) mod max(held, 4096).
-std::string probe_path(int depth, std::size_t held, unsigned client, std::size_t k);
-// The folder client `client` asks for in its refused acquire number `k`:
-// the parent of held lock (k * prime) mod held. Requires held > 0.
-std::string refused_path(int depth, std::size_t held, unsigned client, std::size_t k);
-// Index of the held lock refused_path() is the parent of.
-std::size_t refused_index(std::size_t held, unsigned client, std::size_t k);
-// "/a/b/c" -> {"/a", "/a/b", "/a/b/c"}.
-std::vector<std::string> path_levels(const std::string& path);
-
-// Distinct measured paths per client (a ring, reused round robin).
-constexpr std::size_t kRing = 1000;
 
 // What a worker does in one timed step.
 enum class Task {
@@ -71,6 +58,14 @@ class Worker {
   virtual ~Worker() = default;
   virtual bool step(std::size_t k) = 0;
 };
+
+// The workers of `clients` clients: make(c) for c = 0 .. clients - 1.
+template <class Make>
+std::vector<std::unique_ptr<Worker>> one_worker_per_client(unsigned clients, Make make) {
+  std::vector<std::unique_ptr<Worker>> out;
+  for (unsigned c = 0; c < clients; ++c) out.push_back(make(c));
+  return out;
+}
 
 class Subject {
  public:

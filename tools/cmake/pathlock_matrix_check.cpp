@@ -5,7 +5,9 @@
 //   PATHLOCK_MATRIX_TABLE   its table, e.g. myservice::rules::kMatrix
 //   PATHLOCK_MATRIX_HAS_REDIS  1 if the pathlock library has the Redis backend
 // and the matrix's output directory (which holds matrix_cases.inc) on the
-// include path. It needs nothing but the pathlock library: no test framework.
+// include path. It needs nothing but the pathlock library and the two headers
+// installed beside it (pathlock_matrix_cases.hpp, pathlock_child_process.hpp):
+// no test framework.
 //
 // A case (one line of matrix_cases.inc) holds a lock of one operation with
 // the target under test at /t/h/x, then requests another operation whose
@@ -24,11 +26,12 @@
 // reports 77 as a skip.
 #include PATHLOCK_MATRIX_HEADER
 
+#include "pathlock_child_process.hpp"
+#include "pathlock_matrix_cases.hpp"
+
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -51,44 +54,10 @@ using namespace pathlock;
 
 constexpr int kSkipped = 77;
 
-struct MatrixCase {
-  const char* held_op;
-  const char* held_targets;
-  const char* held_role;
-  const char* held_path;
-  const char* req_op;
-  const char* req_targets;
-  const char* req_role;
-  const char* relation;
-  bool granted;
-};
-
-const MatrixCase kCases[] = {
-#define PATHLOCK_MATRIX_CASE(ho, ht, hr, hp, ro, rt, rr, rel, g) {ho, ht, hr, hp, ro, rt, rr, rel, g},
-#include "matrix_cases.inc"
-#undef PATHLOCK_MATRIX_CASE
-};
-
-// "src=/a,dst=/b" -> {{"src", "/a"}, {"dst", "/b"}}
-std::vector<Target> parse_targets(const std::string& text) {
-  std::vector<Target> out;
-  std::size_t i = 0;
-  while (i < text.size()) {
-    const std::size_t comma = std::min(text.find(',', i), text.size());
-    const std::string part = text.substr(i, comma - i);
-    const std::size_t eq = part.find('=');
-    out.push_back(Target{part.substr(0, eq), part.substr(eq + 1)});
-    i = comma + 1;
-  }
-  return out;
-}
-
-// The same targets with the one of role `role` moved beside /t/h.
-std::vector<Target> beside(std::vector<Target> targets, const std::string& role) {
-  for (Target& t : targets)
-    if (t.role == role) t.path = "/t/beside" + t.path.substr(std::string("/t/h").size());
-  return targets;
-}
+using matrix_cases::beside;
+using matrix_cases::kCases;
+using matrix_cases::MatrixCase;
+using matrix_cases::parse_targets;
 
 // Runs one case on a fresh namespace; returns what went wrong ("" if nothing).
 std::string run_case(LockEngine& engine, const MatrixCase& c, const std::string& ns, bool& refused) {
@@ -143,19 +112,6 @@ std::string find_program(const std::string& name) {
   return "";
 }
 
-int free_loopback_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return -1;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
-  ::close(fd);
-  return ok ? ntohs(addr.sin_port) : -1;
-}
-
 // A private redis-server: started on a free loopback port (another process
 // may take the port between our probe and the server's bind, so a server
 // that exits during start-up is retried on a new port), stopped on
@@ -182,7 +138,7 @@ class PrivateRedisServer {
     dir_ = tmpl;
     const std::string log = dir_ + "/redis.log";
     for (int attempt = 0; attempt < 3 && url_.empty(); ++attempt) {
-      const int port = free_loopback_port();
+      const int port = child_process::free_loopback_port();
       if (port < 0) throw std::runtime_error("no free loopback port");
       std::vector<std::string> args{binary,
                                     "--port",
@@ -217,24 +173,20 @@ class PrivateRedisServer {
         ::_exit(127);
       }
       const std::string url = "redis://127.0.0.1:" + std::to_string(port);
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-      while (std::chrono::steady_clock::now() < deadline) {
-        int status = 0;
-        if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-          pid_ = -1;
-          break;
-        }
+      const auto answers = [&] {
         try {
           EngineOptions probe;
           probe.backend = Backend::redis;
           probe.redis.url = url;
           make_engine(probe);
-          url_ = url;
-          break;
+          return true;
         } catch (const BackendError&) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          return false;
         }
-      }
+      };
+      const auto startup = child_process::wait_until_ready(pid_, answers, std::chrono::milliseconds(20));
+      if (startup == child_process::Startup::ready) url_ = url;
+      if (startup == child_process::Startup::exited) pid_ = -1;
       if (url_.empty() && pid_ > 0) break;  // running but never answered: give up
     }
     if (url_.empty()) {
@@ -248,17 +200,7 @@ class PrivateRedisServer {
 
   void stop() {
     if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-      int status = 0;
-      while (::waitpid(pid_, &status, WNOHANG) == 0) {
-        if (std::chrono::steady_clock::now() > deadline) {
-          ::kill(pid_, SIGKILL);
-          ::waitpid(pid_, &status, 0);
-          break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      }
+      child_process::stop(pid_);
       pid_ = -1;
     }
     std::error_code ec;

@@ -6,7 +6,7 @@
 //
 // held: pairs per second of one thread, acquire(rename_folder on a fresh
 //   sibling of a held lock) + release, with N single-target locks held in the
-//   namespace (the paths and operations of pathlock-bench: /p/dXX/eXX/fXX/h...,
+//   namespace (the paths and operations of pathlock-bench, from tools/bench/paths.hpp: /p/dXX/eXX/fXX/h...,
 //   fanout 16, depth 5). One engine per N, all filled first, then measured in
 //   alternating 0.2 s windows for S seconds each (a busy machine slows them
 //   alike). Prints the ratio to the first N given.
@@ -20,6 +20,8 @@
 //   other owners hold an upload of /hot (reentry lookup among them).
 // No assertions: numbers for docs/design.md.
 #include <pathlock/memory.hpp>
+
+#include "bench/paths.hpp"
 
 #include <fmt/format.h>
 #include <malloc.h>
@@ -36,26 +38,10 @@ using Steady = std::chrono::steady_clock;
 
 namespace {
 
-constexpr std::size_t kFanout = 16;
 constexpr const char* kHeldOps[] = {"upload", "create", "rename_file", "delete_file"};
 
-std::string held_path(int depth, std::size_t i) {
-  std::string p = "/p";
-  std::size_t x = i;
-  for (int level = 0; level < depth - 2; ++level) {
-    p += fmt::format("/{}{:02}", static_cast<char>('d' + level), x % kFanout);
-    x /= kFanout;
-  }
-  return p + fmt::format("/h{:07}", i);
-}
-
-std::string probe_path(int depth, std::size_t held, std::size_t k) {
-  const std::size_t span = std::max<std::size_t>(held, 4096);
-  const std::size_t j = (k * 7919) % span;
-  std::string parent = held_path(depth, j);
-  parent.resize(parent.rfind('/'));
-  return fmt::format("{}/q000-{:03}", parent, k % 1000);
-}
+// pathlock-bench's paths, as one client (number 0) of it takes them.
+std::string probe_path(int depth, std::size_t held, std::size_t k) { return bench::probe_path(depth, held, 0, k); }
 
 // One engine holding `held` locks and the ring of requests its pairs use.
 struct Subject {
@@ -72,10 +58,10 @@ std::unique_ptr<Subject> make_subject(std::size_t held, int depth) {
   s->engine = make_memory_engine();
   const std::string ns = "bench";
   for (std::size_t i = 0; i < held; ++i) {
-    LockRequest req{ns, "filler", kHeldOps[i % 4], {{"target", held_path(depth, i)}}, Millis{6LL * 3600 * 1000}};
+    LockRequest req{ns, "filler", kHeldOps[i % 4], {{"target", bench::held_path(depth, i)}}, Millis{6LL * 3600 * 1000}};
     if (!s->engine->acquire(req).granted) std::abort();
   }
-  for (std::size_t k = 0; k < 1000; ++k)
+  for (std::size_t k = 0; k < bench::kRing; ++k)
     s->ring.push_back(LockRequest{ns, "client", "rename_folder", {{"target", probe_path(depth, held, k)}}, Millis{30000}});
   return s;
 }

@@ -7,15 +7,13 @@
 // dies with the test process even when that process crashes.
 #include "redis_server.hpp"
 
+#include "cmake/pathlock_child_process.hpp"
 #include "redis/redis_url.hpp"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -49,21 +47,25 @@ RedisReply convert(const redisReply& r) {
   return out;
 }
 
+// hiredis's view of a command (pointers into `argv`, which must outlive it).
+struct HiredisArgv {
+  explicit HiredisArgv(const std::vector<std::string>& argv) {
+    for (const std::string& a : argv) {
+      ptrs.push_back(a.data());
+      lens.push_back(a.size());
+    }
+  }
+  int count() const { return static_cast<int>(ptrs.size()); }
+  std::vector<const char*> ptrs;
+  std::vector<std::size_t> lens;
+};
+
 }  // namespace
 
 int free_loopback_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw std::runtime_error("socket() failed");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
-  ::close(fd);
-  if (!ok) throw std::runtime_error("cannot find a free loopback port");
-  return ntohs(addr.sin_port);
+  const int port = child_process::free_loopback_port();
+  if (port < 0) throw std::runtime_error("cannot find a free loopback port");
+  return port;
 }
 
 namespace {
@@ -87,13 +89,24 @@ bool answers_ping(const std::string& url) {
   }
 }
 
-// Forks and execs redis-server with `args` (args[0] is the binary).
-pid_t launch(std::vector<std::string> args, bool main_thread) {
-  std::vector<char*> cargs;
-  for (std::string& a : args) cargs.push_back(a.data());
-  cargs.push_back(nullptr);
+// execv()'s view of `args` (which must outlive it): pointers, then nullptr.
+std::vector<char*> exec_argv(std::vector<std::string>& args) {
+  std::vector<char*> out;
+  for (std::string& a : args) out.push_back(a.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+pid_t fork_or_throw() {
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error("fork failed");
+  return pid;
+}
+
+// Forks and execs redis-server with `args` (args[0] is the binary).
+pid_t launch(std::vector<std::string> args, bool main_thread) {
+  std::vector<char*> cargs = exec_argv(args);
+  const pid_t pid = fork_or_throw();
   if (pid == 0) {
     if (main_thread) ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     ::setpgid(0, 0);  // a Ctrl-C to the parent does not reach the server
@@ -136,13 +149,8 @@ RedisConnection::~RedisConnection() {
 }
 
 RedisReply RedisConnection::command(const std::vector<std::string>& argv) {
-  std::vector<const char*> ptrs;
-  std::vector<std::size_t> lens;
-  for (const std::string& a : argv) {
-    ptrs.push_back(a.data());
-    lens.push_back(a.size());
-  }
-  auto* raw = static_cast<redisReply*>(redisCommandArgv(ctx_, static_cast<int>(argv.size()), ptrs.data(), lens.data()));
+  HiredisArgv args(argv);
+  auto* raw = static_cast<redisReply*>(redisCommandArgv(ctx_, args.count(), args.ptrs.data(), args.lens.data()));
   if (!raw) throw std::runtime_error(std::string("redis command failed: ") + ctx_->errstr);
   RedisReply out = convert(*raw);
   freeReplyObject(raw);
@@ -150,13 +158,8 @@ RedisReply RedisConnection::command(const std::vector<std::string>& argv) {
 }
 
 void RedisConnection::append(const std::vector<std::string>& argv) {
-  std::vector<const char*> ptrs;
-  std::vector<std::size_t> lens;
-  for (const std::string& a : argv) {
-    ptrs.push_back(a.data());
-    lens.push_back(a.size());
-  }
-  if (redisAppendCommandArgv(ctx_, static_cast<int>(argv.size()), ptrs.data(), lens.data()) != REDIS_OK)
+  HiredisArgv args(argv);
+  if (redisAppendCommandArgv(ctx_, args.count(), args.ptrs.data(), args.lens.data()) != REDIS_OK)
     throw std::runtime_error(std::string("redis pipeline failed: ") + ctx_->errstr);
 }
 
@@ -205,18 +208,11 @@ void RedisServer::start(const std::vector<std::string>& extra_args, const std::s
     pid_ = pid;
     port_ = port;
     url_ = "redis://127.0.0.1:" + std::to_string(port);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    bool exited = false;
-    while (std::chrono::steady_clock::now() < deadline) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        exited = true;
-        pid_ = -1;
-        break;
-      }
-      if (answers_ping(url_)) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    const auto startup =
+        child_process::wait_until_ready(pid_, [&] { return answers_ping(url_); }, std::chrono::milliseconds(20));
+    if (startup == child_process::Startup::ready) return;
+    const bool exited = startup == child_process::Startup::exited;
+    if (exited) pid_ = -1;
     last_log = read_file(log);
     if (!exited) {
       stop();
@@ -243,17 +239,7 @@ RedisServer::~RedisServer() {
 
 void RedisServer::stop() {
   if (pid_ <= 0) return;
-  ::kill(pid_, SIGTERM);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  int status = 0;
-  while (::waitpid(pid_, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, &status, 0);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  child_process::stop(pid_);
   pid_ = -1;
 }
 
@@ -261,11 +247,8 @@ int run_program(const std::vector<std::string>& argv, std::string& output, int t
   int pipe_fds[2];
   if (::pipe(pipe_fds) != 0) throw std::runtime_error("pipe failed");
   std::vector<std::string> args = argv;
-  std::vector<char*> cargs;
-  for (std::string& a : args) cargs.push_back(a.data());
-  cargs.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
+  std::vector<char*> cargs = exec_argv(args);
+  const pid_t pid = fork_or_throw();
   if (pid == 0) {
     const int null_fd = ::open("/dev/null", O_RDONLY);
     if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
@@ -331,21 +314,18 @@ void RedisServer::restart() {
   const bool main_thread = ::getpid() == static_cast<pid_t>(::syscall(SYS_gettid));
   pid_ = launch(args_, main_thread);
   // Ready once PING answers PONG (or an error other than LOADING, e.g. NOAUTH).
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (std::chrono::steady_clock::now() < deadline) {
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      break;
-    }
+  const auto loaded = [&] {
     try {
       RedisConnection c(url_);
       const RedisReply r = c.command({"PING"});
-      if (r.str == "PONG" || (r.is_error() && r.str.rfind("LOADING", 0) != 0)) return;
+      return r.str == "PONG" || (r.is_error() && r.str.rfind("LOADING", 0) != 0);
     } catch (const std::exception&) {
+      return false;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  };
+  const auto startup = child_process::wait_until_ready(pid_, loaded, std::chrono::milliseconds(10));
+  if (startup == child_process::Startup::ready) return;
+  if (startup == child_process::Startup::exited) pid_ = -1;
   const std::string log = read_file(dir_ + "/redis.log");
   if (pid_ > 0) stop();
   throw std::runtime_error("redis-server did not come back on " + url_ + "; its log:\n" + log);
