@@ -184,7 +184,7 @@ local function tag_available(c)
   end
   return false
 end
-local TAGS_FULL = "PATHLOCK " .. TAG_MAX .. " matrices are in use in this namespace; nothing was changed"
+local TAGS_FULL = "PATHLOCK " .. TAG_MAX .. " matrices are in use in this namespace; the request was not granted"
 
 -- Adds the deltas { [tag] = { l = dl, w = dw } } to the tags' counts; a tag
 -- whose locks and places both reach zero leaves meta (its matrix is no

@@ -190,3 +190,53 @@ TEST_CASE("rollout: stress processes of two matrices on one namespace never hold
   CHECK(test::ns_keys(server, ns) == test::kOnlyMeta);
   CHECK(admin_status({"status", "--redis", server.url(), "--namespace", ns})[0]["matrices"].empty());
 }
+
+TEST_CASE("rollout: a place in line alone keeps its matrix in use; admin status counts it", "[rollout][redis]") {
+  const auto& server = test::shared_redis_server();
+  const std::string ns = test::unique_namespace("rollwait");
+  auto b = test::redis_engine(server.url(), &refined().table());
+  const auto scan = b->acquire(request(ns, "bob", "scan", {{"target", "/w"}}));
+  REQUIRE(scan.granted);
+  // A fair waiter of the shipped matrix, through the library as any client
+  // would call it: refused (another matrix's lock overlaps), and in line.
+  test::RedisConnection c(server.url());
+  const auto r = test::call_function(c, default_matrix(), "acquire", ns,
+                                     {"alice", "delete_folder", "30000", "id1", "tok1", "/", "1", "wA", "2000"});
+  REQUIRE(r.elements.at(0).str == "refused");
+  CHECK(r.elements.at(2).str == "scan");  // named by the lock's own record
+  CHECK(r.elements.at(3).str == "target");
+  {
+    const auto status = admin_status({"status", "--redis", server.url(), "--namespace", ns});
+    std::map<std::string, nlohmann::json> by_name;
+    for (const auto& m : status.at(0)["matrices"]) by_name[m["name"].get<std::string>()] = m;
+    CHECK(by_name.at("cloud-drive")["locks"] == 0);
+    CHECK(by_name.at("cloud-drive")["waiters"] == 1);
+    CHECK(by_name.at("refined-test")["locks"] == 1);
+  }
+  // The waiter refuses a fair overlapping request of the other matrix too.
+  const auto behind = b->acquire(request(ns, "carol", "scan", {{"target", "/v"}}));
+  REQUIRE_FALSE(behind.granted);
+  CHECK(behind.conflict.queued);
+  CHECK(behind.conflict.id == "wA");
+  CHECK(test::call_function(c, default_matrix(), "leave", ns, {"wA"}).elements.at(1).integer == 1);
+  const auto status = admin_status({"status", "--redis", server.url(), "--namespace", ns});
+  REQUIRE(status.at(0)["matrices"].size() == 1);
+  CHECK(status.at(0)["matrices"][0]["name"] == "refined-test");
+  CHECK(b->release(ns, scan.grant.id, scan.grant.token));
+}
+
+TEST_CASE("rollout: at most 99 matrices in one namespace; the 100th gets a clear error and adds nothing",
+          "[rollout][redis]") {
+  const auto& server = test::shared_redis_server();
+  const std::string ns = test::unique_namespace("roll99");
+  auto a = test::redis_engine(server.url());
+  std::vector<std::string> hset{"HSET", test::prefix_of(ns) + "meta", "layout", "3"};
+  for (int t = 1; t <= 99; ++t) {
+    hset.push_back(fmt::format("m:{}", t));
+    hset.push_back(fmt::format("fp{}", t) + std::string(1, '\0') + "other" + std::string(1, '\0') + "1");
+  }
+  REQUIRE_FALSE(server.command(hset).is_error());
+  CHECK_THROWS_WITH(a->acquire(request(ns, "alice", "upload", {{"target", "/a"}})),
+                    Catch::Contains("99 matrices are in use"));
+  CHECK(test::ns_keys(server, ns) == test::kOnlyMeta);
+}
