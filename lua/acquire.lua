@@ -13,22 +13,23 @@
 
 local RELATION = { [0] = "same", [1] = "held_ancestor", [2] = "held_descendant" }
 
--- Does a target with code `held` at `hp` refuse `code` at `rp`? The relation
--- index (0 same, 1 held_ancestor, 2 held_descendant) when it does, else nil.
-local function refusal(held, hp, code, rp)
+-- Does a target with global code `held` at `hp` refuse `code` at `rp`? The
+-- relation index (0 same, 1 held_ancestor, 2 held_descendant) when it does,
+-- else nil. Another matrix's target refuses whatever it overlaps.
+local function refusal(c, held, hp, code, rp)
   local rel
   if hp == rp then rel = 0
   elseif within(rp, hp) then rel = 1
   elseif within(hp, rp) then rel = 2
   else return nil end
-  if PL_BLOCKSET[rel][code][held] then return rel end
+  if blocks(c, rel, code, held) then return rel end
   return nil
 end
 
--- The newest entry with `code` exactly at `path` (highest fence): the lock
--- (nil when its record is gone) and the member (nil when there is none).
-local function entry_at(c, path, code)
-  local s = code2(code) .. spell(path)
+-- The newest entry with global code `g` exactly at `path` (highest fence):
+-- the lock (nil when its record is gone) and the member (nil when none).
+local function entry_at(c, path, g)
+  local s = code4(g) .. spell(path)
   local m = redis.call("ZREVRANGEBYLEX", c.ent, "(" .. s .. "\1", "[" .. s .. "\0", "LIMIT", "0", "1")[1]
   if not m then return nil, nil end
   local id = string.sub(m, #s + 18)
@@ -43,10 +44,10 @@ local function smallest_below(c, path, codes)
   local base = spell(path)
   local best, best_code
   for i = 1, #codes do
-    local cc = code2(codes[i])
+    local cc = code4(codes[i])
     local m = redis.call("ZRANGEBYLEX", c.ent, "[" .. cc .. base .. "\1", "(" .. cc .. base .. "\2", "LIMIT", "0", "1")[1]
     if m then
-      local s = string.sub(m, 3, string.find(m, "\0", 3, true) - 1)
+      local s = string.sub(m, 5, string.find(m, "\0", 5, true) - 1)
       if not best or s < best then best, best_code = s, codes[i] end
     end
   end
@@ -60,23 +61,22 @@ end
 -- table: { lock, code, path, relation }, or { expired = lock } / { stale =
 -- member } (to remove before looking again), or { broken = where }.
 local function held_conflict(c, b, code, path, nodes)
-  local anc, same, below = PL_BLOCKSET[1][code], PL_BLOCKSET[0][code], PL_BLOCKSET[2][code]
   local at, held, rel
   for j = 1, #nodes - 1 do
-    held = lowest(val(b, "h" .. nodes[j]), anc)
+    held = lowest(c, val(b, "h" .. nodes[j]), 1, code)
     if held then
       at, rel = nodes[j], "held_ancestor"
       break
     end
   end
   if not at then
-    held = lowest(val(b, "h" .. path), same)
+    held = lowest(c, val(b, "h" .. path), 0, code)
     if held then at, rel = path, "same" end
   end
   if not at then
     local present = {}
     for k, n in pairs(val(b, "b" .. path)) do
-      if n > 0 and below[k] then present[#present + 1] = k end
+      if n > 0 and blocks(c, 2, code, k) then present[#present + 1] = k end
     end
     if #present == 0 then return nil end
     table.sort(present)
@@ -92,13 +92,12 @@ local function held_conflict(c, b, code, path, nodes)
 end
 
 -- Could a waiting target refuse `code` at `path`? From the waiter counts.
-local function waiter_flag(b, code, path, nodes)
-  local anc, same, below = PL_BLOCKSET[1][code], PL_BLOCKSET[0][code], PL_BLOCKSET[2][code]
+local function waiter_flag(c, b, code, path, nodes)
   for j = 1, #nodes - 1 do
-    if lowest(val(b, "wh" .. nodes[j]), anc) then return true end
+    if lowest(c, val(b, "wh" .. nodes[j]), 1, code) then return true end
   end
-  if lowest(val(b, "wh" .. path), same) then return true end
-  return lowest(val(b, "wb" .. path), below) ~= nil
+  if lowest(c, val(b, "wh" .. path), 0, code) then return true end
+  return lowest(c, val(b, "wb" .. path), 2, code) ~= nil
 end
 
 -- Fairness, the slow path: the oldest waiter in line (older than place
@@ -112,8 +111,8 @@ local function older_waiter(c, code, path, before, ended)
       ended[#ended + 1] = w
     else
       for j = 1, #w.paths do
-        local wcode = w.info.first + j - 1
-        local rel = refusal(wcode, w.paths[j], code, path)
+        local wcode = gcode(w.tag, w.info.first + j - 1)
+        local rel = refusal(c, wcode, w.paths[j], code, path)
         if rel then return { waiter = w, code = wcode, path = w.paths[j], relation = RELATION[rel] } end
       end
     end
@@ -174,7 +173,7 @@ local function pl_acquire(keys, argv)
     local rec = redis.call("HGET", c.wrec, waiter_id)
     if rec then
       me = load_waiters(c, { waiter_id })[1]
-      if me.stale or me.owner ~= owner or me.op ~= op_name or table.concat(me.paths, "\0") ~= table.concat(paths, "\0") then
+      if me.stale or me.tag ~= c.tag or me.owner ~= owner or me.op ~= op_name or table.concat(me.paths, "\0") ~= table.concat(paths, "\0") then
         return { "invalid", "waiter_id " .. waiter_id .. " is in use by another request" }
       end
     end
@@ -196,12 +195,13 @@ local function pl_acquire(keys, argv)
     remove_waiters(c, ended)
   end
 
-  local reentry = reentry_field(owner, op_name, paths)
-  local lr = redis.call("HMGET", c.locks, reentry, new_id)
+  -- (Only a matrix in use here can hold a lock to re-enter.)
+  local reentry = c.tag and reentry_field(c.tag, owner, op_name, paths)
+  local lr = reentry and redis.call("HMGET", c.locks, reentry, new_id) or { false, redis.call("HGET", c.locks, new_id) }
   if lr[1] then
     local rec = redis.call("HGET", c.locks, lr[1])
     local l = rec and unpack_lock(lr[1], rec)
-    if l and l.exp > c.now and l.owner == owner and l.op == op_name
+    if l and l.exp > c.now and l.tag == c.tag and l.owner == owner and l.op == op_name
        and table.concat(l.paths, "\0") == table.concat(paths, "\0") then
       bad = writable(c, true, me ~= nil)
       if bad then return bad end
@@ -258,7 +258,7 @@ local function pl_acquire(keys, argv)
         w.at = i
         break
       end
-      flagged[i] = newcomer_line and waiter_flag(b, code, paths[i], nodes[i])
+      flagged[i] = newcomer_line and waiter_flag(c, b, code, paths[i], nodes[i])
     end
     if not again then break end
   end
@@ -301,10 +301,14 @@ local function pl_acquire(keys, argv)
         fetch(c, wb)
         bad = writable(c, true, true)
         if bad then return bad end
-        for j = 1, n do bump_target(c, wb, op.first + j - 1, paths[j], "wh", "wb", 1) end
+        if not tag_available(c) then return redis.error_reply(TAGS_FULL) end
+        local tag = own_tag(c)
+        for j = 1, n do bump_target(c, wb, gcode(tag, op.first + j - 1), paths[j], "wh", "wb", 1) end
         redis.call("ZADD", c.wexp, exp, waiter_id)
+        tag_counts(c, { [tag] = { w = 1 } })
         flush(c, wb)
-        redis.call("HSET", c.wrec, waiter_id, pack_waiter({ op = op_name, owner = owner, paths = paths }))
+        redis.call("HSET", c.wrec, waiter_id, pack_waiter({ head = head_of(tag, op_name), op = op_name, owner = owner,
+                                                            paths = paths }))
         redis.call("ZADD", c.wq, num(seq), waiter_id)
       end
     elseif me then
@@ -312,9 +316,11 @@ local function pl_acquire(keys, argv)
       if bad then return bad end
       remove_waiters(c, { me })
     end
-    local names = PL_CODE_NAMES[w.code]
+    -- The lock or place found, named by its own record (its matrix may be
+    -- another one).
     local item = w.lock or w.waiter
-    return { "refused", item.id, names[1], names[2], w.path, item.owner, remaining(item.exp, c.now),
+    local role = item.info.roles[w.code % 100 - item.info.first + 1] or ""
+    return { "refused", item.id, item.op, role, w.path, item.owner, remaining(item.exp, c.now),
              op.roles[w.at], paths[w.at], w.relation, w.waiter and 1 or 0 }
   end
 
@@ -322,6 +328,7 @@ local function pl_acquire(keys, argv)
   -- expiry first (so an interrupted call is reaped), the record last but one.
   bad = writable(c, true, me ~= nil)
   if bad then return bad end
+  if not tag_available(c) then return redis.error_reply(TAGS_FULL) end
   -- The fence: one more than the last, and at least the server clock in
   -- microseconds, so it never goes back even when Redis lost the namespace's
   -- data (restart without persistence, failover to a lagging replica).
@@ -333,25 +340,24 @@ local function pl_acquire(keys, argv)
     f16 = fence16(fence)
   end
   if fence > 9007199254740991 then return redis.error_reply("PATHLOCK fence space exhausted (2^53)") end
+  local tag = c.tag or 0 -- assigned below, after the expiry (the first write)
   local l = { id = new_id, token = new_token, owner = owner, op = op_name, f16 = f16, holds = 1, ttl_s = ttl_s,
               exp_s = num(c.now + ttl), paths = paths }
+  redis.call("ZADD", c.exp, l.exp_s, new_id)
+  tag = own_tag(c)
+  l.head = head_of(tag, op_name)
   local members = {}
   for i = 1, n do
-    bump_target(c, b, op.first + i - 1, paths[i], "h", "b", 1)
+    bump_target(c, b, gcode(tag, op.first + i - 1), paths[i], "h", "b", 1)
     members[#members + 1] = "0"
-    members[#members + 1] = entry_member(op.first + i - 1, paths[i], f16, new_id)
+    members[#members + 1] = entry_member(gcode(tag, op.first + i - 1), paths[i], f16, new_id)
   end
   members[#members + 1] = "0"
   members[#members + 1] = list_member(f16, new_id)
-  redis.call("ZADD", c.exp, l.exp_s, new_id)
-  if c.bound then
-    redis.call("HSET", c.meta, "fence", f16)
-  else
-    redis.call("HSET", c.meta, "fence", f16, "layout", PL_LAYOUT, "fingerprint", PL_FINGERPRINT,
-               "matrix", PL_MATRIX_NAME, "version", PL_MATRIX_VERSION)
-  end
+  redis.call("HSET", c.meta, "fence", f16)
+  tag_counts(c, { [tag] = { l = 1 } })
   flush(c, b)
-  redis.call("HSET", c.locks, new_id, pack_lock(l), reentry, new_id)
+  redis.call("HSET", c.locks, new_id, pack_lock(l), reentry_field(tag, owner, op_name, paths), new_id)
   redis.call("ZADD", c.ent, unpack(members))
   if me then remove_waiters(c, { me }) end
   return { "granted", new_id, new_token, fence, ttl, 1 }

@@ -21,9 +21,14 @@
 --     counts that reached zero): the number of calls does not grow with the
 --     path's depth.
 --   * ent, ONE lex-ordered zset, names the held targets: member
---     CC .. spell(PATH) .. "\0" .. FFFFFFFFFFFFFFFF .. ID (code, path with
---     "\1" for "/", 16-digit fence, lock id), and "F" .. fence .. ID for
---     listing in fence order. A witness is one ZRANGEBYLEX.
+--     CCCC .. spell(PATH) .. "\0" .. FFFFFFFFFFFFFFFF .. ID (global code,
+--     path with "\1" for "/", 16-digit fence, lock id), and "F" .. fence ..
+--     ID for listing in fence order. A witness is one ZRANGEBYLEX.
+--   * Several matrices share a namespace (a rolling deploy): meta gives each
+--     matrix in use a tag; codes in idx and ent are global (tag * 100 +
+--     code); a code of another tag refuses every overlapping request;
+--     records carry their tag, first code and role names, so any library
+--     can name, list, reap and remove another matrix's locks.
 --   * Every function reads and checks first; before its first write it asks
 --     the server (redis.acl_check_cmd) whether the caller may run every
 --     write command it could use, so an ACL refusal never stops a function
@@ -131,16 +136,92 @@ local function chunked(cmd, key, list, step)
   return out
 end
 
--- Meta: the namespace's layout version and matrix binding, and its fence.
--- Returns a reply when the namespace belongs to another layout or matrix.
+-- Meta: the namespace's layout version, its fence, and the matrices in use.
+-- Every matrix with a lock or a place in line in the namespace has a small
+-- tag number (1..TAG_MAX): field t:FP = tag, m:TAG = "FP\0name\0version",
+-- l:TAG / w:TAG = its locks / places in line. Codes in idx and ent are
+-- global: tag * 100 + the matrix's own code, so a request reads which
+-- matrix every held target belongs to from the counts it reads anyway.
+-- Returns a reply when the namespace belongs to another data layout.
+local TAG_MAX = 99
 local function check_meta(c)
-  local m = redis.call("HMGET", c.meta, "fingerprint", "matrix", "version", "layout", "fence")
-  local layout = m[4] or (m[1] and "1") -- layout 1 (pathlock <= 0.1) had no layout field
+  local m = redis.call("HMGET", c.meta, "layout", "fence", "fingerprint", "t:" .. PL_FINGERPRINT)
+  local layout = m[1] or (m[3] and "1") -- layout 1 (pathlock <= 0.1) had no layout field
   if layout and layout ~= PL_LAYOUT then return { "layout", layout, PL_LAYOUT } end
-  if m[1] and m[1] ~= PL_FINGERPRINT then return { "mismatch", m[1], m[2] or "", m[3] or "" } end
-  c.bound = m[1] and true or false
-  c.fence = tonumber(m[5] or "0") or 0
+  c.fence = tonumber(m[2] or "0") or 0
+  c.tag = m[4] and tonumber(m[4]) or nil
   return nil
+end
+
+-- This library's tag, assigned (the lowest free one) when it has none: the
+-- first write of a call that adds a lock or a place. nil when every tag is
+-- taken (the caller then refuses with an error before writing anything).
+local function own_tag(c)
+  if c.tag then return c.tag end
+  local names = {}
+  for t = 1, TAG_MAX do names[t] = "m:" .. t end
+  local v = redis.call("HMGET", c.meta, unpack(names))
+  for t = 1, TAG_MAX do
+    if not v[t] then
+      local ts = num(t)
+      redis.call("HSET", c.meta, "layout", PL_LAYOUT, "t:" .. PL_FINGERPRINT, ts,
+                 "m:" .. ts, PL_FINGERPRINT .. "\0" .. PL_MATRIX_NAME .. "\0" .. PL_MATRIX_VERSION, "l:" .. ts, "0",
+                 "w:" .. ts, "0")
+      c.tag = t
+      return t
+    end
+  end
+  return nil
+end
+-- Is any tag free (or is this library's assigned)? Checked before writing.
+local function tag_available(c)
+  if c.tag then return true end
+  local names = {}
+  for t = 1, TAG_MAX do names[t] = "m:" .. t end
+  local v = redis.call("HMGET", c.meta, unpack(names))
+  for t = 1, TAG_MAX do
+    if not v[t] then return true end
+  end
+  return false
+end
+local TAGS_FULL = "PATHLOCK " .. TAG_MAX .. " matrices are in use in this namespace; the request was not granted"
+
+-- Adds the deltas { [tag] = { l = dl, w = dw } } to the tags' counts; a tag
+-- whose locks and places both reach zero leaves meta (its matrix is no
+-- longer in use here). Counts are lowered only after the data is gone.
+local function tag_counts(c, deltas)
+  for tag, d in pairs(deltas) do
+    local ts = num(tag)
+    local v = redis.call("HMGET", c.meta, "l:" .. ts, "w:" .. ts, "m:" .. ts)
+    local l, w = (tonumber(v[1] or "0") or 0) + (d.l or 0), (tonumber(v[2] or "0") or 0) + (d.w or 0)
+    if l <= 0 and w <= 0 then
+      local fp = v[3] and string.match(v[3], "^[^%z]*")
+      if fp then redis.call("HDEL", c.meta, "t:" .. fp, "m:" .. ts, "l:" .. ts, "w:" .. ts) end
+      if c.tag == tag then c.tag = nil end
+    else
+      redis.call("HSET", c.meta, "l:" .. ts, num(math.max(l, 0)), "w:" .. ts, num(math.max(w, 0)))
+    end
+  end
+end
+local function add_delta(deltas, tag, kind, d)
+  local t = deltas[tag]
+  if not t then
+    t = {}
+    deltas[tag] = t
+  end
+  t[kind] = (t[kind] or 0) + d
+end
+
+-- Global codes: the tag and the matrix's own code.
+local function gcode(tag, code) return tag * 100 + code end
+local function tag_of(g) return math.floor(g / 100) end
+
+-- Does held global code `held` refuse this library's code `code` in
+-- relation `rel`? Its own rules for its own matrix; any overlap for another.
+local function blocks(c, rel, code, held)
+  local own = c.tag and tag_of(held) == c.tag
+  if not own then return true end
+  return PL_BLOCKSET[rel][code][held - c.tag * 100] or false
 end
 
 -- ---- paths ----------------------------------------------------------------
@@ -196,10 +277,11 @@ local function unspell(s)
   if s == "" then return "/" end
   return (string.gsub(s, "\1", "/"))
 end
-local function code2(code) return PL_CODE2[code] end
+-- A global code as entry members spell it: four digits.
+local function code4(g) return string.format("%04d", g) end
 local function fence16(fence) return string.format("%016.0f", fence) end
 -- f16: the fence as 16 digits (locks keep it so in their records).
-local function entry_member(code, path, f16, id) return PL_CODE2[code] .. spell(path) .. "\0" .. f16 .. id end
+local function entry_member(g, path, f16, id) return code4(g) .. spell(path) .. "\0" .. f16 .. id end
 local function list_member(f16, id) return "F" .. f16 .. id end
 
 -- ---- the index (idx) ------------------------------------------------------
@@ -233,11 +315,12 @@ local function encode(t)
   for i = 1, #codes do codes[i] = num(codes[i]) .. ":" .. num(t[codes[i]]) end
   return table.concat(codes, ",")
 end
--- The lowest code with a positive count in `t` that is in `set`, or nil.
-local function lowest(t, set)
+-- The lowest global code with a positive count in `t` that refuses `code`
+-- in relation `rel` (see blocks()), or nil.
+local function lowest(c, t, rel, code)
   local best
-  for code, n in pairs(t) do
-    if n > 0 and set[code] and (not best or code < best) then best = code end
+  for g, n in pairs(t) do
+    if n > 0 and (not best or g < best) and blocks(c, rel, code, g) then best = g end
   end
   return best
 end
@@ -319,49 +402,75 @@ end
 
 -- ---- lock and waiter records ----------------------------------------------
 
--- A lock record: op \0 fence \0 holds \0 ttl \0 exp \0 #token \0 #owner \0
--- token owner path_1 \0 ... path_n (owners may hold any byte, paths none of
--- \0; the fence has 16 digits). Numbers are kept as text too (ttl_s, exp_s,
--- f16) so that writing a record back converts only what changed.
+-- Records are self-describing, so that a library of any matrix can report,
+-- reap and remove the locks and places of another: they start with the
+-- matrix's tag, the operation's first code in its matrix and its role names
+-- (comma-separated): tag \0 first \0 roles \0 ...
+local function info_of(first, roles)
+  local t = { first = tonumber(first), roles = {} }
+  for r in string.gmatch(roles, "[^,]+") do t.roles[#t.roles + 1] = r end
+  return t
+end
+-- The description of this library's operation `op` in a record.
+local ROLES_TEXT = {}
+local function head_of(tag, op)
+  local info = PL_OPS[op]
+  local roles = ROLES_TEXT[op]
+  if not roles then
+    roles = table.concat(info.roles, ",")
+    ROLES_TEXT[op] = roles
+  end
+  return num(tag) .. "\0" .. num(info.first) .. "\0" .. roles .. "\0"
+end
+
+-- A lock record: tag \0 first \0 roles \0 op \0 fence \0 holds \0 ttl \0 exp
+-- \0 #token \0 #owner \0 token owner path_1 \0 ... path_n (owners may hold
+-- any byte, paths none of \0; the fence has 16 digits). Numbers are kept as
+-- text too (ttl_s, exp_s, f16) so that writing a record back converts only
+-- what changed; `head` is the record's first three fields as stored.
 local function pack_lock(l)
-  return l.op .. "\0" .. l.f16 .. "\0" .. num(l.holds) .. "\0" .. l.ttl_s .. "\0" .. l.exp_s .. "\0" .. num(#l.token)
-         .. "\0" .. num(#l.owner) .. "\0" .. l.token .. l.owner .. table.concat(l.paths, "\0")
+  return l.head .. l.op .. "\0" .. l.f16 .. "\0" .. num(l.holds) .. "\0" .. l.ttl_s .. "\0" .. l.exp_s .. "\0"
+         .. num(#l.token) .. "\0" .. num(#l.owner) .. "\0" .. l.token .. l.owner .. table.concat(l.paths, "\0")
 end
 local function unpack_lock(id, rec)
-  local op, fence, holds, ttl, exp, tl, ol, at =
-    string.match(rec, "^([%w_]+)%z(%d+)%z(%d+)%z(%d+)%z(%d+)%z(%d+)%z(%d+)%z()")
-  local info = op and PL_OPS[op]
-  if not info then return nil end
+  local head, tag, first, roles, op, fence, holds, ttl, exp, tl, ol, at =
+    string.match(rec, "^((%d+)%z(%d+)%z([%w_,]+)%z)([%w_]+)%z(%d+)%z(%d+)%z(%d+)%z(%d+)%z(%d+)%z(%d+)%z()")
+  if not head then return nil end
+  local info = info_of(first, roles)
   tl, ol = tonumber(tl), tonumber(ol)
-  local l = { id = id, op = op, info = info, f16 = fence, fence = tonumber(fence), holds = tonumber(holds),
-              ttl = tonumber(ttl), ttl_s = ttl, exp = tonumber(exp), exp_s = exp, token = string.sub(rec, at, at + tl - 1),
-              owner = string.sub(rec, at + tl, at + tl + ol - 1), paths = {} }
+  local l = { id = id, head = head, tag = tonumber(tag), op = op, info = info, f16 = fence, fence = tonumber(fence),
+              holds = tonumber(holds), ttl = tonumber(ttl), ttl_s = ttl, exp = tonumber(exp), exp_s = exp,
+              token = string.sub(rec, at, at + tl - 1), owner = string.sub(rec, at + tl, at + tl + ol - 1), paths = {} }
   for p in string.gmatch(string.sub(rec, at + tl + ol), "[^%z]+") do l.paths[#l.paths + 1] = p end
   if #l.paths ~= #info.roles then return nil end
   return l
 end
 
--- A place in line: op \0 #owner \0 owner path_1 \0 ... path_n. Its place
--- (seq) is its score in wq, the end of its reservation its score in wexp.
+-- A place in line: tag \0 first \0 roles \0 op \0 #owner \0 owner path_1 \0 ...
+-- path_n. Its place (seq) is its score in wq, the end of its reservation
+-- its score in wexp.
 local function pack_waiter(w)
-  return w.op .. "\0" .. #w.owner .. "\0" .. w.owner .. table.concat(w.paths, "\0")
+  return w.head .. w.op .. "\0" .. #w.owner .. "\0" .. w.owner .. table.concat(w.paths, "\0")
 end
 local function unpack_waiter(id, rec)
-  local op, ol, at = string.match(rec, "^([%w_]+)%z(%d+)%z()")
-  local info = op and PL_OPS[op]
-  if not info then return nil end
+  local head, tag, first, roles, op, ol, at =
+    string.match(rec, "^((%d+)%z(%d+)%z([%w_,]+)%z)([%w_]+)%z(%d+)%z()")
+  if not head then return nil end
+  local info = info_of(first, roles)
   ol = tonumber(ol)
-  local w = { id = id, op = op, info = info, owner = string.sub(rec, at, at + ol - 1), paths = {} }
+  local w = { id = id, head = head, tag = tonumber(tag), op = op, info = info,
+              owner = string.sub(rec, at, at + ol - 1), paths = {} }
   for p in string.gmatch(string.sub(rec, at + ol), "[^%z]+") do w.paths[#w.paths + 1] = p end
   if #w.paths ~= #info.roles then return nil end
   return w
 end
 
--- The exact reentry field of the locks hash: the owner with its length in
--- front, the operation and the paths, NUL-separated. Lock ids never hold
--- ':', so these fields never collide with the ids.
-local function reentry_field(owner, op, paths)
-  return num(#owner) .. ":" .. owner .. "\0" .. op .. "\0" .. table.concat(paths, "\0")
+-- The exact reentry field of the locks hash: the matrix's tag, the owner
+-- with its length in front, the operation and the paths, NUL-separated
+-- (tag "|" #owner ":" owner \0 op \0 paths). Lock ids never hold ':', so
+-- these fields never collide with the ids.
+local function reentry_field(tag, owner, op, paths)
+  return num(tag) .. "|" .. num(#owner) .. ":" .. owner .. "\0" .. op .. "\0" .. table.concat(paths, "\0")
 end
 
 local function remaining(exp, now) return math.max(0, exp - now) end
@@ -391,14 +500,15 @@ end
 -- (in exp without a record) leave exp too. The caller checked writable().
 local function remove_locks(c, locks, stale)
   if #locks == 0 and (not stale or #stale == 0) then return end
-  local b, members, ids, fields, paths = batch(), {}, {}, {}, {}
+  local b, members, ids, fields, paths, deltas = batch(), {}, {}, {}, {}, {}
   for _, l in ipairs(locks) do
     for i = 1, #l.paths do want_target(c, b, l.paths[i], "h", "b") end
   end
   fetch(c, b)
   for _, l in ipairs(locks) do
+    add_delta(deltas, l.tag, "l", -1)
     for i = 1, #l.paths do
-      local code = l.info.first + i - 1
+      local code = gcode(l.tag, l.info.first + i - 1)
       bump_target(c, b, code, l.paths[i], "h", "b", -1)
       members[#members + 1] = entry_member(code, l.paths[i], l.f16, l.id)
       paths[#paths + 1] = l.paths[i]
@@ -406,7 +516,7 @@ local function remove_locks(c, locks, stale)
     members[#members + 1] = list_member(l.f16, l.id)
     ids[#ids + 1] = l.id
     fields[#fields + 1] = l.id
-    fields[#fields + 1] = reentry_field(l.owner, l.op, l.paths)
+    fields[#fields + 1] = reentry_field(l.tag, l.owner, l.op, l.paths)
   end
   for _, id in ipairs(stale or {}) do ids[#ids + 1] = id end
   -- The index first: once the counts are gone the lock refuses nobody, and
@@ -416,6 +526,7 @@ local function remove_locks(c, locks, stale)
   if #members > 0 then chunked("ZREM", c.ent, members) end
   chunked("ZREM", c.exp, ids)
   if #fields > 0 then chunked("HDEL", c.locks, fields) end
+  tag_counts(c, deltas)
   wake(c, paths)
 end
 
@@ -448,7 +559,7 @@ end
 -- Takes places out of the line (their counts, records, line entries).
 local function remove_waiters(c, ws)
   if #ws == 0 then return end
-  local b, ids, paths = batch(), {}, {}
+  local b, ids, paths, deltas = batch(), {}, {}, {}
   for _, w in ipairs(ws) do
     if not w.stale then
       for i = 1, #w.paths do want_target(c, b, w.paths[i], "wh", "wb") end
@@ -458,8 +569,9 @@ local function remove_waiters(c, ws)
   for _, w in ipairs(ws) do
     ids[#ids + 1] = w.id
     if not w.stale then
+      add_delta(deltas, w.tag, "w", -1)
       for i = 1, #w.paths do
-        bump_target(c, b, w.info.first + i - 1, w.paths[i], "wh", "wb", -1)
+        bump_target(c, b, gcode(w.tag, w.info.first + i - 1), w.paths[i], "wh", "wb", -1)
         paths[#paths + 1] = w.paths[i]
       end
     end
@@ -468,6 +580,7 @@ local function remove_waiters(c, ws)
   chunked("ZREM", c.wq, ids)
   chunked("ZREM", c.wexp, ids)
   chunked("HDEL", c.wrec, ids)
+  tag_counts(c, deltas)
   wake(c, paths)
 end
 

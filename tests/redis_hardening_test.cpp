@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <pathlock/engine.hpp>
@@ -66,7 +67,7 @@ std::string spell(const std::string& path) {
 // Recomputes the index (idx counts, entry members, expiry, reentry fields,
 // line) of namespace `ns` from its lock and waiter records and compares it
 // with what is stored. Returns the differences ("" when consistent).
-std::string inconsistencies(RedisConnection& c, const MatrixTable& m, const std::string& ns) {
+std::string inconsistencies(RedisConnection& c, const MatrixTable& /*m*/, const std::string& ns) {
   const std::string p = prefix_of(ns);
   std::string out;
   std::map<std::string, std::map<int, long long>> want_idx;
@@ -81,6 +82,14 @@ std::string inconsistencies(RedisConnection& c, const MatrixTable& m, const std:
       want_idx[below + node][code] += 1;
     }
   };
+  // Records (layout 3) describe themselves: tag \0 first \0 roles \0 ...
+  // Counts per tag of locks and places, to compare with meta l:TAG / w:TAG.
+  std::map<int, std::pair<long long, long long>> want_tags;
+  const auto head = [](const std::vector<std::string>& parts, int& tag, int& first, std::size_t& roles) {
+    tag = std::stoi(parts.at(0));
+    first = std::stoi(parts.at(1));
+    roles = static_cast<std::size_t>(std::count(parts.at(2).begin(), parts.at(2).end(), ',')) + 1;
+  };
   const RedisReply locks = c.command({"HGETALL", p + "locks"});
   std::map<std::string, std::string> reentry_stored;
   for (std::size_t i = 0; i + 1 < locks.elements.size(); i += 2) {
@@ -90,52 +99,66 @@ std::string inconsistencies(RedisConnection& c, const MatrixTable& m, const std:
       reentry_stored[field] = value;
       continue;
     }
-    // op fence holds ttl exp #token #owner token+owner+path1 \0 path2 ...
+    // tag first roles op fence holds ttl exp #token #owner token+owner+path1 \0 path2 ...
     const std::vector<std::string> parts = split0(value);
-    if (parts.size() < 8) {
+    if (parts.size() < 11) {
       out += "malformed record " + field + "\n";
       continue;
     }
-    const int op = m.op_index(parts[0]);
-    if (op < 0) {
-      out += "record " + field + " has unknown op\n";
-      continue;
-    }
-    const std::size_t tl = std::stoul(parts[5]), ol = std::stoul(parts[6]);
+    int tag = 0, first = 0;
+    std::size_t roles = 0;
+    head(parts, tag, first, roles);
+    const std::size_t tl = std::stoul(parts[8]), ol = std::stoul(parts[9]);
     std::size_t body = 0;
-    for (int k = 0; k < 7; ++k) body = value.find('\0', body) + 1;
+    for (int k = 0; k < 10; ++k) body = value.find('\0', body) + 1;
     const std::string rest = value.substr(body);
     const std::string owner = rest.substr(tl, ol);
     const std::vector<std::string> paths = split0(rest.substr(tl + ol));
-    const OpInfo& info = m.ops[static_cast<std::size_t>(op)];
-    if (paths.size() != info.role_count) {
+    if (paths.size() != roles) {
       out += "record " + field + " has the wrong number of paths\n";
       continue;
     }
-    std::string reentry = std::to_string(owner.size()) + ":" + owner + std::string(1, '\0') + parts[0];
+    want_tags[tag].first += 1;
+    std::string reentry =
+        std::to_string(tag) + "|" + std::to_string(owner.size()) + ":" + owner + std::string(1, '\0') + parts[3];
     for (std::size_t r = 0; r < paths.size(); ++r) {
-      const int code = info.first_code + static_cast<int>(r);
+      const int code = tag * 100 + first + static_cast<int>(r);
       add_target(code, paths[r], "h", "b");
-      want_ent.insert(fmt::format("{:02d}", code) + spell(paths[r]) + std::string(1, '\0') + parts[1] + field);
+      want_ent.insert(fmt::format("{:04d}", code) + spell(paths[r]) + std::string(1, '\0') + parts[4] + field);
       reentry += std::string(1, '\0') + paths[r];
     }
-    want_ent.insert("F" + parts[1] + field);
-    want_exp.insert(field + "@" + parts[4]);
+    want_ent.insert("F" + parts[4] + field);
+    want_exp.insert(field + "@" + parts[7]);
     want_reentry[reentry] = field;
   }
   const RedisReply waiters = c.command({"HGETALL", p + "wrec"});
   for (std::size_t i = 0; i + 1 < waiters.elements.size(); i += 2) {
     const std::string& id = waiters.elements[i].str;
     const std::string& value = waiters.elements[i + 1].str;
-    const std::size_t z1 = value.find('\0'), z2 = value.find('\0', z1 + 1);
-    const int op = m.op_index(value.substr(0, z1));
-    const std::size_t ol = std::stoul(value.substr(z1 + 1, z2 - z1 - 1));
-    const std::vector<std::string> paths = split0(value.substr(z2 + 1 + ol));
-    const OpInfo& info = m.ops[static_cast<std::size_t>(op)];
-    for (std::size_t r = 0; r < paths.size(); ++r)
-      add_target(info.first_code + static_cast<int>(r), paths[r], "wh", "wb");
+    const std::vector<std::string> parts = split0(value);
+    int tag = 0, first = 0;
+    std::size_t roles = 0;
+    head(parts, tag, first, roles);
+    std::size_t body = 0;
+    for (int k = 0; k < 5; ++k) body = value.find('\0', body) + 1;
+    const std::size_t ol = std::stoul(parts.at(4));
+    const std::vector<std::string> paths = split0(value.substr(body + ol));
+    for (std::size_t r = 0; r < paths.size(); ++r) add_target(tag * 100 + first + static_cast<int>(r), paths[r], "wh", "wb");
+    want_tags[tag].second += 1;
     want_waiters.insert(id);
   }
+  // meta: one tag per matrix in use, with its counts; none for a matrix
+  // that has nothing left.
+  std::map<int, std::pair<long long, long long>> have_tags;
+  const RedisReply meta = c.command({"HGETALL", p + "meta"});
+  for (std::size_t i = 0; i + 1 < meta.elements.size(); i += 2) {
+    const std::string& f = meta.elements[i].str;
+    if (f.size() > 2 && (f[0] == 'l' || f[0] == 'w') && f[1] == ':') {
+      auto& counts = have_tags[std::stoi(f.substr(2))];
+      (f[0] == 'l' ? counts.first : counts.second) = std::stoll(meta.elements[i + 1].str);
+    }
+  }
+  if (have_tags != want_tags) out += "meta's per-matrix counts do not match the records\n";
   // idx
   std::map<std::string, std::string> want_text;
   for (const auto& [field, counts] : want_idx) {
@@ -427,11 +450,15 @@ TEST_CASE("a namespace of another data layout is refused, naming both layouts", 
                   "matrix", "cloud-drive", "version", "1.0.0"});
   server.command({"SET", prefix_of(old_ns) + "fence", "7"});
   CHECK_THROWS_WITH(engine->acquire(request(old_ns, "o", "upload", {{"target", "/a"}})),
-                    Catch::Contains("layout 1") && Catch::Contains("layout 2"));
+                    Catch::Contains("layout 1") && Catch::Contains("layout 3"));
   CHECK_THROWS_AS(engine->list(old_ns), BackendError);
-  // A future layout.
-  const std::string new_ns = test::unique_namespace("layout3");
-  server.command({"HSET", prefix_of(new_ns) + "meta", "layout", "3"});
-  CHECK_THROWS_WITH(engine->release(new_ns, "id", "tok"), Catch::Contains("layout 3") && Catch::Contains("layout 2"));
+  // Layout 2 (one matrix per namespace), and a future layout.
+  const std::string v2_ns = test::unique_namespace("layout2");
+  server.command({"HSET", prefix_of(v2_ns) + "meta", "layout", "2", "fingerprint", "feed", "fence", "9"});
+  CHECK_THROWS_WITH(engine->acquire(request(v2_ns, "o", "upload", {{"target", "/a"}})),
+                    Catch::Contains("layout 2") && Catch::Contains("layout 3"));
+  const std::string new_ns = test::unique_namespace("layout4");
+  server.command({"HSET", prefix_of(new_ns) + "meta", "layout", "4"});
+  CHECK_THROWS_WITH(engine->release(new_ns, "id", "tok"), Catch::Contains("layout 4") && Catch::Contains("layout 3"));
   CHECK(server.keys(prefix_of(old_ns) + "*").size() == 2);  // nothing written
 }

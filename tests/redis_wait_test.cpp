@@ -368,8 +368,10 @@ TEST_CASE("the line can be driven by calling the library's functions directly", 
   CHECK(r.elements[1].str == "id1");
   CHECK(r.elements[10].integer == 0);
   CHECK(server.command({"ZSCORE", prefix_of(ns) + "wq", "wA"}).str == "1");
-  CHECK(server.command({"HGET", prefix_of(ns) + "idx", "wh/a"}).str == "12:1");  // delete_folder is code 12
-  CHECK(server.command({"HGET", prefix_of(ns) + "idx", "wb/"}).str == "12:1");
+  // delete_folder is code 12; the matrix's tag in this namespace is 1, so its
+  // global code is 1 * 100 + 12 (docs/lua-protocol.md, layout 3).
+  CHECK(server.command({"HGET", prefix_of(ns) + "idx", "wh/a"}).str == "112:1");
+  CHECK(server.command({"HGET", prefix_of(ns) + "idx", "wb/"}).str == "112:1");
   // A fair newcomer (the 5-argument form is fair) is refused by the waiter.
   r = eval("acquire", {"new", "create", "30000", "id3", "tok3", "/a"});
   REQUIRE(r.elements.size() == 11);

@@ -46,7 +46,7 @@ class InvalidRequest : public std::invalid_argument {
 };
 
 // The backend could not do its work (connection lost, timeout, a namespace
-// that belongs to another matrix, ...). The lock state is unchanged, or the
+// of another data layout, ...). The lock state is unchanged, or the
 // operation's effect is unknown when the connection broke mid-call.
 class BackendError : public std::runtime_error {
  public:

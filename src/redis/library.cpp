@@ -3,8 +3,7 @@
 // The data chunk is plain Lua table constructors and string constants, run
 // once when Redis loads the library (only `redis` is visible then, so no
 // library function is called): PL_OPS[name] = { first, roles, not_inside },
-// PL_CODE_NAMES[code] = { op, role }, PL_CODE2[code] = the code as two
-// digits, PL_BLOCKSET[relation][requested code]
+// PL_CODE_NAMES[code] = { op, role }, PL_BLOCKSET[relation][requested code]
 // = { [held code] = true } for every held code that refuses it (relation 0
 // same, 1 held_ancestor, 2 held_descendant), and the constants below.
 #include "redis/library.hpp"
@@ -60,9 +59,7 @@ std::string data_chunk(const MatrixTable& t, const Library& lib) {
   for (std::size_t c = 0; c < t.code_count; ++c)
     out += fmt::format("  [{}] = {{ {}, {} }},\n", c, lua_string(t.op_name_of_code(static_cast<int>(c))),
                        lua_string(t.role_name_of_code(static_cast<int>(c))));
-  out += "}\nlocal PL_CODE2 = {";  // codes as entry members spell them
-  for (std::size_t c = 0; c < t.code_count; ++c) out += fmt::format(" [{}] = \"{:02d}\",", c, c);
-  out += " }\nlocal PL_BLOCKSET = {\n";
+  out += "}\nlocal PL_BLOCKSET = {\n";
   for (std::size_t rel = 0; rel < kRelationCount; ++rel) {
     out += fmt::format("  [{}] = {{\n", rel);
     for (std::size_t r = 0; r < t.code_count; ++r) {

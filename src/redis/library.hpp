@@ -24,8 +24,10 @@ namespace pathlock::redis {
 
 // The version of the key layout and protocol the library implements. A
 // namespace records the layout that created it (meta field "layout"); a
-// library of another layout refuses it. Layout 1: pathlock 0.1 EVAL scripts.
-inline constexpr int kLayoutVersion = 2;
+// library of another layout refuses it. Layout 1: pathlock 0.1 EVAL scripts;
+// 2: one matrix per namespace; 3: several matrices share a namespace during
+// a rolling deploy (docs/lua-protocol.md#versions).
+inline constexpr int kLayoutVersion = 3;
 
 // Longest reservation of a place in line the library grants (reserve_ms is
 // capped there), and the longest lease.

@@ -304,8 +304,9 @@ class RedisEngine final : public LockEngine {
   }
 
   // Runs library function `function` on namespace `ns` (already
-  // validated). Handles the replies every function may give: "mismatch",
-  // "layout" and "invalid". The first call on a namespace probes the
+  // validated). Handles the replies every function may give: "layout" and
+  // "invalid". (Layout 3 has no "mismatch": several matrices share a
+  // namespace, docs/operations.md#changing-the-matrix-rolling-deploys.) The first call on a namespace probes the
   // user's permissions first.
   // With `acked`, the client runs WAIT after the call (RedisOptions::replicas)
   // and stores how many replicas acknowledged it.
@@ -316,7 +317,6 @@ class RedisEngine final : public LockEngine {
     probe(ns, *keys);
     Reply r = client_.fcall(library_.function_prefix + std::string(function), *keys, args, acked);
     const std::string& status = r.at(0).text();
-    if (status == "mismatch") mismatch(ns, r);
     if (status == "layout")
       client_.fail(fmt::format(
           "namespace '{}' was written with data layout {}; this build of pathlock uses layout {} "
@@ -355,13 +355,6 @@ class RedisEngine final : public LockEngine {
     }
     std::lock_guard<std::mutex> lock(probed_mutex_);
     probed_.insert(std::string(ns));
-  }
-
-  [[noreturn]] void mismatch(std::string_view ns, const Reply& r) const {
-    client_.fail(fmt::format(
-        "namespace '{}' belongs to matrix '{}' version {} (fingerprint {}); this engine enforces matrix '{}' "
-        "version {} (fingerprint {}). Use another namespace, or the matrix that owns it",
-        ns, r.at(2).text(), r.at(3).text(), r.at(1).text(), matrix_.name, matrix_.version, matrix_.fingerprint));
   }
 
   bool released(std::string_view function, const Reply& r) const {

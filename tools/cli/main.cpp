@@ -2,6 +2,8 @@
 //   pathlock demo [--backend memory|redis] [--redis URL] [--matrix FILE]
 //   pathlock shell [--backend memory|redis] [--redis URL] [--namespace NAME] [--matrix FILE]
 //   pathlock matrix lint|render|explain|diff|scaffold ... (matrix_cli.cpp)
+//   pathlock admin status --redis URL [--namespace NS] [--limit N] (admin.cpp)
+#include "admin.hpp"
 #include "demo.hpp"
 #include "matrix_cli.hpp"
 #include "shell.hpp"
@@ -23,7 +25,7 @@ const std::string kUsage = std::string(
     "usage:\n"
     "  pathlock demo  [--backend memory|redis] [--redis URL] [--matrix FILE]\n"
     "  pathlock shell [--backend memory|redis] [--redis URL] [--namespace NAME] [--matrix FILE]\n") +
-    cli::kMatrixUsage +
+    cli::kMatrixUsage + cli::kAdminUsage +
     "FILE defaults to the matrix this binary was built with:\n  " PATHLOCK_DEFAULT_MATRIX_JSON "\n"
     "--matrix FILE compiles FILE at start instead (see matrix/README.md).\n";
 
@@ -102,6 +104,7 @@ int main(int argc, char** argv) {
       cli::run_shell(*engine, ns, std::cin, std::cout);
       return 0;
     }
+    if (cmd == "admin") return cli::run_admin({argv + 2, argv + argc}, std::cout, std::cerr);
     if (cmd == "matrix")
       return cli::run_matrix_command({argv + 2, argv + argc}, PATHLOCK_DEFAULT_MATRIX_JSON, std::cout, std::cerr);
     if (cmd == "--help" || cmd == "help") {

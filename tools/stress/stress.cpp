@@ -2,9 +2,9 @@
 //
 //   pathlock-stress run   --backend memory|redis [--redis URL] --namespace NS
 //                         [--threads N] [--ops N] [--duration MS] [--seed N]
-//                         [--ttl MS] [--command-timeout MS]
+//                         [--ttl MS] [--command-timeout MS] [--matrix FILE]
 //                         [--max-backend-errors N] --log FILE
-//   pathlock-stress check FILE...
+//   pathlock-stress check [--matrix FILE]... FILE...
 //   pathlock-stress starve --backend memory|redis [--redis URL] [--creators N]
 //                          [--hold MS] [--run MS]
 //
@@ -16,7 +16,10 @@
 // as one line (tab-separated):
 //   hold <fence> <op> <role>=<path>[,<role>=<path>] <granted_ns> <released_ns> <pid>:<thread>
 //        <sent_ns> <id> <holds>
-// Times are CLOCK_MONOTONIC: sent_ns is read before acquire was called,
+//        <fingerprint>
+// (the last field: the fingerprint of the matrix the run enforces; --matrix
+// FILE compiles a matrix JSON at run time, as pathlock-matrixc does, instead
+// of the shipped one). Times are CLOCK_MONOTONIC: sent_ns is read before acquire was called,
 // granted_ns after it returned, released_ns before release was called and
 // then lowered to the end of the lease the thread can vouch for (sent_ns +
 // ttl, or the start of a successful renew + ttl): the server counts the lease
@@ -30,7 +33,7 @@
 // with jitter; reset by the next success) and goes on. An acquire that
 // failed with a BackendError may still have been granted (its reply was
 // lost; docs/operations.md "When a call fails"): it is logged as
-//   maybe <op> <targets> <sent_ns> <failed_ns> <ttl_ms> <pid>:<thread>
+//   maybe <op> <targets> <sent_ns> <failed_ns> <ttl_ms> <pid>:<thread> <fingerprint>
 // meaning "possibly held from some time after sent_ns until its lease ends".
 // Such a lock is never logged as a hold, so it can hide no violation and
 // create no false one; the thread simply never uses it, and if the same
@@ -45,8 +48,16 @@
 //
 // `check` reads every log and reports violations of two rules:
 // - Exclusion: it sweeps the holds in time order and, for every pair of
-//   overlapping holds, asks the compiled matrix whether the earlier grant
-//   (smaller fence) refuses the later one on any overlapping pair of targets.
+//   overlapping holds, asks the matrix whether the earlier grant (smaller
+//   fence) refuses the later one on any overlapping pair of targets. Each
+//   hold names its matrix by fingerprint: the shipped one or one given with
+//   --matrix FILE (several runs with different matrices may share a
+//   namespace during a rolling deploy, docs/operations.md). A pair of holds
+//   of one matrix is judged by that matrix; a pair of holds of two different
+//   matrices is a violation if either matrix refuses it (when it knows both
+//   operations) and in any case when any of their targets overlap (same
+//   path, ancestor or descendant): the rule the Redis layout enforces
+//   across matrices.
 // - Fencing (lines with sent_ns, id and holds): one fence names one lock,
 //   and fences strictly increase in grant order: if hold A had its answer
 //   before hold B's request was sent and B is a new lock (holds 1), then
@@ -65,6 +76,8 @@
 #include <pathlock/engine.hpp>
 #include <pathlock/factory.hpp>
 #include <pathlock/path.hpp>
+
+#include "matrix/table.hpp"
 
 #include <fmt/format.h>
 
@@ -96,6 +109,7 @@ const std::vector<std::string> kTree = {"/p",       "/p/A",   "/p/A/C",     "/p/
                                         "/q/x y",   "/q/é"};
 
 struct Hold {
+  const MatrixTable* matrix = nullptr;
   std::uint64_t fence = 0;
   std::string op;
   std::vector<Target> targets;
@@ -115,9 +129,11 @@ std::string option(const std::map<std::string, std::string>& opt, const std::str
 
 // make_engine, retried for up to 10 s while the backend is unreachable (a
 // fault-injection run may start while the server restarts).
-std::unique_ptr<LockEngine> connect_engine(const std::map<std::string, std::string>& opt, std::size_t pool_size) {
+std::unique_ptr<LockEngine> connect_engine(const std::map<std::string, std::string>& opt, std::size_t pool_size,
+                                           const MatrixTable* matrix = nullptr) {
   EngineOptions eo;
   eo.backend = parse_backend(opt.at("backend"));
+  eo.matrix = matrix;
   if (opt.count("redis")) eo.redis.url = opt.at("redis");
   eo.redis.pool_size = pool_size;
   if (opt.count("command-timeout")) eo.redis.command_timeout = Millis{std::stol(opt.at("command-timeout"))};
@@ -160,8 +176,12 @@ int run(const std::map<std::string, std::string>& opt) {
   const Millis ttl{std::stol(option(opt, "ttl", "10000"))};
   const long max_backend_errors = std::stol(option(opt, "max-backend-errors", "0"));
   const std::string ns = opt.at("namespace");
-  auto engine = connect_engine(opt, static_cast<std::size_t>(threads));
+  // --matrix: compiled at run time, with the generator's parser and checks.
+  std::unique_ptr<matrix::CompiledMatrix> compiled;
+  if (opt.count("matrix")) compiled = matrix::compile_matrix_file(opt.at("matrix"));
+  auto engine = connect_engine(opt, static_cast<std::size_t>(threads), compiled ? &compiled->table() : nullptr);
   const MatrixTable& m = engine->matrix();
+  const std::string fingerprint(m.fingerprint);
   const std::int64_t ttl_ns = static_cast<std::int64_t>(ttl.count()) * 1000000;
   const std::int64_t stop_at = timed ? monotonic_ns() + std::stoll(opt.at("duration")) * 1000000 : 0;
 
@@ -201,8 +221,8 @@ int run(const std::map<std::string, std::string>& opt) {
         ++n.backend_errors;
         ++n.unknown_acquires;
         // Paths hold no tabs (control characters are refused), so tabs separate fields.
-        lines += fmt::format("maybe\t{}\t{}\t{}\t{}\t{}\t{}\n", req.op, targets, sent, monotonic_ns(), ttl.count(),
-                             req.owner);
+        lines += fmt::format("maybe\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n", req.op, targets, sent, monotonic_ns(),
+                             ttl.count(), req.owner, fingerprint);
         backoff.failed(rng);
         continue;
       }
@@ -232,8 +252,8 @@ int run(const std::map<std::string, std::string>& opt) {
         if (pick(2)) std::this_thread::sleep_for(std::chrono::microseconds(pick(1000)));
       }
       const std::int64_t to = std::max(from, std::min(monotonic_ns(), lease_end));
-      lines += fmt::format("hold\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n", got.grant.fence, req.op, targets, from, to,
-                           req.owner, sent, got.grant.id, got.grant.holds);
+      lines += fmt::format("hold\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n", got.grant.fence, req.op, targets, from,
+                           to, req.owner, sent, got.grant.id, got.grant.holds, fingerprint);
       bool failed_before = false;
       while (true) {
         try {
@@ -319,15 +339,29 @@ int starve(const std::map<std::string, std::string>& opt) {
 }
 
 // Parses a `hold` line; false if it is malformed.
-bool parse_hold(const std::vector<std::string>& f, const MatrixTable& m, Hold& h,
+// The matrices a check knows, by fingerprint; the shipped one first.
+using Matrices = std::map<std::string, const MatrixTable*>;
+
+// The matrix of a log line whose fingerprint field is `fp` ("" on lines of
+// older logs: the shipped matrix); nullptr when the check was not given it.
+const MatrixTable* matrix_of(const Matrices& known, const std::string& fp) {
+  if (fp.empty()) return &default_matrix();
+  const auto it = known.find(fp);
+  return it == known.end() ? nullptr : it->second;
+}
+
+bool parse_hold(const std::vector<std::string>& f, const Matrices& known, Hold& h,
                 std::vector<std::pair<int, std::string>>& codes) {
-  if ((f.size() != 7 && f.size() != 10) || f[0] != "hold") return false;
+  if ((f.size() != 7 && f.size() != 10 && f.size() != 11) || f[0] != "hold") return false;
+  h.matrix = matrix_of(known, f.size() == 11 ? f[10] : "");
+  if (!h.matrix) throw std::runtime_error("a hold of matrix " + f[10] + ", which no --matrix FILE gives");
+  const MatrixTable& m = *h.matrix;
   h.fence = std::stoull(f[1]);
   h.op = f[2];
   h.from = std::stoll(f[4]);
   h.to = std::stoll(f[5]);
   h.who = f[6];
-  if (f.size() == 10) {
+  if (f.size() >= 10) {
     h.has_grant_details = true;
     h.sent = std::stoll(f[7]);
     h.id = f[8];
@@ -393,8 +427,18 @@ long check_fences(const std::vector<Item>& items) {
   return violations;
 }
 
-int check(const std::vector<std::string>& files) {
-  const MatrixTable& m = default_matrix();
+int check(const std::vector<std::string>& args) {
+  std::vector<std::unique_ptr<matrix::CompiledMatrix>> compiled;
+  Matrices known{{std::string(default_matrix().fingerprint), &default_matrix()}};
+  std::vector<std::string> files;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--matrix" && i + 1 < args.size()) {
+      compiled.push_back(matrix::compile_matrix_file(args[++i]));
+      known[std::string(compiled.back()->table().fingerprint)] = &compiled.back()->table();
+    } else {
+      files.push_back(args[i]);
+    }
+  }
   std::vector<Item> items;
   long maybe = 0;
   std::map<std::string, int> processes;
@@ -410,19 +454,23 @@ int check(const std::vector<std::string>& files) {
       for (std::string field; std::getline(s, field, '\t');) f.push_back(field);
       bool ok = false;
       try {
-        if (f.size() == 7 && f[0] == "maybe") {  // possibly held; see the file comment
-          ok = m.op_index(f[1]) >= 0 && std::stoll(f[3]) <= std::stoll(f[4]) && std::stol(f[5]) > 0;
+        if ((f.size() == 7 || f.size() == 8) && f[0] == "maybe") {  // possibly held; see the file comment
+          const MatrixTable* m = matrix_of(known, f.size() == 8 ? f[7] : "");
+          if (!m) throw std::runtime_error("a line of matrix " + f[7] + ", which no --matrix FILE gives");
+          ok = m->op_index(f[1]) >= 0 && std::stoll(f[3]) <= std::stoll(f[4]) && std::stol(f[5]) > 0;
           ++maybe;
           processes[f[6].substr(0, f[6].find(':'))]++;
         } else {
           Item it;
-          ok = parse_hold(f, m, it.hold, it.codes);
+          ok = parse_hold(f, known, it.hold, it.codes);
           if (ok) {
             processes[it.hold.who.substr(0, it.hold.who.find(':'))]++;
             items.push_back(std::move(it));
           }
         }
-      } catch (const std::exception&) {  // a number that does not parse
+      } catch (const std::invalid_argument&) {  // a number that does not parse
+        ok = false;
+      } catch (const std::out_of_range&) {
         ok = false;
       }
       if (!ok) {
@@ -432,16 +480,37 @@ int check(const std::vector<std::string>& files) {
     }
   }
   std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.hold.from < b.hold.from; });
-  auto refuses = [&](const Item& earlier, const Item& later) {
-    for (const auto& [hc, hp] : earlier.codes)
-      for (const auto& [rc, rp] : later.codes) {
+  // Does `m` refuse `later` while `earlier` is held? With both matrices'
+  // codes looked up in `m` by operation and role name (nothing when `m`
+  // does not know one of them).
+  auto refuses_in = [](const MatrixTable& m, const Item& earlier, const Item& later) {
+    for (const auto& [hc0, hp] : earlier.codes)
+      for (const auto& [rc0, rp] : later.codes) {
         if (!paths_overlap(hp, rp)) continue;
+        int hc = hc0, rc = rc0;
+        if (earlier.hold.matrix != &m) {
+          const int op = m.op_index(earlier.hold.op);
+          hc = op < 0 ? -1 : m.code_of(op, earlier.hold.matrix->role_name_of_code(hc0));
+        }
+        if (later.hold.matrix != &m) {
+          const int op = m.op_index(later.hold.op);
+          rc = op < 0 ? -1 : m.code_of(op, later.hold.matrix->role_name_of_code(rc0));
+        }
+        if (hc < 0 || rc < 0) continue;
         const Relation rel = hp == rp ? Relation::same
                              : path_within(rp, hp) ? Relation::held_ancestor
                                                    : Relation::held_descendant;
         if (m.refuses(rel, hc, rc)) return true;
       }
     return false;
+  };
+  auto refuses = [&](const Item& earlier, const Item& later) {
+    if (earlier.hold.matrix == later.hold.matrix) return refuses_in(*earlier.hold.matrix, earlier, later);
+    // Two matrices: any overlap is a conflict (which covers either matrix refusing).
+    for (const auto& [hc, hp] : earlier.codes)
+      for (const auto& [rc, rp] : later.codes)
+        if (paths_overlap(hp, rp)) return true;
+    return refuses_in(*earlier.hold.matrix, earlier, later) || refuses_in(*later.hold.matrix, earlier, later);
   };
   long violations = 0, overlapping_pairs = 0;
   std::vector<const Item*> active;  // holds whose interval may still overlap
@@ -474,8 +543,8 @@ int main(int argc, char** argv) {
   const std::string usage =
       "usage: pathlock-stress run --backend memory|redis [--redis URL] --namespace NS [--threads N] [--ops N]\n"
       "                           [--duration MS] [--seed N] [--ttl MS] [--command-timeout MS]\n"
-      "                           [--max-backend-errors N] --log FILE\n"
-      "       pathlock-stress check FILE...\n"
+      "                           [--matrix FILE] [--max-backend-errors N] --log FILE\n"
+      "       pathlock-stress check [--matrix FILE]... FILE...\n"
       "       pathlock-stress starve --backend memory|redis [--redis URL] [--creators N] [--hold MS] [--run MS]\n";
   if (argc < 2) {
     std::cerr << usage;
