@@ -183,17 +183,11 @@ local function pl_acquire(keys, argv)
   if me and me.exp <= c.now then
     -- Its reservation ran out (the caller stalled): the place is lost; a
     -- refusal below puts the caller at the back again.
-    local listed = false
-    for _, w in ipairs(ended) do listed = listed or w.id == me.id end
-    if not listed then ended[#ended + 1] = me end
+    add_once(ended, me)
     me = nil
   end
-  if #reaped + #stale + #ended > 0 then
-    bad = writable(c, false, true)
-    if bad then return bad end
-    remove_locks(c, reaped, stale)
-    remove_waiters(c, ended)
-  end
+  bad = remove_ended(c, reaped, stale, ended)
+  if bad then return bad end
 
   -- (Only a matrix in use here can hold a lock to re-enter.)
   local reentry = c.tag and reentry_field(c.tag, owner, op_name, paths)

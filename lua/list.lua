@@ -29,12 +29,8 @@ local function pl_list(keys, argv)
   if bad then return bad end
   local reaped, stale = expired_locks(c)
   local ended = ended_waiters(c)
-  if #reaped + #stale + #ended > 0 then
-    bad = writable(c, false, true)
-    if bad then return bad end
-    remove_locks(c, reaped, stale)
-    remove_waiters(c, ended)
-  end
+  bad = remove_ended(c, reaped, stale, ended)
+  if bad then return bad end
   local from = after == "" and "[F" or "[F" .. fence16(tonumber(after) + 1)
   local members = redis.call("ZRANGEBYLEX", c.ent, from, "(G", "LIMIT", "0", tostring(LIST_SCAN))
   local ids = {}

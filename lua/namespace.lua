@@ -584,6 +584,25 @@ local function remove_waiters(c, ws)
   wake(c, paths)
 end
 
+-- Appends `item` to `list` unless an element with its id is there already.
+local function add_once(list, item)
+  for _, x in ipairs(list) do
+    if x.id == item.id then return end
+  end
+  list[#list + 1] = item
+end
+
+-- Removes the given expired (or dropped) locks, stale lock ids and ended
+-- waiters, if there are any; a refused write is returned (nothing removed).
+local function remove_ended(c, locks, stale, waiters)
+  if #locks + #stale + #waiters == 0 then return nil end
+  local bad = writable(c, false, true)
+  if bad then return bad end
+  remove_locks(c, locks, stale)
+  remove_waiters(c, waiters)
+  return nil
+end
+
 -- The places in line whose reservation ended (at most REAP_LIMIT), and
 -- whether the line is empty. One call when nothing ended.
 local function ended_waiters(c)

@@ -13,16 +13,8 @@ end
 
 -- Removes `l` (when given) together with the expired locks to reap.
 local function drop_with_reaped(c, l, reaped, stale)
-  if l then
-    local listed = false
-    for _, r in ipairs(reaped) do listed = listed or r.id == l.id end
-    if not listed then reaped[#reaped + 1] = l end
-  end
-  if #reaped + #stale == 0 then return nil end
-  local bad = writable(c, false, true)
-  if bad then return bad end
-  remove_locks(c, reaped, stale)
-  return nil
+  if l then add_once(reaped, l) end
+  return remove_ended(c, reaped, stale, {})
 end
 
 local function pl_release(keys, argv)
