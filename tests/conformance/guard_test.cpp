@@ -110,14 +110,16 @@ TEST_CASE("a lease whose renewal comes too late is reported lost", "[keeper]") {
 TEST_CASE("stop() means no renewal afterwards", "[keeper]") {
   Fixture f;
   LeaseKeeper keeper(*f.engine);
-  const auto got = f.engine->acquire(f.request_on("a", "upload", "/p/A", 90ms));
+  // A 300 ms lease is renewed every 100 ms: room for a busy machine, where a
+  // 90 ms lease once came out "lost" because one renewal ran late.
+  const auto got = f.engine->acquire(f.request_on("a", "upload", "/p/A", 300ms));
   REQUIRE(got.granted);
-  auto lease = keeper.keep(f.ns, got.grant, 90ms);
-  std::this_thread::sleep_for(200ms);
+  auto lease = keeper.keep(f.ns, got.grant, 300ms);
+  std::this_thread::sleep_for(450ms);
   CHECK(lease->renewals() >= 2);
   keeper.stop(*lease);
   const auto after = lease->renewals();
-  std::this_thread::sleep_for(200ms);
+  std::this_thread::sleep_for(450ms);
   CHECK(lease->renewals() == after);
   CHECK(f.free("/p/A"));  // expired on its own once no longer kept
   CHECK_FALSE(lease->lost());
