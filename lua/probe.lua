@@ -1,6 +1,6 @@
 -- probe: which commands of this library may the caller not run on the
--- namespace's keys? Read-only; the client calls it before it first uses a
--- namespace, so a missing ACL permission is reported by name up front.
+-- namespace's keys? Read-only; the engine calls it before its first call,
+-- so a missing ACL permission is reported by name up front.
 -- Keys: as every function. Reply: { "ok" } or { "denied", command, ... };
 -- a refused SPUBLISH is reported as "SPUBLISH" too (wake-ups only).
 

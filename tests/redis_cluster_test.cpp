@@ -228,19 +228,20 @@ TEST_CASE("Functions are loaded on every master that needs them, again after FUN
 TEST_CASE("WAIT reports how many replicas acknowledged a write", "[cluster][wait]") {
   ClusterServers& cluster = shared_cluster();
   const std::string ns = test::unique_namespace("wait");
-  redis::Script script{"set", "return redis.call('SET', KEYS[1], ARGV[1])", {}};
   int acked = -1;
   auto one = client_on(cluster.url(), 1);
-  one->load(script);
-  CHECK(one->eval(script, {prefix_of(ns) + "x"}, {"1"}, &acked).text() == "OK");
+  one->load_library(test::kSetLibraryName, test::kSetLibrary);
+  CHECK(one->fcall(test::kSetFunction, {prefix_of(ns) + "x"}, {"1"}, &acked).text() == "OK");
   CHECK(acked == 1);
   // Each master has one replica: asking for two cannot be met.
   auto two = client_on(cluster.url(), 2, 1000ms);
+  two->load_library(test::kSetLibraryName, test::kSetLibrary);
   acked = -1;
-  CHECK(two->eval(script, {prefix_of(ns) + "x"}, {"2"}, &acked).text() == "OK");
+  CHECK(two->fcall(test::kSetFunction, {prefix_of(ns) + "x"}, {"2"}, &acked).text() == "OK");
   CHECK(acked == 1);
   auto none = client_on(cluster.url());
-  CHECK(none->eval(script, {prefix_of(ns) + "x"}, {"3"}, &acked).text() == "OK");
+  none->load_library(test::kSetLibraryName, test::kSetLibrary);
+  CHECK(none->fcall(test::kSetFunction, {prefix_of(ns) + "x"}, {"3"}, &acked).text() == "OK");
   CHECK(acked == 0);
 }
 

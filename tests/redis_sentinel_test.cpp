@@ -38,9 +38,9 @@ TEST_CASE("the sentinels name the master, and an unknown name is a BackendError"
   redis::ClientOptions with_wait{redis::parse_redis_url(deployment.url())};
   with_wait.replicas = 1;
   redis::RedisClient waiting(with_wait);
-  redis::Script script{"set", "return redis.call('SET', KEYS[1], ARGV[1])", {}};
+  waiting.load_library(test::kSetLibraryName, test::kSetLibrary);
   int acked = -1;
-  CHECK(waiting.eval(script, {prefix_of(ns) + "x"}, {"1"}, &acked).text() == "OK");
+  CHECK(waiting.fcall(test::kSetFunction, {prefix_of(ns) + "x"}, {"1"}, &acked).text() == "OK");
   CHECK(acked == 1);
 
   const std::string other = deployment.url().substr(0, deployment.url().find('#')) + "#nosuchmaster";
@@ -105,6 +105,13 @@ TEST_CASE("replicas = n: a grant returns once n replicas have it; fewer is a Bac
   options.url = sentinel.url();
   options.command_timeout = 3000ms;  // WAIT waits up to half of it (a loaded machine needs room)
   options.replicas = 1;
+  // After a failover earlier in the process, the old master may still be
+  // syncing as the new replica: wait until the master sees its replica.
+  for (int i = 0; i < 200; ++i) {
+    const std::string info = sentinel.master().command({"INFO", "replication"}).str;
+    if (info.find("connected_slaves:1") != std::string::npos && info.find("state=online") != std::string::npos) break;
+    std::this_thread::sleep_for(50ms);
+  }
   auto engine = make_redis_engine(options);
   const auto got = engine->acquire(one_target_request(ns, "a", "delete_folder", "/p"));
   REQUIRE(got.granted);

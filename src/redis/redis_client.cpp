@@ -222,35 +222,6 @@ Reply RedisClient::command(const std::vector<std::string>& argv) {
   return r;
 }
 
-void RedisClient::load(Script& script) {
-  const Reply r = call({"SCRIPT", "LOAD", std::string(script.source)});
-  script.sha = r.type == Reply::Type::string ? r.str : std::string();
-}
-
-Reply RedisClient::eval(const Script& script, const std::vector<std::string>& keys,
-                        const std::vector<std::string>& args, int* acked) {
-  std::vector<std::string> argv;
-  argv.reserve(3 + keys.size() + args.size());
-  argv.push_back("EVALSHA");
-  argv.push_back(script.sha);
-  argv.push_back(std::to_string(keys.size()));
-  argv.insert(argv.end(), keys.begin(), keys.end());
-  argv.insert(argv.end(), args.begin(), args.end());
-  const int slot = keys.empty() ? -1 : key_slot(keys.front());
-  Reply r = routed(slot, acked, [&](Attempt& x) {
-    if (!script.sha.empty()) {
-      Reply first = x(argv);
-      if (!first.is_error() || first.str.rfind("NOSCRIPT", 0) != 0) return first;
-    }
-    std::vector<std::string> eval = argv;
-    eval[0] = "EVAL";
-    eval[1] = std::string(script.source);
-    return x(eval);
-  });
-  if (r.is_error()) fail(fmt::format("script {} failed: {}", script.name, r.str));
-  return r;
-}
-
 // Sends the registered libraries to the attempt's node, which said
 // "Function not found" (a restart without persistence, FUNCTION FLUSH, a new
 // master). A refusal (e.g. NOPERM for a user without FUNCTION LOAD) is

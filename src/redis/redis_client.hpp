@@ -28,7 +28,7 @@
 // connection to the node that serves the channel's slot.
 //
 // Failures: always BackendError "redis at <where>: ...". Error replies are
-// returned by call() and thrown by command(), eval() and fcall().
+// returned by call() and thrown by command() and fcall().
 //
 // Thread safety: every public method may be called concurrently; one
 // Subscription belongs to one thread.
@@ -61,17 +61,10 @@ struct ClientOptions {
   Millis connect_timeout{2000};
   Millis command_timeout{2000};
   std::size_t pool_size = 4;  // per node
-  // Replicas that must acknowledge each eval/fcall (WAIT replicas timeout,
+  // Replicas that must acknowledge an fcall given `acked` (WAIT replicas timeout,
   // timeout = command_timeout / 2, on the same connection right after it).
   // 0: no WAIT.
   int replicas = 0;
-};
-
-// A Lua script: its source and, once loaded, its SHA1 for EVALSHA.
-struct Script {
-  std::string name;
-  std::string_view source;
-  std::string sha;  // empty: always use EVAL
 };
 
 class RedisClient {
@@ -93,17 +86,6 @@ class RedisClient {
   // Like call, but an error reply throws BackendError too.
   Reply command(const std::vector<std::string>& argv);
 
-  // SCRIPT LOAD on one node: fills script.sha (left empty if SCRIPT is
-  // unavailable). Other nodes get the script through eval's fallback.
-  void load(Script& script);
-  // EVALSHA routed by keys[0], falling back to EVAL on NOSCRIPT (a node that
-  // never saw it, a restart, SCRIPT FLUSH) on the same connection. An error
-  // reply throws BackendError. With options.replicas > 0 and `acked` given,
-  // *acked is the number of replicas that acknowledged (WAIT; 0 if WAIT
-  // failed); with replicas == 0, *acked is 0 and no WAIT runs.
-  Reply eval(const Script& script, const std::vector<std::string>& keys, const std::vector<std::string>& args,
-             int* acked = nullptr);
-
   // Registers Functions library `name` (Redis 7, `code` starts with
   // "#!lua name=<name>") and, when one node does not list it (FUNCTION
   // LIST), loads it there now (FUNCTION LOAD REPLACE), so broken code fails
@@ -114,8 +96,10 @@ class RedisClient {
   // loaded the library; if it finds the library missing, the call fails
   // with a BackendError saying so.
   void load_library(const std::string& name, const std::string& code);
-  // FCALL function, routed by keys[0]; `acked` as for eval. An error reply
-  // throws BackendError.
+  // FCALL function, routed by keys[0]. An error reply throws BackendError.
+  // With options.replicas > 0 and `acked` given, *acked is the number of
+  // replicas that acknowledged (WAIT on the same connection right after the
+  // call; 0 if WAIT failed); with replicas == 0, *acked is 0 and no WAIT runs.
   Reply fcall(const std::string& function, const std::vector<std::string>& keys,
               const std::vector<std::string>& args, int* acked = nullptr);
 

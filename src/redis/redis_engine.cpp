@@ -22,10 +22,13 @@
 //   R3 fences only grow, even when Redis lost data (docs/lua-protocol.md).
 // Time is the server's (TIME inside the functions), never this host's clock.
 //
-// Before the first call on a namespace the engine runs the library's probe
+// Before its first successful call the engine runs the library's probe
 // function, which asks the server (ACL) whether this user may run every
-// command the library uses on that namespace's keys, and reports a missing
-// one by name.
+// command the library uses on that call's namespace keys, and reports a
+// missing one by name. Once per engine, not per namespace: that would cost
+// every new namespace a round trip and keep a set of every namespace ever
+// used; the functions check their write commands themselves on every call
+// (NOPERM ... nothing was changed), so later namespaces stay safe.
 //
 // Waiting and fairness: the policy is core/waiting.hpp's, shared by every
 // backend; this file supplies its steps (class Attempts). An attempt is one
@@ -69,8 +72,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iterator>
-#include <mutex>
-#include <set>
+#include <atomic>
 
 namespace pathlock::redis {
 namespace {
@@ -306,8 +308,8 @@ class RedisEngine final : public LockEngine {
   // Runs library function `function` on namespace `ns` (already
   // validated). Handles the replies every function may give: "layout" and
   // "invalid". (Layout 3 has no "mismatch": several matrices share a
-  // namespace, docs/operations.md#changing-the-matrix-rolling-deploys.) The first call on a namespace probes the
-  // user's permissions first.
+  // namespace, docs/operations.md#changing-the-matrix-rolling-deploys.) The
+  // engine's first call probes the user's permissions first.
   // With `acked`, the client runs WAIT after the call (RedisOptions::replicas)
   // and stores how many replicas acknowledged it.
   Reply run(std::string_view function, std::string_view ns, const std::vector<std::string>& args,
@@ -326,14 +328,12 @@ class RedisEngine final : public LockEngine {
     return r;
   }
 
-  // Once per namespace: may this user run every command of the library on
-  // the namespace's keys? A missing permission is a BackendError naming the
-  // commands; a refused SPUBLISH only costs quick wake-ups (a warning).
+  // Until one probe passed: may this user run every command of the library
+  // on the keys of namespace `ns`? A missing permission is a BackendError
+  // naming the commands (and the next call probes again); a refused SPUBLISH
+  // only costs quick wake-ups (a warning).
   void probe(std::string_view ns, const std::vector<std::string>& keys) {
-    {
-      std::lock_guard<std::mutex> lock(probed_mutex_);
-      if (probed_.count(std::string(ns))) return;
-    }
+    if (probed_.load(std::memory_order_acquire)) return;
     const Reply r = client_.fcall(library_.function_prefix + "probe", keys, {});
     if (r.at(0).text() == "denied") {
       std::string missing;
@@ -353,8 +353,7 @@ class RedisEngine final : public LockEngine {
     } else if (r.at(0).text() != "ok") {
       unexpected("probe", r.at(0).text());
     }
-    std::lock_guard<std::mutex> lock(probed_mutex_);
-    probed_.insert(std::string(ns));
+    probed_.store(true, std::memory_order_release);
   }
 
   bool released(std::string_view function, const Reply& r) const {
@@ -372,8 +371,7 @@ class RedisEngine final : public LockEngine {
   Library library_;
   RedisClient client_;
   const int replicas_;  // RedisOptions::replicas
-  std::mutex probed_mutex_;
-  std::set<std::string> probed_;  // namespaces whose permissions were probed
+  std::atomic<bool> probed_{false};  // a probe found every permission
 };
 
 }  // namespace

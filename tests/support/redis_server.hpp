@@ -79,4 +79,13 @@ class FunctionCaller {
 // What a namespace keeps once every lock and waiter is gone.
 inline const std::vector<std::string> kOnlyMeta{"meta"};
 
+// A one-function Functions library for client tests (routing, WAIT):
+// kSetFunction(KEYS[1], ARGV[1]) runs SET and returns its status ("OK").
+inline constexpr const char* kSetLibraryName = "pathlock_test_set";
+inline constexpr const char* kSetFunction = "pathlock_test_set";
+inline const std::string kSetLibrary =
+    "#!lua name=pathlock_test_set\n"
+    "redis.register_function('pathlock_test_set', function(keys, args) return redis.call('SET', keys[1], args[1]) "
+    "end)";
+
 }  // namespace pathlock::test
