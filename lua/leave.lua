@@ -3,11 +3,8 @@
 -- Keys, arguments and replies: docs/lua-protocol.md#leave.
 
 local function pl_leave(keys, argv)
-  local c, bad = begin(keys)
+  local c, bad = begin_with(keys, argv, 1, "leave takes waiter_id")
   if not c then return bad end
-  if #argv ~= 1 then return { "invalid", "leave takes waiter_id" } end
-  bad = check_meta(c)
-  if bad then return bad end
   local ended = ended_waiters(c)
   local mine = valid_id(argv[1]) and redis.call("HGET", c.wrec, argv[1]) and load_waiters(c, { argv[1] })[1]
   local reaped, stale = expired_locks(c)

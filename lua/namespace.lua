@@ -153,6 +153,18 @@ local function check_meta(c)
   return nil
 end
 
+-- The opening of a function that takes exactly `count` arguments: the call
+-- context (begin), the argument count (`usage` says what it takes) and the
+-- namespace's metadata. Returns the context, or nil and the reply.
+local function begin_with(keys, argv, count, usage)
+  local c, bad = begin(keys)
+  if not c then return nil, bad end
+  if #argv ~= count then return nil, { "invalid", usage } end
+  bad = check_meta(c)
+  if bad then return nil, bad end
+  return c
+end
+
 -- This library's tag, assigned (the lowest free one) when it has none: the
 -- first write of a call that adds a lock or a place. nil when every tag is
 -- taken (the caller then refuses with an error before writing anything).

@@ -18,11 +18,8 @@ local function drop_with_reaped(c, l, reaped, stale)
 end
 
 local function pl_release(keys, argv)
-  local c, bad = begin(keys)
+  local c, bad = begin_with(keys, argv, 2, "release takes id, token")
   if not c then return bad end
-  if #argv ~= 2 then return { "invalid", "release takes id, token" } end
-  bad = check_meta(c)
-  if bad then return bad end
   local reaped, stale = expired_locks(c)
   local l = stored_lock(c, argv[1])
   local live = l and l.exp > c.now
@@ -42,11 +39,8 @@ local function pl_release(keys, argv)
 end
 
 local function pl_force_release(keys, argv)
-  local c, bad = begin(keys)
+  local c, bad = begin_with(keys, argv, 1, "force_release takes id")
   if not c then return bad end
-  if #argv ~= 1 then return { "invalid", "force_release takes id" } end
-  bad = check_meta(c)
-  if bad then return bad end
   local reaped, stale = expired_locks(c)
   local l = stored_lock(c, argv[1])
   bad = drop_with_reaped(c, l, reaped, stale)
