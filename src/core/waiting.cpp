@@ -6,8 +6,11 @@
 namespace pathlock::core {
 
 AcquireResult wait_for_grant(const LockRequest& request, const Clock& clock, WaitingAttempts& backend) {
+  // No wait: the one attempt is the last, with no place in line (the loop
+  // below would decide the same after reading the clock twice).
+  if (request.wait <= Millis{0}) return backend.attempt(Millis{0});
   const Clock::time_point deadline = clock.now() + request.wait;
-  const bool in_line = request.fair && request.wait > Millis{0};
+  const bool in_line = request.fair;
   bool listening = false;
   try {
     while (true) {

@@ -366,13 +366,14 @@ class MemoryEngine final : public LockEngine {
   }
 
   // Fairness: is there a waiter older than `me` (all of them if me is null)
-  // that refuses target t? The index answers "none" in O(depth); only a
-  // conflict scans the line to name the oldest such waiter.
+  // that refuses target t? The index answers "no waiter at all" in O(depth)
+  // (me's own entries are indexed too, so for a waiter in line that is only
+  // a filter); a hit scans the line to name the oldest such waiter.
   bool find_older_waiter(const NamespaceState& st, const core::ResolvedTarget& t, const Waiter* me,
                          Clock::time_point now, Conflict& out) const {
     if (st.waiters.empty()) return false;
     Relation rel = Relation::same;
-    if (!me && !st.index.find_refusal(t.path, blockers_of(t.code), kWaiting, rel)) return false;
+    if (!st.index.find_refusal(t.path, blockers_of(t.code), kWaiting, rel)) return false;
     for (const Waiter& w : st.waiters) {
       if (me && w.seq >= me->seq) break;
       for (const Entry& e : w.entries) {
