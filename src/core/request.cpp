@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include <sys/random.h>
+#include <unistd.h>
 
 namespace pathlock::core {
 
@@ -96,29 +97,53 @@ ResolvedRequest resolve_request(const MatrixTable& matrix, const LockRequest& re
   return out;
 }
 
+namespace {
+
+// Fills `out` from the kernel's CSPRNG. Throws BackendError if it refuses.
+void fill_random(unsigned char* out, std::size_t n) {
+  for (std::size_t got = 0; got < n;) {
+    const ssize_t r = getrandom(out + got, n - got, 0);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      throw BackendError(fmt::format("getrandom failed: {}", std::strerror(errno)));
+    }
+    got += static_cast<std::size_t>(r);
+  }
+}
+
+}  // namespace
+
 std::string random_hex(std::size_t bytes) {
   // From the kernel's CSPRNG: ids are shown to other owners (in conflicts
   // and listings) and tokens prove ownership, so neither may be predictable
-  // from the other or from earlier ones.
+  // from the other or from earlier ones. Bytes are drawn 512 at a time per
+  // thread (one getrandom() serves a few dozen ids and tokens; an acquire
+  // needs two or three), and never reused: a process that forks draws
+  // afresh, so parent and child never hand out the same token.
   static constexpr char kHex[] = "0123456789abcdef";
-  unsigned char raw[64];
+  struct Pool {
+    unsigned char bytes[512];
+    std::size_t used = sizeof bytes;
+    pid_t owner = 0;
+  };
+  thread_local Pool pool;
+  if (const pid_t me = getpid(); me != pool.owner) {
+    pool.used = sizeof pool.bytes;
+    pool.owner = me;
+  }
   std::string out;
   out.reserve(bytes * 2);
   while (bytes > 0) {
-    const std::size_t n = std::min(bytes, sizeof raw);
-    std::size_t got = 0;
-    while (got < n) {
-      const ssize_t r = getrandom(raw + got, n - got, 0);
-      if (r < 0) {
-        if (errno == EINTR) continue;
-        throw BackendError(fmt::format("getrandom failed: {}", std::strerror(errno)));
-      }
-      got += static_cast<std::size_t>(r);
+    if (pool.used == sizeof pool.bytes) {
+      fill_random(pool.bytes, sizeof pool.bytes);
+      pool.used = 0;
     }
-    for (std::size_t i = 0; i < n; ++i) {
-      out.push_back(kHex[raw[i] >> 4]);
-      out.push_back(kHex[raw[i] & 15]);
+    const std::size_t n = std::min(bytes, sizeof pool.bytes - pool.used);
+    for (std::size_t i = pool.used; i < pool.used + n; ++i) {
+      out.push_back(kHex[pool.bytes[i] >> 4]);
+      out.push_back(kHex[pool.bytes[i] & 15]);
     }
+    pool.used += n;
     bytes -= n;
   }
   return out;

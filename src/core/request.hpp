@@ -32,7 +32,8 @@ void check_ttl(Millis ttl, std::string_view what = "ttl");
 std::string resolve_prefix(std::string_view prefix);
 
 // A fresh random identifier of `bytes` bytes from the kernel's CSPRNG
-// (getrandom), hex encoded. Throws BackendError if the kernel refuses.
+// (getrandom, drawn in batches per thread; never shared across a fork),
+// hex encoded. Throws BackendError if the kernel refuses.
 std::string random_hex(std::size_t bytes);
 
 // Checks list_page's limit and cursor; returns the fence the cursor names

@@ -6,21 +6,6 @@
 #include <charconv>
 
 namespace pathlock::memory {
-namespace {
-
-void fresh_token(std::string& token) {
-  constexpr std::size_t kHex = 32;  // 16 bytes
-  thread_local std::string pool;
-  thread_local std::size_t used = 0;
-  if (used + kHex > pool.size()) {
-    pool = core::random_hex(512);
-    used = 0;
-  }
-  token.assign(pool, used, kHex);
-  used += kHex;
-}
-
-}  // namespace
 
 Lock& LockTable::take(std::uint64_t fence) {
   std::uint32_t slot = 0;
@@ -41,7 +26,7 @@ Lock& LockTable::take(std::uint64_t fence) {
   *end++ = '-';
   end = std::to_chars(end, digits + sizeof digits, fence, 16).ptr;
   lock.id.assign(digits, end);
-  fresh_token(lock.token);
+  lock.token = core::random_hex(16);
   ++live_;
   return lock;
 }

@@ -8,9 +8,8 @@
 // table however many locks are held, and an id never names a later lock in
 // the same slot (fences never repeat in a namespace).
 //
-// Tokens: 16 bytes of the kernel's CSPRNG (core::random_hex), hex encoded,
-// drawn 512 bytes at a time per thread, so one getrandom() round serves 32
-// tokens.
+// Tokens: 16 bytes of the kernel's CSPRNG (core::random_hex, which draws
+// them in batches per thread), hex encoded.
 //
 // Invariants: a slot is either live (in no free list) or free (in the free
 // list once, id and token empty); live() counts the live ones.
