@@ -38,10 +38,8 @@ std::vector<CellPart> cell_parts(const Matrix& m, int held_op, int requested_op)
   const OpDef& held = m.ops[static_cast<std::size_t>(held_op)];
   const Cell& cell = m.grid[static_cast<std::size_t>(held_op)][static_cast<std::size_t>(requested_op)];
   if (cell.bare) {
-    const Rule& r = cell.held_roles.front();
-    const std::string label = !r.refined() && r.verdict ? std::string(verdict_mark(*r.verdict))
-                                                        : rule_label(m, RoleDef{"", {""}, ""}, r, requested_op);
-    parts.push_back(CellPart{label, r.origin, r.decision, r.review});
+    const Rule& r = cell.held_roles.front();  // a plain verdict is spelled "√", refinements "(×src √dst)"
+    parts.push_back(CellPart{rule_label(m, RoleDef{"", {""}, ""}, r, requested_op), r.origin, r.decision, r.review});
   } else {
     for (std::size_t hr = 0; hr < held.roles.size(); ++hr) {
       const Rule& r = cell.held_roles[hr];
@@ -88,10 +86,6 @@ std::vector<std::vector<CellView>> cell_views(const Matrix& m) {
 
 std::string original_label(const Matrix& m, int held_op, int requested_op) {
   return parts_label(cell_parts(m, held_op, requested_op), Origin::grid);
-}
-
-std::string decision_label(const Matrix& m, int held_op, int requested_op) {
-  return parts_label(cell_parts(m, held_op, requested_op), Origin::decision);
 }
 
 }  // namespace pathlock::matrix

@@ -52,7 +52,5 @@ std::vector<std::vector<CellView>> cell_views(const Matrix& m);
 
 // The cell as the original grid writes it ("A×B√"): the parts of origin grid.
 std::string original_label(const Matrix& m, int held_op, int requested_op);
-// The shipped decisions of a cell, e.g. "a√", or "" if there are none.
-std::string decision_label(const Matrix& m, int held_op, int requested_op);
 
 }  // namespace pathlock::matrix

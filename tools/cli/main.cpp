@@ -14,8 +14,10 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
 #include <iostream>
+#include <map>
+#include <string>
+#include <vector>
 
 namespace {
 
