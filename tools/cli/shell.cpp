@@ -17,25 +17,30 @@ std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 
 json error(const std::string& what) { return json{{"error", what}}; }
 
-Millis parse_ms(const std::string& word, std::size_t skip) {
-  long long v = 0;
+// The whole number after the first `skip` characters of `word`, if that is
+// all there is.
+template <class Number>
+std::optional<Number> number_after(const std::string& word, std::size_t skip) {
+  Number v{};
   const char* begin = word.data() + skip;
   const char* end = word.data() + word.size();
   const auto [ptr, ec] = std::from_chars(begin, end, v);
-  if (ec != std::errc() || ptr != end || begin == end)
-    throw InvalidRequest(fmt::format("'{}' needs a whole number of milliseconds", word));
-  return Millis{v};
+  if (ec != std::errc() || ptr != end || begin == end) return std::nullopt;
+  return v;
+}
+
+Millis parse_ms(const std::string& word, std::size_t skip) {
+  const auto v = number_after<long long>(word, skip);
+  if (!v) throw InvalidRequest(fmt::format("'{}' needs a whole number of milliseconds", word));
+  return Millis{*v};
 }
 
 // The page size of `locks ... limit=N`: 1 to kMaxListLimit (engine.hpp).
 std::size_t parse_limit(const std::string& word) {
-  std::size_t v = 0;
-  const char* begin = word.data() + 6;  // after "limit="
-  const char* end = word.data() + word.size();
-  const auto [ptr, ec] = std::from_chars(begin, end, v);
-  if (ec != std::errc() || ptr != end || begin == end || v < 1 || v > kMaxListLimit)
+  const auto v = number_after<std::size_t>(word, 6);  // after "limit="
+  if (!v || *v < 1 || *v > kMaxListLimit)
     throw InvalidRequest(fmt::format("'{}' needs a whole number from 1 to {}", word, kMaxListLimit));
-  return v;
+  return *v;
 }
 
 json conflict_json(const Conflict& c) {
