@@ -41,10 +41,10 @@ struct Fixture {
                      Millis ttl = Millis{30000}) {
     return engine->acquire(request(owner, op, std::move(targets), ttl));
   }
-  // A one-target request on `path`, optionally waiting.
+  // A one-target request on `path` that does not wait.
   AcquireResult one(const std::string& owner, const std::string& op, const std::string& path,
-                    Millis ttl = Millis{30000}, Millis wait = Millis{0}, bool fair = true) {
-    return engine->acquire(request(owner, op, {{"target", path}}, ttl, wait, fair));
+                    Millis ttl = Millis{30000}) {
+    return engine->acquire(request_on(owner, op, path, ttl));
   }
   AcquireResult two(const std::string& owner, const std::string& op, const std::string& src, const std::string& dst) {
     return take(owner, op, {{"src", src}, {"dst", dst}});

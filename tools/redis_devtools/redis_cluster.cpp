@@ -33,12 +33,8 @@ bool cluster_ok(const RedisServer& node) {
 }
 
 template <class Ready>
-void wait_for(const char* what, Ready&& ready, int seconds = 30) {
-  const auto deadline = Clock::now() + std::chrono::seconds(seconds);
-  while (!ready()) {
-    if (Clock::now() > deadline) throw std::runtime_error(std::string("redis cluster: timed out waiting for ") + what);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+void wait_for(const char* what, Ready&& ready) {
+  devtools::wait_for("redis cluster", what, std::forward<Ready>(ready));
 }
 
 }  // namespace

@@ -1,23 +1,15 @@
 // A local Sentinel deployment; see redis_sentinel.hpp.
 #include "redis_devtools/redis_sentinel.hpp"
 
-#include <chrono>
 #include <stdexcept>
-#include <thread>
+#include <utility>
 
 namespace pathlock::devtools {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 template <class Ready>
-void wait_for(const char* what, Ready&& ready, int seconds = 30) {
-  const auto deadline = Clock::now() + std::chrono::seconds(seconds);
-  while (!ready()) {
-    if (Clock::now() > deadline)
-      throw std::runtime_error(std::string("redis sentinel: timed out waiting for ") + what);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+void wait_for(const char* what, Ready&& ready) {
+  devtools::wait_for("redis sentinel", what, std::forward<Ready>(ready));
 }
 
 std::size_t entries(const RedisServer& s, const char* what) {

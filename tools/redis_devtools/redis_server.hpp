@@ -20,8 +20,11 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <memory>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 struct redisContext;
@@ -64,6 +67,18 @@ int free_loopback_port();
 // output captured; kills it after `timeout_ms`. Returns the exit status
 // (128 + signal if killed) and appends the output to `output`.
 int run_program(const std::vector<std::string>& argv, std::string& output, int timeout_ms = 60000);
+
+// Polls `ready()` every 50 ms until it returns true; after `seconds` throws
+// std::runtime_error("<who>: timed out waiting for <what>").
+template <class Ready>
+void wait_for(const char* who, const char* what, Ready&& ready, int seconds = 30) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (!ready()) {
+    if (std::chrono::steady_clock::now() > deadline)
+      throw std::runtime_error(std::string(who) + ": timed out waiting for " + what);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
 
 class RedisServer {
  public:

@@ -54,10 +54,9 @@
 //   --matrix FILE (several runs with different matrices may share a
 //   namespace during a rolling deploy, docs/operations.md). A pair of holds
 //   of one matrix is judged by that matrix; a pair of holds of two different
-//   matrices is a violation if either matrix refuses it (when it knows both
-//   operations) and in any case when any of their targets overlap (same
-//   path, ancestor or descendant): the rule the Redis layout enforces
-//   across matrices.
+//   matrices is a violation when any of their targets overlap (same path,
+//   ancestor or descendant; this covers either matrix refusing it): the
+//   rule the Redis layout enforces across matrices.
 // - Fencing (lines with sent_ns, id and holds): one fence names one lock,
 //   and fences strictly increase in grant order: if hold A had its answer
 //   before hold B's request was sent and B is a new lock (holds 1), then
@@ -480,37 +479,23 @@ int check(const std::vector<std::string>& args) {
     }
   }
   std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.hold.from < b.hold.from; });
-  // Does `m` refuse `later` while `earlier` is held? With both matrices'
-  // codes looked up in `m` by operation and role name (nothing when `m`
-  // does not know one of them).
-  auto refuses_in = [](const MatrixTable& m, const Item& earlier, const Item& later) {
-    for (const auto& [hc0, hp] : earlier.codes)
-      for (const auto& [rc0, rp] : later.codes) {
+  // Does `earlier`, while held, refuse `later`? Holds of one matrix: when
+  // that matrix refuses an overlapping pair of their targets. Holds of two
+  // matrices: when any of their targets overlap (which covers either matrix
+  // refusing).
+  auto refuses = [](const Item& earlier, const Item& later) {
+    const MatrixTable* m = earlier.hold.matrix;
+    const bool one_matrix = m == later.hold.matrix;
+    for (const auto& [hc, hp] : earlier.codes)
+      for (const auto& [rc, rp] : later.codes) {
         if (!paths_overlap(hp, rp)) continue;
-        int hc = hc0, rc = rc0;
-        if (earlier.hold.matrix != &m) {
-          const int op = m.op_index(earlier.hold.op);
-          hc = op < 0 ? -1 : m.code_of(op, earlier.hold.matrix->role_name_of_code(hc0));
-        }
-        if (later.hold.matrix != &m) {
-          const int op = m.op_index(later.hold.op);
-          rc = op < 0 ? -1 : m.code_of(op, later.hold.matrix->role_name_of_code(rc0));
-        }
-        if (hc < 0 || rc < 0) continue;
+        if (!one_matrix) return true;
         const Relation rel = hp == rp ? Relation::same
                              : path_within(rp, hp) ? Relation::held_ancestor
                                                    : Relation::held_descendant;
-        if (m.refuses(rel, hc, rc)) return true;
+        if (m->refuses(rel, hc, rc)) return true;
       }
     return false;
-  };
-  auto refuses = [&](const Item& earlier, const Item& later) {
-    if (earlier.hold.matrix == later.hold.matrix) return refuses_in(*earlier.hold.matrix, earlier, later);
-    // Two matrices: any overlap is a conflict (which covers either matrix refusing).
-    for (const auto& [hc, hp] : earlier.codes)
-      for (const auto& [rc, rp] : later.codes)
-        if (paths_overlap(hp, rp)) return true;
-    return refuses_in(*earlier.hold.matrix, earlier, later) || refuses_in(*later.hold.matrix, earlier, later);
   };
   long violations = 0, overlapping_pairs = 0;
   std::vector<const Item*> active;  // holds whose interval may still overlap
