@@ -62,20 +62,21 @@ end
 -- member } (to remove before looking again), or { broken = where }.
 local function held_conflict(c, b, code, path, nodes)
   local at, held, rel
+  local hf = fields_of(path, "h")
   for j = 1, #nodes - 1 do
-    held = lowest(c, val(b, "h" .. nodes[j]), 1, code)
+    held = lowest(c, val(b, hf[j]), 1, code)
     if held then
       at, rel = nodes[j], "held_ancestor"
       break
     end
   end
   if not at then
-    held = lowest(c, val(b, "h" .. path), 0, code)
+    held = lowest(c, val(b, hf[#nodes]), 0, code)
     if held then at, rel = path, "same" end
   end
   if not at then
     local present = {}
-    for k, n in pairs(val(b, "b" .. path)) do
+    for k, n in pairs(val(b, fields_of(path, "b")[#nodes])) do
       if n > 0 and blocks(c, 2, code, k) then present[#present + 1] = k end
     end
     if #present == 0 then return nil end
@@ -93,11 +94,12 @@ end
 
 -- Could a waiting target refuse `code` at `path`? From the waiter counts.
 local function waiter_flag(c, b, code, path, nodes)
+  local whf = fields_of(path, "wh")
   for j = 1, #nodes - 1 do
-    if lowest(c, val(b, "wh" .. nodes[j]), 1, code) then return true end
+    if lowest(c, val(b, whf[j]), 1, code) then return true end
   end
-  if lowest(c, val(b, "wh" .. path), 0, code) then return true end
-  return lowest(c, val(b, "wb" .. path), 2, code) ~= nil
+  if lowest(c, val(b, whf[#nodes]), 0, code) then return true end
+  return lowest(c, val(b, fields_of(path, "wb")[#nodes]), 2, code) ~= nil
 end
 
 -- Fairness, the slow path: the oldest waiter in line (older than place
@@ -190,7 +192,8 @@ local function pl_acquire(keys, argv)
   if bad then return bad end
 
   -- (Only a matrix in use here can hold a lock to re-enter.)
-  local reentry = c.tag and reentry_field(c.tag, owner, op_name, paths)
+  local reentry_tag = c.tag
+  local reentry = reentry_tag and reentry_field(reentry_tag, owner, op_name, paths)
   local lr = reentry and redis.call("HMGET", c.locks, reentry, new_id) or { false, redis.call("HGET", c.locks, new_id) }
   if lr[1] then
     local rec = redis.call("HGET", c.locks, lr[1])
@@ -225,13 +228,18 @@ local function pl_acquire(keys, argv)
     b, flagged = batch(), {}
     local nodes = {}
     for i = 1, n do
-      nodes[i] = nodes_of(c, paths[i])
-      for j = 1, #nodes[i] do
-        want(b, "h" .. nodes[i][j])
-        want(b, "b" .. nodes[i][j])
-        if newcomer_line then want(b, "wh" .. nodes[i][j]) end
+      local nd = nodes_of(paths[i])
+      local hf, bf = fields_of(paths[i], "h"), fields_of(paths[i], "b")
+      nodes[i] = nd
+      for j = 1, #nd do
+        want(b, hf[j])
+        want(b, bf[j])
       end
-      if newcomer_line then want(b, "wb" .. paths[i]) end
+      if newcomer_line then
+        local whf = fields_of(paths[i], "wh")
+        for j = 1, #nd do want(b, whf[j]) end
+        want(b, fields_of(paths[i], "wb")[#nd])
+      end
     end
     fetch(c, b)
     local again = false
@@ -348,10 +356,10 @@ local function pl_acquire(keys, argv)
   end
   members[#members + 1] = "0"
   members[#members + 1] = list_member(f16, new_id)
-  redis.call("HSET", c.meta, "fence", f16)
-  tag_counts(c, { [tag] = { l = 1 } })
+  tag_counts(c, { [tag] = { l = 1 } }, f16) -- and the fence, in the same HSET
   flush(c, b)
-  redis.call("HSET", c.locks, new_id, pack_lock(l), reentry_field(tag, owner, op_name, paths), new_id)
+  if tag ~= reentry_tag then reentry = reentry_field(tag, owner, op_name, paths) end
+  redis.call("HSET", c.locks, new_id, pack_lock(l), reentry, new_id)
   redis.call("ZADD", c.ent, unpack(members))
   if me then remove_waiters(c, { me }) end
   return { "granted", new_id, new_token, fence, ttl, 1 }

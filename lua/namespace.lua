@@ -55,8 +55,21 @@ end
 local PAD = { [0] = "", "0", "00", "000", "0000", "00000", "000000" }
 
 -- nil when KEYS are the namespace's keys in the documented order, else an
--- "invalid" reply.
+-- "invalid" reply. The last KEYS found valid are kept: a service sends the
+-- same keys call after call, and comparing interned strings is cheaper than
+-- checking them again (the verdict depends on the strings only).
+local KEYS_SEEN = {}
 local function keys_problem(keys)
+  if #keys == KEY_COUNT and keys[1] == KEYS_SEEN[1] then
+    local same = true
+    for i = 2, KEY_COUNT do
+      if keys[i] ~= KEYS_SEEN[i] then
+        same = false
+        break
+      end
+    end
+    if same then return nil end
+  end
   if #keys ~= KEY_COUNT then
     return { "invalid", "expected " .. KEY_COUNT .. " keys: pl:{NS}:" .. table.concat(KEY_SUFFIXES, ", pl:{NS}:") }
   end
@@ -69,6 +82,7 @@ local function keys_problem(keys)
       return { "invalid", "KEYS[" .. i .. "] must be " .. prefix .. KEY_SUFFIXES[i] }
     end
   end
+  KEYS_SEEN = { unpack(keys) }
   return nil
 end
 
@@ -82,7 +96,7 @@ local function begin(keys)
   local now_s, now_us_s = t[1] .. string.sub(usec, 1, 3), t[1] .. usec
   return { meta = keys[1], idx = keys[2], locks = keys[3], exp = keys[4], ent = keys[5], wq = keys[6],
            wexp = keys[7], wrec = keys[8], wake = keys[9], now = tonumber(now_s), now_s = now_s,
-           now_us = tonumber(now_us_s), now_us_s = now_us_s, nodes = {} }
+           now_us = tonumber(now_us_s), now_us_s = now_us_s }
 end
 
 -- Before the first write of a call: may this caller run the write commands
@@ -142,14 +156,37 @@ end
 -- l:TAG / w:TAG = its locks / places in line. Codes in idx and ent are
 -- global: tag * 100 + the matrix's own code, so a request reads which
 -- matrix every held target belongs to from the counts it reads anyway.
--- Returns a reply when the namespace belongs to another data layout.
 local TAG_MAX = 99
+-- Field names and texts, made once when the library loads (number-to-text
+-- conversion is among the costliest steps of a call).
+local T_FIELD = "t:" .. PL_FINGERPRINT
+local M_VALUE = PL_FINGERPRINT .. "\0" .. PL_MATRIX_NAME .. "\0" .. PL_MATRIX_VERSION
+local TAG_S, L_FIELD, W_FIELD, M_FIELD = {}, {}, {}, {}
+for t = 1, TAG_MAX do
+  TAG_S[t] = "" .. t
+  L_FIELD[t], W_FIELD[t], M_FIELD[t] = "l:" .. t, "w:" .. t, "m:" .. t
+end
+-- The tag this library had in the namespace it saw last: check_meta reads
+-- that tag's counts in its one HMGET, so that a call which changes them
+-- (every grant and release) usually need not read them again.
+local TAG_GUESS = 1
+
+-- Reads the fence, this library's tag (c.tag) and, when the guess was right,
+-- its counts (c.tag_l, c.tag_w); c.tag1_free: tag 1, the lowest, is free.
+-- Returns a reply when the namespace belongs to another data layout.
 local function check_meta(c)
-  local m = redis.call("HMGET", c.meta, "layout", "fence", "fingerprint", "t:" .. PL_FINGERPRINT)
+  local g = TAG_GUESS
+  local m = redis.call("HMGET", c.meta, "layout", "fence", "fingerprint", T_FIELD, L_FIELD[g], W_FIELD[g], "m:1")
   local layout = m[1] or (m[3] and "1") -- layout 1 (pathlock <= 0.1) had no layout field
   if layout and layout ~= PL_LAYOUT then return { "layout", layout, PL_LAYOUT } end
   c.fence = tonumber(m[2] or "0") or 0
   c.tag = m[4] and tonumber(m[4]) or nil
+  if c.tag == g then
+    c.tag_l, c.tag_w = tonumber(m[5] or "0") or 0, tonumber(m[6] or "0") or 0
+  elseif c.tag and TAG_S[c.tag] then
+    TAG_GUESS = c.tag
+  end
+  c.tag1_free = not m[7]
   return nil
 end
 
@@ -165,55 +202,65 @@ local function begin_with(keys, argv, count, usage)
   return c
 end
 
+-- The lowest free tag, or nil when all are taken.
+local function free_tag(c)
+  if c.tag1_free then return 1 end
+  local v = redis.call("HMGET", c.meta, unpack(M_FIELD))
+  for t = 1, TAG_MAX do
+    if not v[t] then return t end
+  end
+  return nil
+end
 -- This library's tag, assigned (the lowest free one) when it has none: the
 -- first write of a call that adds a lock or a place. nil when every tag is
 -- taken (the caller then refuses with an error before writing anything).
 local function own_tag(c)
   if c.tag then return c.tag end
-  local names = {}
-  for t = 1, TAG_MAX do names[t] = "m:" .. t end
-  local v = redis.call("HMGET", c.meta, unpack(names))
-  for t = 1, TAG_MAX do
-    if not v[t] then
-      local ts = num(t)
-      redis.call("HSET", c.meta, "layout", PL_LAYOUT, "t:" .. PL_FINGERPRINT, ts,
-                 "m:" .. ts, PL_FINGERPRINT .. "\0" .. PL_MATRIX_NAME .. "\0" .. PL_MATRIX_VERSION, "l:" .. ts, "0",
-                 "w:" .. ts, "0")
-      c.tag = t
-      return t
-    end
-  end
-  return nil
+  local t = free_tag(c)
+  if not t then return nil end
+  redis.call("HSET", c.meta, "layout", PL_LAYOUT, T_FIELD, TAG_S[t], M_FIELD[t], M_VALUE, L_FIELD[t], "0",
+             W_FIELD[t], "0")
+  c.tag, c.tag_l, c.tag_w, TAG_GUESS = t, 0, 0, t
+  if t == 1 then c.tag1_free = false end
+  return t
 end
 -- Is any tag free (or is this library's assigned)? Checked before writing.
 local function tag_available(c)
-  if c.tag then return true end
-  local names = {}
-  for t = 1, TAG_MAX do names[t] = "m:" .. t end
-  local v = redis.call("HMGET", c.meta, unpack(names))
-  for t = 1, TAG_MAX do
-    if not v[t] then return true end
-  end
-  return false
+  return c.tag ~= nil or free_tag(c) ~= nil
 end
 local TAGS_FULL = "PATHLOCK " .. TAG_MAX .. " matrices are in use in this namespace; the request was not granted"
 
 -- Adds the deltas { [tag] = { l = dl, w = dw } } to the tags' counts; a tag
 -- whose locks and places both reach zero leaves meta (its matrix is no
 -- longer in use here). Counts are lowered only after the data is gone.
-local function tag_counts(c, deltas)
+-- `f16`, when given, is written as the namespace's fence in the same HSET.
+local function tag_counts(c, deltas, f16)
   for tag, d in pairs(deltas) do
-    local ts = num(tag)
-    local v = redis.call("HMGET", c.meta, "l:" .. ts, "w:" .. ts, "m:" .. ts)
-    local l, w = (tonumber(v[1] or "0") or 0) + (d.l or 0), (tonumber(v[2] or "0") or 0) + (d.w or 0)
-    if l <= 0 and w <= 0 then
-      local fp = v[3] and string.match(v[3], "^[^%z]*")
-      if fp then redis.call("HDEL", c.meta, "t:" .. fp, "m:" .. ts, "l:" .. ts, "w:" .. ts) end
-      if c.tag == tag then c.tag = nil end
+    local ts = TAG_S[tag] or num(tag)
+    local l, w, fp
+    if tag == c.tag and c.tag_l then
+      l, w, fp = c.tag_l + (d.l or 0), c.tag_w + (d.w or 0), PL_FINGERPRINT
     else
-      redis.call("HSET", c.meta, "l:" .. ts, num(math.max(l, 0)), "w:" .. ts, num(math.max(w, 0)))
+      local v = redis.call("HMGET", c.meta, "l:" .. ts, "w:" .. ts, "m:" .. ts)
+      l, w = (tonumber(v[1] or "0") or 0) + (d.l or 0), (tonumber(v[2] or "0") or 0) + (d.w or 0)
+      fp = v[3] and string.match(v[3], "^[^%z]*")
+    end
+    if l <= 0 and w <= 0 then
+      if fp then redis.call("HDEL", c.meta, "t:" .. fp, "m:" .. ts, "l:" .. ts, "w:" .. ts) end
+      if c.tag == tag then c.tag, c.tag_l, c.tag_w = nil, nil, nil end
+      if tag == 1 then c.tag1_free = true end
+    else
+      l, w = math.max(l, 0), math.max(w, 0)
+      if f16 then
+        redis.call("HSET", c.meta, "fence", f16, "l:" .. ts, num(l), "w:" .. ts, num(w))
+        f16 = nil
+      else
+        redis.call("HSET", c.meta, "l:" .. ts, num(l), "w:" .. ts, num(w))
+      end
+      if tag == c.tag then c.tag_l, c.tag_w = l, w end
     end
   end
+  if f16 then redis.call("HSET", c.meta, "fence", f16) end
 end
 local function add_delta(deltas, tag, kind, d)
   local t = deltas[tag]
@@ -257,12 +304,15 @@ local function within(inner, outer)
   return outer == "/" or inner == outer or string.sub(inner, 1, #outer + 1) == outer .. "/"
 end
 
--- "/", "/a", "/a/b" for "/a/b" (cached per call).
-local function nodes_of(c, path)
-  local cached = c.nodes[path]
-  if cached then return cached end
+-- Per path, what calls derive from it again and again: its nodes ("/",
+-- "/a", "/a/b" for "/a/b") and, per kind of idx field, the field names of
+-- those nodes. A small cache of the library (paths recur: a release follows
+-- its acquire), emptied when full: a large Lua heap slows every call.
+local PATHS, PATH_COUNT = {}, 0
+local function path_info(path)
+  local p = PATHS[path]
+  if p then return p end
   local nodes = { "/" }
-  c.nodes[path] = nodes
   if path ~= "/" then
     local at = 2
     while true do
@@ -275,7 +325,22 @@ local function nodes_of(c, path)
       at = i + 1
     end
   end
-  return nodes
+  p = { nodes = nodes }
+  if PATH_COUNT >= 256 then PATHS, PATH_COUNT = {}, 0 end
+  PATHS[path], PATH_COUNT = p, PATH_COUNT + 1
+  return p
+end
+local function nodes_of(path) return path_info(path).nodes end
+-- kind .. node for every node of `path` (kind: h, b, wh or wb; see idx).
+local function fields_of(path, kind)
+  local p = path_info(path)
+  local f = p[kind]
+  if not f then
+    f = {}
+    for j = 1, #p.nodes do f[j] = kind .. p.nodes[j] end
+    p[kind] = f
+  end
+  return f
 end
 
 -- The path as entry members spell it: "/" -> "\1", the root -> "". "\1" sorts
@@ -290,10 +355,26 @@ local function unspell(s)
   return (string.gsub(s, "\1", "/"))
 end
 -- A global code as entry members spell it: four digits.
-local function code4(g) return string.format("%04d", g) end
+local CODE4 = {} -- (at most 9,999 entries)
+local function code4(g)
+  local s = CODE4[g]
+  if not s then
+    s = string.format("%04d", g)
+    CODE4[g] = s
+  end
+  return s
+end
 local function fence16(fence) return string.format("%016.0f", fence) end
 -- f16: the fence as 16 digits (locks keep it so in their records).
-local function entry_member(g, path, f16, id) return code4(g) .. spell(path) .. "\0" .. f16 .. id end
+local function entry_member(g, path, f16, id)
+  local p = path_info(path)
+  local s = p.spelled
+  if not s then
+    s = spell(path)
+    p.spelled = s
+  end
+  return code4(g) .. s .. "\0" .. f16 .. id
+end
 local function list_member(f16, id) return "F" .. f16 .. id end
 
 -- ---- the index (idx) ------------------------------------------------------
@@ -340,72 +421,114 @@ end
 -- A batch of idx fields: read with one HMGET, changed in memory, written with
 -- one HSET (and one HDEL for fields whose counts all reached zero).
 -- Values are decoded only when looked at or changed: most fields a check
--- reads are absent (EMPTY, shared, never written) or only tested.
+-- reads are absent (EMPTY, shared, never written) or only tested, and the
+-- usual changes (a field gets its first count, or loses its only one) are
+-- made on the text: raw = as read or last written, new = text to write
+-- (false: delete), vals = decoded counts (then written from these).
 local EMPTY = {}
-local function batch() return { fields = {}, pos = {}, raw = {}, vals = {}, dirty = {} } end
-local function want(b, f)
-  if not b.pos[f] then
-    b.fields[#b.fields + 1] = f
-    b.pos[f] = #b.fields
+local ONE = {} -- global code -> "code:1"
+local function one(code)
+  local s = ONE[code]
+  if not s then
+    s = num(code) .. ":1"
+    ONE[code] = s
   end
+  return s
+end
+-- (Only `pos` is keyed by field name; the rest is kept by position.)
+local function batch() return { fields = {}, pos = {}, raw = {}, new = {}, vals = {}, dirty = {}, fetched = 0 } end
+-- The position of field f in the batch, added when new.
+local function want(b, f)
+  local i = b.pos[f]
+  if not i then
+    i = #b.fields + 1
+    b.fields[i], b.pos[f] = f, i
+  end
+  return i
 end
 -- The fields of one target: here..PATH, below..ANCESTOR for each strict ancestor.
 local function want_target(c, b, path, here, below)
-  local nodes = nodes_of(c, path)
-  for j = 1, #nodes - 1 do want(b, below .. nodes[j]) end
-  want(b, here .. path)
-  return nodes
+  local hf, bf = fields_of(path, here), fields_of(path, below)
+  local n = #hf
+  for j = 1, n - 1 do want(b, bf[j]) end
+  want(b, hf[n])
 end
+-- Reads the fields wanted since the last fetch (one HMGET).
 local function fetch(c, b)
-  local todo = {}
-  for i = 1, #b.fields do
-    if b.raw[b.fields[i]] == nil then todo[#todo + 1] = b.fields[i] end
-  end
-  if #todo == 0 then return end
-  local v = chunked("HMGET", c.idx, todo)
-  for i = 1, #todo do b.raw[todo[i]] = v[i] or false end
+  local fields, from, to = b.fields, b.fetched + 1, #b.fields
+  if from > to then return end
+  local v = chunked("HMGET", c.idx, from == 1 and fields or { unpack(fields, from, to) })
+  local raw = b.raw
+  for i = from, to do raw[i] = v[i - from + 1] or false end
+  b.fetched = to
+end
+-- The text of the field at position i now (false: absent).
+local function text(b, i)
+  local t = b.new[i]
+  if t == nil then return b.raw[i] or false end
+  return t
 end
 -- The counts of fetched field f (read-only).
 local function val(b, f)
-  local t = b.vals[f]
+  local i = b.pos[f]
+  if not i then return EMPTY end
+  local t = b.vals[i]
   if t then return t end
-  local raw = b.raw[f]
+  local raw = text(b, i)
   if not raw then return EMPTY end
   t = decode(raw)
-  b.vals[f] = t
+  b.vals[i] = t
   return t
 end
 local function bump(b, f, code, d)
-  local t = b.vals[f]
+  local i = want(b, f)
+  local t = b.vals[i]
   if not t then
-    t = decode(b.raw[f] or nil)
-    b.vals[f] = t
+    local cur = text(b, i)
+    if not cur and d == 1 then
+      b.new[i], b.dirty[i] = one(code), true
+      return
+    elseif d == -1 and cur == one(code) then
+      b.new[i], b.dirty[i] = false, true
+      return
+    elseif cur then -- one code only, ours: "code:count"
+      local cs, k = string.match(cur, "^(%d+):(%d+)$")
+      if cs and tonumber(cs) == code then
+        k = tonumber(k) + d
+        b.new[i], b.dirty[i] = k > 0 and (cs .. ":" .. num(k)), true
+        return
+      end
+    end
+    t = decode(cur or nil)
+    b.vals[i] = t
   end
   local n = (t[code] or 0) + d
   t[code] = n > 0 and n or nil
-  b.dirty[f] = true
+  b.dirty[i] = true
 end
 local function bump_target(c, b, code, path, here, below, d)
-  local nodes = nodes_of(c, path)
-  for j = 1, #nodes - 1 do bump(b, below .. nodes[j], code, d) end
-  bump(b, here .. path, code, d)
+  local hf, bf = fields_of(path, here), fields_of(path, below)
+  local n = #hf
+  for j = 1, n - 1 do bump(b, bf[j], code, d) end
+  bump(b, hf[n], code, d)
 end
 local function flush(c, b)
   local set, del = {}, {}
   for i = 1, #b.fields do
-    local f = b.fields[i]
-    if b.dirty[f] then
-      local v = encode(b.vals[f])
-      if v ~= (b.raw[f] or nil) then
+    if b.dirty[i] then
+      local v
+      if b.vals[i] then v = encode(b.vals[i]) else v = b.new[i] or nil end
+      if v ~= (b.raw[i] or nil) then
         if v then
-          set[#set + 1] = f
+          set[#set + 1] = b.fields[i]
           set[#set + 1] = v
         else
-          del[#del + 1] = f
+          del[#del + 1] = b.fields[i]
         end
       end
-      b.raw[f] = v or false
-      b.dirty[f] = nil
+      b.raw[i] = v or false
+      b.new[i] = nil
+      b.dirty[i] = nil
     end
   end
   if #set > 0 then chunked("HSET", c.idx, set, 2) end
@@ -418,21 +541,40 @@ end
 -- reap and remove the locks and places of another: they start with the
 -- matrix's tag, the operation's first code in its matrix and its role names
 -- (comma-separated): tag \0 first \0 roles \0 ...
-local function info_of(first, roles)
-  local t = { first = tonumber(first), roles = {} }
+-- Kept per head (a few per matrix and operation; shared, never changed by
+-- callers), so that loading a record parses its roles once.
+local INFO, INFO_COUNT = {}, 0
+local function info_of(head, first, roles)
+  local t = INFO[head]
+  if t then return t end
+  t = { first = tonumber(first), roles = {} }
   for r in string.gmatch(roles, "[^,]+") do t.roles[#t.roles + 1] = r end
+  if INFO_COUNT >= 512 then INFO, INFO_COUNT = {}, 0 end
+  INFO[head], INFO_COUNT = t, INFO_COUNT + 1
   return t
 end
+-- The paths at the end of a record: path_1 \0 ... path_n, exactly n of them.
+local function paths_of(tail, n)
+  if n == 1 then
+    if tail == "" or string.find(tail, "\0", 1, true) then return nil end
+    return { tail }
+  end
+  local paths = {}
+  for p in string.gmatch(tail, "[^%z]+") do paths[#paths + 1] = p end
+  if #paths ~= n then return nil end
+  return paths
+end
 -- The description of this library's operation `op` in a record.
-local ROLES_TEXT = {}
+local HEADS = {} -- global code of the operation's first role -> head
 local function head_of(tag, op)
   local info = PL_OPS[op]
-  local roles = ROLES_TEXT[op]
-  if not roles then
-    roles = table.concat(info.roles, ",")
-    ROLES_TEXT[op] = roles
+  local g = tag * 100 + info.first
+  local head = HEADS[g]
+  if not head then
+    head = num(tag) .. "\0" .. num(info.first) .. "\0" .. table.concat(info.roles, ",") .. "\0"
+    HEADS[g] = head
   end
-  return num(tag) .. "\0" .. num(info.first) .. "\0" .. roles .. "\0"
+  return head
 end
 
 -- A lock record: tag \0 first \0 roles \0 op \0 fence \0 holds \0 ttl \0 exp
@@ -448,14 +590,13 @@ local function unpack_lock(id, rec)
   local head, tag, first, roles, op, fence, holds, ttl, exp, tl, ol, at =
     string.match(rec, "^((%d+)%z(%d+)%z([%w_,]+)%z)([%w_]+)%z(%d+)%z(%d+)%z(%d+)%z(%d+)%z(%d+)%z(%d+)%z()")
   if not head then return nil end
-  local info = info_of(first, roles)
+  local info = info_of(head, first, roles)
   tl, ol = tonumber(tl), tonumber(ol)
-  local l = { id = id, head = head, tag = tonumber(tag), op = op, info = info, f16 = fence, fence = tonumber(fence),
-              holds = tonumber(holds), ttl = tonumber(ttl), ttl_s = ttl, exp = tonumber(exp), exp_s = exp,
-              token = string.sub(rec, at, at + tl - 1), owner = string.sub(rec, at + tl, at + tl + ol - 1), paths = {} }
-  for p in string.gmatch(string.sub(rec, at + tl + ol), "[^%z]+") do l.paths[#l.paths + 1] = p end
-  if #l.paths ~= #info.roles then return nil end
-  return l
+  local paths = paths_of(string.sub(rec, at + tl + ol), #info.roles)
+  if not paths then return nil end
+  return { id = id, head = head, tag = tonumber(tag), op = op, info = info, f16 = fence, fence = tonumber(fence),
+           holds = tonumber(holds), ttl = tonumber(ttl), ttl_s = ttl, exp = tonumber(exp), exp_s = exp,
+           token = string.sub(rec, at, at + tl - 1), owner = string.sub(rec, at + tl, at + tl + ol - 1), paths = paths }
 end
 
 -- A place in line: tag \0 first \0 roles \0 op \0 #owner \0 owner path_1 \0 ...
@@ -468,13 +609,12 @@ local function unpack_waiter(id, rec)
   local head, tag, first, roles, op, ol, at =
     string.match(rec, "^((%d+)%z(%d+)%z([%w_,]+)%z)([%w_]+)%z(%d+)%z()")
   if not head then return nil end
-  local info = info_of(first, roles)
+  local info = info_of(head, first, roles)
   ol = tonumber(ol)
-  local w = { id = id, head = head, tag = tonumber(tag), op = op, info = info,
-              owner = string.sub(rec, at, at + ol - 1), paths = {} }
-  for p in string.gmatch(string.sub(rec, at + ol), "[^%z]+") do w.paths[#w.paths + 1] = p end
-  if #w.paths ~= #info.roles then return nil end
-  return w
+  local paths = paths_of(string.sub(rec, at + ol), #info.roles)
+  if not paths then return nil end
+  return { id = id, head = head, tag = tonumber(tag), op = op, info = info, owner = string.sub(rec, at, at + ol - 1),
+           paths = paths }
 end
 
 -- The exact reentry field of the locks hash: the matrix's tag, the owner
