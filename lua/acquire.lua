@@ -30,10 +30,10 @@ end
 -- the lock (nil when its record is gone) and the member (nil when none).
 local function entry_at(c, path, g)
   local s = code4(g) .. spell(path)
-  local m = redis.call("ZREVRANGEBYLEX", c.ent, "(" .. s .. "\1", "[" .. s .. "\0", "LIMIT", "0", "1")[1]
+  local m = rcall("ZREVRANGEBYLEX", c.ent, "(" .. s .. "\1", "[" .. s .. "\0", "LIMIT", "0", "1")[1]
   if not m then return nil, nil end
-  local id = string.sub(m, #s + 18)
-  local rec = redis.call("HGET", c.locks, id)
+  local id = ssub(m, #s + 18)
+  local rec = rcall("HGET", c.locks, id)
   return rec and unpack_lock(id, rec), m
 end
 
@@ -45,9 +45,9 @@ local function smallest_below(c, path, codes)
   local best, best_code
   for i = 1, #codes do
     local cc = code4(codes[i])
-    local m = redis.call("ZRANGEBYLEX", c.ent, "[" .. cc .. base .. "\1", "(" .. cc .. base .. "\2", "LIMIT", "0", "1")[1]
+    local m = rcall("ZRANGEBYLEX", c.ent, "[" .. cc .. base .. "\1", "(" .. cc .. base .. "\2", "LIMIT", "0", "1")[1]
     if m then
-      local s = string.sub(m, 5, string.find(m, "\0", 5, true) - 1)
+      local s = ssub(m, 5, sfind(m, "\0", 5, true) - 1)
       if not best or s < best then best, best_code = s, codes[i] end
     end
   end
@@ -75,12 +75,14 @@ local function held_conflict(c, b, code, path, nodes)
     if held then at, rel = path, "same" end
   end
   if not at then
+    local below = val(b, fields_of(path, "b")[#nodes])
+    if below == EMPTY then return nil end
     local present = {}
-    for k, n in pairs(val(b, fields_of(path, "b")[#nodes])) do
+    for k, n in pairs(below) do
       if n > 0 and blocks(c, 2, code, k) then present[#present + 1] = k end
     end
     if #present == 0 then return nil end
-    table.sort(present)
+    tsort(present)
     at, held = smallest_below(c, path, present)
     if not at then return { broken = "below " .. path } end
     rel = "held_descendant"
@@ -106,8 +108,8 @@ end
 -- `before`, or any) that refuses `code` at `path` as if it held its lock.
 -- Places whose reservation ended are collected in `ended`.
 local function older_waiter(c, code, path, before, ended)
-  local ids = before and redis.call("ZRANGEBYSCORE", c.wq, "-inf", "(" .. num(before))
-              or redis.call("ZRANGE", c.wq, "0", "-1")
+  local ids = before and rcall("ZRANGEBYSCORE", c.wq, "-inf", "(" .. num(before))
+              or rcall("ZRANGE", c.wq, "0", "-1")
   for _, w in ipairs(load_waiters(c, ids)) do
     if w.stale or w.exp <= c.now then
       ended[#ended + 1] = w
@@ -126,7 +128,7 @@ local function pl_acquire(keys, argv)
   local c, bad = begin(keys)
   if not c then return bad end
   -- Input checks, before anything is read or written.
-  local owner, op_name, ttl, new_id, new_token = argv[1], argv[2], tonumber(argv[3]), argv[4], argv[5]
+  local owner, op_name, ttl, new_id, new_token = argv[1], argv[2], tonum(argv[3]), argv[4], argv[5]
   local op = PL_OPS[op_name or ""]
   if not op then return { "invalid", "unknown operation '" .. tostring(op_name) .. "'" } end
   local n = #op.roles
@@ -135,10 +137,10 @@ local function pl_acquire(keys, argv)
                         .. " path(s) after 5 arguments, then optionally fair, waiter_id, reserve_ms" }
   end
   if owner == "" or #owner > 256 then return { "invalid", "owner must be 1..256 bytes" } end
-  if not ttl or ttl ~= math.floor(ttl) or ttl < 1 or ttl > PL_MAX_TTL then
+  if not ttl or ttl ~= mfloor(ttl) or ttl < 1 or ttl > PL_MAX_TTL then
     return { "invalid", "ttl must be an integer 1.." .. PL_MAX_TTL .. " ms" }
   end
-  local ttl_s = string.find(argv[3], "^[1-9]%d*$") and argv[3] or num(ttl)
+  local ttl_s = sfind(argv[3], "^[1-9]%d*$") and argv[3] or num(ttl)
   if not valid_id(new_id) then return { "invalid", "new_id must be 1..64 of [A-Za-z0-9-]" } end
   if new_token == "" or #new_token > 256 then return { "invalid", "new_token must be 1..256 bytes" } end
   local paths = {}
@@ -147,24 +149,25 @@ local function pl_acquire(keys, argv)
     local problem = path_problem(paths[i])
     if problem then return { "invalid", op.roles[i] .. " path '" .. paths[i] .. "' " .. problem } end
   end
-  for _, pair in ipairs(op.not_inside) do
+  for k = 1, #op.not_inside do
+    local pair = op.not_inside[k]
     if within(paths[pair[1]], paths[pair[2]]) then
       return { "invalid", op_name .. ": " .. op.roles[pair[1]] .. " may not be " .. op.roles[pair[2]] .. " or inside it" }
     end
   end
   local fair, waiter_id, reserve = true, "", 0
   if #argv == 8 + n then
-    fair, waiter_id, reserve = argv[6 + n], argv[7 + n], tonumber(argv[8 + n])
+    fair, waiter_id, reserve = argv[6 + n], argv[7 + n], tonum(argv[8 + n])
     if fair ~= "1" and fair ~= "0" then return { "invalid", "fair must be 1 or 0" } end
     fair = fair == "1"
     if waiter_id ~= "" and not valid_id(waiter_id) then
       return { "invalid", "waiter_id must be empty or 1..64 of [A-Za-z0-9-]" }
     end
     if waiter_id ~= "" and not fair then return { "invalid", "only a fair request takes a place in line" } end
-    if not reserve or reserve ~= math.floor(reserve) or reserve < 0 or reserve > PL_MAX_TTL then
+    if not reserve or reserve ~= mfloor(reserve) or reserve < 0 or reserve > PL_MAX_TTL then
       return { "invalid", "reserve_ms must be an integer 0.." .. PL_MAX_TTL }
     end
-    reserve = math.min(reserve, PL_MAX_RESERVE) -- a dead waiter blocks fair requests no longer than this
+    reserve = mmin(reserve, PL_MAX_RESERVE) -- a dead waiter blocks fair requests no longer than this
   end
   local reply = check_meta(c)
   if reply then return reply end
@@ -172,10 +175,10 @@ local function pl_acquire(keys, argv)
   -- Reads: the caller's place in line, what expired, the reentry lock.
   local me
   if waiter_id ~= "" then
-    local rec = redis.call("HGET", c.wrec, waiter_id)
+    local rec = rcall("HGET", c.wrec, waiter_id)
     if rec then
       me = load_waiters(c, { waiter_id })[1]
-      if me.stale or me.tag ~= c.tag or me.owner ~= owner or me.op ~= op_name or table.concat(me.paths, "\0") ~= table.concat(paths, "\0") then
+      if me.stale or me.tag ~= c.tag or me.owner ~= owner or me.op ~= op_name or tconcat(me.paths, "\0") ~= tconcat(paths, "\0") then
         return { "invalid", "waiter_id " .. waiter_id .. " is in use by another request" }
       end
     end
@@ -194,12 +197,12 @@ local function pl_acquire(keys, argv)
   -- (Only a matrix in use here can hold a lock to re-enter.)
   local reentry_tag = c.tag
   local reentry = reentry_tag and reentry_field(reentry_tag, owner, op_name, paths)
-  local lr = reentry and redis.call("HMGET", c.locks, reentry, new_id) or { false, redis.call("HGET", c.locks, new_id) }
+  local lr = reentry and rcall("HMGET", c.locks, reentry, new_id) or { false, rcall("HGET", c.locks, new_id) }
   if lr[1] then
-    local rec = redis.call("HGET", c.locks, lr[1])
+    local rec = rcall("HGET", c.locks, lr[1])
     local l = rec and unpack_lock(lr[1], rec)
     if l and l.exp > c.now and l.tag == c.tag and l.owner == owner and l.op == op_name
-       and table.concat(l.paths, "\0") == table.concat(paths, "\0") then
+       and tconcat(l.paths, "\0") == tconcat(paths, "\0") then
       bad = writable(c, true, me ~= nil)
       if bad then return bad end
       l.holds = l.holds + 1
@@ -208,10 +211,10 @@ local function pl_acquire(keys, argv)
         l.exp_s = num(l.exp)
       end
       l.ttl, l.ttl_s = ttl, ttl_s
-      redis.call("ZADD", c.exp, l.exp_s, l.id)
-      redis.call("HSET", c.locks, l.id, pack_lock(l))
+      rcall("ZADD", c.exp, l.exp_s, l.id)
+      rcall("HSET", c.locks, l.id, pack_lock(l))
       if me then remove_waiters(c, { me }) end
-      return { "granted", l.id, l.token, l.fence, remaining(l.exp, c.now), l.holds }
+      return { "granted", l.id, l.token, tonum(l.f16), remaining(l.exp, c.now), l.holds }
     end
     if l and l.exp <= c.now then
       bad = writable(c, false, true)
@@ -225,15 +228,14 @@ local function pl_acquire(keys, argv)
   local newcomer_line = fair and not me and not line_empty
   local b, w, flagged
   while true do
-    b, flagged = batch(), {}
+    b, flagged = batch(check_set(paths[1])), {}
     local nodes = {}
     for i = 1, n do
       local nd = nodes_of(paths[i])
-      local hf, bf = fields_of(paths[i], "h"), fields_of(paths[i], "b")
       nodes[i] = nd
-      for j = 1, #nd do
-        want(b, hf[j])
-        want(b, bf[j])
+      if i > 1 then
+        local fields = check_set(paths[i]).fields
+        for k = 1, #fields do want(b, fields[k]) end
       end
       if newcomer_line then
         local whf = fields_of(paths[i], "wh")
@@ -252,7 +254,7 @@ local function pl_acquire(keys, argv)
       elseif found and (found.expired or found.stale) then
         bad = writable(c, false, true)
         if bad then return bad end
-        if found.expired then remove_locks(c, { found.expired }) else redis.call("ZREM", c.ent, found.stale) end
+        if found.expired then remove_locks(c, { found.expired }) else rcall("ZREM", c.ent, found.stale) end
         again = true
         break
       elseif found then
@@ -293,11 +295,11 @@ local function pl_acquire(keys, argv)
       if me then
         bad = writable(c, true, true)
         if bad then return bad end
-        redis.call("ZADD", c.wexp, exp, waiter_id)
+        rcall("ZADD", c.wexp, exp, waiter_id)
       else
         -- Reads first: the back of the line and the counts to update.
-        local last = redis.call("ZREVRANGE", c.wq, "0", "0", "WITHSCORES")
-        local seq = (last[2] and tonumber(last[2]) or 0) + 1 -- behind everyone in line now
+        local last = rcall("ZREVRANGE", c.wq, "0", "0", "WITHSCORES")
+        local seq = (last[2] and tonum(last[2]) or 0) + 1 -- behind everyone in line now
         local wb = batch()
         for j = 1, n do want_target(c, wb, paths[j], "wh", "wb") end
         fetch(c, wb)
@@ -306,12 +308,12 @@ local function pl_acquire(keys, argv)
         if not tag_available(c) then return redis.error_reply(TAGS_FULL) end
         local tag = own_tag(c)
         for j = 1, n do bump_target(c, wb, gcode(tag, op.first + j - 1), paths[j], "wh", "wb", 1) end
-        redis.call("ZADD", c.wexp, exp, waiter_id)
+        rcall("ZADD", c.wexp, exp, waiter_id)
         tag_counts(c, { [tag] = { w = 1 } })
         flush(c, wb)
-        redis.call("HSET", c.wrec, waiter_id, pack_waiter({ head = head_of(tag, op_name), op = op_name, owner = owner,
+        rcall("HSET", c.wrec, waiter_id, pack_waiter({ head = head_of(tag, op_name), op = op_name, owner = owner,
                                                             paths = paths }))
-        redis.call("ZADD", c.wq, num(seq), waiter_id)
+        rcall("ZADD", c.wq, num(seq), waiter_id)
       end
     elseif me then
       bad = writable(c, false, true)
@@ -334,18 +336,19 @@ local function pl_acquire(keys, argv)
   -- The fence: one more than the last, and at least the server clock in
   -- microseconds, so it never goes back even when Redis lost the namespace's
   -- data (restart without persistence, failover to a lagging replica).
-  local fence, f16 = c.fence + 1, nil
-  if c.now_us >= fence and #c.now_us_s == 16 then
-    fence, f16 = c.now_us, c.now_us_s
+  local now_us = tonum(c.now_us_s)
+  local fence, f16 = (tonum(c.fence_s) or 0) + 1, nil
+  if now_us >= fence and #c.now_us_s == 16 then
+    fence, f16 = now_us, c.now_us_s
   else
-    fence = math.max(fence, c.now_us)
+    fence = mmax(fence, now_us)
     f16 = fence16(fence)
   end
   if fence > 9007199254740991 then return redis.error_reply("PATHLOCK fence space exhausted (2^53)") end
   local tag = c.tag or 0 -- assigned below, after the expiry (the first write)
   local l = { id = new_id, token = new_token, owner = owner, op = op_name, f16 = f16, holds = 1, ttl_s = ttl_s,
               exp_s = num(c.now + ttl), paths = paths }
-  redis.call("ZADD", c.exp, l.exp_s, new_id)
+  rcall("ZADD", c.exp, l.exp_s, new_id)
   tag = own_tag(c)
   l.head = head_of(tag, op_name)
   local members = {}
@@ -359,8 +362,8 @@ local function pl_acquire(keys, argv)
   tag_counts(c, { [tag] = { l = 1 } }, f16) -- and the fence, in the same HSET
   flush(c, b)
   if tag ~= reentry_tag then reentry = reentry_field(tag, owner, op_name, paths) end
-  redis.call("HSET", c.locks, new_id, pack_lock(l), reentry, new_id)
-  redis.call("ZADD", c.ent, unpack(members))
+  rcall("HSET", c.locks, new_id, pack_lock(l), reentry, new_id)
+  rcall("ZADD", c.ent, tunpack(members))
   if me then remove_waiters(c, { me }) end
   return { "granted", new_id, new_token, fence, ttl, 1 }
 end

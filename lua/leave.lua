@@ -6,7 +6,7 @@ local function pl_leave(keys, argv)
   local c, bad = begin_with(keys, argv, 1, "leave takes waiter_id")
   if not c then return bad end
   local ended = ended_waiters(c)
-  local mine = valid_id(argv[1]) and redis.call("HGET", c.wrec, argv[1]) and load_waiters(c, { argv[1] })[1]
+  local mine = valid_id(argv[1]) and rcall("HGET", c.wrec, argv[1]) and load_waiters(c, { argv[1] })[1]
   local reaped, stale = expired_locks(c)
   if mine then add_once(ended, mine) end
   bad = remove_ended(c, reaped, stale, ended)

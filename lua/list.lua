@@ -9,20 +9,20 @@ local LIST_SCAN = 512
 -- The cursor after list member m ("F" .. 16-digit fence .. id): the fence
 -- in decimal, without leading zeros.
 local function cursor(m)
-  return (string.gsub(string.sub(m, 2, 17), "^0+(%d)", "%1"))
+  return (sgsub(ssub(m, 2, 17), "^0+(%d)", "%1"))
 end
 
 local function pl_list(keys, argv)
   local c, bad = begin(keys)
   if not c then return bad end
   if #argv ~= 3 then return { "invalid", "list takes prefix, limit, after" } end
-  local prefix, limit, after = argv[1], tonumber(argv[2]), argv[3]
+  local prefix, limit, after = argv[1], tonum(argv[2]), argv[3]
   local problem = path_problem(prefix)
   if problem then return { "invalid", "prefix '" .. tostring(prefix) .. "' " .. problem } end
-  if not limit or limit ~= math.floor(limit) or limit < 1 or limit > 100000 then
+  if not limit or limit ~= mfloor(limit) or limit < 1 or limit > 100000 then
     return { "invalid", "limit must be an integer 1..100000" }
   end
-  if after ~= "" and (not string.find(after, "^%d+$") or #after > 16) then
+  if after ~= "" and (not sfind(after, "^%d+$") or #after > 16) then
     return { "invalid", "after must be empty or a fence (decimal)" }
   end
   bad = check_meta(c)
@@ -31,10 +31,10 @@ local function pl_list(keys, argv)
   local ended = ended_waiters(c)
   bad = remove_ended(c, reaped, stale, ended)
   if bad then return bad end
-  local from = after == "" and "[F" or "[F" .. fence16(tonumber(after) + 1)
-  local members = redis.call("ZRANGEBYLEX", c.ent, from, "(G", "LIMIT", "0", tostring(LIST_SCAN))
+  local from = after == "" and "[F" or "[F" .. fence16(tonum(after) + 1)
+  local members = rcall("ZRANGEBYLEX", c.ent, from, "(G", "LIMIT", "0", tostring(LIST_SCAN))
   local ids = {}
-  for i = 1, #members do ids[i] = string.sub(members[i], 18) end
+  for i = 1, #members do ids[i] = ssub(members[i], 18) end
   local recs = #ids > 0 and chunked("HMGET", c.locks, ids) or {}
   local reply, next = { "locks", "" }, ""
   for i = 1, #members do
@@ -48,7 +48,7 @@ local function pl_list(keys, argv)
           targets[#targets + 1] = role
           targets[#targets + 1] = l.paths[r]
         end
-        reply[#reply + 1] = { l.id, l.owner, l.op, l.fence, l.holds, remaining(l.exp, c.now), targets }
+        reply[#reply + 1] = { l.id, l.owner, l.op, tonum(l.f16), l.holds, remaining(l.exp, c.now), targets }
       end
     end
     if #reply - 2 >= limit and i < #members then

@@ -35,6 +35,18 @@
 --     halfway. Writes are ordered so that the reaper can find what an
 --     interrupted acquire left (exp first).
 
+-- The standard functions a call uses, kept in upvalues: reading an upvalue
+-- is far cheaper than a global and then its field (string.find), and calls
+-- make hundreds of such reads. Only `redis` is visible while the library
+-- loads, so the first call of any function fills them (keys_problem, the
+-- first step of every function, calls init).
+local sfind, ssub, smatch, sgmatch, sgsub, sformat, tconcat, tsort, tunpack, mfloor, mmax, mmin, tonum, rcall, rpcall
+local function init()
+  sfind, ssub, smatch, sgmatch = string.find, string.sub, string.match, string.gmatch
+  sgsub, sformat, tconcat, tsort, tunpack = string.gsub, string.format, table.concat, table.sort, unpack
+  mfloor, mmax, mmin, tonum, rcall, rpcall = math.floor, math.max, math.min, tonumber, redis.call, redis.pcall
+end
+
 local KEY_SUFFIXES = { "meta", "idx", "locks", "exp", "ent", "wq", "wexp", "wrec", "wake" }
 local KEY_COUNT = 9
 local REAP_LIMIT_S = "32" -- expired locks (and ended places in line) removed per call at most
@@ -48,7 +60,7 @@ local NUMSTR = {}
 local function num(x)
   local s = NUMSTR[x]
   if s then return s end
-  s = string.format("%.0f", x)
+  s = sformat("%.0f", x)
   if x >= 0 and x < 256 then NUMSTR[x] = s end -- a small cache: a large Lua heap slows every call
   return s
 end
@@ -60,6 +72,7 @@ local PAD = { [0] = "", "0", "00", "000", "0000", "00000", "000000" }
 -- checking them again (the verdict depends on the strings only).
 local KEYS_SEEN = {}
 local function keys_problem(keys)
+  if not sfind then init() end
   if #keys == KEY_COUNT and keys[1] == KEYS_SEEN[1] then
     local same = true
     for i = 2, KEY_COUNT do
@@ -71,9 +84,9 @@ local function keys_problem(keys)
     if same then return nil end
   end
   if #keys ~= KEY_COUNT then
-    return { "invalid", "expected " .. KEY_COUNT .. " keys: pl:{NS}:" .. table.concat(KEY_SUFFIXES, ", pl:{NS}:") }
+    return { "invalid", "expected " .. KEY_COUNT .. " keys: pl:{NS}:" .. tconcat(KEY_SUFFIXES, ", pl:{NS}:") }
   end
-  local prefix = string.match(keys[1], "^([^{}]*{[%w._:-]+}:)meta$")
+  local prefix = smatch(keys[1], "^([^{}]*{[%w._:-]+}:)meta$")
   if not prefix or #keys[1] > 200 then
     return { "invalid", "KEYS[1] must be the namespace's meta key pl:{NS}:meta" }
   end
@@ -82,7 +95,7 @@ local function keys_problem(keys)
       return { "invalid", "KEYS[" .. i .. "] must be " .. prefix .. KEY_SUFFIXES[i] }
     end
   end
-  KEYS_SEEN = { unpack(keys) }
+  KEYS_SEEN = { tunpack(keys) }
   return nil
 end
 
@@ -91,12 +104,15 @@ local function begin(keys)
   local bad = keys_problem(keys)
   if bad then return nil, bad end
   -- The server clock, as text and numbers (text built by hand: cheaper).
-  local t = redis.call("TIME")
+  local t = rcall("TIME")
   local usec = PAD[6 - #t[2]] .. t[2]
-  local now_s, now_us_s = t[1] .. string.sub(usec, 1, 3), t[1] .. usec
+  local now_s, now_us_s = t[1] .. ssub(usec, 1, 3), t[1] .. usec
+  -- (now_us_s is made a number only by a grant, for its fence. The fields
+  -- set later are named here with nil, which sizes the table once.)
   return { meta = keys[1], idx = keys[2], locks = keys[3], exp = keys[4], ent = keys[5], wq = keys[6],
-           wexp = keys[7], wrec = keys[8], wake = keys[9], now = tonumber(now_s), now_s = now_s,
-           now_us = tonumber(now_us_s), now_us_s = now_us_s }
+           wexp = keys[7], wrec = keys[8], wake = keys[9], now = tonum(now_s), now_s = now_s,
+           now_us_s = now_us_s, fence_s = nil, tag = nil, tag_l = nil, tag_w = nil, tag1_free = nil,
+           hset = nil, zadd = nil, zrem = nil }
 end
 
 -- Before the first write of a call: may this caller run the write commands
@@ -138,11 +154,11 @@ end
 -- replies of HMGET-like commands.
 local function chunked(cmd, key, list, step)
   local n = #list
-  if n <= CHUNK then return redis.call(cmd, key, unpack(list)) end
+  if n <= CHUNK then return rcall(cmd, key, tunpack(list)) end
   local out = {}
   local size = CHUNK - CHUNK % (step or 1)
   for from = 1, n, size do
-    local part = redis.call(cmd, key, unpack(list, from, math.min(n, from + size - 1)))
+    local part = rcall(cmd, key, tunpack(list, from, mmin(n, from + size - 1)))
     if type(part) == "table" then
       for i = 1, #part do out[#out + 1] = part[i] end
     end
@@ -161,9 +177,10 @@ local TAG_MAX = 99
 -- conversion is among the costliest steps of a call).
 local T_FIELD = "t:" .. PL_FINGERPRINT
 local M_VALUE = PL_FINGERPRINT .. "\0" .. PL_MATRIX_NAME .. "\0" .. PL_MATRIX_VERSION
-local TAG_S, L_FIELD, W_FIELD, M_FIELD = {}, {}, {}, {}
+local TAG_S, TAG_N, L_FIELD, W_FIELD, M_FIELD = {}, {}, {}, {}, {}
 for t = 1, TAG_MAX do
   TAG_S[t] = "" .. t
+  TAG_N[TAG_S[t]] = t
   L_FIELD[t], W_FIELD[t], M_FIELD[t] = "l:" .. t, "w:" .. t, "m:" .. t
 end
 -- The tag this library had in the namespace it saw last: check_meta reads
@@ -171,22 +188,23 @@ end
 -- (every grant and release) usually need not read them again.
 local TAG_GUESS = 1
 
--- Reads the fence, this library's tag (c.tag) and, when the guess was right,
--- its counts (c.tag_l, c.tag_w); c.tag1_free: tag 1, the lowest, is free.
--- Returns a reply when the namespace belongs to another data layout.
+-- Reads the fence (c.fence_s, text), this library's tag (c.tag) and, when
+-- the guess was right, its counts (c.tag_l, c.tag_w). Returns a reply when
+-- the namespace belongs to another data layout. (Every value read costs:
+-- what only some calls need is read by those.)
 local function check_meta(c)
   local g = TAG_GUESS
-  local m = redis.call("HMGET", c.meta, "layout", "fence", "fingerprint", T_FIELD, L_FIELD[g], W_FIELD[g], "m:1")
-  local layout = m[1] or (m[3] and "1") -- layout 1 (pathlock <= 0.1) had no layout field
+  local m = rcall("HMGET", c.meta, "layout", "fence", T_FIELD, L_FIELD[g], W_FIELD[g])
+  -- Layout 1 (pathlock <= 0.1) had no layout field, but a fingerprint.
+  local layout = m[1] or (rcall("HGET", c.meta, "fingerprint") and "1")
   if layout and layout ~= PL_LAYOUT then return { "layout", layout, PL_LAYOUT } end
-  c.fence = tonumber(m[2] or "0") or 0
-  c.tag = m[4] and tonumber(m[4]) or nil
+  c.fence_s = m[2] or "0"
+  c.tag = m[3] and (TAG_N[m[3]] or tonum(m[3])) or nil
   if c.tag == g then
-    c.tag_l, c.tag_w = tonumber(m[5] or "0") or 0, tonumber(m[6] or "0") or 0
+    c.tag_l, c.tag_w = tonum(m[4] or "0") or 0, tonum(m[5] or "0") or 0
   elseif c.tag and TAG_S[c.tag] then
     TAG_GUESS = c.tag
   end
-  c.tag1_free = not m[7]
   return nil
 end
 
@@ -204,8 +222,8 @@ end
 
 -- The lowest free tag, or nil when all are taken.
 local function free_tag(c)
-  if c.tag1_free then return 1 end
-  local v = redis.call("HMGET", c.meta, unpack(M_FIELD))
+  if c.tag1_free or not rcall("HGET", c.meta, "m:1") then return 1 end
+  local v = rcall("HMGET", c.meta, tunpack(M_FIELD))
   for t = 1, TAG_MAX do
     if not v[t] then return t end
   end
@@ -218,7 +236,7 @@ local function own_tag(c)
   if c.tag then return c.tag end
   local t = free_tag(c)
   if not t then return nil end
-  redis.call("HSET", c.meta, "layout", PL_LAYOUT, T_FIELD, TAG_S[t], M_FIELD[t], M_VALUE, L_FIELD[t], "0",
+  rcall("HSET", c.meta, "layout", PL_LAYOUT, T_FIELD, TAG_S[t], M_FIELD[t], M_VALUE, L_FIELD[t], "0",
              W_FIELD[t], "0")
   c.tag, c.tag_l, c.tag_w, TAG_GUESS = t, 0, 0, t
   if t == 1 then c.tag1_free = false end
@@ -241,26 +259,26 @@ local function tag_counts(c, deltas, f16)
     if tag == c.tag and c.tag_l then
       l, w, fp = c.tag_l + (d.l or 0), c.tag_w + (d.w or 0), PL_FINGERPRINT
     else
-      local v = redis.call("HMGET", c.meta, "l:" .. ts, "w:" .. ts, "m:" .. ts)
-      l, w = (tonumber(v[1] or "0") or 0) + (d.l or 0), (tonumber(v[2] or "0") or 0) + (d.w or 0)
-      fp = v[3] and string.match(v[3], "^[^%z]*")
+      local v = rcall("HMGET", c.meta, "l:" .. ts, "w:" .. ts, "m:" .. ts)
+      l, w = (tonum(v[1] or "0") or 0) + (d.l or 0), (tonum(v[2] or "0") or 0) + (d.w or 0)
+      fp = v[3] and smatch(v[3], "^[^%z]*")
     end
     if l <= 0 and w <= 0 then
-      if fp then redis.call("HDEL", c.meta, "t:" .. fp, "m:" .. ts, "l:" .. ts, "w:" .. ts) end
+      if fp then rcall("HDEL", c.meta, "t:" .. fp, "m:" .. ts, "l:" .. ts, "w:" .. ts) end
       if c.tag == tag then c.tag, c.tag_l, c.tag_w = nil, nil, nil end
       if tag == 1 then c.tag1_free = true end
     else
-      l, w = math.max(l, 0), math.max(w, 0)
+      l, w = mmax(l, 0), mmax(w, 0)
       if f16 then
-        redis.call("HSET", c.meta, "fence", f16, "l:" .. ts, num(l), "w:" .. ts, num(w))
+        rcall("HSET", c.meta, "fence", f16, "l:" .. ts, num(l), "w:" .. ts, num(w))
         f16 = nil
       else
-        redis.call("HSET", c.meta, "l:" .. ts, num(l), "w:" .. ts, num(w))
+        rcall("HSET", c.meta, "l:" .. ts, num(l), "w:" .. ts, num(w))
       end
       if tag == c.tag then c.tag_l, c.tag_w = l, w end
     end
   end
-  if f16 then redis.call("HSET", c.meta, "fence", f16) end
+  if f16 then rcall("HSET", c.meta, "fence", f16) end
 end
 local function add_delta(deltas, tag, kind, d)
   local t = deltas[tag]
@@ -273,7 +291,7 @@ end
 
 -- Global codes: the tag and the matrix's own code.
 local function gcode(tag, code) return tag * 100 + code end
-local function tag_of(g) return math.floor(g / 100) end
+local function tag_of(g) return mfloor(g / 100) end
 
 -- Does held global code `held` refuse this library's code `code` in
 -- relation `rel`? Its own rules for its own matrix; any overlap for another.
@@ -286,14 +304,16 @@ end
 -- ---- paths ----------------------------------------------------------------
 
 local function path_problem(p)
-  if type(p) ~= "string" or string.sub(p, 1, 1) ~= "/" then return "is not absolute" end
+  if type(p) ~= "string" or ssub(p, 1, 1) ~= "/" then return "is not absolute" end
   if #p > PL_MAX_PATH then return "is longer than " .. PL_MAX_PATH .. " bytes" end
-  if string.find(p, "%c") then return "has a control character" end
+  if sfind(p, "%c") then return "has a control character" end
   if p == "/" then return nil end
-  if string.sub(p, -1) == "/" or string.find(p, "//", 1, true) then return "is not canonical (empty component)" end
-  if string.find(p, "/%.%.?/") or string.find(p, "/%.%.?$") then return "has a '.' or '..' component" end
+  if ssub(p, -1) == "/" or sfind(p, "//", 1, true) then return "is not canonical (empty component)" end
+  if sfind(p, "/.", 1, true) and (sfind(p, "/%.%.?/") or sfind(p, "/%.%.?$")) then
+    return "has a '.' or '..' component"
+  end
   if #p > PL_MAX_NAME + 1 then -- only then can a component be too long
-    for name in string.gmatch(p, "[^/]+") do
+    for name in sgmatch(p, "[^/]+") do
       if #name > PL_MAX_NAME then return "has a component longer than " .. PL_MAX_NAME .. " bytes" end
     end
   end
@@ -301,7 +321,7 @@ local function path_problem(p)
 end
 
 local function within(inner, outer)
-  return outer == "/" or inner == outer or string.sub(inner, 1, #outer + 1) == outer .. "/"
+  return outer == "/" or inner == outer or ssub(inner, 1, #outer + 1) == outer .. "/"
 end
 
 -- Per path, what calls derive from it again and again: its nodes ("/",
@@ -316,12 +336,12 @@ local function path_info(path)
   if path ~= "/" then
     local at = 2
     while true do
-      local i = string.find(path, "/", at, true)
+      local i = sfind(path, "/", at, true)
       if not i then
         nodes[#nodes + 1] = path
         break
       end
-      nodes[#nodes + 1] = string.sub(path, 1, i - 1)
+      nodes[#nodes + 1] = ssub(path, 1, i - 1)
       at = i + 1
     end
   end
@@ -348,23 +368,23 @@ end
 -- spellings is component-wise path order, a folder before its contents.
 local function spell(path)
   if path == "/" then return "" end
-  return (string.gsub(path, "/", "\1"))
+  return (sgsub(path, "/", "\1"))
 end
 local function unspell(s)
   if s == "" then return "/" end
-  return (string.gsub(s, "\1", "/"))
+  return (sgsub(s, "\1", "/"))
 end
 -- A global code as entry members spell it: four digits.
 local CODE4 = {} -- (at most 9,999 entries)
 local function code4(g)
   local s = CODE4[g]
   if not s then
-    s = string.format("%04d", g)
+    s = sformat("%04d", g)
     CODE4[g] = s
   end
   return s
 end
-local function fence16(fence) return string.format("%016.0f", fence) end
+local function fence16(fence) return sformat("%016.0f", fence) end
 -- f16: the fence as 16 digits (locks keep it so in their records).
 local function entry_member(g, path, f16, id)
   local p = path_info(path)
@@ -379,14 +399,16 @@ local function list_member(f16, id) return "F" .. f16 .. id end
 
 -- ---- the index (idx) ------------------------------------------------------
 
+local EMPTY = {} -- the counts of an absent field (shared, never changed)
+
 local function decode(v)
   local t = {}
   if v then
-    local code, n = string.match(v, "^(%d+):(%d+)$") -- the usual case: one code
+    local code, n = smatch(v, "^(%d+):(%d+)$") -- the usual case: one code
     if code then
-      t[tonumber(code)] = tonumber(n)
+      t[tonum(code)] = tonum(n)
     else
-      for cd, k in string.gmatch(v, "(%d+):(%d+)") do t[tonumber(cd)] = tonumber(k) end
+      for cd, k in sgmatch(v, "(%d+):(%d+)") do t[tonum(cd)] = tonum(k) end
     end
   end
   return t
@@ -404,13 +426,14 @@ local function encode(t)
   end
   if first == nil then return nil end
   if not codes then return num(first) .. ":" .. num(t[first]) end
-  table.sort(codes)
+  tsort(codes)
   for i = 1, #codes do codes[i] = num(codes[i]) .. ":" .. num(t[codes[i]]) end
-  return table.concat(codes, ",")
+  return tconcat(codes, ",")
 end
 -- The lowest global code with a positive count in `t` that refuses `code`
 -- in relation `rel` (see blocks()), or nil.
 local function lowest(c, t, rel, code)
+  if t == EMPTY then return nil end
   local best
   for g, n in pairs(t) do
     if n > 0 and (not best or g < best) and blocks(c, rel, code, g) then best = g end
@@ -420,12 +443,12 @@ end
 
 -- A batch of idx fields: read with one HMGET, changed in memory, written with
 -- one HSET (and one HDEL for fields whose counts all reached zero).
--- Values are decoded only when looked at or changed: most fields a check
--- reads are absent (EMPTY, shared, never written) or only tested, and the
--- usual changes (a field gets its first count, or loses its only one) are
--- made on the text: raw = as read or last written, new = text to write
--- (false: delete), vals = decoded counts (then written from these).
-local EMPTY = {}
+-- Per field, by position: raw = the text as read or last written (false:
+-- absent); cur = the text to write (false: delete; nil: unchanged); vals =
+-- decoded counts being changed. The usual changes (a field gets its first
+-- count, loses its only one, or one code's count moves) are made on the
+-- text; other fields are decoded. A batch made for one target starts from
+-- that target's cached field set (shared, copied only if more is wanted).
 local ONE = {} -- global code -> "code:1"
 local function one(code)
   local s = ONE[code]
@@ -435,40 +458,89 @@ local function one(code)
   end
   return s
 end
--- (Only `pos` is keyed by field name; the rest is kept by position.)
-local function batch() return { fields = {}, pos = {}, raw = {}, new = {}, vals = {}, dirty = {}, fetched = 0 } end
+local function field_set(fields)
+  local pos = {}
+  for i = 1, #fields do pos[fields[i]] = i end
+  return { fields = fields, pos = pos }
+end
+-- What a check of `path` reads: h and b of every node.
+local function check_set(path)
+  local p = path_info(path)
+  local set = p.check
+  if not set then
+    local hf, bf, fields = fields_of(path, "h"), fields_of(path, "b"), {}
+    for j = 1, #hf do fields[2 * j - 1], fields[2 * j] = hf[j], bf[j] end
+    set = field_set(fields)
+    p.check = set
+  end
+  return set
+end
+-- What adding or removing a target at `path` changes: below..ANCESTOR for each
+-- strict ancestor, here..PATH (here: h or wh; below: b or wb).
+local function target_set(path, here, below)
+  local p = path_info(path)
+  local key = here .. "+"
+  local set = p[key]
+  if not set then
+    local hf, bf, fields = fields_of(path, here), fields_of(path, below), {}
+    for j = 1, #hf - 1 do fields[j] = bf[j] end
+    fields[#hf] = hf[#hf]
+    set = field_set(fields)
+    p[key] = set
+  end
+  return set
+end
+-- (The nils size the arrays once: growing a table costs more than filling it.)
+local function batch(set)
+  return { fields = set and set.fields or {}, pos = set and set.pos or {}, shared = set ~= nil, fetched = 0,
+           raw = {}, cur = { nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil }, vals = {} }
+end
 -- The position of field f in the batch, added when new.
 local function want(b, f)
   local i = b.pos[f]
-  if not i then
-    i = #b.fields + 1
-    b.fields[i], b.pos[f] = f, i
+  if i then return i end
+  if b.shared then -- a cached set: copy it before adding
+    local fields, pos = {}, {}
+    for k = 1, #b.fields do
+      fields[k] = b.fields[k]
+      pos[fields[k]] = k
+    end
+    b.fields, b.pos, b.shared = fields, pos, false
   end
+  i = #b.fields + 1
+  b.fields[i], b.pos[f] = f, i
   return i
 end
--- The fields of one target: here..PATH, below..ANCESTOR for each strict ancestor.
+-- The fields of one target (target_set).
 local function want_target(c, b, path, here, below)
-  local hf, bf = fields_of(path, here), fields_of(path, below)
-  local n = #hf
-  for j = 1, n - 1 do want(b, bf[j]) end
-  want(b, hf[n])
+  local set = target_set(path, here, below)
+  if #b.fields == 0 then
+    b.fields, b.pos, b.shared = set.fields, set.pos, true
+    return
+  end
+  for k = 1, #set.fields do want(b, set.fields[k]) end
 end
 -- Reads the fields wanted since the last fetch (one HMGET).
 local function fetch(c, b)
   local fields, from, to = b.fields, b.fetched + 1, #b.fields
   if from > to then return end
-  local v = chunked("HMGET", c.idx, from == 1 and fields or { unpack(fields, from, to) })
-  local raw = b.raw
-  for i = from, to do raw[i] = v[i - from + 1] or false end
+  if from == 1 then
+    b.raw = chunked("HMGET", c.idx, fields) -- (absent fields read as false)
+  else
+    local v, raw = chunked("HMGET", c.idx, { tunpack(fields, from, to) }), b.raw
+    for i = from, to do raw[i] = v[i - from + 1] or false end
+  end
   b.fetched = to
 end
 -- The text of the field at position i now (false: absent).
 local function text(b, i)
-  local t = b.new[i]
+  local t = b.vals[i]
+  if t then return encode(t) or false end
+  t = b.cur[i]
   if t == nil then return b.raw[i] or false end
   return t
 end
--- The counts of fetched field f (read-only).
+-- The counts of fetched field f (read-only; EMPTY when absent).
 local function val(b, f)
   local i = b.pos[f]
   if not i then return EMPTY end
@@ -476,26 +548,25 @@ local function val(b, f)
   if t then return t end
   local raw = text(b, i)
   if not raw then return EMPTY end
-  t = decode(raw)
-  b.vals[i] = t
-  return t
+  return decode(raw)
 end
 local function bump(b, f, code, d)
   local i = want(b, f)
   local t = b.vals[i]
   if not t then
-    local cur = text(b, i)
+    local cur = b.cur[i]
+    if cur == nil then cur = b.raw[i] or false end
     if not cur and d == 1 then
-      b.new[i], b.dirty[i] = one(code), true
+      b.cur[i] = one(code)
       return
     elseif d == -1 and cur == one(code) then
-      b.new[i], b.dirty[i] = false, true
+      b.cur[i] = false
       return
     elseif cur then -- one code only, ours: "code:count"
-      local cs, k = string.match(cur, "^(%d+):(%d+)$")
-      if cs and tonumber(cs) == code then
-        k = tonumber(k) + d
-        b.new[i], b.dirty[i] = k > 0 and (cs .. ":" .. num(k)), true
+      local cs, k = smatch(cur, "^(%d+):(%d+)$")
+      if cs and tonum(cs) == code then
+        k = tonum(k) + d
+        b.cur[i] = k > 0 and (cs .. ":" .. num(k))
         return
       end
     end
@@ -504,21 +575,23 @@ local function bump(b, f, code, d)
   end
   local n = (t[code] or 0) + d
   t[code] = n > 0 and n or nil
-  b.dirty[i] = true
 end
 local function bump_target(c, b, code, path, here, below, d)
-  local hf, bf = fields_of(path, here), fields_of(path, below)
-  local n = #hf
-  for j = 1, n - 1 do bump(b, bf[j], code, d) end
-  bump(b, hf[n], code, d)
+  local fields = target_set(path, here, below).fields
+  for k = 1, #fields do bump(b, fields[k], code, d) end
 end
 local function flush(c, b)
   local set, del = {}, {}
+  local raw, cur, vals = b.raw, b.cur, b.vals
   for i = 1, #b.fields do
-    if b.dirty[i] then
-      local v
-      if b.vals[i] then v = encode(b.vals[i]) else v = b.new[i] or nil end
-      if v ~= (b.raw[i] or nil) then
+    local v = vals[i]
+    if v then
+      v = encode(v) or false
+    else
+      v = cur[i]
+    end
+    if v ~= nil then
+      if v ~= (raw[i] or false) then
         if v then
           set[#set + 1] = b.fields[i]
           set[#set + 1] = v
@@ -526,9 +599,7 @@ local function flush(c, b)
           del[#del + 1] = b.fields[i]
         end
       end
-      b.raw[i] = v or false
-      b.new[i] = nil
-      b.dirty[i] = nil
+      raw[i], cur[i], vals[i] = v or false, nil, nil
     end
   end
   if #set > 0 then chunked("HSET", c.idx, set, 2) end
@@ -547,8 +618,8 @@ local INFO, INFO_COUNT = {}, 0
 local function info_of(head, first, roles)
   local t = INFO[head]
   if t then return t end
-  t = { first = tonumber(first), roles = {} }
-  for r in string.gmatch(roles, "[^,]+") do t.roles[#t.roles + 1] = r end
+  t = { first = tonum(first), roles = {} }
+  for r in sgmatch(roles, "[^,]+") do t.roles[#t.roles + 1] = r end
   if INFO_COUNT >= 512 then INFO, INFO_COUNT = {}, 0 end
   INFO[head], INFO_COUNT = t, INFO_COUNT + 1
   return t
@@ -556,11 +627,11 @@ end
 -- The paths at the end of a record: path_1 \0 ... path_n, exactly n of them.
 local function paths_of(tail, n)
   if n == 1 then
-    if tail == "" or string.find(tail, "\0", 1, true) then return nil end
+    if tail == "" or sfind(tail, "\0", 1, true) then return nil end
     return { tail }
   end
   local paths = {}
-  for p in string.gmatch(tail, "[^%z]+") do paths[#paths + 1] = p end
+  for p in sgmatch(tail, "[^%z]+") do paths[#paths + 1] = p end
   if #paths ~= n then return nil end
   return paths
 end
@@ -571,7 +642,7 @@ local function head_of(tag, op)
   local g = tag * 100 + info.first
   local head = HEADS[g]
   if not head then
-    head = num(tag) .. "\0" .. num(info.first) .. "\0" .. table.concat(info.roles, ",") .. "\0"
+    head = num(tag) .. "\0" .. num(info.first) .. "\0" .. tconcat(info.roles, ",") .. "\0"
     HEADS[g] = head
   end
   return head
@@ -584,36 +655,38 @@ end
 -- what changed; `head` is the record's first three fields as stored.
 local function pack_lock(l)
   return l.head .. l.op .. "\0" .. l.f16 .. "\0" .. num(l.holds) .. "\0" .. l.ttl_s .. "\0" .. l.exp_s .. "\0"
-         .. num(#l.token) .. "\0" .. num(#l.owner) .. "\0" .. l.token .. l.owner .. table.concat(l.paths, "\0")
+         .. num(#l.token) .. "\0" .. num(#l.owner) .. "\0" .. l.token .. l.owner .. tconcat(l.paths, "\0")
 end
 local function unpack_lock(id, rec)
   local head, tag, first, roles, op, fence, holds, ttl, exp, tl, ol, at =
-    string.match(rec, "^((%d+)%z(%d+)%z([%w_,]+)%z)([%w_]+)%z(%d+)%z(%d+)%z(%d+)%z(%d+)%z(%d+)%z(%d+)%z()")
+    smatch(rec, "^((%d+)%z(%d+)%z([%w_,]+)%z)([%w_]+)%z(%d+)%z(%d+)%z(%d+)%z(%d+)%z(%d+)%z(%d+)%z()")
   if not head then return nil end
   local info = info_of(head, first, roles)
-  tl, ol = tonumber(tl), tonumber(ol)
-  local paths = paths_of(string.sub(rec, at + tl + ol), #info.roles)
+  tl, ol = tonum(tl), tonum(ol)
+  local paths = paths_of(ssub(rec, at + tl + ol), #info.roles)
   if not paths then return nil end
-  return { id = id, head = head, tag = tonumber(tag), op = op, info = info, f16 = fence, fence = tonumber(fence),
-           holds = tonumber(holds), ttl = tonumber(ttl), ttl_s = ttl, exp = tonumber(exp), exp_s = exp,
-           token = string.sub(rec, at, at + tl - 1), owner = string.sub(rec, at + tl, at + tl + ol - 1), paths = paths }
+  -- (The fence and the ttl stay text: f16, ttl_s; few callers need them as numbers.)
+  return { id = id, head = head, tag = TAG_N[tag] or tonum(tag), op = op, info = info, f16 = fence,
+           holds = tonum(holds), ttl_s = ttl, exp = tonum(exp), exp_s = exp,
+           token = ssub(rec, at, at + tl - 1), owner = ssub(rec, at + tl, at + tl + ol - 1), paths = paths }
 end
 
 -- A place in line: tag \0 first \0 roles \0 op \0 #owner \0 owner path_1 \0 ...
 -- path_n. Its place (seq) is its score in wq, the end of its reservation
 -- its score in wexp.
 local function pack_waiter(w)
-  return w.head .. w.op .. "\0" .. #w.owner .. "\0" .. w.owner .. table.concat(w.paths, "\0")
+  return w.head .. w.op .. "\0" .. #w.owner .. "\0" .. w.owner .. tconcat(w.paths, "\0")
 end
 local function unpack_waiter(id, rec)
   local head, tag, first, roles, op, ol, at =
-    string.match(rec, "^((%d+)%z(%d+)%z([%w_,]+)%z)([%w_]+)%z(%d+)%z()")
+    smatch(rec, "^((%d+)%z(%d+)%z([%w_,]+)%z)([%w_]+)%z(%d+)%z()")
   if not head then return nil end
   local info = info_of(head, first, roles)
-  ol = tonumber(ol)
-  local paths = paths_of(string.sub(rec, at + ol), #info.roles)
+  ol = tonum(ol)
+  local paths = paths_of(ssub(rec, at + ol), #info.roles)
   if not paths then return nil end
-  return { id = id, head = head, tag = tonumber(tag), op = op, info = info, owner = string.sub(rec, at, at + ol - 1),
+  return { id = id, head = head, tag = TAG_N[tag] or tonum(tag), op = op, info = info,
+           owner = ssub(rec, at, at + ol - 1),
            paths = paths }
 end
 
@@ -622,14 +695,18 @@ end
 -- (tag "|" #owner ":" owner \0 op \0 paths). Lock ids never hold ':', so
 -- these fields never collide with the ids.
 local function reentry_field(tag, owner, op, paths)
-  return num(tag) .. "|" .. num(#owner) .. ":" .. owner .. "\0" .. op .. "\0" .. table.concat(paths, "\0")
+  return num(tag) .. "|" .. num(#owner) .. ":" .. owner .. "\0" .. op .. "\0" .. tconcat(paths, "\0")
 end
 
-local function remaining(exp, now) return math.max(0, exp - now) end
+local function remaining(exp, now) return mmax(0, exp - now) end
 
 -- Best effort: a user without channel rights loses quick wake-ups only.
 local function wake(c, paths)
-  if #paths > 0 then redis.pcall("SPUBLISH", c.wake, table.concat(paths, "\n")) end
+  if #paths == 1 then
+    rpcall("SPUBLISH", c.wake, paths[1])
+  elseif #paths > 1 then
+    rpcall("SPUBLISH", c.wake, tconcat(paths, "\n"))
+  end
 end
 
 -- ---- removal (batched) ----------------------------------------------------
@@ -653,11 +730,13 @@ end
 local function remove_locks(c, locks, stale)
   if #locks == 0 and (not stale or #stale == 0) then return end
   local b, members, ids, fields, paths, deltas = batch(), {}, {}, {}, {}, {}
-  for _, l in ipairs(locks) do
+  for k = 1, #locks do
+    local l = locks[k]
     for i = 1, #l.paths do want_target(c, b, l.paths[i], "h", "b") end
   end
   fetch(c, b)
-  for _, l in ipairs(locks) do
+  for k = 1, #locks do
+    local l = locks[k]
     add_delta(deltas, l.tag, "l", -1)
     for i = 1, #l.paths do
       local code = gcode(l.tag, l.info.first + i - 1)
@@ -670,7 +749,9 @@ local function remove_locks(c, locks, stale)
     fields[#fields + 1] = l.id
     fields[#fields + 1] = reentry_field(l.tag, l.owner, l.op, l.paths)
   end
-  for _, id in ipairs(stale or {}) do ids[#ids + 1] = id end
+  if stale then
+    for k = 1, #stale do ids[#ids + 1] = stale[k] end
+  end
   -- The index first: once the counts are gone the lock refuses nobody, and
   -- the record, entries and expiry left by an interrupted call would be
   -- removed by a retry; the record last.
@@ -684,7 +765,7 @@ end
 
 -- The expired locks to reap: at most REAP_LIMIT (locks, stale ids).
 local function expired_locks(c)
-  local ids = redis.call("ZRANGEBYSCORE", c.exp, "-inf", c.now_s, "LIMIT", "0", REAP_LIMIT_S)
+  local ids = rcall("ZRANGEBYSCORE", c.exp, "-inf", c.now_s, "LIMIT", "0", REAP_LIMIT_S)
   return load_locks(c, ids)
 end
 
@@ -698,8 +779,8 @@ local function load_waiters(c, ids)
   for i = 1, #ids do
     local w = recs[i] and unpack_waiter(ids[i], recs[i])
     if w then
-      w.exp = tonumber(exps[i]) or 0
-      w.seq = tonumber(seqs[i]) or 0
+      w.exp = tonum(exps[i]) or 0
+      w.seq = tonum(seqs[i]) or 0
     else
       w = { id = ids[i], stale = true }
     end
@@ -738,8 +819,8 @@ end
 
 -- Appends `item` to `list` unless an element with its id is there already.
 local function add_once(list, item)
-  for _, x in ipairs(list) do
-    if x.id == item.id then return end
+  for k = 1, #list do
+    if list[k].id == item.id then return end
   end
   list[#list + 1] = item
 end
@@ -758,11 +839,11 @@ end
 -- The places in line whose reservation ended (at most REAP_LIMIT), and
 -- whether the line is empty. One call when nothing ended.
 local function ended_waiters(c)
-  local first = redis.call("ZRANGE", c.wexp, "0", "0", "WITHSCORES")
+  local first = rcall("ZRANGE", c.wexp, "0", "0", "WITHSCORES")
   if not first[1] then return {}, true end
-  if tonumber(first[2]) > c.now then return {}, false end
-  local ids = redis.call("ZRANGEBYSCORE", c.wexp, "-inf", c.now_s, "LIMIT", "0", REAP_LIMIT_S)
+  if tonum(first[2]) > c.now then return {}, false end
+  local ids = rcall("ZRANGEBYSCORE", c.wexp, "-inf", c.now_s, "LIMIT", "0", REAP_LIMIT_S)
   return load_waiters(c, ids), false
 end
 
-local function valid_id(id) return type(id) == "string" and #id <= 64 and string.find(id, "^[%w-]+$") ~= nil end
+local function valid_id(id) return type(id) == "string" and #id <= 64 and sfind(id, "^[%w-]+$") ~= nil end

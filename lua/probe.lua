@@ -17,7 +17,7 @@ local function pl_probe(keys, argv)
   }
   local denied = { "denied" }
   for i = 1, #checks do
-    if not redis.acl_check_cmd(unpack(checks[i])) then denied[#denied + 1] = checks[i][1] end
+    if not redis.acl_check_cmd(tunpack(checks[i])) then denied[#denied + 1] = checks[i][1] end
   end
   if #denied == 1 then return { "ok" } end
   return denied

@@ -7,7 +7,7 @@
 -- The lock `id` as stored (live or expired), or nil.
 local function stored_lock(c, id)
   if not valid_id(id) then return nil end
-  local rec = redis.call("HGET", c.locks, id)
+  local rec = rcall("HGET", c.locks, id)
   return rec and unpack_lock(id, rec)
 end
 
@@ -27,7 +27,7 @@ local function pl_release(keys, argv)
     bad = writable(c, false, #reaped + #stale > 0)
     if bad then return bad end
     l.holds = l.holds - 1
-    redis.call("HSET", c.locks, l.id, pack_lock(l))
+    rcall("HSET", c.locks, l.id, pack_lock(l))
     remove_locks(c, reaped, stale)
     return { "released", l.holds }
   end

@@ -8,15 +8,15 @@ local function pl_renew(keys, argv)
   if #argv ~= 3 then return { "invalid", "renew takes id, token, ttl_ms or ''" } end
   local ttl
   if argv[3] ~= "" then
-    ttl = tonumber(argv[3])
-    if not ttl or ttl ~= math.floor(ttl) or ttl < 1 or ttl > PL_MAX_TTL then
+    ttl = tonum(argv[3])
+    if not ttl or ttl ~= mfloor(ttl) or ttl < 1 or ttl > PL_MAX_TTL then
       return { "invalid", "ttl must be an integer 1.." .. PL_MAX_TTL .. " ms" }
     end
   end
   bad = check_meta(c)
   if bad then return bad end
   local reaped, stale = expired_locks(c)
-  local l = valid_id(argv[1]) and redis.call("HGET", c.locks, argv[1])
+  local l = valid_id(argv[1]) and rcall("HGET", c.locks, argv[1])
   l = l and unpack_lock(argv[1], l)
   if not l or l.exp <= c.now or l.token ~= argv[2] then
     if l and l.exp <= c.now then
@@ -34,10 +34,11 @@ local function pl_renew(keys, argv)
   bad = writable(c, true, #reaped + #stale > 0)
   if bad then return bad end
   if ttl then l.ttl, l.ttl_s = ttl, num(ttl) end
+  l.ttl = l.ttl or tonum(l.ttl_s)
   l.exp = c.now + l.ttl
   l.exp_s = num(l.exp)
-  redis.call("ZADD", c.exp, l.exp_s, l.id)
-  redis.call("HSET", c.locks, l.id, pack_lock(l))
+  rcall("ZADD", c.exp, l.exp_s, l.id)
+  rcall("HSET", c.locks, l.id, pack_lock(l))
   remove_locks(c, reaped, stale)
   return { "renewed", l.ttl }
 end
