@@ -58,7 +58,11 @@ struct Options {
   std::string redis_url;     // empty: start our own server
   std::string out_dir;
   std::string update_docs;  // empty: do not touch docs
+  std::vector<std::string> only;  // non-empty: measure only these subjects (the others are skipped)
 };
+
+// The subjects' names, in run order (what --only accepts).
+const std::vector<std::string>& subject_names();
 
 class Sweeps {
  public:
@@ -81,6 +85,7 @@ class Sweeps {
     RedisConnection* server = nullptr;        // the one server whose memory and CPU it uses, if any
   };
 
+  bool selected(const std::string& name) const;  // --only names it, or there is no --only
   void start_redis();
   void make_series();
   bool fill(Series& s, const World& w, std::size_t target);
