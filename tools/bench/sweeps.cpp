@@ -25,6 +25,12 @@ struct SubjectKind {
   const char* name;
   bool needs_redis;
   std::unique_ptr<Subject> (*make)(const std::string& url, const std::string& run);
+  // Held sweep: pairs with locks held measured in slices alternating with
+  // 0 held (Point::zero_held). For pathlock-memory, whose goal is a ratio of
+  // its own pairs/s at two held counts: one thread in this process, whose
+  // pairs/s is the CPU share the machine gives it at that moment, so two
+  // points minutes apart on a shared machine measure its load, not the index.
+  bool zero_held = false;
 };
 const SubjectKind kSubjects[] = {
     {"pathlock-redis", true, [](const std::string& url, const std::string& run) {
@@ -35,7 +41,8 @@ const SubjectKind kSubjects[] = {
     {"scan", true, make_scan_subject},
     {"pathlock-memory", false, [](const std::string&, const std::string& run) {
        return make_pathlock_subject(Engine::memory, "", run);
-     }},
+     },
+     true},
 };
 
 std::string one_line(std::string s) {
@@ -129,6 +136,7 @@ void Sweeps::make_series() {
   for (const SubjectKind& k : kSubjects) {
     Series s;
     s.name = k.name;
+    s.zero_held = k.zero_held;
     if (!selected(s.name)) {
       s.skip = "not selected (--only)";
     } else if (k.needs_redis && !redis_skip_.empty()) {
@@ -181,6 +189,7 @@ bool Sweeps::fill(Series& s, const World& w, std::size_t target) {
 
 const Point& Sweeps::point(Series& s, const At& at, const World& w, const std::string& forced_skip) {
   if (forced_skip.empty() && s.skip.empty() && fill(s, w, at.held)) {
+    if (s.zero_held && at.sweep == "held" && at.task == Task::pair && at.held > 0) return zero_held_point(s, at, w);
     std::vector<RedisConnection*> servers;
     if (s.server) servers.push_back(s.server);
     return measure_point(
@@ -204,6 +213,26 @@ const Point& Sweeps::measure_point(Series& s, const At& at, const MakeWorkers& m
     const double cpu0 = cpu();
     p.m = measure(workers, results_.plan.window);
     if (!servers.empty() && p.m.all_ops) p.m.server_cpu_us = (cpu() - cpu0) * 1e6 / static_cast<double>(p.m.all_ops);
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const std::exception& e) {
+    s.skip = one_line(e.what());
+    results_.skipped[s.name] = s.skip;
+    p.status = "skipped: " + s.skip;
+  }
+  record(p);
+  return results_.points.back();
+}
+
+const Point& Sweeps::zero_held_point(Series& s, const At& at, const World& w) {
+  Point p{at, {}, "ok"};
+  try {
+    std::vector<std::vector<std::unique_ptr<Worker>>> groups;
+    groups.push_back(s.subject->workers(w, at.held, at.clients, at.task));
+    groups.push_back(s.subject->workers(World{w.tag + "-empty", w.depth}, 0, at.clients, at.task));
+    const std::vector<Measurement> m = measure_alternating(groups, results_.plan.window);
+    p.m = m[0];
+    p.zero_held = m[1];
   } catch (const Interrupted&) {
     throw;
   } catch (const std::exception& e) {
