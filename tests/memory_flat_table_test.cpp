@@ -6,6 +6,7 @@
 
 #include <deque>
 #include <map>
+#include <set>
 #include <random>
 
 using namespace pathlock::memory;
@@ -50,4 +51,25 @@ TEST_CASE("flat table: inserts, finds and erases agree with a map", "[memory][fl
   for (auto& [key, item] : model) table.erase(hash(key), item);
   CHECK(table.empty());
   CHECK(table.heap_bytes() == 0);  // an emptied table gives its memory back
+}
+
+TEST_CASE("flat table: the prefetching scan visits what for_each visits, at every size", "[memory][flat_table]") {
+  FlatTable<Item> table;
+  std::deque<Item> storage;
+  auto hash = [](int key) { return static_cast<std::uint64_t>(key) * 0x9e3779b97f4a7c15ULL; };
+  auto visited = [&](bool prefetched) {
+    std::multiset<int> keys;
+    auto f = [&](const Item& i) { keys.insert(i.key); };
+    if (prefetched) table.for_each_prefetched(f);
+    else table.for_each(f);
+    return keys;
+  };
+  CHECK(visited(true).empty());  // no cells at all
+  // Capacities below, at and above the distance it loads ahead.
+  for (int key = 0; key < 300; ++key) {
+    table.insert(hash(key), &storage.emplace_back(Item{key}));
+    const std::multiset<int> seen = visited(true);
+    REQUIRE(seen.size() == static_cast<std::size_t>(key) + 1);
+    REQUIRE(seen == visited(false));
+  }
 }

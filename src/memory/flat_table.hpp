@@ -92,6 +92,19 @@ class FlatTable {
       if (cells_[i].item) f(*cells_[i].item);
   }
 
+  // for_each(f), loading the elements a few cells ahead of f: for a scan
+  // that reads every element of a big table whose elements are cold (a
+  // refusal's descent in a folder of a big tree), so their cache misses
+  // overlap instead of coming one after another.
+  template <class F>
+  void for_each_prefetched(F&& f) const {
+    constexpr std::size_t kAhead = 16;
+    for (std::size_t i = 0; i < capacity_; ++i) {
+      if (i + kAhead < capacity_) __builtin_prefetch(cells_[i + kAhead].item);  // a null one is a no-op
+      if (cells_[i].item) f(*cells_[i].item);
+    }
+  }
+
   // Heap bytes held by the table itself.
   std::size_t heap_bytes() const { return capacity_ * sizeof(Cell); }
 

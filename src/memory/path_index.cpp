@@ -78,7 +78,7 @@ const Entry* PathIndex::find_below(const Node& node, CodeMask mask, Kind kind) {
           break;
         }
     } else {
-      at->children.for_each([&](const Node& c) {
+      at->children.for_each_prefetched([&](const Node& c) {
         if (((c.here_mask[kind] | c.below_mask[kind]) & mask) && (!best || c.name < best->name)) best = &c;
       });
     }

@@ -30,7 +30,8 @@
 //   a blocking code (a folder sorts before its contents, so that child's own
 //   entries win over its subtree's). That descent scans the children of each
 //   node on the way, on refusals only: a node with fewer than kOrderedAt
-//   children is scanned whole; a bigger one keeps its children in a
+//   children is scanned whole, loading children some cells ahead (in a big
+//   tree they are cache misses, which then overlap); a bigger one keeps its children in a
 //   name-ordered set as well (built when it reaches kOrderedAt, dropped below
 //   half of it), walked from the smallest name to the first child whose masks
 //   show a blocking code: O(log n + the children skipped) instead of O(n).

@@ -4,7 +4,8 @@
 // run on one Redis server; then writes CSV, plots, a markdown summary and
 // the goal verdicts.
 //
-//   pathlock-bench [--quick] [--max-held N] [--redis URL] [--out DIR] [--update-docs FILE]
+//   pathlock-bench [--quick] [--max-held N] [--only SUBJECT]... [--redis URL] [--out DIR]
+//                  [--update-docs FILE]
 //
 // The program is four parts that only meet in Results (results.hpp):
 //   sweeps.*   what is measured and in which order (the subjects are in
@@ -18,6 +19,9 @@
 // interrupted (the redis-server child is stopped, partial CSV is kept).
 // Goals never change it.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include <filesystem>
 #include <fstream>
@@ -53,6 +57,7 @@ int run(const Options& opt, const std::string& command) {
   RunInfo& info = results.info;
   info.mode = opt.quick ? "quick" : "full";
   if (opt.max_held > 0) info.mode = (opt.quick ? "quick, " : "") + ("held up to " + fmt_count(opt.max_held));
+  if (!opt.only.empty()) info.mode += fmt::format(", only {}", fmt::join(opt.only, " and "));
   info.command = command;
   info.started_utc = utc_now();
   info.commit = git_revision();
@@ -82,13 +87,15 @@ int run(const Options& opt, const std::string& command) {
 
 int usage(const char* argv0, int status) {
   fmt::print(stderr,
-             "usage: {} [--quick] [--max-held N] [--redis URL] [--out DIR] [--update-docs FILE]\n"
+             "usage: {} [--quick] [--max-held N] [--only SUBJECT]... [--redis URL] [--out DIR] [--update-docs FILE]\n"
              "  --quick             small sweeps and short windows (under a minute)\n"
              "  --max-held N        leave out held counts above N (e.g. 10000 for a medium run)\n"
+             "  --only SUBJECT      measure only this subject (repeatable; the others are reported as skipped):\n"
+             "                      {}\n"
              "  --redis URL         use this server instead of starting redis-server\n"
              "  --out DIR           results folder (default {})\n"
              "  --update-docs FILE  rewrite the section between {} and {} of FILE\n",
-             argv0, PATHLOCK_BENCH_OUT, kBeginMarker, kEndMarker);
+             argv0, fmt::join(subject_names(), ", "), PATHLOCK_BENCH_OUT, kBeginMarker, kEndMarker);
   return status;
 }
 
@@ -114,6 +121,13 @@ int main(int argc, char** argv) {
         return 1;
       }
       opt.max_held = std::stoul(*v);
+    } else if (a == "--only" && (v = value())) {
+      const auto& names = subject_names();
+      if (std::find(names.begin(), names.end(), *v) == names.end()) {
+        fmt::print(stderr, "--only wants one of {}, not '{}'\n", fmt::join(names, ", "), *v);
+        return 1;
+      }
+      opt.only.push_back(*v);
     } else if (a == "--redis" && (v = value())) {
       opt.redis_url = *v;
     } else if (a == "--out" && (v = value())) {

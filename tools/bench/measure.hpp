@@ -8,6 +8,13 @@
 // (until the last thread finished its last step), all threads together.
 // A thread keeps going past the window until it has `min_pairs` steps, so
 // a slow subject (the scan at 1M held) still gives a percentile.
+//
+// Alternating windows (measure_alternating): several groups of workers
+// (e.g. one subject with 1M held and with none) are each warmed up, then
+// run in turns of short slices until each has had its window; a group's
+// throughput is its recorded steps / the sum of its slices. A change of the
+// machine's load during the point falls on every group alike, which one
+// window per group, minutes apart, cannot promise.
 #pragma once
 
 #include <cmath>
@@ -35,7 +42,19 @@ struct Window {
   std::size_t min_pairs = 5;  // per worker, even if the window has passed
 };
 
+// Slices of measure_alternating().
+constexpr double kSliceSeconds = 0.2;
+
 // Rethrows the first exception a worker threw; throws Interrupted on Ctrl-C.
 Measurement measure(std::vector<std::unique_ptr<Worker>>& workers, const Window& window);
+
+// One Measurement per group, in the order given: each group warmed up for
+// window.warmup_s, then round after round every group runs for `slice`
+// seconds in turn, until each has run window.measure_s (rounded to whole
+// slices, at least one). Only one group runs at a time; steps continue
+// across slices (a worker's step numbers k never restart). Throws like
+// measure().
+std::vector<Measurement> measure_alternating(std::vector<std::vector<std::unique_ptr<Worker>>>& groups, const Window& window,
+                                             double slice = kSliceSeconds);
 
 }  // namespace pathlock::bench

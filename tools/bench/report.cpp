@@ -95,6 +95,26 @@ std::string sweep_tables(const Results& r, const std::string& first, const Rows&
 }
 
 // ---- sections ----------------------------------------------------------------------
+// The held points measured against 0 held in alternating windows (Point::zero_held).
+std::string zero_held_table(const Results& r, const std::string& world) {
+  std::string rows;
+  std::string series;
+  for (const Point& p : r.points) {
+    if (p.at.sweep != "held" || p.at.task != Task::pair || !p.ok() || !p.zero_held) continue;
+    series = p.at.series;
+    rows += fmt::format("| {} | {} | {}/s | {}/s | {} |\n", fmt_count(p.at.held), series, fmt_rate(p.m.throughput),
+                        fmt_rate(p.zero_held->throughput), fmt_ratio(p.m.throughput / p.zero_held->throughput));
+  }
+  if (rows.empty()) return {};
+  return fmt::format(
+             "{} against 0 held in the same stretch of time: each point above with held locks was measured in "
+             "{:.1f} s slices alternating with an empty namespace of the same engine (0 held, world {}-empty), "
+             "both warmed up first; a change of the machine's load falls on both alike:\n\n",
+             series, kSliceSeconds, world) +
+         "| held | series | pairs/s | pairs/s with 0 held, same windows | ratio |\n|---:|---|---:|---:|---:|\n" +
+         rows + "\n";
+}
+
 std::string held_section(const Results& r) {
   const Plan& p = r.plan;
   Rows rows;
@@ -126,6 +146,7 @@ std::string held_section(const Results& r) {
     md += "\n";
   }
   md += "\n";
+  md += zero_held_table(r, world);
   if (!r.scan_stop.empty()) md += fmt::format("The scan baseline is not run on more held locks: {}.\n\n", r.scan_stop);
   return md;
 }
@@ -232,6 +253,9 @@ void LiveLog::point(const Point& p) {
                a.task == Task::pair ? "pairs" : "refusals",
                m.unexpected ? fmt::format(", {} UNEXPECTED", m.unexpected) : "", m.seconds,
                std::isnan(m.server_cpu_us) ? "" : ", redis cpu " + fmt_us(m.server_cpu_us) + "/op");
+    if (p.zero_held)
+      fmt::print(stderr, "{:>{}} alternating with 0 held: p50 {:>9}  {:>7} pairs/s  ({:.2f}x)\n", "", 14,
+                 fmt_us(p.zero_held->p50_us), fmt_rate(p.zero_held->throughput), m.throughput / p.zero_held->throughput);
   } else {
     fmt::print(stderr, "{} {}\n", where, p.status);
   }

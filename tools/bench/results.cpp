@@ -61,7 +61,8 @@ double Results::bytes_per_lock(const std::string& s, const std::string& world, s
 // ---- CSV ----------------------------------------------------------------------
 std::vector<std::string> csv_header() {
   return {"sweep",      "series",  "task",      "held",   "clients", "depth",  "namespaces",          "masters", "ops",
-          "unexpected", "seconds", "ops_per_s", "p50_us", "p99_us",  "max_us", "redis_cpu_us_per_op", "status"};
+          "unexpected", "seconds", "ops_per_s", "p50_us", "p99_us",  "max_us", "redis_cpu_us_per_op", "status",
+          "zero_held_ops_per_s", "zero_held_p50_us"};
 }
 
 std::vector<std::string> csv_row(const Point& p) {
@@ -84,6 +85,12 @@ std::vector<std::string> csv_row(const Point& p) {
     row.resize(row.size() + 8);
   }
   row.push_back(p.status);
+  if (p.ok() && p.zero_held) {  // after the status, so the older columns keep their places
+    row.push_back(num(p.zero_held->throughput, 1));
+    row.push_back(num(p.zero_held->p50_us, 2));
+  } else {
+    row.resize(row.size() + 2);
+  }
   return row;
 }
 

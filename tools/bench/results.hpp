@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,10 @@ struct Point {
   At at;
   Measurement m;
   std::string status = "ok";  // or "skipped: <reason>"
+  // Held sweep, pathlock-memory, held > 0: the same subject and engine with
+  // 0 held (an empty namespace of its own), measured in windows alternating
+  // with m's (measure_alternating), so their ratio is of one stretch of time.
+  std::optional<Measurement> zero_held = std::nullopt;
   bool ok() const { return status == "ok"; }
 };
 

@@ -24,7 +24,7 @@
 // lock refuses; the subject must refuse it (bare: the held lock's own key).
 //
 // Adding a subject: implement Subject and its Worker (pair and refusal) in a
-// new .cpp, declare its factory below, register it in Sweeps::make_series
+// new .cpp, declare its factory below, register it in kSubjects
 // (sweeps.cpp) and give its Redis keys to key_patterns() so a run against
 // an external server cleans up after itself. Reports, plots and goals pick
 // it up by name.

@@ -19,6 +19,32 @@ namespace {
 
 constexpr double kScanLimitUs = 1e6;  // the scan baseline stops past 1 s per request
 
+// Every subject, in run order: its name, whether it needs the Redis server,
+// and its factory (the server's URL, the run id).
+struct SubjectKind {
+  const char* name;
+  bool needs_redis;
+  std::unique_ptr<Subject> (*make)(const std::string& url, const std::string& run);
+  // Held sweep: pairs with locks held measured in slices alternating with
+  // 0 held (Point::zero_held). For pathlock-memory, whose goal is a ratio of
+  // its own pairs/s at two held counts: one thread in this process, whose
+  // pairs/s is the CPU share the machine gives it at that moment, so two
+  // points minutes apart on a shared machine measure its load, not the index.
+  bool zero_held = false;
+};
+const SubjectKind kSubjects[] = {
+    {"pathlock-redis", true, [](const std::string& url, const std::string& run) {
+       return make_pathlock_subject(Engine::redis, url, run);
+     }},
+    {"bare", true, make_bare_subject},
+    {"per-level", true, make_per_level_subject},
+    {"scan", true, make_scan_subject},
+    {"pathlock-memory", false, [](const std::string&, const std::string& run) {
+       return make_pathlock_subject(Engine::memory, "", run);
+     },
+     true},
+};
+
 std::string one_line(std::string s) {
   for (char& c : s)
     if (c == '\n' || c == '\r' || c == ',') c = c == ',' ? ';' : ' ';
@@ -26,6 +52,15 @@ std::string one_line(std::string s) {
 }
 
 }  // namespace
+
+const std::vector<std::string>& subject_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const SubjectKind& k : kSubjects) out.emplace_back(k.name);
+    return out;
+  }();
+  return names;
+}
 
 Sweeps::Sweeps(const Options& options, Results& results, LiveLog& log) : opt_(options), results_(results), log_(log) {}
 
@@ -63,8 +98,18 @@ void Sweeps::run() {
 }
 
 // ---- setup ---------------------------------------------------------------------
+bool Sweeps::selected(const std::string& name) const {
+  return opt_.only.empty() || std::find(opt_.only.begin(), opt_.only.end(), name) != opt_.only.end();
+}
+
 void Sweeps::start_redis() {
   RunInfo& info = results_.info;
+  bool needed = false;
+  for (const SubjectKind& k : kSubjects) needed = needed || (k.needs_redis && selected(k.name));
+  if (!needed) {
+    redis_skip_ = "no subject of this run needs it (--only)";
+    return;
+  }
   try {
     if (opt_.redis_url.empty()) {
       server_ = std::make_unique<RedisServer>();
@@ -88,14 +133,17 @@ void Sweeps::start_redis() {
 void Sweeps::make_series() {
   std::random_device rd;
   const std::string run = results_.info.run_id = fmt::format("{:06x}", rd() & 0xffffffU);
-  auto add = [&](const std::string& name, bool needs_redis, const std::function<std::unique_ptr<Subject>()>& make) {
+  for (const SubjectKind& k : kSubjects) {
     Series s;
-    s.name = name;
-    if (needs_redis && !redis_skip_.empty()) {
+    s.name = k.name;
+    s.zero_held = k.zero_held;
+    if (!selected(s.name)) {
+      s.skip = "not selected (--only)";
+    } else if (k.needs_redis && !redis_skip_.empty()) {
       s.skip = redis_skip_;
     } else {
       try {
-        s.subject = make();
+        s.subject = k.make(redis_url_, run);
       } catch (const Interrupted&) {
         throw;
       } catch (const std::exception& e) {
@@ -103,19 +151,14 @@ void Sweeps::make_series() {
       }
     }
     if (!s.skip.empty()) {
-      fmt::print(stderr, "{}: skipped: {}\n", name, s.skip);
-      results_.skipped[name] = s.skip;
+      fmt::print(stderr, "{}: skipped: {}\n", s.name, s.skip);
+      results_.skipped[s.name] = s.skip;
     }
     if (s.subject && s.subject->in_redis()) s.server = info_.get();
-    results_.series.push_back(name);
-    if (needs_redis) results_.redis_series.push_back(name);
+    results_.series.push_back(s.name);
+    if (k.needs_redis) results_.redis_series.push_back(s.name);
     series_.push_back(std::move(s));
-  };
-  add("pathlock-redis", true, [&] { return make_pathlock_subject(Engine::redis, redis_url_, run); });
-  add("bare", true, [&] { return make_bare_subject(redis_url_, run); });
-  add("per-level", true, [&] { return make_per_level_subject(redis_url_, run); });
-  add("scan", true, [&] { return make_scan_subject(redis_url_, run); });
-  add("pathlock-memory", false, [&] { return make_pathlock_subject(Engine::memory, "", run); });
+  }
 }
 
 // ---- running points ------------------------------------------------------------
@@ -146,6 +189,7 @@ bool Sweeps::fill(Series& s, const World& w, std::size_t target) {
 
 const Point& Sweeps::point(Series& s, const At& at, const World& w, const std::string& forced_skip) {
   if (forced_skip.empty() && s.skip.empty() && fill(s, w, at.held)) {
+    if (s.zero_held && at.sweep == "held" && at.task == Task::pair && at.held > 0) return zero_held_point(s, at, w);
     std::vector<RedisConnection*> servers;
     if (s.server) servers.push_back(s.server);
     return measure_point(
@@ -169,6 +213,26 @@ const Point& Sweeps::measure_point(Series& s, const At& at, const MakeWorkers& m
     const double cpu0 = cpu();
     p.m = measure(workers, results_.plan.window);
     if (!servers.empty() && p.m.all_ops) p.m.server_cpu_us = (cpu() - cpu0) * 1e6 / static_cast<double>(p.m.all_ops);
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const std::exception& e) {
+    s.skip = one_line(e.what());
+    results_.skipped[s.name] = s.skip;
+    p.status = "skipped: " + s.skip;
+  }
+  record(p);
+  return results_.points.back();
+}
+
+const Point& Sweeps::zero_held_point(Series& s, const At& at, const World& w) {
+  Point p{at, {}, "ok"};
+  try {
+    std::vector<std::vector<std::unique_ptr<Worker>>> groups;
+    groups.push_back(s.subject->workers(w, at.held, at.clients, at.task));
+    groups.push_back(s.subject->workers(World{w.tag + "-empty", w.depth}, 0, at.clients, at.task));
+    const std::vector<Measurement> m = measure_alternating(groups, results_.plan.window);
+    p.m = m[0];
+    p.zero_held = m[1];
   } catch (const Interrupted&) {
     throw;
   } catch (const std::exception& e) {

@@ -5,7 +5,9 @@
 // Not the full cross product (it would not fit in ~15 minutes on two
 // cores), but one-dimensional sweeps around one reference point (10k held,
 // depth 5, 1 client), each over every subject:
-//   held     0, 1k, 10k, 100k, 1M locks held   (1 client, depth 5): pairs
+//   held     0, 1k, 10k, 100k, 1M locks held   (1 client, depth 5): pairs;
+//            pathlock-memory's points with locks held are measured in slices
+//            alternating with an empty namespace of the same engine (Point::zero_held)
 //   refused  the same held counts but 0         (1 client, depth 5): refused acquires
 //   clients  1, 8, 32, 64 client threads       (10k held, depth 5)
 //   depth    2, 3, 5, 10 path components       (10k held, 1 client)
@@ -58,7 +60,11 @@ struct Options {
   std::string redis_url;     // empty: start our own server
   std::string out_dir;
   std::string update_docs;  // empty: do not touch docs
+  std::vector<std::string> only;  // non-empty: measure only these subjects (the others are skipped)
 };
+
+// The subjects' names, in run order (what --only accepts).
+const std::vector<std::string>& subject_names();
 
 class Sweeps {
  public:
@@ -79,8 +85,10 @@ class Sweeps {
     std::string skip;                         // non-empty: why it no longer runs
     std::map<std::string, std::size_t> held;  // world tag -> held locks
     RedisConnection* server = nullptr;        // the one server whose memory and CPU it uses, if any
+    bool zero_held = false;                   // held sweep: pairs measured alternating with 0 held (Point)
   };
 
+  bool selected(const std::string& name) const;  // --only names it, or there is no --only
   void start_redis();
   void make_series();
   bool fill(Series& s, const World& w, std::size_t target);
@@ -91,6 +99,9 @@ class Sweeps {
   using MakeWorkers = std::function<std::vector<std::unique_ptr<Worker>>()>;
   const Point& measure_point(Series& s, const At& at, const MakeWorkers& make,
                              const std::vector<RedisConnection*>& servers);
+  // Measures world w of s (filled to at.held) in windows alternating with an
+  // empty world of s (w.tag + "-empty") and records the point with both.
+  const Point& zero_held_point(Series& s, const At& at, const World& w);
   void record(const Point& p);
   std::string scan_limit(const Series& s, Task task, std::size_t held);
 

@@ -1,7 +1,7 @@
 // pathlock-memory-bench: the embedded backend alone, in one process, through
 // the public API only (so the same source measures any version).
 //
-//   pathlock-memory-bench [--held N ...] [--seconds S] [--depth D]
+//   pathlock-memory-bench [--held N ...] [--seconds S] [--depth D] [--refused]
 //                         [--idle N] [--wide N] [--hot N]
 //
 // held: pairs per second of one thread, acquire(rename_folder on a fresh
@@ -10,6 +10,9 @@
 //   fanout 16, depth 5). One engine per N, all filled first, then measured in
 //   alternating 0.2 s windows for S seconds each (a busy machine slows them
 //   alike). Prints the ratio to the first N given.
+// refused: with --held, also refused acquires per second of one thread
+//   (delete_folder on the parent of a held lock, pathlock-bench's refused
+//   ring from paths.hpp), for each N > 0, measured the same way.
 // idle: bytes per idle namespace: N namespaces each used once (one lock taken
 //   and released), heap growth measured with mallinfo2() after every one of
 //   them was used, then again after 20 * N further calls on one namespace
@@ -48,8 +51,11 @@ struct Subject {
   std::size_t held = 0;
   std::unique_ptr<LockEngine> engine;
   std::vector<LockRequest> ring;
+  std::vector<LockRequest> refused_ring;  // empty when held == 0
   std::size_t pairs = 0;
   double seconds = 0;
+  std::size_t refusals = 0;
+  double refused_seconds = 0;
 };
 
 std::unique_ptr<Subject> make_subject(std::size_t held, int depth) {
@@ -63,6 +69,9 @@ std::unique_ptr<Subject> make_subject(std::size_t held, int depth) {
   }
   for (std::size_t k = 0; k < bench::kRing; ++k)
     s->ring.push_back(LockRequest{ns, "client", "rename_folder", {{"target", probe_path(depth, held, k)}}, Millis{30000}});
+  for (std::size_t k = 0; held > 0 && k < bench::kRing; ++k)
+    s->refused_ring.push_back(
+        LockRequest{ns, "client", "delete_folder", {{"target", bench::refused_path(depth, held, 0, k)}}, Millis{30000}});
   return s;
 }
 
@@ -81,6 +90,25 @@ void run_window(Subject& s, double secs, bool count) {
       if (count) {
         s.pairs += pairs;
         s.seconds += std::chrono::duration<double>(now - start).count();
+      }
+      return;
+    }
+  }
+}
+
+// Refused acquires on `s` for `secs` seconds; counted only when `count`.
+void run_refused_window(Subject& s, double secs, bool count) {
+  std::size_t n = 0;
+  const auto start = Steady::now();
+  const auto end = start + std::chrono::duration<double>(secs);
+  while (true) {
+    for (int b = 0; b < 64; ++b, ++n)
+      if (s.engine->acquire(s.refused_ring[(s.refusals + n) % s.refused_ring.size()]).granted) std::abort();
+    const auto now = Steady::now();
+    if (now >= end) {
+      if (count) {
+        s.refusals += n;
+        s.refused_seconds += std::chrono::duration<double>(now - start).count();
       }
       return;
     }
@@ -139,6 +167,7 @@ int main(int argc, char** argv) {
   double seconds = 2.0;
   int depth = 5;
   std::size_t idle = 0, wide = 0, hot = 0;
+  bool refused = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> const char* {
@@ -151,11 +180,12 @@ int main(int argc, char** argv) {
     if (a == "--held") held.push_back(std::strtoull(value(), nullptr, 10));
     else if (a == "--seconds") seconds = std::strtod(value(), nullptr);
     else if (a == "--depth") depth = std::atoi(value());
+    else if (a == "--refused") refused = true;
     else if (a == "--idle") idle = std::strtoull(value(), nullptr, 10);
     else if (a == "--wide") wide = std::strtoull(value(), nullptr, 10);
     else if (a == "--hot") hot = std::strtoull(value(), nullptr, 10);
     else {
-      fmt::print(stderr, "usage: pathlock-memory-bench [--held N]... [--seconds S] [--depth D] [--idle N] [--wide N] [--hot N]\n");
+      fmt::print(stderr, "usage: pathlock-memory-bench [--held N]... [--seconds S] [--depth D] [--refused] [--idle N] [--wide N] [--hot N]\n");
       return 1;
     }
   }
@@ -173,6 +203,18 @@ int main(int argc, char** argv) {
     if (first == 0) first = rate;
     fmt::print("held {:>8} depth {}: {:>9.0f} pairs/s ({:.2f}x of held {}; {:.1f} s measured in {} windows)\n", s->held,
                depth, rate, rate / first, held[0], s->seconds, rounds);
+  }
+  if (refused) {
+    for (auto& s : subjects)
+      if (!s->refused_ring.empty()) run_refused_window(*s, 0.2, false);
+    for (int round = 0; round < rounds; ++round)
+      for (auto& s : subjects)
+        if (!s->refused_ring.empty()) run_refused_window(*s, 0.2, true);
+    for (auto& s : subjects)
+      if (!s->refused_ring.empty())
+        fmt::print("held {:>8} depth {}: {:>9.0f} refused acquires/s ({:.2f} us each)\n", s->held, depth,
+                   static_cast<double>(s->refusals) / s->refused_seconds,
+                   s->refused_seconds * 1e6 / static_cast<double>(s->refusals));
   }
   if (idle) idle_bytes(idle);
   if (wide) wide_refusal(wide);
