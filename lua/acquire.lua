@@ -128,7 +128,7 @@ local function pl_acquire(keys, argv)
   local c, bad = begin(keys)
   if not c then return bad end
   -- Input checks, before anything is read or written.
-  local owner, op_name, ttl, new_id, new_token = argv[1], argv[2], tonum(argv[3]), argv[4], argv[5]
+  local owner, op_name, ttl, new_id, new_token = argv[1], argv[2], int(argv[3]), argv[4], argv[5]
   local op = PL_OPS[op_name or ""]
   if not op then return { "invalid", "unknown operation '" .. tostring(op_name) .. "'" } end
   local n = #op.roles
@@ -157,7 +157,7 @@ local function pl_acquire(keys, argv)
   end
   local fair, waiter_id, reserve = true, "", 0
   if #argv == 8 + n then
-    fair, waiter_id, reserve = argv[6 + n], argv[7 + n], tonum(argv[8 + n])
+    fair, waiter_id, reserve = argv[6 + n], argv[7 + n], int(argv[8 + n])
     if fair ~= "1" and fair ~= "0" then return { "invalid", "fair must be 1 or 0" } end
     fair = fair == "1"
     if waiter_id ~= "" and not valid_id(waiter_id) then
@@ -309,7 +309,7 @@ local function pl_acquire(keys, argv)
         local tag = own_tag(c)
         for j = 1, n do bump_target(c, wb, gcode(tag, op.first + j - 1), paths[j], "wh", "wb", 1) end
         rcall("ZADD", c.wexp, exp, waiter_id)
-        tag_counts(c, { [tag] = { w = 1 } })
+        tag_count(c, tag, 0, 1)
         flush(c, wb)
         rcall("HSET", c.wrec, waiter_id, pack_waiter({ head = head_of(tag, op_name), op = op_name, owner = owner,
                                                             paths = paths }))
@@ -351,7 +351,7 @@ local function pl_acquire(keys, argv)
   rcall("ZADD", c.exp, l.exp_s, new_id)
   tag = own_tag(c)
   l.head = head_of(tag, op_name)
-  local members = {}
+  local members = { nil, nil, nil, nil }
   for i = 1, n do
     bump_target(c, b, gcode(tag, op.first + i - 1), paths[i], "h", "b", 1)
     members[#members + 1] = "0"
@@ -359,7 +359,7 @@ local function pl_acquire(keys, argv)
   end
   members[#members + 1] = "0"
   members[#members + 1] = list_member(f16, new_id)
-  tag_counts(c, { [tag] = { l = 1 } }, f16) -- and the fence, in the same HSET
+  tag_count(c, tag, 1, 0, f16) -- and the fence, in the same HSET
   flush(c, b)
   if tag ~= reentry_tag then reentry = reentry_field(tag, owner, op_name, paths) end
   rcall("HSET", c.locks, new_id, pack_lock(l), reentry, new_id)

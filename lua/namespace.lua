@@ -56,13 +56,34 @@ local CHUNK = 4000 -- arguments per redis.call at most (Lua's C stack); only ver
 -- Converting a number to text is one of the costliest steps of a call, so
 -- small integers (codes, small counts, lengths) are converted once and kept in
 -- NUMSTR, a table of the library that lives as long as the library.
-local NUMSTR = {}
+-- Counts (up to a million) are kept too, at most NUMSTR_MAX of them at a
+-- time: a large Lua heap slows every call. Numbers that never recur (times,
+-- fences) are not kept.
+local NUMSTR, NUMSTR_COUNT, NUMSTR_MAX = {}, 0, 4096
 local function num(x)
   local s = NUMSTR[x]
   if s then return s end
   s = sformat("%.0f", x)
-  if x >= 0 and x < 256 then NUMSTR[x] = s end -- a small cache: a large Lua heap slows every call
+  if x >= 0 and x < 1000000 then
+    if NUMSTR_COUNT >= NUMSTR_MAX then NUMSTR, NUMSTR_COUNT = {}, 0 end
+    NUMSTR[x], NUMSTR_COUNT = s, NUMSTR_COUNT + 1
+  end
   return s
+end
+-- The other way: short numeric texts (record fields, codes, counts, ttls)
+-- are kept once converted (tonumber parses with strtod, one of the costliest
+-- steps of a call), at most NUMSTR_MAX at a time; longer texts (times,
+-- fences) never recur and are not kept.
+local INTS, INTS_COUNT = {}, 0
+local function int(s)
+  local n = INTS[s]
+  if n then return n end
+  n = tonum(s)
+  if n and #s <= 9 then
+    if INTS_COUNT >= NUMSTR_MAX then INTS, INTS_COUNT = {}, 0 end
+    INTS[s], INTS_COUNT = n, INTS_COUNT + 1
+  end
+  return n
 end
 local PAD = { [0] = "", "0", "00", "000", "0000", "00000", "000000" }
 
@@ -201,7 +222,7 @@ local function check_meta(c)
   c.fence_s = m[2] or "0"
   c.tag = m[3] and (TAG_N[m[3]] or tonum(m[3])) or nil
   if c.tag == g then
-    c.tag_l, c.tag_w = tonum(m[4] or "0") or 0, tonum(m[5] or "0") or 0
+    c.tag_l, c.tag_w = int(m[4] or "0") or 0, int(m[5] or "0") or 0
   elseif c.tag and TAG_S[c.tag] then
     TAG_GUESS = c.tag
   end
@@ -248,37 +269,38 @@ local function tag_available(c)
 end
 local TAGS_FULL = "PATHLOCK " .. TAG_MAX .. " matrices are in use in this namespace; the request was not granted"
 
--- Adds the deltas { [tag] = { l = dl, w = dw } } to the tags' counts; a tag
--- whose locks and places both reach zero leaves meta (its matrix is no
--- longer in use here). Counts are lowered only after the data is gone.
--- `f16`, when given, is written as the namespace's fence in the same HSET.
-local function tag_counts(c, deltas, f16)
-  for tag, d in pairs(deltas) do
-    local ts = TAG_S[tag] or num(tag)
-    local l, w, fp
-    if tag == c.tag and c.tag_l then
-      l, w, fp = c.tag_l + (d.l or 0), c.tag_w + (d.w or 0), PL_FINGERPRINT
-    else
-      local v = rcall("HMGET", c.meta, "l:" .. ts, "w:" .. ts, "m:" .. ts)
-      l, w = (tonum(v[1] or "0") or 0) + (d.l or 0), (tonum(v[2] or "0") or 0) + (d.w or 0)
-      fp = v[3] and smatch(v[3], "^[^%z]*")
-    end
-    if l <= 0 and w <= 0 then
-      if fp then rcall("HDEL", c.meta, "t:" .. fp, "m:" .. ts, "l:" .. ts, "w:" .. ts) end
-      if c.tag == tag then c.tag, c.tag_l, c.tag_w = nil, nil, nil end
-      if tag == 1 then c.tag1_free = true end
-    else
-      l, w = mmax(l, 0), mmax(w, 0)
-      if f16 then
-        rcall("HSET", c.meta, "fence", f16, "l:" .. ts, num(l), "w:" .. ts, num(w))
-        f16 = nil
-      else
-        rcall("HSET", c.meta, "l:" .. ts, num(l), "w:" .. ts, num(w))
-      end
-      if tag == c.tag then c.tag_l, c.tag_w = l, w end
-    end
+-- Adds dl locks and dw places to a tag's counts; a tag whose locks and
+-- places both reach zero leaves meta (its matrix is no longer in use here).
+-- Counts are lowered only after the data is gone. `f16`, when given, is
+-- written as the namespace's fence in the same HSET.
+local function tag_count(c, tag, dl, dw, f16)
+  local ts = TAG_S[tag] or num(tag)
+  local l, w, fp
+  if tag == c.tag and c.tag_l then
+    l, w, fp = c.tag_l + dl, c.tag_w + dw, PL_FINGERPRINT
+  else
+    local v = rcall("HMGET", c.meta, "l:" .. ts, "w:" .. ts, "m:" .. ts)
+    l, w = (tonum(v[1] or "0") or 0) + dl, (tonum(v[2] or "0") or 0) + dw
+    fp = v[3] and smatch(v[3], "^[^%z]*")
   end
-  if f16 then rcall("HSET", c.meta, "fence", f16) end
+  if l <= 0 and w <= 0 then
+    if fp then rcall("HDEL", c.meta, "t:" .. fp, "m:" .. ts, "l:" .. ts, "w:" .. ts) end
+    if c.tag == tag then c.tag, c.tag_l, c.tag_w = nil, nil, nil end
+    if tag == 1 then c.tag1_free = true end
+    if f16 then rcall("HSET", c.meta, "fence", f16) end
+    return
+  end
+  l, w = mmax(l, 0), mmax(w, 0)
+  if f16 then
+    rcall("HSET", c.meta, "fence", f16, "l:" .. ts, num(l), "w:" .. ts, num(w))
+  else
+    rcall("HSET", c.meta, "l:" .. ts, num(l), "w:" .. ts, num(w))
+  end
+  if tag == c.tag then c.tag_l, c.tag_w = l, w end
+end
+-- The same for the deltas { [tag] = { l = dl, w = dw } } of several tags.
+local function tag_counts(c, deltas)
+  for tag, d in pairs(deltas) do tag_count(c, tag, d.l or 0, d.w or 0) end
 end
 local function add_delta(deltas, tag, kind, d)
   local t = deltas[tag]
@@ -406,9 +428,9 @@ local function decode(v)
   if v then
     local code, n = smatch(v, "^(%d+):(%d+)$") -- the usual case: one code
     if code then
-      t[tonum(code)] = tonum(n)
+      t[int(code)] = int(n)
     else
-      for cd, k in sgmatch(v, "(%d+):(%d+)") do t[tonum(cd)] = tonum(k) end
+      for cd, k in sgmatch(v, "(%d+):(%d+)") do t[int(cd)] = int(k) end
     end
   end
   return t
@@ -564,8 +586,8 @@ local function bump(b, f, code, d)
       return
     elseif cur then -- one code only, ours: "code:count"
       local cs, k = smatch(cur, "^(%d+):(%d+)$")
-      if cs and tonum(cs) == code then
-        k = tonum(k) + d
+      if cs and int(cs) == code then
+        k = int(k) + d
         b.cur[i] = k > 0 and (cs .. ":" .. num(k))
         return
       end
@@ -581,7 +603,7 @@ local function bump_target(c, b, code, path, here, below, d)
   for k = 1, #fields do bump(b, fields[k], code, d) end
 end
 local function flush(c, b)
-  local set, del = {}, {}
+  local set, del = { nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil }, {}
   local raw, cur, vals = b.raw, b.cur, b.vals
   for i = 1, #b.fields do
     local v = vals[i]
@@ -662,12 +684,12 @@ local function unpack_lock(id, rec)
     smatch(rec, "^((%d+)%z(%d+)%z([%w_,]+)%z)([%w_]+)%z(%d+)%z(%d+)%z(%d+)%z(%d+)%z(%d+)%z(%d+)%z()")
   if not head then return nil end
   local info = info_of(head, first, roles)
-  tl, ol = tonum(tl), tonum(ol)
+  tl, ol = int(tl), int(ol)
   local paths = paths_of(ssub(rec, at + tl + ol), #info.roles)
   if not paths then return nil end
   -- (The fence and the ttl stay text: f16, ttl_s; few callers need them as numbers.)
   return { id = id, head = head, tag = TAG_N[tag] or tonum(tag), op = op, info = info, f16 = fence,
-           holds = tonum(holds), ttl_s = ttl, exp = tonum(exp), exp_s = exp,
+           holds = int(holds), ttl_s = ttl, exp = tonum(exp), exp_s = exp,
            token = ssub(rec, at, at + tl - 1), owner = ssub(rec, at + tl, at + tl + ol - 1), paths = paths }
 end
 
@@ -682,7 +704,7 @@ local function unpack_waiter(id, rec)
     smatch(rec, "^((%d+)%z(%d+)%z([%w_,]+)%z)([%w_]+)%z(%d+)%z()")
   if not head then return nil end
   local info = info_of(head, first, roles)
-  ol = tonum(ol)
+  ol = int(ol)
   local paths = paths_of(ssub(rec, at + ol), #info.roles)
   if not paths then return nil end
   return { id = id, head = head, tag = TAG_N[tag] or tonum(tag), op = op, info = info,
@@ -729,7 +751,7 @@ end
 -- (in exp without a record) leave exp too. The caller checked writable().
 local function remove_locks(c, locks, stale)
   if #locks == 0 and (not stale or #stale == 0) then return end
-  local b, members, ids, fields, paths, deltas = batch(), {}, {}, {}, {}, {}
+  local b, members, ids, fields, paths, deltas = batch(), { nil, nil }, { nil }, { nil, nil }, { nil }, {}
   for k = 1, #locks do
     local l = locks[k]
     for i = 1, #l.paths do want_target(c, b, l.paths[i], "h", "b") end
@@ -737,7 +759,7 @@ local function remove_locks(c, locks, stale)
   fetch(c, b)
   for k = 1, #locks do
     local l = locks[k]
-    add_delta(deltas, l.tag, "l", -1)
+    if #locks > 1 then add_delta(deltas, l.tag, "l", -1) end
     for i = 1, #l.paths do
       local code = gcode(l.tag, l.info.first + i - 1)
       bump_target(c, b, code, l.paths[i], "h", "b", -1)
@@ -759,7 +781,7 @@ local function remove_locks(c, locks, stale)
   if #members > 0 then chunked("ZREM", c.ent, members) end
   chunked("ZREM", c.exp, ids)
   if #fields > 0 then chunked("HDEL", c.locks, fields) end
-  tag_counts(c, deltas)
+  if #locks == 1 then tag_count(c, locks[1].tag, -1, 0) else tag_counts(c, deltas) end
   wake(c, paths)
 end
 
