@@ -5,11 +5,14 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <atomic>
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <optional>
 
+#include <pthread.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -111,6 +114,20 @@ void fill_random(unsigned char* out, std::size_t n) {
   }
 }
 
+// Counts the forks this process came out of (as a child): a per-thread pool
+// drawn before a fork must not be used after it. Asking getpid() on every
+// call would cost a system call per id (glibc no longer caches the pid).
+std::atomic<unsigned> g_forks{0};
+void count_fork() { g_forks.fetch_add(1, std::memory_order_relaxed); }
+
+// The fork count, or nullopt when the fork handler could not be registered
+// (then the caller compares pids instead).
+std::optional<unsigned> forks_seen() {
+  static const bool registered = pthread_atfork(nullptr, nullptr, &count_fork) == 0;
+  if (!registered) return std::nullopt;
+  return g_forks.load(std::memory_order_relaxed);
+}
+
 }  // namespace
 
 std::string random_hex(std::size_t bytes) {
@@ -124,10 +141,16 @@ std::string random_hex(std::size_t bytes) {
   struct Pool {
     unsigned char bytes[512];
     std::size_t used = sizeof bytes;
-    pid_t owner = 0;
+    unsigned forks = 0;  // forks_seen() when drawn
+    pid_t owner = 0;     // getpid() when drawn, where no fork handler could be registered
   };
   thread_local Pool pool;
-  if (const pid_t me = getpid(); me != pool.owner) {
+  if (const std::optional<unsigned> forks = forks_seen()) {
+    if (*forks != pool.forks) {
+      pool.used = sizeof pool.bytes;
+      pool.forks = *forks;
+    }
+  } else if (const pid_t me = getpid(); me != pool.owner) {
     pool.used = sizeof pool.bytes;
     pool.owner = me;
   }
