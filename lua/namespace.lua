@@ -133,7 +133,7 @@ local function begin(keys)
   return { meta = keys[1], idx = keys[2], locks = keys[3], exp = keys[4], ent = keys[5], wq = keys[6],
            wexp = keys[7], wrec = keys[8], wake = keys[9], now = tonum(now_s), now_s = now_s,
            now_us_s = now_us_s, fence_s = nil, tag = nil, tag_l = nil, tag_w = nil, tag1_free = nil,
-           hset = nil, zadd = nil, zrem = nil }
+           next_tag = nil, hset = nil, zadd = nil, zrem = nil }
 end
 
 -- Before the first write of a call: may this caller run the write commands
@@ -255,17 +255,21 @@ end
 -- taken (the caller then refuses with an error before writing anything).
 local function own_tag(c)
   if c.tag then return c.tag end
-  local t = free_tag(c)
+  local t = c.next_tag or free_tag(c)
   if not t then return nil end
   rcall("HSET", c.meta, "layout", PL_LAYOUT, T_FIELD, TAG_S[t], M_FIELD[t], M_VALUE, L_FIELD[t], "0",
              W_FIELD[t], "0")
-  c.tag, c.tag_l, c.tag_w, TAG_GUESS = t, 0, 0, t
+  c.tag, c.tag_l, c.tag_w, c.next_tag, TAG_GUESS = t, 0, 0, nil, t
   if t == 1 then c.tag1_free = false end
   return t
 end
 -- Is any tag free (or is this library's assigned)? Checked before writing.
+-- (The tag found is kept for own_tag, which follows without a tag change
+-- between them.)
 local function tag_available(c)
-  return c.tag ~= nil or free_tag(c) ~= nil
+  if c.tag then return true end
+  c.next_tag = free_tag(c)
+  return c.next_tag ~= nil
 end
 local TAGS_FULL = "PATHLOCK " .. TAG_MAX .. " matrices are in use in this namespace; the request was not granted"
 
@@ -287,6 +291,7 @@ local function tag_count(c, tag, dl, dw, f16)
     if fp then rcall("HDEL", c.meta, "t:" .. fp, "m:" .. ts, "l:" .. ts, "w:" .. ts) end
     if c.tag == tag then c.tag, c.tag_l, c.tag_w = nil, nil, nil end
     if tag == 1 then c.tag1_free = true end
+    c.next_tag = nil
     if f16 then rcall("HSET", c.meta, "fence", f16) end
     return
   end
