@@ -266,11 +266,11 @@ void Sweeps::alternating_point(const std::string& a_name, const std::string& b_n
   at_b.series = at_a.versus = b->name;
   Point pa{at_a, {}, "ok"}, pb{at_b, {}, "ok"};
   std::string skip;
-  if (!a->skip.empty() || !b->skip.empty()) {
+  if (!fill(*a, w, at.held) || !fill(*b, w, at.held)) {  // false: skipped, now or before
     skip = !a->skip.empty() ? a->name + ": " + a->skip : b->name + ": " + b->skip;
   } else if (a->server != b->server) {
     skip = "not on one Redis server";
-  } else if (fill(*a, w, at.held) && fill(*b, w, at.held)) {
+  } else {
     try {
       std::vector<std::vector<std::unique_ptr<Worker>>> groups;
       groups.push_back(a->subject->workers(w, at.held, at.clients, at.task));
@@ -282,10 +282,8 @@ void Sweeps::alternating_point(const std::string& a_name, const std::string& b_n
     } catch (const Interrupted&) {
       throw;
     } catch (const std::exception& e) {
-      skip = one_line(e.what());
+      skip = one_line(e.what());  // these two points only; each subject's own points go on
     }
-  } else {
-    skip = !a->skip.empty() ? a->name + ": " + a->skip : b->name + ": " + b->skip;
   }
   if (!skip.empty()) pa.status = pb.status = "skipped: " + skip;
   record(pa);
