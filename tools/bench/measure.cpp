@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -90,6 +91,9 @@ class Runner {
     }
   }
 
+  // Adds `seconds` of server CPU spent during this group's runs.
+  void add_cpu(double seconds) { cpu_s_ = (std::isnan(cpu_s_) ? 0 : cpu_s_) + seconds; }
+
   Measurement result() {
     Measurement m;
     Latencies all;
@@ -104,6 +108,7 @@ class Runner {
     m.p50_us = all.percentile_us(50);
     m.p99_us = all.percentile_us(99);
     m.max_us = all.percentile_us(100);
+    if (!std::isnan(cpu_s_) && m.all_ops) m.server_cpu_us = cpu_s_ * 1e6 / static_cast<double>(m.all_ops);
     return m;
   }
 
@@ -113,6 +118,7 @@ class Runner {
   std::vector<std::size_t> unexpected_;
   std::vector<std::size_t> steps_;  // steps run, warm-up included: the next k
   double seconds_ = 0;              // recorded time, all runs
+  double cpu_s_ = NAN;              // server CPU during the runs (add_cpu), when read
 };
 
 }  // namespace
@@ -124,14 +130,20 @@ Measurement measure(std::vector<std::unique_ptr<Worker>>& workers, const Window&
 }
 
 std::vector<Measurement> measure_alternating(std::vector<std::vector<std::unique_ptr<Worker>>>& groups,
-                                             const Window& window, double slice) {
+                                             const Window& window, double slice, const CpuSeconds& cpu) {
   std::vector<Runner> runners;
   runners.reserve(groups.size());
   for (auto& g : groups) runners.emplace_back(g);
-  for (Runner& r : runners) r.run(window.warmup_s, 0, 0);
+  // One run of r, charged the server CPU it used when `cpu` is given.
+  auto run = [&](Runner& r, double warm_s, double measure_s, std::size_t min_steps) {
+    const double before = cpu ? cpu() : 0;
+    r.run(warm_s, measure_s, min_steps);
+    if (cpu) r.add_cpu(cpu() - before);
+  };
+  for (Runner& r : runners) run(r, window.warmup_s, 0, 0);
   const int rounds = std::max(1, static_cast<int>(window.measure_s / slice + 0.5));
   for (int round = 0; round < rounds; ++round)
-    for (Runner& r : runners) r.run(0, slice, round + 1 == rounds ? window.min_pairs : 0);
+    for (Runner& r : runners) run(r, 0, slice, round + 1 == rounds ? window.min_pairs : 0);
   std::vector<Measurement> out;
   for (Runner& r : runners) out.push_back(r.result());
   return out;

@@ -14,11 +14,16 @@
 // run in turns of short slices until each has had its window; a group's
 // throughput is its recorded steps / the sum of its slices. A change of the
 // machine's load during the point falls on every group alike, which one
-// window per group, minutes apart, cannot promise.
+// window per group, minutes apart, cannot promise. Given a reader of the
+// Redis server's CPU counter, measure_alternating reads it around every run
+// of a group (its warm-up and each of its slices) and charges each group only
+// the growth during its own runs: per-step Redis CPU of two subjects on one
+// server, taken from the same stretch of time.
 #pragma once
 
 #include <cmath>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -45,6 +50,9 @@ struct Window {
 // Slices of measure_alternating().
 constexpr double kSliceSeconds = 0.2;
 
+// Reads a Redis server's CPU counter (used_cpu_user + used_cpu_sys, seconds).
+using CpuSeconds = std::function<double()>;
+
 // Rethrows the first exception a worker threw; throws Interrupted on Ctrl-C.
 Measurement measure(std::vector<std::unique_ptr<Worker>>& workers, const Window& window);
 
@@ -52,9 +60,12 @@ Measurement measure(std::vector<std::unique_ptr<Worker>>& workers, const Window&
 // window.warmup_s, then round after round every group runs for `slice`
 // seconds in turn, until each has run window.measure_s (rounded to whole
 // slices, at least one). Only one group runs at a time; steps continue
-// across slices (a worker's step numbers k never restart). Throws like
-// measure().
-std::vector<Measurement> measure_alternating(std::vector<std::vector<std::unique_ptr<Worker>>>& groups, const Window& window,
-                                             double slice = kSliceSeconds);
+// across slices (a worker's step numbers k never restart). With `cpu`, each
+// group's server_cpu_us is the counter's growth over that group's own runs
+// (warm-up and slices) / the steps it ran in them, as measure_point's is over
+// one window, warm-up included. Throws like measure().
+std::vector<Measurement> measure_alternating(std::vector<std::vector<std::unique_ptr<Worker>>>& groups,
+                                             const Window& window, double slice = kSliceSeconds,
+                                             const CpuSeconds& cpu = {});
 
 }  // namespace pathlock::bench

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -98,20 +99,24 @@ std::string sweep_tables(const Results& r, const std::string& first, const Rows&
 // The held points measured against 0 held in alternating windows (Point::zero_held).
 std::string zero_held_table(const Results& r, const std::string& world) {
   std::string rows;
-  std::string series;
+  std::vector<std::string> series;
   for (const Point& p : r.points) {
     if (p.at.sweep != "held" || p.at.task != Task::pair || !p.ok() || !p.zero_held) continue;
-    series = p.at.series;
-    rows += fmt::format("| {} | {} | {}/s | {}/s | {} |\n", fmt_count(p.at.held), series, fmt_rate(p.m.throughput),
-                        fmt_rate(p.zero_held->throughput), fmt_ratio(p.m.throughput / p.zero_held->throughput));
+    if (std::find(series.begin(), series.end(), p.at.series) == series.end()) series.push_back(p.at.series);
+    const Measurement& z = *p.zero_held;
+    rows += fmt::format("| {} | {} | {}/s | {}/s | {} | {} | {} | {} |\n", fmt_count(p.at.held), p.at.series,
+                        fmt_rate(p.m.throughput), fmt_rate(z.throughput), fmt_ratio(p.m.throughput / z.throughput),
+                        fmt_us(p.m.p50_us), fmt_us(z.p50_us), fmt_ratio(p.m.p50_us / z.p50_us));
   }
   if (rows.empty()) return {};
   return fmt::format(
              "{} against 0 held in the same stretch of time: each point above with held locks was measured in "
              "{:.1f} s slices alternating with an empty namespace of the same engine (0 held, world {}-empty), "
              "both warmed up first; a change of the machine's load falls on both alike:\n\n",
-             series, kSliceSeconds, world) +
-         "| held | series | pairs/s | pairs/s with 0 held, same windows | ratio |\n|---:|---|---:|---:|---:|\n" +
+             fmt::join(series, " and "), kSliceSeconds, world) +
+         "| held | series | pairs/s | pairs/s with 0 held, same windows | ratio | p50 | p50 with 0 held, same windows "
+         "| "
+         "p50 ratio |\n|---:|---|---:|---:|---:|---:|---:|---:|\n" +
          rows + "\n";
 }
 
@@ -189,6 +194,47 @@ std::string depth_section(const Results& r) {
                        {"per-level/pathlock p50", "per-level", "pathlock-redis", Metric::p50}});
 }
 
+// Sweep "alternating": pairs of subjects measured in alternating slices
+// (one row per pair, in the order measured).
+std::string alternating_section(const Results& r) {
+  std::string rows;
+  auto figures = [](const Point* p) {
+    if (!p) return std::string("- | -");
+    if (!p->ok()) return std::string("skipped | -");
+    return fmt::format("{} / {} · {}/s | {}", fmt_us(p->m.p50_us), fmt_us(p->m.p99_us), fmt_rate(p->m.throughput),
+                       fmt_us(p->m.server_cpu_us));
+  };
+  for (std::size_t i = 0; i < r.points.size(); ++i) {
+    const Point& a = r.points[i];
+    if (a.at.sweep != "alternating") continue;
+    At other = a.at;
+    other.series = a.at.versus;
+    other.versus = a.at.series;
+    const Point* b = nullptr;
+    for (std::size_t j = 0; j < r.points.size() && !b; ++j)
+      if (r.points[j].at == other) b = &r.points[j];
+    if (b && b < &a) continue;  // its row was written with the partner
+    const bool both = b && a.ok() && b->ok();
+    rows += fmt::format("| {} held, {} client{}, depth {} | {} | {} | {} | {} | {} | {} | {} |\n", fmt_count(a.at.held),
+                        a.at.clients, a.at.clients == 1 ? "" : "s", a.at.depth, a.at.series, figures(&a), a.at.versus,
+                        figures(b), fmt_ratio(both ? a.m.p50_us / b->m.p50_us : NAN),
+                        fmt_ratio(both ? a.m.throughput / b->m.throughput : NAN),
+                        fmt_ratio(both ? a.m.server_cpu_us / b->m.server_cpu_us : NAN));
+  }
+  if (rows.empty()) return {};
+  return fmt::format(
+             "### Subjects in alternating slices\n\n"
+             "The goals' ratios between two subjects, each pair measured on the one server in {:.1f} s slices that "
+             "alternate between the two (both warmed up first, each given the window), so a change of the "
+             "machine's load falls on both alike; Redis CPU per pair: the growth of `INFO cpu` during each "
+             "subject's own runs (warm-up and slices) / the pairs it ran in them. The tables above measure the "
+             "subjects one after the other.\n\n",
+             kSliceSeconds) +
+         "| point | A | A: p50 / p99 · pairs/s | A: Redis CPU per pair | B | B: p50 / p99 · pairs/s | B: Redis CPU per "
+         "pair | A/B p50 | A/B pairs/s | A/B CPU |\n|---|---|---|---:|---|---|---:|---:|---:|---:|\n" +
+         rows + "\n";
+}
+
 std::string scale_section(const Results& r) {
   const Plan& p = r.plan;
   std::string md = fmt::format("### Embedded backend across namespaces ({} held in each, depth {})\n\n",
@@ -229,8 +275,8 @@ std::string topology_section(const Results& r) {
 }
 
 using Section = std::string (*)(const Results&);
-constexpr Section kSections[] = {held_section,  refused_section, clients_section,
-                                 depth_section, scale_section,   topology_section};
+constexpr Section kSections[] = {held_section,        refused_section, clients_section, depth_section,
+                                 alternating_section, scale_section,   topology_section};
 
 }  // namespace
 
@@ -246,6 +292,7 @@ void LiveLog::point(const Point& p) {
   std::string where =
       fmt::format("[{:<7}] {:<16} held={:<8} clients={:<3} depth={:<3}", a.sweep, a.series, a.held, a.clients, a.depth);
   if (a.namespaces != 1 || a.masters != 1) where += fmt::format(" namespaces={} masters={}", a.namespaces, a.masters);
+  if (!a.versus.empty()) where += fmt::format(" versus={}", a.versus);
   if (p.ok()) {
     const Measurement& m = p.m;
     fmt::print(stderr, "{} p50 {:>9}  p99 {:>9}  {:>7} {}/s  ({} {}{}, {:.1f} s{})\n", where, fmt_us(m.p50_us),
@@ -254,8 +301,11 @@ void LiveLog::point(const Point& p) {
                m.unexpected ? fmt::format(", {} UNEXPECTED", m.unexpected) : "", m.seconds,
                std::isnan(m.server_cpu_us) ? "" : ", redis cpu " + fmt_us(m.server_cpu_us) + "/op");
     if (p.zero_held)
-      fmt::print(stderr, "{:>{}} alternating with 0 held: p50 {:>9}  {:>7} pairs/s  ({:.2f}x)\n", "", 14,
-                 fmt_us(p.zero_held->p50_us), fmt_rate(p.zero_held->throughput), m.throughput / p.zero_held->throughput);
+      fmt::print(
+          stderr, "{:>{}} alternating with 0 held: p50 {:>9}  {:>7} pairs/s  ({:.2f}x pairs/s, {:.2f}x p50{})\n", "",
+          14, fmt_us(p.zero_held->p50_us), fmt_rate(p.zero_held->throughput), m.throughput / p.zero_held->throughput,
+          m.p50_us / p.zero_held->p50_us,
+          std::isnan(p.zero_held->server_cpu_us) ? "" : ", redis cpu " + fmt_us(p.zero_held->server_cpu_us) + "/op");
   } else {
     fmt::print(stderr, "{} {}\n", where, p.status);
   }

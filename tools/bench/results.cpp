@@ -32,6 +32,13 @@ Plan make_plan(bool quick, std::size_t max_held) {
   return p;
 }
 
+unsigned Plan::goal_clients() const {
+  unsigned c = 0;
+  for (unsigned n : clients)
+    if (n <= kGoalClients) c = std::max(c, n);
+  return c;
+}
+
 const Point* Results::any(const At& at) const {
   for (const Point& p : points)
     if (p.at == at) return &p;
@@ -60,9 +67,27 @@ double Results::bytes_per_lock(const std::string& s, const std::string& world, s
 
 // ---- CSV ----------------------------------------------------------------------
 std::vector<std::string> csv_header() {
-  return {"sweep",      "series",  "task",      "held",   "clients", "depth",  "namespaces",          "masters", "ops",
-          "unexpected", "seconds", "ops_per_s", "p50_us", "p99_us",  "max_us", "redis_cpu_us_per_op", "status",
-          "zero_held_ops_per_s", "zero_held_p50_us"};
+  return {"sweep",
+          "series",
+          "task",
+          "held",
+          "clients",
+          "depth",
+          "namespaces",
+          "masters",
+          "ops",
+          "unexpected",
+          "seconds",
+          "ops_per_s",
+          "p50_us",
+          "p99_us",
+          "max_us",
+          "redis_cpu_us_per_op",
+          "status",
+          "zero_held_ops_per_s",
+          "zero_held_p50_us",
+          "versus",
+          "zero_held_redis_cpu_us_per_op"};
 }
 
 std::vector<std::string> csv_row(const Point& p) {
@@ -91,6 +116,8 @@ std::vector<std::string> csv_row(const Point& p) {
   } else {
     row.resize(row.size() + 2);
   }
+  row.push_back(a.versus);
+  row.push_back(p.ok() && p.zero_held ? num(p.zero_held->server_cpu_us, 2) : std::string());
   return row;
 }
 

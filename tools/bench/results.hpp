@@ -34,6 +34,11 @@ struct Plan {
   unsigned topology_clients = 32;    // spread over the namespaces
   std::size_t topology_held = 1000;  // per namespace
   Window window{0.5, 4.0, 5};
+
+  static constexpr unsigned kGoalClients = 32;  // the clients goal's client count
+  static constexpr int kPerLevelMinDepth = 3;   // the per-level goal's depths start here
+  // The clients goal's point: the most clients measured up to kGoalClients (0: none).
+  unsigned goal_clients() const;
 };
 // quick: held 0/1k/10k, clients 1/8, depths 3/5, topology 1/4 namespaces
 // with 4 clients and 100 held, short windows.
@@ -48,6 +53,9 @@ struct At {
   int depth = 5;
   unsigned namespaces = 1;  // distinct namespaces the clients spread over
   unsigned masters = 1;     // Redis masters serving them
+  // Sweep "alternating": the subject measured in the slices between this
+  // one's (measure_alternating), at the same coordinates; empty elsewhere.
+  std::string versus = {};
   bool operator==(const At&) const = default;
 };
 
@@ -55,9 +63,10 @@ struct Point {
   At at;
   Measurement m;
   std::string status = "ok";  // or "skipped: <reason>"
-  // Held sweep, pathlock-memory, held > 0: the same subject and engine with
-  // 0 held (an empty namespace of its own), measured in windows alternating
-  // with m's (measure_alternating), so their ratio is of one stretch of time.
+  // Held sweep, pathlock-memory and pathlock-redis, held > 0: the same
+  // subject and engine with 0 held (an empty namespace of its own), measured
+  // in windows alternating with m's (measure_alternating), so their ratio is
+  // of one stretch of time.
   std::optional<Measurement> zero_held = std::nullopt;
   bool ok() const { return status == "ok"; }
 };

@@ -26,23 +26,23 @@ struct SubjectKind {
   bool needs_redis;
   std::unique_ptr<Subject> (*make)(const std::string& url, const std::string& run);
   // Held sweep: pairs with locks held measured in slices alternating with
-  // 0 held (Point::zero_held). For pathlock-memory, whose goal is a ratio of
-  // its own pairs/s at two held counts: one thread in this process, whose
-  // pairs/s is the CPU share the machine gives it at that moment, so two
-  // points minutes apart on a shared machine measure its load, not the index.
+  // 0 held (Point::zero_held). For the subjects whose goals compare their
+  // own figures at two held counts: pathlock-memory (pairs/s; one thread in
+  // this process, whose pairs/s is the CPU share the machine gives it at that
+  // moment) and pathlock-redis (p50; a round trip's kernel cost on a shared
+  // virtual machine changes by up to 3x within minutes). Two points minutes
+  // apart measure the machine's load, not the index.
   bool zero_held = false;
 };
 const SubjectKind kSubjects[] = {
-    {"pathlock-redis", true, [](const std::string& url, const std::string& run) {
-       return make_pathlock_subject(Engine::redis, url, run);
-     }},
+    {"pathlock-redis", true,
+     [](const std::string& url, const std::string& run) { return make_pathlock_subject(Engine::redis, url, run); },
+     true},
     {"bare", true, make_bare_subject},
     {"per-level", true, make_per_level_subject},
     {"scan", true, make_scan_subject},
-    {"pathlock-memory", false, [](const std::string&, const std::string& run) {
-       return make_pathlock_subject(Engine::memory, "", run);
-     },
-     true},
+    {"pathlock-memory", false,
+     [](const std::string&, const std::string& run) { return make_pathlock_subject(Engine::memory, "", run); }, true},
 };
 
 std::string one_line(std::string s) {
@@ -230,7 +230,7 @@ const Point& Sweeps::zero_held_point(Series& s, const At& at, const World& w) {
     std::vector<std::vector<std::unique_ptr<Worker>>> groups;
     groups.push_back(s.subject->workers(w, at.held, at.clients, at.task));
     groups.push_back(s.subject->workers(World{w.tag + "-empty", w.depth}, 0, at.clients, at.task));
-    const std::vector<Measurement> m = measure_alternating(groups, results_.plan.window);
+    const std::vector<Measurement> m = measure_alternating(groups, results_.plan.window, kSliceSeconds, cpu_reader(s));
     p.m = m[0];
     p.zero_held = m[1];
   } catch (const Interrupted&) {
@@ -242,6 +242,52 @@ const Point& Sweeps::zero_held_point(Series& s, const At& at, const World& w) {
   }
   record(p);
   return results_.points.back();
+}
+
+CpuSeconds Sweeps::cpu_reader(const Series& s) const {
+  if (!s.server) return {};
+  RedisConnection* server = s.server;
+  return [server] { return used_cpu_seconds(*server); };
+}
+
+Sweeps::Series* Sweeps::series(const std::string& name) {
+  for (Series& s : series_)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+void Sweeps::alternating_point(const std::string& a_name, const std::string& b_name, const At& at, const World& w) {
+  Series* a = series(a_name);
+  Series* b = series(b_name);
+  if (!a || !b || !selected(a->name) || !selected(b->name)) return;  // --only left one out: nothing to compare
+  At at_a = at, at_b = at;
+  at_a.sweep = at_b.sweep = "alternating";
+  at_a.series = at_b.versus = a->name;
+  at_b.series = at_a.versus = b->name;
+  Point pa{at_a, {}, "ok"}, pb{at_b, {}, "ok"};
+  std::string skip;
+  if (!fill(*a, w, at.held) || !fill(*b, w, at.held)) {  // false: skipped, now or before
+    skip = !a->skip.empty() ? a->name + ": " + a->skip : b->name + ": " + b->skip;
+  } else if (a->server != b->server) {
+    skip = "not on one Redis server";
+  } else {
+    try {
+      std::vector<std::vector<std::unique_ptr<Worker>>> groups;
+      groups.push_back(a->subject->workers(w, at.held, at.clients, at.task));
+      groups.push_back(b->subject->workers(w, at.held, at.clients, at.task));
+      const std::vector<Measurement> m =
+          measure_alternating(groups, results_.plan.window, kSliceSeconds, cpu_reader(*a));
+      pa.m = m[0];
+      pb.m = m[1];
+    } catch (const Interrupted&) {
+      throw;
+    } catch (const std::exception& e) {
+      skip = one_line(e.what());  // these two points only; each subject's own points go on
+    }
+  }
+  if (!skip.empty()) pa.status = pb.status = "skipped: " + skip;
+  record(pa);
+  record(pb);
 }
 
 void Sweeps::record(const Point& p) {
@@ -284,7 +330,10 @@ void Sweeps::held_sweep() {
               fmt::format("one request took {:.1f} s at {} held (limit 1 s)", p.m.max_us / 1e6, fmt_count(held));
       }
     }
-    if (held == plan.ref_held) clients_sweep(w);
+    if (held == plan.ref_held) {
+      alternating_point("pathlock-redis", "bare", At{"", "", Task::pair, held, 1, plan.base_depth}, w);
+      clients_sweep(w);
+    }
   }
 }
 
@@ -292,6 +341,8 @@ void Sweeps::clients_sweep(const World& w) {
   const Plan& plan = results_.plan;
   for (unsigned c : plan.clients)
     for (Series& s : series_) point(s, At{"clients", s.name, Task::pair, plan.ref_held, c, w.depth}, w);
+  if (const unsigned c = plan.goal_clients())
+    alternating_point("pathlock-redis", "bare", At{"", "", Task::pair, plan.ref_held, c, w.depth}, w);
 }
 
 void Sweeps::depth_sweep() {
@@ -311,6 +362,9 @@ void Sweeps::depth_sweep() {
       }
       point(s, at, World{fmt::format("d{}", depth), depth});
     }
+    if (depth >= Plan::kPerLevelMinDepth)
+      alternating_point("pathlock-redis", "per-level", At{"", "", Task::pair, plan.ref_held, 1, depth},
+                        World{fmt::format("d{}", depth), depth});
   }
 }
 

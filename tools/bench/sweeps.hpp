@@ -6,8 +6,9 @@
 // cores), but one-dimensional sweeps around one reference point (10k held,
 // depth 5, 1 client), each over every subject:
 //   held     0, 1k, 10k, 100k, 1M locks held   (1 client, depth 5): pairs;
-//            pathlock-memory's points with locks held are measured in slices
-//            alternating with an empty namespace of the same engine (Point::zero_held)
+//            pathlock-memory's and pathlock-redis's points with locks held are
+//            measured in slices alternating with an empty namespace of the
+//            same engine (Point::zero_held)
 //   refused  the same held counts but 0         (1 client, depth 5): refused acquires
 //   clients  1, 8, 32, 64 client threads       (10k held, depth 5)
 //   depth    2, 3, 5, 10 path components       (10k held, 1 client)
@@ -16,6 +17,11 @@
 //            held each), on the server above (1 master) and on a local
 //            cluster of 3 masters + 3 replicas (tools/redis_devtools), when
 //            this build has the launcher; CPU = the masters' sum
+//   alternating  the goals' two-subject ratios, each pair of subjects measured
+//            in alternating slices on the one server (sweep "alternating",
+//            At::versus): pathlock-redis and bare at the reference point and
+//            with the goal's clients, pathlock-redis and per-level at every
+//            depth >= 3; run right after the points of the sweep they belong to
 // Every world is filled step by step (1k, then 9k more, ...), so each fill
 // is recorded with its time and Redis memory growth. Redis CPU is read
 // (INFO cpu) before and after each point: CPU per step = growth / steps.
@@ -102,6 +108,14 @@ class Sweeps {
   // Measures world w of s (filled to at.held) in windows alternating with an
   // empty world of s (w.tag + "-empty") and records the point with both.
   const Point& zero_held_point(Series& s, const At& at, const World& w);
+  // Measures series a and b in world w (each filled to at.held) in
+  // alternating windows on their one server and records two points of sweep
+  // "alternating" (a versus b, b versus a); skipped points when either is
+  // skipped. at.sweep, at.series and at.versus are set here.
+  void alternating_point(const std::string& a, const std::string& b, const At& at, const World& w);
+  // Reads the INFO cpu of s's server; empty when s is not in Redis.
+  CpuSeconds cpu_reader(const Series& s) const;
+  Series* series(const std::string& name);  // nullptr when there is none
   void record(const Point& p);
   std::string scan_limit(const Series& s, Task task, std::size_t held);
 
