@@ -59,8 +59,9 @@ TEST_CASE("a lease far beyond one lap of the expiry wheel ends on time", "[memor
 
 TEST_CASE("an idle namespace costs at most 2 KiB after a bounded number of calls", "[memory][idle]") {
   // 20,000 namespaces used once each: one lock taken and released. The
-  // registry's sweep trims a namespace with no lock and no waiter within
-  // (namespaces x kCallsPerSweep) calls; heap growth is measured with
+  // registry's sweep trims a namespace with no lock, no waiter and no acquire
+  // since its previous visit within 2 x (namespaces x kCallsPerSweep) calls
+  // (two laps: a second chance); heap growth is measured with
   // mallinfo2() over the whole process (this thread is the only one working).
   constexpr std::size_t kCount = 20000;
   auto engine = make_memory_engine();
@@ -73,7 +74,7 @@ TEST_CASE("an idle namespace costs at most 2 KiB after a bounded number of calls
     REQUIRE(engine->release(ns, r.grant.id, r.grant.token));
     if (i == 0) last_fence = r.grant.fence;
   }
-  for (std::size_t i = 0; i < kCount * memory::NamespaceRegistry::kCallsPerSweep; ++i)
+  for (std::size_t i = 0; i < 2 * kCount * memory::NamespaceRegistry::kCallsPerSweep; ++i)
     engine->release("idle-0", "0-0", "no-such-token");
   const auto stats = memory::memory_engine_stats(*engine);
   CHECK(stats.namespaces == kCount);
@@ -100,11 +101,34 @@ TEST_CASE("fences only grow in a namespace whose state was trimmed and rebuilt",
     CHECK(r.grant.fence > last);
     last = r.grant.fence;
     REQUIRE(engine->release("fences", r.grant.id, r.grant.token));
-    // Enough other namespaces and calls that the sweep trims "fences".
+    // Enough other namespaces and calls that the sweep trims "fences" (two
+    // laps of at most 52 namespaces: a second chance).
     engine->acquire(LockRequest{"other-" + std::to_string(round), "o", "create", {{"target", "/x"}}});
-    for (std::uint32_t k = 0; k < 64 * memory::NamespaceRegistry::kCallsPerSweep; ++k) engine->list("fences");
+    for (std::uint32_t k = 0; k < 128 * memory::NamespaceRegistry::kCallsPerSweep; ++k) engine->list("fences");
     REQUIRE(memory::memory_engine_stats(*engine).with_state == static_cast<std::size_t>(round) + 1);
   }
+}
+
+TEST_CASE("a namespace in use keeps its state between a release and the next acquire", "[memory][idle]") {
+  // Regression: the sweep freed a namespace's state whenever it found it
+  // idle, which a namespace in use is between each release and the next
+  // acquire, so a thread taking and releasing locks in a loop rebuilt its
+  // namespace's state again and again. Three calls per round (acquire,
+  // release, list), so that the sweep's visits, one every kCallsPerSweep
+  // calls, also land on an acquire that finds the namespace idle.
+  auto engine = make_memory_engine();
+  for (int i = 0; i < 100 * static_cast<int>(memory::NamespaceRegistry::kCallsPerSweep); ++i) {
+    const auto r = engine->acquire(LockRequest{"busy", "o", "upload", {{"target", "/a/b/f" + std::to_string(i % 7)}}});
+    REQUIRE(r.granted);
+    REQUIRE(engine->release("busy", r.grant.id, r.grant.token));
+    engine->list("busy");
+  }
+  CHECK(memory::memory_engine_stats(*engine).trims == 0);
+  // Once no acquire comes, it is trimmed within two laps.
+  for (std::uint32_t k = 0; k < 2 * memory::NamespaceRegistry::kCallsPerSweep; ++k) engine->list("busy");
+  const auto stats = memory::memory_engine_stats(*engine);
+  CHECK(stats.trims == 1);
+  CHECK(stats.with_state == 0);
 }
 
 TEST_CASE("reentry is found among many locks of one code at one path", "[memory][reentry]") {

@@ -17,7 +17,10 @@
 // renew find their lock by index and check fence and token, without a hash
 // lookup), the expiry wheel and the line of waiters. The registry's sweep
 // frees the state of a namespace with no lock and no waiter; the fixed part
-// keeps the fence counter, so fences never restart.
+// keeps the fence counter, so fences never restart. It frees it only when no
+// acquire came since its previous visit either (a second chance): a namespace
+// in use is idle between each release and the next acquire, and freeing it
+// there would rebuild its state every few calls.
 //
 // Reentry is found at the leaf: the node of the request's first target is the
 // last node of its conflict check, and the locks of the same code there are
@@ -60,6 +63,7 @@
 #include <condition_variable>
 #include <list>
 #include <mutex>
+#include <utility>
 
 namespace pathlock::memory {
 
@@ -82,11 +86,19 @@ struct Namespace final : Tenant {
   std::uint64_t next_fence = 1;
   std::uint64_t next_waiter = 1;
   std::unique_ptr<NamespaceState> state;  // null: trimmed (or never used)
+  bool acquired_since_visit = false;      // an acquire came since the sweep's last visit
+  std::uint64_t trims = 0;                // states freed so far (stats)
 
+  // Second chance: a namespace is trimmed only when no acquire came since
+  // the sweep's previous visit, so one in use, idle only between a release
+  // and its next acquire, keeps its state instead of rebuilding it.
   bool trim_if_idle() override {
     std::unique_lock guard(mutex, std::try_to_lock);
-    if (!guard || !state || !state->idle()) return false;
+    if (!guard || !state) return false;
+    const bool recently = std::exchange(acquired_since_visit, false);
+    if (recently || !state->idle()) return false;
     state.reset();
+    ++trims;
     return true;
   }
   NamespaceState& use(Clock::time_point now) {
@@ -200,6 +212,7 @@ class MemoryEngine final : public LockEngine {
     out.namespaces = all.size();
     for (Namespace* ns : all) {
       std::lock_guard guard(ns->mutex);
+      out.trims += ns->trims;
       if (!ns->state) continue;
       ++out.with_state;
       out.locks += ns->state->locks.live();
@@ -216,6 +229,7 @@ class MemoryEngine final : public LockEngine {
 
     AcquireResult attempt(Millis reserve) override {
       std::lock_guard guard(ns_.mutex);
+      ns_.acquired_since_visit = true;
       const Clock::time_point now = engine_.clock_->now();
       NamespaceState& st = ns_.use(now);
       engine_.reap(ns_, now);

@@ -11,6 +11,7 @@ struct MemoryEngineStats {
   std::size_t namespaces = 0;       // ever used, in the registry
   std::size_t with_state = 0;       // of those, not trimmed (index, locks, wheel allocated)
   std::size_t locks = 0;            // live locks, all namespaces
+  std::size_t trims = 0;            // namespace states freed by the sweep so far, all namespaces
 };
 
 // Statistics of `engine`, which must come from make_memory_engine(). Takes

@@ -12,10 +12,12 @@
 //
 // The sweep. Every creation of a namespace visits kSweepOnCreate namespaces,
 // and every kCallsPerSweep-th call of note_call() on a thread visits one, in
-// round robin; a visit calls trim_if_idle(), which must only try-lock. So a
-// namespace that became idle is trimmed after at most
-// (namespaces / kSweepOnCreate) creations or (namespaces * kCallsPerSweep)
-// calls, whichever comes first.
+// round robin; a visit calls trim_if_idle(), which must only try-lock. So
+// every namespace is visited once per (namespaces / kSweepOnCreate)
+// creations or (namespaces * kCallsPerSweep) calls, whichever comes first.
+// The engine's namespaces take a second chance (trimmed at the first visit
+// that finds them idle with no acquire since the visit before), so one that
+// became idle is trimmed within two such laps.
 //
 // Per-thread cache: each thread remembers the last kCacheSize namespaces it
 // looked up, keyed by the registry's serial number (never its address, which
@@ -44,7 +46,8 @@ class Tenant {
  public:
   virtual ~Tenant() = default;
   // Frees what the namespace holds beyond its fixed part, if it has no lock
-  // and no waiter, without blocking (try-lock). Returns true if it did.
+  // and no waiter (and, at the tenant's choice, was not used since the last
+  // visit), without blocking (try-lock). Returns true if it did.
   virtual bool trim_if_idle() = 0;
 };
 
