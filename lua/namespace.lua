@@ -353,14 +353,23 @@ end
 
 -- Per path, what calls derive from it again and again: its nodes ("/",
 -- "/a", "/a/b" for "/a/b") and, per kind of idx field, the field names of
--- those nodes. A small cache of the library (paths recur: a release follows
--- its acquire), emptied when full: a large Lua heap slows every call.
-local PATHS, PATH_COUNT = {}, 0
+-- those nodes. A small cache of the library, emptied when full (a large Lua
+-- heap slows every call). A path's entry is built from its parent's, which
+-- is looked up (and so cached) the same way: ancestors recur far more often
+-- than paths do, so a new path usually costs one node and one field name per
+-- kind. Paths longer than PATH_CHAIN bytes are split directly (bounding the
+-- chain of parents built at once).
+local PATHS, PATH_COUNT, PATH_MAX, PATH_CHAIN = {}, 0, 512, 256
 local function path_info(path)
   local p = PATHS[path]
   if p then return p end
-  local nodes = { "/" }
-  if path ~= "/" then
+  local nodes, parent = { "/" }, nil
+  if path ~= "/" and #path <= PATH_CHAIN then
+    parent = path_info(smatch(path, "^(.+)/[^/]*$") or "/")
+    local pn = parent.nodes
+    for j = 2, #pn do nodes[j] = pn[j] end
+    nodes[#pn + 1] = path
+  elseif path ~= "/" then
     local at = 2
     while true do
       local i = sfind(path, "/", at, true)
@@ -372,23 +381,30 @@ local function path_info(path)
       at = i + 1
     end
   end
-  p = { nodes = nodes }
-  if PATH_COUNT >= 256 then PATHS, PATH_COUNT = {}, 0 end
+  p = { nodes = nodes, parent = parent }
+  if PATH_COUNT >= PATH_MAX then PATHS, PATH_COUNT = {}, 0 end
   PATHS[path], PATH_COUNT = p, PATH_COUNT + 1
   return p
 end
 local function nodes_of(path) return path_info(path).nodes end
--- kind .. node for every node of `path` (kind: h, b, wh or wb; see idx).
-local function fields_of(path, kind)
-  local p = path_info(path)
+-- kind .. node for every node of the path of entry p (kind: h, b, wh or wb;
+-- see idx): the parent's names and one more, when the parent is known.
+local function kind_fields(p, kind)
   local f = p[kind]
-  if not f then
-    f = {}
-    for j = 1, #p.nodes do f[j] = kind .. p.nodes[j] end
-    p[kind] = f
+  if f then return f end
+  local nodes = p.nodes
+  f = {}
+  if p.parent then
+    local pf = kind_fields(p.parent, kind)
+    for j = 1, #pf do f[j] = pf[j] end
+    f[#nodes] = kind .. nodes[#nodes]
+  else
+    for j = 1, #nodes do f[j] = kind .. nodes[j] end
   end
+  p[kind] = f
   return f
 end
+local function fields_of(path, kind) return kind_fields(path_info(path), kind) end
 
 -- The path as entry members spell it: "/" -> "\1", the root -> "". "\1" sorts
 -- below every name byte (names hold no control character), so lex order of

@@ -10,6 +10,13 @@
 #   BUILD_DIR     the build with bin/pathlock-pair-loop (default: build)
 #   HELD, PAIRS   locks held before counting, pairs counted (3000, 1000)
 #   REDIS_SERVER  the server binary (default: redis-server on PATH)
+# Environment:
+#   RING=N        distinct paths the pairs cycle through (default 1000, as
+#                 pathlock-bench's clients; fewer paths recur more often)
+#   LIBRARY=FILE  a library text to load first (e.g. from `pathlock-matrixc
+#                 --lua FILE` of another commit): the engine uses a library
+#                 already loaded under its name, so two library versions can
+#                 be compared with one build
 # Needs valgrind (apt-get install valgrind). Starts its own server on a free
 # loopback port and stops it. Prints: "<n> instructions per pair (...)".
 set -euo pipefail
@@ -42,9 +49,13 @@ done
 redis-cli -p "$port" ping >/dev/null || { echo "instructions.sh: the server did not start" >&2; cat "$work/server.log" >&2; exit 1; }
 
 url="redis://127.0.0.1:$port"
-"$loop" --redis "$url" --held "$held" --pairs 100 # the held locks, the library, warm caches
+ring=${RING:-1000}
+if [[ -n ${LIBRARY:-} ]]; then
+  redis-cli -p "$port" -x FUNCTION LOAD REPLACE <"$LIBRARY" >/dev/null
+fi
+"$loop" --redis "$url" --held "$held" --pairs 100 --ring "$ring" # the held locks, the library, warm caches
 callgrind_control -z "$vg" >/dev/null 2>&1
-"$loop" --redis "$url" --pairs "$pairs"
+"$loop" --redis "$url" --pairs "$pairs" --ring "$ring"
 rm -f "$work"/cg.*.*
 callgrind_control -d "$vg" >/dev/null 2>&1
 dump=""
@@ -54,4 +65,5 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 total=$(grep '^totals:' "$dump" | awk '{print $2}')
-echo "$((total / pairs)) instructions per pair ($held held, depth 5, $pairs pairs, one client; $("$server" --version | awk '{print $3}'))"
+echo "$((total / pairs)) instructions per pair ($held held, depth 5, $pairs pairs over $ring paths, one client;" \
+  "$("$server" --version | awk '{print $3}')${LIBRARY:+; library $LIBRARY})"

@@ -4,9 +4,11 @@
 // time-of-a-call-goes). It holds --held locks, then runs --pairs
 // acquire+release pairs, one after another on one connection, each on a
 // sibling of held locks at depth 5 (so every pair walks a populated index
-// and is granted). Timing is not its job: it prints nothing but errors.
+// and is granted), cycling through --ring distinct paths (default 1000, as
+// pathlock-bench's clients do). Timing is not its job: it prints nothing but
+// errors.
 //
-// Usage: pathlock-pair-loop --redis URL [--held N] [--pairs N] [--namespace NS]
+// Usage: pathlock-pair-loop --redis URL [--held N] [--pairs N] [--ring N] [--namespace NS]
 // Exit status: 0 done, 1 a pair was refused or failed, 2 bad usage.
 #include <pathlock/pathlock.hpp>
 
@@ -18,6 +20,9 @@
 
 namespace {
 
+constexpr const char* kUsage =
+    "usage: pathlock-pair-loop --redis URL [--held N] [--pairs N] [--ring N] [--namespace NS]\n";
+
 bool count(std::string_view text, long& out) {
   const char* end = text.data() + text.size();
   auto [p, ec] = std::from_chars(text.data(), end, out);
@@ -28,7 +33,7 @@ bool count(std::string_view text, long& out) {
 
 int main(int argc, char** argv) {
   std::string url, ns = "pair-loop";
-  long held = 0, pairs = 1000;
+  long held = 0, pairs = 1000, ring = 1000;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (i + 1 >= argc) {
@@ -40,13 +45,16 @@ int main(int argc, char** argv) {
       url = value;
     } else if (arg == "--namespace") {
       ns = value;
-    } else if (arg == "--held" ? !count(value, held) : arg == "--pairs" ? !count(value, pairs) : true) {
-      std::fprintf(stderr, "usage: pathlock-pair-loop --redis URL [--held N] [--pairs N] [--namespace NS]\n");
+    } else if (arg == "--held"    ? !count(value, held)
+               : arg == "--pairs" ? !count(value, pairs)
+               : arg == "--ring"  ? !count(value, ring) || ring == 0
+                                  : true) {
+      std::fprintf(stderr, "%s", kUsage);
       return 2;
     }
   }
   if (url.empty()) {
-    std::fprintf(stderr, "usage: pathlock-pair-loop --redis URL [--held N] [--pairs N] [--namespace NS]\n");
+    std::fprintf(stderr, "%s", kUsage);
     return 2;
   }
   try {
@@ -64,7 +72,7 @@ int main(int argc, char** argv) {
       }
     }
     for (long i = 0; i < pairs; ++i) {
-      const pathlock::LockRequest r{ns, "me", "upload", {{"target", "/f/7/x/y/m" + std::to_string(i % 64)}}};
+      const pathlock::LockRequest r{ns, "me", "upload", {{"target", "/f/7/x/y/m" + std::to_string(i % ring)}}};
       const pathlock::AcquireResult g = engine->acquire(r);
       if (!g || !engine->release(ns, g.grant.id, g.grant.token)) {
         std::fprintf(stderr, "pathlock-pair-loop: a pair was refused or not released\n");
