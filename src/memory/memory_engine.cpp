@@ -8,19 +8,14 @@
 //                           (flat_table.hpp: its child tables);
 //   expiry_wheel.hpp        the lease timer, O(1) per arm and per call;
 //   lock_table.hpp          the lock slab, ids and tokens;
+//   namespace_state.hpp     a namespace's fixed part and its state, trimming;
 //   this file               grants, reentry, waiters and the LockEngine methods.
 //
-// Data layout of a Namespace: a fixed part that lives as long as the engine
-// (mutex, condition variable, the fence and waiter counters) and a
-// NamespaceState that exists only while the namespace is in use: the path
-// index, the lock slab (a lock id is "<slot>-<fence>" in hex, so release and
-// renew find their lock by index and check fence and token, without a hash
-// lookup), the expiry wheel and the line of waiters. The registry's sweep
-// frees the state of a namespace with no lock and no waiter; the fixed part
-// keeps the fence counter, so fences never restart. It frees it only when no
-// acquire came since its previous visit either (a second chance): a namespace
-// in use is idle between each release and the next acquire, and freeing it
-// there would rebuild its state every few calls.
+// Data layout of a Namespace (namespace_state.hpp, with the sweep's second
+// chance): a fixed part that lives as long as the engine and a
+// NamespaceState that exists only while the namespace is in use. A lock id is
+// "<slot>-<fence>" in hex, so release and renew find their lock by index and
+// check fence and token, without a hash lookup.
 //
 // Reentry is found at the leaf: the node of the request's first target is the
 // last node of its conflict check, and the locks of the same code there are
@@ -49,6 +44,7 @@
 #include "memory/expiry_wheel.hpp"
 #include "memory/lock_table.hpp"
 #include "memory/namespace_registry.hpp"
+#include "memory/namespace_state.hpp"
 #include "memory/path_index.hpp"
 
 #include "core/request.hpp"
@@ -60,57 +56,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <condition_variable>
-#include <list>
 #include <mutex>
 #include <utility>
 
 namespace pathlock::memory {
 
 namespace {
-
-struct NamespaceState {
-  PathIndex index;
-  LockTable locks;
-  ExpiryWheel expiry;
-  std::list<Waiter> waiters;  // oldest first
-
-  explicit NamespaceState(Clock::time_point now) : expiry(now) {}
-  bool idle() const { return locks.live() == 0 && waiters.empty(); }
-};
-
-struct Namespace final : Tenant {
-  std::mutex mutex;
-  std::condition_variable changed;  // notified when a lock or a waiter goes
-  std::uint64_t generation = 0;     // counts those notifications
-  std::uint64_t next_fence = 1;
-  std::uint64_t next_waiter = 1;
-  std::unique_ptr<NamespaceState> state;  // null: trimmed (or never used)
-  bool acquired_since_visit = false;      // an acquire came since the sweep's last visit
-  std::uint64_t trims = 0;                // states freed so far (stats)
-
-  // Second chance: a namespace is trimmed only when no acquire came since
-  // the sweep's previous visit, so one in use, idle only between a release
-  // and its next acquire, keeps its state instead of rebuilding it.
-  bool trim_if_idle() override {
-    std::unique_lock guard(mutex, std::try_to_lock);
-    if (!guard || !state) return false;
-    const bool recently = std::exchange(acquired_since_visit, false);
-    if (recently || !state->idle()) return false;
-    state.reset();
-    ++trims;
-    return true;
-  }
-  NamespaceState& use(Clock::time_point now) {
-    if (!state) state = std::make_unique<NamespaceState>(now);
-    return *state;
-  }
-  // A lock or a waiter went: wake the waiters, which may now get in.
-  void notify() {
-    ++generation;
-    changed.notify_all();
-  }
-};
 
 Millis remaining(Clock::time_point at, Clock::time_point now) {
   return std::max(Millis{0}, std::chrono::duration_cast<Millis>(at - now));

@@ -1,0 +1,60 @@
+// One namespace of the embedded backend: a fixed part that lives as long as
+// the engine (mutex, condition variable, the fence and waiter counters) and a
+// NamespaceState that exists only while the namespace is in use (the path
+// index, the lock slab, the expiry wheel, the line of waiters).
+//
+// The registry's sweep (namespace_registry.hpp) calls trim_if_idle(), which
+// frees the state of a namespace with no lock and no waiter, and only when no
+// acquire came since its previous visit either (a second chance): a
+// namespace in use is idle between each release and the next acquire, and
+// freeing it there would rebuild its state every few calls. The fixed part
+// keeps the fence counter, so fences never restart.
+//
+// Locking: `mutex` guards everything here; the caller holds it for every
+// member but trim_if_idle(), which only try-locks.
+#pragma once
+
+#include "memory/expiry_wheel.hpp"
+#include "memory/lock_table.hpp"
+#include "memory/namespace_registry.hpp"
+#include "memory/path_index.hpp"
+
+#include <pathlock/clock.hpp>
+
+#include <condition_variable>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+
+namespace pathlock::memory {
+
+struct NamespaceState {
+  PathIndex index;
+  LockTable locks;
+  ExpiryWheel expiry;
+  std::list<Waiter> waiters;  // oldest first
+
+  explicit NamespaceState(Clock::time_point now) : expiry(now) {}
+  bool idle() const { return locks.live() == 0 && waiters.empty(); }
+};
+
+struct Namespace final : Tenant {
+  std::mutex mutex;
+  std::condition_variable changed;  // notified when a lock or a waiter goes
+  std::uint64_t generation = 0;     // counts those notifications
+  std::uint64_t next_fence = 1;
+  std::uint64_t next_waiter = 1;
+  std::unique_ptr<NamespaceState> state;  // null: trimmed (or never used)
+  bool acquired_since_visit = false;      // an acquire came since the sweep's last visit
+  std::uint64_t trims = 0;                // states freed so far (stats)
+
+  bool trim_if_idle() override;
+  // The state, made when there is none. Call with `mutex` held; an acquire
+  // also sets acquired_since_visit.
+  NamespaceState& use(Clock::time_point now);
+  // A lock or a waiter went: wake the waiters, which may now get in.
+  void notify();
+};
+
+}  // namespace pathlock::memory
