@@ -202,8 +202,7 @@ const Point& Sweeps::point(Series& s, const At& at, const World& w, const std::s
 
 const Point& Sweeps::measure_point(Series& s, const At& at, const MakeWorkers& make,
                                    const std::vector<RedisConnection*>& servers) {
-  Point p{at, {}, "ok"};
-  try {
+  return run_point(s, at, [&](Point& p) {
     auto workers = make();
     auto cpu = [&] {
       double sum = 0;
@@ -213,26 +212,24 @@ const Point& Sweeps::measure_point(Series& s, const At& at, const MakeWorkers& m
     const double cpu0 = cpu();
     p.m = measure(workers, results_.plan.window);
     if (!servers.empty() && p.m.all_ops) p.m.server_cpu_us = (cpu() - cpu0) * 1e6 / static_cast<double>(p.m.all_ops);
-  } catch (const Interrupted&) {
-    throw;
-  } catch (const std::exception& e) {
-    s.skip = one_line(e.what());
-    results_.skipped[s.name] = s.skip;
-    p.status = "skipped: " + s.skip;
-  }
-  record(p);
-  return results_.points.back();
+  });
 }
 
 const Point& Sweeps::zero_held_point(Series& s, const At& at, const World& w) {
-  Point p{at, {}, "ok"};
-  try {
+  return run_point(s, at, [&](Point& p) {
     std::vector<std::vector<std::unique_ptr<Worker>>> groups;
     groups.push_back(s.subject->workers(w, at.held, at.clients, at.task));
     groups.push_back(s.subject->workers(World{w.tag + "-empty", w.depth}, 0, at.clients, at.task));
     const std::vector<Measurement> m = measure_alternating(groups, results_.plan.window, kSliceSeconds, cpu_reader(s));
     p.m = m[0];
     p.zero_held = m[1];
+  });
+}
+
+const Point& Sweeps::run_point(Series& s, const At& at, const std::function<void(Point&)>& run) {
+  Point p{at, {}, "ok"};
+  try {
+    run(p);
   } catch (const Interrupted&) {
     throw;
   } catch (const std::exception& e) {

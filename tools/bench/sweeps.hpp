@@ -108,6 +108,9 @@ class Sweeps {
   // Measures world w of s (filled to at.held) in windows alternating with an
   // empty world of s (w.tag + "-empty") and records the point with both.
   const Point& zero_held_point(Series& s, const At& at, const World& w);
+  // Records the point of s at `at` that `run` measures; when it fails, s is
+  // skipped from then on and the point records why (Interrupted goes on).
+  const Point& run_point(Series& s, const At& at, const std::function<void(Point&)>& run);
   // Measures series a and b in world w (each filled to at.held) in
   // alternating windows on their one server and records two points of sweep
   // "alternating" (a versus b, b versus a); skipped points when either is
