@@ -52,37 +52,40 @@ local KEY_COUNT = 9
 local REAP_LIMIT_S = "32" -- expired locks (and ended places in line) removed per call at most
 local CHUNK = 4000 -- arguments per redis.call at most (Lua's C stack); only very deep paths reach it
 
+-- The library's caches: what calls derive again and again, kept as long as
+-- the library, each emptied when it holds `max` entries (a large Lua heap
+-- slows every call). Read with c.t[key]; keep() adds and returns the value.
+local function cache(max) return { t = {}, n = 0, max = max } end
+local function keep(c, key, value)
+  if c.n >= c.max then c.t, c.n = {}, 0 end
+  c.t[key], c.n = value, c.n + 1
+  return value
+end
+
 -- Numbers as Redis arguments: exact decimal strings (never "1e+15").
 -- Converting a number to text is one of the costliest steps of a call, so
 -- small integers (codes, small counts, lengths) are converted once and kept in
 -- NUMSTR, a table of the library that lives as long as the library.
--- Counts (up to a million) are kept too, at most NUMSTR_MAX of them at a
--- time: a large Lua heap slows every call. Numbers that never recur (times,
+-- Counts (up to a million) are kept too. Numbers that never recur (times,
 -- fences) are not kept.
-local NUMSTR, NUMSTR_COUNT, NUMSTR_MAX = {}, 0, 4096
+local NUMSTR = cache(4096)
 local function num(x)
-  local s = NUMSTR[x]
+  local s = NUMSTR.t[x]
   if s then return s end
   s = sformat("%.0f", x)
-  if x >= 0 and x < 1000000 then
-    if NUMSTR_COUNT >= NUMSTR_MAX then NUMSTR, NUMSTR_COUNT = {}, 0 end
-    NUMSTR[x], NUMSTR_COUNT = s, NUMSTR_COUNT + 1
-  end
+  if x >= 0 and x < 1000000 then keep(NUMSTR, x, s) end
   return s
 end
 -- The other way: short numeric texts (record fields, codes, counts, ttls)
 -- are kept once converted (tonumber parses with strtod, one of the costliest
--- steps of a call), at most NUMSTR_MAX at a time; longer texts (times,
--- fences) never recur and are not kept.
-local INTS, INTS_COUNT = {}, 0
+-- steps of a call); longer texts (times, fences) never recur and are not
+-- kept.
+local INTS = cache(4096)
 local function int(s)
-  local n = INTS[s]
+  local n = INTS.t[s]
   if n then return n end
   n = tonum(s)
-  if n and #s <= 9 then
-    if INTS_COUNT >= NUMSTR_MAX then INTS, INTS_COUNT = {}, 0 end
-    INTS[s], INTS_COUNT = n, INTS_COUNT + 1
-  end
+  if n and #s <= 9 then keep(INTS, s, n) end
   return n
 end
 local PAD = { [0] = "", "0", "00", "000", "0000", "00000", "000000" }
@@ -359,9 +362,9 @@ end
 -- than paths do, so a new path usually costs one node and one field name per
 -- kind. Paths longer than PATH_CHAIN bytes are split directly (bounding the
 -- chain of parents built at once).
-local PATHS, PATH_COUNT, PATH_MAX, PATH_CHAIN = {}, 0, 512, 256
+local PATHS, PATH_CHAIN = cache(512), 256
 local function path_info(path)
-  local p = PATHS[path]
+  local p = PATHS.t[path]
   if p then return p end
   local nodes, parent = { "/" }, nil
   if path ~= "/" and #path <= PATH_CHAIN then
@@ -381,10 +384,7 @@ local function path_info(path)
       at = i + 1
     end
   end
-  p = { nodes = nodes, parent = parent }
-  if PATH_COUNT >= PATH_MAX then PATHS, PATH_COUNT = {}, 0 end
-  PATHS[path], PATH_COUNT = p, PATH_COUNT + 1
-  return p
+  return keep(PATHS, path, { nodes = nodes, parent = parent })
 end
 local function nodes_of(path) return path_info(path).nodes end
 -- kind .. node for every node of the path of entry p (kind: h, b, wh or wb;
@@ -657,15 +657,13 @@ end
 -- (comma-separated): tag \0 first \0 roles \0 ...
 -- Kept per head (a few per matrix and operation; shared, never changed by
 -- callers), so that loading a record parses its roles once.
-local INFO, INFO_COUNT = {}, 0
+local INFO = cache(512)
 local function info_of(head, first, roles)
-  local t = INFO[head]
+  local t = INFO.t[head]
   if t then return t end
   t = { first = tonum(first), roles = {} }
   for r in sgmatch(roles, "[^,]+") do t.roles[#t.roles + 1] = r end
-  if INFO_COUNT >= 512 then INFO, INFO_COUNT = {}, 0 end
-  INFO[head], INFO_COUNT = t, INFO_COUNT + 1
-  return t
+  return keep(INFO, head, t)
 end
 -- The paths at the end of a record: path_1 \0 ... path_n, exactly n of them.
 local function paths_of(tail, n)
