@@ -1,7 +1,8 @@
 // The Redis client and engine on a real Sentinel deployment (master,
 // replica, 3 sentinels; support/redis_server.hpp: shared_sentinel()):
-// discovery of the master by name, and a SENTINEL FAILOVER with calls
-// continuing on the new master.
+// discovery of the master by name, a SENTINEL FAILOVER with calls
+// continuing on the new master, and a crashed master that the sentinels
+// replace by its replica.
 #include "support/background.hpp"
 #include "support/backends.hpp"
 #include "support/redis_server.hpp"
@@ -95,6 +96,50 @@ TEST_CASE("SENTINEL FAILOVER: calls reach the new master, locks and waiters carr
   CHECK(deployment.master().command({"EXISTS", prefix_of(ns) + "meta"}).integer == 1);
   redis::RedisClient client(redis::ClientOptions{redis::parse_redis_url(deployment.url())});
   CHECK(client.node_for("x").port == deployment.master().port());
+}
+
+TEST_CASE("a crashed master: the sentinels promote the replica and calls reach it within the command timeout",
+          "[sentinel][failover][crash]") {
+  SentinelServers deployment;  // private: its master is killed
+  auto engine = redis_engine(deployment.url(), nullptr, 4, 20000ms);
+  const std::string ns = test::unique_namespace("scrash");
+  const AcquireResult held = engine->acquire(one_target_request(ns, "alice", "delete_folder", "/p/A"));
+  REQUIRE(held.granted);
+  // Only what reached the replica survives the crash (docs/operations.md#failover).
+  const auto replicated = [&] {
+    return deployment.replica().command({"HEXISTS", prefix_of(ns) + "locks", held.grant.id}).integer == 1;
+  };
+  for (int i = 0; i < 500 && !replicated(); ++i) std::this_thread::sleep_for(5ms);
+  REQUIRE(replicated());
+  RedisServer& old_master = deployment.master();
+  RedisServer& promoted = deployment.replica();
+  old_master.kill_hard();
+  // No SENTINEL FAILOVER: the sentinels find the master down (1 s), agree
+  // and promote the replica. Meanwhile calls fail to connect, ask the
+  // sentinels again and retry until the promoted replica answers.
+  const std::vector<LockInfo> locks = engine->list(ns);
+  REQUIRE(locks.size() == 1);
+  CHECK(locks.front().id == held.grant.id);
+  CHECK(promoted.command({"ROLE"}).elements.at(0).str == "master");
+  const AcquireResult refused = engine->acquire(one_target_request(ns, "bob", "upload", "/p/A/f"));
+  CHECK_FALSE(refused.granted);
+  CHECK(refused.conflict.id == held.grant.id);
+  CHECK(engine->release(ns, held.grant.id, held.grant.token));
+  const AcquireResult after = engine->acquire(one_target_request(ns, "bob", "upload", "/p/A/f"));
+  REQUIRE(after.granted);
+  CHECK(after.grant.fence > held.grant.fence);  // fences go on from the replica's copy
+  CHECK(engine->release(ns, after.grant.id, after.grant.token));
+
+  // The old master comes back: the sentinels turn it into a replica of the
+  // promoted one, and nothing is written to it.
+  old_master.restart();
+  for (int i = 0; i < 400 && old_master.command({"ROLE"}).elements.at(0).str != "slave"; ++i)
+    std::this_thread::sleep_for(25ms);
+  CHECK(old_master.command({"ROLE"}).elements.at(0).str == "slave");
+  const AcquireResult again = engine->acquire(one_target_request(ns, "carol", "upload", "/p/A/g"));
+  REQUIRE(again.granted);
+  CHECK(promoted.command({"HEXISTS", prefix_of(ns) + "locks", again.grant.id}).integer == 1);
+  CHECK(engine->release(ns, again.grant.id, again.grant.token));
 }
 
 TEST_CASE("replicas = n: a grant returns once n replicas have it; fewer is a BackendError and no lock",
