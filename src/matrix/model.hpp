@@ -111,6 +111,9 @@ struct Matrix {
 Matrix parse_matrix(const std::string& json_text, const std::string& source);
 // Reads and parses a file. Throws MatrixError.
 Matrix load_matrix(const std::string& path);
+// A file's bytes (a matrix, or a document the tools rewrite). Throws
+// MatrixError "PATH: cannot open".
+std::string read_text_file(const std::string& path);
 
 // An asymmetric pair: whether the request is refused changes when the two
 // codes swap places (held <-> requested), for the listed relations (seen

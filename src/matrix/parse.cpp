@@ -381,12 +381,14 @@ Matrix parse_matrix(const std::string& json_text, const std::string& source) {
   return m;
 }
 
-Matrix load_matrix(const std::string& path) {
+std::string read_text_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw MatrixError(fmt::format("{}: cannot open", path));
   std::stringstream buffer;
   buffer << in.rdbuf();
-  return parse_matrix(buffer.str(), path);
+  return buffer.str();
 }
+
+Matrix load_matrix(const std::string& path) { return parse_matrix(read_text_file(path), path); }
 
 }  // namespace pathlock::matrix

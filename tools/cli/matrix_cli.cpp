@@ -64,14 +64,6 @@ Args parse_args(const std::vector<std::string>& words, std::initializer_list<con
   return a;
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw matrix::MatrixError(fmt::format("{}: cannot open", path));
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 void write_text(const std::string& path, const std::string& text) {
   std::ofstream o(path, std::ios::binary | std::ios::trunc);
   o << text;
@@ -114,7 +106,7 @@ int render(const std::vector<std::string>& words, const std::string& default_fil
   if (a.options.count("update")) {
     if (a.options.count("format") || a.options.count("out")) throw BadOption("--update takes no --format or --out");
     const std::string doc = a.option("update");
-    const std::string before = read_text(doc), after = matrix::update_doc(m, before);
+    const std::string before = matrix::read_text_file(doc), after = matrix::update_doc(m, before);
     if (after != before) write_text(doc, after);
     out << fmt::format("{}: {}\n", doc, after == before ? "up to date" : "generated sections updated");
     return 0;
@@ -161,7 +153,7 @@ int scaffold(const std::vector<std::string>& words, std::ostream& out) {
   std::stringstream roles(a.option("roles"));
   for (std::string r; std::getline(roles, r, ',');) req.roles.push_back(r);
   const std::string file = a.positional[0], target = a.option("out", file);
-  const std::string text = matrix::scaffold(read_text(file), file, req);
+  const std::string text = matrix::scaffold(matrix::read_text_file(file), file, req);
   write_text(target, text);
   const matrix::Matrix m = matrix::parse_matrix(text, target);
   out << fmt::format(

@@ -20,29 +20,15 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 
 namespace fs = std::filesystem;
 using namespace pathlock::matrix;
 
 namespace {
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw MatrixError(fmt::format("{}: cannot open", p.string()));
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 void write_if_changed(const fs::path& p, const std::string& content) {
   std::error_code ec;
-  if (fs::exists(p, ec)) {
-    std::ifstream in(p, std::ios::binary);
-    std::stringstream s;
-    s << in.rdbuf();
-    if (s.str() == content) return;
-  }
+  if (fs::exists(p, ec) && read_text_file(p.string()) == content) return;
   fs::create_directories(p.parent_path());
   const fs::path tmp = p.string() + ".tmp";
   {
@@ -80,7 +66,7 @@ int main(int argc, char** argv) {
   }
   if (json.empty() || out.empty() || cxx_ns.empty() || header.empty()) return usage();
   try {
-    const Matrix m = parse_matrix(read_file(json), source_name.empty() ? json : source_name);
+    const Matrix m = parse_matrix(read_text_file(json), source_name.empty() ? json : source_name);
     for (const std::string& w : warnings(m)) std::cerr << "warning: " << w << "\n";
     const fs::path dir(out);
     write_if_changed(dir / "include" / header, emit_header(m, cxx_ns));
