@@ -79,10 +79,12 @@ TEST_CASE("stress survives connection kills, stalls and server restarts without 
   const int duration_ms = kRounds * 4500 + 500;
 
   std::vector<std::string> logs, outs;
+  const test::ScratchDir scratch("fault");
+  INFO("logs in " << scratch.dir());
   std::vector<test::ChildGuard> children(kProcesses);
   for (int p = 0; p < kProcesses; ++p) {
-    logs.push_back(fmt::format("fault-{}-{}.log", ns, p));
-    outs.push_back(fmt::format("fault-{}-{}.out", ns, p));
+    logs.push_back(scratch.path(fmt::format("fault-{}-{}.log", ns, p)));
+    outs.push_back(scratch.path(fmt::format("fault-{}-{}.out", ns, p)));
     const int out_fd = ::open(outs.back().c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     REQUIRE(out_fd >= 0);
     children[static_cast<std::size_t>(p)].pid =

@@ -132,10 +132,12 @@ TEST_CASE("a slot moved key by key under load never lets a conflicting request i
 TEST_CASE("multi-process stress across a reshard: the history checker finds no violation", "[cluster][reshard][stress]") {
   test::ClusterServers& cluster = shared_cluster();
   const std::string ns = test::unique_namespace("reshard-stress");
+  const test::ScratchDir scratch("reshard");
+  INFO("logs in " << scratch.dir());
   std::vector<std::string> logs;
   std::vector<pid_t> pids;
   for (int p = 0; p < 3; ++p) {
-    logs.push_back(fmt::format("reshard_stress_{}.log", p));
+    logs.push_back(scratch.path(fmt::format("reshard_stress_{}.log", p)));
     pids.push_back(test::spawn({PATHLOCK_STRESS, "run", "--backend", "redis", "--redis", cluster.url(), "--namespace",
                                 ns, "--threads", "3", "--duration", "4000", "--ops", "100000", "--seed",
                                 std::to_string(p + 7), "--command-timeout", "1000", "--max-backend-errors", "100000",

@@ -142,28 +142,32 @@ TEST_CASE("rollout: once the old matrix's locks are gone, the new matrix alone d
 TEST_CASE("rollout checker: holds of two matrices that overlap are a violation", "[rollout]") {
   const std::string fp_b(refined().table().fingerprint);
   const std::string fp_a(default_matrix().fingerprint);
+  const test::ScratchDir scratch("rollout-checker");
+  const std::string same = scratch.path("rollout_same.log"), cross = scratch.path("rollout_cross.log");
   // scan/scan on one path: refined allows it within its own matrix...
-  std::ofstream("rollout_same.log") << "hold\t1\tscan\ttarget=/p\t100\t200\t1:0\t90\ta1\t1\t" << fp_b << "\n"
-                                    << "hold\t2\tscan\ttarget=/p\t150\t250\t2:0\t95\ta2\t1\t" << fp_b << "\n";
-  CHECK(wait_exit(spawn({PATHLOCK_STRESS, "check", "--matrix", kRefined, "rollout_same.log"})) == 0);
+  std::ofstream(same) << "hold\t1\tscan\ttarget=/p\t100\t200\t1:0\t90\ta1\t1\t" << fp_b << "\n"
+                      << "hold\t2\tscan\ttarget=/p\t150\t250\t2:0\t95\ta2\t1\t" << fp_b << "\n";
+  CHECK(wait_exit(spawn({PATHLOCK_STRESS, "check", "--matrix", kRefined, same})) == 0);
   // ...but a hold of the shipped matrix on a path inside it is a violation,
   // whatever either matrix says.
-  std::ofstream("rollout_cross.log") << "hold\t1\tscan\ttarget=/p\t100\t200\t1:0\t90\ta1\t1\t" << fp_b << "\n"
-                                     << "hold\t2\tcreate\ttarget=/p/x\t150\t250\t2:0\t95\ta2\t1\t" << fp_a << "\n"
-                                     << "hold\t3\tcreate\ttarget=/q\t150\t250\t2:1\t96\ta3\t1\t" << fp_a << "\n";
-  CHECK(wait_exit(spawn({PATHLOCK_STRESS, "check", "--matrix", kRefined, "rollout_cross.log"})) == 1);
+  std::ofstream(cross) << "hold\t1\tscan\ttarget=/p\t100\t200\t1:0\t90\ta1\t1\t" << fp_b << "\n"
+                       << "hold\t2\tcreate\ttarget=/p/x\t150\t250\t2:0\t95\ta2\t1\t" << fp_a << "\n"
+                       << "hold\t3\tcreate\ttarget=/q\t150\t250\t2:1\t96\ta3\t1\t" << fp_a << "\n";
+  CHECK(wait_exit(spawn({PATHLOCK_STRESS, "check", "--matrix", kRefined, cross})) == 1);
   // A log of a matrix the check was not given cannot be judged.
-  CHECK(wait_exit(spawn({PATHLOCK_STRESS, "check", "rollout_cross.log"})) != 0);
+  CHECK(wait_exit(spawn({PATHLOCK_STRESS, "check", cross})) != 0);
 }
 
 TEST_CASE("rollout: stress processes of two matrices on one namespace never hold conflicting locks",
           "[rollout][redis][stress]") {
   const auto& server = test::shared_redis_server();
   const std::string ns = test::unique_namespace("rollstress");
+  const test::ScratchDir scratch("rollout");
+  INFO("logs in " << scratch.dir());
   std::vector<pid_t> pids;
   std::vector<std::string> logs;
   for (int p = 0; p < 4; ++p) {
-    logs.push_back(fmt::format("rollout-{}-{}.log", ns, p));
+    logs.push_back(scratch.path(fmt::format("rollout-{}-{}.log", ns, p)));
     std::vector<std::string> argv{PATHLOCK_STRESS, "run", "--backend", "redis", "--redis", server.url(),
                                   "--namespace", ns, "--threads", "3", "--ops", "300", "--seed",
                                   std::to_string(p + 1), "--log", logs.back()};

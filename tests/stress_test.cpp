@@ -35,14 +35,16 @@ using test::wait_exit;
 TEST_CASE("checker: a log with two conflicting holds at once is a violation", "[stress]") {
   // The checker must be able to fail: a hand-written log where a
   // delete_folder and an upload inside it overlap in time.
-  std::ofstream("bad_stress.log") << "hold\t1\tdelete_folder\ttarget=/p/A\t100\t200\t1:0\n"
-                                  << "hold\t2\tupload\ttarget=/p/A/x\t150\t250\t2:0\n"
-                                  << "hold\t3\tupload\ttarget=/p/B\t150\t250\t2:1\n";
-  std::ofstream("good_stress.log") << "hold\t1\tupload\ttarget=/p/A\t100\t200\t1:0\n"
-                                   << "hold\t2\tcreate\ttarget=/p/A\t150\t250\t2:0\n"
-                                   << "hold\t3\tdelete_folder\ttarget=/p/A\t250\t300\t2:1\n";
-  CHECK(wait_exit(spawn({PATHLOCK_STRESS, "check", "bad_stress.log"})) == 1);
-  CHECK(wait_exit(spawn({PATHLOCK_STRESS, "check", "good_stress.log"})) == 0);
+  const test::ScratchDir scratch("checker");
+  const std::string bad = scratch.path("bad_stress.log"), good = scratch.path("good_stress.log");
+  std::ofstream(bad) << "hold\t1\tdelete_folder\ttarget=/p/A\t100\t200\t1:0\n"
+                     << "hold\t2\tupload\ttarget=/p/A/x\t150\t250\t2:0\n"
+                     << "hold\t3\tupload\ttarget=/p/B\t150\t250\t2:1\n";
+  std::ofstream(good) << "hold\t1\tupload\ttarget=/p/A\t100\t200\t1:0\n"
+                      << "hold\t2\tcreate\ttarget=/p/A\t150\t250\t2:0\n"
+                      << "hold\t3\tdelete_folder\ttarget=/p/A\t250\t300\t2:1\n";
+  CHECK(wait_exit(spawn({PATHLOCK_STRESS, "check", bad})) == 1);
+  CHECK(wait_exit(spawn({PATHLOCK_STRESS, "check", good})) == 0);
 }
 
 TEST_CASE("checker: fences that go back or name two locks are violations", "[stress]") {
@@ -53,18 +55,20 @@ TEST_CASE("checker: fences that go back or name two locks are violations", "[str
     return fmt::format("hold\t{}\tupload\ttarget={}\t{}\t{}\t1:0\t{}\t{}\t{}\n", fence, path, from, to, sent, id,
                        holds);
   };
-  std::ofstream("fence_ok.log") << hold(5, "/p/a", 100, 200, 210, "a", 1) << hold(4, "/p/c", 150, 260, 270, "c", 1)
-                                << hold(6, "/p/b", 300, 310, 320, "b", 1)
-                                // a reentry keeps its old fence, however late
-                                << hold(4, "/p/c", 400, 410, 420, "c", 2)
-                                << "maybe\tupload\ttarget=/p/d\t500\t900\t1000\t1:0\n";
-  std::ofstream("fence_back.log") << hold(5, "/p/a", 100, 200, 210, "a", 1) << hold(3, "/p/b", 300, 310, 320, "b", 1);
-  std::ofstream("fence_reused.log") << hold(5, "/p/a", 100, 200, 210, "a", 1) << hold(5, "/p/b", 300, 310, 320, "b", 2);
-  std::ofstream("fence_bad_line.log") << "maybe\tupload\ttarget=/p/d\t500\n";
-  CHECK(wait_exit(spawn({PATHLOCK_STRESS, "check", "fence_ok.log"})) == 0);
-  CHECK(wait_exit(spawn({PATHLOCK_STRESS, "check", "fence_back.log"})) == 1);
-  CHECK(wait_exit(spawn({PATHLOCK_STRESS, "check", "fence_reused.log"})) == 1);
-  CHECK(wait_exit(spawn({PATHLOCK_STRESS, "check", "fence_bad_line.log"})) == 2);
+  const test::ScratchDir scratch("fences");
+  const std::string ok = scratch.path("fence_ok.log"), back = scratch.path("fence_back.log"),
+                    reused = scratch.path("fence_reused.log"), bad_line = scratch.path("fence_bad_line.log");
+  std::ofstream(ok) << hold(5, "/p/a", 100, 200, 210, "a", 1) << hold(4, "/p/c", 150, 260, 270, "c", 1)
+                    << hold(6, "/p/b", 300, 310, 320, "b", 1)
+                    // a reentry keeps its old fence, however late
+                    << hold(4, "/p/c", 400, 410, 420, "c", 2) << "maybe\tupload\ttarget=/p/d\t500\t900\t1000\t1:0\n";
+  std::ofstream(back) << hold(5, "/p/a", 100, 200, 210, "a", 1) << hold(3, "/p/b", 300, 310, 320, "b", 1);
+  std::ofstream(reused) << hold(5, "/p/a", 100, 200, 210, "a", 1) << hold(5, "/p/b", 300, 310, 320, "b", 2);
+  std::ofstream(bad_line) << "maybe\tupload\ttarget=/p/d\t500\n";
+  CHECK(wait_exit(spawn({PATHLOCK_STRESS, "check", ok})) == 0);
+  CHECK(wait_exit(spawn({PATHLOCK_STRESS, "check", back})) == 1);
+  CHECK(wait_exit(spawn({PATHLOCK_STRESS, "check", reused})) == 1);
+  CHECK(wait_exit(spawn({PATHLOCK_STRESS, "check", bad_line})) == 2);
 }
 
 TEST_CASE("several processes with several threads never hold conflicting locks", "[stress][redis]") {
@@ -73,8 +77,10 @@ TEST_CASE("several processes with several threads never hold conflicting locks",
   constexpr int kProcesses = 3;
   std::vector<pid_t> pids;
   std::vector<std::string> logs;
+  const test::ScratchDir scratch("stress");
+  INFO("logs in " << scratch.dir());
   for (int p = 0; p < kProcesses; ++p) {
-    logs.push_back(fmt::format("stress-{}-{}.log", ns, p));
+    logs.push_back(scratch.path(fmt::format("stress-{}-{}.log", ns, p)));
     pids.push_back(spawn({PATHLOCK_STRESS, "run", "--backend", "redis", "--redis", server.url(), "--namespace", ns,
                           "--threads", "4", "--ops", "400", "--seed", std::to_string(p + 1), "--log", logs.back()}));
   }

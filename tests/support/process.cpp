@@ -10,10 +10,25 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <system_error>
 
 extern char** environ;
 
 namespace pathlock::test {
+
+ScratchDir::ScratchDir(const std::string& tag) {
+  std::string tmpl = (std::filesystem::temp_directory_path() / ("pathlock-" + tag + "-XXXXXX")).string();
+  REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+  dir_ = tmpl;
+}
+
+ScratchDir::~ScratchDir() {
+  if (std::uncaught_exceptions() > 0) return;  // a failed REQUIRE: keep the files
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
+}
 
 pid_t spawn(std::vector<std::string> argv, int stdin_fd, int stdout_fd) {
   posix_spawn_file_actions_t actions;

@@ -28,6 +28,25 @@ struct ChildGuard {
   ~ChildGuard();
 };
 
+// A fresh directory for a test's files (logs of child processes, inputs of
+// a checker), under $TMPDIR or /tmp, so that tests write nothing into the
+// working directory and two runs never share a file. Removed when it goes
+// out of scope, except while an exception is in flight (a failed REQUIRE):
+// the files then stay for a look, and the test's INFO names the directory.
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& tag);
+  ~ScratchDir();
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::string& dir() const { return dir_; }
+  // dir() + "/" + name
+  std::string path(const std::string& name) const { return dir_ + "/" + name; }
+
+ private:
+  std::string dir_;
+};
+
 // Runs `body` with stderr (fd 2) sent to a temporary file and returns what
 // was written there; stderr is restored also when `body` throws (the
 // exception goes on).
