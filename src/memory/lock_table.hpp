@@ -22,6 +22,7 @@
 #include <pathlock/engine.hpp>
 
 #include <cstdint>
+#include <list>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -49,6 +50,7 @@ struct Waiter {
   int op = 0;
   Clock::time_point deadline;
   std::vector<Entry> entries;  // never resized while linked
+  std::list<Waiter>::iterator in_line;  // its place in NamespaceState::waiters (erased in O(1))
 };
 
 class LockTable {

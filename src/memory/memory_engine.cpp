@@ -56,6 +56,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 #include <mutex>
 #include <utility>
 
@@ -309,6 +310,7 @@ class MemoryEngine final : public LockEngine {
   Waiter* enqueue(Namespace& ns, NamespaceState& st, const core::ResolvedRequest& req, const std::string& owner,
                   Clock::time_point deadline) {
     Waiter& w = st.waiters.emplace_back();
+    w.in_line = std::prev(st.waiters.end());
     w.seq = ns.next_waiter++;
     w.owner = owner;
     w.op = req.op;
@@ -326,7 +328,7 @@ class MemoryEngine final : public LockEngine {
 
   static void dequeue(Namespace& ns, NamespaceState& st, Waiter& w) {
     for (Entry& e : w.entries) st.index.unlink(e, kWaiting);
-    st.waiters.remove_if([&](const Waiter& x) { return &x == &w; });
+    st.waiters.erase(w.in_line);
     ns.notify();  // younger waiters may go now
   }
 
