@@ -4,11 +4,17 @@
 -- Cost: O(1) calls, whatever the depth: the record, one HMGET of the index,
 -- and one write per key; reaping rides in the same writes.
 
--- The lock `id` as stored (live or expired), or nil.
-local function stored_lock(c, id)
-  if not valid_id(id) then return nil end
-  local rec = rcall("HGET", c.locks, id)
-  return rec and unpack_lock(id, rec)
+-- The opening of release and force_release (`count` arguments, the first
+-- the lock's id): the call context, the expired locks to reap, and the lock
+-- as stored, live or expired (or nil). Returns nil and the reply when the
+-- call cannot go on.
+local function open_release(keys, argv, count, usage)
+  local c, bad = begin_with(keys, argv, count, usage)
+  if not c then return nil, bad end
+  local reaped, stale = expired_locks(c)
+  local id = argv[1]
+  local rec = valid_id(id) and rcall("HGET", c.locks, id)
+  return c, nil, reaped, stale, rec and unpack_lock(id, rec) or nil
 end
 
 -- Removes `l` (when given) together with the expired locks to reap.
@@ -18,10 +24,8 @@ local function drop_with_reaped(c, l, reaped, stale)
 end
 
 local function pl_release(keys, argv)
-  local c, bad = begin_with(keys, argv, 2, "release takes id, token")
+  local c, bad, reaped, stale, l = open_release(keys, argv, 2, "release takes id, token")
   if not c then return bad end
-  local reaped, stale = expired_locks(c)
-  local l = stored_lock(c, argv[1])
   local live = l and l.exp > c.now
   if live and l.token == argv[2] and l.holds > 1 then
     bad = writable(c, false, #reaped + #stale > 0)
@@ -39,10 +43,8 @@ local function pl_release(keys, argv)
 end
 
 local function pl_force_release(keys, argv)
-  local c, bad = begin_with(keys, argv, 1, "force_release takes id")
+  local c, bad, reaped, stale, l = open_release(keys, argv, 1, "force_release takes id")
   if not c then return bad end
-  local reaped, stale = expired_locks(c)
-  local l = stored_lock(c, argv[1])
   bad = drop_with_reaped(c, l, reaped, stale)
   if bad then return bad end
   if l and l.exp > c.now then return { "released", 0 } end
