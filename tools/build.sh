@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# tools/build.sh demo|test
+# tools/build.sh demo|test|asan|tsan
 #   Installs the Debian packages pathlock needs (only those missing), builds
 #   into ./build, then runs the demo on the embedded backend (demo) or the
 #   whole test suite, which starts its own redis-server (test).
 #   demo builds only the `pathlock` command; test builds everything.
+#   asan / tsan: the whole suite once more, built into ./build-asan with
+#   AddressSanitizer + UndefinedBehaviorSanitizer, or into ./build-tsan with
+#   ThreadSanitizer (a report fails its test). For developers, not CI: each
+#   takes about twice as long as test. packaging_consumers is left out (its
+#   consumer projects are built without the sanitizer runtime).
 #   Parallel jobs: $PATHLOCK_JOBS, else $CMAKE_BUILD_PARALLEL_LEVEL, else nproc.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 mode=${1:-}
-case "$mode" in demo|test) ;; *) echo "usage: tools/build.sh demo|test" >&2; exit 2 ;; esac
+case "$mode" in demo|test|asan|tsan) ;; *) echo "usage: tools/build.sh demo|test|asan|tsan" >&2; exit 2 ;; esac
 
 packages=(cmake g++ make pkg-config libhiredis-dev nlohmann-json3-dev catch2 libfmt-dev redis-server gnuplot-nox)
 missing=()
@@ -26,6 +31,21 @@ fi
 
 jobs=${PATHLOCK_JOBS:-${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}}
 case "$jobs" in ''|*[!0-9]*|0) echo "PATHLOCK_JOBS / CMAKE_BUILD_PARALLEL_LEVEL must be a positive number, got '$jobs'" >&2; exit 2 ;; esac
+
+if [ "$mode" = asan ] || [ "$mode" = tsan ]; then
+  if [ "$mode" = asan ]; then
+    flags="-fsanitize=address,undefined -fno-omit-frame-pointer"
+    export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+    export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+  else
+    flags="-fsanitize=thread"
+  fi
+  cmake -S . -B "build-$mode" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS="$flags" \
+    -DCMAKE_EXE_LINKER_FLAGS="$flags" >/dev/null
+  cmake --build "build-$mode" -j"$jobs"
+  cd "build-$mode"
+  exec ctest --output-on-failure -E '^packaging_consumers$'
+fi
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPATHLOCK_WERROR=ON >/dev/null
 
