@@ -4,22 +4,22 @@
 // half moved, a graceful failover with calls continuing, Functions on every
 // master, WAIT, and wake-ups through SSUBSCRIBE that follow their slot.
 // Tests here move slots and fail masters over, so none assumes a layout.
-#include "support/background.hpp"
-#include "support/backends.hpp"
-#include "support/redis_server.hpp"
-
-#include "redis/redis_client.hpp"
-#include "redis/slot.hpp"
-
-#include <pathlock/engine.hpp>
-
 #include <catch2/catch.hpp>
-
 #include <future>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <pathlock/engine.hpp>
 #include <random>
 #include <set>
+#include <sstream>
 #include <thread>
+
+#include "admin.hpp"
+#include "redis/redis_client.hpp"
+#include "redis/slot.hpp"
+#include "support/backends.hpp"
+#include "support/background.hpp"
+#include "support/redis_server.hpp"
 
 using namespace pathlock;
 using namespace std::chrono_literals;
@@ -291,6 +291,52 @@ TEST_CASE("a waiter is woken through SSUBSCRIBE on the slot's master, and follow
   const AcquireResult got = waiter.get();
   REQUIRE(got.granted);
   CHECK(engine->release(ns, got.grant.id, got.grant.token));
+}
+
+TEST_CASE("admin status without --namespace lists the namespaces of every master", "[cluster][admin]") {
+  ClusterServers& cluster = shared_cluster();
+  auto engine = redis_engine(cluster.url());
+  std::map<std::string, std::size_t> expected;  // namespace -> its master
+  std::vector<std::pair<std::string, Grant>> held;
+  for (const auto& [master, names] : namespaces_on_every_master(cluster, 2))
+    for (const std::string& ns : names) {
+      const AcquireResult a = engine->acquire(one_target_request(ns, "alice", "upload", "/p/f"));
+      REQUIRE(a.granted);
+      held.emplace_back(ns, a.grant);
+      expected[ns] = master;
+    }
+  const auto status = [&](std::vector<std::string> args) {
+    std::ostringstream out, err;
+    const int code = cli::run_admin(args, out, err);
+    INFO(err.str());
+    REQUIRE(code == 0);
+    std::vector<nlohmann::json> lines;
+    std::istringstream in(out.str());
+    for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+    return lines;
+  };
+  // The shared cluster holds other tests' namespaces too: ours must all be
+  // there, once each, with their lock.
+  std::map<std::string, int> seen;
+  const std::vector<nlohmann::json> all = status({"status", "--redis", cluster.url()});
+  for (const nlohmann::json& line : all) {
+    REQUIRE(line.contains("namespace"));  // no "truncated" line: under the default limit
+    const std::string ns = line["namespace"];
+    if (!expected.count(ns)) continue;
+    ++seen[ns];
+    REQUIRE(line["matrices"].size() == 1);
+    CHECK(line["matrices"][0]["locks"] == 1);
+  }
+  CHECK(seen.size() == expected.size());
+  for (const auto& [ns, n] : seen) CHECK(n == 1);
+
+  // --limit counts across the masters.
+  const std::size_t limit = std::min<std::size_t>(all.size() - 1, 4);
+  const std::vector<nlohmann::json> some =
+      status({"status", "--redis", cluster.url(), "--limit", std::to_string(limit)});
+  REQUIRE(some.size() == limit + 1);
+  CHECK(some.back() == nlohmann::json{{"truncated", true}, {"limit", limit}});
+  for (const auto& [ns, grant] : held) CHECK(engine->release(ns, grant.id, grant.token));
 }
 
 TEST_CASE("a graceful failover: calls reach the new master and no lock is lost", "[cluster][failover]") {

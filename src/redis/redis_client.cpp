@@ -216,6 +216,23 @@ Reply RedisClient::call(const std::vector<std::string>& argv) {
   return routed(command_slot(argv), nullptr, [&](Attempt& x) { return x(argv); });
 }
 
+std::vector<Endpoint> RedisClient::masters() {
+  if (mode_ == Mode::cluster) return slots_.masters();
+  return {target(-1)};
+}
+
+Reply RedisClient::call_on(const Endpoint& node, const std::vector<std::string>& argv) {
+  if (argv.empty()) throw InvalidRequest("redis: empty command");
+  NodePool& p = pool(node);
+  try {
+    NodePool::Lease c = p.take(false);
+    return c->exchange(argv);
+  } catch (const NotSent&) {
+    NodePool::Lease c = p.take(true);
+    return c->exchange(argv);
+  }
+}
+
 Reply RedisClient::command(const std::vector<std::string>& argv) {
   Reply r = call(argv);
   if (r.is_error()) fail(fmt::format("{} failed: {}", argv.front(), r.str));

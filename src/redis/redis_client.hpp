@@ -85,6 +85,14 @@ class RedisClient {
   Reply call(const std::vector<std::string>& argv);
   // Like call, but an error reply throws BackendError too.
   Reply command(const std::vector<std::string>& argv);
+  // The masters as the client knows them now: every master of the slot map
+  // in cluster mode, else the one server (the master the sentinels named).
+  std::vector<Endpoint> masters();
+  // Runs one command on `node`, not routed: for commands that concern one
+  // node, such as SCAN, whose keys are that node's. A pooled connection the
+  // server had closed is replaced once; nothing is sent to another node.
+  // Error replies are returned. Throws BackendError.
+  Reply call_on(const Endpoint& node, const std::vector<std::string>& argv);
 
   // Registers Functions library `name` (Redis 7, `code` starts with
   // "#!lua name=<name>") and, when one node does not list it (FUNCTION

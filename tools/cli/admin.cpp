@@ -3,8 +3,9 @@
 // a rolling deploy: its layout, its last fence, and per matrix in use
 // (tag t: "m:T" = fingerprint \0 name \0 version, "l:T" locks, "w:T" places
 // in line). One HGETALL per namespace; namespaces are found with SCAN
-// (cursor-based, COUNT 1000 per step) and at most --limit of them are shown,
-// so the command does bounded work on a big server. Older layouts are shown
+// (cursor-based, COUNT 1000 per step; on a cluster on every master in turn,
+// since SCAN sees only its node's keys) and at most --limit of them are
+// shown, so the command does bounded work on a big server. Older layouts are shown
 // with what their meta records (layout 2: one bound matrix, no counts).
 #include "admin.hpp"
 
@@ -113,22 +114,29 @@ int run_admin(const std::vector<std::string>& args, std::ostream& out, std::ostr
     out << status_of(client, opt["namespace"]).dump() << "\n";
     return 0;
   }
-  std::string cursor = "0";
+  // A cluster's masters in turn; otherwise the one server, with the client's
+  // routing (which follows a Sentinel failover).
+  const bool cluster = client.mode() == redis::RedisClient::Mode::cluster;
   long shown = 0;
-  do {
-    const redis::Reply r = client.command({"SCAN", cursor, "MATCH", "pl:{*}:meta", "COUNT", "1000"});
-    cursor = r.at(0).text();
-    for (const redis::Reply& key : r.at(1).elements) {
-      const std::string ns = namespace_of(key.str);
-      if (ns.empty()) continue;
-      if (shown == limit) {
-        out << nlohmann::json{{"truncated", true}, {"limit", limit}}.dump() << "\n";
-        return 0;
+  for (const redis::Endpoint& node : client.masters()) {
+    std::string cursor = "0";
+    do {
+      const std::vector<std::string> scan{"SCAN", cursor, "MATCH", "pl:{*}:meta", "COUNT", "1000"};
+      const redis::Reply r = cluster ? client.call_on(node, scan) : client.call(scan);
+      if (r.is_error()) client.fail(fmt::format("SCAN on {} failed: {}", node.describe(), r.str));
+      cursor = r.at(0).text();
+      for (const redis::Reply& key : r.at(1).elements) {
+        const std::string ns = namespace_of(key.str);
+        if (ns.empty()) continue;
+        if (shown == limit) {
+          out << nlohmann::json{{"truncated", true}, {"limit", limit}}.dump() << "\n";
+          return 0;
+        }
+        out << status_of(client, ns).dump() << "\n";
+        ++shown;
       }
-      out << status_of(client, ns).dump() << "\n";
-      ++shown;
-    }
-  } while (cursor != "0");
+    } while (cursor != "0");
+  }
   return 0;
 #else
   err << "error: this pathlock was built without the Redis backend\n";
