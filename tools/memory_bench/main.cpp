@@ -46,16 +46,21 @@ constexpr const char* kHeldOps[] = {"upload", "create", "rename_file", "delete_f
 // pathlock-bench's paths, as one client (number 0) of it takes them.
 std::string probe_path(int depth, std::size_t held, std::size_t k) { return bench::probe_path(depth, held, 0, k); }
 
-// One engine holding `held` locks and the ring of requests its pairs use.
+// Steps counted over the measured windows, and the time they took.
+struct Tally {
+  std::size_t steps = 0;
+  double seconds = 0;
+  double rate() const { return static_cast<double>(steps) / seconds; }
+};
+
+// One engine holding `held` locks and the rings of requests its pairs and
+// its refused acquires use.
 struct Subject {
   std::size_t held = 0;
   std::unique_ptr<LockEngine> engine;
   std::vector<LockRequest> ring;
   std::vector<LockRequest> refused_ring;  // empty when held == 0
-  std::size_t pairs = 0;
-  double seconds = 0;
-  std::size_t refusals = 0;
-  double refused_seconds = 0;
+  Tally pairs, refusals;
 };
 
 std::unique_ptr<Subject> make_subject(std::size_t held, int depth) {
@@ -75,44 +80,44 @@ std::unique_ptr<Subject> make_subject(std::size_t held, int depth) {
   return s;
 }
 
-// Pairs on `s` for `secs` seconds; counted only when `count`.
-void run_window(Subject& s, double secs, bool count) {
-  std::size_t pairs = 0;
+// Runs step(k) in batches for `secs` seconds, k going on from the steps
+// counted so far; the steps and time go into `tally` only when `count`.
+template <class Step>
+void run_window(Tally& tally, double secs, bool count, Step&& step) {
+  std::size_t n = 0;
   const auto start = Steady::now();
   const auto end = start + std::chrono::duration<double>(secs);
   while (true) {
-    for (int b = 0; b < 256; ++b, ++pairs) {
-      const AcquireResult r = s.engine->acquire(s.ring[(s.pairs + pairs) % s.ring.size()]);
-      if (!r.granted || !s.engine->release("bench", r.grant.id, r.grant.token)) std::abort();
-    }
+    for (int b = 0; b < 64; ++b, ++n) step(tally.steps + n);
     const auto now = Steady::now();
     if (now >= end) {
       if (count) {
-        s.pairs += pairs;
-        s.seconds += std::chrono::duration<double>(now - start).count();
+        tally.steps += n;
+        tally.seconds += std::chrono::duration<double>(now - start).count();
       }
       return;
     }
   }
 }
 
-// Refused acquires on `s` for `secs` seconds; counted only when `count`.
-void run_refused_window(Subject& s, double secs, bool count) {
-  std::size_t n = 0;
-  const auto start = Steady::now();
-  const auto end = start + std::chrono::duration<double>(secs);
-  while (true) {
-    for (int b = 0; b < 64; ++b, ++n)
-      if (s.engine->acquire(s.refused_ring[(s.refusals + n) % s.refused_ring.size()]).granted) std::abort();
-    const auto now = Steady::now();
-    if (now >= end) {
-      if (count) {
-        s.refusals += n;
-        s.refused_seconds += std::chrono::duration<double>(now - start).count();
-      }
-      return;
-    }
-  }
+// One acquire+release pair of s's ring.
+void pair_step(Subject& s, std::size_t k) {
+  const AcquireResult r = s.engine->acquire(s.ring[k % s.ring.size()]);
+  if (!r.granted || !s.engine->release("bench", r.grant.id, r.grant.token)) std::abort();
+}
+
+// One refused acquire of s's refused ring.
+void refused_step(Subject& s, std::size_t k) {
+  if (s.engine->acquire(s.refused_ring[k % s.refused_ring.size()]).granted) std::abort();
+}
+
+// The subjects' windows of `kind` (pairs or refusals), alternating: a 0.2 s
+// warm-up each, then `rounds` rounds of 0.2 s each, so a change of the
+// machine's load falls on all of them alike.
+template <class Step>
+void alternate(std::vector<Subject*>& subjects, int rounds, Tally Subject::*kind, Step step) {
+  for (int round = -1; round < rounds; ++round)
+    for (Subject* s : subjects) run_window(s->*kind, 0.2, round >= 0, [&](std::size_t k) { step(*s, k); });
 }
 
 std::size_t heap_bytes() { return mallinfo2().uordblks; }
@@ -189,32 +194,25 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  // Every subject is filled first, then measured in alternating windows of
-  // 0.2 s, so a change of the machine's load falls on all of them alike.
-  std::vector<std::unique_ptr<Subject>> subjects;
-  for (std::size_t h : held) subjects.push_back(make_subject(h, depth));
-  for (auto& s : subjects) run_window(*s, 0.2, false);  // warm-up
-  const int rounds = std::max(1, static_cast<int>(seconds / 0.2));
-  for (int round = 0; round < rounds; ++round)
-    for (auto& s : subjects) run_window(*s, 0.2, true);
-  double first = 0;
-  for (auto& s : subjects) {
-    const double rate = static_cast<double>(s->pairs) / s->seconds;
-    if (first == 0) first = rate;
-    fmt::print("held {:>8} depth {}: {:>9.0f} pairs/s ({:.2f}x of held {}; {:.1f} s measured in {} windows)\n", s->held,
-               depth, rate, rate / first, held[0], s->seconds, rounds);
+  // Every subject is filled first, then measured (alternate()).
+  std::vector<std::unique_ptr<Subject>> owned;
+  std::vector<Subject*> subjects, with_held;
+  for (std::size_t h : held) {
+    owned.push_back(make_subject(h, depth));
+    subjects.push_back(owned.back().get());
+    if (h > 0) with_held.push_back(owned.back().get());
   }
+  const int rounds = std::max(1, static_cast<int>(seconds / 0.2));
+  alternate(subjects, rounds, &Subject::pairs, pair_step);
+  const double first = subjects.empty() ? 0 : subjects.front()->pairs.rate();
+  for (const Subject* s : subjects)
+    fmt::print("held {:>8} depth {}: {:>9.0f} pairs/s ({:.2f}x of held {}; {:.1f} s measured in {} windows)\n", s->held,
+               depth, s->pairs.rate(), s->pairs.rate() / first, held[0], s->pairs.seconds, rounds);
   if (refused) {
-    for (auto& s : subjects)
-      if (!s->refused_ring.empty()) run_refused_window(*s, 0.2, false);
-    for (int round = 0; round < rounds; ++round)
-      for (auto& s : subjects)
-        if (!s->refused_ring.empty()) run_refused_window(*s, 0.2, true);
-    for (auto& s : subjects)
-      if (!s->refused_ring.empty())
-        fmt::print("held {:>8} depth {}: {:>9.0f} refused acquires/s ({:.2f} us each)\n", s->held, depth,
-                   static_cast<double>(s->refusals) / s->refused_seconds,
-                   s->refused_seconds * 1e6 / static_cast<double>(s->refusals));
+    alternate(with_held, rounds, &Subject::refusals, refused_step);
+    for (const Subject* s : with_held)
+      fmt::print("held {:>8} depth {}: {:>9.0f} refused acquires/s ({:.2f} us each)\n", s->held, depth,
+                 s->refusals.rate(), 1e6 / s->refusals.rate());
   }
   if (idle) idle_bytes(idle);
   if (wide) wide_refusal(wide);
