@@ -5,16 +5,13 @@
 #include <fmt/format.h>
 
 #include <array>
-#include <atomic>
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
-#include <optional>
 
 #include <pthread.h>
 #include <sys/random.h>
-#include <unistd.h>
 
 namespace pathlock::core {
 
@@ -114,18 +111,24 @@ void fill_random(unsigned char* out, std::size_t n) {
   }
 }
 
-// Counts the forks this process came out of (as a child): a per-thread pool
-// drawn before a fork must not be used after it. Asking getpid() on every
-// call would cost a system call per id (glibc no longer caches the pid).
-std::atomic<unsigned> g_forks{0};
-void count_fork() { g_forks.fetch_add(1, std::memory_order_relaxed); }
+// Random bytes drawn ahead, per thread (random_hex).
+struct Pool {
+  unsigned char bytes[512];
+  std::size_t used = sizeof bytes;
+};
+thread_local Pool t_pool;
 
-// The fork count, or nullopt when the fork handler could not be registered
-// (then the caller compares pids instead).
-std::optional<unsigned> forks_seen() {
-  static const bool registered = pthread_atfork(nullptr, nullptr, &count_fork) == 0;
-  if (!registered) return std::nullopt;
-  return g_forks.load(std::memory_order_relaxed);
+// Empties the calling thread's pool. As the fork handler of a child it
+// empties the one pool there is: only the thread that forked lives on in
+// the child, which so never hands out its parent's next bytes. (Asking
+// getpid() on every call instead would cost a system call per id: glibc no
+// longer caches the pid.)
+void forget_pool() { t_pool.used = sizeof t_pool.bytes; }
+
+// False when the fork handler could not be registered (out of memory).
+bool fork_handler_registered() {
+  static const bool registered = pthread_atfork(nullptr, nullptr, &forget_pool) == 0;
+  return registered;
 }
 
 }  // namespace
@@ -138,22 +141,8 @@ std::string random_hex(std::size_t bytes) {
   // needs two or three), and never reused: a process that forks draws
   // afresh, so parent and child never hand out the same token.
   static constexpr char kHex[] = "0123456789abcdef";
-  struct Pool {
-    unsigned char bytes[512];
-    std::size_t used = sizeof bytes;
-    unsigned forks = 0;  // forks_seen() when drawn
-    pid_t owner = 0;     // getpid() when drawn, where no fork handler could be registered
-  };
-  thread_local Pool pool;
-  if (const std::optional<unsigned> forks = forks_seen()) {
-    if (*forks != pool.forks) {
-      pool.used = sizeof pool.bytes;
-      pool.forks = *forks;
-    }
-  } else if (const pid_t me = getpid(); me != pool.owner) {
-    pool.used = sizeof pool.bytes;
-    pool.owner = me;
-  }
+  if (!fork_handler_registered()) forget_pool();  // without it, nothing is drawn ahead
+  Pool& pool = t_pool;
   std::string out;
   out.reserve(bytes * 2);
   while (bytes > 0) {
