@@ -11,12 +11,11 @@
 #include <pathlock/engine.hpp>
 #include <random>
 #include <set>
-#include <sstream>
 #include <thread>
 
-#include "admin.hpp"
 #include "redis/redis_client.hpp"
 #include "redis/slot.hpp"
+#include "support/admin_status.hpp"
 #include "support/backends.hpp"
 #include "support/background.hpp"
 #include "support/redis_server.hpp"
@@ -305,20 +304,10 @@ TEST_CASE("admin status without --namespace lists the namespaces of every master
       held.emplace_back(ns, a.grant);
       expected[ns] = master;
     }
-  const auto status = [&](std::vector<std::string> args) {
-    std::ostringstream out, err;
-    const int code = cli::run_admin(args, out, err);
-    INFO(err.str());
-    REQUIRE(code == 0);
-    std::vector<nlohmann::json> lines;
-    std::istringstream in(out.str());
-    for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
-    return lines;
-  };
   // The shared cluster holds other tests' namespaces too: ours must all be
   // there, once each, with their lock.
   std::map<std::string, int> seen;
-  const std::vector<nlohmann::json> all = status({"status", "--redis", cluster.url()});
+  const std::vector<nlohmann::json> all = test::admin_status({"status", "--redis", cluster.url()});
   for (const nlohmann::json& line : all) {
     REQUIRE(line.contains("namespace"));  // no "truncated" line: under the default limit
     const std::string ns = line["namespace"];
@@ -333,7 +322,7 @@ TEST_CASE("admin status without --namespace lists the namespaces of every master
   // --limit counts across the masters.
   const std::size_t limit = std::min<std::size_t>(all.size() - 1, 4);
   const std::vector<nlohmann::json> some =
-      status({"status", "--redis", cluster.url(), "--limit", std::to_string(limit)});
+      test::admin_status({"status", "--redis", cluster.url(), "--limit", std::to_string(limit)});
   REQUIRE(some.size() == limit + 1);
   CHECK(some.back() == nlohmann::json{{"truncated", true}, {"limit", limit}});
   for (const auto& [ns, grant] : held) CHECK(engine->release(ns, grant.id, grant.token));

@@ -12,24 +12,22 @@
 //     holds of two matrices overlap;
 //   * `pathlock admin status` names both matrices with their counts.
 // The embedded backend is N/A: engines do not share state.
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <pathlock/engine.hpp>
+
+#include "matrix/table.hpp"
+#include "support/admin_status.hpp"
 #include "support/backends.hpp"
 #include "support/process.hpp"
 #include "support/redis_server.hpp"
 
-#include "admin.hpp"
-#include "matrix/table.hpp"
-
-#include <pathlock/engine.hpp>
-
-#include <catch2/catch.hpp>
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
-#include <fstream>
-#include <sstream>
-
 using namespace pathlock;
 using namespace std::chrono_literals;
+using pathlock::test::admin_status;
 using test::spawn;
 using test::wait_exit;
 
@@ -45,15 +43,6 @@ const matrix::CompiledMatrix& refined() {
 LockRequest request(const std::string& ns, const std::string& owner, const std::string& op,
                     std::vector<Target> targets) {
   return LockRequest{ns, owner, op, std::move(targets), 30000ms, 0ms};
-}
-
-std::vector<nlohmann::json> admin_status(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  REQUIRE(cli::run_admin(args, out, err) == 0);
-  std::vector<nlohmann::json> lines;
-  std::istringstream in(out.str());
-  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
-  return lines;
 }
 
 }  // namespace
