@@ -204,15 +204,12 @@ std::string alternating_section(const Results& r) {
     return fmt::format("{} / {} · {}/s | {}", fmt_us(p->m.p50_us), fmt_us(p->m.p99_us), fmt_rate(p->m.throughput),
                        fmt_us(p->m.server_cpu_us));
   };
-  for (std::size_t i = 0; i < r.points.size(); ++i) {
-    const Point& a = r.points[i];
+  for (const Point& a : r.points) {
     if (a.at.sweep != "alternating") continue;
     At other = a.at;
     other.series = a.at.versus;
     other.versus = a.at.series;
-    const Point* b = nullptr;
-    for (std::size_t j = 0; j < r.points.size() && !b; ++j)
-      if (r.points[j].at == other) b = &r.points[j];
+    const Point* b = r.any(other);
     if (b && b < &a) continue;  // its row was written with the partner
     const bool both = b && a.ok() && b->ok();
     rows += fmt::format("| {} held, {} client{}, depth {} | {} | {} | {} | {} | {} | {} | {} |\n", fmt_count(a.at.held),
