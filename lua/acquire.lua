@@ -60,9 +60,10 @@ end
 -- root down, then the path, then below it. Returns nil (no conflict), or a
 -- table: { lock, code, path, relation }, or { expired = lock } / { stale =
 -- member } (to remove before looking again), or { broken = where }.
-local function held_conflict(c, b, code, path, nodes)
+local function held_conflict(c, b, code, path)
   local at, held, rel
-  local hf = fields_of(path, "h")
+  local p = path_info(path)
+  local nodes, hf = p.nodes, kind_fields(p, "h")
   for j = 1, #nodes - 1 do
     held = lowest(c, val(b, hf[j]), 1, code)
     if held then
@@ -75,7 +76,7 @@ local function held_conflict(c, b, code, path, nodes)
     if held then at, rel = path, "same" end
   end
   if not at then
-    local below = val(b, fields_of(path, "b")[#nodes])
+    local below = val(b, kind_fields(p, "b")[#nodes])
     if below == EMPTY then return nil end
     local present = {}
     for k, n in pairs(below) do
@@ -95,13 +96,14 @@ local function held_conflict(c, b, code, path, nodes)
 end
 
 -- Could a waiting target refuse `code` at `path`? From the waiter counts.
-local function waiter_flag(c, b, code, path, nodes)
-  local whf = fields_of(path, "wh")
-  for j = 1, #nodes - 1 do
+local function waiter_flag(c, b, code, path)
+  local p = path_info(path)
+  local n, whf = #p.nodes, kind_fields(p, "wh")
+  for j = 1, n - 1 do
     if lowest(c, val(b, whf[j]), 1, code) then return true end
   end
-  if lowest(c, val(b, whf[#nodes]), 0, code) then return true end
-  return lowest(c, val(b, fields_of(path, "wb")[#nodes]), 2, code) ~= nil
+  if lowest(c, val(b, whf[n]), 0, code) then return true end
+  return lowest(c, val(b, kind_fields(p, "wb")[n]), 2, code) ~= nil
 end
 
 -- Fairness, the slow path: the oldest waiter in line (older than place
@@ -229,18 +231,15 @@ local function pl_acquire(keys, argv)
   local b, w, flagged
   while true do
     b, flagged = batch(check_set(paths[1])), {}
-    local nodes = {}
     for i = 1, n do
-      local nd = nodes_of(paths[i])
-      nodes[i] = nd
       if i > 1 then
         local fields = check_set(paths[i]).fields
         for k = 1, #fields do want(b, fields[k]) end
       end
       if newcomer_line then
         local whf = fields_of(paths[i], "wh")
-        for j = 1, #nd do want(b, whf[j]) end
-        want(b, fields_of(paths[i], "wb")[#nd])
+        for j = 1, #whf do want(b, whf[j]) end
+        want(b, fields_of(paths[i], "wb")[#whf])
       end
     end
     fetch(c, b)
@@ -248,7 +247,7 @@ local function pl_acquire(keys, argv)
     w = nil
     for i = 1, n do
       local code = op.first + i - 1
-      local found = held_conflict(c, b, code, paths[i], nodes[i])
+      local found = held_conflict(c, b, code, paths[i])
       if found and found.broken then
         return redis.error_reply("PATHLOCK index out of step " .. found.broken .. " (code " .. code .. ")")
       elseif found and (found.expired or found.stale) then
@@ -262,7 +261,7 @@ local function pl_acquire(keys, argv)
         w.at = i
         break
       end
-      flagged[i] = newcomer_line and waiter_flag(c, b, code, paths[i], nodes[i])
+      flagged[i] = newcomer_line and waiter_flag(c, b, code, paths[i])
     end
     if not again then break end
   end
