@@ -511,7 +511,7 @@ local function check_set(path)
   local p = path_info(path)
   local set = p.check
   if not set then
-    local hf, bf, fields = fields_of(path, "h"), fields_of(path, "b"), {}
+    local hf, bf, fields = kind_fields(p, "h"), kind_fields(p, "b"), {}
     for j = 1, #hf do fields[2 * j - 1], fields[2 * j] = hf[j], bf[j] end
     set = field_set(fields)
     p.check = set
@@ -525,7 +525,7 @@ local function target_set(path, here, below)
   local key = here .. "+"
   local set = p[key]
   if not set then
-    local hf, bf, fields = fields_of(path, here), fields_of(path, below), {}
+    local hf, bf, fields = kind_fields(p, here), kind_fields(p, below), {}
     for j = 1, #hf - 1 do fields[j] = bf[j] end
     fields[#hf] = hf[#hf]
     set = field_set(fields)
