@@ -306,17 +306,17 @@ local function tag_count(c, tag, dl, dw, f16)
   end
   if tag == c.tag then c.tag_l, c.tag_w = l, w end
 end
--- The same for the deltas { [tag] = { l = dl, w = dw } } of several tags.
-local function tag_counts(c, deltas)
-  for tag, d in pairs(deltas) do tag_count(c, tag, d.l or 0, d.w or 0) end
-end
-local function add_delta(deltas, tag, kind, d)
-  local t = deltas[tag]
-  if not t then
-    t = {}
-    deltas[tag] = t
+-- One count less per item of `items` (locks, or places in line when
+-- `places`) that has a tag (a stale place has none): one tag_count per tag.
+local function count_down(c, items, places)
+  local per_tag = {}
+  for k = 1, #items do
+    local t = items[k].tag
+    if t then per_tag[t] = (per_tag[t] or 0) + 1 end
   end
-  t[kind] = (t[kind] or 0) + d
+  for tag, d in pairs(per_tag) do
+    if places then tag_count(c, tag, 0, -d) else tag_count(c, tag, -d, 0) end
+  end
 end
 
 -- Global codes: the tag and the matrix's own code.
@@ -770,7 +770,7 @@ end
 -- (in exp without a record) leave exp too. The caller checked writable().
 local function remove_locks(c, locks, stale)
   if #locks == 0 and (not stale or #stale == 0) then return end
-  local b, members, ids, fields, paths, deltas = batch(), { nil, nil }, { nil }, { nil, nil }, { nil }, {}
+  local b, members, ids, fields, paths = batch(), { nil, nil }, { nil }, { nil, nil }, { nil }
   for k = 1, #locks do
     local l = locks[k]
     for i = 1, #l.paths do want_target(c, b, l.paths[i], "h", "b") end
@@ -778,7 +778,6 @@ local function remove_locks(c, locks, stale)
   fetch(c, b)
   for k = 1, #locks do
     local l = locks[k]
-    if #locks > 1 then add_delta(deltas, l.tag, "l", -1) end
     for i = 1, #l.paths do
       local code = gcode(l.tag, l.info.first + i - 1)
       bump_target(c, b, code, l.paths[i], "h", "b", -1)
@@ -800,7 +799,7 @@ local function remove_locks(c, locks, stale)
   if #members > 0 then chunked("ZREM", c.ent, members) end
   chunked("ZREM", c.exp, ids)
   if #fields > 0 then chunked("HDEL", c.locks, fields) end
-  if #locks == 1 then tag_count(c, locks[1].tag, -1, 0) else tag_counts(c, deltas) end
+  count_down(c, locks, false)
   wake(c, paths)
 end
 
@@ -833,7 +832,7 @@ end
 -- Takes places out of the line (their counts, records, line entries).
 local function remove_waiters(c, ws)
   if #ws == 0 then return end
-  local b, ids, paths, deltas = batch(), {}, {}, {}
+  local b, ids, paths = batch(), {}, {}
   for _, w in ipairs(ws) do
     if not w.stale then
       for i = 1, #w.paths do want_target(c, b, w.paths[i], "wh", "wb") end
@@ -843,7 +842,6 @@ local function remove_waiters(c, ws)
   for _, w in ipairs(ws) do
     ids[#ids + 1] = w.id
     if not w.stale then
-      add_delta(deltas, w.tag, "w", -1)
       for i = 1, #w.paths do
         bump_target(c, b, gcode(w.tag, w.info.first + i - 1), w.paths[i], "wh", "wb", -1)
         paths[#paths + 1] = w.paths[i]
@@ -854,7 +852,7 @@ local function remove_waiters(c, ws)
   chunked("ZREM", c.wq, ids)
   chunked("ZREM", c.wexp, ids)
   chunked("HDEL", c.wrec, ids)
-  tag_counts(c, deltas)
+  count_down(c, ws, true)
   wake(c, paths)
 end
 
