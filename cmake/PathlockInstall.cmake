@@ -46,7 +46,7 @@ configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/pathlockConfig.cmake.i
                               INSTALL_DESTINATION ${PATHLOCK_INSTALL_CMAKEDIR}
                               PATH_VARS PATHLOCK_INSTALL_LUADIR PATHLOCK_INSTALL_REDISDIR PATHLOCK_INSTALL_MATRIXDIR)
 # 0.x: a new minor version may break the API, so only the same major.minor
-# satisfies find_package(pathlock 0.1).
+# satisfies find_package(pathlock 0.2).
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/pathlockConfigVersion.cmake
                                  COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/pathlockConfig.cmake ${PROJECT_BINARY_DIR}/pathlockConfigVersion.cmake
@@ -68,7 +68,8 @@ install(FILES ${PROJECT_SOURCE_DIR}/matrix/cloud-drive.json ${PROJECT_SOURCE_DIR
               ${PROJECT_SOURCE_DIR}/matrix/README.md
         DESTINATION ${PATHLOCK_INSTALL_MATRIXDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs FILES_MATCHING PATTERN "*.md")
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs FILES_MATCHING PATTERN "*.md"
+        PATTERN "*.cpp")
 
 # pathlock.pc: written at install time, so its prefix is the one installed
 # into (cmake --install --prefix DIR, or /usr inside the Debian package).

@@ -16,11 +16,11 @@ local function pl_list(keys, argv)
   local c, bad = begin(keys)
   if not c then return bad end
   if #argv ~= 3 then return { "invalid", "list takes prefix, limit, after" } end
-  local prefix, limit, after = argv[1], tonum(argv[2]), argv[3]
+  local prefix, limit, after = argv[1], dec(argv[2]), argv[3]
   local problem = path_problem(prefix)
   if problem then return { "invalid", "prefix '" .. tostring(prefix) .. "' " .. problem } end
-  if not limit or limit ~= mfloor(limit) or limit < 1 or limit > 100000 then
-    return { "invalid", "limit must be an integer 1..100000" }
+  if not limit or limit < 1 or limit > 100000 then
+    return { "invalid", "limit must be decimal digits, 1..100000" }
   end
   if after ~= "" and (not sfind(after, "^%d+$") or #after > 16) then
     return { "invalid", "after must be empty or a fence (decimal)" }

@@ -89,6 +89,13 @@ local function int(s)
   return n
 end
 local PAD = { [0] = "", "0", "00", "000", "0000", "00000", "000000" }
+-- A number argument: plain decimal digits only (no sign, exponent, hex
+-- prefix or blank; docs/lua-protocol.md#conventions), at most 15 of them
+-- (exact in a double). nil for anything else.
+local function dec(s)
+  if type(s) ~= "string" or #s == 0 or #s > 15 or sfind(s, "%D") then return nil end
+  return int(s)
+end
 
 -- nil when KEYS are the namespace's keys in the documented order, else an
 -- "invalid" reply. The last KEYS found valid are kept: a service sends the
@@ -212,6 +219,16 @@ end
 -- (every grant and release) usually need not read them again.
 local TAG_GUESS = 1
 
+-- A namespace of layout 3 (pathlock 0.1) that holds no lock and no place in
+-- line has nothing this layout reads differently: meta keeps only its
+-- layout and fence (a matrix's tag fields go with its last lock). It is
+-- served as layout 4; the first grant or place rewrites meta.layout (own_tag).
+-- So a drained namespace moves to 0.2 during a rolling upgrade, and a
+-- namespace is never served by both layouts at once.
+local function adoptable(c, layout)
+  return layout == "3" and rcall("EXISTS", c.locks, c.wq) == 0
+end
+
 -- Reads the fence (c.fence_s, text), this library's tag (c.tag) and, when
 -- the guess was right, its counts (c.tag_l, c.tag_w). Returns a reply when
 -- the namespace belongs to another data layout. (Every value read costs:
@@ -221,7 +238,7 @@ local function check_meta(c)
   local m = rcall("HMGET", c.meta, "layout", "fence", T_FIELD, L_FIELD[g], W_FIELD[g])
   -- Layout 1 (pathlock <= 0.1) had no layout field, but a fingerprint.
   local layout = m[1] or (rcall("HGET", c.meta, "fingerprint") and "1")
-  if layout and layout ~= PL_LAYOUT then return { "layout", layout, PL_LAYOUT } end
+  if layout and layout ~= PL_LAYOUT and not adoptable(c, layout) then return { "layout", layout, PL_LAYOUT } end
   c.fence_s = m[2] or "0"
   c.tag = m[3] and (TAG_N[m[3]] or tonum(m[3])) or nil
   if c.tag == g then
@@ -690,26 +707,29 @@ local function head_of(tag, op)
 end
 
 -- A lock record: tag \0 first \0 roles \0 op \0 fence \0 holds \0 ttl \0 exp
--- \0 #token \0 #owner \0 token owner path_1 \0 ... path_n (owners may hold
--- any byte, paths none of \0; the fence has 16 digits). Numbers are kept as
--- text too (ttl_s, exp_s, f16) so that writing a record back converts only
--- what changed; `head` is the record's first three fields as stored.
+-- \0 #token \0 #owner \0 #key \0 token owner key path_1 \0 ... path_n
+-- (owners may hold any byte, paths none of \0; the fence has 16 digits; key
+-- is the idempotency key, often empty). Numbers are kept as text too (ttl_s,
+-- exp_s, f16) so that writing a record back converts only what changed;
+-- `head` is the record's first three fields as stored.
 local function pack_lock(l)
   return l.head .. l.op .. "\0" .. l.f16 .. "\0" .. num(l.holds) .. "\0" .. l.ttl_s .. "\0" .. l.exp_s .. "\0"
-         .. num(#l.token) .. "\0" .. num(#l.owner) .. "\0" .. l.token .. l.owner .. tconcat(l.paths, "\0")
+         .. num(#l.token) .. "\0" .. num(#l.owner) .. "\0" .. num(#l.key) .. "\0" .. l.token .. l.owner .. l.key
+         .. tconcat(l.paths, "\0")
 end
 local function unpack_lock(id, rec)
-  local head, tag, first, roles, op, fence, holds, ttl, exp, tl, ol, at =
-    smatch(rec, "^((%d+)%z(%d+)%z([%w_,]+)%z)([%w_]+)%z(%d+)%z(%d+)%z(%d+)%z(%d+)%z(%d+)%z(%d+)%z()")
+  local head, tag, first, roles, op, fence, holds, ttl, exp, tl, ol, kl, at =
+    smatch(rec, "^((%d+)%z(%d+)%z([%w_,]+)%z)([%w_]+)%z(%d+)%z(%d+)%z(%d+)%z(%d+)%z(%d+)%z(%d+)%z(%d+)%z()")
   if not head then return nil end
   local info = info_of(head, first, roles)
-  tl, ol = int(tl), int(ol)
-  local paths = paths_of(ssub(rec, at + tl + ol), #info.roles)
+  tl, ol, kl = int(tl), int(ol), int(kl)
+  local paths = paths_of(ssub(rec, at + tl + ol + kl), #info.roles)
   if not paths then return nil end
   -- (The fence and the ttl stay text: f16, ttl_s; few callers need them as numbers.)
   return { id = id, head = head, tag = TAG_N[tag] or tonum(tag), op = op, info = info, f16 = fence,
            holds = int(holds), ttl_s = ttl, exp = tonum(exp), exp_s = exp,
-           token = ssub(rec, at, at + tl - 1), owner = ssub(rec, at + tl, at + tl + ol - 1), paths = paths }
+           token = ssub(rec, at, at + tl - 1), owner = ssub(rec, at + tl, at + tl + ol - 1),
+           key = ssub(rec, at + tl + ol, at + tl + ol + kl - 1), paths = paths }
 end
 
 -- A place in line: tag \0 first \0 roles \0 op \0 #owner \0 owner path_1 \0 ...
@@ -731,13 +751,10 @@ local function unpack_waiter(id, rec)
            paths = paths }
 end
 
--- The exact reentry field of the locks hash: the matrix's tag, the owner
--- with its length in front, the operation and the paths, NUL-separated
--- (tag "|" #owner ":" owner \0 op \0 paths). Lock ids never hold ':', so
--- these fields never collide with the ids.
-local function reentry_field(tag, owner, op, paths)
-  return num(tag) .. "|" .. num(#owner) .. ":" .. owner .. "\0" .. op .. "\0" .. tconcat(paths, "\0")
-end
+-- The field of the locks hash that maps an idempotency key to its lock's id
+-- ("k:" .. key). Lock ids never hold ':', so these fields never collide
+-- with the ids.
+local function key_field(key) return "k:" .. key end
 
 local function remaining(exp, now) return mmax(0, exp - now) end
 
@@ -765,7 +782,7 @@ local function load_locks(c, ids)
   return found, stale
 end
 
--- Removes locks completely (records, reentry fields, entries, expiry, index
+-- Removes locks completely (records, idempotency key fields, entries, expiry, index
 -- counts) with one call per key, and publishes their paths. `stale` ids
 -- (in exp without a record) leave exp too. The caller checked writable().
 local function remove_locks(c, locks, stale)
@@ -787,7 +804,7 @@ local function remove_locks(c, locks, stale)
     members[#members + 1] = list_member(l.f16, l.id)
     ids[#ids + 1] = l.id
     fields[#fields + 1] = l.id
-    fields[#fields + 1] = reentry_field(l.tag, l.owner, l.op, l.paths)
+    if l.key ~= "" then fields[#fields + 1] = key_field(l.key) end
   end
   if stale then
     for k = 1, #stale do ids[#ids + 1] = stale[k] end
@@ -885,4 +902,7 @@ local function ended_waiters(c)
   return load_waiters(c, ids), false
 end
 
-local function valid_id(id) return type(id) == "string" and #id <= 64 and sfind(id, "^[%w-]+$") ~= nil end
+local function valid_id(id) return type(id) == "string" and #id <= PL_MAX_ID and sfind(id, "^[%w-]+$") ~= nil end
+local function valid_key(k)
+  return type(k) == "string" and #k <= PL_MAX_KEY and sfind(k, "^[%w._:-]+$") ~= nil
+end

@@ -14,6 +14,7 @@ local function pl_probe(keys, argv)
     { "ZADD", c.exp, "0", "m" }, { "ZREM", c.exp, "m" }, { "ZRANGE", c.wexp, "0", "0" },
     { "ZREVRANGE", c.wq, "0", "0" }, { "ZRANGEBYSCORE", c.exp, "0", "1" }, { "ZRANGEBYLEX", c.ent, "-", "+" },
     { "ZREVRANGEBYLEX", c.ent, "+", "-" }, { "ZMSCORE", c.wq, "m" }, { "SPUBLISH", c.wake, "" },
+    { "EXISTS", c.locks, c.wq },
   }
   local denied = { "denied" }
   for i = 1, #checks do

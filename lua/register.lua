@@ -15,3 +15,5 @@ redis.register_function{ function_name = PL_FUNCTION_PREFIX .. "leave", callback
 redis.register_function{ function_name = PL_FUNCTION_PREFIX .. "list", callback = pl_list, flags = { "allow-oom" } }
 redis.register_function{ function_name = PL_FUNCTION_PREFIX .. "probe", callback = pl_probe,
                          flags = { "no-writes" } }
+redis.register_function{ function_name = PL_FUNCTION_PREFIX .. "held", callback = pl_held,
+                         flags = { "no-writes" } }

@@ -8,9 +8,9 @@ local function pl_renew(keys, argv)
   if #argv ~= 3 then return { "invalid", "renew takes id, token, ttl_ms or ''" } end
   local ttl
   if argv[3] ~= "" then
-    ttl = tonum(argv[3])
-    if not ttl or ttl ~= mfloor(ttl) or ttl < 1 or ttl > PL_MAX_TTL then
-      return { "invalid", "ttl must be an integer 1.." .. PL_MAX_TTL .. " ms" }
+    ttl = dec(argv[3])
+    if not ttl or ttl < 1 or ttl > PL_MAX_TTL then
+      return { "invalid", "ttl must be decimal digits, 1.." .. PL_MAX_TTL .. " ms" }
     end
   end
   bad = check_meta(c)
@@ -33,7 +33,7 @@ local function pl_renew(keys, argv)
   end
   bad = writable(c, true, #reaped + #stale > 0)
   if bad then return bad end
-  if ttl then l.ttl, l.ttl_s = ttl, num(ttl) end
+  if ttl then l.ttl, l.ttl_s = ttl, argv[3] end
   l.ttl = l.ttl or tonum(l.ttl_s)
   l.exp = c.now + l.ttl
   l.exp_s = num(l.exp)
@@ -41,4 +41,16 @@ local function pl_renew(keys, argv)
   rcall("HSET", c.locks, l.id, pack_lock(l))
   remove_locks(c, reaped, stale)
   return { "renewed", l.ttl }
+end
+
+-- held: is lock `id` live with token `token`? Read-only (registered
+-- no-writes, so replicas may serve it): it reaps nothing and reads one
+-- record. Keys, arguments and replies: docs/lua-protocol.md#held.
+local function pl_held(keys, argv)
+  local c, bad = begin_with(keys, argv, 2, "held takes id, token")
+  if not c then return bad end
+  local rec = valid_id(argv[1]) and rcall("HGET", c.locks, argv[1])
+  local l = rec and unpack_lock(argv[1], rec)
+  if l and l.exp > c.now and l.token == argv[2] then return { "held", 1 } end
+  return { "held", 0 }
 end

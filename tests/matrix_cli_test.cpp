@@ -116,7 +116,7 @@ TEST_CASE("matrix lint reports every problem of the file in one run", "[matrix][
   CHECK(count(slurp(cli.path("gen.err")), "error: ") == 13);
 }
 
-TEST_CASE("matrix scaffold adds an operation in one edit; lint passes with review warnings", "[matrix][cli]") {
+TEST_CASE("matrix scaffold adds an operation in one edit - lint passes with review warnings", "[matrix][cli]") {
   Cli cli;
   const fs::path file = cli.shipped_copy("m.json");
   const std::string before = slurp(file);
@@ -170,7 +170,7 @@ TEST_CASE("matrix scaffold adds an operation in one edit; lint passes with revie
   CHECK(slurp(file) == scaffolded);
 }
 
-TEST_CASE("matrix diff lists changed cells in words; lint --against wants a new version", "[matrix][cli]") {
+TEST_CASE("matrix diff lists changed cells in words - lint --against wants a new version", "[matrix][cli]") {
   Cli cli;
   cli.shipped_copy("old.json");
   cli.shipped_copy("new.json", [](std::string& t) {

@@ -140,7 +140,7 @@ TEST_CASE("the shipped matrix lints clean and lists its asymmetric pairs", "[mat
         std::string::npos);
 }
 
-TEST_CASE("the Redis Functions library is built from a table; pathlock-matrixc writes the same text", "[matrix][lua]") {
+TEST_CASE("the Redis Functions library is built from a table - pathlock-matrixc writes the same text", "[matrix][lua]") {
   const pathlock::MatrixTable& table = pathlock::default_matrix();
   const pathlock::redis::Library lib = pathlock::redis::library_for(table);
   CHECK(lib.code.rfind("#!lua name=" + lib.name + "\n", 0) == 0);

@@ -131,7 +131,7 @@ TEST_CASE("a namespace in use keeps its state between a release and the next acq
   CHECK(stats.with_state == 0);
 }
 
-TEST_CASE("reentry is found among many locks of one code at one path", "[memory][reentry]") {
+TEST_CASE("reentry by proof among many locks of one code at one path", "[memory][reentry]") {
   auto engine = make_memory_engine();
   std::vector<Grant> grants;
   for (int i = 0; i < 300; ++i) {
@@ -140,17 +140,20 @@ TEST_CASE("reentry is found among many locks of one code at one path", "[memory]
     grants.push_back(r.grant);
   }
   for (int i = 0; i < 300; i += 37) {
-    const auto again = engine->acquire(LockRequest{"re", "owner-" + std::to_string(i), "upload", {{"target", "/shared/"}}});
-    REQUIRE(again.granted);
-    CHECK(again.grant.id == grants[static_cast<std::size_t>(i)].id);
-    CHECK(again.grant.holds == 2);
+    LockRequest again{"re", "owner-" + std::to_string(i), "upload", {{"target", "/shared/"}}};
+    const auto r = engine->acquire(again.reenter(grants[static_cast<std::size_t>(i)]));
+    REQUIRE(r.granted);
+    CHECK(r.grant.id == grants[static_cast<std::size_t>(i)].id);
+    CHECK(r.grant.holds == 2);
+    // Without the proof, the same owner gets a lock of its own (uploads share).
+    const auto plain = engine->acquire(LockRequest{"re", "owner-" + std::to_string(i), "upload", {{"target", "/shared"}}});
+    REQUIRE(plain.granted);
+    CHECK(plain.grant.id != r.grant.id);
+    CHECK(plain.grant.holds == 1);
   }
-  // Same owner and path, another second target: another lock.
-  const auto a = engine->acquire(LockRequest{"re", "m", "move_file", {{"src", "/s/a"}, {"dst", "/d1"}}});
-  const auto b = engine->acquire(LockRequest{"re", "m", "move_file", {{"src", "/s/a"}, {"dst", "/d2"}}});
-  REQUIRE(a.granted);
-  if (b.granted) CHECK(b.grant.id != a.grant.id);
-  const auto c = engine->acquire(LockRequest{"re", "m", "move_file", {{"src", "/s/a"}, {"dst", "/d1"}}});
-  REQUIRE(c.granted);
-  CHECK(c.grant.id == a.grant.id);
+  // Another lock's token proves nothing.
+  LockRequest crossed{"re", "owner-1", "upload", {{"target", "/shared"}}};
+  crossed.reenter_id = grants[1].id;
+  crossed.reenter_token = grants[2].token;
+  CHECK(engine->acquire(crossed).not_holder);
 }

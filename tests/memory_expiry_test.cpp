@@ -67,7 +67,7 @@ TEST_CASE("wheel: a jump of many laps reaps everything due, once", "[memory][exp
   CHECK(f.reap(19000ms).empty());  // time never goes back
 }
 
-TEST_CASE("wheel: rearm moves a hook; disarm forgets it", "[memory][expiry]") {
+TEST_CASE("wheel: rearm moves a hook - disarm forgets it", "[memory][expiry]") {
   Fixture f;
   ExpiryHook& a = f.arm(5ms);
   ExpiryHook& b = f.arm(5ms);

@@ -33,7 +33,7 @@ struct Fixture {
 
 }  // namespace
 
-TEST_CASE("index: counters and masks follow link and unlink; unused nodes are pruned and reused", "[memory][index]") {
+TEST_CASE("index: counters and masks follow link and unlink - unused nodes are pruned and reused", "[memory][index]") {
   Fixture f;
   Entry& e = f.add("/a/b/c", 3);
   const Node* c = f.index.find("/a/b/c");
@@ -177,31 +177,3 @@ TEST_CASE("index: in a big folder the order skips children without a blocking co
   CHECK(f.refusal("/w", Blockers{0, 0, bit(1) | bit(2)}, rel)->path == "/w/c00000");
 }
 
-TEST_CASE("index: find_keyed among many entries of one code at one path", "[memory][index]") {
-  // Below kKeyedAt a list scan, from it on a table: the answers agree.
-  Fixture f;
-  std::vector<Entry*> all;
-  auto keyed = [&](std::uint64_t key, const Entry* want) {
-    const Node* n = f.index.find("/hot");
-    const Entry* got = n ? PathIndex::find_keyed(*n, 1, key, [&](const Entry& e) { return &e == want; }) : nullptr;
-    return got == want;
-  };
-  for (std::uint64_t i = 0; i < 100; ++i) {
-    Entry& e = f.entries.emplace_back();
-    e.path = "/hot";
-    e.code = 1;
-    e.key = 1000 + i % 40;  // shared keys: the predicate decides
-    f.index.link(e, kHeld);
-    all.push_back(&e);
-    for (std::uint64_t j = 0; j <= i; j += 7) REQUIRE(keyed(all[j]->key, all[j]));
-  }
-  CHECK(f.index.find("/hot")->find_slot(1)->by_key);
-  Entry& other = f.add("/hot", 2);  // another code: not among code 1's
-  CHECK(PathIndex::find_keyed(*f.index.find("/hot"), 1, 0, [&](const Entry& e) { return &e == &other; }) == nullptr);
-  for (std::size_t i = 0; i < all.size(); ++i) {
-    f.index.unlink(*all[i], kHeld);
-    for (std::size_t j = i + 1; j < all.size(); j += 5) REQUIRE(keyed(all[j]->key, all[j]));
-    REQUIRE_FALSE(keyed(all[i]->key, all[i]));
-  }
-  CHECK_FALSE(f.index.find("/hot")->find_slot(1)->by_key);
-}

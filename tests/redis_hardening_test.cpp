@@ -64,7 +64,7 @@ std::string spell(const std::string& path) {
   return s;
 }
 
-// Recomputes the index (idx counts, entry members, expiry, reentry fields,
+// Recomputes the index (idx counts, entry members, expiry, idempotency keys,
 // line) of namespace `ns` from its lock and waiter records and compares it
 // with what is stored. Returns the differences ("" when consistent).
 std::string inconsistencies(RedisConnection& c, const MatrixTable& /*m*/, const std::string& ns) {
@@ -72,7 +72,7 @@ std::string inconsistencies(RedisConnection& c, const MatrixTable& /*m*/, const 
   std::string out;
   std::map<std::string, std::map<int, long long>> want_idx;
   std::set<std::string> want_ent, want_exp, want_waiters;
-  std::map<std::string, std::string> want_reentry;
+  std::map<std::string, std::string> want_keys;  // "k:" key -> lock id
   const auto add_target = [&](int code, const std::string& path, const char* here, const char* below) {
     want_idx[here + path][code] += 1;
     std::string node = path;
@@ -82,7 +82,7 @@ std::string inconsistencies(RedisConnection& c, const MatrixTable& /*m*/, const 
       want_idx[below + node][code] += 1;
     }
   };
-  // Records (layout 3) describe themselves: tag \0 first \0 roles \0 ...
+  // Records (layouts 3 and 4) describe themselves: tag \0 first \0 roles \0 ...
   // Counts per tag of locks and places, to compare with meta l:TAG / w:TAG.
   std::map<int, std::pair<long long, long long>> want_tags;
   const auto head = [](const std::vector<std::string>& parts, int& tag, int& first, std::size_t& roles) {
@@ -91,45 +91,42 @@ std::string inconsistencies(RedisConnection& c, const MatrixTable& /*m*/, const 
     roles = static_cast<std::size_t>(std::count(parts.at(2).begin(), parts.at(2).end(), ',')) + 1;
   };
   const RedisReply locks = c.command({"HGETALL", p + "locks"});
-  std::map<std::string, std::string> reentry_stored;
+  std::map<std::string, std::string> keys_stored;
   for (std::size_t i = 0; i + 1 < locks.elements.size(); i += 2) {
     const std::string& field = locks.elements[i].str;
     const std::string& value = locks.elements[i + 1].str;
-    if (field.find(':') != std::string::npos) {  // a reentry field
-      reentry_stored[field] = value;
+    if (field.find(':') != std::string::npos) {  // an idempotency key field
+      keys_stored[field] = value;
       continue;
     }
-    // tag first roles op fence holds ttl exp #token #owner token+owner+path1 \0 path2 ...
+    // tag first roles op fence holds ttl exp #token #owner #key token+owner+key+path1 \0 path2 ...
     const std::vector<std::string> parts = split0(value);
-    if (parts.size() < 11) {
+    if (parts.size() < 12) {
       out += "malformed record " + field + "\n";
       continue;
     }
     int tag = 0, first = 0;
     std::size_t roles = 0;
     head(parts, tag, first, roles);
-    const std::size_t tl = std::stoul(parts[8]), ol = std::stoul(parts[9]);
+    const std::size_t tl = std::stoul(parts[8]), ol = std::stoul(parts[9]), kl = std::stoul(parts[10]);
     std::size_t body = 0;
-    for (int k = 0; k < 10; ++k) body = value.find('\0', body) + 1;
+    for (int k = 0; k < 11; ++k) body = value.find('\0', body) + 1;
     const std::string rest = value.substr(body);
-    const std::string owner = rest.substr(tl, ol);
-    const std::vector<std::string> paths = split0(rest.substr(tl + ol));
+    const std::string key = rest.substr(tl + ol, kl);
+    const std::vector<std::string> paths = split0(rest.substr(tl + ol + kl));
     if (paths.size() != roles) {
       out += "record " + field + " has the wrong number of paths\n";
       continue;
     }
     want_tags[tag].first += 1;
-    std::string reentry =
-        std::to_string(tag) + "|" + std::to_string(owner.size()) + ":" + owner + std::string(1, '\0') + parts[3];
     for (std::size_t r = 0; r < paths.size(); ++r) {
       const int code = tag * 100 + first + static_cast<int>(r);
       add_target(code, paths[r], "h", "b");
       want_ent.insert(fmt::format("{:04d}", code) + spell(paths[r]) + std::string(1, '\0') + parts[4] + field);
-      reentry += std::string(1, '\0') + paths[r];
     }
     want_ent.insert("F" + parts[4] + field);
     want_exp.insert(field + "@" + parts[7]);
-    want_reentry[reentry] = field;
+    if (!key.empty()) want_keys["k:" + key] = field;
   }
   const RedisReply waiters = c.command({"HGETALL", p + "wrec"});
   for (std::size_t i = 0; i + 1 < waiters.elements.size(); i += 2) {
@@ -184,7 +181,7 @@ std::string inconsistencies(RedisConnection& c, const MatrixTable& /*m*/, const 
   for (std::size_t i = 0; i + 1 < exp.elements.size(); i += 2)
     have_exp.insert(exp.elements[i].str + "@" + exp.elements[i + 1].str);
   if (have_exp != want_exp) out += "exp does not match the records\n";
-  if (reentry_stored != want_reentry) out += "reentry fields do not match the records\n";
+  if (keys_stored != want_keys) out += "idempotency key fields do not match the records\n";
   // line
   std::set<std::string> have_wq, have_wexp;
   for (const RedisReply& e : c.command({"ZRANGE", p + "wq", "0", "-1"}).elements) have_wq.insert(e.str);
@@ -234,21 +231,25 @@ TEST_CASE("a user lacking any one command never leaves a half-written namespace"
     auto full = redis_engine(server.url());
     const auto held = full->acquire(request(ns, "a", "upload", {{"target", "/p/A/f"}}));
     REQUIRE(held.granted);
-    const auto twice = full->acquire(request(ns, "a", "upload", {{"target", "/p/A/f"}}));
+    const auto twice = full->acquire(request(ns, "a", "upload", {{"target", "/p/A/f"}}).reenter(held.grant));
     REQUIRE(twice.grant.holds == 2);
-    const auto shortlived = full->acquire(request(ns, "b", "move_folder", {{"src", "/q/x"}, {"dst", "/q/y"}}, 20ms));
+    auto keyed = request(ns, "b", "move_folder", {{"src", "/q/x"}, {"dst", "/q/y"}}, 20ms);
+    keyed.idempotency_key = "short-key";  // its key field is reaped with it
+    const auto shortlived = full->acquire(keyed);
     REQUIRE(shortlived.granted);
     RedisConnection limited("redis://" + user + ":pw@" + hostport);
-    REQUIRE(fcall(admin, m, "acquire", ns, {"w", "delete_folder", "30000", "wid", "wt", "/p", "1", "wA", "2000"})
+    REQUIRE(fcall(admin, m, "acquire", ns, {"w", "delete_folder", "30000", "wid", "wt", "", "", "", "/p", "1", "wA", "2000"})
                 .elements.at(0)
                 .str == "refused");
     std::this_thread::sleep_for(40ms);  // shortlived has expired: every call below reaps it first
 
     // As the limited user: every function, each of which would write.
     const std::vector<std::pair<std::string, std::vector<std::string>>> calls{
-        {"acquire", {"c", "create", "30000", "n1", "t1", "/r/new"}},
-        {"acquire", {"c", "upload", "30000", "n2", "t2", "/p/A/f"}},
-        {"acquire", {"d", "delete_folder", "30000", "n3", "t3", "/p", "1", "wB", "2000"}},
+        {"acquire", {"c", "create", "30000", "n1", "t1", "", "", "", "/r/new"}},
+        {"acquire", {"c", "upload", "30000", "n2", "t2", "", "", "", "/p/A/f"}},
+        {"acquire", {"c", "upload", "30000", "n4", "t4", "", "", "key-4", "/r/keyed"}},
+        {"acquire", {"c", "upload", "30000", "n5", "t5", held.grant.id, held.grant.token, "", "/p/A/f"}},
+        {"acquire", {"d", "delete_folder", "30000", "n3", "t3", "", "", "", "/p", "1", "wB", "2000"}},
         {"release", {held.grant.id, held.grant.token}},
         {"renew", {held.grant.id, held.grant.token, "60000"}},
         {"list", {"/", "10", ""}},
@@ -302,7 +303,7 @@ TEST_CASE("a service user without FUNCTION rights works once an administrator lo
   CHECK(engine->release(ns, got.grant.id, got.grant.token));
 }
 
-TEST_CASE("fences never go back, even when Redis lost every key; they are exact up to 2^53", "[redis][hardening]") {
+TEST_CASE("fences never go back, even when Redis lost every key - they are exact up to 2^53", "[redis][hardening]") {
   RedisServer server;
   auto engine = redis_engine(server.url());
   const std::string ns = "fences";
@@ -351,7 +352,7 @@ TEST_CASE("a refusal below a folder with 50,000 children costs a few O(log n) se
     for (int j = i; j < i + 1000; ++j) {
       std::vector<std::string> argv{"FCALL", lib.function_prefix + "acquire", "9"};
       argv.insert(argv.end(), keys.begin(), keys.end());
-      argv.insert(argv.end(), {"filler", "copy_file", "600000", fmt::format("f{}", j), "t",
+      argv.insert(argv.end(), {"filler", "copy_file", "600000", fmt::format("f{}", j), "t", "", "", "",
                                fmt::format("/w/c{:05d}", j), fmt::format("/o/c{:05d}", j)});
       c.append(argv);
     }
@@ -384,7 +385,7 @@ TEST_CASE("a refusal below a folder with 50,000 children costs a few O(log n) se
               kChildren, fill_s, refusal_ms, inner);
 }
 
-TEST_CASE("one page of a listing does bounded work; the pages cover every lock once", "[redis][hardening]") {
+TEST_CASE("one page of a listing does bounded work - the pages cover every lock once", "[redis][hardening]") {
   RedisServer server;
   auto engine = redis_engine(server.url());
   const std::string ns = "pages";
@@ -428,9 +429,9 @@ TEST_CASE("a place in line is reserved for at most 2 s, whatever reserve_ms asks
   const std::string ns = test::unique_namespace("reserve");
   RedisConnection c(server.url());
   c.command({"FUNCTION", "LOAD", "REPLACE", redis::library_for(m).code});
-  REQUIRE(fcall(c, m, "acquire", ns, {"h", "upload", "30000", "i1", "t1", "/a/f"}).elements.at(0).str == "granted");
+  REQUIRE(fcall(c, m, "acquire", ns, {"h", "upload", "30000", "i1", "t1", "", "", "", "/a/f"}).elements.at(0).str == "granted");
   const RedisReply r =
-      fcall(c, m, "acquire", ns, {"w", "delete_folder", "30000", "i2", "t2", "/a", "1", "wX", "600000"});
+      fcall(c, m, "acquire", ns, {"w", "delete_folder", "30000", "i2", "t2", "", "", "", "/a", "1", "wX", "600000"});
   REQUIRE(r.elements.at(0).str == "refused");
   const RedisReply now = c.command({"TIME"});
   const double now_ms = std::stod(now.elements.at(0).str) * 1000 + std::stod(now.elements.at(1).str) / 1000;
@@ -450,15 +451,15 @@ TEST_CASE("a namespace of another data layout is refused, naming both layouts", 
                   "matrix", "cloud-drive", "version", "1.0.0"});
   server.command({"SET", prefix_of(old_ns) + "fence", "7"});
   CHECK_THROWS_WITH(engine->acquire(request(old_ns, "o", "upload", {{"target", "/a"}})),
-                    Catch::Contains("layout 1") && Catch::Contains("layout 3"));
+                    Catch::Contains("layout 1") && Catch::Contains("layout 4"));
   CHECK_THROWS_AS(engine->list(old_ns), BackendError);
   // Layout 2 (one matrix per namespace), and a future layout.
   const std::string v2_ns = test::unique_namespace("layout2");
   server.command({"HSET", prefix_of(v2_ns) + "meta", "layout", "2", "fingerprint", "feed", "fence", "9"});
   CHECK_THROWS_WITH(engine->acquire(request(v2_ns, "o", "upload", {{"target", "/a"}})),
-                    Catch::Contains("layout 2") && Catch::Contains("layout 3"));
-  const std::string new_ns = test::unique_namespace("layout4");
-  server.command({"HSET", prefix_of(new_ns) + "meta", "layout", "4"});
-  CHECK_THROWS_WITH(engine->release(new_ns, "id", "tok"), Catch::Contains("layout 4") && Catch::Contains("layout 3"));
+                    Catch::Contains("layout 2") && Catch::Contains("layout 4"));
+  const std::string new_ns = test::unique_namespace("layout5");
+  server.command({"HSET", prefix_of(new_ns) + "meta", "layout", "5"});
+  CHECK_THROWS_WITH(engine->release(new_ns, "id", "tok"), Catch::Contains("layout 5") && Catch::Contains("layout 4"));
   CHECK(server.keys(prefix_of(old_ns) + "*").size() == 2);  // nothing written
 }

@@ -140,7 +140,7 @@ TEST_CASE("a crashed master: the sentinels promote the replica and calls reach i
   CHECK(engine->release(ns, again.grant.id, again.grant.token));
 }
 
-TEST_CASE("replicas = n: a grant returns once n replicas have it; fewer is a BackendError and no lock",
+TEST_CASE("replicas = n: a grant returns once n replicas have it - fewer is a BackendError and no lock",
           "[sentinel][replicas]") {
   SentinelServers& sentinel = shared_sentinel();  // one primary, one replica
   const std::string ns = test::unique_namespace("replicated");

@@ -392,7 +392,7 @@ TEST_CASE("namespaces are isolated, even when one name is a prefix of another", 
   CHECK(engine->list(ns2).size() == 1);  // untouched
 }
 
-TEST_CASE("no lock data is left once every lock is gone; fences never go back", "[redis][keys]") {
+TEST_CASE("no lock data is left once every lock is gone - fences never go back", "[redis][keys]") {
   const RedisServer& server = shared_redis_server();
   auto engine = redis_engine(server.url());
   const std::string ns = test::unique_namespace("clean");
@@ -470,13 +470,15 @@ TEST_CASE("expired leases are reaped in bounded steps, and never refuse anyone",
   CHECK(ns_keys(server, ns) == kOnlyMeta);
 }
 
-TEST_CASE("an expired lock cannot be released or renewed, and its reentry starts a new lock", "[redis][expiry]") {
+TEST_CASE("an expired lock cannot be released, renewed or re-entered - the same request starts a new lock",
+          "[redis][expiry]") {
   auto engine = redis_engine(shared_redis_server().url());
   const std::string ns = test::unique_namespace("exp");
   const auto first = engine->acquire(request(ns, "o", "upload", {{"target", "/a"}}, 30ms));
   REQUIRE(first.granted);
   std::this_thread::sleep_for(60ms);
   CHECK_FALSE(engine->renew(ns, first.grant.id, first.grant.token));
+  CHECK(engine->acquire(request(ns, "o", "upload", {{"target", "/a"}}, 30ms).reenter(first.grant)).not_holder);
   const auto again = engine->acquire(request(ns, "o", "upload", {{"target", "/a"}}, 30ms));
   REQUIRE(again.granted);
   CHECK(again.grant.id != first.grant.id);
@@ -544,9 +546,10 @@ TEST_CASE("out of memory: acquire fails cleanly, release still works, nothing is
   RedisServer server;
   auto engine = redis_engine(server.url());
   const std::string ns = "oom";
-  const auto twice = request(ns, "o", "upload", {{"target", "/warm"}});
+  auto twice = request(ns, "o", "upload", {{"target", "/warm"}});
   const auto reentered = engine->acquire(twice);
   REQUIRE(reentered.granted);
+  twice.reenter(reentered.grant);
   REQUIRE(engine->acquire(twice).grant.holds == 2);
   const auto used_memory = [&] {
     const std::string info = server.command({"INFO", "memory"}).str;
@@ -591,9 +594,10 @@ TEST_CASE("reentrant acquires share one lock until the last release", "[redis]")
   const RedisServer& server = shared_redis_server();
   auto engine = redis_engine(server.url());
   const std::string ns = test::unique_namespace("re");
-  const auto req = request(ns, "o", "move_folder", {{"src", "/a"}, {"dst", "/b"}}, 20000ms);
+  auto req = request(ns, "o", "move_folder", {{"src", "/a"}, {"dst", "/b"}}, 20000ms);
   const auto first = engine->acquire(req);
   REQUIRE(first.granted);
+  req.reenter(first.grant);
   auto longer = req;
   longer.ttl = 40000ms;
   const auto second = engine->acquire(longer);
@@ -613,6 +617,61 @@ TEST_CASE("reentrant acquires share one lock until the last release", "[redis]")
   for (int i = 0; i < 3; ++i) CHECK(engine->release(ns, first.grant.id, first.grant.token));
   CHECK_FALSE(engine->release(ns, first.grant.id, first.grant.token));
   CHECK(ns_keys(server, ns) == kOnlyMeta);
+}
+
+TEST_CASE("direct calls: numbers are decimal digits only, and proofs and keys work as docs/lua-protocol.md says",
+          "[redis][lua][identity]") {
+  const RedisServer& server = shared_redis_server();
+  const std::string ns = test::unique_namespace("dec");
+  FunctionCaller eval(server.url(), default_matrix(), ns);
+  // ttl, reserve_ms, renew's ttl and list's limit: no exponent, hex, sign or
+  // blank (a client sending 0x10 believing it decimal must not get 16 ms).
+  for (const std::string& bad : std::vector<std::string>{"1e3", "0x10", " 10", "10 ", "+10", "-1", "1.0", "", "0", "1000000000000000"}) {
+    INFO("ttl '" << bad << "'");
+    CHECK(eval("acquire", {"o", "upload", bad, "i1", "t1", "", "", "", "/a"}).elements.at(0).str == "invalid");
+    CHECK(eval("acquire", {"o", "upload", "100", "i1", "t1", "", "", "", "/a", "1", "wA", bad}).elements.at(0).str ==
+          (bad == "0" ? "granted" : "invalid"));
+    if (bad == "0") CHECK(eval("force_release", {"i1"}).elements.at(0).str == "released");
+  }
+  auto g = eval("acquire", {"o", "upload", "30000", "i2", "t2", "", "", "", "/b"});
+  REQUIRE(g.elements.at(0).str == "granted");
+  for (const std::string& bad : std::vector<std::string>{"1e3", "0x10", " 10", "-5"}) {
+    INFO("renew/list '" << bad << "'");
+    CHECK(eval("renew", {"i2", "t2", bad}).elements.at(0).str == "invalid");
+    CHECK(eval("list", {"/", bad, ""}).elements.at(0).str == "invalid");
+  }
+  CHECK(eval("renew", {"i2", "t2", "40000"}).elements.at(1).integer == 40000);
+  // Reentry by proof: id and token; a wrong token or unknown id answers
+  // not_holder and nothing else; other targets are invalid.
+  auto again = eval("acquire", {"p", "upload", "30000", "i3", "t3", "i2", "t2", "", "/b"});
+  REQUIRE(again.elements.at(0).str == "granted");
+  CHECK(again.elements.at(1).str == "i2");
+  CHECK(again.elements.at(5).integer == 2);
+  for (const auto& [id, token] : std::vector<std::pair<std::string, std::string>>{{"i2", "nope"}, {"zz", "t2"}}) {
+    const auto r = eval("acquire", {"p", "upload", "30000", "i3", "t3", id, token, "", "/b"});
+    REQUIRE(r.elements.size() == 1);
+    CHECK(r.elements.at(0).str == "not_holder");
+  }
+  CHECK(eval("acquire", {"p", "upload", "30000", "i3", "t3", "i2", "t2", "", "/c"}).elements.at(0).str == "invalid");
+  CHECK(eval("acquire", {"p", "upload", "30000", "i3", "t3", "i2", "", "", "/b"}).elements.at(0).str == "invalid");
+  CHECK(eval("acquire", {"p", "upload", "30000", "i3", "t3", "i2", "t2", "k", "/b"}).elements.at(0).str == "invalid");
+  // held: read-only, 1 or 0.
+  CHECK(eval("held", {"i2", "t2"}).elements.at(1).integer == 1);
+  CHECK(eval("held", {"i2", "x"}).elements.at(1).integer == 0);
+  CHECK(eval("held", {"nope", "t2"}).elements.at(1).integer == 0);
+  CHECK(eval("held", {"i2"}).elements.at(0).str == "invalid");
+  // Idempotency keys: the same request gets its lock back; another is invalid.
+  auto k1 = eval("acquire", {"o", "upload", "30000", "i4", "t4", "", "", "key.1", "/d"});
+  REQUIRE(k1.elements.at(0).str == "granted");
+  auto k2 = eval("acquire", {"o", "upload", "30000", "i5", "t5", "", "", "key.1", "/d"});
+  REQUIRE(k2.elements.at(0).str == "granted");
+  CHECK(k2.elements.at(1).str == "i4");
+  CHECK(k2.elements.at(5).integer == 1);
+  CHECK(eval("acquire", {"o", "upload", "30000", "i6", "t6", "", "", "key.1", "/e"}).elements.at(0).str == "invalid");
+  CHECK(eval("acquire", {"o", "upload", "30000", "i6", "t6", "", "", "bad key", "/e"}).elements.at(0).str == "invalid");
+  CHECK(server.command({"HGET", prefix_of(ns) + "locks", "k:key.1"}).str == "i4");
+  CHECK(eval("force_release", {"i4"}).elements.at(0).str == "released");
+  CHECK(server.command({"HEXISTS", prefix_of(ns) + "locks", "k:key.1"}).integer == 0);
 }
 
 TEST_CASE("conflicting locks are never held at once by concurrent clients", "[redis][concurrency]") {
@@ -650,7 +709,7 @@ TEST_CASE("the library's functions can be called directly, as docs/lua-protocol.
   const std::string ns = test::unique_namespace("lua");
   FunctionCaller eval(server.url(), m, ns);
   RedisConnection& c = eval.connection;
-  auto r = eval("acquire", {"svc", "move_folder", "30000", "id1", "tok1", "/a", "/b"});
+  auto r = eval("acquire", {"svc", "move_folder", "30000", "id1", "tok1", "", "", "", "/a", "/b"});
   REQUIRE(r.elements.size() == 6);
   CHECK(r.elements[0].str == "granted");
   CHECK(r.elements[1].str == "id1");
@@ -658,23 +717,23 @@ TEST_CASE("the library's functions can be called directly, as docs/lua-protocol.
   CHECK(r.elements[3].integer > 0);
   CHECK(r.elements[4].integer == 30000);
   CHECK(r.elements[5].integer == 1);
-  r = eval("acquire", {"svc2", "upload", "30000", "id2", "tok2", "/a/x"});
+  r = eval("acquire", {"svc2", "upload", "30000", "id2", "tok2", "", "", "", "/a/x"});
   REQUIRE(r.elements.size() == 11);
   CHECK(r.elements[0].str == "refused");
   CHECK(r.elements[1].str == "id1");
   CHECK(r.elements[9].str == "held_ancestor");
   CHECK(r.elements[10].integer == 0);  // a held lock, not a waiter (redis_wait_test.cpp covers those)
   for (const std::vector<std::string>& bad :
-       std::vector<std::vector<std::string>>{{"svc", "nope", "1", "i", "t", "/a"},
+       std::vector<std::vector<std::string>>{{"svc", "nope", "1", "i", "t", "", "", "", "/a"},
                                              {"svc", "upload", "1", "i", "t"},
-                                             {"svc", "upload", "0", "i", "t", "/a"},
-                                             {"svc", "upload", "1.5", "i", "t", "/a"},
-                                             {"svc", "upload", "100", "i/d", "t", "/a"},
-                                             {"svc", "upload", "100", "i", "t", "a"},
-                                             {"svc", "upload", "100", "i", "t", "/a//b"},
-                                             {"svc", "upload", "100", "i", "t", "/a/"},
-                                             {"svc", "upload", "100", "i", "t", "/a/../b"},
-                                             {"svc", "move_folder", "100", "i", "t", "/a", "/a/in"}}) {
+                                             {"svc", "upload", "0", "i", "t", "", "", "", "/a"},
+                                             {"svc", "upload", "1.5", "i", "t", "", "", "", "/a"},
+                                             {"svc", "upload", "100", "i/d", "t", "", "", "", "/a"},
+                                             {"svc", "upload", "100", "i", "t", "", "", "", "a"},
+                                             {"svc", "upload", "100", "i", "t", "", "", "", "/a//b"},
+                                             {"svc", "upload", "100", "i", "t", "", "", "", "/a/"},
+                                             {"svc", "upload", "100", "i", "t", "", "", "", "/a/../b"},
+                                             {"svc", "move_folder", "100", "i", "t", "", "", "", "/a", "/a/in"}}) {
     r = eval("acquire", bad);
     INFO(bad[1] << " " << bad.back());
     CHECK(r.elements.at(0).str == "invalid");
@@ -683,7 +742,7 @@ TEST_CASE("the library's functions can be called directly, as docs/lua-protocol.
   const std::string fn = redis::library_for(m).function_prefix + "acquire";
   std::vector<std::string> argv{"FCALL", fn, "9"};
   for (const std::string& k : redis::namespace_keys(ns)) argv.push_back(k);
-  argv.insert(argv.end(), {"svc", "upload", "100", "i", "t", "/z"});
+  argv.insert(argv.end(), {"svc", "upload", "100", "i", "t", "", "", "", "/z"});
   std::vector<std::string> wrong = argv;
   wrong[3] = "pl:nohashtag:meta";
   CHECK(c.command(wrong).elements.at(0).str == "invalid");

@@ -359,10 +359,10 @@ TEST_CASE("the line can be driven by calling the library's functions directly", 
     REQUIRE(s->command({"SSUBSCRIBE", prefix_of(ns) + "wake"}).elements.size() == 3);
     return s;
   };
-  auto r = eval("acquire", {"holder", "upload", "30000", "id1", "tok1", "/a/f"});
+  auto r = eval("acquire", {"holder", "upload", "30000", "id1", "tok1", "", "", "", "/a/f"});
   REQUIRE(r.elements.at(0).str == "granted");
   // A waiter: fair, with a place in line "wA" and a 5 s reservation.
-  r = eval("acquire", {"svc", "delete_folder", "30000", "id2", "tok2", "/a", "1", "wA", "5000"});
+  r = eval("acquire", {"svc", "delete_folder", "30000", "id2", "tok2", "", "", "", "/a", "1", "wA", "5000"});
   REQUIRE(r.elements.size() == 11);
   CHECK(r.elements[0].str == "refused");
   CHECK(r.elements[1].str == "id1");
@@ -373,7 +373,7 @@ TEST_CASE("the line can be driven by calling the library's functions directly", 
   CHECK(server.command({"HGET", prefix_of(ns) + "idx", "wh/a"}).str == "112:1");
   CHECK(server.command({"HGET", prefix_of(ns) + "idx", "wb/"}).str == "112:1");
   // A fair newcomer (the 5-argument form is fair) is refused by the waiter.
-  r = eval("acquire", {"new", "create", "30000", "id3", "tok3", "/a"});
+  r = eval("acquire", {"new", "create", "30000", "id3", "tok3", "", "", "", "/a"});
   REQUIRE(r.elements.size() == 11);
   CHECK(r.elements[0].str == "refused");
   CHECK(r.elements[1].str == "wA");
@@ -383,7 +383,7 @@ TEST_CASE("the line can be driven by calling the library's functions directly", 
   CHECK(r.elements[9].str == "same");
   CHECK(r.elements[10].integer == 1);
   // fair = 0 overtakes; its release publishes its path.
-  r = eval("acquire", {"new", "create", "30000", "id3", "tok3", "/a", "0", "", "0"});
+  r = eval("acquire", {"new", "create", "30000", "id3", "tok3", "", "", "", "/a", "0", "", "0"});
   REQUIRE(r.elements.at(0).str == "granted");
   {
     auto s = subscriber();
@@ -395,32 +395,32 @@ TEST_CASE("the line can be driven by calling the library's functions directly", 
     CHECK(msg.elements.at(2).str == "/a");
   }
   // The last attempt (reserve_ms 0) leaves the line when refused.
-  r = eval("acquire", {"svc", "delete_folder", "30000", "id2", "tok2", "/a", "1", "wA", "0"});
+  r = eval("acquire", {"svc", "delete_folder", "30000", "id2", "tok2", "", "", "", "/a", "1", "wA", "0"});
   CHECK(r.elements.at(0).str == "refused");
   CHECK(server.command({"HEXISTS", prefix_of(ns) + "wrec", "wA"}).integer == 0);
   // Join again, then leave with the leave script.
-  eval("acquire", {"svc", "delete_folder", "30000", "id2", "tok2", "/a", "1", "wB", "5000"});
+  eval("acquire", {"svc", "delete_folder", "30000", "id2", "tok2", "", "", "", "/a", "1", "wB", "5000"});
   CHECK(server.command({"HEXISTS", prefix_of(ns) + "wrec", "wB"}).integer == 1);
   // The same place cannot be claimed by another request.
-  CHECK(eval("acquire", {"other", "delete_folder", "30000", "id2", "tok2", "/a", "1", "wB", "5000"})
+  CHECK(eval("acquire", {"other", "delete_folder", "30000", "id2", "tok2", "", "", "", "/a", "1", "wB", "5000"})
             .elements.at(0).str == "invalid");
   r = eval("leave", {"wB"});
   CHECK(r.elements.at(0).str == "left");
   CHECK(r.elements.at(1).integer == 1);
   CHECK(eval("leave", {"wB"}).elements.at(1).integer == 0);
   for (const std::vector<std::string>& bad : std::vector<std::vector<std::string>>{
-           {"svc", "upload", "100", "i", "t", "/b", "2", "", "0"},         // fair must be 1 or 0
-           {"svc", "upload", "100", "i", "t", "/b", "0", "wC", "100"},     // an unfair request takes no place
-           {"svc", "upload", "100", "i", "t", "/b", "1", "w/C", "100"},    // bad waiter id
-           {"svc", "upload", "100", "i", "t", "/b", "1", "wC", "-1"},      // bad reserve
-           {"svc", "upload", "100", "i", "t", "/b", "1", "wC", "1.5"},     // bad reserve
-           {"svc", "upload", "100", "i", "t", "/b", "1", "wC"}}) {          // all three or none
+           {"svc", "upload", "100", "i", "t", "", "", "", "/b", "2", "", "0"},         // fair must be 1 or 0
+           {"svc", "upload", "100", "i", "t", "", "", "", "/b", "0", "wC", "100"},     // an unfair request takes no place
+           {"svc", "upload", "100", "i", "t", "", "", "", "/b", "1", "w/C", "100"},    // bad waiter id
+           {"svc", "upload", "100", "i", "t", "", "", "", "/b", "1", "wC", "-1"},      // bad reserve
+           {"svc", "upload", "100", "i", "t", "", "", "", "/b", "1", "wC", "1.5"},     // bad reserve
+           {"svc", "upload", "100", "i", "t", "", "", "", "/b", "1", "wC"}}) {          // all three or none
     INFO(fmt::format("{}", fmt::join(bad, " ")));
     CHECK(eval("acquire", bad).elements.at(0).str == "invalid");
   }
   // A place whose reservation ended (its client died) is reaped by any
   // call, even one that never looks at the line, like list.
-  eval("acquire", {"svc", "delete_folder", "30000", "id2", "tok2", "/a", "1", "wD", "30"});
+  eval("acquire", {"svc", "delete_folder", "30000", "id2", "tok2", "", "", "", "/a", "1", "wD", "30"});
   CHECK(server.command({"HEXISTS", prefix_of(ns) + "wrec", "wD"}).integer == 1);
   std::this_thread::sleep_for(50ms);
   CHECK(eval("list", {"/nowhere", "10", ""}).elements.at(0).str == "locks");

@@ -99,7 +99,7 @@ TEST_CASE("rollout: once the old matrix's locks are gone, the new matrix alone d
   {
     const auto status = admin_status({"status", "--redis", server.url(), "--namespace", ns});
     REQUIRE(status.size() == 1);
-    CHECK(status[0]["layout"] == 3);
+    CHECK(status[0]["layout"] == 4);
     REQUIRE(status[0]["matrices"].size() == 2);
     std::map<std::string, nlohmann::json> by_name;
     for (const auto& m : status[0]["matrices"]) by_name[m["name"].get<std::string>()] = m;
@@ -184,7 +184,7 @@ TEST_CASE("rollout: stress processes of two matrices on one namespace never hold
   CHECK(admin_status({"status", "--redis", server.url(), "--namespace", ns})[0]["matrices"].empty());
 }
 
-TEST_CASE("rollout: a place in line alone keeps its matrix in use; admin status counts it", "[rollout][redis]") {
+TEST_CASE("rollout: a place in line alone keeps its matrix in use - admin status counts it", "[rollout][redis]") {
   const auto& server = test::shared_redis_server();
   const std::string ns = test::unique_namespace("rollwait");
   auto b = test::redis_engine(server.url(), &refined().table());
@@ -194,7 +194,7 @@ TEST_CASE("rollout: a place in line alone keeps its matrix in use; admin status 
   // would call it: refused (another matrix's lock overlaps), and in line.
   test::RedisConnection c(server.url());
   const auto r = test::call_function(c, default_matrix(), "acquire", ns,
-                                     {"alice", "delete_folder", "30000", "id1", "tok1", "/", "1", "wA", "2000"});
+                                     {"alice", "delete_folder", "30000", "id1", "tok1", "", "", "", "/", "1", "wA", "2000"});
   REQUIRE(r.elements.at(0).str == "refused");
   CHECK(r.elements.at(2).str == "scan");  // named by the lock's own record
   CHECK(r.elements.at(3).str == "target");
@@ -218,7 +218,7 @@ TEST_CASE("rollout: a place in line alone keeps its matrix in use; admin status 
   CHECK(b->release(ns, scan.grant.id, scan.grant.token));
 }
 
-TEST_CASE("rollout: at most 99 matrices in one namespace; the 100th gets a clear error and adds nothing",
+TEST_CASE("rollout: at most 99 matrices in one namespace - the 100th gets a clear error and adds nothing",
           "[rollout][redis]") {
   const auto& server = test::shared_redis_server();
   const std::string ns = test::unique_namespace("roll99");

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <pathlock/version.hpp>
 #include <map>
 #include <set>
 
@@ -126,7 +127,7 @@ TEST_CASE("shell answers each line as it arrives", "[shell]") {
   CHECK(sh.finish().empty());
 }
 
-TEST_CASE("shell: blank and comment lines produce nothing; errors carry on", "[shell]") {
+TEST_CASE("shell: blank and comment lines produce nothing - errors carry on", "[shell]") {
   ShellProcess sh({});
   sh.send("");
   sh.send("   ");
@@ -365,6 +366,55 @@ TEST_CASE("shell: bad limit= and after= values are clear errors", "[shell][redis
       CHECK(sh.ask("locks limit=10000")["locks"].size() == 1);
     }
   }
+}
+
+TEST_CASE("shell: one owner's plain repeated acquire conflicts, a proof re-enters, a key retries", "[shell]") {
+  ShellProcess sh({"--namespace", "shell-identity"});
+  const json first = sh.ask("acquire alice move_folder /p/A /p/B");
+  REQUIRE(first["granted"] == true);
+  const std::string id = first["id"], token = first["token"];
+  const json again = sh.ask("acquire alice move_folder /p/A /p/B");
+  CHECK(again["granted"] == false);
+  CHECK(again["conflict"]["id"] == id);
+  CHECK_FALSE(again["conflict"].contains("token"));
+  const json reentered = sh.ask("acquire alice move_folder /p/A /p/B reenter=" + id + " token=" + token);
+  CHECK(reentered["granted"] == true);
+  CHECK(reentered["id"] == id);
+  CHECK(reentered["holds"] == 2);
+  const json wrong = sh.ask("acquire mallory move_folder /p/A /p/B reenter=" + id + " token=guess");
+  CHECK(wrong == json{{"granted", false}, {"not_holder", true}});
+  CHECK(sh.ask("acquire alice move_folder /p/A /p/B reenter=" + id)["error"] == "reenter=ID and token=TOKEN come together");
+  CHECK(sh.ask("acquire a upload /q key=k1 key=k2")["error"] == "key= is given twice");
+  CHECK(sh.ask("held " + id + " " + token)["held"] == true);
+  CHECK(sh.ask("held " + id + " guess")["held"] == false);
+  const json keyed = sh.ask("acquire bob upload /q/x key=retry-1");
+  REQUIRE(keyed["granted"] == true);
+  const json retried = sh.ask("acquire bob upload /q/x key=retry-1");
+  CHECK(retried["id"] == keyed["id"]);
+  CHECK(retried["holds"] == 1);
+  CHECK(sh.ask("acquire bob upload /q/y key=retry-1")["error"].get<std::string>().find("idempotency_key") !=
+        std::string::npos);
+  CHECK(sh.finish().empty());
+}
+
+TEST_CASE("shell: a line with a carriage return is answered with an error, never skipped", "[shell]") {
+  ShellProcess sh({});
+  for (const std::string& line : {std::string("\r"), std::string("acquire a upload /p\r"), std::string("  \r  ")}) {
+    const json answer = sh.ask(line);
+    CHECK(answer["error"].get<std::string>().find("carriage return") != std::string::npos);
+  }
+  CHECK(sh.ask("locks")["locks"].empty());  // nothing was taken
+  CHECK(sh.finish().empty());
+}
+
+TEST_CASE("cli: --version prints the release", "[shell]") {
+  FILE* pipe = popen(PATHLOCK_CLI " --version", "r");
+  REQUIRE(pipe);
+  char buf[256] = {};
+  const std::size_t n = fread(buf, 1, sizeof buf - 1, pipe);
+  CHECK(pclose(pipe) == 0);
+  CHECK(std::string(buf, n) == "pathlock " PATHLOCK_VERSION_STRING "\n");
+  CHECK(std::string(PATHLOCK_VERSION_STRING) == "0.2.0");
 }
 
 TEST_CASE("split_words follows the quoting rule", "[shell]") {

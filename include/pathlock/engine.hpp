@@ -38,6 +38,11 @@ inline constexpr Millis kMinTtl{1};
 inline constexpr Millis kMaxTtl{7LL * 24 * 3600 * 1000};  // one week
 inline constexpr std::size_t kMaxNamespaceBytes = 128;
 inline constexpr std::size_t kMaxOwnerBytes = 256;
+// Lock ids: 1..kMaxIdBytes of [A-Za-z0-9-]; tokens: 1..kMaxTokenBytes bytes.
+inline constexpr std::size_t kMaxIdBytes = 64;
+inline constexpr std::size_t kMaxTokenBytes = 256;
+// Idempotency keys: 1..kMaxIdempotencyKeyBytes of [A-Za-z0-9._:-].
+inline constexpr std::size_t kMaxIdempotencyKeyBytes = 128;
 
 // Bad input: nothing was changed. what() names the offending field.
 class InvalidRequest : public std::invalid_argument {
@@ -59,6 +64,8 @@ struct Target {
   std::string path;  // absolute path; see pathlock/path.hpp
 };
 
+struct Grant;
+
 struct LockRequest {
   std::string ns;     // namespace: 1..128 bytes of [A-Za-z0-9._:-]
   std::string owner;  // who holds the lock: 1..256 bytes of UTF-8, no controls
@@ -71,6 +78,30 @@ struct LockRequest {
   // it holds its own place in line. fair = false lets the request overtake
   // waiters and wait without a place in line (more throughput, may starve).
   bool fair = true;
+
+  // Reentry by proof (docs/design.md#lock-identity). Both empty: a new lock,
+  // judged against every held lock, the owner's own included. Both set: the
+  // request re-enters the live lock `reenter_id` whose token is
+  // `reenter_token`, with the same operation and targets; it gets that lock
+  // with holds + 1 and a lease of at least now + ttl. When no live lock has
+  // this id and token, the request is refused with
+  // AcquireResult::not_holder (nothing about any lock is revealed); another
+  // operation or other targets than the proven lock's are InvalidRequest.
+  // A reentry never waits and never takes a place in line.
+  std::string reenter_id{};
+  std::string reenter_token{};
+  // Idempotent retries: a key chosen by the caller (1..128 of
+  // [A-Za-z0-9._:-]; a fresh random one per logical acquire) and stored with
+  // the lock it creates. A request whose key names a live lock of this
+  // namespace with the same owner, operation and targets gets that lock back
+  // unchanged (same id, token, fence and holds; its lease extended to at
+  // least now + ttl): this is how to retry an acquire whose reply was lost.
+  // The key of a live lock with another owner, operation or targets is
+  // InvalidRequest. Excludes reenter_id. Empty: no key.
+  std::string idempotency_key{};
+
+  // Sets reenter_id and reenter_token from a grant of this engine.
+  LockRequest& reenter(const Grant& grant);
 };
 
 // A granted lock. `token` is the secret needed to release or renew it.
@@ -102,9 +133,18 @@ struct Conflict {
 struct AcquireResult {
   bool granted = false;
   Grant grant;        // valid when granted
-  Conflict conflict;  // valid when refused
+  Conflict conflict;  // valid when refused, unless not_holder
+  // Refused because the request's reenter_id and reenter_token name no live
+  // lock (unknown or expired id, or a wrong token); `conflict` is then empty.
+  bool not_holder = false;
   explicit operator bool() const { return granted; }
 };
+
+inline LockRequest& LockRequest::reenter(const Grant& grant) {
+  reenter_id = grant.id;
+  reenter_token = grant.token;
+  return *this;
+}
 
 // A held lock, as listed.
 struct LockInfo {
@@ -132,9 +172,11 @@ class LockEngine {
   virtual ~LockEngine() = default;
 
   // Takes every target of `request`, or none. Returns a grant, or the held
-  // lock that refused the request. The same owner asking again for the same
-  // operation on the same targets gets the same lock back with holds + 1 and
-  // a lease extended to at least now + ttl. With request.wait > 0, a refused
+  // lock that refused the request. Every request is judged against every
+  // held lock, including the locks of its own owner: an owner's name is no
+  // proof. Only a request carrying a lock's id and token (reenter_id,
+  // reenter_token) re-enters it, and only a request with the same
+  // idempotency_key gets its lock back (see LockRequest). With request.wait > 0, a refused
   // request blocks up to that long: it is woken when a release or an expiry
   // could let it in (with a bounded re-check, so a lost wake-up cannot strand
   // it), and returns the last conflict if the deadline passes.
@@ -149,6 +191,13 @@ class LockEngine {
   // ttl is empty). Returns false if no live lock has this id and token.
   virtual bool renew(std::string_view ns, std::string_view id, std::string_view token,
                      std::optional<Millis> ttl = std::nullopt) = 0;
+
+  // Am I still the holder? True when lock `id` is live and its token is
+  // `token`. Read-only and cheap (one lookup; on Redis one read-only call
+  // that replicas may serve): a storage write can ask it just before it
+  // commits, next to the fence check (docs/guard.md). Throws InvalidRequest
+  // for a bad namespace, BackendError on backend failure.
+  virtual bool is_held(std::string_view ns, std::string_view id, std::string_view token) = 0;
 
   // Returns the live locks with a target at or inside `prefix`, ordered by
   // fence. Costs O(size of that subtree), never a scan of all locks.

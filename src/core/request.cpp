@@ -38,6 +38,27 @@ void check_ttl(Millis ttl, std::string_view what) {
     throw InvalidRequest(fmt::format("{} {} ms is outside {}..{} ms", what, ttl.count(), kMinTtl.count(), kMaxTtl.count()));
 }
 
+namespace {
+bool id_char(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-'; }
+bool key_char(char c) { return id_char(c) || c == '.' || c == '_' || c == ':'; }
+}  // namespace
+
+void check_lock_id(std::string_view id, std::string_view what) {
+  if (id.empty() || id.size() > kMaxIdBytes || !std::all_of(id.begin(), id.end(), id_char))
+    throw InvalidRequest(fmt::format("{} must be 1..{} characters of [A-Za-z0-9-]", what, kMaxIdBytes));
+}
+
+void check_token(std::string_view token, std::string_view what) {
+  if (token.empty() || token.size() > kMaxTokenBytes)
+    throw InvalidRequest(fmt::format("{} must be 1..{} bytes", what, kMaxTokenBytes));
+}
+
+void check_idempotency_key(std::string_view key) {
+  if (key.empty() || key.size() > kMaxIdempotencyKeyBytes || !std::all_of(key.begin(), key.end(), key_char))
+    throw InvalidRequest(
+        fmt::format("idempotency_key must be 1..{} characters of [A-Za-z0-9._:-]", kMaxIdempotencyKeyBytes));
+}
+
 std::string resolve_prefix(std::string_view prefix) {
   try {
     return normalize_path(prefix);
@@ -54,6 +75,14 @@ ResolvedRequest resolve_request(const MatrixTable& matrix, const LockRequest& re
     throw InvalidRequest(fmt::format("wait {} ms is outside 0..{} ms", request.wait.count(), kMaxTtl.count()));
 
   ResolvedRequest out;
+  if (!request.reenter_id.empty() || !request.reenter_token.empty()) {
+    check_lock_id(request.reenter_id, "reenter_id");
+    check_token(request.reenter_token, "reenter_token");
+    if (!request.idempotency_key.empty())
+      throw InvalidRequest("a reentry (reenter_id) takes no idempotency_key: the lock it proves is already known");
+    out.reentry = true;
+  }
+  if (!request.idempotency_key.empty()) check_idempotency_key(request.idempotency_key);
   out.op = matrix.op_index(request.op);
   if (out.op < 0) throw InvalidRequest(fmt::format("unknown operation '{}'", request.op));
   const OpInfo& op = matrix.ops[static_cast<std::size_t>(out.op)];
@@ -86,14 +115,6 @@ ResolvedRequest resolve_request(const MatrixTable& matrix, const LockRequest& re
                                        out.targets[inner].path == out.targets[outer].path ? "the same as" : "inside",
                                        op.roles[outer], out.targets[outer].path));
   }
-
-  // Owners, operation names and paths never contain NUL (control characters
-  // are refused), so NUL-separated fields cannot collide.
-  std::size_t size = request.owner.size() + op.name.size() + 1;
-  for (const ResolvedTarget& t : out.targets) size += t.path.size() + 1;
-  out.reentry_key.reserve(size);
-  out.reentry_key.append(request.owner).append(1, '\0').append(op.name);
-  for (const ResolvedTarget& t : out.targets) out.reentry_key.append(1, '\0').append(t.path);
   return out;
 }
 

@@ -17,8 +17,7 @@ struct ResolvedTarget {
 struct ResolvedRequest {
   int op = 0;
   std::vector<ResolvedTarget> targets;  // in the matrix's role order
-  // Identity for reentrancy: owner, operation and every (role, path).
-  std::string reentry_key;
+  bool reentry = false;                 // reenter_id and reenter_token are set
 };
 
 // Validates `request` against `matrix`. Throws InvalidRequest.
@@ -28,6 +27,10 @@ ResolvedRequest resolve_request(const MatrixTable& matrix, const LockRequest& re
 void check_namespace(std::string_view ns);
 void check_owner(std::string_view owner);
 void check_ttl(Millis ttl, std::string_view what = "ttl");
+// A lock id as the engines make them: 1..kMaxIdBytes of [A-Za-z0-9-].
+void check_lock_id(std::string_view id, std::string_view what = "id");
+void check_token(std::string_view token, std::string_view what = "token");
+void check_idempotency_key(std::string_view key);
 // Canonical prefix for list(); throws InvalidRequest for a bad path.
 std::string resolve_prefix(std::string_view prefix);
 

@@ -7,8 +7,9 @@ namespace pathlock::core {
 
 AcquireResult wait_for_grant(const LockRequest& request, const Clock& clock, WaitingAttempts& backend) {
   // No wait: the one attempt is the last, with no place in line (the loop
-  // below would decide the same after reading the clock twice).
-  if (request.wait <= Millis{0}) return backend.attempt(Millis{0});
+  // below would decide the same after reading the clock twice). A reentry
+  // never waits: its lock is there or it is not.
+  if (request.wait <= Millis{0} || !request.reenter_id.empty()) return backend.attempt(Millis{0});
   const Clock::time_point deadline = clock.now() + request.wait;
   const bool in_line = request.fair;
   bool listening = false;
@@ -21,7 +22,7 @@ AcquireResult wait_for_grant(const LockRequest& request, const Clock& clock, Wai
       // judged as the oldest of its peers, not as a newcomer.
       const Millis reserve = last || !in_line ? Millis{0} : std::min(left + kRecheck, kMaxReservation);
       AcquireResult out = backend.attempt(reserve);
-      if (out.granted || last) return out;
+      if (out.granted || out.not_holder || last) return out;
       if (!listening) {
         listening = true;
         if (backend.listen()) continue;

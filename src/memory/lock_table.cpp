@@ -46,6 +46,7 @@ void LockTable::give_back(Lock& lock) {
   lock.id.clear();
   lock.token.clear();
   lock.owner.clear();
+  lock.idempotency_key.clear();
   lock.entries.clear();
   free_.push_back(lock.slot);
   --live_;

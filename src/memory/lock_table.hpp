@@ -40,7 +40,8 @@ struct Lock : ExpiryHook {
   std::uint64_t fence = 0;
   std::uint32_t holds = 1;
   Millis ttl{0};
-  std::vector<Entry> entries;  // in role order; never resized while linked
+  std::string idempotency_key;  // empty: none
+  std::vector<Entry> entries;   // in role order; never resized while linked
 };
 
 // A waiting fair request: its place in line and its indexed targets.

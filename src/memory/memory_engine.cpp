@@ -17,10 +17,9 @@
 // "<slot>-<fence>" in hex, so release and renew find their lock by index and
 // check fence and token, without a hash lookup.
 //
-// Reentry is found at the leaf: the node of the request's first target is the
-// last node of its conflict check, and the locks of the same code there are
-// its only candidates; each carries a hash of (owner, operation, targets) in
-// its first entry, compared before the full identity.
+// Reentry is by proof (docs/design.md#lock-identity): the request names the
+// lock's id and token, so the lock is found by index like release does.
+// Idempotency keys map to their lock in NamespaceState::idempotent.
 //
 // Invariants (on top of those of the structures):
 //   I1 a live lock's entries are linked in the index and its hook is armed
@@ -73,11 +72,6 @@ Relation relation_of(std::string_view held, std::string_view requested) {
   return path_within(requested, held) ? Relation::held_ancestor : Relation::held_descendant;
 }
 
-std::uint64_t identity_hash(std::string_view reentry_key) {
-  const std::uint64_t h = std::hash<std::string_view>{}(reentry_key);
-  return h ? h : 1;  // 0 means "no identity" in Entry::key
-}
-
 }  // namespace
 
 class MemoryEngine final : public LockEngine {
@@ -111,6 +105,10 @@ class MemoryEngine final : public LockEngine {
       if (ttl) lock.ttl = *ttl;
       extend(st, lock, now + lock.ttl);
     });
+  }
+
+  bool is_held(std::string_view ns_name, std::string_view id, std::string_view token) override {
+    return with_lock(ns_name, id, &token, [](Namespace&, NamespaceState&, Lock&, Clock::time_point) {});
   }
 
   bool force_release(std::string_view ns_name, std::string_view id) override {
@@ -247,6 +245,19 @@ class MemoryEngine final : public LockEngine {
   // the paths of `req` are moved into the lock.
   bool try_acquire(Namespace& ns, NamespaceState& st, core::ResolvedRequest& req, const LockRequest& request,
                    const Waiter* me, Clock::time_point now, AcquireResult& result) {
+    if (req.reentry) return reenter(st, req, request, now, result);
+    if (!request.idempotency_key.empty()) {
+      const auto it = st.idempotent.find(request.idempotency_key);
+      if (it != st.idempotent.end()) {
+        Lock& lock = *it->second;
+        if (lock.owner != request.owner || !same_targets(lock, req))
+          throw InvalidRequest("idempotency_key is in use by another request (another owner, operation or targets)");
+        extend(st, lock, std::max(lock.expires_at, now + request.ttl));
+        result.granted = true;
+        result.grant = grant_of(lock, now);
+        return true;
+      }
+    }
     thread_local std::vector<PathProbe> probes;
     probes.assign(req.targets.size(), PathProbe{});
     const Entry* hit = nullptr;
@@ -255,16 +266,6 @@ class MemoryEngine final : public LockEngine {
     for (; hit_target < req.targets.size(); ++hit_target) {
       const core::ResolvedTarget& t = req.targets[hit_target];
       if ((hit = st.index.find_refusal(t.path, blockers_of(t.code), kHeld, rel, &probes[hit_target]))) break;
-    }
-    const std::uint64_t key = identity_hash(req.reentry_key);
-    const Node* leaf = hit ? st.index.find(req.targets[0].path) : probes[0].complete ? probes[0].deepest : nullptr;
-    if (Lock* lock = leaf ? find_reentry(*leaf, req, request.owner, key) : nullptr) {
-      ++lock->holds;
-      extend(st, *lock, std::max(lock->expires_at, now + request.ttl));
-      lock->ttl = request.ttl;
-      result.granted = true;
-      result.grant = grant_of(*lock, now);
-      return true;
     }
     if (hit) {
       describe(*hit, req.targets[hit_target], rel, now, result.conflict);
@@ -280,12 +281,15 @@ class MemoryEngine final : public LockEngine {
     lock.ttl = request.ttl;
     lock.expires_at = now + request.ttl;
     st.expiry.arm(lock);
+    if (!request.idempotency_key.empty()) {
+      lock.idempotency_key = request.idempotency_key;
+      st.idempotent.emplace(lock.idempotency_key, &lock);
+    }
     lock.entries.resize(req.targets.size());
     for (std::size_t i = 0; i < req.targets.size(); ++i) {
       Entry& e = lock.entries[i];
       e.lock = &lock;
       e.code = req.targets[i].code;
-      e.key = i == 0 ? key : 0;
       e.path = std::move(req.targets[i].path);
       st.index.link(e, kHeld, &probes[i]);
     }
@@ -294,17 +298,33 @@ class MemoryEngine final : public LockEngine {
     return true;
   }
 
-  // The live lock with the identity of `req` at the node of its first target.
-  static Lock* find_reentry(const Node& leaf, const core::ResolvedRequest& req, const std::string& owner,
-                            std::uint64_t key) {
-    const Entry* e = PathIndex::find_keyed(leaf, req.targets[0].code, key, [&](const Entry& x) {
-      const Lock& lock = *x.lock;
-      if (lock.owner != owner || lock.op != req.op || lock.entries.size() != req.targets.size()) return false;
-      for (std::size_t i = 0; i < lock.entries.size(); ++i)
-        if (lock.entries[i].path != req.targets[i].path) return false;
-      return true;
-    });
-    return e ? e->lock : nullptr;
+  // Reentry by proof: the live lock reenter_id with token reenter_token gets
+  // one more hold; without one the request is refused with not_holder, and
+  // nothing about any lock is told.
+  bool reenter(NamespaceState& st, const core::ResolvedRequest& req, const LockRequest& request,
+               Clock::time_point now, AcquireResult& result) {
+    Lock* lock = st.locks.find(request.reenter_id);
+    if (!lock || lock->token != request.reenter_token) {
+      result.not_holder = true;
+      return false;
+    }
+    if (!same_targets(*lock, req))
+      throw InvalidRequest(fmt::format("reentry of lock {}: the request must repeat its operation '{}' and its targets",
+                                       lock->id, matrix_.ops[static_cast<std::size_t>(lock->op)].name));
+    ++lock->holds;
+    extend(st, *lock, std::max(lock->expires_at, now + request.ttl));
+    lock->ttl = request.ttl;
+    result.granted = true;
+    result.grant = grant_of(*lock, now);
+    return true;
+  }
+
+  // Does `lock` have the operation and the (canonical) targets of `req`?
+  static bool same_targets(const Lock& lock, const core::ResolvedRequest& req) {
+    if (lock.op != req.op || lock.entries.size() != req.targets.size()) return false;
+    for (std::size_t i = 0; i < lock.entries.size(); ++i)
+      if (lock.entries[i].path != req.targets[i].path) return false;
+    return true;
   }
 
   Waiter* enqueue(Namespace& ns, NamespaceState& st, const core::ResolvedRequest& req, const std::string& owner,
@@ -363,6 +383,7 @@ class MemoryEngine final : public LockEngine {
   }
 
   static void remove(NamespaceState& st, Lock& lock) {
+    if (!lock.idempotency_key.empty()) st.idempotent.erase(lock.idempotency_key);
     for (Entry& e : lock.entries) st.index.unlink(e, kHeld);
     st.expiry.disarm(lock);
     st.locks.give_back(lock);

@@ -26,6 +26,8 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <unordered_map>
 
 namespace pathlock::memory {
 
@@ -34,6 +36,7 @@ struct NamespaceState {
   LockTable locks;
   ExpiryWheel expiry;
   std::list<Waiter> waiters;  // oldest first
+  std::unordered_map<std::string, Lock*> idempotent;  // idempotency key -> its live lock
 
   explicit NamespaceState(Clock::time_point now) : expiry(now) {}
   bool idle() const { return locks.live() == 0 && waiters.empty(); }

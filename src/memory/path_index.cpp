@@ -179,14 +179,6 @@ void PathIndex::link(Entry& e, Kind kind, const PathProbe* probe) {
   e.next = s.first[kind];
   if (s.first[kind]) s.first[kind]->prev = &e;
   s.first[kind] = &e;
-  if (kind != kHeld) return;
-  if (s.by_key) {
-    if (e.key) s.by_key->insert(e.key, &e);
-  } else if (s.here[kHeld] >= kKeyedAt) {
-    s.by_key = std::make_unique<FlatTable<Entry>>();
-    for (Entry* x = s.first[kHeld]; x; x = x->next)
-      if (x->key) s.by_key->insert(x->key, x);
-  }
 }
 
 void PathIndex::unlink(Entry& e, Kind kind) {
@@ -198,10 +190,6 @@ void PathIndex::unlink(Entry& e, Kind kind) {
   if (e.next) e.next->prev = e.prev;
   e.prev = e.next = nullptr;
   e.node = nullptr;
-  if (kind == kHeld && s.by_key) {
-    if (e.key) s.by_key->erase(e.key, &e);
-    if (s.here[kHeld] - 1 < kKeyedAt / 2) s.by_key.reset();
-  }
   if (--s.here[kind] == 0) node->here_mask[kind] &= ~bit;
   for (Node* up = node->parent; up; up = up->parent) {
     Slot& us = slot_for(*up, e.code);

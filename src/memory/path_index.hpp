@@ -35,9 +35,6 @@
 //   name-ordered set as well (built when it reaches kOrderedAt, dropped below
 //   half of it), walked from the smallest name to the first child whose masks
 //   show a blocking code: O(log n + the children skipped) instead of O(n).
-//   Reentry (find_keyed): the held entries of one code at one node, by the
-//   engine's identity key; a list scan while short, a FlatTable once the
-//   slot holds kKeyedAt entries or more.
 //   A walk leaves a PathProbe (the deepest existing node); link() starts from
 //   it, so a grant does not look the path up a second time.
 //
@@ -70,8 +67,7 @@ struct Entry {
   Waiter* waiter = nullptr;  // set for kWaiting entries
   Node* node = nullptr;      // while linked: the node of `path`
   int code = 0;
-  std::uint64_t key = 0;  // the engine's identity hash (reentry); 0: none
-  std::string path;       // canonical
+  std::string path;  // canonical
   Entry* prev = nullptr;
   Entry* next = nullptr;
 };
@@ -81,10 +77,6 @@ struct Slot {
   std::uint32_t here[2] = {0, 0};   // by Kind
   std::uint32_t below[2] = {0, 0};  // by Kind
   Entry* first[2] = {nullptr, nullptr};
-  // The held entries here with a key, by key: kept only while the list is
-  // long (PathIndex::kKeyedAt), so find_keyed stays O(1) when many locks of
-  // one code share one path (uploads into one folder).
-  std::unique_ptr<FlatTable<Entry>> by_key;
 };
 
 // Orders siblings by name, byte by byte (component-wise path order).
@@ -142,9 +134,6 @@ class PathIndex {
   // A node keeps its children in name order from this many children on,
   // and drops the order below half of it.
   static constexpr std::size_t kOrderedAt = 1024;
-  // A slot indexes its held entries by key from this many on, and drops the
-  // index below half of it.
-  static constexpr std::uint32_t kKeyedAt = 16;
 
   PathIndex() = default;
   PathIndex(const PathIndex&) = delete;
@@ -172,19 +161,6 @@ class PathIndex {
   // The newest entry of `kind` with `code` exactly at `node`, or null; the
   // others follow through Entry::next.
   static const Entry* entries_at(const Node& node, int code, Kind kind);
-
-  // A held entry with `code` exactly at `node` whose key is `key` and for
-  // which same(entry) is true, or null. O(1) expected whatever the number
-  // of entries there.
-  template <class Same>
-  static const Entry* find_keyed(const Node& node, int code, std::uint64_t key, Same&& same) {
-    const Slot* s = node.find_slot(code);
-    if (!s) return nullptr;
-    if (s->by_key) return s->by_key->find(key, [&](const Entry& e) { return same(e); });
-    for (const Entry* e = s->first[kHeld]; e; e = e->next)
-      if (e->key == key && same(*e)) return e;
-    return nullptr;
-  }
 
   // Calls f(const Entry&) for every entry of `kind` at or below `node`.
   template <class F>

@@ -8,8 +8,11 @@
 // gives the same bytes. The protocol the library implements, its keys,
 // arguments, replies and versioning: docs/lua-protocol.md.
 //
-// Names are unique per (layout version, matrix fingerprint): several
-// matrices, and builds of several layouts, can share one server.
+// Names are unique per library text: "pathlock_v<layout>_<h>", where <h> is
+// a 64-bit FNV-1a hash of the whole text (data chunk and runtime) with the
+// name left out. Libraries of several matrices, layouts and pathlock
+// versions share one server, each calling its own functions; none replaces
+// another (docs/lua-protocol.md#the-library).
 //
 // This target (pathlock_redis_library) has no hiredis dependency, so
 // pathlock-matrixc can write the library of a compiled matrix to a file.
@@ -26,8 +29,9 @@ namespace pathlock::redis {
 // namespace records the layout that created it (meta field "layout"); a
 // library of another layout refuses it. Layout 1: pathlock 0.1 EVAL scripts;
 // 2: one matrix per namespace; 3: several matrices share a namespace during
-// a rolling deploy (docs/lua-protocol.md#versions).
-inline constexpr int kLayoutVersion = 3;
+// a rolling deploy; 4: pathlock 0.2, reentry by proof and idempotency keys
+// (docs/lua-protocol.md#versions).
+inline constexpr int kLayoutVersion = 4;
 
 // Longest reservation of a place in line the library grants (reserve_ms is
 // capped there), and the longest lease.
@@ -39,7 +43,7 @@ inline constexpr long long kMaxTtlMs = 604800000;
 inline constexpr std::string_view kKeySuffixes[] = {"meta", "idx", "locks", "exp", "ent", "wq", "wexp", "wrec", "wake"};
 
 struct Library {
-  std::string name;             // FUNCTION LOAD library name
+  std::string name;             // FUNCTION LOAD library name: pathlock_v<layout>_<hash>
   std::string function_prefix;  // function names: prefix + "acquire", ...
   std::string code;             // the complete library text
 };

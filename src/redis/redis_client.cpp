@@ -239,6 +239,11 @@ Reply RedisClient::command(const std::vector<std::string>& argv) {
   return r;
 }
 
+// A library's name is a hash of its whole text (library.hpp), so "already
+// exists" means this very text is loaded: never REPLACE, which could swap
+// another pathlock's code under its callers (docs/lua-protocol.md).
+static bool already_loaded(const Reply& r) { return r.str.find("already exists") != std::string::npos; }
+
 // Sends the registered libraries to the attempt's node, which said
 // "Function not found" (a restart without persistence, FUNCTION FLUSH, a new
 // master). A refusal (e.g. NOPERM for a user without FUNCTION LOAD) is
@@ -250,8 +255,8 @@ void RedisClient::load_libraries_on(Attempt& x) {
     libraries = libraries_;
   }
   for (const auto& [name, code] : libraries) {
-    Reply r = x({"FUNCTION", "LOAD", "REPLACE", code});
-    if (r.is_error()) {
+    Reply r = x({"FUNCTION", "LOAD", code});
+    if (r.is_error() && !already_loaded(r)) {
       if (r.str.rfind("NOPERM", 0) == 0)
         r.str = fmt::format("the server lacks library {} and this user may not load it ({}); load it once as an "
                             "administrator (docs/operations.md#trust-model)",
@@ -269,8 +274,8 @@ void RedisClient::load_library(const std::string& name, const std::string& code)
   // registered.
   const Reply listed = routed(-1, nullptr, [&](Attempt& x) { return x({"FUNCTION", "LIST", "LIBRARYNAME", name}); });
   if (!listed.is_error() && listed.elements.empty()) {
-    const Reply r = routed(-1, nullptr, [&](Attempt& x) { return x({"FUNCTION", "LOAD", "REPLACE", code}); });
-    if (r.is_error()) fail(fmt::format("FUNCTION LOAD of library {} failed: {}", name, r.str));
+    const Reply r = routed(-1, nullptr, [&](Attempt& x) { return x({"FUNCTION", "LOAD", code}); });
+    if (r.is_error() && !already_loaded(r)) fail(fmt::format("FUNCTION LOAD of library {} failed: {}", name, r.str));
   }
   std::lock_guard guard(mutex_);
   const auto it = std::find_if(libraries_.begin(), libraries_.end(), [&](const auto& l) { return l.first == name; });

@@ -65,6 +65,7 @@
 #include "redis/redis_url.hpp"
 
 #include <pathlock/path.hpp>
+#include <pathlock/version.hpp>
 
 #include <fmt/format.h>
 
@@ -81,6 +82,16 @@ constexpr std::size_t kIdBytes = 12;     // 24 hex characters
 constexpr std::size_t kTokenBytes = 16;  // 32 hex characters
 
 Millis millis(const Reply& r) { return Millis{r.number()}; }
+
+// The pathlock release that writes data layout `layout`
+// (docs/lua-protocol.md#versions).
+std::string layout_release(std::string_view layout) {
+  if (layout == "1") return "pathlock 0.1, its first EVAL scripts";
+  if (layout == "2") return "an unreleased pathlock";
+  if (layout == "3") return "pathlock 0.1, Functions library";
+  if (layout == "4") return "pathlock 0.2";
+  return "a pathlock newer than this one";
+}
 
 Relation parse_relation(const RedisClient& client, const std::string& name) {
   for (const Relation rel : {Relation::same, Relation::held_ancestor, Relation::held_descendant})
@@ -106,14 +117,20 @@ class RedisEngine final : public LockEngine {
 
   AcquireResult acquire(const LockRequest& request) override {
     const core::ResolvedRequest req = core::resolve_request(matrix_, request);
-    // ARGV: owner, op, ttl, new_id, new_token, paths..., fair, waiter_id,
-    // reserve_ms. The new id and token serve every attempt of this call
-    // (only a grant uses them, and a grant ends the call).
-    std::vector<std::string> args{request.owner, std::string(matrix_.ops[static_cast<std::size_t>(req.op)].name),
-                                  std::to_string(request.ttl.count()), core::random_hex(kIdBytes),
-                                  core::random_hex(kTokenBytes)};
+    // ARGV: owner, op, ttl, new_id, new_token, reenter_id, reenter_token,
+    // idempotency_key, paths..., fair, waiter_id, reserve_ms. The new id
+    // and token serve every attempt of this call (only a grant uses them,
+    // and a grant ends the call).
+    std::vector<std::string> args{request.owner,
+                                  std::string(matrix_.ops[static_cast<std::size_t>(req.op)].name),
+                                  std::to_string(request.ttl.count()),
+                                  core::random_hex(kIdBytes),
+                                  core::random_hex(kTokenBytes),
+                                  request.reenter_id,
+                                  request.reenter_token,
+                                  request.idempotency_key};
     for (const core::ResolvedTarget& t : req.targets) args.push_back(t.path);
-    const bool in_line = request.fair && request.wait > Millis{0};
+    const bool in_line = request.fair && request.wait > Millis{0} && !req.reentry;
     const std::string waiter = in_line ? "w" + core::random_hex(kIdBytes) : std::string();
     args.push_back(request.fair ? "1" : "0");
     args.push_back(waiter);
@@ -178,6 +195,13 @@ class RedisEngine final : public LockEngine {
       page.locks.push_back(std::move(info));
     }
     return page;
+  }
+
+  bool is_held(std::string_view ns, std::string_view id, std::string_view token) override {
+    core::check_namespace(ns);
+    const Reply r = run("held", ns, {std::string(id), std::string(token)});
+    if (r.at(0).text() != "held") unexpected("held", r.at(0).text());
+    return r.at(1).number() != 0;
   }
 
   bool force_release(std::string_view ns, std::string_view id) override {
@@ -251,6 +275,8 @@ class RedisEngine final : public LockEngine {
       c.requested_path = r.at(8).text();
       c.relation = parse_relation(client_, r.at(9).text());
       c.queued = r.at(10).number() != 0;
+    } else if (status == "not_holder") {
+      out.not_holder = true;
     } else {
       unexpected("acquire", status);
     }
@@ -321,9 +347,10 @@ class RedisEngine final : public LockEngine {
     const std::string& status = r.at(0).text();
     if (status == "layout")
       client_.fail(fmt::format(
-          "namespace '{}' was written with data layout {}; this build of pathlock uses layout {} "
-          "(docs/lua-protocol.md#versions). Use another namespace, or a pathlock build of layout {}",
-          ns, r.at(1).text(), r.at(2).text(), r.at(1).text()));
+          "namespace '{}' was written with data layout {} ({}); this is pathlock {}, layout {} "
+          "(docs/lua-protocol.md#versions). Drain the namespace or use another one, or run a pathlock of "
+          "layout {}",
+          ns, r.at(1).text(), layout_release(r.at(1).text()), kVersionString, r.at(2).text(), r.at(1).text()));
     if (status == "invalid") throw InvalidRequest(fmt::format("{}: {}", function, r.at(1).text()));
     return r;
   }

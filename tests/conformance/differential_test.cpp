@@ -41,31 +41,53 @@ TEST_CASE("every backend answers every call like the embedded one", "[conformanc
       std::vector<Target> targets;
       for (std::size_t r = 0; r < op.role_count; ++r)
         targets.push_back(Target{std::string(op.roles[r]), paths[rng() % paths.size()]});
-      const LockRequest req{ns, "o" + std::to_string(rng() % 3), std::string(op.name), targets, 60000ms, 0ms};
-      AcquireResult a, b;
+      LockRequest req{ns, "o" + std::to_string(rng() % 3), std::string(op.name), targets, 60000ms, 0ms};
+      // Some requests carry an idempotency key from a small set (a retry,
+      // or a clash: InvalidRequest on both), some the proof of a held lock
+      // (each backend its own id and token; the targets may not match).
+      const auto kind = rng() % 10;
+      if (kind == 0) req.idempotency_key = "k" + std::to_string(rng() % 4);
+      const Held* proof = kind == 1 && !held.empty() ? &held[rng() % held.size()] : nullptr;
+      if (proof && rng() % 2) {
+        const LockInfo* l = nullptr;
+        const auto listed = reference->list(ns);
+        for (const LockInfo& x : listed)
+          if (x.id == proof->ref.id) l = &x;
+        if (l) {
+          req.op = l->op;
+          req.targets = l->targets;
+        }
+      }
+      // One backend's answer: the result, or invalid = true.
+      const auto ask = [&](LockEngine& engine, const Grant* grant, bool& invalid) {
+        LockRequest r = req;
+        if (grant) r.reenter(*grant);
+        try {
+          return engine.acquire(r);
+        } catch (const InvalidRequest&) {
+          invalid = true;
+          return AcquireResult{};
+        }
+      };
       bool ref_invalid = false, other_invalid = false;
-      try {
-        a = reference->acquire(req);
-      } catch (const InvalidRequest&) {
-        ref_invalid = true;
-      }
-      try {
-        b = other->acquire(req);
-      } catch (const InvalidRequest&) {
-        other_invalid = true;
-      }
+      const AcquireResult a = ask(*reference, proof ? &proof->ref : nullptr, ref_invalid);
+      const AcquireResult b = ask(*other, proof ? &proof->other : nullptr, other_invalid);
       REQUIRE(ref_invalid == other_invalid);
       if (ref_invalid) continue;
       REQUIRE(a.granted == b.granted);
+      REQUIRE(a.not_holder == b.not_holder);
       if (a.granted) {
         ++grants;
         CHECK(a.grant.holds == b.grant.holds);
-        if (a.grant.holds == 1) {
+        if (same_lock.count(a.grant.id)) {
+          CHECK(same_lock.at(a.grant.id) == b.grant.id);  // a reentry or a retry found the same lock
+        } else {
+          REQUIRE_FALSE(proof);
           same_lock[a.grant.id] = b.grant.id;
           held.push_back(Held{a.grant, b.grant});
-        } else {
-          CHECK(same_lock.at(a.grant.id) == b.grant.id);  // reentry found the same lock
         }
+      } else if (a.not_holder) {
+        ++refusals;
       } else {
         ++refusals;
         const Conflict &x = a.conflict, &y = b.conflict;

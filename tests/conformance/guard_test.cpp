@@ -40,7 +40,7 @@ TEST_CASE("a refused guard owns nothing and reports the conflict", "[guard]") {
   CHECK_FALSE(refused.renew());
 }
 
-TEST_CASE("guards move; only the last owner releases", "[guard]") {
+TEST_CASE("guards move - only the last owner releases", "[guard]") {
   Fixture f;
   LockGuard outer;
   CHECK_FALSE(outer.owns_lock());

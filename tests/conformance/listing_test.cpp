@@ -40,7 +40,7 @@ TEST_CASE("paged listing returns every live lock exactly once, in fence order", 
   }
 }
 
-TEST_CASE("a lock released between pages is simply absent; later ones still come", "[conformance][list]") {
+TEST_CASE("a lock released between pages is simply absent - later ones still come", "[conformance][list]") {
   test::Fixture f;
   std::vector<Grant> grants;
   for (int i = 0; i < 6; ++i) grants.push_back(f.one("o", "upload", "/p/f" + std::to_string(i)).grant);

@@ -48,7 +48,7 @@ std::vector<std::string> ns_keys(const RedisServer& server, const std::string& n
 RedisReply call_function(RedisConnection& c, const MatrixTable& m, std::string_view function, const std::string& ns,
                          std::vector<std::string> args) {
   const redis::Library lib = redis::library_for(m);
-  c.command({"FUNCTION", "LOAD", "REPLACE", lib.code});
+  c.command({"FUNCTION", "LOAD", lib.code});  // "already exists" when loaded: the same text
   const std::vector<std::string> keys = redis::namespace_keys(ns);
   std::vector<std::string> argv{"FCALL", lib.function_prefix + std::string(function), std::to_string(keys.size())};
   argv.insert(argv.end(), keys.begin(), keys.end());

@@ -47,7 +47,7 @@ nlohmann::json status_of(redis::RedisClient& client, const std::string& ns) {
   out["layout"] = std::stoi(layout);
   if (meta.count("fence")) out["fence"] = std::stoull(meta["fence"]);
   nlohmann::json matrices = nlohmann::json::array();
-  if (layout == "3") {
+  if (layout == "3" || layout == "4") {  // tags per matrix (4: same meta as 3)
     for (const auto& [field, value] : meta) {
       if (field.rfind("m:", 0) != 0) continue;
       const std::string tag = field.substr(2);

@@ -1,4 +1,5 @@
 // pathlock: command-line front end (docs/cli.md).
+//   pathlock --version
 //   pathlock demo [--backend memory|redis] [--redis URL] [--matrix FILE]
 //   pathlock shell [--backend memory|redis] [--redis URL] [--namespace NAME] [--matrix FILE]
 //   pathlock matrix lint|render|explain|diff|scaffold ... (matrix_cli.cpp)
@@ -9,6 +10,7 @@
 #include "shell.hpp"
 
 #include <pathlock/factory.hpp>
+#include <pathlock/version.hpp>
 
 #include "core/request.hpp"
 
@@ -25,6 +27,7 @@ using namespace pathlock;
 
 const std::string kUsage = std::string(
     "usage:\n"
+    "  pathlock --version\n"
     "  pathlock demo  [--backend memory|redis] [--redis URL] [--matrix FILE]\n"
     "  pathlock shell [--backend memory|redis] [--redis URL] [--namespace NAME] [--matrix FILE]\n") +
     cli::kMatrixUsage + cli::kAdminUsage +
@@ -109,6 +112,11 @@ int main(int argc, char** argv) {
     if (cmd == "admin") return cli::run_admin({argv + 2, argv + argc}, std::cout, std::cerr);
     if (cmd == "matrix")
       return cli::run_matrix_command({argv + 2, argv + argc}, PATHLOCK_DEFAULT_MATRIX_JSON, std::cout, std::cerr);
+    if (cmd == "--version") {
+      if (argc != 2) return usage();
+      std::cout << "pathlock " << kVersionString << "\n";
+      return 0;
+    }
     if (cmd == "--help" || cmd == "help") {
       std::cout << kUsage;
       return 0;

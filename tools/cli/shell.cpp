@@ -43,6 +43,15 @@ std::size_t parse_limit(const std::string& word) {
   return *v;
 }
 
+// The value of option word `word` after its `skip`-character name, which
+// must not have been given yet (`current` is still empty) nor be empty.
+std::string once(const std::string& current, const std::string& word, std::size_t skip) {
+  const std::string name = word.substr(0, skip);
+  if (!current.empty()) throw InvalidRequest(fmt::format("{} is given twice", name));
+  if (word.size() == skip) throw InvalidRequest(fmt::format("{} needs a value", name));
+  return word.substr(skip);
+}
+
 json conflict_json(const Conflict& c) {
   return json{{"id", c.id},
               {"op", c.op},
@@ -78,10 +87,17 @@ json run(LockEngine& engine, const std::string& ns, const std::vector<std::strin
       else if (!quoted[i] && w[i].rfind("wait=", 0) == 0) req.wait = parse_ms(w[i], 5);
       else if (!quoted[i] && (w[i] == "fair=true" || w[i] == "fair=false")) req.fair = w[i] == "fair=true";
       else if (!quoted[i] && w[i].rfind("fair=", 0) == 0) throw InvalidRequest("fair= takes true or false");
+      else if (!quoted[i] && w[i].rfind("reenter=", 0) == 0) req.reenter_id = once(req.reenter_id, w[i], 8);
+      else if (!quoted[i] && w[i].rfind("token=", 0) == 0) req.reenter_token = once(req.reenter_token, w[i], 6);
+      else if (!quoted[i] && w[i].rfind("key=", 0) == 0) req.idempotency_key = once(req.idempotency_key, w[i], 4);
       else positional.push_back(w[i]);
     }
     if (positional.size() < 3 || positional.size() > 4)
-      throw InvalidRequest("usage: acquire OWNER OP PATH [DST_PATH] [ttl=MS] [wait=MS] [fair=true|false]");
+      throw InvalidRequest(
+          "usage: acquire OWNER OP PATH [DST_PATH] [ttl=MS] [wait=MS] [fair=true|false] [reenter=ID token=TOKEN] "
+          "[key=IDEMPOTENCY_KEY]");
+    if (req.reenter_id.empty() != req.reenter_token.empty())
+      throw InvalidRequest("reenter=ID and token=TOKEN come together");
     req.owner = positional[0];
     req.op = positional[1];
     const int op = engine.matrix().op_index(req.op);
@@ -93,6 +109,7 @@ json run(LockEngine& engine, const std::string& ns, const std::vector<std::strin
     for (std::size_t r = 0; r < info.role_count; ++r)
       req.targets.push_back(Target{std::string(info.roles[r]), positional[2 + r]});
     const AcquireResult res = engine.acquire(req);
+    if (res.not_holder) return json{{"granted", false}, {"not_holder", true}};
     if (!res.granted) return json{{"granted", false}, {"conflict", conflict_json(res.conflict)}};
     return json{{"granted", true},
                 {"id", res.grant.id},
@@ -141,11 +158,15 @@ json run(LockEngine& engine, const std::string& ns, const std::vector<std::strin
     for (const LockInfo& l : page.locks) locks.push_back(lock_json(l));
     return json{{"locks", locks}, {"next", page.next.empty() ? json(nullptr) : json(page.next)}};
   }
+  if (cmd == "held") {
+    arity(3, 3, "held ID TOKEN");
+    return json{{"held", engine.is_held(ns, w[1], w[2])}};
+  }
   if (cmd == "force-release") {
     arity(2, 2, "force-release ID");
     return json{{"released", engine.force_release(ns, w[1])}};
   }
-  throw InvalidRequest(fmt::format("unknown command '{}' (acquire, release, renew, locks, force-release)", cmd));
+  throw InvalidRequest(fmt::format("unknown command '{}' (acquire, release, renew, held, locks, force-release)", cmd));
 }
 
 }  // namespace
@@ -156,7 +177,7 @@ std::optional<std::vector<std::string>> split_words(const std::string& line, std
   quoted.clear();
   std::size_t i = 0;
   while (true) {
-    while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
     if (i == line.size()) break;
     std::string word;
     if (line[i] == '"') {
@@ -182,13 +203,13 @@ std::optional<std::vector<std::string>> split_words(const std::string& line, std
         error = "unterminated quote";
         return std::nullopt;
       }
-      if (i < line.size() && line[i] != ' ' && line[i] != '\t' && line[i] != '\r') {
+      if (i < line.size() && line[i] != ' ' && line[i] != '\t') {
         error = "a closing quote must end the word";
         return std::nullopt;
       }
       quoted.push_back(true);
     } else {
-      while (i < line.size() && line[i] != ' ' && line[i] != '\t' && line[i] != '\r') word += line[i++];
+      while (i < line.size() && line[i] != ' ' && line[i] != '\t') word += line[i++];
       quoted.push_back(false);
     }
     words.push_back(std::move(word));
@@ -197,7 +218,12 @@ std::optional<std::vector<std::string>> split_words(const std::string& line, std
 }
 
 std::string answer_line(LockEngine& engine, const std::string& ns, const std::string& line) {
-  const std::size_t first = line.find_first_not_of(" \t\r");
+  // Lines end with LF alone. A CR is answered with an error, never skipped:
+  // a client that sends CRLF learns it at its first line, and every line
+  // that is not empty gets its answer (docs/cli.md).
+  if (line.find('\r') != std::string::npos)
+    return dump(error("the line holds a carriage return (CR): lines end with LF alone, not CRLF"));
+  const std::size_t first = line.find_first_not_of(" \t");
   if (first == std::string::npos || line[first] == '#') return "";
   std::vector<bool> quoted;
   std::string err;

@@ -20,7 +20,7 @@
 // wide: microseconds per refusal whose witness lies below a folder with N
 //   children (delete_folder /w refused by uploads /w/cNNNNN/x).
 // hot: microseconds per pair (upload /hot by a new owner + release) while N
-//   other owners hold an upload of /hot (reentry lookup among them).
+//   other owners hold an upload of /hot (the check passes over them).
 // No assertions: numbers for docs/design.md.
 #include <pathlock/memory.hpp>
 

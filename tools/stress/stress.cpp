@@ -37,7 +37,8 @@
 // meaning "possibly held from some time after sent_ns until its lease ends".
 // Such a lock is never logged as a hold, so it can hide no violation and
 // create no false one; the thread simply never uses it, and if the same
-// thread asks for the same lock again, reentry hands it back with holds > 1.
+// thread asks for the same lock again, that lock refuses it like any other
+// (only an id and token re-enter a lock) until its lease ends.
 // A release that failed is retried until it answers or the lease is surely
 // over (`false` after a failed attempt means the first one worked). A
 // release or renew whose `false` arrives before the lease can have ended
