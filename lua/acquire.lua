@@ -383,8 +383,8 @@ local function take_place(c, r, exp)
   rcall("ZADD", c.wexp, exp, r.waiter_id)
   tag_count(c, tag, 0, 1)
   flush(c, wb)
-  rcall("HSET", c.wrec, r.waiter_id, pack_waiter({ head = head_of(tag, r.op_name), op = r.op_name, owner = r.owner,
-                                                   paths = paths }))
+  rcall("HSET", c.wrec, r.waiter_id, pack_waiter({ head = head_of(tag, r.op_name), op = r.op_name, since = c.now_s,
+                                                   owner = r.owner, paths = paths }))
   rcall("ZADD", c.wq, num(seq), r.waiter_id)
   return nil
 end

@@ -732,23 +732,23 @@ local function unpack_lock(id, rec)
            key = ssub(rec, at + tl + ol, at + tl + ol + kl - 1), paths = paths }
 end
 
--- A place in line: tag \0 first \0 roles \0 op \0 #owner \0 owner path_1 \0 ...
--- path_n. Its place (seq) is its score in wq, the end of its reservation
--- its score in wexp.
+-- A place in line: tag \0 first \0 roles \0 op \0 since \0 #owner \0 owner
+-- path_1 \0 ... path_n (since: when it took its place, ms, server clock).
+-- Its place (seq) is its score in wq, the end of its reservation its score
+-- in wexp.
 local function pack_waiter(w)
-  return w.head .. w.op .. "\0" .. #w.owner .. "\0" .. w.owner .. tconcat(w.paths, "\0")
+  return w.head .. w.op .. "\0" .. w.since .. "\0" .. #w.owner .. "\0" .. w.owner .. tconcat(w.paths, "\0")
 end
 local function unpack_waiter(id, rec)
-  local head, tag, first, roles, op, ol, at =
-    smatch(rec, "^((%d+)%z(%d+)%z([%w_,]+)%z)([%w_]+)%z(%d+)%z()")
+  local head, tag, first, roles, op, since, ol, at =
+    smatch(rec, "^((%d+)%z(%d+)%z([%w_,]+)%z)([%w_]+)%z(%d+)%z(%d+)%z()")
   if not head then return nil end
   local info = info_of(head, first, roles)
   ol = int(ol)
   local paths = paths_of(ssub(rec, at + ol), #info.roles)
   if not paths then return nil end
-  return { id = id, head = head, tag = TAG_N[tag] or tonum(tag), op = op, info = info,
-           owner = ssub(rec, at, at + ol - 1),
-           paths = paths }
+  return { id = id, head = head, tag = TAG_N[tag] or tonum(tag), op = op, info = info, since = tonum(since),
+           owner = ssub(rec, at, at + ol - 1), paths = paths }
 end
 
 -- The field of the locks hash that maps an idempotency key to its lock's id

@@ -1,19 +1,22 @@
 -- register: the library's functions, named PL_FUNCTION_PREFIX .. name so that
--- libraries of several matrices and layouts can share one server.
+-- libraries of several matrices, layouts and versions can share one server.
 -- allow-oom: dropping a hold, renewing, leaving the line, releasing and
 -- listing must work at maxmemory (they free memory, change records in place
--- or only read and reap).
-redis.register_function{ function_name = PL_FUNCTION_PREFIX .. "acquire", callback = pl_acquire }
-redis.register_function{ function_name = PL_FUNCTION_PREFIX .. "release", callback = pl_release,
-                         flags = { "allow-oom" } }
-redis.register_function{ function_name = PL_FUNCTION_PREFIX .. "force_release", callback = pl_force_release,
-                         flags = { "allow-oom" } }
-redis.register_function{ function_name = PL_FUNCTION_PREFIX .. "renew", callback = pl_renew,
-                         flags = { "allow-oom" } }
-redis.register_function{ function_name = PL_FUNCTION_PREFIX .. "leave", callback = pl_leave,
-                         flags = { "allow-oom" } }
-redis.register_function{ function_name = PL_FUNCTION_PREFIX .. "list", callback = pl_list, flags = { "allow-oom" } }
-redis.register_function{ function_name = PL_FUNCTION_PREFIX .. "probe", callback = pl_probe,
-                         flags = { "no-writes" } }
-redis.register_function{ function_name = PL_FUNCTION_PREFIX .. "held", callback = pl_held,
-                         flags = { "no-writes" } }
+-- or only read and reap). no-writes: probe, held, blockers and waiters only
+-- read (a user with read rights only may call them; replicas may serve them).
+local FUNCTIONS = {
+  { "acquire", pl_acquire, {} },
+  { "release", pl_release, { "allow-oom" } },
+  { "force_release", pl_force_release, { "allow-oom" } },
+  { "renew", pl_renew, { "allow-oom" } },
+  { "leave", pl_leave, { "allow-oom" } },
+  { "list", pl_list, { "allow-oom" } },
+  { "probe", pl_probe, { "no-writes" } },
+  { "held", pl_held, { "no-writes" } },
+  { "blockers", pl_blockers, { "no-writes" } },
+  { "waiters", pl_waiters, { "no-writes" } },
+}
+for i = 1, #FUNCTIONS do
+  local f = FUNCTIONS[i]
+  redis.register_function{ function_name = PL_FUNCTION_PREFIX .. f[1], callback = f[2], flags = f[3] }
+end

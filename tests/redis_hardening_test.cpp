@@ -136,9 +136,10 @@ std::string inconsistencies(RedisConnection& c, const MatrixTable& /*m*/, const 
     int tag = 0, first = 0;
     std::size_t roles = 0;
     head(parts, tag, first, roles);
+    // tag first roles op since #owner owner+path1 \0 path2 ...
     std::size_t body = 0;
-    for (int k = 0; k < 5; ++k) body = value.find('\0', body) + 1;
-    const std::size_t ol = std::stoul(parts.at(4));
+    for (int k = 0; k < 6; ++k) body = value.find('\0', body) + 1;
+    const std::size_t ol = std::stoul(parts.at(5));
     const std::vector<std::string> paths = split0(value.substr(body + ol));
     for (std::size_t r = 0; r < paths.size(); ++r) add_target(tag * 100 + first + static_cast<int>(r), paths[r], "wh", "wb");
     want_tags[tag].second += 1;

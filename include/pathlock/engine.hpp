@@ -167,6 +167,45 @@ struct ListPage {
 // The most locks one list_page call returns.
 inline constexpr std::size_t kMaxListLimit = 10000;
 
+// One held lock or waiting request that refuses a request now (blockers()).
+struct Blocker {
+  bool queued = false;         // a waiting request (fairness), not a held lock
+  std::string id;              // the lock's id, or the waiter's place-in-line id
+  std::string owner;
+  std::string op;
+  std::string role;            // the blocker's role whose path overlaps
+  std::string path;            // that path
+  std::string requested_role;  // the request's target it refuses
+  std::string requested_path;
+  Relation relation = Relation::same;  // blocker's path vs requested path
+  std::uint64_t fence = 0;             // held locks: their fence; waiters: 0
+  std::uint32_t holds = 0;             // held locks: their holds; waiters: 0
+  Millis expires_in{0};  // held: lease left; waiter: what is left of its reservation
+  Millis waited{0};      // waiters: how long they have waited so far; held: 0
+};
+
+// The answer of blockers(): in the request's role order, held locks before
+// waiters, then strict ancestors (root first), the path, descendants.
+struct BlockersPage {
+  std::vector<Blocker> blockers;
+  bool truncated = false;  // more blockers exist than `limit`
+};
+
+// A waiting request with a place in line, as listed by waiters().
+struct WaiterInfo {
+  std::string id;
+  std::string owner;
+  std::string op;
+  std::vector<Target> targets;  // canonical paths, in the matrix's role order
+  Millis waited{0};             // since it took its place
+  Millis expires_in{0};         // what is left of its reservation
+};
+
+// The most blockers one blockers() call returns, and the most waiters one
+// waiters() call returns.
+inline constexpr std::size_t kMaxBlockers = 1000;
+inline constexpr std::size_t kMaxWaiters = 1000;
+
 class LockEngine {
  public:
   virtual ~LockEngine() = default;
@@ -212,6 +251,22 @@ class LockEngine {
   // prefix, limit or cursor.
   virtual ListPage list_page(std::string_view ns, std::string_view prefix, std::size_t limit,
                              std::string_view after) = 0;
+
+  // Why is this blocked? A dry run that takes and changes nothing: every
+  // live held lock and every waiting request (with a place in line) that
+  // would refuse a request for `op` on `targets` now, each once per pair of
+  // (its overlapping path, the request's target). A fair request is refused
+  // by every such waiter; an unfair one (fair = false) by the held locks
+  // only. Costs O(depth + answer), at most `limit` (1..kMaxBlockers)
+  // blockers; `truncated` says there are more. Validates like acquire
+  // (InvalidRequest); on Redis one read-only call that replicas may serve.
+  virtual BlockersPage blockers(std::string_view ns, std::string_view op, const std::vector<Target>& targets,
+                                std::size_t limit = kMaxBlockers) = 0;
+
+  // The waiting requests with a place in line that have a target at or
+  // inside `prefix`, oldest first, at most `limit` (1..kMaxWaiters).
+  virtual std::vector<WaiterInfo> waiters(std::string_view ns, std::string_view prefix = "/",
+                                          std::size_t limit = kMaxWaiters) = 0;
 
   // Administrator's release: drops lock `id` whatever its holds and token.
   // Returns false if there was no such live lock.

@@ -182,6 +182,29 @@ std::string random_hex(std::size_t bytes) {
   return out;
 }
 
+void check_limit(std::size_t limit, std::size_t max) {
+  if (limit < 1 || limit > max) throw InvalidRequest(fmt::format("limit must be 1..{}, not {}", max, limit));
+}
+
+ResolvedRequest resolve_dry_run(const MatrixTable& matrix, std::string_view ns, std::string_view op,
+                                const std::vector<Target>& targets, std::size_t limit, std::size_t max) {
+  check_limit(limit, max);
+  // Validated as the request would be; the owner does not matter to it.
+  return resolve_request(matrix, LockRequest{std::string(ns), "dry-run", std::string(op), targets});
+}
+
+void order_blockers(std::vector<Blocker>& blockers, std::size_t from) {
+  const auto rank = [](Relation r) { return r == Relation::held_ancestor ? 0 : r == Relation::same ? 1 : 2; };
+  std::stable_sort(blockers.begin() + static_cast<std::ptrdiff_t>(from), blockers.end(),
+                   [&](const Blocker& a, const Blocker& b) {
+                     if (rank(a.relation) != rank(b.relation)) return rank(a.relation) < rank(b.relation);
+                     if (a.path.size() != b.path.size() && a.relation == Relation::held_ancestor)
+                       return a.path.size() < b.path.size();
+                     if (a.path != b.path) return a.path < b.path;
+                     return a.fence != b.fence ? a.fence < b.fence : a.id < b.id;
+                   });
+}
+
 std::uint64_t check_page(std::size_t limit, std::string_view after) {
   if (limit < 1 || limit > kMaxListLimit)
     throw InvalidRequest(fmt::format("limit must be 1..{}, not {}", kMaxListLimit, limit));

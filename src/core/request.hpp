@@ -39,6 +39,16 @@ std::string resolve_prefix(std::string_view prefix);
 // hex encoded. Throws BackendError if the kernel refuses.
 std::string random_hex(std::size_t bytes);
 
+// The request of a dry run (blockers): namespace, operation and targets
+// checked as acquire checks them, and `limit` in 1..max. Throws InvalidRequest.
+ResolvedRequest resolve_dry_run(const MatrixTable& matrix, std::string_view ns, std::string_view op,
+                                const std::vector<Target>& targets, std::size_t limit, std::size_t max);
+// Throws InvalidRequest unless 1 <= limit <= max.
+void check_limit(std::size_t limit, std::size_t max);
+// Sorts blockers[from..]: strict ancestors (root first), the path, then
+// descendants by path; by fence (or waiter id) within one path.
+void order_blockers(std::vector<Blocker>& blockers, std::size_t from);
+
 // Checks list_page's limit and cursor; returns the fence the cursor names
 // (0 for the first page). Throws InvalidRequest.
 std::uint64_t check_page(std::size_t limit, std::string_view after);

@@ -49,6 +49,7 @@ struct Waiter {
   std::uint64_t seq = 0;  // arrival order; smaller is older
   std::string owner;
   int op = 0;
+  Clock::time_point since;     // when it took its place
   Clock::time_point deadline;
   std::vector<Entry> entries;  // never resized while linked
   std::list<Waiter>::iterator in_line;  // its place in NamespaceState::waiters (erased in O(1))

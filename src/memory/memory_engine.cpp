@@ -111,6 +111,61 @@ class MemoryEngine final : public LockEngine {
     return with_lock(ns_name, id, &token, [](Namespace&, NamespaceState&, Lock&, Clock::time_point) {});
   }
 
+  BlockersPage blockers(std::string_view ns_name, std::string_view op, const std::vector<Target>& targets,
+                        std::size_t limit) override {
+    const core::ResolvedRequest req = core::resolve_dry_run(matrix_, ns_name, op, targets, limit, kMaxBlockers);
+    return read_state<BlockersPage>(ns_name, [&](NamespaceState& st, Clock::time_point now) {
+      return find_blockers(st, req, limit, now);
+    });
+  }
+
+  BlockersPage find_blockers(const NamespaceState& st, const core::ResolvedRequest& req, std::size_t limit,
+                             Clock::time_point now) const {
+    BlockersPage out;
+    for (const Kind kind : {kHeld, kWaiting}) {
+      for (const core::ResolvedTarget& t : req.targets) {
+        const std::size_t from = out.blockers.size();
+        st.index.for_each_refusal(t.path, blockers_of(t.code), kind, [&](const Entry& e, Relation rel) {
+          if (out.blockers.size() == limit) return !(out.truncated = true);
+          out.blockers.push_back(blocker_of(e, t, rel, now));
+          return true;
+        });
+        core::order_blockers(out.blockers, from);
+      }
+    }
+    return out;
+  }
+
+  std::vector<WaiterInfo> waiters(std::string_view ns_name, std::string_view prefix, std::size_t limit) override {
+    core::check_namespace(ns_name);
+    const std::string canonical = core::resolve_prefix(prefix);
+    core::check_limit(limit, kMaxWaiters);
+    return read_state<std::vector<WaiterInfo>>(ns_name, [&](NamespaceState& st, Clock::time_point now) {
+      return list_waiters(st, canonical, limit, now);
+    });
+  }
+
+  std::vector<WaiterInfo> list_waiters(const NamespaceState& st, const std::string& canonical, std::size_t limit,
+                                       Clock::time_point now) const {
+    std::vector<WaiterInfo> out;
+    for (const Waiter& w : st.waiters) {
+      if (out.size() == limit) break;
+      if (w.deadline <= now) continue;  // its reservation ended: no longer in line
+      const bool inside = std::any_of(w.entries.begin(), w.entries.end(),
+                                      [&](const Entry& e) { return path_within(e.path, canonical); });
+      if (!inside) continue;
+      WaiterInfo info;
+      info.id = fmt::format("waiter-{}", w.seq);
+      info.owner = w.owner;
+      info.op = std::string(matrix_.ops[static_cast<std::size_t>(w.op)].name);
+      for (const Entry& e : w.entries) info.targets.push_back(Target{std::string(matrix_.role_name_of_code(e.code)), e.path});
+      info.waited = std::chrono::duration_cast<Millis>(now - w.since);
+      info.expires_in = remaining(w.deadline, now);
+      out.push_back(std::move(info));
+    }
+    return out;
+  }
+
   bool force_release(std::string_view ns_name, std::string_view id) override {
     return with_lock(ns_name, id, nullptr, [&](Namespace& ns, NamespaceState& st, Lock& lock, Clock::time_point) {
       remove(st, lock);
@@ -121,14 +176,14 @@ class MemoryEngine final : public LockEngine {
   std::vector<LockInfo> list(std::string_view ns_name, std::string_view prefix) override {
     core::check_namespace(ns_name);
     const std::string canonical = core::resolve_prefix(prefix);
-    registry_.note_call();
+    return read_state<std::vector<LockInfo>>(ns_name, [&](NamespaceState& st, Clock::time_point now) {
+      return list_locks(st, canonical, now);
+    });
+  }
+
+  std::vector<LockInfo> list_locks(NamespaceState& st, const std::string& canonical, Clock::time_point now) const {
     std::vector<LockInfo> out;
-    auto* ns = static_cast<Namespace*>(registry_.find(ns_name));
-    if (!ns) return out;
-    std::lock_guard guard(ns->mutex);
-    const Clock::time_point now = clock_->now();
-    NamespaceState* st = reap(*ns, now);
-    const Node* node = st ? st->index.find(canonical) : nullptr;
+    const Node* node = st.index.find(canonical);
     if (!node) return out;
     std::vector<const Lock*> found;
     PathIndex::for_each_entry(*node, kHeld, [&](const Entry& e) { found.push_back(e.lock); });
@@ -188,7 +243,7 @@ class MemoryEngine final : public LockEngine {
       seen_ = ns_.generation;
       if (!granted && reserve > Millis{0}) {
         if (me_) me_->deadline = now + reserve;
-        else me_ = engine_.enqueue(ns_, st, req_, request_.owner, now + reserve);
+        else me_ = engine_.enqueue(ns_, st, req_, request_.owner, now, now + reserve);
       } else if (me_) {
         engine_.dequeue(ns_, st, *me_);
         me_ = nullptr;
@@ -222,6 +277,20 @@ class MemoryEngine final : public LockEngine {
     const auto& b = matrix_.blockers;
     return Blockers{b[static_cast<std::size_t>(Relation::held_ancestor)][r], b[static_cast<std::size_t>(Relation::same)][r],
                     b[static_cast<std::size_t>(Relation::held_descendant)][r]};
+  }
+
+  // Reads namespace `ns_name` after reaping: f(state, now) under its mutex
+  // when it has state; nothing (a default result) when it has none.
+  template <class R, class F>
+  R read_state(std::string_view ns_name, F&& f) {
+    registry_.note_call();
+    auto* ns = static_cast<Namespace*>(registry_.find(ns_name));
+    if (!ns) return R{};
+    std::lock_guard guard(ns->mutex);
+    const Clock::time_point now = clock_->now();
+    NamespaceState* st = reap(*ns, now);
+    if (!st) return R{};
+    return f(*st, now);
   }
 
   // Finds the live lock `id` (and `token`, when given) of namespace `ns_name`
@@ -328,12 +397,13 @@ class MemoryEngine final : public LockEngine {
   }
 
   Waiter* enqueue(Namespace& ns, NamespaceState& st, const core::ResolvedRequest& req, const std::string& owner,
-                  Clock::time_point deadline) {
+                  Clock::time_point now, Clock::time_point deadline) {
     Waiter& w = st.waiters.emplace_back();
     w.in_line = std::prev(st.waiters.end());
     w.seq = ns.next_waiter++;
     w.owner = owner;
     w.op = req.op;
+    w.since = now;
     w.deadline = deadline;
     w.entries.resize(req.targets.size());
     for (std::size_t i = 0; i < req.targets.size(); ++i) {
@@ -400,6 +470,20 @@ class MemoryEngine final : public LockEngine {
     });
     if (removed) ns.notify();
     return st;
+  }
+
+  Blocker blocker_of(const Entry& e, const core::ResolvedTarget& t, Relation rel, Clock::time_point now) const {
+    Conflict c;
+    describe(e, t, rel, now, c);
+    Blocker b{c.queued, c.id, c.owner, c.op, c.role, c.path, c.requested_role, c.requested_path, c.relation};
+    if (e.lock) {
+      b.fence = e.lock->fence;
+      b.holds = e.lock->holds;
+    } else {
+      b.waited = std::chrono::duration_cast<Millis>(now - e.waiter->since);
+    }
+    b.expires_in = c.expires_in;
+    return b;
   }
 
   void describe(const Entry& hit, const core::ResolvedTarget& t, Relation rel, Clock::time_point now,

@@ -122,6 +122,39 @@ const Entry* PathIndex::find_refusal(std::string_view path, const Blockers& b, K
   return nullptr;
 }
 
+bool PathIndex::visit_slots(const Node& node, CodeMask mask, Kind kind, Relation rel, const RefusalVisitor& f) {
+  for (const Slot& s : node.slots) {
+    if (!((mask >> s.code) & 1u)) continue;
+    for (const Entry* e = s.first[kind]; e; e = e->next)
+      if (!f(*e, rel)) return false;
+  }
+  return true;
+}
+
+bool PathIndex::visit_below(const Node& node, CodeMask mask, Kind kind, const RefusalVisitor& f) {
+  bool go_on = true;
+  node.children.for_each([&](const Node& c) {
+    if (!go_on || !((c.here_mask[kind] | c.below_mask[kind]) & mask)) return;
+    if (c.here_mask[kind] & mask) go_on = visit_slots(c, mask, kind, Relation::held_descendant, f);
+    if (go_on && (c.below_mask[kind] & mask)) go_on = visit_below(c, mask, kind, f);
+  });
+  return go_on;
+}
+
+void PathIndex::for_each_refusal(std::string_view path, const Blockers& b, Kind kind, const RefusalVisitor& f) const {
+  const Node* node = &root_;
+  std::size_t pos = 1;
+  std::string_view part;
+  while (next_component(path, pos, part)) {
+    if ((node->here_mask[kind] & b.ancestor) && !visit_slots(*node, b.ancestor, kind, Relation::held_ancestor, f))
+      return;
+    node = node->child(part);
+    if (!node) return;
+  }
+  if ((node->here_mask[kind] & b.same) && !visit_slots(*node, b.same, kind, Relation::same, f)) return;
+  if (node->below_mask[kind] & b.descendant) visit_below(*node, b.descendant, kind, f);
+}
+
 PathProbe PathIndex::locate(std::string_view path) const {
   const Node* node = &root_;
   std::size_t pos = 1;

@@ -46,6 +46,7 @@
 #include <pathlock/matrix_table.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -162,6 +163,14 @@ class PathIndex {
   // others follow through Entry::next.
   static const Entry* entries_at(const Node& node, int code, Kind kind);
 
+  // Every entry of `kind` that refuses a target at canonical `path` whose
+  // blockers are `b`: f(entry, relation) for those at strict ancestors
+  // (root first), at the path, then below it; subtrees whose masks hold no
+  // blocking code are skipped, so the cost is O(depth + entries found x
+  // depth). Stops early when f returns false.
+  using RefusalVisitor = std::function<bool(const Entry&, Relation)>;
+  void for_each_refusal(std::string_view path, const Blockers& b, Kind kind, const RefusalVisitor& f) const;
+
   // Calls f(const Entry&) for every entry of `kind` at or below `node`.
   template <class F>
   static void for_each_entry(const Node& node, Kind kind, F&& f) {
@@ -176,6 +185,8 @@ class PathIndex {
  private:
   static const Entry* first_with(const Node& node, CodeMask mask, Kind kind);
   static const Entry* find_below(const Node& node, CodeMask mask, Kind kind);
+  static bool visit_slots(const Node& node, CodeMask mask, Kind kind, Relation rel, const RefusalVisitor& f);
+  static bool visit_below(const Node& node, CodeMask mask, Kind kind, const RefusalVisitor& f);
   Node* child_for(Node* node, std::string_view part);
 
   Node root_;

@@ -22,8 +22,8 @@ namespace {
 
 // Lua files in the order the library needs them (namespace.lua first,
 // register.lua last); every embedded file must be listed.
-constexpr std::string_view kOrder[] = {"namespace", "acquire", "release", "renew",
-                                       "leave",     "list",    "probe",   "register"};
+constexpr std::string_view kOrder[] = {"namespace", "acquire", "release", "renew",    "leave",
+                                       "list",      "blockers", "probe",  "register"};
 
 std::string lua_string(std::string_view s) {
   return core::quoted(s, [](unsigned char c) { return fmt::format("\\{:03d}", c); });
@@ -36,10 +36,11 @@ std::string data_chunk(const MatrixTable& t, std::string_view function_prefix) {
       "local PL_MATRIX_NAME = {}\nlocal PL_MATRIX_VERSION = {}\nlocal PL_FINGERPRINT = {}\n"
       "local PL_MAX_TTL = {}\nlocal PL_MAX_RESERVE = {}\nlocal PL_MAX_PATH = {}\nlocal PL_MAX_NAME = {}\n"
       "local PL_MAX_OWNER = {}\nlocal PL_MAX_ID = {}\nlocal PL_MAX_TOKEN = {}\nlocal PL_MAX_KEY = {}\n"
+      "local PL_MAX_BLOCKERS = {}\nlocal PL_MAX_WAITERS = {}\n"
       "local PL_CODE_COUNT = {}\n",
       t.name, t.version, kLayoutVersion, function_prefix, lua_string(t.name), lua_string(t.version),
       lua_string(t.fingerprint), kMaxTtlMs, kMaxReserveMs, kMaxPathBytes, kMaxComponentBytes, kMaxOwnerBytes,
-      kMaxIdBytes, kMaxTokenBytes, kMaxIdempotencyKeyBytes, t.code_count);
+      kMaxIdBytes, kMaxTokenBytes, kMaxIdempotencyKeyBytes, kMaxBlockers, kMaxWaiters, t.code_count);
   out += "local PL_OPS = {\n";
   for (std::size_t o = 0; o < t.op_count; ++o) {
     const OpInfo& op = t.ops[o];

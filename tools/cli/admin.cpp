@@ -34,6 +34,25 @@ std::string namespace_of(const std::string& key) {
   return key.substr(4, key.size() - 10);
 }
 
+// Per matrix tag, how many of the namespace's locks (zset "exp", records in
+// "locks") or places in line ("wexp", "wrec") have ended by the server's
+// clock but were not reaped yet (no call came since). Records start with
+// their tag: "T \0 ...".
+std::map<std::string, long long> ended_by_tag(redis::RedisClient& client, const std::string& ns, const char* zset,
+                                             const char* records) {
+  const redis::Reply t = client.command({"TIME"});
+  const long long now_ms = std::stoll(t.at(0).text()) * 1000 + std::stoll(t.at(1).text()) / 1000;
+  const redis::Reply ids = client.command({"ZRANGEBYSCORE", fmt::format("pl:{{{}}}:{}", ns, zset), "-inf",
+                                           std::to_string(now_ms), "LIMIT", "0", "100000"});
+  std::map<std::string, long long> out;
+  if (ids.elements.empty()) return out;
+  std::vector<std::string> hmget{"HMGET", fmt::format("pl:{{{}}}:{}", ns, records)};
+  for (const redis::Reply& id : ids.elements) hmget.push_back(id.str);
+  for (const redis::Reply& rec : client.command(hmget).elements)
+    if (!rec.str.empty()) ++out[rec.str.substr(0, rec.str.find('\0'))];
+  return out;
+}
+
 nlohmann::json status_of(redis::RedisClient& client, const std::string& ns) {
   const redis::Reply r = client.command({"HGETALL", fmt::format("pl:{{{}}}:meta", ns)});
   std::map<std::string, std::string> meta;
@@ -48,6 +67,16 @@ nlohmann::json status_of(redis::RedisClient& client, const std::string& ns) {
   if (meta.count("fence")) out["fence"] = std::stoull(meta["fence"]);
   nlohmann::json matrices = nlohmann::json::array();
   if (layout == "3" || layout == "4") {  // tags per matrix (4: same meta as 3)
+    // meta counts every lock and place not yet reaped; those whose lease or
+    // reservation ended are subtracted, so only live ones are counted.
+    const std::map<std::string, long long> ended_locks = ended_by_tag(client, ns, "exp", "locks");
+    const std::map<std::string, long long> ended_places = ended_by_tag(client, ns, "wexp", "wrec");
+    const auto live = [&](const std::map<std::string, long long>& ended, const std::string& field,
+                          const std::string& tag) {
+      const long long stored = meta.count(field + tag) ? std::stoll(meta[field + tag]) : 0;
+      const auto it = ended.find(tag);
+      return std::max(0LL, stored - (it == ended.end() ? 0 : it->second));
+    };
     for (const auto& [field, value] : meta) {
       if (field.rfind("m:", 0) != 0) continue;
       const std::string tag = field.substr(2);
@@ -56,8 +85,9 @@ nlohmann::json status_of(redis::RedisClient& client, const std::string& ns) {
                        {"fingerprint", value.substr(0, z1)},
                        {"name", z1 == std::string::npos ? "" : value.substr(z1 + 1, z2 - z1 - 1)},
                        {"version", z2 == std::string::npos ? "" : value.substr(z2 + 1)},
-                       {"locks", meta.count("l:" + tag) ? std::stoll(meta["l:" + tag]) : 0},
-                       {"waiters", meta.count("w:" + tag) ? std::stoll(meta["w:" + tag]) : 0}};
+                       {"locks", live(ended_locks, "l:", tag)},
+                       {"waiters", live(ended_places, "w:", tag)}};
+      if (m["locks"] == 0 && m["waiters"] == 0) continue;  // only expired ones left: not in use
       matrices.push_back(std::move(m));
     }
     std::sort(matrices.begin(), matrices.end(),
@@ -76,6 +106,19 @@ nlohmann::json status_of(redis::RedisClient& client, const std::string& ns) {
 
 int run_admin(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   std::map<std::string, std::string> opt;
+  if (!args.empty() && (args[0] == "why" || args[0] == "locks" || args[0] == "waiters" || args[0] == "force-release")) {
+#ifdef PATHLOCK_CLI_WITH_REDIS
+    try {
+      return run_admin_op(args, out, err);
+    } catch (const UsageError& e) {
+      err << "error: " << e.what() << "\nusage:\n" << kAdminUsage;
+      return 2;
+    }
+#else
+    err << "error: this pathlock was built without the Redis backend\n";
+    return 1;
+#endif
+  }
   if (args.empty() || args[0] != "status") {
     err << "usage:\n" << kAdminUsage;
     return 2;

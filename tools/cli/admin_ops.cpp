@@ -1,0 +1,214 @@
+// `pathlock admin why|locks|waiters|force-release` (admin.hpp): the
+// operator's reads and the administrator's release, through the Redis
+// engine, so they answer exactly what the services' engines see. why and
+// waiters call read-only functions (a user with read rights only may run
+// them); locks pages through `list` (bounded work per call); force-release
+// is the one command that writes. Output: one JSON object per line, or
+// readable lines with --format text (why).
+#include "admin.hpp"
+#include "matrix_cli.hpp"
+
+#ifdef PATHLOCK_CLI_WITH_REDIS
+#include <pathlock/redis.hpp>
+#endif
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <charconv>
+#include <map>
+#include <ostream>
+
+#ifdef PATHLOCK_CLI_WITH_REDIS
+namespace pathlock::cli {
+namespace {
+
+using json = nlohmann::json;
+
+struct AdminArgs {
+  std::map<std::string, std::string> options;
+  std::vector<std::string> positional;
+};
+
+// --name VALUE pairs and positional words; an option given twice, unknown or
+// without a value is InvalidRequest (exit status 2 through the caller).
+AdminArgs parse(const std::vector<std::string>& args, std::initializer_list<const char*> allowed) {
+  AdminArgs out;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    if (args[i].rfind("--", 0) != 0) {
+      out.positional.push_back(args[i]);
+      continue;
+    }
+    const std::string name = args[i].substr(2);
+    if (std::find_if(allowed.begin(), allowed.end(), [&](const char* a) { return name == a; }) == allowed.end())
+      throw UsageError(fmt::format("unknown option --{} for admin {}", name, args[0]));
+    if (i + 1 >= args.size()) throw UsageError(fmt::format("--{} needs a value", name));
+    if (!out.options.emplace(name, args[++i]).second) throw UsageError(fmt::format("--{} is given twice", name));
+  }
+  for (const char* needed : {"redis", "namespace"})
+    if (!out.options.count(needed)) throw UsageError(fmt::format("admin {} needs --{}", args[0], needed));
+  return out;
+}
+
+std::size_t limit_of(const AdminArgs& a, std::size_t fallback, std::size_t max) {
+  const auto it = a.options.find("limit");
+  if (it == a.options.end()) return fallback;
+  std::size_t v = 0;
+  const auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
+  if (ec != std::errc() || end != it->second.data() + it->second.size() || v < 1 || v > max)
+    throw UsageError(fmt::format("--limit must be a whole number from 1 to {}", max));
+  return v;
+}
+
+json targets_json(const std::vector<Target>& targets) {
+  json t = json::object();
+  for (const Target& x : targets) t[x.role] = x.path;
+  return t;
+}
+
+json blocker_json(const Blocker& b) {
+  json j{{"kind", b.queued ? "waiter" : "lock"},
+         {"id", b.id},
+         {"owner", b.owner},
+         {"op", b.op},
+         {"role", b.role},
+         {"path", b.path},
+         {"relation", relation_name(b.relation)},
+         {"requested_role", b.requested_role},
+         {"requested_path", b.requested_path},
+         {"expires_in_ms", b.expires_in.count()}};
+  if (b.queued) {
+    j["waited_ms"] = b.waited.count();
+  } else {
+    j["fence"] = b.fence;
+    j["holds"] = b.holds;
+  }
+  return j;
+}
+
+std::string blocker_text(const Blocker& b) {
+  const char* rel = b.relation == Relation::same            ? "at"
+                    : b.relation == Relation::held_ancestor ? "above"
+                                                            : "below";
+  if (b.queued)
+    return fmt::format("{} {}: waiting {} of {} on {} ({} it), waited {} ms, place kept {} ms more [{}]",
+                       b.requested_role, b.requested_path, b.owner, b.op, b.path, rel, b.waited.count(),
+                       b.expires_in.count(), b.id);
+  return fmt::format("{} {}: held by {}: {} {} {} ({} it), fence {}, holds {}, lease left {} ms [{}]",
+                     b.requested_role, b.requested_path, b.owner, b.op, b.role, b.path, rel, b.fence, b.holds,
+                     b.expires_in.count(), b.id);
+}
+
+struct Engine {
+  std::unique_ptr<matrix::CompiledMatrix> compiled;
+  std::unique_ptr<LockEngine> engine;
+};
+
+Engine engine_of(const AdminArgs& a) {
+  Engine e;
+  RedisOptions options;
+  options.url = a.options.at("redis");
+  options.pool_size = 1;
+  if (const auto it = a.options.find("matrix"); it != a.options.end()) {
+    e.compiled = load_matrix_option(it->second);
+    options.matrix = &e.compiled->table();
+  }
+  e.engine = make_redis_engine(options);
+  return e;
+}
+
+int why(const std::vector<std::string>& args, std::ostream& out) {
+  const AdminArgs a = parse(args, {"redis", "namespace", "op", "format", "limit", "matrix"});
+  const std::string format = a.options.count("format") ? a.options.at("format") : "json";
+  if (format != "json" && format != "text") throw UsageError("--format takes json or text");
+  if (!a.options.count("op")) throw UsageError("admin why needs --op OP: the operation that is blocked");
+  Engine e = engine_of(a);
+  const MatrixTable& m = e.engine->matrix();
+  const std::string& op = a.options.at("op");
+  const int index = m.op_index(op);
+  if (index < 0) throw InvalidRequest(fmt::format("unknown operation '{}'", op));
+  const OpInfo& info = m.ops[static_cast<std::size_t>(index)];
+  if (a.positional.size() != info.role_count)
+    throw UsageError(fmt::format("operation '{}' takes {} path(s), got {}", op, info.role_count, a.positional.size()));
+  std::vector<Target> targets;
+  for (std::size_t r = 0; r < info.role_count; ++r) targets.push_back(Target{std::string(info.roles[r]), a.positional[r]});
+  const BlockersPage page = e.engine->blockers(a.options.at("namespace"), op, targets, limit_of(a, 100, kMaxBlockers));
+  if (format == "text") {
+    if (page.blockers.empty()) out << op << " is not blocked now\n";
+    for (const Blocker& b : page.blockers) out << blocker_text(b) << "\n";
+    if (page.truncated) out << "(more blockers: raise --limit)\n";
+    return 0;
+  }
+  for (const Blocker& b : page.blockers) out << blocker_json(b).dump() << "\n";
+  out << json{{"blocked", !page.blockers.empty()}, {"blockers", page.blockers.size()}, {"truncated", page.truncated}}
+             .dump()
+      << "\n";
+  return 0;
+}
+
+int locks(const std::vector<std::string>& args, std::ostream& out) {
+  const AdminArgs a = parse(args, {"redis", "namespace", "limit", "matrix"});
+  if (a.positional.size() > 1) throw UsageError("admin locks takes at most one PREFIX");
+  const std::size_t limit = limit_of(a, 1000, 1000000);
+  Engine e = engine_of(a);
+  const std::string prefix = a.positional.empty() ? "/" : a.positional[0];
+  std::size_t shown = 0;
+  std::string after;
+  do {
+    const ListPage page =
+        e.engine->list_page(a.options.at("namespace"), prefix, std::min(limit - shown, kMaxListLimit), after);
+    for (const LockInfo& l : page.locks)
+      out << json{{"id", l.id},         {"owner", l.owner}, {"op", l.op},
+                  {"targets", targets_json(l.targets)}, {"fence", l.fence}, {"holds", l.holds},
+                  {"expires_in_ms", l.expires_in.count()}}
+                 .dump()
+          << "\n";
+    shown += page.locks.size();
+    after = page.next;
+  } while (!after.empty() && shown < limit);
+  if (!after.empty()) out << json{{"truncated", true}, {"limit", limit}}.dump() << "\n";
+  return 0;
+}
+
+int waiters(const std::vector<std::string>& args, std::ostream& out) {
+  const AdminArgs a = parse(args, {"redis", "namespace", "limit", "matrix"});
+  if (a.positional.size() > 1) throw UsageError("admin waiters takes at most one PREFIX");
+  Engine e = engine_of(a);
+  const std::size_t limit = limit_of(a, kMaxWaiters, kMaxWaiters);
+  for (const WaiterInfo& w : e.engine->waiters(a.options.at("namespace"), a.positional.empty() ? "/" : a.positional[0], limit))
+    out << json{{"id", w.id},
+                {"owner", w.owner},
+                {"op", w.op},
+                {"targets", targets_json(w.targets)},
+                {"waited_ms", w.waited.count()},
+                {"expires_in_ms", w.expires_in.count()}}
+               .dump()
+        << "\n";
+  return 0;
+}
+
+int force_release(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  const AdminArgs a = parse(args, {"redis", "namespace", "matrix"});
+  if (a.positional.size() != 1) throw UsageError("admin force-release takes one lock ID");
+  Engine e = engine_of(a);
+  const bool released = e.engine->force_release(a.options.at("namespace"), a.positional[0]);
+  // The one write of the admin commands: say it where an operator's log is.
+  err << fmt::format("pathlock admin: force-release of lock {} in namespace {}: {}\n", a.positional[0],
+                     a.options.at("namespace"), released ? "released" : "no such live lock");
+  out << json{{"released", released}, {"id", a.positional[0]}}.dump() << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int run_admin_op(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  const std::string& cmd = args.at(0);
+  if (cmd == "why") return why(args, out);
+  if (cmd == "locks") return locks(args, out);
+  if (cmd == "waiters") return waiters(args, out);
+  if (cmd == "force-release") return force_release(args, out, err);
+  throw UsageError(fmt::format("unknown admin command '{}'", cmd));
+}
+
+}  // namespace pathlock::cli
+#endif
