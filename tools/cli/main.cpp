@@ -47,7 +47,7 @@ std::string usage_text() {
              "usage:\n"
              "  pathlock demo  [--backend memory|redis] [--redis URL] [--matrix FILE]\n"
              "  pathlock shell [--backend memory|redis] [--redis URL] [--namespace NAME] [--matrix FILE]\n") +
-         cli::kMatrixUsage + cli::kAdminUsage + "FILE defaults to the matrix this binary was built with:\n  " +
+         cli::kMatrixUsage + cli::kAdminUsage + "FILE defaults to the shipped matrix:\n  " +
          default_matrix_file() +
          "\n"
          "--matrix FILE compiles FILE at start instead (see matrix/README.md).\n"
