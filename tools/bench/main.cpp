@@ -16,8 +16,8 @@
 // This file parses the options and runs them in that order.
 //
 // Exit status: 0, 1 for unwritable output or a failed run, 2 for a bad
-// command line (options: tools/common/options.hpp), 130 when interrupted (the redis-server child is stopped, partial CSV is kept).
-// Goals never change it.
+// command line (options: tools/common/options.hpp), 130 when interrupted (the redis-server child is stopped, partial
+// CSV is kept). Goals never change it.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 

@@ -134,10 +134,10 @@ int diff(const std::vector<std::string>& words, std::ostream& out) {
 }
 
 int scaffold(const std::vector<std::string>& words, std::ostream& out) {
-  Args a = parse_args(words, options::Options{}.value("op").value("roles").value("label").value("example").value("out"));
+  Args a =
+      parse_args(words, options::Options{}.value("op").value("roles").value("label").value("example").value("out"));
   if (a.positional.size() != 1) throw ArgumentCount("scaffold takes one FILE");
-  if (!a.has("op") || !a.has("roles"))
-    throw ArgumentCount("scaffold needs --op NAME and --roles ROLE[,ROLE...]");
+  if (!a.has("op") || !a.has("roles")) throw ArgumentCount("scaffold needs --op NAME and --roles ROLE[,ROLE...]");
   matrix::ScaffoldRequest req{a.option("op"), {}, a.option("label"), a.option("example")};
   std::stringstream roles(a.option("roles"));
   for (std::string r; std::getline(roles, r, ',');) req.roles.push_back(r);

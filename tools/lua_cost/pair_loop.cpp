@@ -39,7 +39,8 @@ int main(int argc, char** argv) {
   const std::optional<options::Parsed> p = kOptions.parse_main(argc, argv, 1, kUsage);
   if (!p) return options::kExitUsage;
   const std::string url = p->get("redis"), ns = p->get("namespace", "pair-loop");
-  const long long held = p->number_or("held", 0), pairs = p->number_or("pairs", 1000), ring = p->number_or("ring", 1000);
+  const long long held = p->number_or("held", 0), pairs = p->number_or("pairs", 1000),
+                  ring = p->number_or("ring", 1000);
   try {
     pathlock::EngineOptions options;
     options.backend = pathlock::Backend::redis;
