@@ -12,7 +12,7 @@
 #   share/pathlock/lua/        Lua templates (pathlock_compile_matrix reads them)
 #   share/pathlock/redis/      the Redis side generated from the shipped matrix
 #   share/pathlock/matrix/     cloud-drive.json, matrix.schema.json
-#   share/doc/pathlock/        README and docs
+#   share/doc/pathlock/        README, docs/ and the files they link to
 #
 # Extending: a new public target goes into install(TARGETS ... EXPORT
 # pathlockTargets); a new private link dependency of `pathlock` must either
@@ -65,11 +65,18 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/lua/ DESTINATION ${PATHLOCK_INSTALL_LUAD
 get_target_property(pathlock_shipped_redis_dir pathlock_cloud_drive PATHLOCK_MATRIX_REDIS_DIR)
 install(DIRECTORY ${pathlock_shipped_redis_dir}/ DESTINATION ${PATHLOCK_INSTALL_REDISDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/matrix/cloud-drive.json ${PROJECT_SOURCE_DIR}/matrix/matrix.schema.json
-              ${PROJECT_SOURCE_DIR}/matrix/README.md
         DESTINATION ${PATHLOCK_INSTALL_MATRIXDIR})
+# The documentation, in the source tree's layout so that its relative links
+# work where it is installed: README, docs/, and every file they link to
+# (tests/consumer/run.cmake checks each link of the installed pages).
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs FILES_MATCHING PATTERN "*.md"
         PATTERN "*.cpp")
+foreach(linked matrix/README.md matrix/cloud-drive.json matrix/matrix.schema.json src/README.md tests/README.md
+               tools/bench/README.md)
+  get_filename_component(linked_dir ${linked} DIRECTORY)
+  install(FILES ${PROJECT_SOURCE_DIR}/${linked} DESTINATION ${CMAKE_INSTALL_DOCDIR}/${linked_dir})
+endforeach()
 
 # pathlock.pc: written at install time, so its prefix is the one installed
 # into (cmake --install --prefix DIR, or /usr inside the Debian package).

@@ -164,7 +164,7 @@ TEST_CASE("matrix scaffold adds an operation in one edit - lint passes with revi
         "error: m.json: scaffold 'fine': role 'a' given twice\n");
   CHECK(cli.run("matrix scaffold m.json --op fine").status == 2);
   CHECK(cli.run("matrix lint m.json --colour red").err == "error: unknown option --colour for 'matrix lint'\n");
-  CHECK(cli.run("matrix render m.json --format pdf").status == 1);
+  CHECK(cli.run("matrix render m.json --format pdf").status == 2);
   CHECK(cli.run("matrix render m.json --format md --format html").err == "error: --format is given more than once\n");
   CHECK(cli.run("matrix frobnicate").status == 2);
   CHECK(slurp(file) == scaffolded);
@@ -311,4 +311,26 @@ TEST_CASE("demo --matrix plays the story under other rules", "[demo][runtime]") 
   const std::string erin = "erin   upload /p/A/C/D                        ";
   CHECK(shipped.out.find(erin + "REFUSED  alice's move_folder holds src /p/A/C") != std::string::npos);
   CHECK(changed.out.find(erin + "GRANTED") != std::string::npos);
+}
+
+TEST_CASE("pathlock-matrixc writes the Lua library alone, to a bare file name", "[matrix][cli]") {
+  Cli cli;
+  const std::string matrixc = PATHLOCK_MATRIXC, shipped = PATHLOCK_SOURCE_DIR "/matrix/cloud-drive.json";
+  auto run = [&](const std::string& args) {
+    return std::system(fmt::format("cd '{}' && '{}' {} 2> stderr", cli.path("").string(), matrixc, args).c_str());
+  };
+  // Only --json and --lua: no C++ options needed, and the file lands in the working directory.
+  REQUIRE(run("--json '" + shipped + "' --lua new_library.lua") == 0);
+  const std::string lua = slurp(cli.path("new_library.lua"));
+  CHECK(lua.find("#!lua name=") == 0);
+  CHECK(lua.find("PL_") != std::string::npos);
+  CHECK(!fs::exists(cli.path("include")));  // no C++ outputs
+  // The same text as the build's library of the shipped matrix.
+  CHECK(lua == slurp(PATHLOCK_SHIPPED_LIBRARY));
+  // A folder that cannot be made is blamed on the output, not on the input.
+  spit(cli.path("file"), "x");
+  CHECK(WEXITSTATUS(run("--json '" + shipped + "' --lua file/sub/x.lua")) == 1);
+  const std::string err = slurp(cli.path("stderr"));
+  CHECK(err.rfind("error: file/sub/x.lua: cannot create its folder", 0) == 0);
+  CHECK(err.find("cloud-drive.json") == std::string::npos);
 }

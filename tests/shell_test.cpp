@@ -232,13 +232,13 @@ TEST_CASE("shell: an invalid namespace ends it before it reads a line", "[shell]
 }
 
 TEST_CASE("cli: an option given twice is an error", "[shell]") {
-  // (`pathlock matrix` parses its own options: tools/cli/matrix_cli.cpp.)
+  // (Every program's option table: tests/options_test.cpp.)
   for (const std::string& args : std::vector<std::string>{"shell --namespace a --namespace b",
                                                           "shell --backend memory --backend memory",
                                                           "demo --backend memory --backend memory"}) {
     INFO(args);
     const CliRun r = run_cli(args, "locks\n");
-    CHECK(r.status == 1);
+    CHECK(r.status == 2);  // the command line is refused (docs/cli.md, "Exit status")
     CHECK(r.out.empty());
     CHECK(r.err.find("is given more than once") != std::string::npos);
   }

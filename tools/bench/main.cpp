@@ -15,9 +15,9 @@
 //   goals.*    PASS / MISS / SKIP verdicts, all ratios within the run
 // This file parses the options and runs them in that order.
 //
-// Exit status: 0, or 1 for bad arguments or unwritable output, 130 when
-// interrupted (the redis-server child is stopped, partial CSV is kept).
-// Goals never change it.
+// Exit status: 0, 1 for unwritable output or a failed run, 2 for a bad
+// command line (options: tools/common/options.hpp), 130 when interrupted (the redis-server child is stopped, partial
+// CSV is kept). Goals never change it.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -26,7 +26,9 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <stdexcept>
 
+#include "common/options.hpp"
 #include "goals.hpp"
 #include "plots.hpp"
 #include "report.hpp"
@@ -104,42 +106,33 @@ int usage(const char* argv0, int status) {
 
 int main(int argc, char** argv) {
   using namespace pathlock::bench;
+  namespace cli = pathlock::options;
+  const cli::Options table = cli::Options{}
+                                 .flag("quick")
+                                 .number("max-held", 1, 999999999)
+                                 .repeated("only",
+                                           [](const std::string& v) {
+                                             const auto& names = subject_names();
+                                             if (std::find(names.begin(), names.end(), v) == names.end())
+                                               throw std::invalid_argument(
+                                                   fmt::format("wants one of {}, not '{}'", fmt::join(names, ", "), v));
+                                           })
+                                 .value("redis")
+                                 .value("out")
+                                 .value("update-docs")
+                                 .flag("help")
+                                 .alias("-h", "help");
+  const std::optional<cli::Parsed> parsed = table.parse_main(argc, argv, 1, "");
+  if (!parsed) return usage(argv[0], cli::kExitUsage);
+  const cli::Parsed& p = *parsed;
+  if (p.has("help")) return usage(argv[0], cli::kExitOk);
   Options opt;
-  opt.out_dir = PATHLOCK_BENCH_OUT;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::optional<std::string> {
-      if (i + 1 >= argc) return std::nullopt;
-      return std::string(argv[++i]);
-    };
-    std::optional<std::string> v;
-    if (a == "--quick") {
-      opt.quick = true;
-    } else if (a == "--max-held" && (v = value())) {
-      if (v->empty() || v->find_first_not_of("0123456789") != std::string::npos || v->size() > 9) {
-        fmt::print(stderr, "--max-held wants a count of locks (1 to 999999999), not '{}'\n", *v);
-        return 1;
-      }
-      opt.max_held = std::stoul(*v);
-    } else if (a == "--only" && (v = value())) {
-      const auto& names = subject_names();
-      if (std::find(names.begin(), names.end(), *v) == names.end()) {
-        fmt::print(stderr, "--only wants one of {}, not '{}'\n", fmt::join(names, ", "), *v);
-        return 1;
-      }
-      opt.only.push_back(*v);
-    } else if (a == "--redis" && (v = value())) {
-      opt.redis_url = *v;
-    } else if (a == "--out" && (v = value())) {
-      opt.out_dir = *v;
-    } else if (a == "--update-docs" && (v = value())) {
-      opt.update_docs = *v;
-    } else if (a == "-h" || a == "--help") {
-      return usage(argv[0], 0);
-    } else {
-      return usage(argv[0], 1);
-    }
-  }
+  opt.quick = p.has("quick");
+  opt.max_held = static_cast<std::size_t>(p.number_or("max-held", 0));
+  opt.only = p.all("only");
+  opt.redis_url = p.get("redis");
+  opt.out_dir = p.get("out", PATHLOCK_BENCH_OUT);
+  opt.update_docs = p.get("update-docs");
   install_signal_handlers();
   try {
     return run(opt, shell_join(argc, argv));

@@ -11,6 +11,8 @@
 
 #include <pathlock/engine.hpp>
 
+#include "common/options.hpp"
+
 #ifdef PATHLOCK_CLI_WITH_REDIS
 #include "redis/redis_client.hpp"
 #include "redis/redis_url.hpp"
@@ -22,6 +24,7 @@
 #include <algorithm>
 #include <map>
 #include <ostream>
+#include <vector>
 
 namespace pathlock::cli {
 
@@ -105,62 +108,49 @@ nlohmann::json status_of(redis::RedisClient& client, const std::string& ns) {
 #endif
 
 int run_admin(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  std::map<std::string, std::string> opt;
   if (!args.empty() && (args[0] == "why" || args[0] == "locks" || args[0] == "waiters" || args[0] == "force-release")) {
 #ifdef PATHLOCK_CLI_WITH_REDIS
     try {
       return run_admin_op(args, out, err);
-    } catch (const UsageError& e) {
+    } catch (const options::UsageError& e) {
       err << "error: " << e.what() << "\nusage:\n" << kAdminUsage;
-      return 2;
+      return options::kExitUsage;
     }
 #else
     err << "error: this pathlock was built without the Redis backend\n";
-    return 1;
+    return options::kExitFailure;
 #endif
   }
   if (args.empty() || args[0] != "status") {
     err << "usage:\n" << kAdminUsage;
-    return 2;
+    return options::kExitUsage;
   }
-  for (std::size_t i = 1; i < args.size(); i += 2) {
-    if (args[i].rfind("--", 0) != 0 || i + 1 >= args.size() || !opt.emplace(args[i].substr(2), args[i + 1]).second) {
-      err << "usage:\n" << kAdminUsage;
-      return 2;
-    }
-  }
-  for (const auto& [k, v] : opt)
-    if (k != "redis" && k != "namespace" && k != "limit") {
-      err << fmt::format("error: unknown option --{}\n", k);
-      return 2;
-    }
-  if (!opt.count("redis")) {
-    err << "error: admin status needs --redis URL\n";
-    return 2;
+  options::Parsed opt;
+  try {
+    opt = options::Options{}
+              .command("admin status")
+              .required("redis")
+              .value("namespace")
+              .number("limit", 1, 1000000000)
+              .parse(std::vector<std::string>(args.begin() + 1, args.end()));
+  } catch (const options::UsageError& e) {
+    err << "error: " << e.what() << "\n";
+    return options::kExitUsage;
   }
 #ifdef PATHLOCK_CLI_WITH_REDIS
-  long limit = 10000;
-  try {
-    if (opt.count("limit")) limit = std::stol(opt["limit"]);
-  } catch (const std::exception&) {
-    limit = 0;
-  }
-  if (limit < 1) {
-    err << "error: --limit must be a positive integer\n";
-    return 2;
-  }
+  const long long limit = opt.number_or("limit", 10000);
   redis::ClientOptions co;
-  co.url = redis::parse_redis_url(opt["redis"]);
+  co.url = redis::parse_redis_url(opt.get("redis"));
   co.pool_size = 1;
   redis::RedisClient client(co);
-  if (opt.count("namespace")) {
-    out << status_of(client, opt["namespace"]).dump() << "\n";
-    return 0;
+  if (opt.has("namespace")) {
+    out << status_of(client, opt.get("namespace")).dump() << "\n";
+    return options::kExitOk;
   }
   // A cluster's masters in turn; otherwise the one server, with the client's
   // routing (which follows a Sentinel failover).
   const bool cluster = client.mode() == redis::RedisClient::Mode::cluster;
-  long shown = 0;
+  long long shown = 0;
   for (const redis::Endpoint& node : client.masters()) {
     std::string cursor = "0";
     do {
@@ -183,7 +173,7 @@ int run_admin(const std::vector<std::string>& args, std::ostream& out, std::ostr
   return 0;
 #else
   err << "error: this pathlock was built without the Redis backend\n";
-  return 1;
+  return options::kExitFailure;
 #endif
 }
 

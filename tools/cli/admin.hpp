@@ -24,14 +24,8 @@ inline constexpr const char* kAdminUsage =
     "  pathlock admin force-release --redis URL --namespace NS ID\n"
     "  (why, locks, waiters and force-release also take --matrix FILE)\n";
 
-// A malformed command line: exit status 2 with the usage.
-class UsageError : public std::invalid_argument {
- public:
-  using std::invalid_argument::invalid_argument;
-};
-
 int run_admin(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
-// why, locks, waiters, force-release (admin_ops.cpp). Throws UsageError,
+// why, locks, waiters, force-release (admin_ops.cpp). Throws options::UsageError,
 // InvalidRequest (exit status 1), BackendError (1).
 int run_admin_op(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 

@@ -8,6 +8,8 @@
 #include "admin.hpp"
 #include "matrix_cli.hpp"
 
+#include "common/options.hpp"
+
 #ifdef PATHLOCK_CLI_WITH_REDIS
 #include <pathlock/redis.hpp>
 #endif
@@ -25,39 +27,10 @@ namespace {
 
 using json = nlohmann::json;
 
-struct AdminArgs {
-  std::map<std::string, std::string> options;
-  std::vector<std::string> positional;
-};
-
-// --name VALUE pairs and positional words; an option given twice, unknown or
-// without a value is InvalidRequest (exit status 2 through the caller).
-AdminArgs parse(const std::vector<std::string>& args, std::initializer_list<const char*> allowed) {
-  AdminArgs out;
-  for (std::size_t i = 1; i < args.size(); ++i) {
-    if (args[i].rfind("--", 0) != 0) {
-      out.positional.push_back(args[i]);
-      continue;
-    }
-    const std::string name = args[i].substr(2);
-    if (std::find_if(allowed.begin(), allowed.end(), [&](const char* a) { return name == a; }) == allowed.end())
-      throw UsageError(fmt::format("unknown option --{} for admin {}", name, args[0]));
-    if (i + 1 >= args.size()) throw UsageError(fmt::format("--{} needs a value", name));
-    if (!out.options.emplace(name, args[++i]).second) throw UsageError(fmt::format("--{} is given twice", name));
-  }
-  for (const char* needed : {"redis", "namespace"})
-    if (!out.options.count(needed)) throw UsageError(fmt::format("admin {} needs --{}", args[0], needed));
-  return out;
-}
-
-std::size_t limit_of(const AdminArgs& a, std::size_t fallback, std::size_t max) {
-  const auto it = a.options.find("limit");
-  if (it == a.options.end()) return fallback;
-  std::size_t v = 0;
-  const auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
-  if (ec != std::errc() || end != it->second.data() + it->second.size() || v < 1 || v > max)
-    throw UsageError(fmt::format("--limit must be a whole number from 1 to {}", max));
-  return v;
+// The options every command here takes, and its own (tools/common/options.hpp:
+// an unknown, repeated or missing option, or a bad number, is a UsageError).
+options::Options table(const std::string& cmd) {
+  return options::Options{}.command("admin " + cmd).required("redis").required("namespace").value("matrix");
 }
 
 json targets_json(const std::vector<Target>& targets) {
@@ -104,35 +77,45 @@ struct Engine {
   std::unique_ptr<LockEngine> engine;
 };
 
-Engine engine_of(const AdminArgs& a) {
+Engine engine_of(const options::Parsed& a) {
   Engine e;
-  RedisOptions options;
-  options.url = a.options.at("redis");
-  options.pool_size = 1;
-  if (const auto it = a.options.find("matrix"); it != a.options.end()) {
-    e.compiled = load_matrix_option(it->second);
-    options.matrix = &e.compiled->table();
+  RedisOptions ro;
+  ro.url = a.get("redis");
+  ro.pool_size = 1;
+  if (a.has("matrix")) {
+    e.compiled = load_matrix_option(a.get("matrix"));
+    ro.matrix = &e.compiled->table();
   }
-  e.engine = make_redis_engine(options);
+  e.engine = make_redis_engine(ro);
   return e;
 }
 
+std::vector<std::string> rest(const std::vector<std::string>& args) { return {args.begin() + 1, args.end()}; }
+
 int why(const std::vector<std::string>& args, std::ostream& out) {
-  const AdminArgs a = parse(args, {"redis", "namespace", "op", "format", "limit", "matrix"});
-  const std::string format = a.options.count("format") ? a.options.at("format") : "json";
-  if (format != "json" && format != "text") throw UsageError("--format takes json or text");
-  if (!a.options.count("op")) throw UsageError("admin why needs --op OP: the operation that is blocked");
+  const auto format_check = [](const std::string& v) {
+    if (v != "json" && v != "text") throw std::invalid_argument("--format takes json or text");
+  };
+  const options::Parsed a = table("why")
+                                .required("op")
+                                .value("format", format_check)
+                                .number("limit", 1, static_cast<long long>(kMaxBlockers))
+                                .positional(1, kMaxRolesPerOp)
+                                .parse(rest(args));
+  const std::string format = a.get("format", "json");
   Engine e = engine_of(a);
   const MatrixTable& m = e.engine->matrix();
-  const std::string& op = a.options.at("op");
+  const std::string op = a.get("op");
   const int index = m.op_index(op);
   if (index < 0) throw InvalidRequest(fmt::format("unknown operation '{}'", op));
   const OpInfo& info = m.ops[static_cast<std::size_t>(index)];
   if (a.positional.size() != info.role_count)
-    throw UsageError(fmt::format("operation '{}' takes {} path(s), got {}", op, info.role_count, a.positional.size()));
+    throw options::UsageError(
+        fmt::format("operation '{}' takes {} path(s), got {}", op, info.role_count, a.positional.size()));
   std::vector<Target> targets;
   for (std::size_t r = 0; r < info.role_count; ++r) targets.push_back(Target{std::string(info.roles[r]), a.positional[r]});
-  const BlockersPage page = e.engine->blockers(a.options.at("namespace"), op, targets, limit_of(a, 100, kMaxBlockers));
+  const BlockersPage page =
+      e.engine->blockers(a.get("namespace"), op, targets, static_cast<std::size_t>(a.number_or("limit", 100)));
   if (format == "text") {
     if (page.blockers.empty()) out << op << " is not blocked now\n";
     for (const Blocker& b : page.blockers) out << blocker_text(b) << "\n";
@@ -147,16 +130,15 @@ int why(const std::vector<std::string>& args, std::ostream& out) {
 }
 
 int locks(const std::vector<std::string>& args, std::ostream& out) {
-  const AdminArgs a = parse(args, {"redis", "namespace", "limit", "matrix"});
-  if (a.positional.size() > 1) throw UsageError("admin locks takes at most one PREFIX");
-  const std::size_t limit = limit_of(a, 1000, 1000000);
+  const options::Parsed a = table("locks").number("limit", 1, 1000000).positional(0, 1).parse(rest(args));
+  const auto limit = static_cast<std::size_t>(a.number_or("limit", 1000));
   Engine e = engine_of(a);
   const std::string prefix = a.positional.empty() ? "/" : a.positional[0];
   std::size_t shown = 0;
   std::string after;
   do {
     const ListPage page =
-        e.engine->list_page(a.options.at("namespace"), prefix, std::min(limit - shown, kMaxListLimit), after);
+        e.engine->list_page(a.get("namespace"), prefix, std::min(limit - shown, kMaxListLimit), after);
     for (const LockInfo& l : page.locks)
       out << json{{"id", l.id},         {"owner", l.owner}, {"op", l.op},
                   {"targets", targets_json(l.targets)}, {"fence", l.fence}, {"holds", l.holds},
@@ -171,11 +153,11 @@ int locks(const std::vector<std::string>& args, std::ostream& out) {
 }
 
 int waiters(const std::vector<std::string>& args, std::ostream& out) {
-  const AdminArgs a = parse(args, {"redis", "namespace", "limit", "matrix"});
-  if (a.positional.size() > 1) throw UsageError("admin waiters takes at most one PREFIX");
+  const options::Parsed a =
+      table("waiters").number("limit", 1, static_cast<long long>(kMaxWaiters)).positional(0, 1).parse(rest(args));
   Engine e = engine_of(a);
-  const std::size_t limit = limit_of(a, kMaxWaiters, kMaxWaiters);
-  for (const WaiterInfo& w : e.engine->waiters(a.options.at("namespace"), a.positional.empty() ? "/" : a.positional[0], limit))
+  const auto limit = static_cast<std::size_t>(a.number_or("limit", kMaxWaiters));
+  for (const WaiterInfo& w : e.engine->waiters(a.get("namespace"), a.positional.empty() ? "/" : a.positional[0], limit))
     out << json{{"id", w.id},
                 {"owner", w.owner},
                 {"op", w.op},
@@ -188,13 +170,12 @@ int waiters(const std::vector<std::string>& args, std::ostream& out) {
 }
 
 int force_release(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  const AdminArgs a = parse(args, {"redis", "namespace", "matrix"});
-  if (a.positional.size() != 1) throw UsageError("admin force-release takes one lock ID");
+  const options::Parsed a = table("force-release").positional(1, 1).parse(rest(args));
   Engine e = engine_of(a);
-  const bool released = e.engine->force_release(a.options.at("namespace"), a.positional[0]);
+  const bool released = e.engine->force_release(a.get("namespace"), a.positional[0]);
   // The one write of the admin commands: say it where an operator's log is.
   err << fmt::format("pathlock admin: force-release of lock {} in namespace {}: {}\n", a.positional[0],
-                     a.options.at("namespace"), released ? "released" : "no such live lock");
+                     a.get("namespace"), released ? "released" : "no such live lock");
   out << json{{"released", released}, {"id", a.positional[0]}}.dump() << "\n";
   return 0;
 }
@@ -207,7 +188,7 @@ int run_admin_op(const std::vector<std::string>& args, std::ostream& out, std::o
   if (cmd == "locks") return locks(args, out);
   if (cmd == "waiters") return waiters(args, out);
   if (cmd == "force-release") return force_release(args, out, err);
-  throw UsageError(fmt::format("unknown admin command '{}'", cmd));
+  throw options::UsageError(fmt::format("unknown admin command '{}'", cmd));
 }
 
 }  // namespace pathlock::cli

@@ -12,77 +12,76 @@
 #include <pathlock/factory.hpp>
 #include <pathlock/version.hpp>
 
+#include "common/options.hpp"
 #include "core/request.hpp"
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <iostream>
-#include <map>
 #include <string>
 #include <vector>
 
 namespace {
 
 using namespace pathlock;
+namespace fs = std::filesystem;
 
-const std::string kUsage = std::string(
-    "usage:\n"
-    "  pathlock --version\n"
-    "  pathlock demo  [--backend memory|redis] [--redis URL] [--matrix FILE]\n"
-    "  pathlock shell [--backend memory|redis] [--redis URL] [--namespace NAME] [--matrix FILE]\n") +
-    cli::kMatrixUsage + cli::kAdminUsage +
-    "FILE defaults to the matrix this binary was built with:\n  " PATHLOCK_DEFAULT_MATRIX_JSON "\n"
-    "--matrix FILE compiles FILE at start instead (see matrix/README.md).\n";
+// The matrix FILE defaults to: the installed copy of the shipped matrix
+// beside this program (PREFIX/bin/pathlock reads
+// PREFIX/share/pathlock/matrix/cloud-drive.json, wherever PREFIX was moved),
+// else the file configured at build time (PATHLOCK_CLI_MATRIX_JSON: the
+// source tree's, for a program run from its build tree).
+std::string default_matrix_file() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+#ifdef PATHLOCK_INSTALLED_MATRIX_JSON
+  if (!ec) {
+    const fs::path installed = (exe.parent_path() / PATHLOCK_INSTALLED_MATRIX_JSON).lexically_normal();
+    if (fs::is_regular_file(installed, ec)) return installed.string();
+  }
+#endif
+  return PATHLOCK_DEFAULT_MATRIX_JSON;
+}
+
+std::string usage_text() {
+  return std::string(
+             "usage:\n"
+             "  pathlock --version\n"
+             "  pathlock demo  [--backend memory|redis] [--redis URL] [--matrix FILE]\n"
+             "  pathlock shell [--backend memory|redis] [--redis URL] [--namespace NAME] [--matrix FILE]\n") +
+         cli::kMatrixUsage + cli::kAdminUsage + "FILE defaults to the shipped matrix:\n  " +
+         default_matrix_file() +
+         "\n"
+         "--matrix FILE compiles FILE at start instead (see matrix/README.md).\n"
+         "Exit status: 0 done, 1 failed (the error on stderr), 2 bad usage (docs/cli.md).\n";
+}
 
 int usage() {
-  std::cerr << kUsage;
-  return 2;
+  std::cerr << usage_text();
+  return options::kExitUsage;
 }
 
-// Options are `--name VALUE` pairs (the value is the next argument, whatever
-// it looks like); anything else is positional. An option given twice is an
-// error rather than last-one-wins: a program that drives the CLI and repeats
-// an option by mistake learns it at once instead of getting a silent pick.
-struct Flags {
-  std::map<std::string, std::string> options;
-  std::vector<std::string> positional;
-};
+// The option tables (tools/common/options.hpp); a bad command line exits
+// with options::kExitUsage.
+const options::Check kBackend = [](const std::string& v) { parse_backend(v); };
 
-Flags parse_flags(int argc, char** argv, int first) {
-  Flags f;
-  for (int i = first; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a.rfind("--", 0) == 0) {
-      if (i + 1 >= argc) throw InvalidRequest(fmt::format("{} needs a value", a));
-      if (!f.options.emplace(a.substr(2), argv[++i]).second)
-        throw InvalidRequest(fmt::format("{} is given more than once", a));
-    } else {
-      f.positional.push_back(a);
-    }
-  }
-  return f;
-}
+const options::Options kDemoOptions =
+    options::Options{}.command("demo").value("backend", kBackend).value("redis").value("matrix");
+const options::Options kShellOptions =
+    options::Options{}.command("shell").value("backend", kBackend).value("redis").value("namespace").value("matrix");
 
 // `--matrix FILE`: the table compiled at start (null: the built-in matrix).
-std::unique_ptr<matrix::CompiledMatrix> matrix_from(const Flags& f) {
-  const auto it = f.options.find("matrix");
-  return it == f.options.end() ? nullptr : cli::load_matrix_option(it->second);
+std::unique_ptr<matrix::CompiledMatrix> matrix_from(const options::Parsed& p) {
+  return p.has("matrix") ? cli::load_matrix_option(p.get("matrix")) : nullptr;
 }
 
-std::unique_ptr<LockEngine> engine_from(const Flags& f, const matrix::CompiledMatrix* compiled) {
+std::unique_ptr<LockEngine> engine_from(const options::Parsed& p, const matrix::CompiledMatrix* compiled) {
   EngineOptions opts;
   if (compiled) opts.matrix = &compiled->table();
-  if (auto it = f.options.find("backend"); it != f.options.end()) opts.backend = parse_backend(it->second);
-  if (auto it = f.options.find("redis"); it != f.options.end()) opts.redis.url = it->second;
+  if (p.has("backend")) opts.backend = parse_backend(p.get("backend"));
+  if (p.has("redis")) opts.redis.url = p.get("redis");
   return make_engine(opts);
-}
-
-void only_options(const Flags& f, std::initializer_list<const char*> allowed) {
-  for (const auto& [k, v] : f.options) {
-    bool ok = false;
-    for (const char* a : allowed) ok = ok || k == a;
-    if (!ok) throw InvalidRequest(fmt::format("unknown option --{}", k));
-  }
 }
 
 }  // namespace
@@ -92,41 +91,40 @@ int main(int argc, char** argv) {
   const std::string cmd = argv[1];
   try {
     if (cmd == "demo") {
-      const Flags f = parse_flags(argc, argv, 2);
-      only_options(f, {"backend", "redis", "matrix"});
-      if (!f.positional.empty()) return usage();
-      const auto compiled = matrix_from(f);
-      return cli::run_demo(*engine_from(f, compiled.get()), std::cout);
+      const options::Parsed p = kDemoOptions.parse(argc, argv, 2);
+      const auto compiled = matrix_from(p);
+      return cli::run_demo(*engine_from(p, compiled.get()), std::cout);
     }
     if (cmd == "shell") {
-      const Flags f = parse_flags(argc, argv, 2);
-      only_options(f, {"backend", "redis", "namespace", "matrix"});
-      if (!f.positional.empty()) return usage();
-      const auto ns = f.options.count("namespace") ? f.options.at("namespace") : std::string("default");
+      const options::Parsed p = kShellOptions.parse(argc, argv, 2);
+      const std::string ns = p.get("namespace", "default");
       core::check_namespace(ns);  // before connecting or reading a line
-      const auto compiled = matrix_from(f);
-      auto engine = engine_from(f, compiled.get());
+      const auto compiled = matrix_from(p);
+      auto engine = engine_from(p, compiled.get());
       cli::run_shell(*engine, ns, std::cin, std::cout);
       return 0;
     }
     if (cmd == "admin") return cli::run_admin({argv + 2, argv + argc}, std::cout, std::cerr);
     if (cmd == "matrix")
-      return cli::run_matrix_command({argv + 2, argv + argc}, PATHLOCK_DEFAULT_MATRIX_JSON, std::cout, std::cerr);
+      return cli::run_matrix_command({argv + 2, argv + argc}, default_matrix_file(), std::cout, std::cerr);
     if (cmd == "--version") {
       if (argc != 2) return usage();
       std::cout << "pathlock " << kVersionString << "\n";
-      return 0;
+      return options::kExitOk;
     }
     if (cmd == "--help" || cmd == "help") {
-      std::cout << kUsage;
-      return 0;
+      std::cout << usage_text();
+      return options::kExitOk;
     }
+  } catch (const options::UsageError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return options::kExitUsage;
   } catch (const matrix::MatrixError& e) {
     for (const std::string& p : e.problems()) std::cerr << "error: " << p << "\n";
-    return 1;
+    return options::kExitFailure;
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";
-    return 1;
+    return options::kExitFailure;
   }
   return usage();
 }

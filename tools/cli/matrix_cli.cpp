@@ -1,18 +1,17 @@
 // `pathlock matrix lint|render|explain|diff|scaffold` (see matrix_cli.hpp).
 //
-// Arguments: words starting with "--" are options and take the next word as
-// their value (an option given twice is an error, as for shell and demo);
-// other words are positional. Each subcommand names the options
-// it accepts; anything else is a usage error (exit status 2).
+// Arguments: each subcommand declares its option table
+// (tools/common/options.hpp, the parser of every pathlock program); anything
+// else is a usage error (exit status 2, docs/cli.md "Exit status").
 #include "matrix_cli.hpp"
 
 #include <fmt/format.h>
 
 #include <fstream>
-#include <map>
 #include <ostream>
 #include <sstream>
 
+#include "common/options.hpp"
 #include "matrix/emit.hpp"
 
 namespace pathlock::cli {
@@ -26,43 +25,35 @@ const char* const kMatrixUsage =
 
 namespace {
 
-// Wrong subcommand or number of arguments: exit status 2 with the usage.
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-// A bad option or option value: exit status 1, as before these commands grew.
-struct BadOption : std::runtime_error {
-  using std::runtime_error::runtime_error;
+// A missing or unknown subcommand, or the wrong number of arguments: the
+// error and the usage. A bad option (options::UsageError) gets its error
+// line only. Both exit with options::kExitUsage.
+struct ArgumentCount : options::UsageError {
+  using options::UsageError::UsageError;
 };
 
 struct Args {
-  std::map<std::string, std::string> options;
-  std::vector<std::string> positional;
+  options::Parsed parsed;
+  std::vector<std::string> positional;  // FILE is taken out of it
 
   std::string option(const std::string& name, const std::string& fallback = "") const {
-    const auto it = options.find(name);
-    return it == options.end() ? fallback : it->second;
+    return parsed.get(name, fallback);
   }
+  bool has(const std::string& name) const { return parsed.has(name); }
 };
 
-Args parse_args(const std::vector<std::string>& words, std::initializer_list<const char*> allowed) {
-  Args a;
-  for (std::size_t i = 1; i < words.size(); ++i) {
-    if (words[i].rfind("--", 0) != 0) {
-      a.positional.push_back(words[i]);
-      continue;
-    }
-    const std::string name = words[i].substr(2);
-    bool ok = false;
-    for (const char* n : allowed) ok = ok || name == n;
-    if (!ok) throw BadOption(fmt::format("unknown option --{} for 'matrix {}'", name, words[0]));
-    if (i + 1 >= words.size()) throw BadOption(fmt::format("--{} needs a value", name));
-    if (!a.options.emplace(name, words[i + 1]).second)
-      throw BadOption(fmt::format("--{} is given more than once", name));
-    ++i;
-  }
-  return a;
+// The subcommand's words after its name, against its option table (the
+// positional count is checked by each subcommand, FILE being optional).
+Args parse_args(const std::vector<std::string>& words, options::Options table) {
+  table.command("matrix " + words[0]).positional(0, options::Options::kMany);
+  options::Parsed parsed = table.parse(std::vector<std::string>(words.begin() + 1, words.end()));
+  std::vector<std::string> positional = parsed.positional;
+  return Args{std::move(parsed), std::move(positional)};
 }
+
+const options::Check kFormat = [](const std::string& v) {
+  if (v != "md" && v != "html") throw std::invalid_argument(fmt::format("unknown format '{}' (md or html)", v));
+};
 
 void write_text(const std::string& path, const std::string& text) {
   std::ofstream o(path, std::ios::binary | std::ios::trunc);
@@ -77,16 +68,16 @@ std::string take_file(Args& a, std::size_t wanted, const std::string& default_fi
     file = a.positional.front();
     a.positional.erase(a.positional.begin());
   }
-  if (a.positional.size() != wanted) throw UsageError("wrong number of arguments");
+  if (a.positional.size() != wanted) throw ArgumentCount("wrong number of arguments");
   return file;
 }
 
 int lint(const std::vector<std::string>& words, const std::string& default_file, std::ostream& out, std::ostream& err) {
-  Args a = parse_args(words, {"against"});
+  Args a = parse_args(words, options::Options{}.value("against"));
   const std::string file = take_file(a, 0, default_file);
   const matrix::Matrix m = matrix::load_matrix(file);
   out << matrix::lint_report(m);
-  if (a.options.count("against")) {
+  if (a.has("against")) {
     const matrix::Matrix old = matrix::load_matrix(a.option("against"));
     if (const auto problem = matrix::version_problem(old, m)) {
       err << "error: " << *problem << "\n";
@@ -101,10 +92,10 @@ int lint(const std::vector<std::string>& words, const std::string& default_file,
 }
 
 int render(const std::vector<std::string>& words, const std::string& default_file, std::ostream& out) {
-  Args a = parse_args(words, {"format", "out", "update"});
+  Args a = parse_args(words, options::Options{}.value("format", kFormat).value("out").value("update"));
   const matrix::Matrix m = matrix::load_matrix(take_file(a, 0, default_file));
-  if (a.options.count("update")) {
-    if (a.options.count("format") || a.options.count("out")) throw BadOption("--update takes no --format or --out");
+  if (a.has("update")) {
+    if (a.has("format") || a.has("out")) throw options::UsageError("--update takes no --format or --out");
     const std::string doc = a.option("update");
     const std::string before = matrix::read_text_file(doc), after = matrix::update_doc(m, before);
     if (after != before) write_text(doc, after);
@@ -115,11 +106,9 @@ int render(const std::vector<std::string>& words, const std::string& default_fil
   std::string text;
   if (format == "md")
     text = matrix::emit_markdown(m);
-  else if (format == "html")
+  else  // "html" (kFormat)
     text = matrix::emit_html(m);
-  else
-    throw BadOption(fmt::format("unknown format '{}' (md or html)", format));
-  if (a.options.count("out"))
+  if (a.has("out"))
     write_text(a.option("out"), text);
   else
     out << text;
@@ -127,7 +116,7 @@ int render(const std::vector<std::string>& words, const std::string& default_fil
 }
 
 int explain(const std::vector<std::string>& words, const std::string& default_file, std::ostream& out) {
-  Args a = parse_args(words, {});
+  Args a = parse_args(words, options::Options{});
   const matrix::Matrix m = matrix::load_matrix(take_file(a, 2, default_file));
   const int held = m.op_index(a.positional[0]), req = m.op_index(a.positional[1]);
   if (held < 0) throw matrix::MatrixError(fmt::format("{}: unknown operation '{}'", m.source, a.positional[0]));
@@ -137,18 +126,18 @@ int explain(const std::vector<std::string>& words, const std::string& default_fi
 }
 
 int diff(const std::vector<std::string>& words, std::ostream& out) {
-  Args a = parse_args(words, {});
-  if (a.positional.size() != 2) throw UsageError("diff takes OLD_FILE NEW_FILE");
+  Args a = parse_args(words, options::Options{});
+  if (a.positional.size() != 2) throw ArgumentCount("diff takes OLD_FILE NEW_FILE");
   const matrix::Matrix before = matrix::load_matrix(a.positional[0]), after = matrix::load_matrix(a.positional[1]);
   out << matrix::diff_report(before, after, matrix::diff_matrices(before, after));
   return 0;
 }
 
 int scaffold(const std::vector<std::string>& words, std::ostream& out) {
-  Args a = parse_args(words, {"op", "roles", "label", "example", "out"});
-  if (a.positional.size() != 1) throw UsageError("scaffold takes one FILE");
-  if (!a.options.count("op") || !a.options.count("roles"))
-    throw UsageError("scaffold needs --op NAME and --roles ROLE[,ROLE...]");
+  Args a =
+      parse_args(words, options::Options{}.value("op").value("roles").value("label").value("example").value("out"));
+  if (a.positional.size() != 1) throw ArgumentCount("scaffold takes one FILE");
+  if (!a.has("op") || !a.has("roles")) throw ArgumentCount("scaffold needs --op NAME and --roles ROLE[,ROLE...]");
   matrix::ScaffoldRequest req{a.option("op"), {}, a.option("label"), a.option("example")};
   std::stringstream roles(a.option("roles"));
   for (std::string r; std::getline(roles, r, ',');) req.roles.push_back(r);
@@ -174,13 +163,13 @@ int run_matrix_command(const std::vector<std::string>& args, const std::string& 
     if (sub == "explain") return explain(args, default_file, out);
     if (sub == "diff") return diff(args, out);
     if (sub == "scaffold") return scaffold(args, out);
-    throw UsageError(sub.empty() ? "missing subcommand" : fmt::format("unknown subcommand 'matrix {}'", sub));
-  } catch (const UsageError& e) {
+    throw ArgumentCount(sub.empty() ? "missing subcommand" : fmt::format("unknown subcommand 'matrix {}'", sub));
+  } catch (const ArgumentCount& e) {
     err << "error: " << e.what() << "\nusage:\n" << kMatrixUsage;
-    return 2;
-  } catch (const BadOption& e) {
+    return options::kExitUsage;
+  } catch (const options::UsageError& e) {
     err << "error: " << e.what() << "\n";
-    return 1;
+    return options::kExitUsage;
   } catch (const matrix::MatrixError& e) {
     for (const std::string& p : e.problems()) err << "error: " << p << "\n";
     if (e.problems().size() > 1) err << e.problems().size() << " problems\n";
@@ -190,7 +179,7 @@ int run_matrix_command(const std::vector<std::string>& args, const std::string& 
                "row and column in one step\n";
         break;
       }
-    return 1;
+    return options::kExitFailure;
   }
 }
 

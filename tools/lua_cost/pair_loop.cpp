@@ -12,9 +12,11 @@
 // Exit status: 0 done, 1 a pair was refused or failed, 2 bad usage.
 #include <pathlock/pathlock.hpp>
 
-#include <charconv>
+#include "common/options.hpp"
+
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -23,46 +25,28 @@ namespace {
 constexpr const char* kUsage =
     "usage: pathlock-pair-loop --redis URL [--held N] [--pairs N] [--ring N] [--namespace NS]\n";
 
-bool count(std::string_view text, long& out) {
-  const char* end = text.data() + text.size();
-  auto [p, ec] = std::from_chars(text.data(), end, out);
-  return ec == std::errc() && p == end && out >= 0;
-}
+namespace options = pathlock::options;
+const options::Options kOptions = options::Options{}
+                                      .required("redis")
+                                      .number("held", 0, 100000000)
+                                      .number("pairs", 0, 1000000000000)
+                                      .number("ring", 1, 100000000)
+                                      .value("namespace");
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string url, ns = "pair-loop";
-  long held = 0, pairs = 1000, ring = 1000;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "pathlock-pair-loop: %s needs a value\n", argv[i]);
-      return 2;
-    }
-    const std::string_view value = argv[++i];
-    if (arg == "--redis") {
-      url = value;
-    } else if (arg == "--namespace") {
-      ns = value;
-    } else if (arg == "--held"    ? !count(value, held)
-               : arg == "--pairs" ? !count(value, pairs)
-               : arg == "--ring"  ? !count(value, ring) || ring == 0
-                                  : true) {
-      std::fprintf(stderr, "%s", kUsage);
-      return 2;
-    }
-  }
-  if (url.empty()) {
-    std::fprintf(stderr, "%s", kUsage);
-    return 2;
-  }
+  const std::optional<options::Parsed> p = kOptions.parse_main(argc, argv, 1, kUsage);
+  if (!p) return options::kExitUsage;
+  const std::string url = p->get("redis"), ns = p->get("namespace", "pair-loop");
+  const long long held = p->number_or("held", 0), pairs = p->number_or("pairs", 1000),
+                  ring = p->number_or("ring", 1000);
   try {
     pathlock::EngineOptions options;
     options.backend = pathlock::Backend::redis;
     options.redis.url = url;
     const auto engine = pathlock::make_engine(options);
-    for (long i = 0; i < held; ++i) {
+    for (long long i = 0; i < held; ++i) {
       pathlock::LockRequest r{ns, "holder", "upload",
                               {{"target", "/f/" + std::to_string(i % 100) + "/x/y/z" + std::to_string(i)}}};
       r.ttl = pathlock::Millis(3600 * 1000);
@@ -71,7 +55,7 @@ int main(int argc, char** argv) {
         return 1;
       }
     }
-    for (long i = 0; i < pairs; ++i) {
+    for (long long i = 0; i < pairs; ++i) {
       const pathlock::LockRequest r{ns, "me", "upload", {{"target", "/f/7/x/y/m" + std::to_string(i % ring)}}};
       const pathlock::AcquireResult g = engine->acquire(r);
       if (!g || !engine->release(ns, g.grant.id, g.grant.token)) {

@@ -21,18 +21,23 @@
 //   children (delete_folder /w refused by uploads /w/cNNNNN/x).
 // hot: microseconds per pair (upload /hot by a new owner + release) while N
 //   other owners hold an upload of /hot (the check passes over them).
-// No assertions: numbers for docs/design.md.
+// No assertions: numbers for docs/design.md. Options: one table
+// (tools/common/options.hpp); a bad command line exits with status 2.
 #include <pathlock/memory.hpp>
 
 #include "bench/paths.hpp"
+#include "common/options.hpp"
 
 #include <fmt/format.h>
 #include <malloc.h>
 
+#include <charconv>
 #include <chrono>
+#include <stdexcept>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -165,35 +170,45 @@ void wide_refusal(std::size_t children) {
   fmt::print("refusal below a folder of {} children: {:.1f} us per call\n", children, us);
 }
 
+// --seconds S: a decimal number of seconds, 0.2 to 3600.
+double seconds_of(const std::string& text) {
+  double v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || ec != std::errc() || ptr != end || !(v >= 0.2 && v <= 3600))
+    throw std::invalid_argument(fmt::format("wants seconds from 0.2 to 3600, not '{}'", text));
+  return v;
+}
+
+const options::Options kOptions = options::Options{}
+                                      .repeated("held", [](const std::string& v) {
+                                        options::parse_number(v, 0, 100000000, "--held");
+                                      })
+                                      .value("seconds", [](const std::string& v) { seconds_of(v); })
+                                      .number("depth", 1, 64)
+                                      .flag("refused")
+                                      .number("idle", 0, 100000000)
+                                      .number("wide", 0, 100000000)
+                                      .number("hot", 0, 100000000);
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  const std::optional<options::Parsed> parsed = kOptions.parse_main(
+      argc, argv, 1,
+      "usage: pathlock-memory-bench [--held N]... [--seconds S] [--depth D] [--refused] [--idle N] [--wide N] "
+      "[--hot N]\n");
+  if (!parsed) return options::kExitUsage;
+  const options::Parsed& p = *parsed;
   std::vector<std::size_t> held;
-  double seconds = 2.0;
-  int depth = 5;
-  std::size_t idle = 0, wide = 0, hot = 0;
-  bool refused = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> const char* {
-      if (i + 1 >= argc) {
-        fmt::print(stderr, "{} needs a value\n", a);
-        std::exit(1);
-      }
-      return argv[++i];
-    };
-    if (a == "--held") held.push_back(std::strtoull(value(), nullptr, 10));
-    else if (a == "--seconds") seconds = std::strtod(value(), nullptr);
-    else if (a == "--depth") depth = std::atoi(value());
-    else if (a == "--refused") refused = true;
-    else if (a == "--idle") idle = std::strtoull(value(), nullptr, 10);
-    else if (a == "--wide") wide = std::strtoull(value(), nullptr, 10);
-    else if (a == "--hot") hot = std::strtoull(value(), nullptr, 10);
-    else {
-      fmt::print(stderr, "usage: pathlock-memory-bench [--held N]... [--seconds S] [--depth D] [--refused] [--idle N] [--wide N] [--hot N]\n");
-      return 1;
-    }
-  }
+  for (const std::string& h : p.all("held"))
+    held.push_back(static_cast<std::size_t>(options::parse_number(h, 0, 100000000, "--held")));
+  const double seconds = p.has("seconds") ? seconds_of(p.get("seconds")) : 2.0;
+  const int depth = static_cast<int>(p.number_or("depth", 5));
+  const bool refused = p.has("refused");
+  const auto idle = static_cast<std::size_t>(p.number_or("idle", 0)),
+             wide = static_cast<std::size_t>(p.number_or("wide", 0)),
+             hot = static_cast<std::size_t>(p.number_or("hot", 0));
   // Every subject is filled first, then measured (alternate()).
   std::vector<std::unique_ptr<Subject>> owned;
   std::vector<Subject*> subjects, with_held;

@@ -65,8 +65,14 @@
 //   server kept every acknowledged write.
 // All logs given to one check must come from one namespace. It prints the
 // number of holds, possible holds, processes and violations, and exits 1 if
-// there is any violation. CLOCK_MONOTONIC is one clock for every process on
+// there is any violation, or if a log cannot be read or has a malformed line
+// (the run is no evidence then either). CLOCK_MONOTONIC is one clock for every process on
 // a machine, so logs of several processes compare directly.
+//
+// Options are checked by one table per subcommand (tools/common/options.hpp):
+// an unknown or repeated option, a malformed or out-of-range number or a
+// stray word exits with status 2 before anything runs (docs/cli.md, "Exit
+// status").
 //
 // `starve` measures the fairness rule: N threads keep creating in /p/A
 // (each create holds --hold ms, and they overlap, so some create is always
@@ -77,6 +83,7 @@
 #include <pathlock/factory.hpp>
 #include <pathlock/path.hpp>
 
+#include "common/options.hpp"
 #include "matrix/table.hpp"
 
 #include <fmt/format.h>
@@ -122,21 +129,16 @@ struct Hold {
   std::uint32_t holds = 0;
 };
 
-std::string option(const std::map<std::string, std::string>& opt, const std::string& name, const std::string& fallback) {
-  const auto it = opt.find(name);
-  return it == opt.end() ? fallback : it->second;
-}
-
 // make_engine, retried for up to 10 s while the backend is unreachable (a
 // fault-injection run may start while the server restarts).
-std::unique_ptr<LockEngine> connect_engine(const std::map<std::string, std::string>& opt, std::size_t pool_size,
+std::unique_ptr<LockEngine> connect_engine(const options::Parsed& opt, std::size_t pool_size,
                                            const MatrixTable* matrix = nullptr) {
   EngineOptions eo;
-  eo.backend = parse_backend(opt.at("backend"));
+  eo.backend = parse_backend(opt.get("backend", "memory"));
   eo.matrix = matrix;
-  if (opt.count("redis")) eo.redis.url = opt.at("redis");
+  if (opt.has("redis")) eo.redis.url = opt.get("redis");
   eo.redis.pool_size = pool_size;
-  if (opt.count("command-timeout")) eo.redis.command_timeout = Millis{std::stol(opt.at("command-timeout"))};
+  if (opt.has("command-timeout")) eo.redis.command_timeout = Millis{opt.number_or("command-timeout", 0)};
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (true) {
     try {
@@ -168,25 +170,25 @@ class Backoff {
   long delay_ms_ = 0;
 };
 
-int run(const std::map<std::string, std::string>& opt) {
-  const int threads = std::stoi(option(opt, "threads", "4"));
-  const bool timed = opt.count("duration") > 0;
-  const long ops = std::stol(option(opt, "ops", timed ? "-1" : "2000"));  // -1: no limit
-  const unsigned seed = static_cast<unsigned>(std::stoul(option(opt, "seed", "1")));
-  const Millis ttl{std::stol(option(opt, "ttl", "10000"))};
-  const long max_backend_errors = std::stol(option(opt, "max-backend-errors", "0"));
-  const std::string ns = opt.at("namespace");
+int run(const options::Parsed& opt) {
+  const int threads = static_cast<int>(opt.number_or("threads", 4));
+  const bool timed = opt.has("duration");
+  const long ops = static_cast<long>(opt.number_or("ops", timed ? -1 : 2000));  // -1: no limit
+  const unsigned seed = static_cast<unsigned>(opt.number_or("seed", 1));
+  const Millis ttl{opt.number_or("ttl", 10000)};
+  const long max_backend_errors = static_cast<long>(opt.number_or("max-backend-errors", 0));
+  const std::string ns = opt.get("namespace");
   // --matrix: compiled at run time, with the generator's parser and checks.
   std::unique_ptr<matrix::CompiledMatrix> compiled;
-  if (opt.count("matrix")) compiled = matrix::compile_matrix_file(opt.at("matrix"));
+  if (opt.has("matrix")) compiled = matrix::compile_matrix_file(opt.get("matrix"));
   auto engine = connect_engine(opt, static_cast<std::size_t>(threads), compiled ? &compiled->table() : nullptr);
   const MatrixTable& m = engine->matrix();
   const std::string fingerprint(m.fingerprint);
   const std::int64_t ttl_ns = static_cast<std::int64_t>(ttl.count()) * 1000000;
-  const std::int64_t stop_at = timed ? monotonic_ns() + std::stoll(opt.at("duration")) * 1000000 : 0;
+  const std::int64_t stop_at = timed ? monotonic_ns() + opt.number_or("duration", 0) * 1000000 : 0;
 
   std::mutex out_mutex;
-  std::ofstream log(opt.at("log"), std::ios::trunc);
+  std::ofstream log(opt.get("log"), std::ios::trunc);
   RunCounts n;
   auto anomaly = [&](const std::string& what) {
     ++n.anomalies;
@@ -322,16 +324,16 @@ long starve_round(LockEngine& engine, const std::string& ns, int creators, Milli
   return d.granted ? waited : -1;
 }
 
-int starve(const std::map<std::string, std::string>& opt) {
-  const int creators = std::stoi(option(opt, "creators", "3"));
-  const Millis hold{std::stol(option(opt, "hold", "50"))};
-  const Millis run_for{std::stol(option(opt, "run", "3000"))};
+int starve(const options::Parsed& opt) {
+  const int creators = static_cast<int>(opt.number_or("creators", 3));
+  const Millis hold{opt.number_or("hold", 50)};
+  const Millis run_for{opt.number_or("run", 3000)};
   auto engine = connect_engine(opt, static_cast<std::size_t>(creators + 1));
   const std::string base = fmt::format("starve-{}", getpid());
   const long fair = starve_round(*engine, base + "-fair", creators, hold, run_for, true);
   const long unfair = starve_round(*engine, base + "-unfair", creators, hold, run_for, false);
   auto show = [&](long ms) { return ms < 0 ? fmt::format("not granted within {} ms", run_for.count()) : fmt::format("{} ms", ms); };
-  std::cout << fmt::format("backend {}: {} creators holding {} ms each, overlapping\n", opt.at("backend"), creators,
+  std::cout << fmt::format("backend {}: {} creators holding {} ms each, overlapping\n", opt.get("backend", "memory"), creators,
                            hold.count())
             << fmt::format("  delete_folder wait, creates fair (default):  {}\n", show(fair))
             << fmt::format("  delete_folder wait, creates fair=false:      {}\n", show(unfair));
@@ -427,26 +429,22 @@ long check_fences(const std::vector<Item>& items) {
   return violations;
 }
 
-int check(const std::vector<std::string>& args) {
+int check(const options::Parsed& opt) {
   std::vector<std::unique_ptr<matrix::CompiledMatrix>> compiled;
   Matrices known{{std::string(default_matrix().fingerprint), &default_matrix()}};
-  std::vector<std::string> files;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--matrix" && i + 1 < args.size()) {
-      compiled.push_back(matrix::compile_matrix_file(args[++i]));
-      known[std::string(compiled.back()->table().fingerprint)] = &compiled.back()->table();
-    } else {
-      files.push_back(args[i]);
-    }
+  for (const std::string& file : opt.all("matrix")) {
+    compiled.push_back(matrix::compile_matrix_file(file));
+    known[std::string(compiled.back()->table().fingerprint)] = &compiled.back()->table();
   }
+  const std::vector<std::string>& files = opt.positional;
   std::vector<Item> items;
   long maybe = 0;
   std::map<std::string, int> processes;
   for (const std::string& file : files) {
     std::ifstream in(file);
     if (!in) {
-      std::cerr << "cannot read " << file << "\n";
-      return 2;
+      std::cerr << "error: cannot read " << file << "\n";
+      return options::kExitFailure;
     }
     for (std::string line; std::getline(in, line);) {
       std::vector<std::string> f;
@@ -474,8 +472,8 @@ int check(const std::vector<std::string>& args) {
         ok = false;
       }
       if (!ok) {
-        std::cerr << file << ": bad line: " << line << "\n";
-        return 2;
+        std::cerr << "error: " << file << ": bad line: " << line << "\n";
+        return options::kExitFailure;
       }
     }
   }
@@ -520,8 +518,36 @@ int check(const std::vector<std::string>& args) {
       "{} holds and {} possible holds (acquires with unknown outcome) from {} processes, {} overlapping pairs "
       "checked, {} violations, {} fence violations\n",
       items.size(), maybe, processes.size(), overlapping_pairs, violations, fence_violations);
-  return violations == 0 && fence_violations == 0 ? 0 : 1;
+  return violations == 0 && fence_violations == 0 ? options::kExitOk : options::kExitFailure;
 }
+
+// The option tables (tools/common/options.hpp): numbers are checked whole
+// and in range, unknown and repeated options and stray words are refused.
+const options::Check kBackend = [](const std::string& v) { parse_backend(v); };
+constexpr long long kMaxMs = 7LL * 24 * 3600 * 1000;  // a week
+const options::Options kRunOptions = options::Options{}
+                                         .command("run")
+                                         .required("backend", kBackend)
+                                         .value("redis")
+                                         .required("namespace")
+                                         .number("threads", 1, 1024)
+                                         .number("ops", -1, 1000000000000)
+                                         .number("duration", 1, kMaxMs)
+                                         .number("seed", 0, 4294967295)
+                                         .number("ttl", 1, kMaxMs)
+                                         .number("command-timeout", 1, kMaxMs)
+                                         .value("matrix")
+                                         .number("max-backend-errors", 0, 1000000000000)
+                                         .required("log");
+const options::Options kCheckOptions =
+    options::Options{}.command("check").repeated("matrix").positional(1, options::Options::kMany);
+const options::Options kStarveOptions = options::Options{}
+                                            .command("starve")
+                                            .value("backend", kBackend)
+                                            .value("redis")
+                                            .number("creators", 1, 1024)
+                                            .number("hold", 1, kMaxMs)
+                                            .number("run", 1, kMaxMs);
 
 }  // namespace
 
@@ -531,32 +557,20 @@ int main(int argc, char** argv) {
       "                           [--duration MS] [--seed N] [--ttl MS] [--command-timeout MS]\n"
       "                           [--matrix FILE] [--max-backend-errors N] --log FILE\n"
       "       pathlock-stress check [--matrix FILE]... FILE...\n"
-      "       pathlock-stress starve --backend memory|redis [--redis URL] [--creators N] [--hold MS] [--run MS]\n";
-  if (argc < 2) {
-    std::cerr << usage;
-    return 2;
-  }
+      "       pathlock-stress starve --backend memory|redis [--redis URL] [--creators N] [--hold MS] [--run MS]\n"
+      "Exit status: 0 done (no violation, no anomaly), 1 failed or found a problem, 2 bad usage.\n";
+  const std::string cmd = argc < 2 ? "" : argv[1];
   try {
-    const std::string cmd = argv[1];
-    if (cmd == "check") return check(std::vector<std::string>(argv + 2, argv + argc));
-    if (cmd != "run" && cmd != "starve") {
-      std::cerr << usage;
-      return 2;
-    }
-    std::map<std::string, std::string> opt;
-    for (int i = 2; i + 1 < argc; i += 2) opt[std::string(argv[i]).substr(2)] = argv[i + 1];
-    if (cmd == "starve") {
-      if (!opt.count("backend")) opt["backend"] = "memory";
-      return starve(opt);
-    }
-    for (const char* required : {"backend", "namespace", "log"})
-      if (!opt.count(required)) {
-        std::cerr << usage;
-        return 2;
-      }
-    return run(opt);
+    if (cmd == "check") return check(kCheckOptions.parse(argc, argv, 2));
+    if (cmd == "run") return run(kRunOptions.parse(argc, argv, 2));
+    if (cmd == "starve") return starve(kStarveOptions.parse(argc, argv, 2));
+    std::cerr << usage;
+    return options::kExitUsage;
+  } catch (const options::UsageError& e) {
+    std::cerr << "error: " << e.what() << "\n" << usage;
+    return options::kExitUsage;
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";
-    return 1;
+    return options::kExitFailure;
   }
 }
