@@ -8,6 +8,7 @@
 // shown, so the command does bounded work on a big server. Older layouts are shown
 // with what their meta records (layout 2: one bound matrix, no counts).
 #include "admin.hpp"
+#include "tls_flags.hpp"
 
 #include <pathlock/engine.hpp>
 
@@ -87,7 +88,7 @@ int run_admin(const std::vector<std::string>& args, std::ostream& out, std::ostr
     }
   }
   for (const auto& [k, v] : opt)
-    if (k != "redis" && k != "namespace" && k != "limit") {
+    if (k != "redis" && k != "namespace" && k != "limit" && !is_tls_flag(k)) {
       err << fmt::format("error: unknown option --{}\n", k);
       return 2;
     }
@@ -108,6 +109,7 @@ int run_admin(const std::vector<std::string>& args, std::ostream& out, std::ostr
   }
   redis::ClientOptions co;
   co.url = redis::parse_redis_url(opt["redis"]);
+  co.tls = tls_from_flags(opt);
   co.pool_size = 1;
   redis::RedisClient client(co);
   if (opt.count("namespace")) {

@@ -16,7 +16,7 @@
 namespace pathlock::cli {
 
 inline constexpr const char* kAdminUsage =
-    "  pathlock admin status --redis URL [--namespace NS] [--limit N]\n";
+    "  pathlock admin status --redis URL [--namespace NS] [--limit N] [--tls-...]\n";
 
 int run_admin(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 

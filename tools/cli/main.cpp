@@ -3,10 +3,12 @@
 //   pathlock shell [--backend memory|redis] [--redis URL] [--namespace NAME] [--matrix FILE]
 //   pathlock matrix lint|render|explain|diff|scaffold ... (matrix_cli.cpp)
 //   pathlock admin status --redis URL [--namespace NS] [--limit N] (admin.cpp)
+//   and with a rediss:// URL, the --tls-* options (tls_flags.hpp)
 #include "admin.hpp"
 #include "demo.hpp"
 #include "matrix_cli.hpp"
 #include "shell.hpp"
+#include "tls_flags.hpp"
 
 #include <pathlock/factory.hpp>
 
@@ -27,7 +29,7 @@ const std::string kUsage = std::string(
     "usage:\n"
     "  pathlock demo  [--backend memory|redis] [--redis URL] [--matrix FILE]\n"
     "  pathlock shell [--backend memory|redis] [--redis URL] [--namespace NAME] [--matrix FILE]\n") +
-    cli::kMatrixUsage + cli::kAdminUsage +
+    cli::kMatrixUsage + cli::kAdminUsage + cli::kTlsUsage +
     "FILE defaults to the matrix this binary was built with:\n  " PATHLOCK_DEFAULT_MATRIX_JSON "\n"
     "--matrix FILE compiles FILE at start instead (see matrix/README.md).\n";
 
@@ -71,12 +73,13 @@ std::unique_ptr<LockEngine> engine_from(const Flags& f, const matrix::CompiledMa
   if (compiled) opts.matrix = &compiled->table();
   if (auto it = f.options.find("backend"); it != f.options.end()) opts.backend = parse_backend(it->second);
   if (auto it = f.options.find("redis"); it != f.options.end()) opts.redis.url = it->second;
+  opts.redis.tls = cli::tls_from_flags(f.options);
   return make_engine(opts);
 }
 
 void only_options(const Flags& f, std::initializer_list<const char*> allowed) {
   for (const auto& [k, v] : f.options) {
-    bool ok = false;
+    bool ok = cli::is_tls_flag(k);
     for (const char* a : allowed) ok = ok || k == a;
     if (!ok) throw InvalidRequest(fmt::format("unknown option --{}", k));
   }

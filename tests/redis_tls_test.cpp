@@ -1,0 +1,218 @@
+// TLS to Redis (rediss://): against real redis-servers serving TLS with
+// certificates made at test time (support/redis_server.hpp,
+// redis_devtools/tls_certs.hpp). The conformance suite runs on a TLS server
+// too (the "tls" row of support/backends.cpp, ctest conformance_on_tls).
+#include "support/admin_status.hpp"
+#include "support/backends.hpp"
+#include "support/redis_server.hpp"
+
+#include "redis/connection.hpp"
+#include "redis/tls.hpp"
+
+#include <pathlock/engine.hpp>
+#include <pathlock/redis.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <set>
+#include <thread>
+#include <fstream>
+
+using namespace pathlock;
+using namespace std::chrono_literals;
+using namespace pathlock::test;  // servers, engines and key helpers of support/
+
+namespace {
+
+// A grant and its release through `engine`, on a namespace of its own.
+void lock_and_unlock(LockEngine& engine) {
+  const std::string ns = unique_namespace("tls");
+  const AcquireResult r = engine.acquire(one_target_request(ns, "alice", "upload", "/a/b"));
+  REQUIRE(r.granted);
+  CHECK(engine.release(ns, r.grant.id, r.grant.token));
+}
+
+// Connected clients of `server` other than the one asking.
+long long other_clients(const RedisServer& server) {
+  const std::string info = server.command({"INFO", "clients"}).str;
+  const std::size_t at = info.find("connected_clients:");
+  REQUIRE(at != std::string::npos);
+  return std::stoll(info.substr(at + 18)) - 1;
+}
+
+void copy_file(const std::string& from, const std::string& to) {
+  std::filesystem::copy_file(from, to, std::filesystem::copy_options::overwrite_existing);
+}
+
+}  // namespace
+
+TEST_CASE("rediss:// locks over TLS, with the password sent inside it", "[redis][tls]") {
+  auto engine = redis_tls_engine(shared_tls_redis_server().tls_url(), test_tls_options());
+  lock_and_unlock(*engine);
+
+  // AUTH after the handshake: a password-protected TLS server.
+  TlsCertificates& certs = shared_tls_certificates();
+  RedisServer server(
+      [&] {
+        auto args = certs.server_args(devtools::free_loopback_port());
+        args.insert(args.end(), {"--requirepass", "s3cret"});
+        return args;
+      }());
+  const std::string url = "rediss://:s3cret@127.0.0.1:" + std::to_string(server.tls_port());
+  lock_and_unlock(*redis_tls_engine(url, test_tls_options()));
+  CHECK_THROWS_WITH(redis_tls_engine("rediss://:wrong@127.0.0.1:" + std::to_string(server.tls_port()),
+                                     test_tls_options()),
+                    Catch::Contains("AUTH failed"));
+
+  // The name checked may be set (SNI too): "localhost" is in the certificate.
+  RedisTlsOptions named = test_tls_options();
+  named.server_name = "localhost";
+  lock_and_unlock(*redis_tls_engine(shared_tls_redis_server().tls_url(), named));
+  RedisTlsOptions tls13 = test_tls_options();
+  tls13.min_version = "1.3";
+  lock_and_unlock(*redis_tls_engine(shared_tls_redis_server().tls_url(), tls13));
+}
+
+TEST_CASE("pathlock admin over TLS: the --tls-* options", "[redis][tls][admin]") {
+  TlsCertificates& certs = shared_tls_certificates();
+  RedisServer server(certs.server_args(devtools::free_loopback_port(), /*require_client_cert=*/true));
+  RedisTlsOptions tls = test_tls_options();
+  tls.cert_file = certs.crt("client");
+  tls.key_file = certs.key("client");
+  auto engine = redis_tls_engine(server.tls_url(), tls);
+  const std::string ns = unique_namespace("tls-admin");
+  REQUIRE(engine->acquire(one_target_request(ns, "alice", "upload", "/a")).granted);
+  const auto lines = admin_status({"status", "--redis", server.tls_url(), "--namespace", ns, "--tls-ca-file",
+                                   certs.crt("ca"), "--tls-cert", certs.crt("client"), "--tls-key",
+                                   certs.key("client"), "--tls-server-name", "localhost"});
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0]["namespace"] == ns);
+  CHECK(lines[0]["matrices"][0]["locks"] == 1);
+}
+
+TEST_CASE("mutual TLS: a server that wants client certificates gets ours", "[redis][tls]") {
+  TlsCertificates& certs = shared_tls_certificates();
+  RedisServer server(certs.server_args(devtools::free_loopback_port(), /*require_client_cert=*/true));
+  RedisTlsOptions tls = test_tls_options();
+  tls.cert_file = certs.crt("client");
+  tls.key_file = certs.key("client");
+  lock_and_unlock(*redis_tls_engine(server.tls_url(), tls));
+
+  // Without one: refused, and said so.
+  try {
+    redis_tls_engine(server.tls_url(), test_tls_options());
+    FAIL("connected without a client certificate");
+  } catch (const BackendError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("client certificate") && Catch::Contains("cert_file"));
+  }
+  // A client certificate of another CA: refused by the server.
+  RedisTlsOptions foreign = test_tls_options();
+  foreign.cert_file = certs.crt("other-ca");
+  foreign.key_file = certs.key("other-ca");
+  CHECK_THROWS_WITH(redis_tls_engine(server.tls_url(), foreign), Catch::Contains("client certificate"));
+  CHECK(other_clients(server) == 0);
+}
+
+TEST_CASE("TLS failures are BackendErrors that name the cause, and leave nothing behind", "[redis][tls]") {
+  TlsCertificates& certs = shared_tls_certificates();
+  RedisServer& good = shared_tls_redis_server();
+
+  SECTION("a server certificate of another CA") {
+    RedisTlsOptions tls = test_tls_options();
+    tls.ca_file = certs.crt("other-ca");
+    CHECK_THROWS_WITH(redis_tls_engine(good.tls_url(), tls),
+                      Catch::Contains("TLS handshake failed") && Catch::Contains("verify failed") &&
+                          Catch::Contains("trusted CA"));
+  }
+  SECTION("an expired server certificate") {
+    RedisServer expired(certs.server_args(devtools::free_loopback_port(), false, "expired"));
+    CHECK_THROWS_WITH(redis_tls_engine(expired.tls_url(), test_tls_options()),
+                      Catch::Contains("certificate has expired"));
+    CHECK(other_clients(expired) == 0);
+  }
+  SECTION("a certificate for another host") {
+    RedisServer other(certs.server_args(devtools::free_loopback_port(), false, "wrongname"));
+    CHECK_THROWS_WITH(redis_tls_engine(other.tls_url(), test_tls_options()), Catch::Contains("mismatch"));
+    RedisTlsOptions named = test_tls_options();
+    named.server_name = "db.example";  // neither is this name in the good certificate
+    CHECK_THROWS_WITH(redis_tls_engine(good.tls_url(), named),
+                      Catch::Contains("hostname mismatch") && Catch::Contains("server_name"));
+    CHECK(other_clients(other) == 0);
+    // ... unless told to accept any certificate.
+    RedisTlsOptions insecure;
+    insecure.insecure_skip_verify = true;
+    lock_and_unlock(*redis_tls_engine(other.tls_url(), insecure));
+  }
+  SECTION("a plain client on a TLS port") {
+    const std::string plain_on_tls = "redis://127.0.0.1:" + std::to_string(good.tls_port());
+    CHECK_THROWS_WITH(redis_engine(plain_on_tls), Catch::Contains("rediss://"));
+  }
+  SECTION("a TLS client on a plain port") {
+    const std::string tls_on_plain = "rediss://127.0.0.1:" + std::to_string(good.port());
+    CHECK_THROWS_WITH(redis_tls_engine(tls_on_plain, test_tls_options(), 500ms),
+                      Catch::Contains("TLS handshake failed") && Catch::Contains("plain TCP port"));
+  }
+  SECTION("bad options: InvalidRequest, or BackendError naming the file, before any connection") {
+    RedisTlsOptions missing = test_tls_options();
+    missing.ca_file = certs.dir() + "/no-such-ca.crt";
+    CHECK_THROWS_WITH(redis_tls_engine(good.tls_url(), missing), Catch::Contains("no-such-ca.crt"));
+    RedisTlsOptions no_key = test_tls_options();
+    no_key.cert_file = certs.crt("client");
+    CHECK_THROWS_AS(redis_tls_engine(good.tls_url(), no_key), InvalidRequest);
+    RedisTlsOptions wrong_key = test_tls_options();
+    wrong_key.cert_file = certs.crt("client");
+    wrong_key.key_file = certs.key("server");
+    CHECK_THROWS_WITH(redis_tls_engine(good.tls_url(), wrong_key), Catch::Contains("server.key") && Catch::Contains("mismatch"));
+    RedisTlsOptions not_pem = test_tls_options();
+    not_pem.ca_file = certs.dir() + "/ca.cnf";
+    CHECK_THROWS_AS(redis_tls_engine(good.tls_url(), not_pem), BackendError);
+    RedisTlsOptions version = test_tls_options();
+    version.min_version = "1.1";
+    CHECK_THROWS_AS(redis_tls_engine(good.tls_url(), version), InvalidRequest);
+    // TLS options with a plain URL are a mistake, not ignored.
+    CHECK_THROWS_AS(redis_tls_engine(good.url(), test_tls_options()), InvalidRequest);
+  }
+}
+
+TEST_CASE("renewed certificate files are read by the next connection", "[redis][tls]") {
+  TlsCertificates& certs = shared_tls_certificates();
+  RedisServer& server = shared_tls_redis_server();
+  const std::string dir = certs.dir() + "/rotation";
+  std::filesystem::create_directories(dir);
+  RedisTlsOptions options;
+  options.ca_file = dir + "/ca.crt";
+  options.cert_file = dir + "/client.crt";
+  options.key_file = dir + "/client.key";
+  copy_file(certs.crt("ca"), options.ca_file);
+  copy_file(certs.crt("client"), options.cert_file);
+  copy_file(certs.key("client"), options.key_file);
+
+  redis::ConnectionSettings settings;
+  settings.tls = std::make_shared<redis::TlsContext>(options);
+  redis::Warnings warnings;
+  const redis::Endpoint node{"127.0.0.1", server.tls_port()};
+  const auto open = [&] { return redis::Connection::open(node, settings, redis::Connection::Role::probe, warnings); };
+  auto first = open();
+  CHECK(first->tls());
+  CHECK(settings.tls->loads() == 1);
+
+  // The CA file now trusts another CA only: the next connection reads it and
+  // refuses the server; the open one is not affected.
+  copy_file(certs.crt("other-ca"), options.ca_file);
+  CHECK_THROWS_WITH(open(), Catch::Contains("verify failed"));
+  CHECK(settings.tls->loads() == 2);
+  CHECK(first->exchange({"PING"}).str == "PONG");
+  copy_file(certs.crt("ca"), options.ca_file);
+  CHECK(open()->exchange({"PING"}).str == "PONG");
+  CHECK(settings.tls->loads() == 3);
+
+  // A renewal caught half-way (a certificate that is not PEM yet): the files
+  // loaded before stay in use.
+  std::ofstream(options.cert_file) << "not yet\n";
+  CHECK(open()->exchange({"PING"}).str == "PONG");
+  CHECK(settings.tls->loads() == 3);
+  copy_file(certs.crt("client"), options.cert_file);
+  CHECK(open()->exchange({"PING"}).str == "PONG");
+  CHECK(settings.tls->loads() == 4);
+}
