@@ -216,3 +216,62 @@ TEST_CASE("renewed certificate files are read by the next connection", "[redis][
   CHECK(open()->exchange({"PING"}).str == "PONG");
   CHECK(settings.tls->loads() == 4);
 }
+
+TEST_CASE("a Redis Cluster over TLS: every master, MOVED to TLS ports, wake-ups", "[cluster][tls]") {
+  TlsCertificates& certs = shared_tls_certificates();
+  ClusterServers cluster(&certs);
+  auto engine = redis_tls_engine(cluster.tls_url(), test_tls_options());
+
+  // Namespaces until every master served one: the nodes come from CLUSTER
+  // SLOTS asked over TLS, which names the TLS ports.
+  std::set<std::size_t> served;
+  std::set<int> used_slots;
+  for (int i = 0; served.size() < cluster.masters().size(); ++i) {
+    REQUIRE(i < 1000);
+    const std::string ns = unique_namespace("tls-cluster");
+    const int slot = cluster.keyslot(prefix_of(ns));
+    used_slots.insert(slot);
+    served.insert(cluster.master_of(slot));
+    const AcquireResult r = engine->acquire(one_target_request(ns, "alice", "upload", "/a"));
+    REQUIRE(r.granted);
+    CHECK(engine->release(ns, r.grant.id, r.grant.token));
+  }
+
+  // A slot moves (empty: no MIGRATE needed): the engine's map is stale, the
+  // old master answers MOVED with the new one's TLS port, the call follows.
+  std::string moved_ns;
+  int slot = -1;
+  do {
+    moved_ns = unique_namespace("tls-moved");
+    slot = cluster.keyslot(prefix_of(moved_ns));
+  } while (used_slots.count(slot));
+  const std::size_t from = cluster.master_of(slot);
+  std::size_t to = from;
+  for (const std::size_t m : cluster.masters())
+    if (m != from) to = m;
+  cluster.move_slot(slot, to);
+  const AcquireResult held = engine->acquire(one_target_request(moved_ns, "alice", "upload", "/a"));
+  REQUIRE(held.granted);
+  CHECK(cluster.master_of(slot) == to);
+  CHECK_FALSE(cluster.node(to).keys(prefix_of(moved_ns) + "*").empty());
+
+  // A waiting call is woken by the release through its TLS subscription.
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(200ms);
+    engine->release(moved_ns, held.grant.id, held.grant.token);
+  });
+  const AcquireResult waited = engine->acquire(one_target_request(moved_ns, "bob", "upload", "/a", 20000ms));
+  releaser.join();
+  CHECK(waited.granted);
+}
+
+TEST_CASE("Sentinel over TLS: the sentinels, the master they name, and the next one", "[sentinel][tls]") {
+  TlsCertificates& certs = shared_tls_certificates();
+  SentinelServers deployment(&certs);
+  auto engine = redis_tls_engine(deployment.tls_url(), test_tls_options());
+  lock_and_unlock(*engine);
+  const std::size_t before = deployment.master().keys("pl:*").size();
+  CHECK(before > 0);  // the data went to the master through its TLS port
+  deployment.failover();
+  lock_and_unlock(*engine);  // READONLY from the old master, the sentinels asked again over TLS
+}
