@@ -275,3 +275,37 @@ TEST_CASE("Sentinel over TLS: the sentinels, the master they name, and the next 
   deployment.failover();
   lock_and_unlock(*engine);  // READONLY from the old master, the sentinels asked again over TLS
 }
+
+TEST_CASE("over TLS as over TCP: a late reply is never retried, a closed connection is replaced",
+          "[redis][tls][connection]") {
+  TlsCertificates& certs = shared_tls_certificates();
+  RedisServer server([&] {
+    auto args = certs.server_args(devtools::free_loopback_port());
+    args.insert(args.end(), {"--enable-debug-command", "yes"});
+    return args;
+  }());
+  RedisOptions options;
+  options.url = server.tls_url();
+  options.tls = test_tls_options();
+  options.pool_size = 2;
+  options.command_timeout = 150ms;
+  auto engine = make_redis_engine(options);
+  const std::string ns = unique_namespace("tls-slow");
+  REQUIRE(engine->acquire(one_target_request(ns, "o", "upload", "/warm")).granted);
+
+  // Idle connections closed by the server: the pool sees it (a TLS close or
+  // EOF) and the next call goes on a fresh connection.
+  const RedisReply killed = server.command({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
+  CHECK(killed.integer >= 1);
+  CHECK(engine->acquire(one_target_request(ns, "o", "upload", "/after-kill")).granted);
+
+  // A reply that does not come within the command timeout: BackendError, not retried.
+  std::thread sleeper([&] { server.command({"DEBUG", "SLEEP", "1.5"}); });
+  std::this_thread::sleep_for(400ms);  // the server is busy sleeping now
+  CHECK_THROWS_WITH(engine->acquire(one_target_request(ns, "late", "upload", "/late")),
+                    Catch::Contains("no reply") && Catch::Contains("effect is unknown"));
+  sleeper.join();
+  const auto locks = engine->list(ns, "/late");
+  REQUIRE(locks.size() == 1);
+  CHECK(locks[0].holds == 1);  // it ran once, when the server woke up
+}
