@@ -13,9 +13,11 @@
 #include <pathlock/redis.hpp>
 
 #include <catch2/catch.hpp>
+#include <unistd.h>
 
 #include <filesystem>
 #include <set>
+#include <sstream>
 #include <thread>
 #include <fstream>
 
@@ -263,15 +265,36 @@ TEST_CASE("a Redis Cluster over TLS: every master, MOVED to TLS ports, wake-ups"
   const AcquireResult waited = engine->acquire(one_target_request(moved_ns, "bob", "upload", "/a", 20000ms));
   releaser.join();
   CHECK(waited.granted);
+
+  // Every connection this process holds to any node came in on its TLS port.
+  const std::string name = "name=pathlock-" + std::to_string(::getpid()) + " ";
+  std::size_t seen = 0;
+  for (std::size_t i = 0; i < cluster.size(); ++i) {
+    const std::string clients = cluster.node(i).command({"CLIENT", "LIST", "TYPE", "normal"}).str;
+    std::istringstream lines(clients);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find(name) == std::string::npos) continue;
+      ++seen;
+      CHECK_THAT(line, Catch::Contains("laddr=127.0.0.1:" + std::to_string(cluster.node(i).tls_port()) + " "));
+    }
+  }
+  CHECK(seen >= cluster.masters().size());
 }
 
-TEST_CASE("Sentinel over TLS: the sentinels, the master they name, and the next one", "[sentinel][tls]") {
+TEST_CASE("Sentinel over TLS: the sentinels, the master they name, WAIT, and the next master", "[sentinel][tls]") {
   TlsCertificates& certs = shared_tls_certificates();
   SentinelServers deployment(&certs);
   auto engine = redis_tls_engine(deployment.tls_url(), test_tls_options());
   lock_and_unlock(*engine);
   const std::size_t before = deployment.master().keys("pl:*").size();
   CHECK(before > 0);  // the data went to the master through its TLS port
+  // WAIT over TLS: the replica (replicating over TLS) acknowledges the grant.
+  RedisOptions replicated;
+  replicated.url = deployment.tls_url();
+  replicated.tls = test_tls_options();
+  replicated.replicas = 1;
+  replicated.command_timeout = 5000ms;
+  lock_and_unlock(*make_redis_engine(replicated));
   deployment.failover();
   lock_and_unlock(*engine);  // READONLY from the old master, the sentinels asked again over TLS
 }
