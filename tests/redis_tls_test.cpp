@@ -71,6 +71,19 @@ TEST_CASE("rediss:// locks over TLS, with the password sent inside it", "[redis]
   RedisTlsOptions named = test_tls_options();
   named.server_name = "localhost";
   lock_and_unlock(*redis_tls_engine(shared_tls_redis_server().tls_url(), named));
+  // The CA from a hashed directory instead of a file.
+  const std::string ca_dir = certs.dir() + "/ca-dir";
+  std::filesystem::create_directories(ca_dir);
+  copy_file(certs.crt("ca"), ca_dir + "/test-ca.pem");
+  std::string output;
+  REQUIRE(devtools::run_program({"openssl", "rehash", ca_dir}, output) == 0);
+  RedisTlsOptions by_dir;
+  by_dir.ca_dir = ca_dir;
+  lock_and_unlock(*redis_tls_engine(shared_tls_redis_server().tls_url(), by_dir));
+  // No CA given: the system trust store, which does not know the test CA.
+  CHECK_THROWS_WITH(redis_tls_engine(shared_tls_redis_server().tls_url(), RedisTlsOptions{}),
+                    Catch::Contains("verify failed"));
+
   RedisTlsOptions tls13 = test_tls_options();
   tls13.min_version = "1.3";
   lock_and_unlock(*redis_tls_engine(shared_tls_redis_server().tls_url(), tls13));
