@@ -159,6 +159,18 @@ TEST_CASE("TLS failures are BackendErrors that name the cause, and leave nothing
     insecure.insecure_skip_verify = true;
     lock_and_unlock(*redis_tls_engine(other.tls_url(), insecure));
   }
+  SECTION("a server below the minimum TLS version") {
+    RedisServer old([&] {
+      auto args = certs.server_args(devtools::free_loopback_port());
+      args.insert(args.end(), {"--tls-protocols", "TLSv1.2"});
+      return args;
+    }());
+    RedisTlsOptions tls13 = test_tls_options();
+    tls13.min_version = "1.3";
+    CHECK_THROWS_WITH(redis_tls_engine(old.tls_url(), tls13),
+                      Catch::Contains("TLS handshake failed") && Catch::Contains("min_version"));
+    lock_and_unlock(*redis_tls_engine(old.tls_url(), test_tls_options()));  // 1.2 is the default minimum
+  }
   SECTION("a plain client on a TLS port") {
     const std::string plain_on_tls = "redis://127.0.0.1:" + std::to_string(good.tls_port());
     CHECK_THROWS_WITH(redis_engine(plain_on_tls), Catch::Contains("rediss://"));

@@ -171,6 +171,8 @@ std::string handshake_failure(SSL* ssl, int result, const std::string& openssl_r
   if (why.find("wrong version number") != std::string::npos || why.find("packet length too long") != std::string::npos ||
       why.find("record layer failure") != std::string::npos || why == "the server closed the connection")
     why += " (is it a plain TCP port? a redis:// URL for that)";
+  else if (why.find("protocol version") != std::string::npos || why.find("unsupported protocol") != std::string::npos)
+    why += " (the server and tls min_version have no TLS version in common)";
   return why;
 }
 
