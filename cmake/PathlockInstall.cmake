@@ -82,7 +82,7 @@ endforeach()
 # into (cmake --install --prefix DIR, or /usr inside the Debian package).
 set(PATHLOCK_PC_REQUIRES "fmt")
 if(PATHLOCK_WITH_REDIS)
-  string(APPEND PATHLOCK_PC_REQUIRES " hiredis")
+  string(APPEND PATHLOCK_PC_REQUIRES " hiredis libssl")
 endif()
 foreach(dir LIBDIR INCLUDEDIR DATADIR)
   if(IS_ABSOLUTE "${CMAKE_INSTALL_${dir}}")
@@ -124,14 +124,14 @@ process, and Redis shared by many service instances.
 This package holds the static library, its headers, the CMake package
 (find_package(pathlock)), pathlock.pc, the command-line tool pathlock,
 the matrix compiler pathlock-matrixc and the generated Redis scripts.")
-# libc6, libstdc++6, libfmt9 and (with Redis) libhiredis0.14 come from
+# libc6, libstdc++6, libfmt9 and (with Redis) libhiredis0.14 and libssl3 come from
 # dpkg-shlibdeps on the two programs. Building against the static library
 # also needs the -dev packages of what it links; apt installs Recommends by
 # default.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(pathlock_recommends "libfmt-dev, cmake | pkg-config")
 if(PATHLOCK_WITH_REDIS)
-  string(PREPEND pathlock_recommends "libhiredis-dev, ")
+  string(PREPEND pathlock_recommends "libhiredis-dev, libssl-dev, ")
   set(CPACK_DEBIAN_PACKAGE_SUGGESTS "redis-server")
 endif()
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "${pathlock_recommends}")

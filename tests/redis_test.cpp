@@ -127,6 +127,19 @@ TEST_CASE("redis urls: every accepted form", "[redis][url]") {
   CHECK(u.password == std::optional<std::string>("s@cret"));
   CHECK(u.db == 2);
   CHECK(parse_redis_url("redis-sentinel://s1#m").describe() == "s1:26379/0 (master m via sentinels)");
+  CHECK_FALSE(u.tls);
+
+  // The same forms over TLS.
+  u = parse_redis_url("rediss://:pw@h1:7000,h2/0");
+  CHECK(u.tls);
+  CHECK(u.kind == redis::RedisUrl::Kind::redis);
+  CHECK(u.nodes == std::vector<redis::Endpoint>{{"h1", 7000}, {"h2", 6379}});
+  CHECK(u.describe() == "h1:7000,h2:6379/0 (tls)");
+  u = parse_redis_url("rediss-sentinel://s1,s2:26380#m");
+  CHECK(u.tls);
+  CHECK(u.kind == redis::RedisUrl::Kind::sentinel);
+  CHECK(u.nodes == std::vector<redis::Endpoint>{{"s1", 26379}, {"s2", 26380}});
+  CHECK(u.master_name == "m");
 }
 
 TEST_CASE("redis urls: bad ones are InvalidRequest before any connection", "[redis][url]") {
@@ -134,7 +147,8 @@ TEST_CASE("redis urls: bad ones are InvalidRequest before any connection", "[red
                           "redis://h:x", "redis://h:", "redis://h:1/x", "redis://h:1/-1", "redis://user@h:1",
                           "redis://:@h:1", "redis://u:p%4@h:1", "redis://u:p%zz@h:1", "redis://h:1?db=2",
                           "redis://[::1", "redis://[::1]x", "redis://h:1,", "redis://,h:1", "redis://h:1,,h:2",
-                          "redis://h:1,h:0", "redis://h:1,:2", "redis://h:1#master", "rediss://h:1",
+                          "redis://h:1,h:0", "redis://h:1,:2", "redis://h:1#master", "rediss://h:1#m",
+                          "redis+tls://h:1", "rediss-sentinel://h:1", "rediss:/h:1",
                           "redis-sentinel://h:1", "redis-sentinel://h:1#", "redis-sentinel://h:1/0#",
                           "redis-sentinel://#m", "redis-sentinel://h:1,#m", "redis-sentinel://h:x#m",
                           "redis-sentinel://h:1#m%zz", "redis-sentinel://h:1?x=1#m"}) {
@@ -144,7 +158,7 @@ TEST_CASE("redis urls: bad ones are InvalidRequest before any connection", "[red
     CHECK_THROWS_AS(redis_engine(bad), InvalidRequest);
   }
   CHECK_THROWS_WITH(redis::parse_redis_url("redis://h:99999"), Catch::Contains("port"));
-  CHECK_THROWS_WITH(redis::parse_redis_url("rediss://h:1"), Catch::Contains("TLS"));
+  CHECK_THROWS_WITH(redis::parse_redis_url("redis+tls://h:1"), Catch::Contains("rediss://"));
   CHECK_THROWS_WITH(redis::parse_redis_url("redis-sentinel://h:1"), Catch::Contains("master name"));
 }
 

@@ -448,3 +448,20 @@ TEST_CASE("the demo tells the article's story", "[demo]") {
   has("kim    delete_folder /p/B                     GRANTED");
   has("kim    release                                released");
 }
+
+TEST_CASE("shell over TLS: the --tls-* options, and a clear error without them", "[shell][redis][tls]") {
+  const pathlock::test::RedisServer& server = pathlock::test::shared_tls_redis_server();
+  const std::string ca = pathlock::test::shared_tls_certificates().crt("ca");
+  const std::string base = "shell --backend redis --redis " + server.tls_url() + " --namespace " +
+                           pathlock::test::unique_namespace("tls-shell");
+  const CliRun ok = run_cli(base + " --tls-ca-file " + ca + " --tls-min-version 1.2", "locks\n");
+  CHECK(ok.status == 0);
+  CHECK(ok.out == "{\"locks\":[]}\n");
+  const CliRun untrusted = run_cli(base, "locks\n");  // the system trust store does not know the test CA
+  CHECK(untrusted.status == 1);
+  CHECK(untrusted.out.empty());
+  CHECK(untrusted.err.find("verify failed") != std::string::npos);
+  const CliRun bad = run_cli(base + " --tls-insecure-skip-verify maybe", "locks\n");
+  CHECK(bad.status == 1);
+  CHECK(bad.err.find("--tls-insecure-skip-verify takes yes or no") != std::string::npos);
+}

@@ -15,11 +15,29 @@
 
 namespace pathlock {
 
+// TLS for rediss:// and rediss-sentinel:// URLs (setting any of these with a
+// plain redis:// URL is an InvalidRequest, not silently ignored). The files are
+// PEM; they are read when the engine is created and read again by a new
+// connection whenever one of them changed (size or modification time), so
+// renewed certificates take effect without a restart (docs/operations.md#tls).
+struct RedisTlsOptions {
+  std::string ca_file{};      // CAs that sign the servers' certificates; with
+  std::string ca_dir{};       // ca_dir (a c_rehash directory) both empty: the system trust store
+  std::string cert_file{};    // client certificate (chain) for mutual TLS ...
+  std::string key_file{};     // ... and its private key (unencrypted); both or neither
+  std::string server_name{};  // SNI and the name verified; empty: each node's host as connected to
+  std::string min_version{};  // "1.2" (empty: the default) or "1.3"
+  // Accepts any server certificate: no CA and no name check. Test setups
+  // only: anyone on the path can read and change the traffic. Warned about.
+  bool insecure_skip_verify = false;
+};
+
 struct RedisOptions {
   const MatrixTable* matrix = nullptr;  // nullptr: default_matrix(); must outlive the engine
   // redis://[user:password@]host:port[,host:port...][/db] (one server or a
   // Redis Cluster, detected), or redis-sentinel://[user:password@]host:port
-  // [,host:port...][/db]#MASTER (docs/operations.md lists every form).
+  // [,host:port...][/db]#MASTER; rediss:// and rediss-sentinel:// are the
+  // same over TLS (see `tls`). docs/operations.md lists every form.
   std::string url = "redis://127.0.0.1:6379";
   Millis connect_timeout{2000};
   Millis command_timeout{2000};
@@ -29,6 +47,7 @@ struct RedisOptions {
   // timeout, the grant is released and acquire throws BackendError ("not
   // replicated"). See docs/operations.md#failover.
   int replicas = 0;
+  RedisTlsOptions tls{};  // for rediss:// and rediss-sentinel:// only
 };
 
 // Creates a Redis engine and connects once, so that a bad address, bad

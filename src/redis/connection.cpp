@@ -1,24 +1,17 @@
-// One hiredis connection: connect, set up by role, exchange, typed failures.
+// One connection: connect (TLS or not), set up by role, exchange, typed
+// failures.
 // See connection.hpp.
 #include "redis/connection.hpp"
 
 #include <fmt/format.h>
 #include <hiredis/hiredis.h>
-#include <poll.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
+#include <new>
 
 namespace pathlock::redis {
 namespace {
-
-timeval to_timeval(Millis ms) {
-  timeval tv{};
-  tv.tv_sec = static_cast<decltype(tv.tv_sec)>(ms.count() / 1000);
-  tv.tv_usec = static_cast<decltype(tv.tv_usec)>((ms.count() % 1000) * 1000);
-  return tv;
-}
 
 [[noreturn]] void malformed(const char* what) {
   throw BackendError(fmt::format("redis: unexpected reply ({})", what));
@@ -60,37 +53,47 @@ long long Reply::number() const {
   return integer;
 }
 
-Connection::Connection(redisContext* ctx, Endpoint node, int db, Millis command_timeout)
-    : ctx_(ctx), node_(std::move(node)), name_(describe(node_, db)), command_timeout_(command_timeout) {}
+Connection::Connection(std::unique_ptr<Stream> stream, Endpoint node, int db, Millis command_timeout)
+    : stream_(std::move(stream)),
+      reader_(redisReaderCreate()),
+      node_(std::move(node)),
+      name_(describe(node_, db)),
+      command_timeout_(command_timeout) {
+  if (!reader_) throw std::bad_alloc();
+}
 
-Connection::~Connection() { redisFree(ctx_); }
+Connection::~Connection() { redisReaderFree(reader_); }
 
 void Connection::fail(std::string_view what) const { throw BackendError(fmt::format("{}: {}", name_, what)); }
 
 std::unique_ptr<Connection> Connection::open(const Endpoint& node, const ConnectionSettings& settings, Role role,
                                              Warnings& warnings) {
   const int db = role == Role::data || role == Role::listener ? settings.db : 0;
-  redisContext* ctx = redisConnectWithTimeout(node.host.c_str(), node.port, to_timeval(settings.connect_timeout));
-  if (!ctx) throw Unreachable(fmt::format("{}: cannot allocate a connection", describe(node, db)));
-  if (ctx->err) {
-    const std::string why = ctx->errstr;
-    redisFree(ctx);
-    throw Unreachable(fmt::format("{}: cannot connect: {}", describe(node, db), why));
-  }
-  std::unique_ptr<Connection> c(new Connection(ctx, node, db, settings.command_timeout));
+  const auto deadline = Stream::Clock::now() + settings.connect_timeout;
+  std::unique_ptr<Stream> stream = Stream::open(node, settings.tls.get(), deadline, describe(node, db));
+  std::unique_ptr<Connection> c(new Connection(std::move(stream), node, db, settings.command_timeout));
   c->setup(settings, role, warnings);
   return c;
 }
 
 void Connection::setup(const ConnectionSettings& settings, Role role, Warnings& warnings) {
-  if (redisSetTimeout(ctx_, to_timeval(command_timeout_)) != REDIS_OK) fail("cannot set the command timeout");
-  redisEnableKeepAlive(ctx_);
   // A connection that breaks during set-up has carried nothing of the caller's.
   const auto run = [&](const std::vector<std::string>& argv) {
     try {
       return exchange(argv);
     } catch (const BackendError& e) {
-      throw Unreachable(fmt::format("{}: connection failed during set-up ({}): {}", name_, argv.front(), e.what()));
+      // A TLS port closes a plain connection at its first command; a server
+      // that wants a client certificate closes a TLS one right after the
+      // handshake (TLS 1.3 checks it after the client's last handshake message).
+      const std::string_view why = e.what();
+      const bool closed = why.find("connection closed by the server") != std::string_view::npos ||
+                          why.find("Connection reset") != std::string_view::npos ||
+                          why.find("Broken pipe") != std::string_view::npos || why.find("alert") != std::string_view::npos;
+      const char* hint = !closed ? ""
+                         : tls() ? " (the server refused the connection after the TLS handshake: it wants a client "
+                                   "certificate it did not get or does not trust; see tls cert_file and key_file)"
+                                 : " (if that port serves TLS, use a rediss:// URL)";
+      throw Unreachable(fmt::format("{}: connection failed during set-up ({}): {}{}", name_, argv.front(), why, hint));
     }
   };
   if (settings.password) {
@@ -141,30 +144,56 @@ void Connection::send(const std::vector<std::string>& argv) {
     ptrs.push_back(a.data());
     lens.push_back(a.size());
   }
-  if (redisAppendCommandArgv(ctx_, static_cast<int>(argv.size()), ptrs.data(), lens.data()) != REDIS_OK)
-    throw NotSent(fmt::format("{}: cannot send {}: {}", name_, argv.front(), ctx_->errstr));
+  char* formatted = nullptr;
+  const int len = redisFormatCommandArgv(&formatted, static_cast<int>(argv.size()), ptrs.data(), lens.data());
+  if (len < 0 || !formatted) throw NotSent(fmt::format("{}: cannot send {}: out of memory", name_, argv.front()));
+  const std::unique_ptr<char, void (*)(char*)> owned(formatted, redisFreeCommand);
   // A failed write leaves the command incomplete on the server side, which
   // discards it with the connection: it never ran.
-  for (int done = 0; !done;)
-    if (redisBufferWrite(ctx_, &done) != REDIS_OK)
-      throw NotSent(fmt::format("{}: cannot send {}: {}", name_, argv.front(), ctx_->errstr));
+  std::string why;
+  if (stream_->write_all({formatted, static_cast<std::size_t>(len)}, Stream::Clock::now() + command_timeout_, why) !=
+      Stream::Io::done)
+    throw NotSent(fmt::format("{}: cannot send {}: {}", name_, argv.front(), why));
   broken_ = false;
 }
 
-Reply Connection::receive(std::string_view what) {
-  broken_ = true;  // until a whole reply is read
+std::optional<Reply> Connection::buffered_reply() {
   void* raw = nullptr;
-  if (redisGetReply(ctx_, &raw) != REDIS_OK || !raw) {
-    const bool timed_out = ctx_->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK ||
-                                                         std::string_view(ctx_->errstr) == "Resource temporarily unavailable");
-    fail(timed_out ? fmt::format("no reply to {} within {} ms; its effect is unknown", what, command_timeout_.count())
-                   : fmt::format("connection lost waiting for the reply to {} ({}); its effect is unknown", what,
-                                 ctx_->errstr));
-  }
+  if (redisReaderGetReply(reader_, &raw) != REDIS_OK)
+    fail(fmt::format("protocol error: {}", reader_->errstr));
+  if (!raw) return std::nullopt;
   Reply r = convert_reply(*static_cast<redisReply*>(raw));
   freeReplyObject(raw);
-  broken_ = false;
   return r;
+}
+
+bool Connection::read_available() {
+  std::string data, why;
+  const Stream::Io io = stream_->read_some(data, Stream::Clock::now(), why);
+  if (!data.empty()) redisReaderFeed(reader_, data.data(), data.size());
+  return io == Stream::Io::done || io == Stream::Io::timeout;
+}
+
+bool Connection::wait_readable(int timeout_ms) const { return stream_->wait_readable(timeout_ms); }
+
+Reply Connection::receive(std::string_view what) {
+  broken_ = true;  // until a whole reply is read
+  const auto deadline = Stream::Clock::now() + command_timeout_;
+  std::string data, why;
+  while (true) {
+    if (std::optional<Reply> r = buffered_reply()) {
+      broken_ = false;
+      return std::move(*r);
+    }
+    data.clear();
+    const Stream::Io io = stream_->read_some(data, deadline, why);
+    if (io == Stream::Io::timeout)
+      fail(fmt::format("no reply to {} within {} ms; its effect is unknown", what, command_timeout_.count()));
+    if (io != Stream::Io::done)
+      fail(fmt::format("connection lost waiting for the reply to {} ({}); its effect is unknown", what, why));
+    if (redisReaderFeed(reader_, data.data(), data.size()) != REDIS_OK)
+      fail(fmt::format("protocol error: {}", reader_->errstr));
+  }
 }
 
 Reply Connection::exchange(const std::vector<std::string>& argv) {
@@ -172,12 +201,9 @@ Reply Connection::exchange(const std::vector<std::string>& argv) {
   return receive(argv.front());
 }
 
-bool Connection::looks_open() const {
-  if (broken_ || ctx_->err) return false;
-  pollfd p{};
-  p.fd = ctx_->fd;
-  p.events = POLLIN;
-  return ::poll(&p, 1, 0) == 0;
+bool Connection::looks_open() {
+  if (broken_) return false;
+  return stream_->looks_idle_and_open();
 }
 
 }  // namespace pathlock::redis

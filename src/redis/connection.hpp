@@ -1,7 +1,13 @@
-// One hiredis connection to one Redis node, and the reply type of the client.
+// One connection to one Redis node, and the reply type of the client.
 //
-// Connection::open connects with connect_timeout, sets socket timeouts of
-// command_timeout and TCP keepalive, and sets the connection up by its role:
+// The bytes travel over a Stream of our own (tls.hpp: a TCP socket, with
+// TLS when the URL is rediss://); hiredis only formats the commands
+// (redisFormatCommandArgv) and parses the replies (its redisReader), so
+// plain TCP and TLS share every line above the socket.
+//
+// Connection::open connects (and completes the TLS handshake) within
+// connect_timeout, enables TCP keepalive, and sets the connection up by its
+// role (nothing, AUTH included, is sent before the handshake completes):
 //   data      AUTH, SELECT db, PING, CLIENT SETNAME pathlock-<pid>, and a
 //             check of maxmemory-policy (allkeys-* evicts lock data: refused)
 //   listener  AUTH, SELECT, PING, SETNAME (a subscription holds no data)
@@ -13,19 +19,22 @@
 // Failures are typed so the router (redis_client.cpp) can apply the retry
 // rule: a command may be sent again elsewhere only if it provably never
 // reached a server.
-//   Unreachable  the TCP connect (or the set-up exchange) failed: nothing
-//                of the caller's was sent
+//   Unreachable  the TCP connect, the TLS handshake (or the set-up
+//                exchange) failed: nothing of the caller's was sent
 //   NotSent      the caller's command was not completely written: the
 //                server discards a partial command with the connection
 //   BackendError anything else, e.g. a reply lost or late after the write
 //                ("its effect is unknown"): never retried
 // All three are BackendError with "redis at host:port/db: ..." messages.
+// A write must complete within command_timeout, and a whole reply arrive
+// within command_timeout of receive() starting.
 //
 // Thread safety: a Connection belongs to one thread at a time (the pool
 // hands it out); Warnings is shared and thread-safe.
 #pragma once
 
 #include "redis/redis_url.hpp"
+#include "redis/tls.hpp"
 
 #include <pathlock/engine.hpp>
 
@@ -36,7 +45,7 @@
 #include <string>
 #include <vector>
 
-struct redisContext;
+struct redisReader;
 struct redisReply;
 
 namespace pathlock::redis {
@@ -76,6 +85,7 @@ struct ConnectionSettings {
   int db = 0;
   Millis connect_timeout{2000};
   Millis command_timeout{2000};
+  std::shared_ptr<TlsContext> tls;  // set for rediss:// URLs
 };
 
 // One-time warnings, shared by the connections of one client.
@@ -106,21 +116,30 @@ class Connection {
   // Reads one reply with the command timeout. Throws BackendError.
   Reply receive(std::string_view what);
 
+  // For listeners (subscription, sentinel watcher), which poll: waits up to
+  // `timeout_ms` until something can be read; reads what is there without
+  // blocking (false: closed or failed); takes one reply already read, if
+  // any (throws BackendError on a protocol error).
+  bool wait_readable(int timeout_ms) const;
+  bool read_available();
+  std::optional<Reply> buffered_reply();
+
   // True if an idle connection can still carry a command: the server has
   // sent nothing (a closed connection reads as EOF, a reset as an error).
-  bool looks_open() const;
+  bool looks_open();
   bool broken() const { return broken_; }
-  redisContext* raw() const { return ctx_; }
+  bool tls() const { return stream_->tls(); }
   const Endpoint& node() const { return node_; }
   // "redis at host:port/db"
   const std::string& name() const { return name_; }
   [[noreturn]] void fail(std::string_view what) const;
 
  private:
-  Connection(redisContext* ctx, Endpoint node, int db, Millis command_timeout);
+  Connection(std::unique_ptr<Stream> stream, Endpoint node, int db, Millis command_timeout);
   void setup(const ConnectionSettings& settings, Role role, Warnings& warnings);
 
-  redisContext* ctx_;
+  std::unique_ptr<Stream> stream_;
+  redisReader* reader_;
   Endpoint node_;
   std::string name_;
   Millis command_timeout_;

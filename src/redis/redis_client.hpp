@@ -1,4 +1,5 @@
-// The Redis client of the Redis backend, on hiredis 0.14: the one object
+// The Redis client of the Redis backend (hiredis 0.14's reply parser over
+// our own TCP or TLS stream, connection.hpp): the one object
 // the engine talks to, whatever the deployment behind the URL.
 //
 // Topology (redis_url.hpp). At construction the client finds out what it
@@ -65,6 +66,7 @@ struct ClientOptions {
   // timeout = command_timeout / 2, on the same connection right after it).
   // 0: no WAIT.
   int replicas = 0;
+  RedisTlsOptions tls{};  // rediss:// URLs only (tls.hpp)
 };
 
 class RedisClient {

@@ -118,7 +118,7 @@ ClientOptions client_options(const RedisOptions& options) {
   if (options.replicas < 0 || options.replicas > 64)
     throw InvalidRequest(fmt::format("replicas must be 0..64, not {}", options.replicas));
   return ClientOptions{parse_redis_url(options.url), options.connect_timeout, options.command_timeout,
-                       options.pool_size, options.replicas};
+                       options.pool_size, options.replicas, options.tls};
 }
 
 class RedisEngine final : public LockEngine {

@@ -1,4 +1,4 @@
-// Parsing of redis:// and redis-sentinel:// URLs; see redis_url.hpp.
+// Parsing of redis[s]:// and redis[s]-sentinel:// URLs; see redis_url.hpp.
 #include "redis/redis_url.hpp"
 
 #include <pathlock/engine.hpp>
@@ -12,8 +12,8 @@ namespace {
 
 [[noreturn]] void bad(std::string_view url, std::string_view why) {
   throw InvalidRequest(fmt::format(
-      "redis url '{}': {} (expected redis://[user:password@]host:port[,host:port...][/db] or "
-      "redis-sentinel://[user:password@]host:port[,host:port...][/db]#MASTER)",
+      "redis url '{}': {} (expected redis[s]://[user:password@]host:port[,host:port...][/db] or "
+      "redis[s]-sentinel://[user:password@]host:port[,host:port...][/db]#MASTER)",
       url, why));
 }
 
@@ -86,26 +86,35 @@ std::string RedisUrl::describe() const {
   for (const Endpoint& e : nodes) out += (out.empty() ? "" : ",") + e.describe();
   out += fmt::format("/{}", db);
   if (kind == Kind::sentinel) out += fmt::format(" (master {} via sentinels)", master_name);
+  if (tls) out += " (tls)";
   return out;
 }
 
 RedisUrl parse_redis_url(std::string_view url) {
-  constexpr std::string_view kPlain = "redis://", kSentinel = "redis-sentinel://";
+  struct Scheme {
+    std::string_view prefix;
+    RedisUrl::Kind kind;
+    bool tls;
+  };
+  static constexpr Scheme kSchemes[] = {{"redis://", RedisUrl::Kind::redis, false},
+                                        {"rediss://", RedisUrl::Kind::redis, true},
+                                        {"redis-sentinel://", RedisUrl::Kind::sentinel, false},
+                                        {"rediss-sentinel://", RedisUrl::Kind::sentinel, true}};
   RedisUrl out;
   std::string_view rest;
-  if (url.substr(0, kPlain.size()) == kPlain) {
-    rest = url.substr(kPlain.size());
-  } else if (url.substr(0, kSentinel.size()) == kSentinel) {
-    out.kind = RedisUrl::Kind::sentinel;
-    rest = url.substr(kSentinel.size());
-  } else if (url.substr(0, 9) == "rediss://") {
-    bad(url, "TLS (rediss://) is not supported: hiredis 0.14 has no TLS");
-  } else {
-    bad(url, "the scheme must be redis:// or redis-sentinel://");
+  bool known = false;
+  for (const Scheme& s : kSchemes) {
+    if (url.substr(0, s.prefix.size()) != s.prefix) continue;
+    out.kind = s.kind;
+    out.tls = s.tls;
+    rest = url.substr(s.prefix.size());
+    known = true;
+    break;
   }
+  if (!known) bad(url, "the scheme must be redis://, rediss://, redis-sentinel:// or rediss-sentinel://");
   if (rest.find('?') != std::string_view::npos) bad(url, "query strings are not supported");
   if (const std::size_t hash = rest.find('#'); hash != std::string_view::npos) {
-    if (out.kind != RedisUrl::Kind::sentinel) bad(url, "a #fragment is only for redis-sentinel:// (the master name)");
+    if (out.kind != RedisUrl::Kind::sentinel) bad(url, "a #fragment is only for redis[s]-sentinel:// (the master name)");
     out.master_name = percent_decode(url, rest.substr(hash + 1), "master name");
     rest = rest.substr(0, hash);
   }

@@ -17,7 +17,10 @@
 //     password without a user ("redis://:secret@host") authenticates as the
 //     default user (AUTH password), a user and a password with AUTH user
 //     password.
-// No TLS (rediss://): hiredis 0.14 has none. Anything else (another scheme,
+//   rediss://... and rediss-sentinel://... are the same forms over TLS (to
+//     the seeds, every cluster node, the sentinels and the master they
+//     name); the TLS settings are RedisOptions::tls (connection.hpp, tls.hpp).
+// Anything else (another scheme,
 // a query string, a fragment on redis://, an empty host, a bad port or db, a
 // sentinel URL without a master name) throws InvalidRequest naming the
 // problem. Pure functions, no state.
@@ -50,6 +53,7 @@ struct RedisUrl {
   std::optional<std::string> password;  // AUTH password when user is empty
   int db = 0;
   std::string master_name;  // redis-sentinel:// only
+  bool tls = false;         // rediss:// or rediss-sentinel://
 
   // "host:port[,host:port...]/db" (plus " master NAME via sentinels" for
   // sentinel URLs), without credentials, for messages.

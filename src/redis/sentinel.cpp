@@ -2,8 +2,6 @@
 #include "redis/sentinel.hpp"
 
 #include <fmt/format.h>
-#include <hiredis/hiredis.h>
-#include <poll.h>
 
 #include <charconv>
 #include <chrono>
@@ -52,19 +50,11 @@ void SwitchWatcher::run() {
       c->send({"SUBSCRIBE", "+switch-master"});
       if (c->receive("SUBSCRIBE").is_error()) throw BackendError("SUBSCRIBE refused");
       while (!stop_) {
-        pollfd p{};
-        p.fd = c->raw()->fd;
-        p.events = POLLIN;
-        const int n = ::poll(&p, 1, kTick);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) break;
-        if (n == 0) continue;
-        if (redisBufferRead(c->raw()) != REDIS_OK) break;
-        for (void* raw = nullptr; redisReaderGetReply(c->raw()->reader, &raw) == REDIS_OK && raw; raw = nullptr) {
-          const Reply m = convert_reply(*static_cast<redisReply*>(raw));
-          freeReplyObject(raw);
+        if (!c->wait_readable(kTick)) continue;
+        if (!c->read_available()) break;
+        while (const std::optional<Reply> m = c->buffered_reply()) {
           // ["message", "+switch-master", "NAME old-ip old-port new-ip new-port"]
-          if (m.type == Reply::Type::array && m.elements.size() == 3 && m.elements[2].str.rfind(prefix, 0) == 0)
+          if (m->type == Reply::Type::array && m->elements.size() == 3 && m->elements[2].str.rfind(prefix, 0) == 0)
             on_switch_();
         }
       }

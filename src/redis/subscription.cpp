@@ -4,15 +4,13 @@
 // Life of the connection: open (AUTH, SELECT, PING, SETNAME), SSUBSCRIBE
 // with its confirmation read with the command timeout (the library
 // publishes with SPUBLISH only), then
-// only poll() + reads of what poll() reported, until the destructor closes
+// only poll() (or the TLS layer's buffer) + reads of what is there, until the destructor closes
 // it. Nothing else is ever sent on it.
 #include "redis/subscription.hpp"
 
 #include "redis/redis_client.hpp"
 
 #include <fmt/format.h>
-#include <hiredis/hiredis.h>
-#include <poll.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -88,11 +86,14 @@ void Subscription::open() {
 bool Subscription::drain(std::vector<std::string>& payloads) {
   bool got = false;
   while (true) {
-    void* raw = nullptr;
-    if (redisReaderGetReply(conn_->raw()->reader, &raw) != REDIS_OK) throw Broken{};  // protocol error
-    if (!raw) return got;
-    const Reply r = convert_reply(*static_cast<redisReply*>(raw));
-    freeReplyObject(raw);
+    std::optional<Reply> reply;
+    try {
+      reply = conn_->buffered_reply();
+    } catch (const BackendError&) {
+      throw Broken{};  // protocol error
+    }
+    if (!reply) return got;
+    const Reply& r = *reply;
     if (r.is_error()) throw Broken{};
     if (r.type != Reply::Type::array || r.elements.empty()) continue;
     const std::string& kind = r.elements[0].str;
@@ -119,15 +120,9 @@ Subscription::Wake Subscription::wait(Millis timeout, std::vector<std::string>& 
     while (true) {
       const auto left = std::chrono::ceil<Millis>(deadline - Clock::now()).count();
       if (left <= 0) return Wake::timeout;
-      pollfd p{};
-      p.fd = conn_->raw()->fd;
-      p.events = POLLIN;
-      const int n = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, INT_MAX)));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) throw Broken{};
-      if (n == 0) return Wake::timeout;
-      // poll() saw data (or EOF/error): this read does not block.
-      if (redisBufferRead(conn_->raw()) != REDIS_OK) throw Broken{};
+      if (!conn_->wait_readable(static_cast<int>(std::min<long long>(left, INT_MAX)))) return Wake::timeout;
+      // Data (or EOF/error) is there: this read does not block.
+      if (!conn_->read_available()) throw Broken{};
       if (drain(payloads)) return Wake::message;
       // Part of a message only: wait for the rest.
     }

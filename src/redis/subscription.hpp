@@ -6,8 +6,9 @@
 // never pooled or reused. It SSUBSCRIBEs (sharded pub/sub, Redis 7) to the
 // channel on the node that serves the channel's slot, in standalone mode
 // too: the library publishes wake-ups with SPUBLISH, which reaches only the
-// shard that owns the namespace, not every node of a cluster. Messages are read with poll() and a timeout, never with a
-// blocking hiredis read, so a quiet channel is not a socket timeout.
+// shard that owns the namespace, not every node of a cluster. Messages are read with poll() and a timeout
+// (Connection::wait_readable, which also sees bytes buffered inside TLS),
+// never with receive(), so a quiet channel is not a command timeout.
 //
 // Following the slot: when the slot moves away, Redis ends the sharded
 // subscription with an "sunsubscribe" push; when the node fails, the

@@ -18,10 +18,12 @@ namespace pathlock::test {
 namespace {
 
 #ifdef PATHLOCK_WITH_REDIS
-std::unique_ptr<LockEngine> redis_row_engine(const MatrixTable* matrix, const std::string& url) {
+std::unique_ptr<LockEngine> redis_row_engine(const MatrixTable* matrix, const std::string& url,
+                                             const RedisTlsOptions& tls = {}) {
   RedisOptions options;
   options.matrix = matrix;
   options.url = url;
+  options.tls = tls;
   return make_redis_engine(options);
 }
 #endif
@@ -39,6 +41,12 @@ const std::vector<BackendUnderTest>& all_rows() {
        {.waiting = true, .in_process = false, .shared = true}},
       // A primary and a replica watched by three sentinels (redis-sentinel:// URL).
       {"sentinel", [](const MatrixTable* matrix) { return redis_row_engine(matrix, shared_sentinel().url()); },
+       {.waiting = true, .in_process = false, .shared = true}},
+      // One server over TLS (rediss://, certificates made at test time).
+      {"tls",
+       [](const MatrixTable* matrix) {
+         return redis_row_engine(matrix, shared_tls_redis_server().tls_url(), test_tls_options());
+       },
        {.waiting = true, .in_process = false, .shared = true}},
 #endif
   };

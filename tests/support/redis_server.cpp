@@ -25,6 +25,32 @@ SentinelServers& shared_sentinel() {
   return *sentinel;
 }
 
+TlsCertificates& shared_tls_certificates() {
+  static const std::unique_ptr<TlsCertificates> certs = std::make_unique<TlsCertificates>();
+  return *certs;
+}
+
+RedisServer& shared_tls_redis_server() {
+  static const std::unique_ptr<RedisServer> server =
+      std::make_unique<RedisServer>(shared_tls_certificates().server_args(devtools::free_loopback_port()));
+  return *server;
+}
+
+RedisTlsOptions test_tls_options() {
+  RedisTlsOptions tls;
+  tls.ca_file = shared_tls_certificates().crt("ca");
+  return tls;
+}
+
+std::unique_ptr<LockEngine> redis_tls_engine(const std::string& url, const RedisTlsOptions& tls,
+                                             Millis connect_timeout) {
+  RedisOptions options;
+  options.url = url;
+  options.tls = tls;
+  options.connect_timeout = connect_timeout;
+  return make_redis_engine(options);
+}
+
 std::unique_ptr<LockEngine> redis_engine(const std::string& url, const MatrixTable* matrix, std::size_t pool_size,
                                          Millis command_timeout) {
   EngineOptions opts;

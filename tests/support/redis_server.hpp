@@ -12,9 +12,11 @@
 #include "redis_devtools/redis_cluster.hpp"
 #include "redis_devtools/redis_sentinel.hpp"
 #include "redis_devtools/redis_server.hpp"
+#include "redis_devtools/tls_certs.hpp"
 
 #include <pathlock/engine.hpp>
 #include <pathlock/factory.hpp>
+#include <pathlock/redis.hpp>
 
 #include <memory>
 #include <string>
@@ -29,6 +31,7 @@ using devtools::RedisReply;
 using devtools::RedisServer;
 using devtools::ClusterServers;
 using devtools::SentinelServers;
+using devtools::TlsCertificates;
 
 // The server shared by every test of this process; see the file comment.
 RedisServer& shared_redis_server();
@@ -42,6 +45,21 @@ ClusterServers& shared_cluster();
 // A Sentinel deployment (master, replica, 3 sentinels) shared by the
 // [sentinel] tests; failover() swaps master and replica.
 SentinelServers& shared_sentinel();
+
+// Test certificates (made with openssl at first use, removed at exit).
+TlsCertificates& shared_tls_certificates();
+
+// A server shared by the TLS tests: TLS on tls_port() with the shared
+// certificates (client certificates optional), plain on port() for the
+// devtools. url() is plain, tls_url() rediss://.
+RedisServer& shared_tls_redis_server();
+
+// RedisOptions::tls trusting the shared test CA, nothing else set.
+RedisTlsOptions test_tls_options();
+
+// A Redis-backend engine on a TLS `url` with `tls` options.
+std::unique_ptr<LockEngine> redis_tls_engine(const std::string& url, const RedisTlsOptions& tls,
+                                             Millis connect_timeout = Millis{2000});
 
 // A Redis-backend engine on `url` (the library under test).
 std::unique_ptr<LockEngine> redis_engine(const std::string& url, const MatrixTable* matrix = nullptr,

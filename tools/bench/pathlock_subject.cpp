@@ -33,19 +33,21 @@ constexpr Millis kHeldTtl{6LL * 3600 * 1000};
 constexpr Millis kPairTtl{30000};
 constexpr const char* kHeldOps[] = {"upload", "create", "rename_file", "delete_file"};
 
-std::shared_ptr<LockEngine> open_engine(Engine engine, const std::string& url, std::size_t pool) {
+std::shared_ptr<LockEngine> open_engine(Engine engine, const std::string& url, std::size_t pool,
+                                        const RedisTlsOptions& tls) {
   if (engine == Engine::memory) return make_memory_engine();
   RedisOptions o;
   o.url = url;
   o.pool_size = pool;
+  o.tls = tls;
   return make_redis_engine(o);
 }
 
 class PathlockSubject final : public Subject {
  public:
-  PathlockSubject(Engine engine, std::string url, std::string run)
-      : engine_(engine), url_(std::move(url)), run_(std::move(run)) {
-    filler_ = open_engine(engine_, url_, 4);
+  PathlockSubject(Engine engine, std::string url, std::string run, RedisTlsOptions tls = {})
+      : engine_(engine), url_(std::move(url)), run_(std::move(run)), tls_(std::move(tls)) {
+    filler_ = open_engine(engine_, url_, 4, tls_);
     // Prove the backend works before the run counts on it.
     const std::string ns = name_space("probe");
     const AcquireResult r = filler_->acquire(LockRequest{ns, "probe", "upload", {{"target", "/p"}}, kPairTtl});
@@ -53,7 +55,10 @@ class PathlockSubject final : public Subject {
     if (!filler_->release(ns, r.grant.id, r.grant.token)) throw BackendError("the probe lock could not be released");
   }
 
-  std::string name() const override { return engine_ == Engine::redis ? "pathlock-redis" : "pathlock-memory"; }
+  std::string name() const override {
+    if (engine_ == Engine::memory) return "pathlock-memory";
+    return url_.rfind("rediss://", 0) == 0 ? "pathlock-redis-tls" : "pathlock-redis";
+  }
   bool in_redis() const override { return engine_ == Engine::redis; }
   std::vector<std::string> key_patterns() const override {
     if (engine_ != Engine::redis) return {};
@@ -90,7 +95,7 @@ class PathlockSubject final : public Subject {
   }
 
   std::vector<std::unique_ptr<Worker>> workers(const World& w, std::size_t held, unsigned clients, Task task) override {
-    const std::shared_ptr<LockEngine> engine = engine_ == Engine::redis ? open_engine(engine_, url_, clients) : filler_;
+    const std::shared_ptr<LockEngine> engine = engine_ == Engine::redis ? open_engine(engine_, url_, clients, tls_) : filler_;
     return one_worker_per_client(clients, [&](unsigned c) {
       return std::make_unique<PathlockWorker>(engine, name_space(w.tag), w.depth, held, c, task);
     });
@@ -128,10 +133,16 @@ class PathlockSubject final : public Subject {
 
   Engine engine_;
   std::string url_, run_;
+  RedisTlsOptions tls_;
   std::shared_ptr<LockEngine> filler_;
 };
 
 }  // namespace
+
+std::unique_ptr<Subject> make_pathlock_tls_subject(const std::string& redis_url, const std::string& run,
+                                                   const RedisTlsOptions& tls) {
+  return std::make_unique<PathlockSubject>(Engine::redis, redis_url, run, tls);
+}
 
 std::unique_ptr<Subject> make_pathlock_subject(Engine engine, const std::string& redis_url, const std::string& run) {
   return std::make_unique<PathlockSubject>(engine, redis_url, run);

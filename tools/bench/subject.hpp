@@ -30,6 +30,8 @@
 // it up by name.
 #pragma once
 
+#include <pathlock/redis.hpp>
+
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -87,6 +89,11 @@ enum class Engine { redis, memory };
 // Each throws (pathlock::BackendError, std::runtime_error) when the subject
 // cannot start; `run` is this run's id, part of every namespace and key.
 std::unique_ptr<Subject> make_pathlock_subject(Engine engine, const std::string& redis_url, const std::string& run);
+// pathlock-redis over TLS ("pathlock-redis-tls"): `redis_url` is rediss://,
+// `tls` its options. It shares the namespaces of pathlock-redis of the same
+// run (the same worlds, filled by that one).
+std::unique_ptr<Subject> make_pathlock_tls_subject(const std::string& redis_url, const std::string& run,
+                                                   const RedisTlsOptions& tls);
 std::unique_ptr<Subject> make_bare_subject(const std::string& redis_url, const std::string& run);
 std::unique_ptr<Subject> make_scan_subject(const std::string& redis_url, const std::string& run);
 std::unique_ptr<Subject> make_per_level_subject(const std::string& redis_url, const std::string& run);

@@ -112,12 +112,20 @@ void Sweeps::start_redis() {
   }
   try {
     if (opt_.redis_url.empty()) {
-      server_ = std::make_unique<RedisServer>();
+      // TLS on a second port of the same server, for the tls point.
+      try {
+        certs_ = std::make_unique<TlsCertificates>();
+      } catch (const std::exception& e) {
+        tls_skip_ = one_line(fmt::format("no test certificates: {}", e.what()));
+      }
+      server_ = std::make_unique<RedisServer>(certs_ ? certs_->server_args(devtools::free_loopback_port())
+                                                     : std::vector<std::string>{});
       redis_url_ = server_->url();
       info.redis_where = "own redis-server on loopback";
     } else {
       redis_url_ = opt_.redis_url;
       info.redis_where = "external server (--redis)";
+      tls_skip_ = "only on the bench's own server (not with --redis)";
     }
     info_ = std::make_unique<RedisConnection>(redis_url_);
     info.redis_version = info_field(*info_, "server", "redis_version");
@@ -329,9 +337,46 @@ void Sweeps::held_sweep() {
     }
     if (held == plan.ref_held) {
       alternating_point("pathlock-redis", "bare", At{"", "", Task::pair, held, 1, plan.base_depth}, w);
+      tls_point(w, held);
       clients_sweep(w);
     }
   }
+}
+
+void Sweeps::tls_point(const World& w, std::size_t held) {
+  Series* plain = series("pathlock-redis");
+  if (!plain || !selected(plain->name)) return;
+  const std::string tls_name = "pathlock-redis-tls";
+  At at_plain{"alternating", plain->name, Task::pair, held, 1, w.depth};
+  At at_tls = at_plain;
+  at_plain.versus = at_tls.series = tls_name;
+  at_tls.versus = plain->name;
+  Point pp{at_plain, {}, "ok"}, pt{at_tls, {}, "ok"};
+  std::string skip = tls_skip_;
+  if (skip.empty() && !fill(*plain, w, held)) skip = plain->name + ": " + plain->skip;
+  if (skip.empty()) {
+    try {
+      // Same server, same namespace (the world pathlock-redis filled), over its TLS port.
+      RedisTlsOptions tls;
+      tls.ca_file = certs_->crt("ca");
+      const std::unique_ptr<Subject> over_tls =
+          make_pathlock_tls_subject(server_->tls_url(), results_.info.run_id, tls);
+      std::vector<std::vector<std::unique_ptr<Worker>>> groups;
+      groups.push_back(plain->subject->workers(w, held, 1, Task::pair));
+      groups.push_back(over_tls->workers(w, held, 1, Task::pair));
+      const std::vector<Measurement> m =
+          measure_alternating(groups, results_.plan.window, kSliceSeconds, cpu_reader(*plain));
+      pp.m = m[0];
+      pt.m = m[1];
+    } catch (const Interrupted&) {
+      throw;
+    } catch (const std::exception& e) {
+      skip = one_line(e.what());
+    }
+  }
+  if (!skip.empty()) pp.status = pt.status = "skipped: " + skip;
+  record(pp);
+  record(pt);
 }
 
 void Sweeps::clients_sweep(const World& w) {

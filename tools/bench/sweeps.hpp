@@ -17,6 +17,11 @@
 //            held each), on the server above (1 master) and on a local
 //            cluster of 3 masters + 3 replicas (tools/redis_devtools), when
 //            this build has the launcher; CPU = the masters' sum
+//   tls      pathlock-redis against itself over TLS (rediss:// to the same
+//            server's TLS port, same namespace) at the reference point, in
+//            alternating slices (sweep "alternating"): pair latency and Redis
+//            CPU per pair of TLS against plain TCP; only on the bench's own
+//            server (its certificates are made with openssl at start)
 //   alternating  the goals' two-subject ratios, each pair of subjects measured
 //            in alternating slices on the one server (sweep "alternating",
 //            At::versus): pathlock-redis and bare at the reference point and
@@ -123,6 +128,8 @@ class Sweeps {
   std::string scan_limit(const Series& s, Task task, std::size_t held);
 
   void held_sweep();
+  // pathlock-redis versus pathlock-redis-tls in world w at at.held (sweep "tls" above).
+  void tls_point(const World& w, std::size_t held);
   void clients_sweep(const World& w);
   void depth_sweep();
   void scale_sweep();
@@ -133,6 +140,8 @@ class Sweeps {
   Options opt_;
   Results& results_;
   LiveLog& log_;
+  std::unique_ptr<TlsCertificates> certs_;  // our own server's TLS files (null: no TLS)
+  std::string tls_skip_;                    // why there is no TLS point
   std::unique_ptr<RedisServer> server_;  // declared before the connections that use it
   std::string redis_url_, redis_skip_;
   std::unique_ptr<RedisConnection> info_;  // INFO readings and cleanup

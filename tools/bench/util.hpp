@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "redis_devtools/redis_server.hpp"
+#include "redis_devtools/tls_certs.hpp"
 
 namespace pathlock::bench {
 
@@ -65,6 +66,7 @@ class CsvWriter {
 using devtools::RedisConnection;
 using devtools::RedisReply;
 using devtools::RedisServer;
+using devtools::TlsCertificates;
 
 // Runs a command; throws std::runtime_error on an error reply.
 RedisReply command_ok(RedisConnection& c, const std::vector<std::string>& argv);

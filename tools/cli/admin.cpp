@@ -8,6 +8,7 @@
 // shown, so the command does bounded work on a big server. Older layouts are shown
 // with what their meta records (layout 2: one bound matrix, no counts).
 #include "admin.hpp"
+#include "tls_flags.hpp"
 
 #include <pathlock/engine.hpp>
 
@@ -127,12 +128,9 @@ int run_admin(const std::vector<std::string>& args, std::ostream& out, std::ostr
   }
   options::Parsed opt;
   try {
-    opt = options::Options{}
-              .command("admin status")
-              .required("redis")
-              .value("namespace")
-              .number("limit", 1, 1000000000)
-              .parse(std::vector<std::string>(args.begin() + 1, args.end()));
+    options::Options table =
+        options::Options{}.command("admin status").required("redis").value("namespace").number("limit", 1, 1000000000);
+    opt = with_tls(table).parse(std::vector<std::string>(args.begin() + 1, args.end()));
   } catch (const options::UsageError& e) {
     err << "error: " << e.what() << "\n";
     return options::kExitUsage;
@@ -141,6 +139,7 @@ int run_admin(const std::vector<std::string>& args, std::ostream& out, std::ostr
   const long long limit = opt.number_or("limit", 10000);
   redis::ClientOptions co;
   co.url = redis::parse_redis_url(opt.get("redis"));
+  co.tls = tls_from_flags(opt);
   co.pool_size = 1;
   redis::RedisClient client(co);
   if (opt.has("namespace")) {

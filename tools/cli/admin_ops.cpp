@@ -7,6 +7,7 @@
 // readable lines with --format text (why).
 #include "admin.hpp"
 #include "matrix_cli.hpp"
+#include "tls_flags.hpp"
 
 #include "common/options.hpp"
 
@@ -30,7 +31,8 @@ using json = nlohmann::json;
 // The options every command here takes, and its own (tools/common/options.hpp:
 // an unknown, repeated or missing option, or a bad number, is a UsageError).
 options::Options table(const std::string& cmd) {
-  return options::Options{}.command("admin " + cmd).required("redis").required("namespace").value("matrix");
+  options::Options t = options::Options{}.command("admin " + cmd).required("redis").required("namespace").value("matrix");
+  return with_tls(t);
 }
 
 json targets_json(const std::vector<Target>& targets) {
@@ -81,6 +83,7 @@ Engine engine_of(const options::Parsed& a) {
   Engine e;
   RedisOptions ro;
   ro.url = a.get("redis");
+  ro.tls = tls_from_flags(a);
   ro.pool_size = 1;
   if (a.has("matrix")) {
     e.compiled = load_matrix_option(a.get("matrix"));

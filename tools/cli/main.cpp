@@ -4,10 +4,12 @@
 //   pathlock shell [--backend memory|redis] [--redis URL] [--namespace NAME] [--matrix FILE]
 //   pathlock matrix lint|render|explain|diff|scaffold ... (matrix_cli.cpp)
 //   pathlock admin status --redis URL [--namespace NS] [--limit N] (admin.cpp)
+//   and with a rediss:// URL, the --tls-* options (tls_flags.hpp)
 #include "admin.hpp"
 #include "demo.hpp"
 #include "matrix_cli.hpp"
 #include "shell.hpp"
+#include "tls_flags.hpp"
 
 #include <pathlock/factory.hpp>
 #include <pathlock/version.hpp>
@@ -50,7 +52,7 @@ std::string usage_text() {
              "  pathlock --version\n"
              "  pathlock demo  [--backend memory|redis] [--redis URL] [--matrix FILE]\n"
              "  pathlock shell [--backend memory|redis] [--redis URL] [--namespace NAME] [--matrix FILE]\n") +
-         cli::kMatrixUsage + cli::kAdminUsage + "FILE defaults to the shipped matrix:\n  " +
+         cli::kMatrixUsage + cli::kAdminUsage + cli::kTlsUsage + "FILE defaults to the shipped matrix:\n  " +
          default_matrix_file() +
          "\n"
          "--matrix FILE compiles FILE at start instead (see matrix/README.md).\n"
@@ -66,10 +68,17 @@ int usage() {
 // with options::kExitUsage.
 const options::Check kBackend = [](const std::string& v) { parse_backend(v); };
 
-const options::Options kDemoOptions =
-    options::Options{}.command("demo").value("backend", kBackend).value("redis").value("matrix");
-const options::Options kShellOptions =
-    options::Options{}.command("shell").value("backend", kBackend).value("redis").value("namespace").value("matrix");
+options::Options demo_options() {
+  options::Options t = options::Options{}.command("demo").value("backend", kBackend).value("redis").value("matrix");
+  return cli::with_tls(t);
+}
+options::Options shell_options() {
+  options::Options t =
+      options::Options{}.command("shell").value("backend", kBackend).value("redis").value("namespace").value("matrix");
+  return cli::with_tls(t);
+}
+const options::Options kDemoOptions = demo_options();
+const options::Options kShellOptions = shell_options();
 
 // `--matrix FILE`: the table compiled at start (null: the built-in matrix).
 std::unique_ptr<matrix::CompiledMatrix> matrix_from(const options::Parsed& p) {
@@ -81,6 +90,7 @@ std::unique_ptr<LockEngine> engine_from(const options::Parsed& p, const matrix::
   if (compiled) opts.matrix = &compiled->table();
   if (p.has("backend")) opts.backend = parse_backend(p.get("backend"));
   if (p.has("redis")) opts.redis.url = p.get("redis");
+  opts.redis.tls = cli::tls_from_flags(p);
   return make_engine(opts);
 }
 

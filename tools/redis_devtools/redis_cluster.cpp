@@ -39,11 +39,19 @@ void wait_for(const char* what, Ready&& ready) {
 
 }  // namespace
 
-ClusterServers::ClusterServers() {
-  for (int i = 0; i < 6; ++i)
-    nodes_.push_back(std::make_unique<RedisServer>(std::vector<std::string>{
-        "--cluster-enabled", "yes", "--cluster-port", std::to_string(free_loopback_port()), "--cluster-node-timeout",
-        "2000", "--cluster-config-file", "nodes.conf", "--repl-diskless-sync-delay", "0"}));
+ClusterServers::ClusterServers(const TlsCertificates* tls) {
+  for (int i = 0; i < 6; ++i) {
+    std::vector<std::string> args{"--cluster-enabled",     "yes",        "--cluster-port",
+                                  std::to_string(free_loopback_port()), "--cluster-node-timeout", "2000",
+                                  "--cluster-config-file", "nodes.conf", "--repl-diskless-sync-delay",
+                                  "0"};
+    if (tls) {
+      const std::vector<std::string> t = tls->server_args(free_loopback_port());
+      args.insert(args.end(), t.begin(), t.end());
+      args.insert(args.end(), {"--tls-cluster", "yes", "--tls-replication", "yes"});
+    }
+    nodes_.push_back(std::make_unique<RedisServer>(args));
+  }
   const char* env_cli = std::getenv("PATHLOCK_REDIS_CLI");
   std::vector<std::string> create{env_cli && *env_cli ? env_cli : "redis-cli", "--cluster", "create"};
   for (const auto& n : nodes_) create.push_back("127.0.0.1:" + std::to_string(n->port()));
@@ -77,9 +85,16 @@ std::string ClusterServers::url() const {
   return out;
 }
 
+std::string ClusterServers::tls_url() const {
+  std::string out = "rediss://";
+  for (std::size_t i = 0; i < nodes_.size(); ++i)
+    out += (i ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(nodes_[i]->tls_port());
+  return out;
+}
+
 std::size_t ClusterServers::index_of_port(int port) const {
   for (std::size_t i = 0; i < nodes_.size(); ++i)
-    if (nodes_[i]->port() == port) return i;
+    if (nodes_[i]->port() == port || (nodes_[i]->tls_port() && nodes_[i]->tls_port() == port)) return i;
   throw std::runtime_error("redis cluster: no node on port " + std::to_string(port));
 }
 

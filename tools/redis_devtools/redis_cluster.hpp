@@ -15,6 +15,7 @@
 #pragma once
 
 #include "redis_devtools/redis_server.hpp"
+#include "redis_devtools/tls_certs.hpp"
 
 #include <memory>
 #include <string>
@@ -26,13 +27,19 @@ class ClusterServers {
  public:
   // Starts and joins the cluster; throws std::runtime_error (with the
   // servers' or redis-cli's output) if it does not come up within 30 s.
-  ClusterServers();
+  // With `tls`, every node also serves TLS on its tls_port() (client
+  // certificates optional) with tls-cluster and tls-replication on: the bus
+  // and replication run over TLS, and CLUSTER SLOTS/MOVED name the TLS ports
+  // to TLS clients (plain clients, the devtools, still get the plain ones).
+  explicit ClusterServers(const TlsCertificates* tls = nullptr);
   ~ClusterServers();
   ClusterServers(const ClusterServers&) = delete;
   ClusterServers& operator=(const ClusterServers&) = delete;
 
   // redis://127.0.0.1:P1,...,127.0.0.1:P6 (every node a seed).
   std::string url() const;
+  // rediss://127.0.0.1:T1,...,127.0.0.1:T6 (a cluster started with `tls`).
+  std::string tls_url() const;
   std::size_t size() const { return nodes_.size(); }
   RedisServer& node(std::size_t i) const { return *nodes_.at(i); }
   // Index of the node listening on `port`.

@@ -24,18 +24,26 @@ int named_master_port(const RedisServer& s) {
 
 }  // namespace
 
-SentinelServers::SentinelServers() {
+SentinelServers::SentinelServers(const TlsCertificates* tls) : tls_(tls != nullptr) {
   // No 5 s wait for more replicas before a diskless full sync.
-  const std::vector<std::string> fast_sync{"--repl-diskless-sync-delay", "0"};
-  data_.push_back(std::make_unique<RedisServer>(fast_sync));
-  const std::string master_port = std::to_string(data_[0]->port());
-  data_.push_back(std::make_unique<RedisServer>(std::vector<std::string>{"--replicaof", "127.0.0.1", master_port, "--repl-diskless-sync-delay", "0"}));
+  const auto with_tls = [&](std::vector<std::string> args) {
+    if (!tls) return args;
+    const std::vector<std::string> t = tls->server_args(free_loopback_port());
+    args.insert(args.end(), t.begin(), t.end());
+    args.insert(args.end(), {"--tls-replication", "yes"});
+    return args;
+  };
+  data_.push_back(std::make_unique<RedisServer>(with_tls({"--repl-diskless-sync-delay", "0"})));
+  const std::string master_port = std::to_string(tls ? data_[0]->tls_port() : data_[0]->port());
+  data_.push_back(std::make_unique<RedisServer>(
+      with_tls({"--replicaof", "127.0.0.1", master_port, "--repl-diskless-sync-delay", "0"})));
   const std::string config = std::string("sentinel monitor ") + kMasterName + " 127.0.0.1 " + master_port +
                              " 2\n"
                              "sentinel down-after-milliseconds " + kMasterName + " 1000\n"
                              "sentinel failover-timeout " + kMasterName + " 3000\n"
                              "sentinel parallel-syncs " + kMasterName + " 1\n";
-  for (int i = 0; i < 3; ++i) sentinels_.push_back(std::make_unique<RedisServer>(std::vector<std::string>{"--sentinel"}, config));
+  for (int i = 0; i < 3; ++i)
+    sentinels_.push_back(std::make_unique<RedisServer>(with_tls({"--sentinel"}), config));
   wait_for("the replica to sync", [&] {
     return data_[0]->command({"INFO", "replication"}).str.find("state=online") != std::string::npos;
   });
@@ -55,11 +63,18 @@ std::string SentinelServers::url() const {
   return out + "#" + kMasterName;
 }
 
+std::string SentinelServers::tls_url() const {
+  std::string out = "rediss-sentinel://";
+  for (std::size_t i = 0; i < sentinels_.size(); ++i)
+    out += (i ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(sentinels_[i]->tls_port());
+  return out + "#" + kMasterName;
+}
+
 void SentinelServers::failover() {
   const RedisReply r = sentinels_[0]->command({"SENTINEL", "FAILOVER", kMasterName});
   if (r.is_error()) throw std::runtime_error("SENTINEL FAILOVER: " + r.str);
   const std::size_t next = 1 - master_;
-  const int port = data_[next]->port();
+  const int port = tls_ ? data_[next]->tls_port() : data_[next]->port();
   wait_for("the sentinels to name the new master", [&] {
     for (const auto& s : sentinels_)
       if (named_master_port(*s) != port) return false;

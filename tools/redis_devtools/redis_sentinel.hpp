@@ -11,6 +11,7 @@
 #pragma once
 
 #include "redis_devtools/redis_server.hpp"
+#include "redis_devtools/tls_certs.hpp"
 
 #include <memory>
 #include <string>
@@ -21,13 +22,18 @@ namespace pathlock::devtools {
 class SentinelServers {
  public:
   // Throws std::runtime_error if the deployment is not ready within 30 s.
-  SentinelServers();
+  // With `tls`, every server also serves TLS on its tls_port() with
+  // tls-replication on: the replica and the sentinels reach the master over
+  // TLS, and the sentinels name the master's TLS port.
+  explicit SentinelServers(const TlsCertificates* tls = nullptr);
   ~SentinelServers();
   SentinelServers(const SentinelServers&) = delete;
   SentinelServers& operator=(const SentinelServers&) = delete;
 
   // redis-sentinel://127.0.0.1:S1,127.0.0.1:S2,127.0.0.1:S3#pathlock
   std::string url() const;
+  // rediss-sentinel://127.0.0.1:T1,...#pathlock (a deployment started with `tls`).
+  std::string tls_url() const;
   static constexpr const char* kMasterName = "pathlock";
 
   // The data servers as they are now (swapped by failover()).
@@ -43,6 +49,7 @@ class SentinelServers {
   std::vector<std::unique_ptr<RedisServer>> data_;
   std::vector<std::unique_ptr<RedisServer>> sentinels_;
   std::size_t master_ = 0;
+  bool tls_ = false;
 };
 
 }  // namespace pathlock::devtools

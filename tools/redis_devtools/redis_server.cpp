@@ -282,6 +282,12 @@ int run_program(const std::vector<std::string>& argv, std::string& output, int t
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+int RedisServer::tls_port() const {
+  for (std::size_t i = 0; i + 1 < args_.size(); ++i)
+    if (args_[i] == "--tls-port") return std::stoi(args_[i + 1]);
+  return 0;
+}
+
 RedisReply RedisServer::command(const std::vector<std::string>& argv) const {
   RedisConnection c(url_);
   return c.command(argv);

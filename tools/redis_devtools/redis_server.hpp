@@ -99,6 +99,10 @@ class RedisServer {
 
   const std::string& url() const { return url_; }  // redis://127.0.0.1:PORT
   int port() const { return port_; }
+  // The port given with --tls-port in the extra arguments (0: none), and
+  // rediss://127.0.0.1:TLS_PORT (tls_certs.hpp makes the arguments).
+  int tls_port() const;
+  std::string tls_url() const { return "rediss://127.0.0.1:" + std::to_string(tls_port()); }
   const std::string& dir() const { return dir_; }  // empty for an external server
   bool owned() const { return pid_ > 0; }
 

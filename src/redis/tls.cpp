@@ -1,0 +1,461 @@
+// OpenSSL context with reloads, and the socket/TLS stream; see tls.hpp.
+#include "redis/tls.hpp"
+
+#include "redis/connection.hpp"
+
+#include <fmt/format.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+
+namespace pathlock::redis {
+namespace {
+
+// The reasons of the queued OpenSSL errors, oldest first (the queue is
+// emptied).
+std::string ssl_error_text() {
+  std::string out;
+  for (unsigned long e; (e = ERR_get_error()) != 0;) {
+    const char* reason = ERR_reason_error_string(e);
+    char buf[256];
+    if (!reason) {
+      ERR_error_string_n(e, buf, sizeof buf);
+      reason = buf;
+    }
+    if (out.find(reason) == std::string::npos) out += (out.empty() ? "" : ": ") + std::string(reason);
+  }
+  return out;
+}
+
+[[noreturn]] void bad_file(std::string_view what, const std::string& path, const std::string& why) {
+  throw BackendError(fmt::format("redis tls: cannot use the {} '{}': {}", what, path, why));
+}
+
+void check_readable(std::string_view what, const std::string& path, bool directory) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) bad_file(what, path, std::strerror(errno));
+  if (directory != S_ISDIR(st.st_mode)) bad_file(what, path, directory ? "not a directory" : "not a file");
+  if (::access(path.c_str(), R_OK) != 0) bad_file(what, path, std::strerror(errno));
+}
+
+// Builds a context from the files as they are now. Throws BackendError.
+SSL_CTX* build_context(const RedisTlsOptions& o) {
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  if (!ctx) throw BackendError("redis tls: cannot create an OpenSSL context: " + ssl_error_text());
+  try {
+    SSL_CTX_set_min_proto_version(ctx, o.min_version == "1.3" ? TLS1_3_VERSION : TLS1_2_VERSION);
+    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    // A peer that closes without close_notify is a closed connection, as on TCP.
+    SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+    if (!o.ca_file.empty()) check_readable("CA file", o.ca_file, false);
+    if (!o.ca_dir.empty()) check_readable("CA directory", o.ca_dir, true);
+    if (!o.ca_file.empty() || !o.ca_dir.empty()) {
+      ERR_clear_error();
+      if (SSL_CTX_load_verify_locations(ctx, o.ca_file.empty() ? nullptr : o.ca_file.c_str(),
+                                        o.ca_dir.empty() ? nullptr : o.ca_dir.c_str()) != 1)
+        bad_file(o.ca_file.empty() ? "CA directory" : "CA file", o.ca_file.empty() ? o.ca_dir : o.ca_file,
+                 ssl_error_text());
+    } else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
+      throw BackendError("redis tls: cannot load the system trust store: " + ssl_error_text());
+    }
+    if (!o.cert_file.empty()) {
+      check_readable("client certificate file", o.cert_file, false);
+      check_readable("client key file", o.key_file, false);
+      ERR_clear_error();
+      if (SSL_CTX_use_certificate_chain_file(ctx, o.cert_file.c_str()) != 1)
+        bad_file("client certificate file", o.cert_file, ssl_error_text());
+      if (SSL_CTX_use_PrivateKey_file(ctx, o.key_file.c_str(), SSL_FILETYPE_PEM) != 1)
+        bad_file("client key file", o.key_file, ssl_error_text());
+      if (SSL_CTX_check_private_key(ctx) != 1)
+        bad_file("client key file", o.key_file, "it does not match the certificate " + o.cert_file);
+    }
+    SSL_CTX_set_verify(ctx, o.insecure_skip_verify ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, nullptr);
+  } catch (...) {
+    SSL_CTX_free(ctx);
+    throw;
+  }
+  return ctx;
+}
+
+// A socket BIO that writes with MSG_NOSIGNAL: a peer that went away is an
+// error, never a SIGPIPE.
+int bio_write(BIO* b, const char* data, int len) {
+  BIO_clear_retry_flags(b);
+  const int fd = static_cast<int>(reinterpret_cast<std::intptr_t>(BIO_get_data(b)));
+  const ssize_t n = ::send(fd, data, static_cast<std::size_t>(len), MSG_NOSIGNAL);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) BIO_set_retry_write(b);
+  return static_cast<int>(n);
+}
+
+int bio_read(BIO* b, char* data, int len) {
+  BIO_clear_retry_flags(b);
+  const int fd = static_cast<int>(reinterpret_cast<std::intptr_t>(BIO_get_data(b)));
+  const ssize_t n = ::recv(fd, data, static_cast<std::size_t>(len), 0);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) BIO_set_retry_read(b);
+  return static_cast<int>(n);
+}
+
+long bio_ctrl(BIO*, int cmd, long, void*) { return cmd == BIO_CTRL_FLUSH ? 1 : 0; }
+
+int bio_create(BIO* b) {
+  BIO_set_init(b, 1);
+  return 1;
+}
+
+BIO* socket_bio(int fd) {
+  static BIO_METHOD* const method = [] {
+    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "pathlock socket");
+    BIO_meth_set_write(m, bio_write);
+    BIO_meth_set_read(m, bio_read);
+    BIO_meth_set_ctrl(m, bio_ctrl);
+    BIO_meth_set_create(m, bio_create);
+    return m;
+  }();
+  BIO* b = BIO_new(method);
+  if (b) BIO_set_data(b, reinterpret_cast<void*>(static_cast<std::intptr_t>(fd)));
+  return b;
+}
+
+bool is_ip_address(const std::string& host) {
+  in6_addr a6{};
+  in_addr a4{};
+  return ::inet_pton(AF_INET, host.c_str(), &a4) == 1 || ::inet_pton(AF_INET6, host.c_str(), &a6) == 1;
+}
+
+int remaining_ms(Stream::Clock::time_point deadline) {
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Stream::Clock::now()).count();
+  return static_cast<int>(std::clamp<long long>(left, 0, INT_MAX));
+}
+
+void set_socket_options(int fd) {
+  const int one = 1, idle = 15, interval = 5, count = 3;  // as hiredis's redisEnableKeepAlive
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+}
+
+// Why a handshake failed, with a hint at the usual mistakes.
+std::string handshake_failure(SSL* ssl, int result, const std::string& openssl_reason) {
+  const long verify = SSL_get_verify_result(ssl);
+  if (verify != X509_V_OK) {
+    std::string hint;
+    if (verify == X509_V_ERR_HOSTNAME_MISMATCH || verify == X509_V_ERR_IP_ADDRESS_MISMATCH)
+      hint = " (the certificate names another host; see tls server_name)";
+    else if (verify == X509_V_ERR_CERT_HAS_EXPIRED)
+      hint = " (renew the server's certificate)";
+    else if (verify == X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY || verify == X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN ||
+             verify == X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT || verify == X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT)
+      hint = " (the server's certificate is not signed by a trusted CA; see tls ca_file)";
+    return fmt::format("server certificate verify failed: {}{}", X509_verify_cert_error_string(verify), hint);
+  }
+  std::string why = openssl_reason;
+  if (why.empty()) why = result == 0 || errno == 0 ? "the server closed the connection" : std::strerror(errno);
+  if (why.find("wrong version number") != std::string::npos || why.find("packet length too long") != std::string::npos ||
+      why.find("record layer failure") != std::string::npos || why == "the server closed the connection")
+    why += " (is it a plain TCP port? a redis:// URL for that)";
+  else if (why.find("protocol version") != std::string::npos || why.find("unsupported protocol") != std::string::npos)
+    why += " (the server and tls min_version have no TLS version in common)";
+  return why;
+}
+
+}  // namespace
+
+TlsContext::TlsContext(RedisTlsOptions options) : options_(std::move(options)) {
+  const RedisTlsOptions& o = options_;
+  if (o.min_version != "" && o.min_version != "1.2" && o.min_version != "1.3")
+    throw InvalidRequest(fmt::format("tls min_version must be 1.2 or 1.3, not '{}'", o.min_version));
+  if (o.cert_file.empty() != o.key_file.empty())
+    throw InvalidRequest("tls cert_file and key_file go together (mutual TLS needs both)");
+  stamp_ = stamp();
+  ctx_ = build_context(o);
+  loads_ = 1;
+  if (o.insecure_skip_verify)
+    std::fprintf(stderr,
+                 "pathlock: warning: redis tls: insecure_skip_verify is set: the server's certificate is NOT "
+                 "checked, anyone on the network path can read and change the lock traffic\n");
+}
+
+TlsContext::~TlsContext() { SSL_CTX_free(ctx_); }
+
+std::vector<std::string> TlsContext::stamp() const {
+  std::vector<std::string> out;
+  for (const std::string* path : {&options_.ca_file, &options_.ca_dir, &options_.cert_file, &options_.key_file}) {
+    struct stat st {};
+    if (path->empty() || ::stat(path->c_str(), &st) != 0) {
+      out.emplace_back();
+      continue;
+    }
+    out.push_back(fmt::format("{}:{}:{}.{}", st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec));
+  }
+  return out;
+}
+
+unsigned TlsContext::loads() const {
+  std::lock_guard guard(mutex_);
+  return loads_;
+}
+
+SSL* TlsContext::new_ssl() {
+  std::lock_guard guard(mutex_);
+  if (std::vector<std::string> now = stamp(); now != stamp_) {
+    try {
+      SSL_CTX* fresh = build_context(options_);
+      SSL_CTX_free(ctx_);
+      ctx_ = fresh;
+      stamp_ = std::move(now);
+      ++loads_;
+      warned_ = false;
+    } catch (const BackendError& e) {
+      if (!warned_)
+        std::fprintf(stderr, "pathlock: warning: %s; new connections keep the files loaded before\n", e.what());
+      warned_ = true;
+    }
+  }
+  return SSL_new(ctx_);
+}
+
+std::shared_ptr<TlsContext> make_tls_context(const RedisUrl& url, const RedisTlsOptions& o) {
+  if (url.tls) return std::make_shared<TlsContext>(o);
+  if (!o.ca_file.empty() || !o.ca_dir.empty() || !o.cert_file.empty() || !o.key_file.empty() ||
+      !o.server_name.empty() || !o.min_version.empty() || o.insecure_skip_verify)
+    throw InvalidRequest("tls options are set but the redis url is not a TLS one (rediss:// or rediss-sentinel://)");
+  return nullptr;
+}
+
+std::unique_ptr<Stream> Stream::open(const Endpoint& node, TlsContext* tls, Clock::time_point deadline,
+                                     const std::string& name) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const std::string port = std::to_string(node.port);
+  if (const int rc = ::getaddrinfo(node.host.c_str(), port.c_str(), &hints, &found); rc != 0)
+    throw Unreachable(fmt::format("{}: cannot connect: cannot resolve {}: {}", name, node.host, ::gai_strerror(rc)));
+  std::unique_ptr<Stream> s;
+  std::string why = "no address";
+  for (addrinfo* ai = found; ai && !s; ai = ai->ai_next) {
+    const int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) {
+      why = std::strerror(errno);
+      continue;
+    }
+    std::unique_ptr<Stream> candidate(new Stream(fd));
+    if (::connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+      if (errno != EINPROGRESS) {
+        why = std::strerror(errno);
+        continue;
+      }
+      if (candidate->wait(POLLOUT, deadline) != Io::done) {
+        why = "Connection timed out";
+        continue;
+      }
+      int err = 0;
+      socklen_t len = sizeof err;
+      ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+      if (err != 0) {
+        why = std::strerror(err);
+        continue;
+      }
+    }
+    s = std::move(candidate);
+  }
+  ::freeaddrinfo(found);
+  if (!s) throw Unreachable(fmt::format("{}: cannot connect: {}", name, why));
+  set_socket_options(s->fd_);
+  if (!tls) return s;
+
+  // TLS: SNI and the name checked are the server_name option, else the host
+  // connected to (an IP address is checked against the certificate's IP SANs).
+  ERR_clear_error();
+  s->ssl_ = tls->new_ssl();
+  BIO* bio = s->ssl_ ? socket_bio(s->fd_) : nullptr;
+  if (!bio) throw Unreachable(fmt::format("{}: TLS set-up failed: {}", name, ssl_error_text()));
+  SSL_set_bio(s->ssl_, bio, bio);
+  const RedisTlsOptions& o = tls->options();
+  const std::string& expected = o.server_name.empty() ? node.host : o.server_name;
+  const bool ip = is_ip_address(expected);
+  if (!ip) SSL_set_tlsext_host_name(s->ssl_, expected.c_str());
+  if (!o.insecure_skip_verify) {
+    X509_VERIFY_PARAM* param = SSL_get0_param(s->ssl_);
+    const int ok = ip ? X509_VERIFY_PARAM_set1_ip_asc(param, expected.c_str())
+                      : X509_VERIFY_PARAM_set1_host(param, expected.c_str(), 0);
+    if (ok != 1) throw Unreachable(fmt::format("{}: TLS set-up failed: bad server name '{}'", name, expected));
+  }
+  while (true) {
+    ERR_clear_error();
+    errno = 0;
+    const int rc = SSL_connect(s->ssl_);
+    if (rc == 1) return s;
+    const int err = SSL_get_error(s->ssl_, rc);
+    const short events = err == SSL_ERROR_WANT_READ ? POLLIN : err == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
+    if (events == 0)
+      throw Unreachable(
+          fmt::format("{}: TLS handshake failed: {}", name, handshake_failure(s->ssl_, rc, ssl_error_text())));
+    const Io w = s->wait(events, deadline);
+    if (w == Io::timeout)
+      throw Unreachable(fmt::format(
+          "{}: TLS handshake failed: no answer within the connect timeout (is it a plain TCP port? a redis:// URL "
+          "for that)",
+          name));
+    if (w != Io::done) throw Unreachable(fmt::format("{}: TLS handshake failed: {}", name, std::strerror(errno)));
+  }
+}
+
+Stream::~Stream() {
+  if (ssl_) SSL_free(ssl_);  // no close_notify: the socket is closed right after, as hiredis does
+  ::close(fd_);
+}
+
+Stream::Io Stream::wait(short events, Clock::time_point deadline) const {
+  while (true) {
+    pollfd p{};
+    p.fd = fd_;
+    p.events = events;
+    const int n = ::poll(&p, 1, remaining_ms(deadline));
+    if (n > 0) return Io::done;
+    if (n == 0) return Io::timeout;
+    if (errno != EINTR) return Io::failed;
+  }
+}
+
+Stream::Io Stream::write_all(std::string_view data, Clock::time_point deadline, std::string& why) {
+  std::size_t done = 0;
+  while (done < data.size()) {
+    short events = POLLOUT;
+    if (ssl_) {
+      ERR_clear_error();
+      errno = 0;
+      const int n = SSL_write(ssl_, data.data() + done, static_cast<int>(std::min<std::size_t>(data.size() - done, INT_MAX)));
+      if (n > 0) {
+        done += static_cast<std::size_t>(n);
+        continue;
+      }
+      const int err = SSL_get_error(ssl_, n);
+      if (err == SSL_ERROR_WANT_READ) {
+        events = POLLIN;
+      } else if (err != SSL_ERROR_WANT_WRITE) {
+        why = ssl_error_text();
+        if (why.empty()) why = errno ? std::strerror(errno) : "connection closed";
+        return Io::failed;
+      }
+    } else {
+      const ssize_t n = ::send(fd_, data.data() + done, data.size() - done, MSG_NOSIGNAL);
+      if (n >= 0) {
+        done += static_cast<std::size_t>(n);
+        continue;
+      }
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        why = std::strerror(errno);
+        return Io::failed;
+      }
+    }
+    const Io w = wait(events, deadline);
+    if (w == Io::timeout) {
+      why = "write timed out";
+      return w;
+    }
+    if (w != Io::done) {
+      why = std::strerror(errno);
+      return w;
+    }
+  }
+  return Io::done;
+}
+
+Stream::Io Stream::read_some(std::string& out, Clock::time_point deadline, std::string& why) {
+  char buf[16384];
+  while (true) {
+    short events = POLLIN;
+    if (ssl_) {
+      ERR_clear_error();
+      errno = 0;
+      const int n = SSL_read(ssl_, buf, sizeof buf);
+      if (n > 0) {
+        out.append(buf, static_cast<std::size_t>(n));
+        return Io::done;
+      }
+      const int err = SSL_get_error(ssl_, n);
+      if (err == SSL_ERROR_ZERO_RETURN) {
+        why = "connection closed by the server";
+        return Io::closed;
+      }
+      if (err == SSL_ERROR_WANT_WRITE) {
+        events = POLLOUT;
+      } else if (err != SSL_ERROR_WANT_READ) {
+        why = ssl_error_text();
+        if (why.empty()) why = errno ? std::strerror(errno) : "connection closed by the server";
+        return Io::failed;
+      }
+    } else {
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n > 0) {
+        out.append(buf, static_cast<std::size_t>(n));
+        return Io::done;
+      }
+      if (n == 0) {
+        why = "connection closed by the server";
+        return Io::closed;
+      }
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        why = std::strerror(errno);
+        return Io::failed;
+      }
+    }
+    const Io w = wait(events, deadline);
+    if (w == Io::timeout) {
+      why = "Resource temporarily unavailable";
+      return w;
+    }
+    if (w != Io::done) {
+      why = std::strerror(errno);
+      return w;
+    }
+  }
+}
+
+bool Stream::pending() const { return ssl_ && SSL_pending(ssl_) > 0; }
+
+bool Stream::wait_readable(int timeout_ms) const {
+  if (pending()) return true;
+  return wait(POLLIN, Clock::now() + std::chrono::milliseconds(timeout_ms)) != Io::timeout;
+}
+
+bool Stream::looks_idle_and_open() {
+  if (pending()) return false;
+  pollfd p{};
+  p.fd = fd_;
+  p.events = POLLIN;
+  if (::poll(&p, 1, 0) == 0) return true;
+  if (!ssl_) return false;
+  // TLS: records that are not data (a session ticket, a key update) also
+  // wake poll(); open as long as no data and no close arrives.
+  char c;
+  ERR_clear_error();
+  const int n = SSL_peek(ssl_, &c, 1);
+  if (n > 0) return false;
+  const int err = SSL_get_error(ssl_, n);
+  ERR_clear_error();
+  return err == SSL_ERROR_WANT_READ;
+}
+
+}  // namespace pathlock::redis
