@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <sstream>
 #include <thread>
 
@@ -64,6 +65,14 @@ void operator_story(const std::string& url) {
   CHECK(why.lines[0]["relation"] == "held_ancestor");
   CHECK(why.lines[0]["fence"] == mover.grant.fence);
   CHECK(why.lines[1] == json{{"blocked", true}, {"blockers", 1}, {"truncated", false}});
+  // Without --op: what refuses any operation on the path, and which.
+  const Run any = admin({"why", "--redis", url, "--namespace", ns, "/p/A/C"});
+  REQUIRE(any.status == 0);
+  REQUIRE(any.lines.size() == 2);
+  CHECK(any.lines[0]["id"] == mover.grant.id);
+  const auto refuses = any.lines[0]["refuses"].get<std::vector<std::string>>();
+  CHECK(std::find(refuses.begin(), refuses.end(), "upload") != refuses.end());
+  CHECK(std::find(refuses.begin(), refuses.end(), "delete_folder") != refuses.end());
   const Run free = admin({"why", "--redis", url, "--namespace", ns, "--op", "upload", "/elsewhere"});
   REQUIRE(free.status == 0);
   CHECK(free.lines.back()["blocked"] == false);
@@ -100,6 +109,15 @@ void operator_story(const std::string& url) {
   CHECK(line[0]["targets"]["target"] == "/q");
   CHECK(line[0]["id"] == engine->waiters(ns)[0].id);
 
+  // top: one screen (--iterations 1: no clearing) with the wait and its blocker.
+  std::ostringstream screen, screen_err;
+  REQUIRE(cli::run_admin({"top", "--redis", url, "--namespace", ns, "--iterations", "1"}, screen, screen_err) == 0);
+  INFO(screen.str());
+  CHECK(screen.str().find("2 live locks, 1 waiting") != std::string::npos);
+  CHECK(screen.str().find("carol delete_folder /q") != std::string::npos);
+  CHECK(screen.str().find("blocked by target /q: held by bob: upload target /q/x (below it)") != std::string::npos);
+  CHECK(screen.str().find("\x1b[2J") == std::string::npos);
+
   // force-release: the upload goes, the waiter gets in; said on stderr.
   const Run forced = admin({"force-release", "--redis", url, "--namespace", ns, upload.grant.id});
   CHECK(forced.status == 0);
@@ -127,7 +145,9 @@ TEST_CASE("admin: bad input exits 1 or 2 with a message and changes nothing", "[
   auto engine = test::redis_engine(url);
   REQUIRE(engine->acquire({ns, "alice", "upload", {{"target", "/a"}}}).granted);
   const std::vector<std::pair<std::vector<std::string>, int>> cases{
-      {{"why", "--redis", url, "--namespace", ns, "/a"}, 2},                              // no --op
+      {{"why", "--redis", url, "--namespace", ns}, 2},                                    // no path
+      {{"why", "--redis", url, "--namespace", ns, "/a", "/b", "/c"}, 2},                  // no op takes 3 paths
+      {{"top", "--redis", url, "--namespace", ns, "--iterations", "0"}, 2},
       {{"why", "--redis", url, "--namespace", ns, "--op", "explode", "/a"}, 1},           // unknown op
       {{"why", "--redis", url, "--namespace", ns, "--op", "upload", "rel"}, 1},           // bad path
       {{"why", "--redis", url, "--namespace", ns, "--op", "move_folder", "/a"}, 2},       // a path missing

@@ -368,17 +368,16 @@ Stream::Io Stream::write_all(std::string_view data, Clock::time_point deadline, 
         return Io::failed;
       }
     }
-    const Io w = wait(events, deadline);
-    if (w == Io::timeout) {
-      why = "write timed out";
-      return w;
-    }
-    if (w != Io::done) {
-      why = std::strerror(errno);
-      return w;
-    }
+    if (const Io w = await(events, deadline, "write timed out", why); w != Io::done) return w;
   }
   return Io::done;
+}
+
+Stream::Io Stream::await(short events, Clock::time_point deadline, const char* on_timeout, std::string& why) const {
+  const Io w = wait(events, deadline);
+  if (w == Io::timeout) why = on_timeout;
+  else if (w != Io::done) why = std::strerror(errno);
+  return w;
 }
 
 Stream::Io Stream::read_some(std::string& out, Clock::time_point deadline, std::string& why) {
@@ -421,15 +420,7 @@ Stream::Io Stream::read_some(std::string& out, Clock::time_point deadline, std::
         return Io::failed;
       }
     }
-    const Io w = wait(events, deadline);
-    if (w == Io::timeout) {
-      why = "Resource temporarily unavailable";
-      return w;
-    }
-    if (w != Io::done) {
-      why = std::strerror(errno);
-      return w;
-    }
+    if (const Io w = await(events, deadline, "Resource temporarily unavailable", why); w != Io::done) return w;
   }
 }
 

@@ -103,6 +103,8 @@ class Stream {
  private:
   Stream(int fd) : fd_(fd) {}
   Io wait(short events, Clock::time_point deadline) const;
+  // wait(), with `why` set when it is not done: `on_timeout`, or errno's text.
+  Io await(short events, Clock::time_point deadline, const char* on_timeout, std::string& why) const;
 
   int fd_;
   ssl_st* ssl_ = nullptr;

@@ -109,7 +109,8 @@ nlohmann::json status_of(redis::RedisClient& client, const std::string& ns) {
 #endif
 
 int run_admin(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  if (!args.empty() && (args[0] == "why" || args[0] == "locks" || args[0] == "waiters" || args[0] == "force-release")) {
+  if (!args.empty() && (args[0] == "why" || args[0] == "locks" || args[0] == "waiters" || args[0] == "force-release" ||
+                         args[0] == "top")) {
 #ifdef PATHLOCK_CLI_WITH_REDIS
     try {
       return run_admin_op(args, out, err);

@@ -18,14 +18,15 @@ namespace pathlock::cli {
 
 inline constexpr const char* kAdminUsage =
     "  pathlock admin status --redis URL [--namespace NS] [--limit N] [--tls-...]\n"
-    "  pathlock admin why --redis URL --namespace NS --op OP PATH [DST] [--format json|text] [--limit N]\n"
+    "  pathlock admin why --redis URL --namespace NS [--op OP] PATH [DST] [--format json|text] [--limit N]\n"
     "  pathlock admin locks --redis URL --namespace NS [PREFIX] [--limit N]\n"
     "  pathlock admin waiters --redis URL --namespace NS [PREFIX] [--limit N]\n"
     "  pathlock admin force-release --redis URL --namespace NS ID\n"
-    "  (why, locks, waiters and force-release also take --matrix FILE and the --tls-... options)\n";
+    "  pathlock admin top --redis URL --namespace NS [--interval-ms MS] [--iterations N] [--rows N]\n"
+    "  (why, locks, waiters, force-release and top also take --matrix FILE and the --tls-... options)\n";
 
 int run_admin(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
-// why, locks, waiters, force-release (admin_ops.cpp). Throws options::UsageError,
+// why, locks, waiters, force-release, top (admin_ops.cpp). Throws options::UsageError,
 // InvalidRequest (exit status 1), BackendError (1).
 int run_admin_op(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 

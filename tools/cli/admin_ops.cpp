@@ -16,9 +16,14 @@
 #endif
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <charconv>
+#include <chrono>
+#include <sstream>
+#include <thread>
 #include <map>
 #include <ostream>
 
@@ -95,39 +100,81 @@ Engine engine_of(const options::Parsed& a) {
 
 std::vector<std::string> rest(const std::vector<std::string>& args) { return {args.begin() + 1, args.end()}; }
 
+// The blockers of OP on `paths`, or without an OP those of every operation
+// that takes as many paths (each blocker once, with the operations it
+// refuses in `refuses`): "what refuses anything on this path now".
+struct Why {
+  std::vector<Blocker> blockers;
+  std::vector<std::vector<std::string>> refuses;  // per blocker
+  bool truncated = false;
+};
+
+Why find_why(LockEngine& engine, const std::string& ns, const std::string& op, const std::vector<std::string>& paths,
+             std::size_t limit) {
+  const MatrixTable& m = engine.matrix();
+  Why out;
+  bool any_op = false;
+  for (std::size_t o = 0; o < m.op_count; ++o) {
+    const OpInfo& info = m.ops[o];
+    if (!op.empty() && info.name != op) continue;
+    if (info.role_count != paths.size()) continue;
+    any_op = true;
+    std::vector<Target> targets;
+    for (std::size_t r = 0; r < info.role_count; ++r) targets.push_back(Target{std::string(info.roles[r]), paths[r]});
+    const BlockersPage page = engine.blockers(ns, info.name, targets, limit);
+    out.truncated = out.truncated || page.truncated;
+    for (const Blocker& b : page.blockers) {
+      std::size_t i = 0;
+      while (i < out.blockers.size() && !(out.blockers[i].id == b.id && out.blockers[i].path == b.path &&
+                                          out.blockers[i].requested_path == b.requested_path))
+        ++i;
+      if (i == out.blockers.size()) {
+        if (out.blockers.size() == limit) {
+          out.truncated = true;
+          continue;
+        }
+        out.blockers.push_back(b);
+        out.refuses.emplace_back();
+      }
+      out.refuses[i].push_back(std::string(info.name));
+    }
+  }
+  if (!op.empty() && m.op_index(op) < 0) throw InvalidRequest(fmt::format("unknown operation '{}'", op));
+  if (!any_op)
+    throw options::UsageError(op.empty() ? fmt::format("no operation takes {} path(s)", paths.size())
+                                         : fmt::format("operation '{}' takes {} path(s), got {}", op,
+                                                       m.ops[static_cast<std::size_t>(m.op_index(op))].role_count,
+                                                       paths.size()));
+  return out;
+}
+
 int why(const std::vector<std::string>& args, std::ostream& out) {
   const auto format_check = [](const std::string& v) {
     if (v != "json" && v != "text") throw std::invalid_argument("--format takes json or text");
   };
   const options::Parsed a = table("why")
-                                .required("op")
+                                .value("op")
                                 .value("format", format_check)
                                 .number("limit", 1, static_cast<long long>(kMaxBlockers))
                                 .positional(1, kMaxRolesPerOp)
                                 .parse(rest(args));
-  const std::string format = a.get("format", "json");
   Engine e = engine_of(a);
-  const MatrixTable& m = e.engine->matrix();
-  const std::string op = a.get("op");
-  const int index = m.op_index(op);
-  if (index < 0) throw InvalidRequest(fmt::format("unknown operation '{}'", op));
-  const OpInfo& info = m.ops[static_cast<std::size_t>(index)];
-  if (a.positional.size() != info.role_count)
-    throw options::UsageError(
-        fmt::format("operation '{}' takes {} path(s), got {}", op, info.role_count, a.positional.size()));
-  std::vector<Target> targets;
-  for (std::size_t r = 0; r < info.role_count; ++r) targets.push_back(Target{std::string(info.roles[r]), a.positional[r]});
-  const BlockersPage page =
-      e.engine->blockers(a.get("namespace"), op, targets, static_cast<std::size_t>(a.number_or("limit", 100)));
-  if (format == "text") {
-    if (page.blockers.empty()) out << op << " is not blocked now\n";
-    for (const Blocker& b : page.blockers) out << blocker_text(b) << "\n";
-    if (page.truncated) out << "(more blockers: raise --limit)\n";
+  const Why w = find_why(*e.engine, a.get("namespace"), a.get("op"), a.positional,
+                         static_cast<std::size_t>(a.number_or("limit", 100)));
+  if (a.get("format", "json") == "text") {
+    if (w.blockers.empty()) out << "not blocked now\n";
+    for (std::size_t i = 0; i < w.blockers.size(); ++i)
+      out << blocker_text(w.blockers[i])
+          << (a.has("op") ? "" : fmt::format(" refuses {}", fmt::join(w.refuses[i], ","))) << "\n";
+    if (w.truncated) out << "(more blockers: raise --limit)\n";
     return 0;
   }
-  for (const Blocker& b : page.blockers) out << blocker_json(b).dump() << "\n";
-  out << json{{"blocked", !page.blockers.empty()}, {"blockers", page.blockers.size()}, {"truncated", page.truncated}}
-             .dump()
+  for (std::size_t i = 0; i < w.blockers.size(); ++i) {
+    json j = blocker_json(w.blockers[i]);
+    if (!a.has("op")) j["refuses"] = w.refuses[i];
+    out << j.dump() << "\n";
+  }
+  out << json{{"blocked", !w.blockers.empty()}, {"blockers", w.blockers.size()}, {"truncated", w.truncated}}.dump()
       << "\n";
   return 0;
 }
@@ -183,6 +230,64 @@ int force_release(const std::vector<std::string>& args, std::ostream& out, std::
   return 0;
 }
 
+// One screen of `admin top`: the namespace's live locks and waiters, the
+// longest waits with what blocks each, and the paths most waited on (the
+// server's state: a CLI process has no refusal counts of its own).
+void top_screen(LockEngine& engine, const std::string& ns, std::size_t rows, std::ostream& out) {
+  std::size_t locks = 0;
+  std::string after;
+  bool more = false;
+  do {
+    const ListPage page = engine.list_page(ns, "/", kMaxListLimit, after);
+    locks += page.locks.size();
+    after = page.next;
+    more = !after.empty() && locks >= 100000;
+  } while (!after.empty() && !more);
+  std::vector<WaiterInfo> line = engine.waiters(ns, "/", kMaxWaiters);
+  out << fmt::format("pathlock top: namespace {}: {}{} live locks, {}{} waiting\n", ns, locks, more ? "+" : "",
+                     line.size(), line.size() == kMaxWaiters ? "+" : "");
+  std::sort(line.begin(), line.end(), [](const WaiterInfo& x, const WaiterInfo& y) { return x.waited > y.waited; });
+  out << "\nlongest waits:\n";
+  if (line.empty()) out << "  (nobody waits)\n";
+  for (std::size_t i = 0; i < std::min(rows, line.size()); ++i) {
+    const WaiterInfo& w = line[i];
+    std::vector<std::string> paths;
+    for (const Target& t : w.targets) paths.push_back(t.path);
+    out << fmt::format("  {:>8} ms  {} {} {}\n", w.waited.count(), w.owner, w.op, fmt::join(paths, " -> "));
+    const BlockersPage why = engine.blockers(ns, w.op, w.targets, 3);
+    for (const Blocker& b : why.blockers)
+      if (!(b.queued && b.id == w.id)) out << "              blocked by " << blocker_text(b) << "\n";
+  }
+  std::map<std::string, std::size_t> waited_on;
+  for (const WaiterInfo& w : line)
+    for (const Target& t : w.targets) ++waited_on[t.path];
+  std::vector<std::pair<std::string, std::size_t>> hot(waited_on.begin(), waited_on.end());
+  std::sort(hot.begin(), hot.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
+  out << "\npaths most waited on:\n";
+  if (hot.empty()) out << "  (none)\n";
+  for (std::size_t i = 0; i < std::min(rows, hot.size()); ++i)
+    out << fmt::format("  {:>6}  {}\n", hot[i].second, hot[i].first);
+}
+
+int top(const std::vector<std::string>& args, std::ostream& out) {
+  const options::Parsed a = table("top")
+                                .number("interval-ms", 100, 3600000)
+                                .number("iterations", 1, 1000000000)
+                                .number("rows", 1, 1000)
+                                .parse(rest(args));
+  Engine e = engine_of(a);
+  const auto interval = std::chrono::milliseconds(a.number_or("interval-ms", 2000));
+  const long long iterations = a.number_or("iterations", 0);  // 0: until interrupted
+  for (long long i = 0; iterations == 0 || i < iterations; ++i) {
+    if (i > 0) std::this_thread::sleep_for(interval);
+    std::ostringstream screen;
+    top_screen(*e.engine, a.get("namespace"), static_cast<std::size_t>(a.number_or("rows", 10)), screen);
+    if (iterations != 1) out << "\x1b[H\x1b[2J";  // home, clear: a refreshing view
+    out << screen.str() << std::flush;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int run_admin_op(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -191,6 +296,7 @@ int run_admin_op(const std::vector<std::string>& args, std::ostream& out, std::o
   if (cmd == "locks") return locks(args, out);
   if (cmd == "waiters") return waiters(args, out);
   if (cmd == "force-release") return force_release(args, out, err);
+  if (cmd == "top") return top(args, out);
   throw options::UsageError(fmt::format("unknown admin command '{}'", cmd));
 }
 
