@@ -40,6 +40,8 @@ struct Lock : ExpiryHook {
   std::uint64_t fence = 0;
   std::uint32_t holds = 1;
   Millis ttl{0};
+  Clock::time_point granted_at;  // for the hold time (core/observe.hpp)
+  bool hold_logged = false;      // a long hold was logged
   std::vector<Entry> entries;  // in role order; never resized while linked
 };
 

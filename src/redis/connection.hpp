@@ -28,6 +28,7 @@
 #include "redis/redis_url.hpp"
 
 #include <pathlock/engine.hpp>
+#include <pathlock/metrics.hpp>
 
 #include <atomic>
 #include <cstdint>
@@ -82,6 +83,8 @@ struct ConnectionSettings {
 struct Warnings {
   std::atomic<bool> config{false};
   std::atomic<bool> subscribe{false};
+  LogSink log;  // where warnings go (set once, before any connection opens)
+  void warn(std::string_view message, std::vector<LogField> fields) const;
 };
 
 class Connection {

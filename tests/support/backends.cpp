@@ -18,10 +18,12 @@ namespace pathlock::test {
 namespace {
 
 #ifdef PATHLOCK_WITH_REDIS
-std::unique_ptr<LockEngine> redis_row_engine(const MatrixTable* matrix, const std::string& url) {
+std::unique_ptr<LockEngine> redis_row_engine(const MatrixTable* matrix, const std::string& url,
+                                             const ObserveOptions& observe = {}) {
   RedisOptions options;
   options.matrix = matrix;
   options.url = url;
+  options.observe = observe;
   return make_redis_engine(options);
 }
 #endif
@@ -30,16 +32,28 @@ const std::vector<BackendUnderTest>& all_rows() {
   static const std::vector<BackendUnderTest> rows = {
       {"memory",
        [](const MatrixTable* matrix) { return make_memory_engine(MemoryOptions{matrix, nullptr}); },
-       {.waiting = true, .in_process = true, .shared = false}},
+       {.waiting = true, .in_process = true, .shared = false},
+       [](const MatrixTable* matrix, const ObserveOptions& observe) {
+         return make_memory_engine(MemoryOptions{matrix, nullptr, observe});
+       }},
 #ifdef PATHLOCK_WITH_REDIS  // a build with PATHLOCK_WITH_REDIS=OFF tests the embedded backend only
       {"redis", [](const MatrixTable* matrix) { return redis_row_engine(matrix, shared_redis_server().url()); },
-       {.waiting = true, .in_process = false, .shared = true}},
+       {.waiting = true, .in_process = false, .shared = true},
+       [](const MatrixTable* matrix, const ObserveOptions& observe) {
+         return redis_row_engine(matrix, shared_redis_server().url(), observe);
+       }},
       // A local 3-master Redis Cluster; the namespaces of a test land on every master.
       {"cluster", [](const MatrixTable* matrix) { return redis_row_engine(matrix, shared_cluster().url()); },
-       {.waiting = true, .in_process = false, .shared = true}},
+       {.waiting = true, .in_process = false, .shared = true},
+       [](const MatrixTable* matrix, const ObserveOptions& observe) {
+         return redis_row_engine(matrix, shared_cluster().url(), observe);
+       }},
       // A primary and a replica watched by three sentinels (redis-sentinel:// URL).
       {"sentinel", [](const MatrixTable* matrix) { return redis_row_engine(matrix, shared_sentinel().url()); },
-       {.waiting = true, .in_process = false, .shared = true}},
+       {.waiting = true, .in_process = false, .shared = true},
+       [](const MatrixTable* matrix, const ObserveOptions& observe) {
+         return redis_row_engine(matrix, shared_sentinel().url(), observe);
+       }},
 #endif
   };
   return rows;
