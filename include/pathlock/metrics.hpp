@@ -189,15 +189,15 @@ struct ObserveOptions {
   // (LockEngine::metrics() returns it). Must have been made for a matrix with
   // the engine's operations (Metrics::fits), or the factory throws
   // InvalidRequest.
-  std::shared_ptr<Metrics> metrics;
+  std::shared_ptr<Metrics> metrics{};
   // false: count nothing (LockEngine::metrics() returns nullptr); the
   // observer and the logs still work. For measuring what counting costs.
   bool count = true;
   // Called after each acquire, release and renew, on the caller's thread;
   // must be thread-safe and must not call back into the engine.
-  std::function<void(const ObservedCall&)> observer;
+  std::function<void(const ObservedCall&)> observer{};
   // Where messages go (nullptr: log_to_stderr).
-  LogSink log;
+  LogSink log{};
   // A waiting acquire still refused after this long is logged once (a
   // warning naming the holder that refused it: owner, operation, path).
   Millis long_wait{10000};

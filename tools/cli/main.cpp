@@ -1,6 +1,7 @@
 // pathlock: command-line front end (docs/cli.md).
 //   pathlock demo [--backend memory|redis] [--redis URL] [--matrix FILE]
 //   pathlock shell [--backend memory|redis] [--redis URL] [--namespace NAME] [--matrix FILE]
+//                  [--metrics-listen HOST:PORT]
 //   pathlock matrix lint|render|explain|diff|scaffold ... (matrix_cli.cpp)
 //   pathlock admin status --redis URL [--namespace NS] [--limit N] (admin.cpp)
 #include "admin.hpp"
@@ -9,6 +10,10 @@
 #include "shell.hpp"
 
 #include <pathlock/factory.hpp>
+#include <pathlock/metrics.hpp>
+#ifdef PATHLOCK_CLI_WITH_METRICS_SERVER
+#include <pathlock/metrics_server.hpp>
+#endif
 
 #include "core/request.hpp"
 
@@ -26,7 +31,8 @@ using namespace pathlock;
 const std::string kUsage = std::string(
     "usage:\n"
     "  pathlock demo  [--backend memory|redis] [--redis URL] [--matrix FILE]\n"
-    "  pathlock shell [--backend memory|redis] [--redis URL] [--namespace NAME] [--matrix FILE]\n") +
+    "  pathlock shell [--backend memory|redis] [--redis URL] [--namespace NAME] [--matrix FILE]\n"
+    "                 [--metrics-listen HOST:PORT]\n") +
     cli::kMatrixUsage + cli::kAdminUsage +
     "FILE defaults to the matrix this binary was built with:\n  " PATHLOCK_DEFAULT_MATRIX_JSON "\n"
     "--matrix FILE compiles FILE at start instead (see matrix/README.md).\n";
@@ -66,9 +72,11 @@ std::unique_ptr<matrix::CompiledMatrix> matrix_from(const Flags& f) {
   return it == f.options.end() ? nullptr : cli::load_matrix_option(it->second);
 }
 
-std::unique_ptr<LockEngine> engine_from(const Flags& f, const matrix::CompiledMatrix* compiled) {
+std::unique_ptr<LockEngine> engine_from(const Flags& f, const matrix::CompiledMatrix* compiled,
+                                        std::shared_ptr<Metrics> metrics = nullptr) {
   EngineOptions opts;
   if (compiled) opts.matrix = &compiled->table();
+  if (metrics) opts.observe = ObserveOptions{.metrics = std::move(metrics)};
   if (auto it = f.options.find("backend"); it != f.options.end()) opts.backend = parse_backend(it->second);
   if (auto it = f.options.find("redis"); it != f.options.end()) opts.redis.url = it->second;
   return make_engine(opts);
@@ -97,12 +105,26 @@ int main(int argc, char** argv) {
     }
     if (cmd == "shell") {
       const Flags f = parse_flags(argc, argv, 2);
-      only_options(f, {"backend", "redis", "namespace", "matrix"});
+      only_options(f, {"backend", "redis", "namespace", "matrix", "metrics-listen"});
       if (!f.positional.empty()) return usage();
       const auto ns = f.options.count("namespace") ? f.options.at("namespace") : std::string("default");
       core::check_namespace(ns);  // before connecting or reading a line
       const auto compiled = matrix_from(f);
-      auto engine = engine_from(f, compiled.get());
+      // --metrics-listen: the exporter listens before the engine connects,
+      // so a bad or busy address fails first; it serves until the shell ends.
+      std::shared_ptr<Metrics> metrics;
+#ifdef PATHLOCK_CLI_WITH_METRICS_SERVER
+      std::unique_ptr<MetricsServer> exporter;
+      if (const auto it = f.options.find("metrics-listen"); it != f.options.end()) {
+        metrics = std::make_shared<Metrics>(compiled ? compiled->table() : default_matrix());
+        exporter = std::make_unique<MetricsServer>(metrics, it->second);
+        std::cerr << "pathlock: metrics at " << exporter->url() << std::endl;
+      }
+#else
+      if (f.options.count("metrics-listen"))
+        throw InvalidRequest("--metrics-listen: this build of pathlock has no metrics server");
+#endif
+      auto engine = engine_from(f, compiled.get(), metrics);
       cli::run_shell(*engine, ns, std::cin, std::cout);
       return 0;
     }
