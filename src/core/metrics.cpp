@@ -1,6 +1,10 @@
-// Metrics (pathlock/metrics.hpp): fixed arrays of relaxed atomics, sized
-// once from the matrix, so counting never allocates nor locks; and the
-// Prometheus text exposition, written from a snapshot.
+// Metrics (pathlock/metrics.hpp): per-thread blocks of counters, sized once
+// from the matrix, so counting never allocates (after a thread's first
+// count) nor locks nor contends; and the Prometheus text exposition, written
+// from a snapshot that sums the blocks. A thread's block stays with the
+// Metrics when the thread ends: its counts are never lost.
+// Per-thread blocks rather than shared atomics: many threads counting into
+// one cache line (fetch_add) would contend on every acquire and release.
 //
 // A histogram keeps one counter per bucket (not cumulative) and its sum in
 // nanoseconds; its count is the sum of its buckets, so the exposition's
@@ -11,6 +15,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <mutex>
+#include <unordered_map>
 
 namespace pathlock {
 
@@ -27,7 +33,10 @@ constexpr auto kBoundsNs = bucket_bounds_ns();
 
 using Counter = std::atomic<std::uint64_t>;
 
-void add(Counter& c, std::uint64_t n = 1) noexcept { c.fetch_add(n, std::memory_order_relaxed); }
+// Single writer per counter (its thread's Block): no locked read-modify-write.
+void add(Counter& c, std::uint64_t n = 1) noexcept {
+  c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
 std::uint64_t get(const Counter& c) noexcept { return c.load(std::memory_order_relaxed); }
 
 struct Histogram {
@@ -41,12 +50,6 @@ struct Histogram {
         static_cast<std::size_t>(std::lower_bound(kBoundsNs.begin(), kBoundsNs.end(), ns) - kBoundsNs.begin());
     add(counts[i]);
     add(sum_ns, ns);
-  }
-  HistogramSnapshot snapshot() const {
-    HistogramSnapshot out;
-    for (std::size_t i = 0; i < kBuckets; ++i) out.counts[i] = get(counts[i]);
-    out.sum = static_cast<double>(get(sum_ns)) / 1e9;
-    return out;
   }
 };
 
@@ -171,17 +174,16 @@ std::uint64_t MetricsSnapshot::refusals_total() const {
   return n;
 }
 
-struct Metrics::Impl {
-  explicit Impl(const MatrixTable& matrix)
-      : n(matrix.op_count),
-        acquires(n * kOutcomeCount),
+// One thread's counters. Only its thread writes them (a relaxed load and
+// store: plain instructions, no locked read-modify-write), and any thread
+// reads them (relaxed loads), so counting costs a few additions and a
+// snapshot sums the blocks.
+struct Block {
+  explicit Block(std::size_t n)
+      : acquires(n * kOutcomeCount),
         refusals(n * n * kRefusalKindCount),
         wait(std::make_unique<Histogram[]>(n)),
-        hold(std::make_unique<Histogram[]>(n)) {
-    for (std::size_t i = 0; i < n; ++i) ops.emplace_back(matrix.ops[i].name);
-  }
-  std::size_t n;
-  std::vector<std::string> ops;
+        hold(std::make_unique<Histogram[]>(n)) {}
   std::vector<Counter> acquires;
   std::vector<Counter> refusals;
   std::unique_ptr<Histogram[]> wait, hold;
@@ -190,8 +192,42 @@ struct Metrics::Impl {
   std::array<Counter, kRetryReasonCount> retries{};
   std::array<Counter, kFailoverKindCount> failovers{};
   Histogram redis_calls;
+};
+
+struct Metrics::Impl {
+  explicit Impl(const MatrixTable& matrix) : n(matrix.op_count), id(next_id.fetch_add(1) + 1) {
+    for (std::size_t i = 0; i < n; ++i) ops.emplace_back(matrix.ops[i].name);
+  }
+  std::size_t n;
+  std::vector<std::string> ops;
+  // Never reused, unlike an address: a thread's cache entry for a Metrics
+  // that is gone can never match a new one.
+  const std::uint64_t id;
+  static inline std::atomic<std::uint64_t> next_id{0};
+  mutable std::mutex mutex;  // guards blocks (taken once per thread, and by snapshots)
+  std::vector<std::unique_ptr<Block>> blocks;
 
   bool has(int op) const { return op >= 0 && static_cast<std::size_t>(op) < n; }
+
+  // The calling thread's block: a one-entry cache, then a per-thread map,
+  // then (once per thread and Metrics) a new block under the mutex.
+  Block& mine() {
+    struct Last {
+      std::uint64_t id = 0;
+      Block* block = nullptr;
+    };
+    thread_local Last last;
+    if (last.id == id) return *last.block;
+    thread_local std::unordered_map<std::uint64_t, Block*> known;
+    Block*& b = known[id];
+    if (!b) {
+      std::lock_guard guard(mutex);
+      blocks.push_back(std::make_unique<Block>(n));
+      b = blocks.back().get();
+    }
+    last = Last{id, b};
+    return *b;
+  }
 };
 
 Metrics::Metrics(const MatrixTable& matrix) : impl_(std::make_unique<Impl>(matrix)) {}
@@ -205,54 +241,70 @@ bool Metrics::fits(const MatrixTable& matrix) const {
 }
 
 void Metrics::count_acquire(int op, Outcome outcome) noexcept {
-  if (impl_->has(op)) add(impl_->acquires[static_cast<std::size_t>(op) * kOutcomeCount + static_cast<std::size_t>(outcome)]);
+  if (impl_->has(op))
+    add(impl_->mine().acquires[static_cast<std::size_t>(op) * kOutcomeCount + static_cast<std::size_t>(outcome)]);
 }
 void Metrics::count_refusal(int op, int held_op, std::size_t kind) noexcept {
   if (!impl_->has(op) || !impl_->has(held_op) || kind >= kRefusalKindCount) return;
-  add(impl_->refusals[(static_cast<std::size_t>(op) * impl_->n + static_cast<std::size_t>(held_op)) *
-                          kRefusalKindCount + kind]);
+  add(impl_->mine().refusals[(static_cast<std::size_t>(op) * impl_->n + static_cast<std::size_t>(held_op)) *
+                                 kRefusalKindCount + kind]);
 }
 void Metrics::observe_wait(int op, std::chrono::nanoseconds waited) noexcept {
-  if (impl_->has(op)) impl_->wait[static_cast<std::size_t>(op)].observe(waited);
+  if (impl_->has(op)) impl_->mine().wait[static_cast<std::size_t>(op)].observe(waited);
 }
 void Metrics::observe_hold(int op, std::chrono::nanoseconds held) noexcept {
-  if (impl_->has(op)) impl_->hold[static_cast<std::size_t>(op)].observe(held);
+  if (impl_->has(op)) impl_->mine().hold[static_cast<std::size_t>(op)].observe(held);
 }
-void Metrics::count_release() noexcept { add(impl_->releases); }
-void Metrics::count_force_release() noexcept { add(impl_->force_releases); }
-void Metrics::count_renewal(bool renewed) noexcept { add(renewed ? impl_->renewals : impl_->renewals_missing); }
-void Metrics::count_lease_lost() noexcept { add(impl_->leases_lost); }
-void Metrics::count_long_wait() noexcept { add(impl_->long_waits); }
-void Metrics::count_long_hold() noexcept { add(impl_->long_holds); }
-void Metrics::count_backend_error() noexcept { add(impl_->backend_errors); }
-void Metrics::count_retry(RetryReason reason) noexcept { add(impl_->retries[static_cast<std::size_t>(reason)]); }
-void Metrics::count_failover(FailoverKind kind) noexcept { add(impl_->failovers[static_cast<std::size_t>(kind)]); }
-void Metrics::observe_redis_call(std::chrono::nanoseconds took) noexcept { impl_->redis_calls.observe(took); }
+void Metrics::count_release() noexcept { add(impl_->mine().releases); }
+void Metrics::count_force_release() noexcept { add(impl_->mine().force_releases); }
+void Metrics::count_renewal(bool renewed) noexcept {
+  Block& b = impl_->mine();
+  add(renewed ? b.renewals : b.renewals_missing);
+}
+void Metrics::count_lease_lost() noexcept { add(impl_->mine().leases_lost); }
+void Metrics::count_long_wait() noexcept { add(impl_->mine().long_waits); }
+void Metrics::count_long_hold() noexcept { add(impl_->mine().long_holds); }
+void Metrics::count_backend_error() noexcept { add(impl_->mine().backend_errors); }
+void Metrics::count_retry(RetryReason reason) noexcept { add(impl_->mine().retries[static_cast<std::size_t>(reason)]); }
+void Metrics::count_failover(FailoverKind kind) noexcept {
+  add(impl_->mine().failovers[static_cast<std::size_t>(kind)]);
+}
+void Metrics::observe_redis_call(std::chrono::nanoseconds took) noexcept { impl_->mine().redis_calls.observe(took); }
 
 MetricsSnapshot Metrics::snapshot() const {
   const Impl& m = *impl_;
+  const std::size_t n = m.n;
   MetricsSnapshot s;
   s.ops = m.ops;
-  s.acquires.resize(m.n);
-  for (std::size_t op = 0; op < m.n; ++op)
-    for (std::size_t o = 0; o < kOutcomeCount; ++o) s.acquires[op][o] = get(m.acquires[op * kOutcomeCount + o]);
-  s.refusals.reserve(m.refusals.size());
-  for (const Counter& c : m.refusals) s.refusals.push_back(get(c));
-  for (std::size_t op = 0; op < m.n; ++op) {
-    s.wait.push_back(m.wait[op].snapshot());
-    s.hold.push_back(m.hold[op].snapshot());
+  s.acquires.resize(n);
+  s.refusals.assign(n * n * kRefusalKindCount, 0);
+  s.wait.resize(n);
+  s.hold.resize(n);
+  auto sum = [](HistogramSnapshot& into, const Histogram& h) {
+    for (std::size_t i = 0; i < kBuckets; ++i) into.counts[i] += get(h.counts[i]);
+    into.sum += static_cast<double>(get(h.sum_ns)) / 1e9;
+  };
+  std::lock_guard guard(m.mutex);
+  for (const std::unique_ptr<Block>& bp : m.blocks) {
+    const Block& b = *bp;
+    for (std::size_t op = 0; op < n; ++op) {
+      for (std::size_t o = 0; o < kOutcomeCount; ++o) s.acquires[op][o] += get(b.acquires[op * kOutcomeCount + o]);
+      sum(s.wait[op], b.wait[op]);
+      sum(s.hold[op], b.hold[op]);
+    }
+    for (std::size_t i = 0; i < s.refusals.size(); ++i) s.refusals[i] += get(b.refusals[i]);
+    s.releases += get(b.releases);
+    s.force_releases += get(b.force_releases);
+    s.renewals += get(b.renewals);
+    s.renewals_missing += get(b.renewals_missing);
+    s.leases_lost += get(b.leases_lost);
+    s.long_waits += get(b.long_waits);
+    s.long_holds += get(b.long_holds);
+    s.backend_errors += get(b.backend_errors);
+    for (std::size_t i = 0; i < kRetryReasonCount; ++i) s.retries[i] += get(b.retries[i]);
+    for (std::size_t i = 0; i < kFailoverKindCount; ++i) s.failovers[i] += get(b.failovers[i]);
+    sum(s.redis_calls, b.redis_calls);
   }
-  s.releases = get(m.releases);
-  s.force_releases = get(m.force_releases);
-  s.renewals = get(m.renewals);
-  s.renewals_missing = get(m.renewals_missing);
-  s.leases_lost = get(m.leases_lost);
-  s.long_waits = get(m.long_waits);
-  s.long_holds = get(m.long_holds);
-  s.backend_errors = get(m.backend_errors);
-  for (std::size_t i = 0; i < kRetryReasonCount; ++i) s.retries[i] = get(m.retries[i]);
-  for (std::size_t i = 0; i < kFailoverKindCount; ++i) s.failovers[i] = get(m.failovers[i]);
-  s.redis_calls = m.redis_calls.snapshot();
   return s;
 }
 

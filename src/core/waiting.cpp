@@ -93,13 +93,19 @@ AcquireResult wait_for_grant(const LockRequest& request, const Clock& clock, Wai
   Metrics* m = instruments->metrics();
   if (request.wait <= Millis{0} && !instruments->has_observer()) {  // the hot path: one attempt, no clock
     if (!m) return backend.attempt(Millis{0});
-    AcquireResult out;
-    try {
-      out = backend.attempt(Millis{0});
-    } catch (...) {
-      m->count_acquire(op, Outcome::error);
-      throw;
-    }
+    // Counts an exception as an error; constructed in place, `out` is
+    // returned without a copy (pathlock-metrics-bench measured a default
+    // construction plus move assignment of AcquireResult on this path).
+    struct OnThrow {
+      Metrics* m;
+      int op;
+      bool armed = true;
+      ~OnThrow() {
+        if (armed) m->count_acquire(op, Outcome::error);
+      }
+    } on_throw{m, op};
+    AcquireResult out = backend.attempt(Millis{0});
+    on_throw.armed = false;
     m->count_acquire(op, out.granted ? Outcome::granted : Outcome::refused);
     if (!out.granted)
       m->count_refusal(op, instruments->matrix().op_index(out.conflict.op), refusal_kind(out.conflict));
