@@ -60,26 +60,23 @@ void Instruments::held(std::string_view ns, std::string_view id, int op, std::st
 
 void Instruments::released(std::string_view ns, std::string_view id, bool ok, bool forced) const noexcept {
   if (metrics_ && ok) forced ? metrics_->count_force_release() : metrics_->count_release();
-  if (observer_) {
-    ObservedCall c;
-    c.kind = ObservedCall::Kind::release;
-    c.ns = ns;
-    c.id = id;
-    c.ok = ok;
-    observe(c);
-  }
+  observe_lock_call(ObservedCall::Kind::release, ns, id, ok);
 }
 
 void Instruments::renewed(std::string_view ns, std::string_view id, bool ok) const noexcept {
   if (metrics_) metrics_->count_renewal(ok);
-  if (observer_) {
-    ObservedCall c;
-    c.kind = ObservedCall::Kind::renew;
-    c.ns = ns;
-    c.id = id;
-    c.ok = ok;
-    observe(c);
-  }
+  observe_lock_call(ObservedCall::Kind::renew, ns, id, ok);
+}
+
+void Instruments::observe_lock_call(ObservedCall::Kind kind, std::string_view ns, std::string_view id,
+                                    bool ok) const noexcept {
+  if (!observer_) return;
+  ObservedCall c;
+  c.kind = kind;
+  c.ns = ns;
+  c.id = id;
+  c.ok = ok;
+  observe(c);
 }
 
 std::string HoldTable::key(std::string_view ns, std::string_view id) {

@@ -55,6 +55,8 @@ class Instruments {
   void renewed(std::string_view ns, std::string_view id, bool ok) const noexcept;
 
  private:
+  void observe_lock_call(ObservedCall::Kind kind, std::string_view ns, std::string_view id, bool ok) const noexcept;
+
   const MatrixTable& matrix_;
   std::shared_ptr<Metrics> metrics_;  // null: counting is off
   std::function<void(const ObservedCall&)> observer_;

@@ -54,15 +54,21 @@ struct LogRecorder {
   }
 };
 
+// An engine of `backend` whose messages go to `log`, with options `tweak` changed.
+template <class Tweak>
+std::unique_ptr<LockEngine> engine_logging_to(const BackendUnderTest& backend, LogRecorder& log, Tweak&& tweak) {
+  ObserveOptions observe;
+  observe.log = log.sink();
+  tweak(observe);
+  return backend.make_observed(nullptr, observe);
+}
+
 }  // namespace
 
 TEST_CASE("metrics count every outcome, the refusal grid and the waits, and a long wait is logged", "[metrics]") {
   const BackendUnderTest backend = each_backend();
   LogRecorder log;
-  ObserveOptions observe;
-  observe.log = log.sink();
-  observe.long_wait = Millis{1};
-  auto engine = backend.make_observed(nullptr, observe);
+  auto engine = engine_logging_to(backend, log, [](ObserveOptions& o) { o.long_wait = Millis{1}; });
   const std::string ns = unique_namespace(backend.name + "-metrics");
   const std::shared_ptr<Metrics> metrics = engine->metrics();
   REQUIRE(metrics);
@@ -148,11 +154,10 @@ TEST_CASE("metrics count every outcome, the refusal grid and the waits, and a lo
 TEST_CASE("metrics: a long hold is logged once when the holder renews, and counting can be off", "[metrics]") {
   const BackendUnderTest backend = each_backend();
   LogRecorder log;
-  ObserveOptions observe;
-  observe.log = log.sink();
-  observe.long_hold = Millis{1};
-  observe.count = false;
-  auto engine = backend.make_observed(nullptr, observe);
+  auto engine = engine_logging_to(backend, log, [](ObserveOptions& o) {
+    o.long_hold = Millis{1};
+    o.count = false;
+  });
   CHECK_FALSE(engine->metrics());
   const std::string ns = unique_namespace(backend.name + "-hold");
   const AcquireResult held =
