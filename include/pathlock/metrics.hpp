@@ -3,8 +3,9 @@
 //
 // Metrics. A Metrics object holds every counter and histogram of one or
 // more engines of one matrix (pass the same shared_ptr in the options of
-// several engines to add them up). Counting costs relaxed atomic additions,
-// never a lock; labels are bounded: operation names come from the matrix
+// several engines to add them up). Counting is a few additions into the
+// calling thread's own block of counters (a thread's first count into a
+// Metrics takes a mutex once to create it); labels are bounded: operation names come from the matrix
 // (by op code), never paths, owners or namespaces. Read it three ways:
 //   snapshot()      a copy of every value, for C++ code and tests;
 //   prometheus()    the Prometheus text exposition format (version 0.0.4),
