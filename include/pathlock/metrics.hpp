@@ -199,6 +199,7 @@ struct ObserveOptions {
   std::function<void(const ObservedCall&)> observer{};
   // Where messages go (nullptr: log_to_stderr).
   LogSink log{};
+  // Both thresholds must be positive (else the factory throws InvalidRequest).
   // A waiting acquire still refused after this long is logged once (a
   // warning naming the holder that refused it: owner, operation, path).
   Millis long_wait{10000};
