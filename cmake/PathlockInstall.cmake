@@ -84,6 +84,9 @@ set(PATHLOCK_PC_REQUIRES "fmt")
 if(PATHLOCK_WITH_REDIS)
   string(APPEND PATHLOCK_PC_REQUIRES " hiredis libssl")
 endif()
+if(PATHLOCK_WITH_METRICS_SERVER)
+  string(APPEND PATHLOCK_PC_REQUIRES " cpp-httplib")
+endif()
 foreach(dir LIBDIR INCLUDEDIR DATADIR)
   if(IS_ABSOLUTE "${CMAKE_INSTALL_${dir}}")
     set(PATHLOCK_PC_${dir} "${CMAKE_INSTALL_${dir}}")
@@ -124,12 +127,16 @@ process, and Redis shared by many service instances.
 This package holds the static library, its headers, the CMake package
 (find_package(pathlock)), pathlock.pc, the command-line tool pathlock,
 the matrix compiler pathlock-matrixc and the generated Redis scripts.")
-# libc6, libstdc++6, libfmt9 and (with Redis) libhiredis0.14 and libssl3 come from
+# libc6, libstdc++6, libfmt9, (with Redis) libhiredis0.14 and libssl3, and (with
+# the metrics server) libcpp-httplib0.11 come from
 # dpkg-shlibdeps on the two programs. Building against the static library
 # also needs the -dev packages of what it links; apt installs Recommends by
 # default.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(pathlock_recommends "libfmt-dev, cmake | pkg-config")
+if(PATHLOCK_WITH_METRICS_SERVER)
+  string(PREPEND pathlock_recommends "libcpp-httplib-dev, ")
+endif()
 if(PATHLOCK_WITH_REDIS)
   string(PREPEND pathlock_recommends "libhiredis-dev, libssl-dev, ")
   set(CPACK_DEBIAN_PACKAGE_SUGGESTS "redis-server")

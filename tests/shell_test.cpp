@@ -2,7 +2,14 @@
 #include "shell.hpp"
 
 #include "support/backends.hpp"
+#include "support/process.hpp"
 #include "support/redis_server.hpp"
+
+#ifdef PATHLOCK_TEST_WITH_METRICS_SERVER
+#include "cmake/pathlock_child_process.hpp"
+
+#include <httplib.h>
+#endif
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -465,3 +472,45 @@ TEST_CASE("shell over TLS: the --tls-* options, and a clear error without them",
   CHECK(bad.status == 1);
   CHECK(bad.err.find("--tls-insecure-skip-verify takes yes or no") != std::string::npos);
 }
+
+#ifdef PATHLOCK_TEST_WITH_METRICS_SERVER
+TEST_CASE("shell --metrics-listen serves what the shell process did", "[shell][metrics]") {
+  std::string backend = GENERATE(as<std::string>{}, "memory", "redis");
+  std::vector<std::string> args{"--namespace", "shell-metrics-" + std::to_string(getpid())};
+  if (backend == "redis") args.insert(args.end(), {"--backend", "redis", "--redis", pathlock::test::shared_redis_server().url()});
+  // A port that was free a moment ago (another process may take it: retried).
+  for (int attempt = 1;; ++attempt) {
+    const int port = pathlock::child_process::free_loopback_port();
+    REQUIRE(port > 0);
+    std::vector<std::string> with = args;
+    with.insert(with.end(), {"--metrics-listen", "127.0.0.1:" + std::to_string(port)});
+    ShellProcess sh(with);
+    sh.send("acquire ann upload /m/A/f");
+    const std::string first = sh.line();
+    if (first.empty() && attempt < 3) continue;  // it exited: the port was taken
+    INFO("backend " << backend << ", first answer: " << first);
+    REQUIRE(json::parse(first)["granted"] == true);
+    CHECK(sh.ask("acquire bob delete_folder /m/A")["granted"] == false);
+    httplib::Client client("127.0.0.1", port);
+    const auto res = client.Get("/metrics");
+    REQUIRE(res);
+    CHECK(res->status == 200);
+    CHECK(res->body.find("pathlock_acquires_total{op=\"upload\",outcome=\"granted\"} 1\n") != std::string::npos);
+    CHECK(res->body.find("pathlock_refusals_total{op=\"delete_folder\",held_op=\"upload\",relation=\"held_descendant\"} 1\n") !=
+          std::string::npos);
+    if (backend == "redis") CHECK(res->body.find("pathlock_redis_call_seconds_count 0\n") == std::string::npos);
+    CHECK(sh.finish().empty());
+    break;
+  }
+}
+
+TEST_CASE("shell --metrics-listen: a bad address ends the shell with status 1", "[shell][metrics]") {
+  for (const char* bad : {"nonsense", "127.0.0.1:99999", "127.0.0.1:"}) {
+    const int null = open("/dev/null", O_RDWR);
+    REQUIRE(null >= 0);
+    const pid_t pid = pathlock::test::spawn({PATHLOCK_CLI, "shell", "--metrics-listen", bad}, null, null);
+    close(null);
+    CHECK(pathlock::test::wait_exit(pid) == 1);
+  }
+}
+#endif

@@ -32,6 +32,8 @@
 
 namespace pathlock {
 
+class Metrics;  // pathlock/metrics.hpp
+
 using Millis = std::chrono::milliseconds;
 
 inline constexpr Millis kMinTtl{1};
@@ -274,6 +276,11 @@ class LockEngine {
 
   // The rules this engine enforces.
   virtual const MatrixTable& matrix() const = 0;
+
+  // Where this engine counts (pathlock/metrics.hpp), shared with whoever
+  // passed it in the options; nullptr when counting is off or the backend
+  // does not count.
+  virtual std::shared_ptr<Metrics> metrics() const { return nullptr; }
 };
 
 }  // namespace pathlock

@@ -11,6 +11,7 @@
 #include <pathlock/redis.hpp>
 
 #include <memory>
+#include <optional>
 #include <string_view>
 
 namespace pathlock {
@@ -24,6 +25,9 @@ struct EngineOptions {
   const MatrixTable* matrix = nullptr;
   MemoryOptions memory;  // used when backend == memory
   RedisOptions redis;    // used when backend == redis
+  // Metrics, observer and logs for every backend; when set it overrides
+  // memory.observe and redis.observe (pathlock/metrics.hpp).
+  std::optional<ObserveOptions> observe;
 };
 
 // Creates an engine of options.backend. Throws what that backend's own

@@ -15,6 +15,9 @@
 // Guarantee: once stop(lease) returns, the keeper never renews that lease
 // again; a renewal in flight when stop() is called is waited for. Stop before
 // you release, and a released lock is never renewed (LockGuard does this).
+//
+// Metrics: a lost lease counts in the engine's metrics (LockEngine::metrics(),
+// pathlock_leases_lost_total); renewals count in the engine's renew.
 #pragma once
 
 #include <pathlock/engine.hpp>

@@ -8,6 +8,7 @@
 
 #include <pathlock/clock.hpp>
 #include <pathlock/engine.hpp>
+#include <pathlock/metrics.hpp>
 
 #include <memory>
 
@@ -16,9 +17,11 @@ namespace pathlock {
 struct MemoryOptions {
   const MatrixTable* matrix = nullptr;  // nullptr: default_matrix(); must outlive the engine
   std::shared_ptr<const Clock> clock;   // nullptr: steady_clock()
+  ObserveOptions observe{};             // metrics, observer, logs (pathlock/metrics.hpp)
 };
 
-// Creates an embedded engine. Never throws for valid options.
+// Creates an embedded engine. Throws InvalidRequest for bad observe options
+// (a Metrics of another matrix, a threshold that is not positive).
 std::unique_ptr<LockEngine> make_memory_engine(const MemoryOptions& options = {});
 
 }  // namespace pathlock

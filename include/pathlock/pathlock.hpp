@@ -8,6 +8,7 @@
 #include <pathlock/keeper.hpp>
 #include <pathlock/matrix_table.hpp>
 #include <pathlock/memory.hpp>
+#include <pathlock/metrics.hpp>
 #include <pathlock/path.hpp>
 #include <pathlock/redis.hpp>
 #include <pathlock/version.hpp>

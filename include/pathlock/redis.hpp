@@ -8,6 +8,7 @@
 #pragma once
 
 #include <pathlock/engine.hpp>
+#include <pathlock/metrics.hpp>
 
 #include <cstddef>
 #include <memory>
@@ -48,6 +49,10 @@ struct RedisOptions {
   // replicated"). See docs/operations.md#failover.
   int replicas = 0;
   RedisTlsOptions tls{};  // for rediss:// and rediss-sentinel:// only
+  // Metrics, observer, logs (pathlock/metrics.hpp). The client counts its
+  // errors, retries, failovers and call latency in the same Metrics, and
+  // its warnings go to observe.log.
+  ObserveOptions observe{};
 };
 
 // Creates a Redis engine and connects once, so that a bad address, bad

@@ -8,6 +8,8 @@
 // which is how "never renews after release" holds.
 #include <pathlock/keeper.hpp>
 
+#include <pathlock/metrics.hpp>
+
 #include "core/request.hpp"
 
 #include <algorithm>
@@ -111,6 +113,7 @@ void LeaseKeeper::run() {
 
 void LeaseKeeper::mark_lost(Lease& lease) {
   lease.lost_.store(true, std::memory_order_release);
+  if (const std::shared_ptr<Metrics> m = engine_.metrics()) m->count_lease_lost();
   if (lease.on_lost_) lease.on_lost_(lease);
 }
 

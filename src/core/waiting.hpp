@@ -22,6 +22,8 @@
 #include <pathlock/clock.hpp>
 #include <pathlock/engine.hpp>
 
+#include "core/observe.hpp"
+
 namespace pathlock::core {
 
 // Longest sleep between two attempts of a waiting request.
@@ -49,6 +51,11 @@ class WaitingAttempts {
 };
 
 // Runs the policy for `request` (already validated) on `clock`.
-AcquireResult wait_for_grant(const LockRequest& request, const Clock& clock, WaitingAttempts& backend);
+// With `instruments`, also counts the call for operation code `op` (its
+// outcome, the first refusal it saw, how long it waited), tells the
+// observer, and logs a wait still refused after long_wait, once, naming the
+// holder of the refusal it saw then (observe.hpp).
+AcquireResult wait_for_grant(const LockRequest& request, const Clock& clock, WaitingAttempts& backend,
+                             const Instruments* instruments = nullptr, int op = -1);
 
 }  // namespace pathlock::core

@@ -23,12 +23,14 @@ std::unique_ptr<LockEngine> make_engine(const EngineOptions& options) {
     case Backend::memory: {
       MemoryOptions memory = options.memory;
       if (options.matrix) memory.matrix = options.matrix;
+      if (options.observe) memory.observe = *options.observe;
       return make_memory_engine(memory);
     }
     case Backend::redis: {
 #ifdef PATHLOCK_WITH_REDIS
       RedisOptions redis = options.redis;
       if (options.matrix) redis.matrix = options.matrix;
+      if (options.observe) redis.observe = *options.observe;
       return make_redis_engine(redis);
 #else
       throw InvalidRequest("this build of pathlock has no Redis backend (PATHLOCK_WITH_REDIS=OFF)");

@@ -40,8 +40,10 @@ struct Lock : ExpiryHook {
   std::uint64_t fence = 0;
   std::uint32_t holds = 1;
   Millis ttl{0};
-  std::string idempotency_key;  // empty: none
-  std::vector<Entry> entries;   // in role order; never resized while linked
+  std::string idempotency_key;   // empty: none
+  Clock::time_point granted_at;  // for the hold time (core/observe.hpp)
+  bool hold_logged = false;      // a long hold was logged
+  std::vector<Entry> entries;    // in role order; never resized while linked
 };
 
 // A waiting fair request: its place in line and its indexed targets.

@@ -46,6 +46,7 @@
 #include "memory/namespace_state.hpp"
 #include "memory/path_index.hpp"
 
+#include "core/observe.hpp"
 #include "core/request.hpp"
 #include "core/waiting.hpp"
 
@@ -76,35 +77,48 @@ Relation relation_of(std::string_view held, std::string_view requested) {
 
 class MemoryEngine final : public LockEngine {
  public:
-  MemoryEngine(const MatrixTable& matrix, std::shared_ptr<const Clock> clock)
-      : matrix_(matrix), clock_(std::move(clock)), registry_([] { return std::make_unique<Namespace>(); }) {}
+  MemoryEngine(const MatrixTable& matrix, std::shared_ptr<const Clock> clock, const ObserveOptions& observe)
+      : matrix_(matrix),
+        clock_(std::move(clock)),
+        instruments_(observe, matrix),
+        registry_([] { return std::make_unique<Namespace>(); }) {}
 
   const MatrixTable& matrix() const override { return matrix_; }
+  std::shared_ptr<Metrics> metrics() const override { return instruments_.shared_metrics(); }
 
   AcquireResult acquire(const LockRequest& request) override {
     core::ResolvedRequest req = core::resolve_request(matrix_, request);
     registry_.note_call();
     Attempts attempts(*this, static_cast<Namespace&>(registry_.get(request.ns)), req, request);
-    return core::wait_for_grant(request, *clock_, attempts);
+    return core::wait_for_grant(request, *clock_, attempts, &instruments_, req.op);
   }
 
   bool release(std::string_view ns_name, std::string_view id, std::string_view token) override {
-    return with_lock(ns_name, id, &token, [&](Namespace& ns, NamespaceState& st, Lock& lock, Clock::time_point) {
-      if (--lock.holds == 0) {
-        remove(st, lock);
-        ns.notify();
-      }
-    });
+    const bool ok =
+        with_lock(ns_name, id, &token, [&](Namespace& ns, NamespaceState& st, Lock& lock, Clock::time_point now) {
+          const bool last = --lock.holds == 0;
+          held(ns_name, lock, now, last);
+          if (last) {
+            remove(st, lock);
+            ns.notify();
+          }
+        });
+    instruments_.released(ns_name, id, ok, false);
+    return ok;
   }
 
   bool renew(std::string_view ns_name, std::string_view id, std::string_view token,
              std::optional<Millis> ttl) override {
     core::check_namespace(ns_name);
     if (ttl) core::check_ttl(*ttl);
-    return with_lock(ns_name, id, &token, [&](Namespace&, NamespaceState& st, Lock& lock, Clock::time_point now) {
-      if (ttl) lock.ttl = *ttl;
-      extend(st, lock, now + lock.ttl);
-    });
+    const bool ok =
+        with_lock(ns_name, id, &token, [&](Namespace&, NamespaceState& st, Lock& lock, Clock::time_point now) {
+          if (ttl) lock.ttl = *ttl;
+          extend(st, lock, now + lock.ttl);
+          held(ns_name, lock, now, false);
+        });
+    instruments_.renewed(ns_name, id, ok);
+    return ok;
   }
 
   bool is_held(std::string_view ns_name, std::string_view id, std::string_view token) override {
@@ -167,10 +181,14 @@ class MemoryEngine final : public LockEngine {
   }
 
   bool force_release(std::string_view ns_name, std::string_view id) override {
-    return with_lock(ns_name, id, nullptr, [&](Namespace& ns, NamespaceState& st, Lock& lock, Clock::time_point) {
-      remove(st, lock);
-      ns.notify();
-    });
+    const bool ok =
+        with_lock(ns_name, id, nullptr, [&](Namespace& ns, NamespaceState& st, Lock& lock, Clock::time_point now) {
+          held(ns_name, lock, now, true);
+          remove(st, lock);
+          ns.notify();
+        });
+    instruments_.released(ns_name, id, ok, true);
+    return ok;
   }
 
   std::vector<LockInfo> list(std::string_view ns_name, std::string_view prefix) override {
@@ -272,6 +290,12 @@ class MemoryEngine final : public LockEngine {
     std::uint64_t seen_ = 0;  // ns_.generation at the last attempt
   };
 
+  // Hold time and long holds of `lock` at `now` (`ended`: its last hold went).
+  void held(std::string_view ns, Lock& lock, Clock::time_point now, bool ended) const {
+    instruments_.held(ns, lock.id, lock.op, lock.owner, lock.entries.front().path, now - lock.granted_at, ended,
+                      &lock.hold_logged);
+  }
+
   Blockers blockers_of(int code) const {
     const auto r = static_cast<std::size_t>(code);
     const auto& b = matrix_.blockers;
@@ -349,6 +373,8 @@ class MemoryEngine final : public LockEngine {
     lock.op = req.op;
     lock.ttl = request.ttl;
     lock.expires_at = now + request.ttl;
+    lock.granted_at = now;
+    lock.hold_logged = false;
     st.expiry.arm(lock);
     if (!request.idempotency_key.empty()) {
       lock.idempotency_key = request.idempotency_key;
@@ -504,6 +530,7 @@ class MemoryEngine final : public LockEngine {
 
   const MatrixTable& matrix_;
   const std::shared_ptr<const Clock> clock_;
+  const core::Instruments instruments_;
   NamespaceRegistry registry_;
 };
 
@@ -515,7 +542,7 @@ namespace pathlock {
 
 std::unique_ptr<LockEngine> make_memory_engine(const MemoryOptions& options) {
   return std::make_unique<memory::MemoryEngine>(options.matrix ? *options.matrix : default_matrix(),
-                                                options.clock ? options.clock : steady_clock());
+                                                options.clock ? options.clock : steady_clock(), options.observe);
 }
 
 }  // namespace pathlock

@@ -11,6 +11,13 @@
 #include <new>
 
 namespace pathlock::redis {
+
+void Warnings::warn(std::string_view message, std::vector<LogField> fields) const {
+  try {
+    (log ? log : LogSink(log_to_stderr))(LogLevel::warning, message, fields);
+  } catch (...) {  // a sink that throws loses its message, never the caller's call
+  }
+}
 namespace {
 
 [[noreturn]] void malformed(const char* what) {
@@ -121,10 +128,10 @@ void Connection::setup(const ConnectionSettings& settings, Role role, Warnings& 
   const Reply r = run({"CONFIG", "GET", "maxmemory-policy"});
   if (r.is_error() || r.type != Reply::Type::array || r.elements.size() != 2) {
     if (!warnings.config.exchange(true))
-      std::fprintf(stderr,
-                   "pathlock: warning: %s: cannot read maxmemory-policy (CONFIG GET: %s); make sure it "
-                   "is noeviction, or Redis may evict lock data under memory pressure\n",
-                   name_.c_str(), r.is_error() ? r.str.c_str() : "unexpected reply");
+      warnings.warn(fmt::format("{}: cannot read maxmemory-policy (CONFIG GET: {}); make sure it is noeviction, or "
+                                "Redis may evict lock data under memory pressure",
+                                name_, r.is_error() ? r.str : "unexpected reply"),
+                    {{"event", "maxmemory_policy_unknown"}, {"server", name_}});
     return;
   }
   const std::string& policy = r.elements[1].str;

@@ -37,6 +37,7 @@
 #include "redis/tls.hpp"
 
 #include <pathlock/engine.hpp>
+#include <pathlock/metrics.hpp>
 
 #include <atomic>
 #include <cstdint>
@@ -92,6 +93,8 @@ struct ConnectionSettings {
 struct Warnings {
   std::atomic<bool> config{false};
   std::atomic<bool> subscribe{false};
+  LogSink log;  // where warnings go (set once, before any connection opens)
+  void warn(std::string_view message, std::vector<LogField> fields) const;
 };
 
 class Connection {

@@ -33,6 +33,7 @@ struct RedisClient::Attempt {
 };
 
 RedisClient::RedisClient(ClientOptions options) : options_(std::move(options)), server_(options_.url.describe()) {
+  warnings_.log = options_.log;
   if (options_.pool_size == 0) throw InvalidRequest("pool_size must be at least 1");
   if (options_.connect_timeout < Millis{1}) throw InvalidRequest("connect_timeout must be at least 1 ms");
   if (options_.command_timeout < Millis{1}) throw InvalidRequest("command_timeout must be at least 1 ms");
@@ -84,6 +85,7 @@ RedisClient::RedisClient(ClientOptions options) : options_(std::move(options)), 
 RedisClient::~RedisClient() { watcher_.reset(); }
 
 void RedisClient::fail(std::string_view what) const {
+  if (options_.metrics) options_.metrics->count_backend_error();
   throw BackendError(fmt::format("redis at {}: {}", server_, what));
 }
 
@@ -127,6 +129,7 @@ void RedisClient::rediscover(Clock::time_point seen) {
     try {
       const Endpoint master = ask_sentinels(options_.url, settings_, warnings_);
       std::lock_guard guard(mutex_);
+      if (options_.metrics && !(master == master_)) options_.metrics->count_failover(FailoverKind::sentinel);
       master_ = master;
     } catch (const BackendError&) {
     }
@@ -156,7 +159,19 @@ int RedisClient::wait_replicas(Connection& c) {
 
 template <class Body>
 Reply RedisClient::routed(int slot, int* acked, Body&& body) {
-  const Clock::time_point deadline = Clock::now() + options_.command_timeout;
+  const Clock::time_point begun = Clock::now();
+  const Clock::time_point deadline = begun + options_.command_timeout;
+  // The call's duration, retries included, however it ends.
+  struct Timed {
+    Metrics* m;
+    Clock::time_point begun;
+    ~Timed() {
+      if (m) m->observe_redis_call(Clock::now() - begun);
+    }
+  } timed{options_.metrics, begun};
+  auto retry = [&](RetryReason reason) {
+    if (options_.metrics) options_.metrics->count_retry(reason);
+  };
   std::optional<Endpoint> ask_node;
   bool fresh = false;
   Millis pause{5};
@@ -165,7 +180,7 @@ Reply RedisClient::routed(int slot, int* acked, Body&& body) {
     const bool asking = ask_node.has_value();
     const Endpoint node = asking ? *std::exchange(ask_node, std::nullopt) : target(slot);
     std::string why;  // why this attempt did not run
-    bool relearn = false, back_off = false;
+    bool relearn = false, back_off = false, lost_node = false;
     try {
       NodePool& p = pool(node);
       NodePool::Lease lease = p.take(fresh);
@@ -182,21 +197,41 @@ Reply RedisClient::routed(int slot, int* acked, Body&& body) {
         case Redirect::Kind::moved:
           slots_.assign(d.slot, d.node);
           relearn = true;
+          retry(RetryReason::moved);
           break;
-        case Redirect::Kind::ask: ask_node = d.node; break;
-        case Redirect::Kind::read_only: relearn = back_off = true; break;
-        case Redirect::Kind::busy: back_off = true; break;
+        case Redirect::Kind::ask:
+          ask_node = d.node;
+          retry(RetryReason::ask);
+          break;
+        case Redirect::Kind::read_only:
+          relearn = back_off = true;
+          retry(RetryReason::read_only);
+          lost_node = true;
+          break;
+        case Redirect::Kind::busy:
+          back_off = true;
+          retry(RetryReason::busy);
+          break;
         case Redirect::Kind::none: break;
       }
     } catch (const NotSent& e) {
       // Usually a pooled connection the server had closed: once more at
       // once on a fresh one. Again: the node itself may be gone.
-      if (attempt > 1 && mode_ == Mode::standalone) throw;
+      if (attempt > 1 && mode_ == Mode::standalone) {
+        if (options_.metrics) options_.metrics->count_backend_error();
+        throw;
+      }
+      retry(RetryReason::not_sent);
       fresh = true;
       why = e.what();
       relearn = back_off = attempt > 1;
     } catch (const Unreachable& e) {
-      if (mode_ == Mode::standalone) throw;
+      if (mode_ == Mode::standalone) {
+        if (options_.metrics) options_.metrics->count_backend_error();
+        throw;
+      }
+      retry(RetryReason::unreachable);
+      lost_node = true;
       why = e.what();
       relearn = back_off = true;
     }
@@ -204,6 +239,9 @@ Reply RedisClient::routed(int slot, int* acked, Body&& body) {
       fail(fmt::format("gave up after {} attempts in {} ms, none of which ran: {}", attempt,
                        options_.command_timeout.count(), why));
     if (relearn) rediscover(started);
+    // A node gone or demoted whose slot now has another master: a failover.
+    if (lost_node && mode_ == Mode::cluster && options_.metrics && slot >= 0 && !(target(slot) == node))
+      options_.metrics->count_failover(FailoverKind::cluster);
     if (back_off) {
       std::this_thread::sleep_for(std::min(pause, std::chrono::ceil<Millis>(deadline - Clock::now())));
       pause = std::min(pause * 2, Millis{200});

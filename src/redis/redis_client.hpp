@@ -31,6 +31,11 @@
 // Failures: always BackendError "redis at <where>: ...". Error replies are
 // returned by call() and thrown by command() and fcall().
 //
+// Metrics (ClientOptions::metrics): every routed call's duration, retries
+// included; each retry by reason; each BackendError it raises; failovers
+// (the sentinels named another master; a cluster node was unreachable or
+// read-only and the slot map was read again).
+//
 // Thread safety: every public method may be called concurrently; one
 // Subscription belongs to one thread.
 #pragma once
@@ -42,6 +47,7 @@
 #include "redis/subscription.hpp"
 
 #include <pathlock/engine.hpp>
+#include <pathlock/metrics.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -67,6 +73,11 @@ struct ClientOptions {
   // 0: no WAIT.
   int replicas = 0;
   RedisTlsOptions tls{};  // rediss:// URLs only (tls.hpp)
+  // Where the client counts errors, retries, failovers and call latency
+  // (nullptr: nowhere); must outlive the client.
+  Metrics* metrics = nullptr;
+  // Where its warnings go (nullptr: log_to_stderr).
+  LogSink log{};
 };
 
 class RedisClient {

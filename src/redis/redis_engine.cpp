@@ -58,6 +58,7 @@
 // atomicity comes from Redis running each function alone.
 #include <pathlock/redis.hpp>
 
+#include "core/observe.hpp"
 #include "core/request.hpp"
 #include "core/waiting.hpp"
 #include "redis/library.hpp"
@@ -71,7 +72,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <iterator>
 #include <atomic>
 
@@ -114,21 +114,26 @@ Relation parse_relation(const RedisClient& client, const std::string& name) {
   client.fail(fmt::format("acquire reported an unknown relation '{}'", name));
 }
 
-ClientOptions client_options(const RedisOptions& options) {
+ClientOptions client_options(const RedisOptions& options, const core::Instruments& instruments) {
   if (options.replicas < 0 || options.replicas > 64)
     throw InvalidRequest(fmt::format("replicas must be 0..64, not {}", options.replicas));
   return ClientOptions{parse_redis_url(options.url), options.connect_timeout, options.command_timeout,
-                       options.pool_size, options.replicas, options.tls};
+                       options.pool_size, options.replicas, options.tls, instruments.metrics(), instruments.sink()};
 }
 
 class RedisEngine final : public LockEngine {
  public:
   RedisEngine(const MatrixTable& matrix, const RedisOptions& options)
-      : matrix_(matrix), library_(library_for(matrix)), client_(client_options(options)), replicas_(options.replicas) {
+      : matrix_(matrix),
+        instruments_(options.observe, matrix),
+        library_(library_for(matrix)),
+        client_(client_options(options, instruments_)),
+        replicas_(options.replicas) {
     client_.load_library(library_.name, library_.code);
   }
 
   const MatrixTable& matrix() const override { return matrix_; }
+  std::shared_ptr<Metrics> metrics() const override { return instruments_.shared_metrics(); }
 
   AcquireResult acquire(const LockRequest& request) override {
     const core::ResolvedRequest req = core::resolve_request(matrix_, request);
@@ -151,12 +156,20 @@ class RedisEngine final : public LockEngine {
     args.push_back(waiter);
     args.push_back("0");  // reserve_ms, set per attempt
     Attempts attempts(*this, request.ns, req, std::move(args), waiter);
-    return core::wait_for_grant(request, *steady_clock(), attempts);
+    AcquireResult out = core::wait_for_grant(request, *steady_clock(), attempts, &instruments_, req.op);
+    if (out.granted)
+      holds_.granted(request.ns, out.grant.id, req.op, request.owner, req.targets.front().path, out.grant.holds,
+                     steady_clock()->now(), out.grant.expires_in, request.ttl);
+    return out;
   }
 
   bool release(std::string_view ns, std::string_view id, std::string_view token) override {
     core::check_namespace(ns);
-    return released("release", run("release", ns, {std::string(id), std::string(token)}));
+    const Reply r = run("release", ns, {std::string(id), std::string(token)});
+    const bool ok = released("release", r);
+    if (ok) lock_gone(ns, id, static_cast<std::uint32_t>(r.at(1).number()));
+    instruments_.released(ns, id, ok, false);
+    return ok;
   }
 
   bool renew(std::string_view ns, std::string_view id, std::string_view token, std::optional<Millis> ttl) override {
@@ -165,9 +178,16 @@ class RedisEngine final : public LockEngine {
     const Reply r =
         run("renew", ns, {std::string(id), std::string(token), ttl ? std::to_string(ttl->count()) : std::string()});
     const std::string& status = r.at(0).text();
-    if (status == "renewed") return true;
-    if (status == "missing") return false;
-    unexpected("renew", status);
+    if (status != "renewed" && status != "missing") unexpected("renew", status);
+    const bool ok = status == "renewed";
+    if (ok) {
+      const Clock::time_point now = steady_clock()->now();
+      holds_.renewed(ns, id, now, ttl, [&](core::HoldTable::Held& h) {
+        instruments_.held(ns, id, h.op, h.owner, h.path, now - h.granted_at, false, &h.logged);
+      });
+    }
+    instruments_.renewed(ns, id, ok);
+    return ok;
   }
 
   std::vector<LockInfo> list(std::string_view ns, std::string_view prefix) override {
@@ -279,7 +299,10 @@ class RedisEngine final : public LockEngine {
 
   bool force_release(std::string_view ns, std::string_view id) override {
     core::check_namespace(ns);
-    return released("force_release", run("force_release", ns, {std::string(id)}));
+    const bool ok = released("force_release", run("force_release", ns, {std::string(id)}));
+    if (ok) lock_gone(ns, id, 0);
+    instruments_.released(ns, id, ok, true);
+    return ok;
   }
 
  private:
@@ -448,14 +471,22 @@ class RedisEngine final : public LockEngine {
         client_.fail(fmt::format("the Redis user may not run {} on the keys of namespace '{}' (pl:{{{}}}:*); the "
                                  "lock library needs them (docs/operations.md)",
                                  missing, ns, ns));
-      std::fprintf(stderr,
-                   "pathlock: warning: redis at %s: this user may not SPUBLISH on pl:{%.*s}:wake; waiting requests "
-                   "only re-check on a timer. Grant the user the channels pl:* (ACL SETUSER ... &pl:*)\n",
-                   client_.server().c_str(), static_cast<int>(ns.size()), ns.data());
+      instruments_.log(LogLevel::warning,
+                       fmt::format("redis at {}: this user may not SPUBLISH on pl:{{{}}}:wake; waiting requests only "
+                                   "re-check on a timer. Grant the user the channels pl:* (ACL SETUSER ... &pl:*)",
+                                   client_.server(), ns),
+                       {{"event", "no_spublish"}, {"server", client_.server()}, {"ns", std::string(ns)}});
     } else if (r.at(0).text() != "ok") {
       unexpected("probe", r.at(0).text());
     }
     probed_.store(true, std::memory_order_release);
+  }
+
+  // Lock `id` released with `holds_left`: when it is gone and this process
+  // granted it, its hold time (and a long hold) is counted.
+  void lock_gone(std::string_view ns, std::string_view id, std::uint32_t holds_left) {
+    if (std::optional<core::HoldTable::Held> h = holds_.released(ns, id, holds_left))
+      instruments_.held(ns, id, h->op, h->owner, h->path, steady_clock()->now() - h->granted_at, true, &h->logged);
   }
 
   bool released(std::string_view function, const Reply& r) const {
@@ -470,6 +501,8 @@ class RedisEngine final : public LockEngine {
   }
 
   const MatrixTable& matrix_;
+  const core::Instruments instruments_;  // before client_, which counts into it
+  core::HoldTable holds_;                // grant times of this process's locks
   Library library_;
   RedisClient client_;
   const int replicas_;  // RedisOptions::replicas

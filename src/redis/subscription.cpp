@@ -41,10 +41,10 @@ void Subscription::refused(const std::string& why) {
   // resetchannels), or SSUBSCRIBE renamed away: wait without wake-ups.
   conn_.reset();
   if (!client_.warnings_.subscribe.exchange(true))
-    std::fprintf(stderr,
-                 "pathlock: warning: redis at %s: SSUBSCRIBE %s refused (%s); waiting requests only re-check on a "
-                 "timer. Grant the user the channels pl:* (ACL SETUSER ... &pl:*)\n",
-                 client_.server_.c_str(), channel_.c_str(), why.c_str());
+    client_.warnings_.warn(fmt::format("redis at {}: SSUBSCRIBE {} refused ({}); waiting requests only re-check on a "
+                                       "timer. Grant the user the channels pl:* (ACL SETUSER ... &pl:*)",
+                                       client_.server_, channel_, why),
+                           {{"event", "ssubscribe_refused"}, {"server", client_.server_}, {"channel", channel_}});
 }
 
 void Subscription::open() {

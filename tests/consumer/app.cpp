@@ -3,6 +3,7 @@
 // the embedded backend. Exits 0 when pathlock behaves as the rules say.
 // Built by tests/consumer/CMakeLists.txt (find_package or add_subdirectory)
 // and, without the own matrix, with pkg-config flags (PATHLOCK_PKG_CONFIG).
+#include <pathlock/metrics_server.hpp>
 #include <pathlock/pathlock.hpp>
 #ifndef PATHLOCK_PKG_CONFIG
 #include "consumer_rules.hpp"
@@ -36,6 +37,12 @@ int main() {
   const AcquireResult upload = shipped->acquire({"p", "bob", "upload", {{"target", "/p/A/C/f.txt"}}, Millis{30000}});
   expect(!upload.granted && upload.conflict.op == "move_folder",
          "shipped matrix: upload inside a moving folder refused");
+  // Metrics, and the exporter: the package carries its HTTP dependency.
+  expect(shipped->metrics() && shipped->metrics()->snapshot().acquires_total() == 2, "metrics counted");
+  {
+    MetricsServer exporter(shipped->metrics());
+    expect(exporter.port() > 0, "metrics server listens");
+  }
 
 #ifndef PATHLOCK_PKG_CONFIG
   // The consumer's own matrix, through the factory.

@@ -19,10 +19,11 @@ namespace {
 
 #ifdef PATHLOCK_WITH_REDIS
 std::unique_ptr<LockEngine> redis_row_engine(const MatrixTable* matrix, const std::string& url,
-                                             const RedisTlsOptions& tls = {}) {
+                                             const ObserveOptions& observe = {}, const RedisTlsOptions& tls = {}) {
   RedisOptions options;
   options.matrix = matrix;
   options.url = url;
+  options.observe = observe;
   options.tls = tls;
   return make_redis_engine(options);
 }
@@ -32,22 +33,37 @@ const std::vector<BackendUnderTest>& all_rows() {
   static const std::vector<BackendUnderTest> rows = {
       {"memory",
        [](const MatrixTable* matrix) { return make_memory_engine(MemoryOptions{matrix, nullptr}); },
-       {.waiting = true, .in_process = true, .shared = false}},
+       {.waiting = true, .in_process = true, .shared = false},
+       [](const MatrixTable* matrix, const ObserveOptions& observe) {
+         return make_memory_engine(MemoryOptions{matrix, nullptr, observe});
+       }},
 #ifdef PATHLOCK_WITH_REDIS  // a build with PATHLOCK_WITH_REDIS=OFF tests the embedded backend only
       {"redis", [](const MatrixTable* matrix) { return redis_row_engine(matrix, shared_redis_server().url()); },
-       {.waiting = true, .in_process = false, .shared = true}},
+       {.waiting = true, .in_process = false, .shared = true},
+       [](const MatrixTable* matrix, const ObserveOptions& observe) {
+         return redis_row_engine(matrix, shared_redis_server().url(), observe);
+       }},
       // A local 3-master Redis Cluster; the namespaces of a test land on every master.
       {"cluster", [](const MatrixTable* matrix) { return redis_row_engine(matrix, shared_cluster().url()); },
-       {.waiting = true, .in_process = false, .shared = true}},
+       {.waiting = true, .in_process = false, .shared = true},
+       [](const MatrixTable* matrix, const ObserveOptions& observe) {
+         return redis_row_engine(matrix, shared_cluster().url(), observe);
+       }},
       // A primary and a replica watched by three sentinels (redis-sentinel:// URL).
       {"sentinel", [](const MatrixTable* matrix) { return redis_row_engine(matrix, shared_sentinel().url()); },
-       {.waiting = true, .in_process = false, .shared = true}},
+       {.waiting = true, .in_process = false, .shared = true},
+       [](const MatrixTable* matrix, const ObserveOptions& observe) {
+         return redis_row_engine(matrix, shared_sentinel().url(), observe);
+       }},
       // One server over TLS (rediss://, certificates made at test time).
       {"tls",
        [](const MatrixTable* matrix) {
-         return redis_row_engine(matrix, shared_tls_redis_server().tls_url(), test_tls_options());
+         return redis_row_engine(matrix, shared_tls_redis_server().tls_url(), {}, test_tls_options());
        },
-       {.waiting = true, .in_process = false, .shared = true}},
+       {.waiting = true, .in_process = false, .shared = true},
+       [](const MatrixTable* matrix, const ObserveOptions& observe) {
+         return redis_row_engine(matrix, shared_tls_redis_server().tls_url(), observe, test_tls_options());
+       }},
 #endif
   };
   return rows;

@@ -5,6 +5,7 @@
 
 #include <pathlock/engine.hpp>
 #include <pathlock/factory.hpp>
+#include <pathlock/metrics.hpp>
 
 #include <functional>
 #include <memory>
@@ -24,6 +25,8 @@ struct BackendUnderTest {
   // A fresh engine for `matrix` (nullptr: the default matrix).
   std::function<std::unique_ptr<LockEngine>(const MatrixTable* matrix)> make;
   BackendCapabilities can;
+  // The same, with these ObserveOptions (metrics, observer, logs).
+  std::function<std::unique_ptr<LockEngine>(const MatrixTable* matrix, const ObserveOptions& observe)> make_observed;
 };
 
 // The rows this run tests, in a fixed order: those named in the environment

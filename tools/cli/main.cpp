@@ -2,6 +2,7 @@
 //   pathlock --version
 //   pathlock demo [--backend memory|redis] [--redis URL] [--matrix FILE]
 //   pathlock shell [--backend memory|redis] [--redis URL] [--namespace NAME] [--matrix FILE]
+//                  [--metrics-listen HOST:PORT]
 //   pathlock matrix lint|render|explain|diff|scaffold ... (matrix_cli.cpp)
 //   pathlock admin status --redis URL [--namespace NS] [--limit N] (admin.cpp)
 //   and with a rediss:// URL, the --tls-* options (tls_flags.hpp)
@@ -13,6 +14,10 @@
 
 #include <pathlock/factory.hpp>
 #include <pathlock/version.hpp>
+#include <pathlock/metrics.hpp>
+#ifdef PATHLOCK_CLI_WITH_METRICS_SERVER
+#include <pathlock/metrics_server.hpp>
+#endif
 
 #include "common/options.hpp"
 #include "core/request.hpp"
@@ -51,7 +56,8 @@ std::string usage_text() {
              "usage:\n"
              "  pathlock --version\n"
              "  pathlock demo  [--backend memory|redis] [--redis URL] [--matrix FILE]\n"
-             "  pathlock shell [--backend memory|redis] [--redis URL] [--namespace NAME] [--matrix FILE]\n") +
+             "  pathlock shell [--backend memory|redis] [--redis URL] [--namespace NAME] [--matrix FILE]\n"
+             "                 [--metrics-listen HOST:PORT]\n") +
          cli::kMatrixUsage + cli::kAdminUsage + cli::kTlsUsage + "FILE defaults to the shipped matrix:\n  " +
          default_matrix_file() +
          "\n"
@@ -74,7 +80,8 @@ options::Options demo_options() {
 }
 options::Options shell_options() {
   options::Options t =
-      options::Options{}.command("shell").value("backend", kBackend).value("redis").value("namespace").value("matrix");
+      options::Options{}.command("shell").value("backend", kBackend).value("redis").value("namespace").value("matrix").value(
+          "metrics-listen");
   return cli::with_tls(t);
 }
 const options::Options kDemoOptions = demo_options();
@@ -85,9 +92,11 @@ std::unique_ptr<matrix::CompiledMatrix> matrix_from(const options::Parsed& p) {
   return p.has("matrix") ? cli::load_matrix_option(p.get("matrix")) : nullptr;
 }
 
-std::unique_ptr<LockEngine> engine_from(const options::Parsed& p, const matrix::CompiledMatrix* compiled) {
+std::unique_ptr<LockEngine> engine_from(const options::Parsed& p, const matrix::CompiledMatrix* compiled,
+                                        std::shared_ptr<Metrics> metrics = nullptr) {
   EngineOptions opts;
   if (compiled) opts.matrix = &compiled->table();
+  if (metrics) opts.observe = ObserveOptions{.metrics = std::move(metrics)};
   if (p.has("backend")) opts.backend = parse_backend(p.get("backend"));
   if (p.has("redis")) opts.redis.url = p.get("redis");
   opts.redis.tls = cli::tls_from_flags(p);
@@ -110,7 +119,21 @@ int main(int argc, char** argv) {
       const std::string ns = p.get("namespace", "default");
       core::check_namespace(ns);  // before connecting or reading a line
       const auto compiled = matrix_from(p);
-      auto engine = engine_from(p, compiled.get());
+      // --metrics-listen: the exporter listens before the engine connects,
+      // so a bad or busy address fails first; it serves until the shell ends.
+      std::shared_ptr<Metrics> metrics;
+#ifdef PATHLOCK_CLI_WITH_METRICS_SERVER
+      std::unique_ptr<MetricsServer> exporter;
+      if (p.has("metrics-listen")) {
+        metrics = std::make_shared<Metrics>(compiled ? compiled->table() : default_matrix());
+        exporter = std::make_unique<MetricsServer>(metrics, p.get("metrics-listen"));
+        std::cerr << "pathlock: metrics at " << exporter->url() << std::endl;
+      }
+#else
+      if (p.has("metrics-listen"))
+        throw InvalidRequest("--metrics-listen: this build of pathlock has no metrics server");
+#endif
+      auto engine = engine_from(p, compiled.get(), metrics);
       cli::run_shell(*engine, ns, std::cin, std::cout);
       return 0;
     }
