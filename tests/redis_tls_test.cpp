@@ -10,6 +10,7 @@
 #include "redis/tls.hpp"
 
 #include <pathlock/engine.hpp>
+#include <pathlock/metrics.hpp>
 #include <pathlock/redis.hpp>
 
 #include <catch2/catch.hpp>
@@ -158,6 +159,17 @@ TEST_CASE("TLS failures are BackendErrors that name the cause, and leave nothing
     RedisTlsOptions insecure;
     insecure.insecure_skip_verify = true;
     lock_and_unlock(*redis_tls_engine(other.tls_url(), insecure));
+    // The loud warning goes through the service's log, never straight to stderr.
+    std::vector<std::string> logged;
+    RedisOptions loud;
+    loud.url = other.tls_url();
+    loud.tls = insecure;
+    loud.observe.log = [&](LogLevel, std::string_view message, const std::vector<LogField>&) {
+      logged.emplace_back(message);
+    };
+    lock_and_unlock(*make_redis_engine(loud));
+    REQUIRE_FALSE(logged.empty());
+    CHECK(logged[0].find("insecure_skip_verify is set") != std::string::npos);
   }
   SECTION("a server below the minimum TLS version") {
     RedisServer old([&] {
@@ -216,7 +228,7 @@ TEST_CASE("renewed certificate files are read by the next connection", "[redis][
   copy_file(certs.key("client"), options.key_file);
 
   redis::ConnectionSettings settings;
-  settings.tls = std::make_shared<redis::TlsContext>(options);
+  settings.tls = std::make_shared<redis::TlsContext>(options, nullptr);
   redis::Warnings warnings;
   const redis::Endpoint node{"127.0.0.1", server.tls_port()};
   const auto open = [&] { return redis::Connection::open(node, settings, redis::Connection::Role::probe, warnings); };

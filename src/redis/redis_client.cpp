@@ -40,7 +40,7 @@ RedisClient::RedisClient(ClientOptions options) : options_(std::move(options)), 
   if (options_.replicas < 0) throw InvalidRequest("replicas must not be negative");
   if (options_.url.nodes.empty()) throw InvalidRequest("the redis url names no node");
   settings_ = ConnectionSettings{options_.url.user, options_.url.password, options_.url.db, options_.connect_timeout,
-                                 options_.command_timeout, make_tls_context(options_.url, options_.tls)};
+                                 options_.command_timeout, make_tls_context(options_.url, options_.tls, options_.log)};
 
   if (options_.url.kind == RedisUrl::Kind::sentinel) {
     mode_ = Mode::sentinel;

@@ -178,7 +178,7 @@ std::string handshake_failure(SSL* ssl, int result, const std::string& openssl_r
 
 }  // namespace
 
-TlsContext::TlsContext(RedisTlsOptions options) : options_(std::move(options)) {
+TlsContext::TlsContext(RedisTlsOptions options, LogSink log) : options_(std::move(options)), log_(std::move(log)) {
   const RedisTlsOptions& o = options_;
   if (o.min_version != "" && o.min_version != "1.2" && o.min_version != "1.3")
     throw InvalidRequest(fmt::format("tls min_version must be 1.2 or 1.3, not '{}'", o.min_version));
@@ -188,9 +188,15 @@ TlsContext::TlsContext(RedisTlsOptions options) : options_(std::move(options)) {
   ctx_ = build_context(o);
   loads_ = 1;
   if (o.insecure_skip_verify)
-    std::fprintf(stderr,
-                 "pathlock: warning: redis tls: insecure_skip_verify is set: the server's certificate is NOT "
-                 "checked, anyone on the network path can read and change the lock traffic\n");
+    warn("redis tls: insecure_skip_verify is set: the server's certificate is NOT checked, anyone on the network "
+         "path can read and change the lock traffic");
+}
+
+void TlsContext::warn(const std::string& message) const {
+  try {
+    (log_ ? log_ : LogSink(log_to_stderr))(LogLevel::warning, message, {{"event", "tls"}});
+  } catch (...) {  // a sink that throws loses its message, never the caller's call
+  }
 }
 
 TlsContext::~TlsContext() { SSL_CTX_free(ctx_); }
@@ -225,15 +231,15 @@ SSL* TlsContext::new_ssl() {
       warned_ = false;
     } catch (const BackendError& e) {
       if (!warned_)
-        std::fprintf(stderr, "pathlock: warning: %s; new connections keep the files loaded before\n", e.what());
+        warn(fmt::format("{}; new connections keep the files loaded before", e.what()));
       warned_ = true;
     }
   }
   return SSL_new(ctx_);
 }
 
-std::shared_ptr<TlsContext> make_tls_context(const RedisUrl& url, const RedisTlsOptions& o) {
-  if (url.tls) return std::make_shared<TlsContext>(o);
+std::shared_ptr<TlsContext> make_tls_context(const RedisUrl& url, const RedisTlsOptions& o, LogSink log) {
+  if (url.tls) return std::make_shared<TlsContext>(o, std::move(log));
   if (!o.ca_file.empty() || !o.ca_dir.empty() || !o.cert_file.empty() || !o.key_file.empty() ||
       !o.server_name.empty() || !o.min_version.empty() || o.insecure_skip_verify)
     throw InvalidRequest("tls options are set but the redis url is not a TLS one (rediss:// or rediss-sentinel://)");

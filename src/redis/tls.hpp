@@ -25,6 +25,7 @@
 
 #include "redis/redis_url.hpp"
 
+#include <pathlock/metrics.hpp>
 #include <pathlock/redis.hpp>
 
 #include <chrono>
@@ -44,7 +45,9 @@ class TlsContext {
   // Checks and loads the options. Throws InvalidRequest for inconsistent
   // options (a certificate without its key, an unknown min_version) and
   // BackendError naming the file for a file that is missing or unusable.
-  explicit TlsContext(RedisTlsOptions options);
+  // Warnings (insecure_skip_verify, a failed reload) go to `log`
+  // (nullptr: log_to_stderr).
+  TlsContext(RedisTlsOptions options, LogSink log);
   ~TlsContext();
   TlsContext(const TlsContext&) = delete;
   TlsContext& operator=(const TlsContext&) = delete;
@@ -59,6 +62,7 @@ class TlsContext {
 
  private:
   std::vector<std::string> stamp() const;
+  void warn(const std::string& message) const;
 
   const RedisTlsOptions options_;
   mutable std::mutex mutex_;
@@ -66,11 +70,12 @@ class TlsContext {
   std::vector<std::string> stamp_;
   unsigned loads_ = 0;
   bool warned_ = false;
+  const LogSink log_;
 };
 
 // Throws InvalidRequest when TLS options are given with a plain URL; returns
 // the shared context for a TLS URL, null otherwise.
-std::shared_ptr<TlsContext> make_tls_context(const RedisUrl& url, const RedisTlsOptions& options);
+std::shared_ptr<TlsContext> make_tls_context(const RedisUrl& url, const RedisTlsOptions& options, LogSink log);
 
 class Stream {
  public:
