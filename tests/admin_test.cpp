@@ -152,6 +152,9 @@ TEST_CASE("admin: bad input exits 1 or 2 with a message and changes nothing", "[
       {{"why", "--redis", url, "--namespace", ns, "--op", "upload", "rel"}, 1},           // bad path
       {{"why", "--redis", url, "--namespace", ns, "--op", "move_folder", "/a"}, 2},       // a path missing
       {{"why", "--redis", url, "--namespace", "bad ns", "--op", "upload", "/a"}, 1},      // bad namespace
+      {{"why", "--redis", url, "--namespace", "never-used-ns", "--op", "upload", "/a"}, 1},  // unknown namespace
+      {{"locks", "--redis", url, "--namespace", "never-used-ns"}, 1},
+      {{"force-release", "--redis", url, "--namespace", "never-used-ns", "x"}, 1},
       {{"why", "--redis", url, "--namespace", ns, "--op", "upload", "/a", "--format", "xml"}, 2},
       {{"locks", "--redis", url, "--namespace", ns, "--limit", "0"}, 2},
       {{"locks", "--redis", url, "--namespace", ns, "--bogus", "1"}, 2},

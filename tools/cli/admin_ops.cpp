@@ -13,6 +13,10 @@
 
 #ifdef PATHLOCK_CLI_WITH_REDIS
 #include <pathlock/redis.hpp>
+
+#include "core/request.hpp"
+#include "redis/redis_client.hpp"
+#include "redis/redis_url.hpp"
 #endif
 
 #include <fmt/format.h>
@@ -95,6 +99,18 @@ Engine engine_of(const options::Parsed& a) {
     ro.matrix = &e.compiled->table();
   }
   e.engine = make_redis_engine(ro);
+  // An operator who mistypes a namespace must not read "nothing is locked":
+  // a namespace that was never used has no meta key (which no lock call
+  // ever deletes). Asked on the node that owns the namespace's slot.
+  const std::string ns = a.get("namespace");
+  core::check_namespace(ns);
+  redis::ClientOptions co;
+  co.url = redis::parse_redis_url(ro.url);
+  co.tls = ro.tls;
+  co.pool_size = 1;
+  redis::RedisClient client(co);
+  if (client.command({"EXISTS", fmt::format("pl:{{{}}}:meta", ns)}).integer == 0)
+    throw InvalidRequest(fmt::format("namespace '{}' does not exist on this server (no pl:{{{}}}:meta key)", ns, ns));
   return e;
 }
 
