@@ -120,5 +120,5 @@ Engine.lock_async = _lock_async
 __all__ = [
     "AcquireResult", "BackendError", "Blocker", "BlockersPage", "Conflict", "Engine", "Grant", "InvalidRequest",
     "Lease", "LeaseKeeper", "ListPage", "LockInfo", "LockRefused", "Matrix", "MatrixError", "MemoryEngine",
-    "RedisEngine", "WaiterInfo", "normalize_path", "__version__",
-]
+    "WaiterInfo", "normalize_path", "__version__",
+] + (["RedisEngine"] if "RedisEngine" in globals() else [])

@@ -150,6 +150,13 @@ struct PyKeeper {
 
 std::string version() { return PATHLOCK_VERSION_STRING; }
 
+// release and is_held: (ns, id, token) -> bool, without the GIL.
+template <bool (LockEngine::*Method)(std::string_view, std::string_view, std::string_view)>
+bool id_token_call(PyEngine& self, const std::string& ns, const std::string& id, const std::string& token) {
+  py::gil_scoped_release nogil;
+  return (self.engine.get()->*Method)(ns, id, token);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_pathlock, m) {
@@ -315,12 +322,7 @@ PYBIND11_MODULE(_pathlock, m) {
           "`reenter=grant` re-enters that lock (not_holder when it is gone); `idempotency_key` makes a retry "
           "return the same lock. Raises InvalidRequest for bad input, BackendError on backend failure.")
       .def(
-          "release",
-          [](PyEngine& self, const std::string& ns, const std::string& id, const std::string& token) {
-            py::gil_scoped_release nogil;
-            return self.engine->release(ns, id, token);
-          },
-          py::arg("ns"), py::arg("id"), py::arg("token"),
+          "release", &id_token_call<&LockEngine::release>, py::arg("ns"), py::arg("id"), py::arg("token"),
           "Drops one hold of lock `id`. False when no live lock has this id and token.")
       .def(
           "renew",
@@ -334,12 +336,7 @@ PYBIND11_MODULE(_pathlock, m) {
           py::arg("ns"), py::arg("id"), py::arg("token"), py::kw_only(), py::arg("ttl") = py::none(),
           "Extends the lease to now + ttl seconds (the lock's own TTL when None). False when the lock is gone.")
       .def(
-          "is_held",
-          [](PyEngine& self, const std::string& ns, const std::string& id, const std::string& token) {
-            py::gil_scoped_release nogil;
-            return self.engine->is_held(ns, id, token);
-          },
-          py::arg("ns"), py::arg("id"), py::arg("token"),
+          "is_held", &id_token_call<&LockEngine::is_held>, py::arg("ns"), py::arg("id"), py::arg("token"),
           "Am I still the holder? Read-only: for a storage write, next to the fence check.")
       .def(
           "list",
