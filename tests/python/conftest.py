@@ -44,16 +44,24 @@ def _free_port():
 class RedisServer:
     """A real redis-server on a free loopback port, in a temporary directory."""
 
-    def __init__(self):
+    def __init__(self, tls_files=None):
+        """tls_files: {"cert", "key", "ca"}: also a TLS port (self.tls_port) that
+        asks clients for a certificate; the plain port stays (readiness)."""
         exe = os.environ.get("PATHLOCK_REDIS_SERVER") or shutil.which("redis-server")
         if not exe:
             pytest.fail("no redis-server (install redis-server or set PATHLOCK_REDIS_SERVER)")
         self.dir = tempfile.TemporaryDirectory(prefix="pathlock-py-redis-")
         for _ in range(5):
             self.port = _free_port()
+            args = [exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                    "--dir", self.dir.name]
+            if tls_files:
+                self.tls_port = _free_port()
+                args += ["--tls-port", str(self.tls_port), "--tls-cert-file", tls_files["cert"],
+                         "--tls-key-file", tls_files["key"], "--tls-ca-cert-file", tls_files["ca"],
+                         "--tls-auth-clients", "yes"]
             self.proc = subprocess.Popen(
-                [exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                 "--dir", self.dir.name],
+                args,
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             if self._ready():
                 return
