@@ -1,6 +1,7 @@
 """rediss:// from Python: the TLS options of RedisEngine reach the C++ client
 (a redis-server with a TLS port that asks for client certificates, and
-certificates made by the openssl command for this test)."""
+certificates made by tools/redis_devtools/make_test_certs.sh, as for the C++ suite)."""
+import os
 import subprocess
 
 import pytest
@@ -8,29 +9,14 @@ import pytest
 import pathlock
 from conftest import RedisServer, fresh_ns
 
-SCRIPT = r"""set -e
-cd "$1"
-key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:prime256v1 -out "$1" 2>/dev/null; }
-key ca.key
-openssl req -x509 -new -key ca.key -days 2 -subj "/CN=pathlock py CA" -out ca.crt
-key other-ca.key
-openssl req -x509 -new -key other-ca.key -days 2 -subj "/CN=pathlock py other CA" -out other-ca.crt
-sign() {
-  key "$1.key"
-  openssl req -new -key "$1.key" -subj "$2" -out "$1.csr"
-  printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth,clientAuth\n' "$3" > "$1.ext"
-  openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile "$1.ext" \
-    -out "$1.crt" 2>/dev/null
-}
-sign server "/CN=localhost" "DNS:localhost,IP:127.0.0.1"
-sign client "/CN=pathlock client" "DNS:pathlock-client"
-"""
 
 
 @pytest.fixture(scope="module")
 def tls(tmp_path_factory):
     d = tmp_path_factory.mktemp("tls")
-    subprocess.run(["sh", "-c", SCRIPT, "sh", str(d)], check=True, stdout=subprocess.DEVNULL)
+    # The C++ suite's certificates script (tools/redis_devtools/make_test_certs.sh).
+    script = os.path.join(os.environ["PATHLOCK_SOURCE_DIR"], "tools", "redis_devtools", "make_test_certs.sh")
+    subprocess.run(["sh", script, str(d)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     files = {name: str(d / name) for name in
              ("ca.crt", "other-ca.crt", "server.crt", "server.key", "client.crt", "client.key")}
     server = RedisServer(tls_files={"cert": files["server.crt"], "key": files["server.key"], "ca": files["ca.crt"]})
