@@ -12,6 +12,7 @@
 #   share/pathlock/lua/        Lua templates (pathlock_compile_matrix reads them)
 #   share/pathlock/redis/      the Redis side generated from the shipped matrix
 #   share/pathlock/matrix/     cloud-drive.json, matrix.schema.json
+#   share/pathlock/test-vectors/ paths.json, matrix-cases.json (for other clients)
 #   share/doc/pathlock/        README, docs/ and the files they link to
 #
 # Extending: a new public target goes into install(TARGETS ... EXPORT
@@ -66,6 +67,10 @@ get_target_property(pathlock_shipped_redis_dir pathlock_cloud_drive PATHLOCK_MAT
 install(DIRECTORY ${pathlock_shipped_redis_dir}/ DESTINATION ${PATHLOCK_INSTALL_REDISDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/matrix/cloud-drive.json ${PROJECT_SOURCE_DIR}/matrix/matrix.schema.json
         DESTINATION ${PATHLOCK_INSTALL_MATRIXDIR})
+# Test vectors for clients in other languages: paths.json, matrix-cases.json
+# (docs/lua-protocol.md#test-vectors).
+install(FILES ${PATHLOCK_VECTORS_DIR}/paths.json ${PATHLOCK_VECTORS_DIR}/matrix-cases.json
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/pathlock/test-vectors)
 # The documentation, in the source tree's layout so that its relative links
 # work where it is installed: README, docs/, and every file they link to
 # (tests/consumer/run.cmake checks each link of the installed pages).

@@ -16,7 +16,8 @@ cd "$(dirname "$0")/.."
 mode=${1:-}
 case "$mode" in demo|test|asan|tsan) ;; *) echo "usage: tools/build.sh demo|test|asan|tsan" >&2; exit 2 ;; esac
 
-packages=(cmake g++ make pkg-config libhiredis-dev libssl-dev openssl nlohmann-json3-dev catch2 libvalijson-dev libfmt-dev libcpp-httplib-dev redis-server gnuplot-nox)
+packages=(cmake g++ make pkg-config libhiredis-dev libssl-dev openssl nlohmann-json3-dev catch2 libvalijson-dev libfmt-dev libcpp-httplib-dev redis-server gnuplot-nox
+          python3-dev python3-setuptools python3-pytest pybind11-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
@@ -47,7 +48,9 @@ if [ "$mode" = asan ] || [ "$mode" = tsan ]; then
   exec ctest --output-on-failure -E '^packaging_consumers$'
 fi
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPATHLOCK_WERROR=ON >/dev/null
+# The Python package and its tests use Debian's python3 (where python3-pytest
+# and pybind11-dev are), not another python3 that may come first in PATH.
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPATHLOCK_WERROR=ON -DPython3_EXECUTABLE=/usr/bin/python3 >/dev/null
 
 if [ "$mode" = demo ]; then
   cmake --build build -j"$jobs" --target pathlock_cli

@@ -9,18 +9,27 @@
 #include "matrix/emit_cases.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 
 namespace pathlock::matrix {
 
-std::string emit_cases(const Matrix& m) {
+namespace {
+
+// One scenario per (held code, requested code, relation), in a fixed order;
+// both emitters below print the same list.
+struct Scenario {
+  std::string_view held_op, held_role, req_op, req_role, relation;
+  std::string held, req;
+  bool granted;
+};
+
+template <class Fn>
+void for_each_case(const Matrix& m, Fn&& fn) {
   // Scenario layout: the held target under test sits at /t/h/x; the held
   // lock's other targets at /t/held_other/ROLE, the request's other targets
   // at /t/req_other/ROLE, so only the pair under test can overlap.
-  std::string out = fmt::format(
-      "// Generated from {} by pathlock-matrixc. Do not edit.\n"
-      "// PATHLOCK_MATRIX_CASE(held op, held targets, held role, held path,\n"
-      "//                      requested op, requested targets, requested role, relation, granted)\n",
-      m.source);
   const char* req_path[kRelationCount] = {"/t/h/x", "/t/h/x/y", "/t/h"};
   for (std::size_t h = 0; h < m.codes.size(); ++h) {
     const OpDef& hop = m.ops[static_cast<std::size_t>(m.codes[h].op)];
@@ -39,13 +48,61 @@ std::string emit_cases(const Matrix& m) {
                              r == rrole ? std::string(req_path[rel]) : "/t/req_other/" + rop.roles[r].name);
         const bool granted =
             m.verdict(static_cast<int>(h), static_cast<int>(q), static_cast<Relation>(rel)) != Verdict::deny;
-        out += fmt::format("PATHLOCK_MATRIX_CASE(\"{}\", \"{}\", \"{}\", \"/t/h/x\", \"{}\", \"{}\", \"{}\", \"{}\", {})\n",
-                           hop.name, held, hop.roles[hrole].name, rop.name, req, rop.roles[rrole].name,
-                           relation_name(static_cast<Relation>(rel)), granted ? "true" : "false");
+        fn(Scenario{hop.name, hop.roles[hrole].name, rop.name, rop.roles[rrole].name,
+                    relation_name(static_cast<Relation>(rel)), held, req, granted});
       }
     }
   }
+}
+
+// "src=/a,dst=/b" as a JSON object {"src": "/a", "dst": "/b"} (role order kept).
+nlohmann::ordered_json targets_json(const std::string& text) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const std::size_t comma = std::min(text.find(',', i), text.size());
+    const std::string part = text.substr(i, comma - i);
+    const std::size_t eq = part.find('=');
+    out[part.substr(0, eq)] = part.substr(eq + 1);
+    i = comma + 1;
+  }
   return out;
+}
+
+}  // namespace
+
+std::string emit_cases(const Matrix& m) {
+  std::string out = fmt::format(
+      "// Generated from {} by pathlock-matrixc. Do not edit.\n"
+      "// PATHLOCK_MATRIX_CASE(held op, held targets, held role, held path,\n"
+      "//                      requested op, requested targets, requested role, relation, granted)\n",
+      m.source);
+  for_each_case(m, [&](const Scenario& c) {
+    out += fmt::format("PATHLOCK_MATRIX_CASE(\"{}\", \"{}\", \"{}\", \"/t/h/x\", \"{}\", \"{}\", \"{}\", \"{}\", {})\n",
+                       c.held_op, c.held, c.held_role, c.req_op, c.req, c.req_role, c.relation,
+                       c.granted ? "true" : "false");
+  });
+  return out;
+}
+
+std::string emit_cases_json(const Matrix& m) {
+  nlohmann::ordered_json cases = nlohmann::ordered_json::array();
+  for_each_case(m, [&](const Scenario& c) {
+    cases.push_back({{"held_op", c.held_op},
+                     {"held_targets", targets_json(c.held)},
+                     {"held_role", c.held_role},
+                     {"held_path", "/t/h/x"},
+                     {"requested_op", c.req_op},
+                     {"requested_targets", targets_json(c.req)},
+                     {"requested_role", c.req_role},
+                     {"relation", c.relation},
+                     {"granted", c.granted}});
+  });
+  nlohmann::ordered_json doc = {{"generated_from", m.source},
+                                {"matrix", m.name},
+                                {"fingerprint", m.fingerprint()},
+                                {"cases", std::move(cases)}};
+  return doc.dump(1) + "\n";
 }
 
 }  // namespace pathlock::matrix

@@ -12,4 +12,11 @@ namespace pathlock::matrix {
 // relation): a concrete scenario with its expected outcome.
 std::string emit_cases(const Matrix& m);
 
+// The same scenarios as JSON (matrix_cases.json, installed as a test vector
+// for clients in other languages; docs/lua-protocol.md#test-vectors):
+// {"generated_from", "matrix", "fingerprint", "cases": [{held_op,
+// held_targets {role: path}, held_role, held_path, requested_op,
+// requested_targets, requested_role, relation, granted}]}.
+std::string emit_cases_json(const Matrix& m);
+
 }  // namespace pathlock::matrix

@@ -90,6 +90,7 @@ int main(int argc, char** argv) {
     }
     if (cxx) {
       write_if_changed(dir / "matrix_cases.inc", emit_cases(m));
+      write_if_changed(dir / "matrix_cases.json", emit_cases_json(m));
       write_if_changed(dir / (m.name + ".md"), emit_markdown(m));
       write_if_changed(dir / (m.name + ".html"), emit_html(m));
     }
