@@ -19,8 +19,8 @@ local function pl_list(keys, argv)
   local prefix, limit, after = argv[1], dec(argv[2]), argv[3]
   local problem = path_problem(prefix)
   if problem then return { "invalid", "prefix '" .. tostring(prefix) .. "' " .. problem } end
-  if not limit or limit < 1 or limit > 100000 then
-    return { "invalid", "limit must be decimal digits, 1..100000" }
+  if not limit or limit < 1 or limit > PL_MAX_LIST then
+    return { "invalid", "limit must be decimal digits, 1.." .. PL_MAX_LIST }
   end
   if after ~= "" and (not sfind(after, "^%d+$") or #after > 16) then
     return { "invalid", "after must be empty or a fence (decimal)" }

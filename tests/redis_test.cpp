@@ -5,6 +5,7 @@
 #include "support/process.hpp"
 #include "support/redis_server.hpp"
 
+#include "core/waiting.hpp"
 #include "matrix/table.hpp"
 #include "redis/library.hpp"
 #include "redis/redis_url.hpp"
@@ -23,6 +24,7 @@
 #include <deque>
 #include <map>
 #include <random>
+#include <regex>
 #include <set>
 #include <thread>
 
@@ -803,4 +805,113 @@ TEST_CASE("a matrix compiled at run time drives Redis too: the library is built 
   CHECK(r.conflict.id == held.grant.id);
   CHECK(r.conflict.op == "write");
   for (const auto& l : listed) CHECK(shipped->force_release(ns, l.id));
+}
+
+TEST_CASE("the functions enforce the C++ limits: the constant is accepted, one more refused", "[redis][lua][limits]") {
+  const RedisServer& server = shared_redis_server();
+  const std::string ns = test::unique_namespace("limits");
+  FunctionCaller eval(server.url(), default_matrix(), ns);
+  const auto status = [&](const std::vector<std::string>& args) { return eval("acquire", args).elements.at(0).str; };
+  // A grant is released at once (by force: its id is the argument new_id).
+  const auto granted = [&](std::vector<std::string> args) {
+    const RedisReply r = eval("acquire", args);
+    REQUIRE(r.elements.at(0).str == "granted");
+    CHECK(eval("force_release", {r.elements.at(1).str}).elements.at(0).str == "released");
+  };
+  const auto acquire = [](std::string owner, std::string ttl, std::string id, std::string token, std::string path,
+                          std::string reenter_id = "", std::string reenter_token = "", std::string key = "") {
+    return std::vector<std::string>{owner, "upload", ttl, id, token, reenter_id, reenter_token, key, path};
+  };
+  const std::string ttl = std::to_string(kMaxTtl.count());
+  const std::string over_ttl = std::to_string(kMaxTtl.count() + 1);
+  granted(acquire(std::string(kMaxOwnerBytes, 'o'), "100", "i", "t", "/p"));
+  CHECK(status(acquire(std::string(kMaxOwnerBytes + 1, 'o'), "100", "i", "t", "/p")) == "invalid");
+  granted(acquire("o", ttl, "i", "t", "/p"));
+  CHECK(status(acquire("o", over_ttl, "i", "t", "/p")) == "invalid");
+  granted(acquire("o", "100", std::string(kMaxIdBytes, 'i'), "t", "/p"));
+  CHECK(status(acquire("o", "100", std::string(kMaxIdBytes + 1, 'i'), "t", "/p")) == "invalid");
+  granted(acquire("o", "100", "i", std::string(kMaxTokenBytes, 't'), "/p"));
+  CHECK(status(acquire("o", "100", "i", std::string(kMaxTokenBytes + 1, 't'), "/p")) == "invalid");
+  CHECK(status(acquire("o", "100", "i", "t", "/p", std::string(kMaxIdBytes, 'r'), "t")) == "not_holder");
+  CHECK(status(acquire("o", "100", "i", "t", "/p", std::string(kMaxIdBytes + 1, 'r'), "t")) == "invalid");
+  CHECK(status(acquire("o", "100", "i", "t", "/p", "r", std::string(kMaxTokenBytes, 't'))) == "not_holder");
+  CHECK(status(acquire("o", "100", "i", "t", "/p", "r", std::string(kMaxTokenBytes + 1, 't'))) == "invalid");
+  granted(acquire("o", "100", "i", "t", "/p", "", "", std::string(kMaxIdempotencyKeyBytes, 'k')));
+  CHECK(status(acquire("o", "100", "i", "t", "/p", "", "", std::string(kMaxIdempotencyKeyBytes + 1, 'k'))) ==
+        "invalid");
+  std::string path;  // kMaxPathBytes: components of 255 and 15 bytes
+  while (path.size() + 256 < kMaxPathBytes) path += "/" + std::string(kMaxComponentBytes, 'a');
+  path += "/" + std::string(kMaxPathBytes - path.size() - 1, 'b');
+  REQUIRE(path.size() == kMaxPathBytes);
+  granted(acquire("o", "100", "i", "t", path));
+  CHECK(status(acquire("o", "100", "i", "t", path + "b")) == "invalid");
+  CHECK(status(acquire("o", "100", "i", "t", "/" + std::string(kMaxComponentBytes + 1, 'c'))) == "invalid");
+  // reserve_ms: 0..kMaxTtl, capped at core::kMaxReservation.
+  auto held = eval("acquire", {"h", "delete_folder", "30000", "h1", "ht", "", "", "", "/q"});
+  REQUIRE(held.elements.at(0).str == "granted");
+  auto wait = [&](const std::string& reserve) {
+    auto args = acquire("w", "100", "i", "t", "/q");
+    args.insert(args.end(), {"1", "w1", reserve});
+    return eval("acquire", args).elements.at(0).str;
+  };
+  CHECK(wait(over_ttl) == "invalid");
+  const auto server_ms = [&] {
+    const RedisReply t = server.command({"TIME"});
+    return std::stoll(t.elements.at(0).str) * 1000 + std::stoll(t.elements.at(1).str) / 1000;
+  };
+  const long long before = server_ms();
+  CHECK(wait(ttl) == "refused");
+  const RedisReply w = eval("waiters", {"/", std::to_string(kMaxWaiters)});
+  const long long after = server_ms();
+  REQUIRE(w.elements.size() == 2);
+  const long long left = w.elements.at(1).elements.at(4).integer;
+  CHECK(left <= core::kMaxReservation.count());
+  CHECK(left >= core::kMaxReservation.count() - (after - before));
+  CHECK(eval("leave", {"w1"}).elements.at(0).str != "invalid");
+  CHECK(eval("waiters", {"/", std::to_string(kMaxWaiters + 1)}).elements.at(0).str == "invalid");
+  CHECK(eval("blockers", {"upload", "/q", std::to_string(kMaxBlockers)}).elements.at(0).str == "blockers");
+  CHECK(eval("blockers", {"upload", "/q", std::to_string(kMaxBlockers + 1)}).elements.at(0).str == "invalid");
+  CHECK(eval("list", {"/", std::to_string(kMaxListLimit), ""}).elements.at(0).str == "locks");
+  CHECK(eval("list", {"/", std::to_string(kMaxListLimit + 1), ""}).elements.at(0).str == "invalid");
+  CHECK(eval("force_release", {"h1"}).elements.at(0).str == "released");
+  // The namespace: 1..kMaxNamespaceBytes in the keys' hash tag.
+  std::string long_ns = ns + std::string(kMaxNamespaceBytes, 'n');
+  long_ns.resize(kMaxNamespaceBytes);
+  FunctionCaller at_limit(server.url(), default_matrix(), long_ns);
+  {
+    const RedisReply r = at_limit("acquire", acquire("o", "100", "i", "t", "/p"));
+    REQUIRE(r.elements.at(0).str == "granted");
+    CHECK(at_limit("force_release", {"i"}).elements.at(0).str == "released");
+  }
+  FunctionCaller over_limit(server.url(), default_matrix(), long_ns + "n");
+  CHECK(over_limit("acquire", acquire("o", "100", "i", "t", "/p")).elements.at(0).str == "invalid");
+}
+
+TEST_CASE("the functions run only the commands listed in COMMANDS, which probe and writable() check", "[redis][lua]") {
+  std::string all, listed_block;
+  for (const redis::LuaSource& source : redis::lua_sources()) {
+    all += std::regex_replace(std::string(source.text), std::regex("--[^\n]*"), "");  // code, not comments
+    if (source.name != "namespace") continue;
+    const std::string text(source.text);
+    const std::size_t from = text.find("local COMMANDS = {");
+    REQUIRE(from != std::string::npos);
+    listed_block = text.substr(from, text.find("\n}\n", from) - from);
+  }
+  const auto names = [](const std::string& text, const std::regex& pattern) {
+    std::set<std::string> out;
+    for (std::sregex_iterator it(text.begin(), text.end(), pattern), end; it != end; ++it) out.insert((*it)[1]);
+    return out;
+  };
+  const std::set<std::string> listed = names(listed_block, std::regex(R"re(\{ "([A-Z]+)")re"));
+  const std::set<std::string> used = names(all, std::regex(R"re((?:rcall|rpcall|chunked)\("([A-Z]+)")re"));
+  REQUIRE(used.size() > 10);
+  for (const std::string& command : used) {
+    INFO(command);
+    CHECK(listed.count(command) == 1);
+  }
+  // Every command is sent through rcall, rpcall or chunked, with its name
+  // written out (chunked's own two rcall lines pass theirs on).
+  CHECK(names(all, std::regex(R"re((redis\.p?call)\()re")).empty());
+  const std::regex unnamed(R"re((?:rcall|rpcall|chunked)\((?!")([a-z]+))re");
+  CHECK(names(all, unnamed) == std::set<std::string>{"cmd"});
 }
