@@ -940,13 +940,18 @@ TEST_CASE("every reply has the layout of src/redis/replies.hpp", "[redis][lua]")
   REQUIRE(list.elements.size() == reply::list::first_row + 1);
   CHECK(list.elements[reply::list::status].str == "locks");
   CHECK(list.elements[reply::list::next].str.empty());
+  // Rows of list and waiters start alike (replies.hpp asserts it).
+  const auto who = [](const RedisReply& row, std::size_t size, const std::string& id, const std::string& owner,
+                      const std::string& op) {
+    REQUIRE(row.elements.size() == size);
+    CHECK(row.elements[reply::lock_row::id].str == id);
+    CHECK(row.elements[reply::lock_row::owner].str == owner);
+    CHECK(row.elements[reply::lock_row::op].str == op);
+  };
   {
     namespace f = reply::lock_row;
     const RedisReply& l = list.elements[reply::list::first_row];
-    REQUIRE(l.elements.size() == f::size);
-    CHECK(l.elements[f::id].str == "id4");
-    CHECK(l.elements[f::owner].str == "svc");
-    CHECK(l.elements[f::op].str == "move_folder");
+    who(l, f::size, "id4", "svc", "move_folder");
     CHECK(l.elements[f::fence].integer == fence4);
     CHECK(l.elements[f::holds].integer == 1);
     CHECK(l.elements[f::expires_in_ms].integer > 0);
@@ -988,10 +993,7 @@ TEST_CASE("every reply has the layout of src/redis/replies.hpp", "[redis][lua]")
   {
     namespace f = reply::waiter_row;
     const RedisReply& w = waiters.elements[reply::waiters::first_row];
-    REQUIRE(w.elements.size() == f::size);
-    CHECK(w.elements[f::id].str == "w1");
-    CHECK(w.elements[f::owner].str == "w");
-    CHECK(w.elements[f::op].str == "upload");
+    who(w, f::size, "w1", "w", "upload");
     CHECK(w.elements[f::waited_ms].integer >= 0);
     CHECK(w.elements[f::expires_in_ms].integer <= 2000);
     REQUIRE(w.elements[f::targets].elements.size() == 2);

@@ -67,8 +67,6 @@ template <Tenant T>
 class NamespaceRegistry {
  public:
   NamespaceRegistry() = default;
-  NamespaceRegistry(const NamespaceRegistry&) = delete;
-  NamespaceRegistry& operator=(const NamespaceRegistry&) = delete;
 
   // The namespace `name`, or null if it was never created.
   T* find(std::string_view name) {
@@ -138,6 +136,10 @@ class NamespaceRegistry {
     std::shared_lock read(mutex_);
     for (T* t : order_) f(*t);
   }
+
+  // Callers and the threads' caches keep plain pointers into it.
+  NamespaceRegistry(const NamespaceRegistry&) = delete;
+  NamespaceRegistry& operator=(const NamespaceRegistry&) = delete;
 
  private:
   struct Hash {
