@@ -12,7 +12,7 @@ local function pl_probe(keys, argv)
   for i = 1, PL_KEY_COUNT do c[PL_KEY_SUFFIXES[i]] = keys[i] end
   local denied = { "denied" }
   for i = 1, #COMMANDS do
-    if not allowed(c, COMMANDS[i]) then denied[#denied + 1] = COMMANDS[i][1] end
+    if refused_command(c, COMMANDS[i]) then denied[#denied + 1] = COMMANDS[i][1] end
   end
   if #denied == 1 then return { "ok" } end
   return denied
