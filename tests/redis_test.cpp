@@ -1032,3 +1032,30 @@ TEST_CASE("the functions run only the commands listed in COMMANDS, which probe a
   const std::regex unnamed(R"re((?:rcall|rpcall|chunked)\((?!")([a-z]+))re");
   CHECK(names(all, unnamed) == std::set<std::string>{"cmd"});
 }
+
+TEST_CASE("every step of the Lua functions is a small function: at most 40 lines", "[redis][lua]") {
+  // A top-level function starts with "local function" at column 0 and ends
+  // at the next "end" at column 0 (the style of lua/*.lua).
+  std::size_t functions = 0;
+  for (const redis::LuaSource& source : redis::lua_sources()) {
+    std::size_t line_no = 0, start = 0;
+    std::string name;
+    const std::string text(source.text);
+    for (std::size_t at = 0; at < text.size();) {
+      const std::size_t end = std::min(text.find('\n', at), text.size());
+      const std::string line = text.substr(at, end - at);
+      at = end + 1;
+      ++line_no;
+      if (line.rfind("local function ", 0) == 0) {
+        name = line.substr(15, line.find('(') - 15);
+        start = line_no;
+      } else if (!name.empty() && line.rfind("end", 0) == 0) {
+        INFO("lua/" << source.name << ".lua: " << name << " (line " << start << ")");
+        CHECK(line_no - start + 1 <= 40);
+        ++functions;
+        name.clear();
+      }
+    }
+  }
+  CHECK(functions > 50);
+}
