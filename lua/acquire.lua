@@ -264,6 +264,7 @@ local function grant_again(c, r, l, hold)
   rcall("ZADD", c.exp, l.exp_s, l.id)
   rcall("HSET", c.locks, l.id, pack_lock(l))
   if r.me then remove_waiters(c, { r.me }) end
+  -- the layout of src/redis/replies.hpp (reply::granted)
   return { "granted", l.id, l.token, tonum(l.f16), remaining(l.exp, c.now), l.holds }
 end
 
@@ -411,6 +412,7 @@ local function refuse(c, r, w)
   end
   local item = w.lock or w.waiter
   local role = item.info.roles[w.code % 100 - item.info.first + 1] or ""
+  -- the layout of src/redis/replies.hpp (reply::refused)
   return { "refused", item.id, item.op, role, w.path, item.owner, remaining(item.exp, c.now),
            r.op.roles[w.at], r.paths[w.at], w.relation, w.waiter and 1 or 0 }
 end
@@ -460,6 +462,7 @@ local function grant(c, r, b)
   end
   rcall("ZADD", c.ent, tunpack(members))
   if r.me then remove_waiters(c, { r.me }) end
+  -- the layout of src/redis/replies.hpp (reply::granted)
   return { "granted", id, r.new_token, fence, r.ttl, 1 }
 end
 

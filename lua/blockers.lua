@@ -58,45 +58,52 @@ local function waiter_counts_flag(c, code, path)
   return waiter_flag(c, b, code, path)
 end
 
-local RELATION_OF = { [0] = "same", [1] = "held_ancestor", [2] = "held_descendant" }
-
-local function pl_blockers(keys, argv)
-  local c, bad = begin(keys)
-  if not c then return bad end
+-- blockers' arguments: op, its paths, limit. Returns the operation and the
+-- limit, or nil and an "invalid" reply.
+local function read_blockers_args(argv)
   local op = PL_OPS[argv[1] or ""]
-  if not op then return { "invalid", "unknown operation '" .. tostring(argv[1]) .. "'" } end
+  if not op then return nil, nil, { "invalid", "unknown operation '" .. tostring(argv[1]) .. "'" } end
   local n = #op.roles
-  if #argv ~= 2 + n then return { "invalid", "blockers takes op, " .. n .. " path(s), limit" } end
+  if #argv ~= 2 + n then return nil, nil, { "invalid", "blockers takes op, " .. n .. " path(s), limit" } end
   local limit = dec(argv[2 + n])
   if not limit or limit < 1 or limit > PL_MAX_BLOCKERS then
-    return { "invalid", "limit must be decimal digits, 1.." .. PL_MAX_BLOCKERS }
+    return nil, nil, { "invalid", "limit must be decimal digits, 1.." .. PL_MAX_BLOCKERS }
   end
   for i = 1, n do
     local problem = path_problem(argv[1 + i])
-    if problem then return { "invalid", op.roles[i] .. " path '" .. argv[1 + i] .. "' " .. problem } end
+    if problem then return nil, nil, { "invalid", op.roles[i] .. " path '" .. argv[1 + i] .. "' " .. problem } end
   end
-  bad = check_meta(c)
-  if bad then return bad end
-  local reply, rows, truncated = { "blockers", 0 }, 0, false
-  for i = 1, n do
+  return op, limit, nil
+end
+
+-- Appends to `out` (rows so far in out.rows, at most out.limit) the live
+-- held locks that refuse `op` on its paths (argv[2..]): one row per (lock
+-- path, requested path). Rows: the layout of src/redis/replies.hpp
+-- (reply::blocker_row).
+local function held_rows(c, op, argv, out)
+  for i = 1, #op.roles do
     local code, path = op.first + i - 1, argv[1 + i]
-    local found = held_refusing(c, code, path, limit - rows + 1)
+    local found = held_refusing(c, code, path, out.limit - out.rows + 1)
     local ids = {}
     for k = 1, #found do ids[k] = found[k].id end
     local recs = #ids > 0 and chunked("HMGET", c.locks, ids) or {}
     for k = 1, #found do
       local l = recs[k] and unpack_lock(ids[k], recs[k])
       if l and l.exp > c.now then
-        if rows == limit then truncated = true break end
+        if out.rows == out.limit then out.truncated = true return end
         local j = 1
         while l.paths[j] ~= found[k].path do j = j + 1 end
-        rows = rows + 1
-        reply[#reply + 1] = { 0, l.id, l.owner, l.op, l.info.roles[j] or "", found[k].path, op.roles[i], path,
-                              RELATION_OF[found[k].rel], tonum(l.f16), l.holds, remaining(l.exp, c.now), 0 }
+        out.rows = out.rows + 1
+        out[#out + 1] = { 0, l.id, l.owner, l.op, l.info.roles[j] or "", found[k].path, op.roles[i], path,
+                          RELATION[found[k].rel], tonum(l.f16), l.holds, remaining(l.exp, c.now), 0 }
       end
     end
   end
-  for i = 1, n do
+end
+
+-- The same for the places in line whose reservation has not ended.
+local function waiter_rows(c, op, argv, out)
+  for i = 1, #op.roles do
     local code, path = op.first + i - 1, argv[1 + i]
     if waiter_counts_flag(c, code, path) then
       for _, w in ipairs(load_waiters(c, rcall("ZRANGE", c.wq, "0", "-1"))) do
@@ -104,17 +111,32 @@ local function pl_blockers(keys, argv)
           for j = 1, #w.paths do
             local rel = refusal(c, gcode(w.tag, w.info.first + j - 1), w.paths[j], code, path)
             if rel then
-              if rows == limit then truncated = true break end
-              rows = rows + 1
-              reply[#reply + 1] = { 1, w.id, w.owner, w.op, w.info.roles[j] or "", w.paths[j], op.roles[i], path,
-                                    RELATION[rel], 0, 0, remaining(w.exp, c.now), mmax(0, c.now - (w.since or c.now)) }
+              if out.rows == out.limit then out.truncated = true return end
+              out.rows = out.rows + 1
+              out[#out + 1] = { 1, w.id, w.owner, w.op, w.info.roles[j] or "", w.paths[j], op.roles[i], path,
+                                RELATION[rel], 0, 0, remaining(w.exp, c.now), mmax(0, c.now - (w.since or c.now)) }
             end
           end
         end
       end
     end
   end
-  reply[2] = truncated and 1 or 0
+end
+
+local function pl_blockers(keys, argv)
+  local c, bad = begin(keys)
+  if not c then return bad end
+  local op, limit
+  op, limit, bad = read_blockers_args(argv)
+  if bad then return bad end
+  bad = check_meta(c)
+  if bad then return bad end
+  local found = { rows = 0, limit = limit, truncated = false }
+  held_rows(c, op, argv, found)
+  if not found.truncated then waiter_rows(c, op, argv, found) end
+  -- {"blockers", truncated, row_1, ...}: src/redis/replies.hpp (reply::blockers)
+  local reply = { "blockers", found.truncated and 1 or 0 }
+  for k = 1, #found do reply[k + 2] = found[k] end
   return reply
 end
 
@@ -140,6 +162,7 @@ local function pl_waiters(keys, argv)
         targets[#targets + 1] = w.info.roles[j] or ""
         targets[#targets + 1] = w.paths[j]
       end
+      -- the layout of src/redis/replies.hpp (reply::waiter_row)
       reply[#reply + 1] = { w.id, w.owner, w.op, mmax(0, c.now - (w.since or c.now)), remaining(w.exp, c.now), targets }
     end
   end

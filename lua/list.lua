@@ -12,6 +12,34 @@ local function cursor(m)
   return (sgsub(ssub(m, 2, 17), "^0+(%d)", "%1"))
 end
 
+-- The page of list members `members` (fence order): {"locks", "", row_1,
+-- ...} with the live locks inside `prefix`, at most `limit`, and the cursor
+-- of the next page when the page is full before the members end.
+local function page(c, members, prefix, limit)
+  local ids = {}
+  for i = 1, #members do ids[i] = ssub(members[i], 18) end
+  local recs = #ids > 0 and chunked("HMGET", c.locks, ids) or {}
+  local reply = { "locks", "" }
+  for i = 1, #members do
+    local l = recs[i] and unpack_lock(ids[i], recs[i])
+    if l and l.exp > c.now then
+      local inside = false
+      for _, p in ipairs(l.paths) do inside = inside or within(p, prefix) end
+      if inside then
+        local targets = {}
+        for r, role in ipairs(l.info.roles) do
+          targets[#targets + 1] = role
+          targets[#targets + 1] = l.paths[r]
+        end
+        -- the layout of src/redis/replies.hpp (reply::lock_row)
+        reply[#reply + 1] = { l.id, l.owner, l.op, tonum(l.f16), l.holds, remaining(l.exp, c.now), targets }
+      end
+    end
+    if #reply - 2 >= limit and i < #members then return reply, cursor(members[i]) end
+  end
+  return reply, ""
+end
+
 local function pl_list(keys, argv)
   local c, bad = begin(keys)
   if not c then return bad end
@@ -19,8 +47,8 @@ local function pl_list(keys, argv)
   local prefix, limit, after = argv[1], dec(argv[2]), argv[3]
   local problem = path_problem(prefix)
   if problem then return { "invalid", "prefix '" .. tostring(prefix) .. "' " .. problem } end
-  if not limit or limit < 1 or limit > 100000 then
-    return { "invalid", "limit must be decimal digits, 1..100000" }
+  if not limit or limit < 1 or limit > PL_MAX_LIST then
+    return { "invalid", "limit must be decimal digits, 1.." .. PL_MAX_LIST }
   end
   if after ~= "" and (not sfind(after, "^%d+$") or #after > 16) then
     return { "invalid", "after must be empty or a fence (decimal)" }
@@ -33,29 +61,7 @@ local function pl_list(keys, argv)
   if bad then return bad end
   local from = after == "" and "[F" or "[F" .. fence16(tonum(after) + 1)
   local members = rcall("ZRANGEBYLEX", c.ent, from, "(G", "LIMIT", "0", tostring(LIST_SCAN))
-  local ids = {}
-  for i = 1, #members do ids[i] = ssub(members[i], 18) end
-  local recs = #ids > 0 and chunked("HMGET", c.locks, ids) or {}
-  local reply, next = { "locks", "" }, ""
-  for i = 1, #members do
-    local l = recs[i] and unpack_lock(ids[i], recs[i])
-    if l and l.exp > c.now then
-      local inside = false
-      for _, p in ipairs(l.paths) do inside = inside or within(p, prefix) end
-      if inside then
-        local targets = {}
-        for r, role in ipairs(l.info.roles) do
-          targets[#targets + 1] = role
-          targets[#targets + 1] = l.paths[r]
-        end
-        reply[#reply + 1] = { l.id, l.owner, l.op, tonum(l.f16), l.holds, remaining(l.exp, c.now), targets }
-      end
-    end
-    if #reply - 2 >= limit and i < #members then
-      next = cursor(members[i])
-      break
-    end
-  end
+  local reply, next = page(c, members, prefix, limit)
   if next == "" and #members == LIST_SCAN then next = cursor(members[#members]) end
   reply[2] = next
   return reply

@@ -38,8 +38,9 @@
 -- The standard functions a call uses, kept in upvalues: reading an upvalue
 -- is far cheaper than a global and then its field (string.find), and calls
 -- make hundreds of such reads. Only `redis` is visible while the library
--- loads, so the first call of any function fills them (keys_problem, the
--- first step of every function, calls init).
+-- loads, so the first call of any function fills them: the entry step of
+-- every function (begin, and pl_probe) starts with `if not sfind then init()
+-- end`, before anything else runs.
 local sfind, ssub, smatch, sgmatch, sgsub, sformat, tconcat, tsort, tunpack, mfloor, mmax, mmin, tonum, rcall, rpcall
 local function init()
   sfind, ssub, smatch, sgmatch = string.find, string.sub, string.match, string.gmatch
@@ -47,8 +48,16 @@ local function init()
   mfloor, mmax, mmin, tonum, rcall, rpcall = math.floor, math.max, math.min, tonumber, redis.call, redis.pcall
 end
 
-local KEY_SUFFIXES = { "meta", "idx", "locks", "exp", "ent", "wq", "wexp", "wrec", "wake" }
-local KEY_COUNT = 9
+-- The keys (PL_KEY_SUFFIXES, PL_KEY_COUNT: from kKeySuffixes in
+-- src/redis/library.hpp) by name: the fields of the call context (begin).
+-- The data chunk's order is the only one; these names must be its entries.
+local K_META, K_IDX, K_LOCKS, K_EXP, K_ENT, K_WQ, K_WEXP, K_WREC, K_WAKE
+do
+  local at = {}
+  for i = 1, PL_KEY_COUNT do at[PL_KEY_SUFFIXES[i]] = i end
+  K_META, K_IDX, K_LOCKS, K_EXP, K_ENT = at.meta, at.idx, at.locks, at.exp, at.ent
+  K_WQ, K_WEXP, K_WREC, K_WAKE = at.wq, at.wexp, at.wrec, at.wake
+end
 local REAP_LIMIT_S = "32" -- expired locks (and ended places in line) removed per call at most
 local CHUNK = 4000 -- arguments per redis.call at most (Lua's C stack); only very deep paths reach it
 
@@ -103,10 +112,9 @@ end
 -- checking them again (the verdict depends on the strings only).
 local KEYS_SEEN = {}
 local function keys_problem(keys)
-  if not sfind then init() end
-  if #keys == KEY_COUNT and keys[1] == KEYS_SEEN[1] then
+  if #keys == PL_KEY_COUNT and keys[1] == KEYS_SEEN[1] then
     local same = true
-    for i = 2, KEY_COUNT do
+    for i = 2, PL_KEY_COUNT do
       if keys[i] ~= KEYS_SEEN[i] then
         same = false
         break
@@ -114,16 +122,17 @@ local function keys_problem(keys)
     end
     if same then return nil end
   end
-  if #keys ~= KEY_COUNT then
-    return { "invalid", "expected " .. KEY_COUNT .. " keys: pl:{NS}:" .. tconcat(KEY_SUFFIXES, ", pl:{NS}:") }
+  if #keys ~= PL_KEY_COUNT then
+    return { "invalid", "expected " .. PL_KEY_COUNT .. " keys: pl:{NS}:" .. tconcat(PL_KEY_SUFFIXES, ", pl:{NS}:") }
   end
-  local prefix = smatch(keys[1], "^([^{}]*{[%w._:-]+}:)meta$")
-  if not prefix or #keys[1] > 200 then
-    return { "invalid", "KEYS[1] must be the namespace's meta key pl:{NS}:meta" }
+  local prefix, ns = smatch(keys[1], "^([^{}]*{([%w._:-]+)}:)" .. PL_KEY_SUFFIXES[1] .. "$")
+  if not prefix or #ns > PL_MAX_NAMESPACE or #keys[1] > #ns + 200 then
+    return { "invalid", "KEYS[1] must be the namespace's meta key pl:{NS}:meta (NS: 1.." .. PL_MAX_NAMESPACE
+             .. " of [A-Za-z0-9._:-])" }
   end
-  for i = 2, KEY_COUNT do
-    if keys[i] ~= prefix .. KEY_SUFFIXES[i] then
-      return { "invalid", "KEYS[" .. i .. "] must be " .. prefix .. KEY_SUFFIXES[i] }
+  for i = 2, PL_KEY_COUNT do
+    if keys[i] ~= prefix .. PL_KEY_SUFFIXES[i] then
+      return { "invalid", "KEYS[" .. i .. "] must be " .. prefix .. PL_KEY_SUFFIXES[i] }
     end
   end
   KEYS_SEEN = { tunpack(keys) }
@@ -132,6 +141,7 @@ end
 
 -- The call context: keys, server time, and what was checked so far.
 local function begin(keys)
+  if not sfind then init() end
   local bad = keys_problem(keys)
   if bad then return nil, bad end
   -- The server clock, as text and numbers (text built by hand: cheaper).
@@ -140,40 +150,60 @@ local function begin(keys)
   local now_s, now_us_s = t[1] .. ssub(usec, 1, 3), t[1] .. usec
   -- (now_us_s is made a number only by a grant, for its fence. The fields
   -- set later are named here with nil, which sizes the table once.)
-  return { meta = keys[1], idx = keys[2], locks = keys[3], exp = keys[4], ent = keys[5], wq = keys[6],
-           wexp = keys[7], wrec = keys[8], wake = keys[9], now = tonum(now_s), now_s = now_s,
+  return { meta = keys[K_META], idx = keys[K_IDX], locks = keys[K_LOCKS], exp = keys[K_EXP], ent = keys[K_ENT],
+           wq = keys[K_WQ], wexp = keys[K_WEXP], wrec = keys[K_WREC], wake = keys[K_WAKE], now = tonum(now_s), now_s = now_s,
            now_us_s = now_us_s, fence_s = nil, tag = nil, tag_l = nil, tag_w = nil, tag1_free = nil,
            next_tag = nil, hset = nil, zadd = nil, zrem = nil }
 end
 
--- Before the first write of a call: may this caller run the write commands
--- the call may use? `adds`: HSET and ZADD (new data); `removes`: HSET, HDEL
--- and ZREM (removals). Returns an error reply naming a refused command (the
--- call then returns it before any write), else nil.
-local function refused_command(c, cmd)
-  local ok
-  if cmd == "HSET" then ok = redis.acl_check_cmd("HSET", c.idx, "f", "1")
-  elseif cmd == "HDEL" then ok = redis.acl_check_cmd("HDEL", c.idx, "f")
-  elseif cmd == "ZADD" then ok = redis.acl_check_cmd("ZADD", c.ent, "0", "m")
-  else ok = redis.acl_check_cmd("ZREM", c.ent, "m") end
+-- Every command the functions run, with the key (a field of the call
+-- context) and arguments its ACL check uses: the one list of them. pl_probe
+-- checks them all; writable() checks the write commands before a call's
+-- first write. tests/redis_test.cpp fails when a function runs a command
+-- that is not listed here.
+local COMMANDS = {
+  { "TIME" }, { "EXISTS", "locks" }, { "HMGET", "meta", "f" }, { "HGET", "locks", "f" },
+  { "HSET", "idx", "f", "1" }, { "HDEL", "idx", "f" }, { "ZADD", "ent", "0", "m" }, { "ZREM", "ent", "m" },
+  { "ZRANGE", "wexp", "0", "0" }, { "ZREVRANGE", "wq", "0", "0" }, { "ZRANGEBYSCORE", "exp", "0", "1" },
+  { "ZRANGEBYLEX", "ent", "-", "+" }, { "ZREVRANGEBYLEX", "ent", "+", "-" }, { "ZMSCORE", "wq", "m" },
+  { "SPUBLISH", "wake", "" },
+}
+local COMMAND = {}
+for i = 1, #COMMANDS do COMMAND[COMMANDS[i][1]] = COMMANDS[i] end
+
+-- nil when the caller may run command `spec` (an entry of COMMANDS) on the
+-- keys of c, else an error reply that names it (a function returns it
+-- before any write). Spelled out per length: unpack would cost more than
+-- the check, which every call makes for each write command it may use.
+local function refused_command(c, spec)
+  local n, ok = #spec, nil
+  if n == 4 then ok = redis.acl_check_cmd(spec[1], c[spec[2]], spec[3], spec[4])
+  elseif n == 3 then ok = redis.acl_check_cmd(spec[1], c[spec[2]], spec[3])
+  elseif n == 2 then ok = redis.acl_check_cmd(spec[1], c[spec[2]])
+  else ok = redis.acl_check_cmd(spec[1]) end
   if ok then return nil end
-  return redis.error_reply("NOPERM PATHLOCK this user may not run " .. cmd
+  return redis.error_reply("NOPERM PATHLOCK this user may not run " .. spec[1]
                            .. " on the namespace's keys; nothing was changed")
 end
+
+-- Before the first write of a call: may this caller run the write commands
+-- the call may use? `adds`: HSET and ZADD (new data); `removes`: HSET, HDEL
+-- and ZREM (removals). Returns the error reply of a refused command, else nil.
+local HSET, ZADD, HDEL, ZREM = COMMAND.HSET, COMMAND.ZADD, COMMAND.HDEL, COMMAND.ZREM
 local function writable(c, adds, removes)
   local bad
   if not c.hset then
-    bad = refused_command(c, "HSET")
+    bad = refused_command(c, HSET)
     if bad then return bad end
     c.hset = true
   end
   if adds and not c.zadd then
-    bad = refused_command(c, "ZADD")
+    bad = refused_command(c, ZADD)
     if bad then return bad end
     c.zadd = true
   end
   if removes and not c.zrem then
-    bad = refused_command(c, "HDEL") or refused_command(c, "ZREM")
+    bad = refused_command(c, HDEL) or refused_command(c, ZREM)
     if bad then return bad end
     c.zrem = true
   end

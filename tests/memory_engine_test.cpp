@@ -74,7 +74,7 @@ TEST_CASE("an idle namespace costs at most 2 KiB after a bounded number of calls
     REQUIRE(engine->release(ns, r.grant.id, r.grant.token));
     if (i == 0) last_fence = r.grant.fence;
   }
-  for (std::size_t i = 0; i < 2 * kCount * memory::NamespaceRegistry::kCallsPerSweep; ++i)
+  for (std::size_t i = 0; i < 2 * kCount * memory::kCallsPerSweep; ++i)
     engine->release("idle-0", "0-0", "no-such-token");
   const auto stats = memory::memory_engine_stats(*engine);
   CHECK(stats.namespaces == kCount);
@@ -104,7 +104,7 @@ TEST_CASE("fences only grow in a namespace whose state was trimmed and rebuilt",
     // Enough other namespaces and calls that the sweep trims "fences" (two
     // laps of at most 52 namespaces: a second chance).
     engine->acquire(LockRequest{"other-" + std::to_string(round), "o", "create", {{"target", "/x"}}});
-    for (std::uint32_t k = 0; k < 128 * memory::NamespaceRegistry::kCallsPerSweep; ++k) engine->list("fences");
+    for (std::uint32_t k = 0; k < 128 * memory::kCallsPerSweep; ++k) engine->list("fences");
     REQUIRE(memory::memory_engine_stats(*engine).with_state == static_cast<std::size_t>(round) + 1);
   }
 }
@@ -117,7 +117,7 @@ TEST_CASE("a namespace in use keeps its state between a release and the next acq
   // release, list), so that the sweep's visits, one every kCallsPerSweep
   // calls, also land on an acquire that finds the namespace idle.
   auto engine = make_memory_engine();
-  for (int i = 0; i < 100 * static_cast<int>(memory::NamespaceRegistry::kCallsPerSweep); ++i) {
+  for (int i = 0; i < 100 * static_cast<int>(memory::kCallsPerSweep); ++i) {
     const auto r = engine->acquire(LockRequest{"busy", "o", "upload", {{"target", "/a/b/f" + std::to_string(i % 7)}}});
     REQUIRE(r.granted);
     REQUIRE(engine->release("busy", r.grant.id, r.grant.token));
@@ -125,7 +125,7 @@ TEST_CASE("a namespace in use keeps its state between a release and the next acq
   }
   CHECK(memory::memory_engine_stats(*engine).trims == 0);
   // Once no acquire comes, it is trimmed within two laps.
-  for (std::uint32_t k = 0; k < 2 * memory::NamespaceRegistry::kCallsPerSweep; ++k) engine->list("busy");
+  for (std::uint32_t k = 0; k < 2 * memory::kCallsPerSweep; ++k) engine->list("busy");
   const auto stats = memory::memory_engine_stats(*engine);
   CHECK(stats.trims == 1);
   CHECK(stats.with_state == 0);

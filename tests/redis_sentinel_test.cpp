@@ -8,11 +8,16 @@
 #include "support/redis_server.hpp"
 
 #include "redis/redis_client.hpp"
+#include "redis/sentinel.hpp"
 
 #include <pathlock/engine.hpp>
 #include <pathlock/redis.hpp>
 
 #include <catch2/catch.hpp>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <future>
@@ -172,4 +177,44 @@ TEST_CASE("replicas = n: a grant returns once n replicas have it - fewer is a Ba
 
   options.replicas = -1;
   CHECK_THROWS_AS(make_redis_engine(options), InvalidRequest);
+}
+
+TEST_CASE("the switch watcher stops at once while its sentinel does not answer", "[redis][sentinel]") {
+  // A "sentinel" that accepts connections and never answers: the watcher's
+  // thread blocks in its first PING for the command timeout (a minute).
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(listener >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  REQUIRE(::listen(listener, 4) == 0);
+  socklen_t len = sizeof addr;
+  REQUIRE(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  redis::RedisUrl url;
+  url.kind = redis::RedisUrl::Kind::sentinel;
+  url.nodes = {redis::Endpoint{"127.0.0.1", ntohs(addr.sin_port)}};
+  url.host = "127.0.0.1";
+  url.port = url.nodes[0].port;
+  url.master_name = "silent";
+  redis::ConnectionSettings settings;
+  settings.connect_timeout = settings.command_timeout = 60000ms;
+  std::atomic<int> switches{0};
+  int conn = -1;
+  {
+    redis::SwitchWatcher watcher(url, settings, [&] { ++switches; });
+    conn = ::accept(listener, nullptr, nullptr);  // the watcher is connected and waits for its PONG
+    REQUIRE(conn >= 0);
+  }
+  // The destructor has returned while the thread still waits (it would
+  // have closed the connection had the destructor waited for it), and it
+  // never called on_switch.
+  char buffer[256];
+  ssize_t got = 0;
+  while ((got = ::recv(conn, buffer, sizeof buffer, MSG_DONTWAIT)) > 0) {
+  }
+  CHECK(got < 0);  // no end of file: the connection is still open
+  CHECK(switches == 0);
+  ::close(conn);  // the thread's PING fails now; it sees the stop and ends, calling nothing
+  ::close(listener);
 }

@@ -78,10 +78,7 @@ Relation relation_of(std::string_view held, std::string_view requested) {
 class MemoryEngine final : public LockEngine {
  public:
   MemoryEngine(const MatrixTable& matrix, std::shared_ptr<const Clock> clock, const ObserveOptions& observe)
-      : matrix_(matrix),
-        clock_(std::move(clock)),
-        instruments_(observe, matrix),
-        registry_([] { return std::make_unique<Namespace>(); }) {}
+      : matrix_(matrix), clock_(std::move(clock)), instruments_(observe, matrix) {}
 
   const MatrixTable& matrix() const override { return matrix_; }
   std::shared_ptr<Metrics> metrics() const override { return instruments_.shared_metrics(); }
@@ -89,7 +86,7 @@ class MemoryEngine final : public LockEngine {
   AcquireResult acquire(const LockRequest& request) override {
     core::ResolvedRequest req = core::resolve_request(matrix_, request);
     registry_.note_call();
-    Attempts attempts(*this, static_cast<Namespace&>(registry_.get(request.ns)), req, request);
+    Attempts attempts(*this, registry_.get(request.ns), req, request);
     return core::wait_for_grant(request, *clock_, attempts, &instruments_, req.op);
   }
 
@@ -231,7 +228,7 @@ class MemoryEngine final : public LockEngine {
   MemoryEngineStats stats() {
     MemoryEngineStats out;
     std::vector<Namespace*> all;
-    registry_.for_each([&](Tenant& t) { all.push_back(static_cast<Namespace*>(&t)); });
+    registry_.for_each([&](Namespace& n) { all.push_back(&n); });
     out.namespaces = all.size();
     for (Namespace* ns : all) {
       std::lock_guard guard(ns->mutex);
@@ -308,7 +305,7 @@ class MemoryEngine final : public LockEngine {
   template <class R, class F>
   R read_state(std::string_view ns_name, F&& f) {
     registry_.note_call();
-    auto* ns = static_cast<Namespace*>(registry_.find(ns_name));
+    Namespace* ns = registry_.find(ns_name);
     if (!ns) return R{};
     std::lock_guard guard(ns->mutex);
     const Clock::time_point now = clock_->now();
@@ -323,7 +320,7 @@ class MemoryEngine final : public LockEngine {
   bool with_lock(std::string_view ns_name, std::string_view id, const std::string_view* token, F&& f) {
     core::check_namespace(ns_name);
     registry_.note_call();
-    auto* ns = static_cast<Namespace*>(registry_.find(ns_name));
+    Namespace* ns = registry_.find(ns_name);
     if (!ns) return false;
     std::lock_guard guard(ns->mutex);
     const Clock::time_point now = clock_->now();
@@ -531,7 +528,7 @@ class MemoryEngine final : public LockEngine {
   const MatrixTable& matrix_;
   const std::shared_ptr<const Clock> clock_;
   const core::Instruments instruments_;
-  NamespaceRegistry registry_;
+  NamespaceRegistry<Namespace> registry_;
 };
 
 MemoryEngineStats memory_engine_stats(LockEngine& engine) { return dynamic_cast<MemoryEngine&>(engine).stats(); }

@@ -1,14 +1,15 @@
 // NamespaceRegistry: the namespaces of one embedded engine, by name, and the
 // sweep that gives idle namespaces' memory back. Private to src/memory/.
 //
-// Data layout. A hash map name -> the engine's namespace object (a subclass
-// of Tenant), plus a vector of the same objects in creation order for the
-// sweep's round robin. A namespace object is never destroyed before the
+// Data layout. A hash map name -> the engine's namespace object (a T: the
+// registry is a template over its one tenant type, which provides a default
+// constructor and `bool trim_if_idle()`, see below), plus a vector of the
+// same objects in creation order for the sweep's round robin. A namespace object is never destroyed before the
 // registry: callers (and waiting requests, and the per-thread caches) may
 // keep a plain pointer to it for as long as the engine lives. What an idle
 // namespace costs is therefore its small fixed part: the engine keeps
 // everything that grows (the path index, the lock table, the expiry wheel)
-// in a state object that Tenant::trim_if_idle() frees.
+// in a state object that T::trim_if_idle() frees.
 //
 // The sweep. Every creation of a namespace visits kSweepOnCreate namespaces,
 // and every kCallsPerSweep-th call of note_call() on a thread visits one, in
@@ -29,10 +30,13 @@
 // Thread safety: every method may be called from any thread.
 #pragma once
 
+#include <array>
 #include <atomic>
+#include <concepts>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
@@ -41,55 +45,120 @@
 
 namespace pathlock::memory {
 
-// What the registry keeps of one namespace.
-class Tenant {
- public:
-  virtual ~Tenant() = default;
-  // Frees what the namespace holds beyond its fixed part, if it has no lock
-  // and no waiter (and, at the tenant's choice, was not used since the last
-  // visit), without blocking (try-lock). Returns true if it did.
-  virtual bool trim_if_idle() = 0;
+// The pace of the sweep (see above).
+inline constexpr std::size_t kSweepOnCreate = 4;
+inline constexpr std::uint32_t kCallsPerSweep = 16;
+
+// What the registry keeps of one namespace: trim_if_idle() frees what the
+// namespace holds beyond its fixed part, if it has no lock and no waiter
+// (and, at the tenant's choice, was not used since the last visit), without
+// blocking (try-lock), and returns true if it did.
+template <class T>
+concept Tenant = std::default_initializable<T> && requires(T& t) {
+  { t.trim_if_idle() } -> std::same_as<bool>;
 };
 
+namespace detail {
+inline std::atomic<std::uint64_t> registry_serials{0};
+inline thread_local std::uint32_t calls_on_thread = 0;
+}  // namespace detail
+
+template <Tenant T>
 class NamespaceRegistry {
  public:
-  static constexpr std::size_t kSweepOnCreate = 4;
-  static constexpr std::uint32_t kCallsPerSweep = 16;
-
-  using Factory = std::function<std::unique_ptr<Tenant>()>;
-  explicit NamespaceRegistry(Factory make);
-  NamespaceRegistry(const NamespaceRegistry&) = delete;
-  NamespaceRegistry& operator=(const NamespaceRegistry&) = delete;
+  NamespaceRegistry() = default;
 
   // The namespace `name`, or null if it was never created.
-  Tenant* find(std::string_view name);
+  T* find(std::string_view name) {
+    for (const CacheEntry& e : tls_cache_)
+      if (e.registry == serial_ && e.name == name) return e.tenant;
+    T* tenant = nullptr;
+    {
+      std::shared_lock read(mutex_);
+      const auto it = by_name_.find(name);
+      if (it == by_name_.end()) return nullptr;
+      tenant = it->second.get();
+    }
+    CacheEntry& slot = tls_cache_[tls_cache_next_++ % kCacheSize];
+    slot.registry = serial_;
+    slot.name.assign(name);
+    slot.tenant = tenant;
+    return tenant;
+  }
+
   // The namespace `name`, created (and a sweep step taken) if needed.
-  Tenant& get(std::string_view name);
+  T& get(std::string_view name) {
+    if (T* t = find(name)) return *t;
+    T* tenant = nullptr;
+    bool created = false;
+    {
+      std::unique_lock write(mutex_);
+      auto& slot = by_name_[std::string(name)];
+      if (!slot) {
+        slot = std::make_unique<T>();
+        order_.push_back(slot.get());
+        created = true;
+      }
+      tenant = slot.get();
+    }
+    if (created) sweep(kSweepOnCreate);
+    return *tenant;
+  }
+
   // Counts one call of the engine on this thread; every kCallsPerSweep-th
   // one visits a namespace.
-  void note_call();
+  void note_call() {
+    if (++detail::calls_on_thread % kCallsPerSweep == 0) sweep(1);
+  }
+
   // Visits `visits` namespaces in round robin.
-  void sweep(std::size_t visits);
-  std::size_t size() const;
-  // Calls f(Tenant&) for every namespace, under the registry's shared lock
+  void sweep(std::size_t visits) {
+    for (std::size_t i = 0; i < visits; ++i) {
+      T* tenant = nullptr;
+      {
+        std::shared_lock read(mutex_);
+        if (order_.empty()) return;
+        tenant = order_[sweep_next_.fetch_add(1, std::memory_order_relaxed) % order_.size()];
+      }
+      tenant->trim_if_idle();  // never destroyed before the registry: safe unlocked
+    }
+  }
+
+  std::size_t size() const {
+    std::shared_lock read(mutex_);
+    return by_name_.size();
+  }
+
+  // Calls f(T&) for every namespace, under the registry's shared lock
   // (f must not call the registry).
   template <class F>
   void for_each(F&& f) const {
     std::shared_lock read(mutex_);
-    for (Tenant* t : order_) f(*t);
+    for (T* t : order_) f(*t);
   }
+
+  // Callers and the threads' caches keep plain pointers into it.
+  NamespaceRegistry(const NamespaceRegistry&) = delete;
+  NamespaceRegistry& operator=(const NamespaceRegistry&) = delete;
 
  private:
   struct Hash {
     using is_transparent = void;
     std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
+  struct CacheEntry {
+    std::uint64_t registry = 0;
+    std::string name;
+    T* tenant = nullptr;
+  };
+  static constexpr std::size_t kCacheSize = 8;
+  static inline thread_local std::array<CacheEntry, kCacheSize> tls_cache_{};
+  static inline thread_local std::size_t tls_cache_next_ = 0;
 
-  const Factory make_;
-  const std::uint64_t serial_;  // identifies this registry in thread caches
+  const std::uint64_t serial_ = ++detail::registry_serials;  // identifies this registry in thread caches
   mutable std::shared_mutex mutex_;
-  std::unordered_map<std::string, std::unique_ptr<Tenant>, Hash, std::equal_to<>> by_name_;
-  std::vector<Tenant*> order_;  // creation order, for the sweep
+  std::unordered_map<std::string, std::unique_ptr<T>, Hash, std::equal_to<>> by_name_;
+  std::vector<T*> order_;  // creation order, for the sweep
   std::atomic<std::size_t> sweep_next_{0};
 };
 

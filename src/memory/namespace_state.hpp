@@ -42,7 +42,7 @@ struct NamespaceState {
   bool idle() const { return locks.live() == 0 && waiters.empty(); }
 };
 
-struct Namespace final : Tenant {
+struct Namespace final {
   std::mutex mutex;
   std::condition_variable changed;  // notified when a lock or a waiter goes
   std::uint64_t generation = 0;     // counts those notifications
@@ -52,7 +52,7 @@ struct Namespace final : Tenant {
   bool acquired_since_visit = false;      // an acquire came since the sweep's last visit
   std::uint64_t trims = 0;                // states freed so far (stats)
 
-  bool trim_if_idle() override;
+  bool trim_if_idle();
   // The state, made when there is none. Call with `mutex` held; an acquire
   // also sets acquired_since_visit.
   NamespaceState& use(Clock::time_point now);

@@ -3,12 +3,15 @@
 // The data chunk is plain Lua table constructors and string constants, run
 // once when Redis loads the library (only `redis` is visible then, so no
 // library function is called): PL_OPS[name] = { first, roles, not_inside },
-// PL_CODE_NAMES[code] = { op, role }, PL_BLOCKSET[relation][requested code]
-// = { [held code] = true } for every held code that refuses it (relation 0
-// same, 1 held_ancestor, 2 held_descendant), and the constants below.
+// PL_BLOCKSET[relation][requested code] = { [held code] = true } for every
+// held code that refuses it (relation 0 same, 1 held_ancestor, 2
+// held_descendant), PL_KEY_SUFFIXES, and the constants below. Every limit
+// is the C++ constant the embedded backend enforces too: the Lua files
+// restate none (tests/limits_test.cpp checks both backends against them).
 #include "redis/library.hpp"
 
 #include "core/quoted.hpp"
+#include "core/waiting.hpp"
 
 #include <pathlock/engine.hpp>
 #include <pathlock/path.hpp>
@@ -36,11 +39,15 @@ std::string data_chunk(const MatrixTable& t, std::string_view function_prefix) {
       "local PL_MATRIX_NAME = {}\nlocal PL_MATRIX_VERSION = {}\nlocal PL_FINGERPRINT = {}\n"
       "local PL_MAX_TTL = {}\nlocal PL_MAX_RESERVE = {}\nlocal PL_MAX_PATH = {}\nlocal PL_MAX_NAME = {}\n"
       "local PL_MAX_OWNER = {}\nlocal PL_MAX_ID = {}\nlocal PL_MAX_TOKEN = {}\nlocal PL_MAX_KEY = {}\n"
-      "local PL_MAX_BLOCKERS = {}\nlocal PL_MAX_WAITERS = {}\n"
-      "local PL_CODE_COUNT = {}\n",
+      "local PL_MAX_BLOCKERS = {}\nlocal PL_MAX_WAITERS = {}\nlocal PL_MAX_LIST = {}\n"
+      "local PL_MAX_NAMESPACE = {}\n",
       t.name, t.version, kLayoutVersion, function_prefix, lua_string(t.name), lua_string(t.version),
-      lua_string(t.fingerprint), kMaxTtlMs, kMaxReserveMs, kMaxPathBytes, kMaxComponentBytes, kMaxOwnerBytes,
-      kMaxIdBytes, kMaxTokenBytes, kMaxIdempotencyKeyBytes, kMaxBlockers, kMaxWaiters, t.code_count);
+      lua_string(t.fingerprint), kMaxTtl.count(), core::kMaxReservation.count(), kMaxPathBytes, kMaxComponentBytes,
+      kMaxOwnerBytes, kMaxIdBytes, kMaxTokenBytes, kMaxIdempotencyKeyBytes, kMaxBlockers, kMaxWaiters, kMaxListLimit,
+      kMaxNamespaceBytes);
+  out += "local PL_KEY_SUFFIXES = {";
+  for (const std::string_view suffix : kKeySuffixes) out += fmt::format(" {},", lua_string(suffix));
+  out += fmt::format(" }}\nlocal PL_KEY_COUNT = {}\n", std::size(kKeySuffixes));
   out += "local PL_OPS = {\n";
   for (std::size_t o = 0; o < t.op_count; ++o) {
     const OpInfo& op = t.ops[o];
@@ -51,10 +58,6 @@ std::string data_chunk(const MatrixTable& t, std::string_view function_prefix) {
     out += fmt::format("  [{}] = {{ first = {}, roles = {{ {} }}, not_inside = {{ {} }} }},\n", lua_string(op.name),
                        op.first_code, roles, inside);
   }
-  out += "}\nlocal PL_CODE_NAMES = {\n";
-  for (std::size_t c = 0; c < t.code_count; ++c)
-    out += fmt::format("  [{}] = {{ {}, {} }},\n", c, lua_string(t.op_name_of_code(static_cast<int>(c))),
-                       lua_string(t.role_name_of_code(static_cast<int>(c))));
   out += "}\nlocal PL_BLOCKSET = {\n";
   for (std::size_t rel = 0; rel < kRelationCount; ++rel) {
     out += fmt::format("  [{}] = {{\n", rel);

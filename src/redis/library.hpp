@@ -2,8 +2,10 @@
 //
 // Contract: library_for(table) returns the complete text to pass to
 // FUNCTION LOAD: a "#!lua name=..." line, a data chunk generated here from
-// the MatrixTable (operations, roles, code names, blockers, fingerprint,
-// limits, the layout version), then the Lua runtime of lua/*.lua, which the
+// the MatrixTable (operations, roles, blockers, fingerprint) and from the
+// C++ definitions of every limit the functions enforce (pathlock/engine.hpp,
+// pathlock/path.hpp, the reservation cap of core/waiting.hpp), the key
+// suffixes and the layout version, then the Lua runtime of lua/*.lua, which the
 // build embeds (tools/cmake/EmbedLua.cmake -> lua_sources()). The same table
 // gives the same bytes. The protocol the library implements, its keys,
 // arguments, replies and versioning: docs/lua-protocol.md.
@@ -33,13 +35,9 @@ namespace pathlock::redis {
 // (docs/lua-protocol.md#versions).
 inline constexpr int kLayoutVersion = 4;
 
-// Longest reservation of a place in line the library grants (reserve_ms is
-// capped there), and the longest lease.
-inline constexpr long long kMaxReserveMs = 2000;
-inline constexpr long long kMaxTtlMs = 604800000;
-
 // The keys every function takes, in this order, after the namespace's
-// prefix "pl:{NS}:" (the last is the SPUBLISH wake-up channel).
+// prefix "pl:{NS}:" (the last is the SPUBLISH wake-up channel). The data
+// chunk gives them to the Lua runtime as PL_KEY_SUFFIXES.
 inline constexpr std::string_view kKeySuffixes[] = {"meta", "idx", "locks", "exp", "ent", "wq", "wexp", "wrec", "wake"};
 
 struct Library {

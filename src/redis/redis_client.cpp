@@ -50,7 +50,7 @@ RedisClient::RedisClient(ClientOptions options) : options_(std::move(options)), 
       fail(fmt::format("cannot connect: {}", e.what()));
     }
     { NodePool::Lease first = pool(master_).take(false); }  // checks the set-up now
-    watcher_ = std::make_unique<SwitchWatcher>(options_.url, settings_, warnings_, [this] { stale_ = true; });
+    watcher_ = std::make_unique<SwitchWatcher>(options_.url, settings_, [this] { stale_ = true; });
     return;
   }
 
@@ -284,9 +284,9 @@ static bool already_loaded(const Reply& r) { return r.str.find("already exists")
 
 // Sends the registered libraries to the attempt's node, which said
 // "Function not found" (a restart without persistence, FUNCTION FLUSH, a new
-// master). A refusal (e.g. NOPERM for a user without FUNCTION LOAD) is
-// thrown as the Reply, with a hint, and caught in fcall's body.
-void RedisClient::load_libraries_on(Attempt& x) {
+// master). Returns the node's refusal (e.g. NOPERM for a user without
+// FUNCTION LOAD, then with a hint), or nothing when every library is there.
+std::optional<Reply> RedisClient::load_libraries_on(Attempt& x) {
   std::vector<std::pair<std::string, std::string>> libraries;
   {
     std::lock_guard guard(mutex_);
@@ -299,9 +299,10 @@ void RedisClient::load_libraries_on(Attempt& x) {
         r.str = fmt::format("the server lacks library {} and this user may not load it ({}); load it once as an "
                             "administrator (docs/operations.md#trust-model)",
                             name, r.str);
-      throw r;
+      return r;
     }
   }
+  return std::nullopt;
 }
 
 void RedisClient::load_library(const std::string& name, const std::string& code) {
@@ -334,21 +335,21 @@ Reply RedisClient::fcall(const std::string& function, const std::vector<std::str
   argv.insert(argv.end(), args.begin(), args.end());
   const int slot = keys.empty() ? -1 : key_slot(keys.front());
   Reply r = routed(slot, acked, [&](Attempt& x) {
-    try {
-      Reply first = x(argv);
-      if (!first.is_error() || first.str.find("Function not found") == std::string::npos) return first;
-      load_libraries_on(x);
-      return x(argv);
-    } catch (const Reply& refused) {
-      return refused;
-    }
+    Reply first = x(argv);
+    if (!first.is_error() || first.str.find("Function not found") == std::string::npos) return first;
+    if (std::optional<Reply> refused = load_libraries_on(x)) return std::move(*refused);
+    return x(argv);
   });
   if (r.is_error()) fail(fmt::format("function {} failed: {}", function, r.str));
   return r;
 }
 
 std::unique_ptr<Subscription> RedisClient::subscribe(std::string channel) {
-  return std::unique_ptr<Subscription>(new Subscription(*this, std::move(channel)));
+  return std::make_unique<Subscription>(static_cast<SubscriptionHost&>(*this), std::move(channel));
+}
+
+std::unique_ptr<Connection> RedisClient::open_listener(const Endpoint& node) {
+  return Connection::open(node, settings_, Connection::Role::listener, warnings_);
 }
 
 Endpoint RedisClient::node_for(std::string_view key) { return target(key_slot(key)); }

@@ -54,6 +54,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -80,7 +81,7 @@ struct ClientOptions {
   LogSink log{};
 };
 
-class RedisClient {
+class RedisClient final : private SubscriptionHost {
  public:
   enum class Mode : std::uint8_t { standalone, cluster, sentinel };
 
@@ -130,17 +131,27 @@ class RedisClient {
   std::unique_ptr<Subscription> subscribe(std::string channel);
 
   // Throws BackendError("redis at <server>: <what>").
-  [[noreturn]] void fail(std::string_view what) const;
-  const std::string& server() const { return server_; }
+  [[noreturn]] void fail(std::string_view what) const override;
+  const std::string& server() const override { return server_; }
   Mode mode() const { return mode_; }
   int replicas() const { return options_.replicas; }
   // The node a key is routed to now (for tests and messages).
   Endpoint node_for(std::string_view key);
 
  private:
-  using Clock = std::chrono::steady_clock;
-  friend class Subscription;
   struct Attempt;
+
+  // SubscriptionHost: all a Subscription may use of the client.
+  Endpoint node_for_slot(int slot) override { return target(slot); }
+  void slot_moved(int slot, const Endpoint& node) override { slots_.assign(slot, node); }
+  void relearn(Clock::time_point seen) override { rediscover(seen); }
+  std::unique_ptr<Connection> open_listener(const Endpoint& node) override;
+  Millis command_timeout() const override { return options_.command_timeout; }
+  bool standalone() const override { return mode_ == Mode::standalone; }
+  bool first_subscribe_refusal() override { return !warnings_.subscribe.exchange(true); }
+  void warn(std::string_view message, std::vector<LogField> fields) const override {
+    warnings_.warn(message, std::move(fields));
+  }
 
   template <class Body>
   Reply routed(int slot, int* acked, Body&& body);
@@ -150,7 +161,7 @@ class RedisClient {
   // after `seen`. Never throws: what it cannot learn stays as it was.
   void rediscover(Clock::time_point seen);
   void discover_cluster(const Endpoint& seed);
-  void load_libraries_on(Attempt& x);
+  std::optional<Reply> load_libraries_on(Attempt& x);
   int wait_replicas(Connection& c);
 
   ClientOptions options_;

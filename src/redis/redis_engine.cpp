@@ -64,6 +64,7 @@
 #include "redis/library.hpp"
 #include "redis/redis_client.hpp"
 #include "redis/redis_url.hpp"
+#include "redis/replies.hpp"
 
 #include <pathlock/path.hpp>
 #include <pathlock/version.hpp>
@@ -86,9 +87,9 @@ Millis millis(const Reply& r) { return Millis{r.number()}; }
 // The id, owner and op that lead a listed lock or place in line.
 template <class Info>
 void read_who(const Reply& r, Info& out) {
-  out.id = r.at(0).text();
-  out.owner = r.at(1).text();
-  out.op = r.at(2).text();
+  out.id = r.at(reply::lock_row::id).text();
+  out.owner = r.at(reply::lock_row::owner).text();
+  out.op = r.at(reply::lock_row::op).text();
 }
 
 // {role_1, path_1, role_2, path_2, ...} as the functions reply targets.
@@ -211,18 +212,19 @@ class RedisEngine final : public LockEngine {
     const std::string canonical = core::resolve_prefix(prefix);
     core::check_page(limit, after);
     const Reply r = run("list", ns, {canonical, std::to_string(limit), std::string(after)});
-    if (r.at(0).text() != "locks") unexpected("list", r.at(0).text());
+    if (r.at(reply::list::status).text() != "locks") unexpected("list", r.at(reply::list::status).text());
     ListPage page;
-    page.next = r.at(1).text();
-    page.locks.reserve(r.elements.size() - 2);
-    for (std::size_t i = 2; i < r.elements.size(); ++i) {
+    page.next = r.at(reply::list::next).text();
+    page.locks.reserve(r.elements.size() - reply::list::first_row);
+    for (std::size_t i = reply::list::first_row; i < r.elements.size(); ++i) {
+      namespace f = reply::lock_row;
       const Reply& l = r.elements[i];
       LockInfo info;
       read_who(l, info);
-      info.fence = static_cast<std::uint64_t>(l.at(3).number());
-      info.holds = static_cast<std::uint32_t>(l.at(4).number());
-      info.expires_in = millis(l.at(5));
-      info.targets = targets_of(l.at(6));
+      info.fence = static_cast<std::uint64_t>(l.at(f::fence).number());
+      info.holds = static_cast<std::uint32_t>(l.at(f::holds).number());
+      info.expires_in = millis(l.at(f::expires_in_ms));
+      info.targets = targets_of(l.at(f::targets));
       page.locks.push_back(std::move(info));
     }
     return page;
@@ -242,25 +244,27 @@ class RedisEngine final : public LockEngine {
     for (const core::ResolvedTarget& t : req.targets) args.push_back(t.path);
     args.push_back(std::to_string(limit));
     const Reply r = run("blockers", ns, args);
-    if (r.at(0).text() != "blockers") unexpected("blockers", r.at(0).text());
+    if (r.at(reply::blockers::status).text() != "blockers")
+      unexpected("blockers", r.at(reply::blockers::status).text());
     BlockersPage out;
-    out.truncated = r.at(1).number() != 0;
-    for (std::size_t i = 2; i < r.elements.size(); ++i) {
+    out.truncated = r.at(reply::blockers::truncated).number() != 0;
+    for (std::size_t i = reply::blockers::first_row; i < r.elements.size(); ++i) {
+      namespace f = reply::blocker_row;
       const Reply& x = r.elements[i];
       Blocker b;
-      b.queued = x.at(0).number() != 0;
-      b.id = x.at(1).text();
-      b.owner = x.at(2).text();
-      b.op = x.at(3).text();
-      b.role = x.at(4).text();
-      b.path = x.at(5).text();
-      b.requested_role = x.at(6).text();
-      b.requested_path = x.at(7).text();
-      b.relation = parse_relation(client_, x.at(8).text());
-      b.fence = static_cast<std::uint64_t>(x.at(9).number());
-      b.holds = static_cast<std::uint32_t>(x.at(10).number());
-      b.expires_in = millis(x.at(11));
-      b.waited = millis(x.at(12));
+      b.queued = x.at(f::queued).number() != 0;
+      b.id = x.at(f::id).text();
+      b.owner = x.at(f::owner).text();
+      b.op = x.at(f::op).text();
+      b.role = x.at(f::role).text();
+      b.path = x.at(f::path).text();
+      b.requested_role = x.at(f::requested_role).text();
+      b.requested_path = x.at(f::requested_path).text();
+      b.relation = parse_relation(client_, x.at(f::relation).text());
+      b.fence = static_cast<std::uint64_t>(x.at(f::fence).number());
+      b.holds = static_cast<std::uint32_t>(x.at(f::holds).number());
+      b.expires_in = millis(x.at(f::expires_in_ms));
+      b.waited = millis(x.at(f::waited_ms));
       out.blockers.push_back(std::move(b));
     }
     // In the documented order: per kind and target, as the embedded backend.
@@ -283,15 +287,16 @@ class RedisEngine final : public LockEngine {
     const std::string canonical = core::resolve_prefix(prefix);
     core::check_limit(limit, kMaxWaiters);
     const Reply r = run("waiters", ns, {canonical, std::to_string(limit)});
-    if (r.at(0).text() != "waiters") unexpected("waiters", r.at(0).text());
+    if (r.at(reply::waiters::status).text() != "waiters") unexpected("waiters", r.at(reply::waiters::status).text());
     std::vector<WaiterInfo> out;
-    for (std::size_t i = 1; i < r.elements.size(); ++i) {
+    for (std::size_t i = reply::waiters::first_row; i < r.elements.size(); ++i) {
+      namespace f = reply::waiter_row;
       const Reply& x = r.elements[i];
       WaiterInfo w;
       read_who(x, w);
-      w.waited = millis(x.at(3));
-      w.expires_in = millis(x.at(4));
-      w.targets = targets_of(x.at(5));
+      w.waited = millis(x.at(f::waited_ms));
+      w.expires_in = millis(x.at(f::expires_in_ms));
+      w.targets = targets_of(x.at(f::targets));
       out.push_back(std::move(w));
     }
     return out;
@@ -349,28 +354,30 @@ class RedisEngine final : public LockEngine {
   AcquireResult attempt(std::string_view ns, const std::vector<std::string>& keys, const std::vector<std::string>& args) {
     int acked = 0;
     const Reply r = run("acquire", ns, args, &keys, replicas_ > 0 ? &acked : nullptr);
-    const std::string& status = r.at(0).text();
+    const std::string& status = r.at(reply::granted::status).text();
     AcquireResult out;
     if (status == "granted") {
+      namespace f = reply::granted;
       out.granted = true;
-      out.grant.id = r.at(1).text();
-      out.grant.token = r.at(2).text();
-      out.grant.fence = static_cast<std::uint64_t>(r.at(3).number());
-      out.grant.expires_in = millis(r.at(4));
-      out.grant.holds = static_cast<std::uint32_t>(r.at(5).number());
+      out.grant.id = r.at(f::id).text();
+      out.grant.token = r.at(f::token).text();
+      out.grant.fence = static_cast<std::uint64_t>(r.at(f::fence).number());
+      out.grant.expires_in = millis(r.at(f::expires_in_ms));
+      out.grant.holds = static_cast<std::uint32_t>(r.at(f::holds).number());
       if (acked < replicas_) not_replicated(ns, out.grant, acked);
     } else if (status == "refused") {
+      namespace f = reply::refused;
       Conflict& c = out.conflict;
-      c.id = r.at(1).text();
-      c.op = r.at(2).text();
-      c.role = r.at(3).text();
-      c.path = r.at(4).text();
-      c.owner = r.at(5).text();
-      c.expires_in = millis(r.at(6));
-      c.requested_role = r.at(7).text();
-      c.requested_path = r.at(8).text();
-      c.relation = parse_relation(client_, r.at(9).text());
-      c.queued = r.at(10).number() != 0;
+      c.id = r.at(f::id).text();
+      c.op = r.at(f::op).text();
+      c.role = r.at(f::role).text();
+      c.path = r.at(f::path).text();
+      c.owner = r.at(f::owner).text();
+      c.expires_in = millis(r.at(f::expires_in_ms));
+      c.requested_role = r.at(f::requested_role).text();
+      c.requested_path = r.at(f::requested_path).text();
+      c.relation = parse_relation(client_, r.at(f::relation).text());
+      c.queued = r.at(f::queued).number() != 0;
     } else if (status == "not_holder") {
       out.not_holder = true;
     } else {

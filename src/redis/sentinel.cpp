@@ -5,6 +5,8 @@
 
 #include <charconv>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 
 namespace pathlock::redis {
 
@@ -29,40 +31,75 @@ Endpoint ask_sentinels(const RedisUrl& url, const ConnectionSettings& settings, 
   throw Unreachable(fmt::format("redis at {}: no sentinel named the master{}", url.describe(), errors));
 }
 
-SwitchWatcher::SwitchWatcher(const RedisUrl& url, const ConnectionSettings& settings, Warnings& warnings,
-                             std::function<void()> on_switch)
-    : url_(url), settings_(settings), warnings_(warnings), on_switch_(std::move(on_switch)) {
-  thread_ = std::thread([this] { run(); });
+struct SwitchWatcher::State {
+  State(const RedisUrl& u, const ConnectionSettings& s, std::function<void()> f)
+      : url(u), settings(s), on_switch(std::move(f)) {}
+  const RedisUrl url;  // copies: the thread may outlive the client
+  const ConnectionSettings settings;
+  Warnings warnings;
+  std::function<void()> on_switch;  // called under `mutex`, never once `stop` is set
+  std::mutex mutex;
+  std::condition_variable ended;
+  bool stop = false;  // guarded by mutex
+  bool done = false;  // the thread has returned from run; guarded by mutex
+
+  bool stopping() {
+    std::lock_guard guard(mutex);
+    return stop;
+  }
+  void notify() {
+    std::lock_guard guard(mutex);
+    if (!stop) on_switch();
+  }
+  void run();
+};
+
+SwitchWatcher::SwitchWatcher(const RedisUrl& url, const ConnectionSettings& settings, std::function<void()> on_switch)
+    : state_(std::make_shared<State>(url, settings, std::move(on_switch))) {
+  thread_ = std::thread([state = state_] {
+    state->run();
+    std::lock_guard guard(state->mutex);
+    state->done = true;
+    state->ended.notify_all();
+  });
 }
 
 SwitchWatcher::~SwitchWatcher() {
-  stop_ = true;
-  thread_.join();
+  std::unique_lock lock(state_->mutex);
+  state_->stop = true;
+  const bool done = state_->ended.wait_for(lock, kStopWait, [&] { return state_->done; });
+  lock.unlock();
+  // A thread still inside a connect or a read ends on its own (the state is
+  // shared): it sees `stop` when that returns and calls nothing more.
+  if (done)
+    thread_.join();
+  else
+    thread_.detach();
 }
 
-void SwitchWatcher::run() {
-  constexpr int kTick = 100;  // ms between checks of stop_
-  const std::string prefix = url_.master_name + " ";
-  for (std::size_t next = 0; !stop_; ++next) {
-    const Endpoint& sentinel = url_.nodes[next % url_.nodes.size()];
+void SwitchWatcher::State::run() {
+  constexpr int kTick = static_cast<int>(kStopWait.count() / 2);  // ms between checks of stop
+  const std::string prefix = url.master_name + " ";
+  for (std::size_t next = 0; !stopping(); ++next) {
+    const Endpoint& sentinel = url.nodes[next % url.nodes.size()];
     try {
-      auto c = Connection::open(sentinel, settings_, Connection::Role::sentinel, warnings_);
+      auto c = Connection::open(sentinel, settings, Connection::Role::sentinel, warnings);
       c->send({"SUBSCRIBE", "+switch-master"});
       if (c->receive("SUBSCRIBE").is_error()) throw BackendError("SUBSCRIBE refused");
-      while (!stop_) {
+      while (!stopping()) {
         if (!c->wait_readable(kTick)) continue;
         if (!c->read_available()) break;
         while (const std::optional<Reply> m = c->buffered_reply()) {
           // ["message", "+switch-master", "NAME old-ip old-port new-ip new-port"]
           if (m->type == Reply::Type::array && m->elements.size() == 3 && m->elements[2].str.rfind(prefix, 0) == 0)
-            on_switch_();
+            notify();
         }
       }
     } catch (const BackendError&) {
     }
     // Lost or no sentinel: messages may have been missed, so look again.
-    if (!stop_) on_switch_();
-    for (int i = 0; i < 5 && !stop_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(kTick));
+    notify();
+    for (int i = 0; i < 10 && !stopping(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(kTick));
   }
 }
 

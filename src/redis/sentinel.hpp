@@ -12,13 +12,17 @@
 // the client still finds the new master on its first failed call.
 //
 // Thread safety: ask_sentinels is reentrant; a SwitchWatcher runs its own
-// thread and stops it (within about 100 ms) in its destructor.
+// thread. Its destructor returns within about 100 ms (kStopWait) and
+// on_switch is never called once it has begun: a thread found blocked in a
+// connection to a slow or unreachable sentinel (up to the connect and
+// command timeouts) is left to finish on its own, with its own copy of the
+// URL and settings, and calls nothing more.
 #pragma once
 
 #include "redis/connection.hpp"
 
-#include <atomic>
 #include <functional>
+#include <memory>
 #include <thread>
 
 namespace pathlock::redis {
@@ -30,20 +34,17 @@ Endpoint ask_sentinels(const RedisUrl& url, const ConnectionSettings& settings, 
 
 class SwitchWatcher {
  public:
-  SwitchWatcher(const RedisUrl& url, const ConnectionSettings& settings, Warnings& warnings,
-                std::function<void()> on_switch);
+  // How long the destructor waits for the thread before leaving it.
+  static constexpr Millis kStopWait{100};
+
+  SwitchWatcher(const RedisUrl& url, const ConnectionSettings& settings, std::function<void()> on_switch);
   ~SwitchWatcher();
   SwitchWatcher(const SwitchWatcher&) = delete;
   SwitchWatcher& operator=(const SwitchWatcher&) = delete;
 
  private:
-  void run();
-
-  const RedisUrl& url_;
-  const ConnectionSettings& settings_;
-  Warnings& warnings_;
-  std::function<void()> on_switch_;
-  std::atomic<bool> stop_{false};
+  struct State;  // shared by the watcher and its thread
+  std::shared_ptr<State> state_;
   std::thread thread_;
 };
 

@@ -8,7 +8,8 @@
 // it. Nothing else is ever sent on it.
 #include "redis/subscription.hpp"
 
-#include "redis/redis_client.hpp"
+#include "redis/cluster.hpp"
+#include "redis/connection.hpp"
 
 #include <fmt/format.h>
 
@@ -27,7 +28,7 @@ struct Broken {};
 
 }  // namespace
 
-Subscription::Subscription(RedisClient& client, std::string channel)
+Subscription::Subscription(SubscriptionHost& client, std::string channel)
     : client_(client), channel_(std::move(channel)), slot_(key_slot(channel_)) {
   open();
 }
@@ -40,24 +41,24 @@ void Subscription::refused(const std::string& why) {
   // An ACL user without channel rights (Redis 7 creates users with
   // resetchannels), or SSUBSCRIBE renamed away: wait without wake-ups.
   conn_.reset();
-  if (!client_.warnings_.subscribe.exchange(true))
-    client_.warnings_.warn(fmt::format("redis at {}: SSUBSCRIBE {} refused ({}); waiting requests only re-check on a "
-                                       "timer. Grant the user the channels pl:* (ACL SETUSER ... &pl:*)",
-                                       client_.server_, channel_, why),
-                           {{"event", "ssubscribe_refused"}, {"server", client_.server_}, {"channel", channel_}});
+  if (client_.first_subscribe_refusal())
+    client_.warn(fmt::format("redis at {}: SSUBSCRIBE {} refused ({}); waiting requests only re-check on a "
+                             "timer. Grant the user the channels pl:* (ACL SETUSER ... &pl:*)",
+                             client_.server(), channel_, why),
+                 {{"event", "ssubscribe_refused"}, {"server", client_.server()}, {"channel", channel_}});
 }
 
 void Subscription::open() {
   using Clock = std::chrono::steady_clock;
   conn_.reset();
-  const auto deadline = Clock::now() + client_.options_.command_timeout;
+  const auto deadline = Clock::now() + client_.command_timeout();
   Millis pause{5};
   while (true) {
     const auto started = Clock::now();
-    const Endpoint node = client_.target(slot_);
+    const Endpoint node = client_.node_for_slot(slot_);
     std::string why;
     try {
-      auto c = Connection::open(node, client_.settings_, Connection::Role::listener, client_.warnings_);
+      std::unique_ptr<Connection> c = client_.open_listener(node);
       c->send({"SSUBSCRIBE", channel_});
       const Reply r = c->receive("SSUBSCRIBE");
       if (!r.is_error()) {
@@ -68,16 +69,16 @@ void Subscription::open() {
       }
       const Redirect d = parse_redirect(r.str, node);
       if (d.kind == Redirect::Kind::none) return refused(r.str);
-      if (d.kind == Redirect::Kind::moved || d.kind == Redirect::Kind::ask) client_.slots_.assign(d.slot, d.node);
+      if (d.kind == Redirect::Kind::moved || d.kind == Redirect::Kind::ask) client_.slot_moved(d.slot, d.node);
       why = r.str;
     } catch (const Unreachable& e) {
-      if (client_.mode_ == RedisClient::Mode::standalone) throw;
+      if (client_.standalone()) throw;
       why = e.what();
     } catch (const NotSent& e) {
       why = e.what();
     }
     if (Clock::now() >= deadline) client_.fail(fmt::format("cannot subscribe to {}: {}", channel_, why));
-    client_.rediscover(started);
+    client_.relearn(started);
     std::this_thread::sleep_for(std::min(pause, std::chrono::ceil<Millis>(deadline - Clock::now())));
     pause = std::min(pause * 2, Millis{200});
   }

@@ -20,17 +20,52 @@
 // Thread safety: one Subscription belongs to one thread.
 #pragma once
 
-#include <pathlock/engine.hpp>
+#include "redis/redis_url.hpp"
 
+#include <pathlock/engine.hpp>
+#include <pathlock/metrics.hpp>
+
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace pathlock::redis {
 
 class Connection;
-class RedisClient;
+
+// What a Subscription needs of the client it belongs to, and nothing more:
+// where a slot is served now, what a redirect taught, learning the
+// topology again, and a listener connection with the client's settings.
+// RedisClient implements it.
+class SubscriptionHost {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // The node that serves `slot` now.
+  virtual Endpoint node_for_slot(int slot) = 0;
+  // A MOVED or ASK reply said `node` serves `slot`.
+  virtual void slot_moved(int slot, const Endpoint& node) = 0;
+  // Learn the topology again unless that happened after `seen`; never throws.
+  virtual void relearn(Clock::time_point seen) = 0;
+  // A connection of role listener to `node`, with the client's settings.
+  virtual std::unique_ptr<Connection> open_listener(const Endpoint& node) = 0;
+  // How long to try (re)opening the subscription; one server only (an
+  // unreachable node is then final).
+  virtual Millis command_timeout() const = 0;
+  virtual bool standalone() const = 0;
+  // True the first time only: warn once per client about a refused SSUBSCRIBE.
+  virtual bool first_subscribe_refusal() = 0;
+  // A warning, through the client's log sink.
+  virtual void warn(std::string_view message, std::vector<LogField> fields) const = 0;
+  // Throws BackendError("redis at <server>: <what>").
+  [[noreturn]] virtual void fail(std::string_view what) const = 0;
+  virtual const std::string& server() const = 0;
+
+ protected:
+  ~SubscriptionHost() = default;
+};
 
 class Subscription {
  public:
@@ -55,14 +90,15 @@ class Subscription {
   // The node it listens on ("host:port"; empty when refused).
   std::string node() const;
 
+  // Opens the subscription (see RedisClient::subscribe).
+  Subscription(SubscriptionHost& client, std::string channel);
+
  private:
-  friend class RedisClient;
-  Subscription(RedisClient& client, std::string channel);
   void open();
   void refused(const std::string& why);
   bool drain(std::vector<std::string>& payloads);  // buffered messages only
 
-  RedisClient& client_;
+  SubscriptionHost& client_;
   std::string channel_;
   int slot_;
   std::unique_ptr<Connection> conn_;  // null: the server refused the subscription
