@@ -2,8 +2,15 @@
 #include "core/waiting.hpp"
 
 #include <algorithm>
+#include <atomic>
 
 namespace pathlock::core {
+
+namespace {
+std::atomic<WaitObserver*> wait_observer{nullptr};  // the test hook; see waiting.hpp
+}  // namespace
+
+void set_wait_observer(WaitObserver* observer) noexcept { wait_observer.store(observer, std::memory_order_release); }
 
 AcquireResult wait_for_grant(const LockRequest& request, const Clock& clock, WaitingAttempts& backend) {
   // No wait: the one attempt is the last, with no place in line (the loop
@@ -27,6 +34,7 @@ AcquireResult wait_for_grant(const LockRequest& request, const Clock& clock, Wai
         listening = true;
         if (backend.listen()) continue;
       }
+      if (WaitObserver* observer = wait_observer.load(std::memory_order_acquire)) observer->waiting(request);
       const Clock::time_point now = clock.now();
       backend.sleep_until(std::min({deadline, now + kRecheck, now + out.conflict.expires_in + Millis{1}}));
     }
