@@ -113,7 +113,17 @@ TEST_CASE("a killed waiter holds its place only until its reservation lease ends
   const std::string line = "acquire victim delete_folder /p/A wait=5000\n";
   REQUIRE(write(to_child[1], line.data(), line.size()) == static_cast<ssize_t>(line.size()));
   until_queued(*engine, ns, "victim", "create", "/p/A");
-  std::this_thread::sleep_for(300ms);  // it has refreshed its reservation by now
+  // Wait until it refreshes its reservation: a probe then finds more of the
+  // reservation left than the probe before it did.
+  bool refreshed = false;
+  Millis left = take(*engine, ns, "probe", "create", "/p/A").conflict.expires_in;
+  for (int i = 0; i < 1000 && !refreshed; ++i) {
+    std::this_thread::sleep_for(5ms);
+    const auto probe = take(*engine, ns, "probe", "create", "/p/A");
+    refreshed = !probe.granted && probe.conflict.owner == "victim" && probe.conflict.expires_in > left;
+    left = probe.conflict.expires_in;
+  }
+  REQUIRE(refreshed);
   REQUIRE(kill(shell, SIGKILL) == 0);
   const auto killed_at = SteadyClock::now();
   int status = 0;
@@ -345,13 +355,16 @@ TEST_CASE("a user without channel rights still waits (on the timer) and releases
   const auto held = hold(*engine, ns, "h", "upload", "/p/A/f");
   AcquireResult got;
   const std::string err = test::capture_stderr([&] {
+    const int waits_before = test::times_waited(ns, "w");
     auto waiter =
-        std::async(std::launch::async, [&] { return take(*engine, ns, "w", "delete_folder", "/p/A", 3000ms); });
+        std::async(std::launch::async, [&] { return take(*engine, ns, "w", "delete_folder", "/p/A", 10000ms); });
     until_queued(*engine, ns, "w", "create", "/p/A");
+    // With nothing to wake it, it looks again on the timer: asleep twice.
+    CHECK(test::until_waiting(ns, "w", waits_before + 2));
     CHECK(engine->release(ns, held.grant.id, held.grant.token));  // its PUBLISH is refused, not the release
     const auto released_at = SteadyClock::now();
     got = waiter.get();
-    CHECK(since(released_at) < 600ms);  // the 200 ms re-check found it
+    CHECK(since(released_at) < 5000ms);  // a 200 ms re-check found it, not the last attempt at 10 s
   });
   REQUIRE(got.granted);
   CHECK_THAT(err, Catch::Contains("SUBSCRIBE") && Catch::Contains("&pl:*"));
