@@ -57,17 +57,20 @@ TEST_CASE("a wait that reaches its deadline returns the conflict", "[wait]") {
   Fixture f{test::manual_time};
   const auto held = f.attempt("a", "delete_folder", "/p/A");
   REQUIRE(held.granted);
+  // In real time the wait is long enough for its first attempts (and a
+  // Redis subscription) to come before the deadline on a slow machine.
+  const Millis wait = f.clock ? 120ms : 1000ms;
   const auto start = f.now();
-  auto waiter = std::async(std::launch::async, [&] { return f.attempt("b", "upload", "/p/A", 120ms); });
+  auto waiter = std::async(std::launch::async, [&] { return f.attempt("b", "upload", "/p/A", wait); });
   // On a manual clock the deadline is not reached while the clock stands
   // still: the waiter re-checks and goes on waiting (a second refusal).
   const bool waited = until_waiting(f.ns, "b", f.clock ? 2 : 1);
-  f.let_pass(120ms);
+  f.let_pass(wait);
   const auto got = waiter.get();
   REQUIRE(waited);
   CHECK_FALSE(got.granted);
   CHECK(got.conflict.id == held.grant.id);
-  CHECK(f.now() - start >= 120ms);  // on the engine's clock: it waited until the deadline
+  CHECK(f.now() - start >= wait);  // on the engine's clock: it waited until the deadline
   // The expired waiter left nothing behind: a later fair request only meets
   // the holder.
   const auto again = f.attempt("c", "create", "/p/A");
