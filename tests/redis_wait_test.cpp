@@ -17,6 +17,7 @@
 #include "support/backends.hpp"
 #include "support/process.hpp"
 #include "support/redis_server.hpp"
+#include "support/waiting_probe.hpp"
 
 #include <pathlock/engine.hpp>
 
@@ -112,7 +113,17 @@ TEST_CASE("a killed waiter holds its place only until its reservation lease ends
   const std::string line = "acquire victim delete_folder /p/A wait=5000\n";
   REQUIRE(write(to_child[1], line.data(), line.size()) == static_cast<ssize_t>(line.size()));
   until_queued(*engine, ns, "victim", "create", "/p/A");
-  std::this_thread::sleep_for(300ms);  // it has refreshed its reservation by now
+  // Wait until it refreshes its reservation: a probe then finds more of the
+  // reservation left than the probe before it did.
+  bool refreshed = false;
+  Millis left = take(*engine, ns, "probe", "create", "/p/A").conflict.expires_in;
+  for (int i = 0; i < 1000 && !refreshed; ++i) {
+    std::this_thread::sleep_for(5ms);
+    const auto probe = take(*engine, ns, "probe", "create", "/p/A");
+    refreshed = !probe.granted && probe.conflict.owner == "victim" && probe.conflict.expires_in > left;
+    left = probe.conflict.expires_in;
+  }
+  REQUIRE(refreshed);
   REQUIRE(kill(shell, SIGKILL) == 0);
   const auto killed_at = SteadyClock::now();
   int status = 0;
@@ -203,12 +214,16 @@ TEST_CASE("a quiet wait costs a few attempts, and a release wakes the waiter at 
   AcquireResult blocker = held;
   for (int round = 0; round < 7; ++round) {
     std::atomic<std::int64_t> granted_at{0};
+    const int waits_before = test::times_waited(ns, "w");
     auto waiter = std::async(std::launch::async, [&] {
       auto r = take(*engine, ns, "w", "upload", "/p/A/x", 5000ms);
       granted_at = SteadyClock::now().time_since_epoch().count();
       return r;
     });
-    std::this_thread::sleep_for(Millis{250 + rng() % 200});
+    // Once it is refused and asleep, release at a moment spread uniformly
+    // over its re-check period (the sleep is the experiment, not a wait for it).
+    REQUIRE(test::until_waiting(ns, "w", waits_before + 1));
+    std::this_thread::sleep_for(Millis{rng() % 200});
     REQUIRE(engine->release(ns, blocker.grant.id, blocker.grant.token));
     const auto released_at = SteadyClock::now().time_since_epoch().count();
     const auto got = waiter.get();
@@ -229,9 +244,10 @@ TEST_CASE("a wake-up about another path does not cost the waiter an attempt", "[
   auto engine = redis_engine(server.url());
   const std::string ns = "filter";
   const auto held = hold(*engine, ns, "h", "upload", "/p/A/f");
+  const int waits_before = test::times_waited(ns, "w");
   auto waiter = std::async(std::launch::async, [&] { return take(*engine, ns, "w", "delete_folder", "/p/A", 700ms); });
   until_queued(*engine, ns, "w", "create", "/p/A");
-  std::this_thread::sleep_for(20ms);
+  REQUIRE(test::until_waiting(ns, "w", waits_before + 1));  // asleep and subscribed: its first calls are done
   REQUIRE_FALSE(server.command({"CONFIG", "RESETSTAT"}).is_error());
   // 200 acquire + release pairs on /q: 200 wake-ups the waiter must ignore.
   for (int i = 0; i < 200; ++i) {
@@ -279,8 +295,12 @@ TEST_CASE("waiters leave no data behind: granted, timed out, fair or not", "[red
   CHECK(granted > 20);
   CHECK(timed_out > 0);
   INFO("granted " << granted << ", refused " << timed_out << " (" << queued_refusals << " by a waiter)");
-  std::this_thread::sleep_for(60ms);  // the unreleased leases (<= 45 ms) have ended
-  for (int i = 0; i < 20 && ns_keys(server, ns) != kOnlyMeta; ++i) engine->list(ns, "/nowhere");
+  // The unreleased leases (<= 45 ms) end, and any call reaps them.
+  const auto deadline = SteadyClock::now() + 10s;
+  while (ns_keys(server, ns) != kOnlyMeta && SteadyClock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+    engine->list(ns, "/nowhere");
+  }
   CHECK(ns_keys(server, ns) == kOnlyMeta);
 }
 
@@ -318,7 +338,6 @@ TEST_CASE("a subscription closed by the server is opened again", "[redis][wait][
   REQUIRE(server.command({"CLIENT", "KILL", "TYPE", "pubsub"}).integer == 1);
   for (int i = 0; i < 500 && numsub() != 1; ++i) std::this_thread::sleep_for(2ms);
   CHECK(numsub() == 1);  // subscribed again
-  std::this_thread::sleep_for(20ms);
   REQUIRE(engine->release(ns, held.grant.id, held.grant.token));
   const auto got = waiter.get();
   REQUIRE(got.granted);
@@ -336,13 +355,16 @@ TEST_CASE("a user without channel rights still waits (on the timer) and releases
   const auto held = hold(*engine, ns, "h", "upload", "/p/A/f");
   AcquireResult got;
   const std::string err = test::capture_stderr([&] {
+    const int waits_before = test::times_waited(ns, "w");
     auto waiter =
-        std::async(std::launch::async, [&] { return take(*engine, ns, "w", "delete_folder", "/p/A", 3000ms); });
+        std::async(std::launch::async, [&] { return take(*engine, ns, "w", "delete_folder", "/p/A", 10000ms); });
     until_queued(*engine, ns, "w", "create", "/p/A");
+    // With nothing to wake it, it looks again on the timer: asleep twice.
+    CHECK(test::until_waiting(ns, "w", waits_before + 2));
     CHECK(engine->release(ns, held.grant.id, held.grant.token));  // its PUBLISH is refused, not the release
     const auto released_at = SteadyClock::now();
     got = waiter.get();
-    CHECK(since(released_at) < 600ms);  // the 200 ms re-check found it
+    CHECK(since(released_at) < 5000ms);  // a 200 ms re-check found it, not the last attempt at 10 s
   });
   REQUIRE(got.granted);
   CHECK_THAT(err, Catch::Contains("SUBSCRIBE") && Catch::Contains("&pl:*"));

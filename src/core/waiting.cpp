@@ -4,11 +4,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <optional>
 
 namespace pathlock::core {
 
 namespace {
+
+std::atomic<WaitObserver*> wait_observer{nullptr};  // the test hook; see waiting.hpp
 
 // What the counting side of an acquire needs from its attempts: set by the
 // policy loop, read once the call ends.
@@ -73,6 +76,8 @@ AcquireResult policy(const LockRequest& request, const Clock& clock, WaitingAtte
         listening = true;
         if (backend.listen()) continue;
       }
+      if (WaitObserver* observer = wait_observer.load(std::memory_order_acquire)) observer->waiting(request);
+      if (WaitObserver* observer = wait_observer.load(std::memory_order_acquire)) observer->waiting(request);
       const Clock::time_point now = clock.now();
       backend.sleep_until(std::min({deadline, now + kRecheck, now + out.conflict.expires_in + Millis{1}}));
     }
@@ -156,6 +161,8 @@ AcquireResult traced(const LockRequest& request, const Clock& clock, WaitingAtte
 }
 
 }  // namespace
+
+void set_wait_observer(WaitObserver* observer) noexcept { wait_observer.store(observer, std::memory_order_release); }
 
 // Only prvalue returns: each path's result is built in the caller's object.
 AcquireResult wait_for_grant(const LockRequest& request, const Clock& clock, WaitingAttempts& backend,

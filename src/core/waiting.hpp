@@ -58,4 +58,23 @@ class WaitingAttempts {
 AcquireResult wait_for_grant(const LockRequest& request, const Clock& clock, WaitingAttempts& backend,
                              const Instruments* instruments = nullptr, int op = -1);
 
+// Test hook, a sync point in the manner of RocksDB's TEST_SYNC_POINT: a named
+// place in the waiting loop where a test is told that a request has reached
+// it. waiting() is called each time an attempt of `request` was refused and
+// the request is about to sleep: it is now waiting, listening for wake-ups
+// and (when fair) holding its place in line, on every backend. Tests wait
+// for it instead of sleeping (tests/support/waiting_probe.hpp).
+// Unused (the default, nullptr), it costs one atomic load per refused
+// attempt of a waiting request. The observer is called from the waiting
+// thread, must not throw, and must outlive its registration (a test
+// registers one for the life of the process).
+class WaitObserver {
+ public:
+  virtual void waiting(const LockRequest& request) noexcept = 0;
+
+ protected:
+  ~WaitObserver() = default;
+};
+void set_wait_observer(WaitObserver* observer) noexcept;
+
 }  // namespace pathlock::core

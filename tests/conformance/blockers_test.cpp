@@ -113,13 +113,13 @@ TEST_CASE("blockers: every held lock that refuses, as the brute-force reference 
 }
 
 TEST_CASE("blockers: order, limit, expired locks and bad input", "[engine][blockers]") {
-  Fixture f;
+  Fixture f{test::manual_time};
   REQUIRE(f.one("a", "upload", "/p/A/C/x").granted);
   REQUIRE(f.one("b", "upload", "/p/A/C/y").granted);
   REQUIRE(f.one("c", "create", "/p").granted);
   const auto gone = f.one("d", "upload", "/p/A/C/z", 50ms);
   REQUIRE(gone.granted);
-  std::this_thread::sleep_for(120ms);
+  REQUIRE(f.until_expired(gone.grant, 60ms));
   // delete_folder /p/A/C: the create on /p above, then the uploads below.
   const auto page = f.engine->blockers(f.ns, "delete_folder", {{"target", "/p/A/C"}});
   REQUIRE(page.blockers.size() == 3);
@@ -143,13 +143,13 @@ TEST_CASE("blockers: order, limit, expired locks and bad input", "[engine][block
 }
 
 TEST_CASE("blockers and waiters: a waiting request is named with how long it waited", "[engine][blockers]") {
-  Fixture f;
+  Fixture f{test::manual_time};
   const auto held = f.one("holder", "upload", "/w/A/f");
   REQUIRE(held.granted);
   AcquireResult waited;
   std::thread waiter([&] { waited = f.attempt("waiter", "delete_folder", "/w/A", 5000ms); });  // asserts after join
   f.until_queued("waiter", "upload", "/w/A/g");
-  std::this_thread::sleep_for(30ms);
+  f.let_pass(30ms);  // it has waited that long, at least
   const auto line = f.engine->waiters(f.ns, "/w");
   REQUIRE(line.size() == 1);
   CHECK(line[0].owner == "waiter");

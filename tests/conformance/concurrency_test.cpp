@@ -43,6 +43,17 @@ bool refuses(const MatrixTable& m, const Held& earlier, const Held& later) {
   return false;
 }
 
+// True if the matrix forbids the targets of `req` (one per role of `info`,
+// in role order) as placed: the inner path of a not_inside pair is the outer
+// one or inside it, e.g. a folder moved into its own subtree.
+bool placed_inside(const OpInfo& info, const LockRequest& req) {
+  for (std::size_t k = 0; k < info.not_inside_count; ++k) {
+    const auto inner = info.not_inside[k][0], outer = info.not_inside[k][1];
+    if (path_within(normalize_path(req.targets[inner].path), normalize_path(req.targets[outer].path))) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 TEST_CASE("conflicting locks are never held at the same time", "[concurrency]") {
@@ -57,7 +68,7 @@ TEST_CASE("conflicting locks are never held at the same time", "[concurrency]") 
 
   std::mutex registry_mutex;
   std::map<std::uint64_t, Held> registry;  // locks the test holds now, by fence
-  std::atomic<int> violations{0}, grants{0}, refusals{0}, failed_releases{0}, errors{0};
+  std::atomic<int> violations{0}, grants{0}, refusals{0}, failed_releases{0}, errors{0}, not_inside{0};
   std::mutex error_mutex;
   std::string first_error;
   auto note_error = [&](const std::exception& e) {
@@ -74,15 +85,19 @@ TEST_CASE("conflicting locks are never held at the same time", "[concurrency]") 
       LockRequest req{ns, "w" + std::to_string(id), std::string(info.name), {}, 5000ms, 0ms};
       for (std::size_t r = 0; r < info.role_count; ++r)
         req.targets.push_back(Target{std::string(info.roles[r]), tree[pick(tree.size())]});
+      const bool forbidden = placed_inside(info, req);
       AcquireResult got;
       try {
         got = engine->acquire(req);
-      } catch (const InvalidRequest&) {
-        continue;  // a random move into its own subtree
+      } catch (const InvalidRequest& e) {
+        if (forbidden) ++not_inside;  // e.g. a random move into its own subtree
+        else note_error(e);           // any other InvalidRequest is a bug
+        continue;
       } catch (const std::exception& e) {
         note_error(e);
         continue;
       }
+      if (forbidden) ++violations;  // answered instead of refused as bad input
       if (!got.granted) {
         ++refusals;
         continue;
@@ -115,12 +130,14 @@ TEST_CASE("conflicting locks are never held at the same time", "[concurrency]") 
   for (int t = 0; t < kThreads; ++t) threads.emplace_back(worker, t);
   for (auto& t : threads) t.join();
 
-  INFO(backend.name << ": " << grants << " grants, " << refusals << " refusals");
+  INFO(backend.name << ": " << grants << " grants, " << refusals << " refusals, " << not_inside
+                    << " refused as not_inside");
   INFO("first error: " << first_error);
   CHECK(errors == 0);
   CHECK(failed_releases == 0);
   CHECK(violations == 0);
   CHECK(grants > 100);
   CHECK(refusals > 100);  // the paths really overlap
+  CHECK(not_inside > 0);   // the matrix's not_inside rule was met, and enforced
   CHECK(engine->list(ns).empty());
 }

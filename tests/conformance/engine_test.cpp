@@ -8,7 +8,6 @@
 
 #include <catch2/catch.hpp>
 
-#include <thread>
 
 using namespace pathlock;
 using namespace std::chrono_literals;
@@ -138,14 +137,16 @@ TEST_CASE("only the holder releases or renews", "[engine]") {
 }
 
 TEST_CASE("leases expire - renewal keeps them", "[engine][expiry]") {
-  Fixture f;
-  const auto short_lease = f.one("a", "upload", "/p/A", 80ms);
-  const auto renewed = f.one("b", "upload", "/p/B", 80ms);
+  Fixture f{test::manual_time};
+  const Millis lease = 1000ms;
+  // The renewed lock is taken first: without its renewal it would end first.
+  const auto renewed = f.one("b", "upload", "/p/B", lease);
+  const auto short_lease = f.one("a", "upload", "/p/A", lease);
   REQUIRE((short_lease.granted && renewed.granted));
   CHECK_FALSE(f.one("c", "delete_folder", "/p/A").granted);
-  std::this_thread::sleep_for(40ms);
-  CHECK(f.engine->renew(f.ns, renewed.grant.id, renewed.grant.token, 2000ms));
-  std::this_thread::sleep_for(120ms);
+  f.let_pass(lease / 2);
+  CHECK(f.engine->renew(f.ns, renewed.grant.id, renewed.grant.token, 30 * lease));
+  REQUIRE(f.until_expired(short_lease.grant, lease / 2));
   CHECK(f.one("c", "delete_folder", "/p/A").granted);  // expired, so free
   CHECK_FALSE(f.engine->release(f.ns, short_lease.grant.id, short_lease.grant.token));
   CHECK_FALSE(f.engine->renew(f.ns, short_lease.grant.id, short_lease.grant.token));
@@ -153,18 +154,22 @@ TEST_CASE("leases expire - renewal keeps them", "[engine][expiry]") {
   const auto locks = f.engine->list(f.ns);
   REQUIRE(locks.size() == 2);
   CHECK(locks[0].id == renewed.grant.id);
-  CHECK(locks[0].expires_in > 1500ms);
+  CHECK(locks[0].expires_in > 20 * lease);
 }
 
 TEST_CASE("renew without a ttl uses the lock's own", "[engine][expiry]") {
-  Fixture f;
-  const auto g = f.one("a", "upload", "/p/A", 150ms);
+  Fixture f{test::manual_time};
+  const Millis lease = 1000ms;
+  const auto g = f.one("a", "upload", "/p/A", lease);
   REQUIRE(g.granted);
-  for (int i = 0; i < 4; ++i) {
-    std::this_thread::sleep_for(60ms);
+  for (int i = 0; i < 4; ++i) {  // 1.6 leases in all: held only because renewed
+    f.let_pass(lease * 2 / 5);
     REQUIRE(f.engine->renew(f.ns, g.grant.id, g.grant.token));
   }
-  CHECK(f.held() == 1);
+  const auto locks = f.engine->list(f.ns);
+  REQUIRE(locks.size() == 1);
+  CHECK(locks[0].expires_in > lease / 2);  // renewed for the lock's own ttl, not less
+  CHECK(locks[0].expires_in <= lease);     // nor more
 }
 
 TEST_CASE("fencing tokens strictly increase per namespace", "[engine]") {

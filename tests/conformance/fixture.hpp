@@ -2,9 +2,21 @@
 // written once against LockEngine. `Fixture f;` at the top of a TEST_CASE
 // runs the case once per row of the backend table (support/backends.hpp),
 // with a fresh engine and a namespace of its own.
+//
+// Time. `Fixture f{test::manual_time};` runs a row that takes a clock
+// (can.injectable_clock: the memory row) on a ManualClock: f.let_pass(d)
+// advances it at once, and nothing expires unless the test says so. Rows on
+// a server's clock keep real time: let_pass(d) sleeps d, which is the time
+// passing that the test is about, never a way to wait for another thread
+// (for that: test::until_waiting, f.until_queued, f.until). Leases that must
+// survive a few steps are generous there (a second, not 80 ms), so a slow or
+// sanitized build does not see them end early.
 #pragma once
 
 #include "support/backends.hpp"
+#include "support/waiting_probe.hpp"
+
+#include <pathlock/clock.hpp>
 
 #include <pathlock/engine.hpp>
 
@@ -17,10 +29,45 @@
 
 namespace pathlock::test {
 
+// Tag of the fixture on a manual clock (see above).
+struct ManualTime {};
+inline constexpr ManualTime manual_time{};
+
 struct Fixture {
   BackendUnderTest backend = each_backend();
-  std::unique_ptr<LockEngine> engine = backend.make(nullptr);
+  std::shared_ptr<ManualClock> clock;  // set on a manual clock only
+  std::unique_ptr<LockEngine> engine = clock ? backend.make_on_clock(nullptr, clock) : backend.make(nullptr);
   std::string ns = unique_namespace(backend.name);
+
+  Fixture() = default;
+  explicit Fixture(ManualTime)
+      : clock(backend.can.injectable_clock ? std::make_shared<ManualClock>() : nullptr) {}
+
+  // Lets `d` pass for the engine's leases and deadlines: advances the manual
+  // clock, or (real time) sleeps.
+  void let_pass(Millis d) {
+    if (clock) clock->advance(d);
+    else std::this_thread::sleep_for(d);
+  }
+  // The engine's time: the manual clock's, or the steady clock's.
+  Clock::time_point now() const { return clock ? clock->now() : std::chrono::steady_clock::now(); }
+  // Polls `done` until it returns true (true) or `timeout` of real time has
+  // passed (false): waiting for a condition, e.g. a lease ended on a server.
+  template <class F>
+  static bool until(F done, Millis timeout = Millis{10000}) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return true;
+  }
+  // Lets the lease of `g` end: `d` passes (see let_pass), then waits until
+  // the engine no longer holds the lock. False if it is still held after 10 s.
+  bool until_expired(const Grant& g, Millis d) {
+    let_pass(d);
+    return until([&] { return !engine->is_held(ns, g.id, g.token); });
+  }
 
   LockRequest request(const std::string& owner, const std::string& op, std::vector<Target> targets,
                       Millis ttl = Millis{30000}, Millis wait = Millis{0}, bool fair = true) const {

@@ -65,19 +65,24 @@ TEST_CASE("guards move - only the last owner releases", "[guard]") {
   CHECK_FALSE(f.free("/p/C"));
 }
 
+// The keeper renews on the steady clock, so these run in real time on every
+// row, with leases long enough for a slow or sanitized build (a renewal is
+// late only if it comes two thirds of a lease after the last one), waiting
+// for conditions rather than for fixed times.
+
 TEST_CASE("the keeper keeps a short lease alive while the work runs", "[keeper]") {
   Fixture f;
   LeaseKeeper keeper(*f.engine);
+  const Millis lease = 600ms;
   {
-    LockGuard guard(*f.engine, f.request_on("a", "upload", "/p/A", 150ms), &keeper);
+    LockGuard guard(*f.engine, f.request_on("a", "upload", "/p/A", lease), &keeper);
     REQUIRE(guard.owns_lock());
-    std::this_thread::sleep_for(600ms);  // four TTLs
+    std::this_thread::sleep_for(lease * 5 / 2);  // the work: outlasts its lease
     CHECK_FALSE(guard.lost());
-    CHECK_FALSE(f.free("/p/A"));
+    CHECK_FALSE(f.free("/p/A"));  // not expired: renewed
   }
   CHECK(f.free("/p/A"));
-  std::this_thread::sleep_for(200ms);
-  CHECK(f.engine->list(f.ns).empty());  // nothing renewed after the release
+  CHECK(f.engine->list(f.ns).empty());
 }
 
 TEST_CASE("the keeper tells the holder when a renewal is refused", "[keeper]") {
@@ -87,8 +92,7 @@ TEST_CASE("the keeper tells the holder when a renewal is refused", "[keeper]") {
   LockGuard guard(*f.engine, f.request_on("a", "upload", "/p/A", 300ms), &keeper, [&](const Lease&) { ++calls; });
   REQUIRE(guard.owns_lock());
   REQUIRE(f.engine->force_release(f.ns, guard.grant().id));
-  for (int i = 0; i < 100 && !guard.lost(); ++i) std::this_thread::sleep_for(10ms);
-  CHECK(guard.lost());
+  CHECK(Fixture::until([&] { return guard.lost(); }));
   CHECK(calls == 1);
   CHECK_FALSE(guard.renew());  // the lock is gone
 }
@@ -102,25 +106,22 @@ TEST_CASE("a lease whose renewal comes too late is reported lost", "[keeper]") {
   LockGuard guard(*f.engine, f.request_on("a", "upload", "/p/A", 100ms), &keeper, [&](const Lease& l) {
     told = l.lost();
   });
-  for (int i = 0; i < 100 && !guard.lost(); ++i) std::this_thread::sleep_for(10ms);
-  CHECK(guard.lost());
+  CHECK(Fixture::until([&] { return guard.lost(); }));
   CHECK(told);
 }
 
 TEST_CASE("stop() means no renewal afterwards", "[keeper]") {
   Fixture f;
   LeaseKeeper keeper(*f.engine);
-  // A 300 ms lease is renewed every 100 ms: room for a busy machine, where a
-  // 90 ms lease once came out "lost" because one renewal ran late.
-  const auto got = f.engine->acquire(f.request_on("a", "upload", "/p/A", 300ms));
+  const Millis lease = 600ms;
+  const auto got = f.engine->acquire(f.request_on("a", "upload", "/p/A", lease));
   REQUIRE(got.granted);
-  auto lease = keeper.keep(f.ns, got.grant, 300ms);
-  std::this_thread::sleep_for(450ms);
-  CHECK(lease->renewals() >= 2);
-  keeper.stop(*lease);
-  const auto after = lease->renewals();
-  std::this_thread::sleep_for(450ms);
-  CHECK(lease->renewals() == after);
-  CHECK(f.free("/p/A"));  // expired on its own once no longer kept
-  CHECK_FALSE(lease->lost());
+  auto lease_kept = keeper.keep(f.ns, got.grant, lease);
+  CHECK(Fixture::until([&] { return lease_kept->renewals() >= 2; }));
+  keeper.stop(*lease_kept);
+  const auto after = lease_kept->renewals();
+  // Kept on, it would be renewed every 200 ms and never come free.
+  CHECK(Fixture::until([&] { return f.free("/p/A"); }));  // expired on its own once no longer kept
+  CHECK(lease_kept->renewals() == after);
+  CHECK_FALSE(lease_kept->lost());
 }

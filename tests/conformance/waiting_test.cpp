@@ -12,47 +12,65 @@
 
 using namespace pathlock;
 using namespace std::chrono_literals;
-using SteadyClock = std::chrono::steady_clock;
 
 namespace {
 
 using test::Fixture;
-
-Millis since(SteadyClock::time_point t) { return std::chrono::duration_cast<Millis>(SteadyClock::now() - t); }
+using test::until_waiting;
 
 }  // namespace
+
+// Each waiting test makes sure the request really waited: the waiting
+// policy's sync point (test::until_waiting) says when it is refused and
+// asleep; only then does the test release, expire or let the deadline pass.
 
 TEST_CASE("a waiting request is granted when the holder releases", "[wait]") {
   Fixture f;
   const auto held = f.attempt("a", "delete_folder", "/p/A");
   REQUIRE(held.granted);
-  const auto start = SteadyClock::now();
   auto waiter = std::async(std::launch::async, [&] { return f.attempt("b", "upload", "/p/A/x", 10000ms); });
-  std::this_thread::sleep_for(100ms);
+  const bool waited = until_waiting(f.ns, "b");  // refused by the holder, and asleep
   REQUIRE(f.engine->release(f.ns, held.grant.id, held.grant.token));
   const auto got = waiter.get();
+  REQUIRE(waited);
   CHECK(got.granted);
-  CHECK(since(start) >= 100ms);
+  CHECK(got.grant.fence > held.grant.fence);
 }
 
 TEST_CASE("a waiting request is granted when the holder's lease expires", "[wait]") {
-  Fixture f;
-  REQUIRE(f.attempt("a", "delete_folder", "/p/A", 0ms, 150ms).granted);
-  const auto start = SteadyClock::now();
-  const auto got = f.attempt("b", "upload", "/p/A", 10000ms);
+  Fixture f{test::manual_time};
+  const auto held = f.attempt("a", "delete_folder", "/p/A");
+  REQUIRE(held.granted);
+  auto waiter = std::async(std::launch::async, [&] { return f.attempt("b", "upload", "/p/A", 10000ms); });
+  const bool waited = until_waiting(f.ns, "b");
+  // Only now does the lease end: 100 ms from here, and nobody releases it.
+  const bool renewed = f.engine->renew(f.ns, held.grant.id, held.grant.token, 100ms);
+  f.let_pass(150ms);
+  const auto got = waiter.get();
+  REQUIRE(waited);
+  REQUIRE(renewed);
   CHECK(got.granted);
-  CHECK(since(start) >= 140ms);
+  CHECK_FALSE(f.engine->is_held(f.ns, held.grant.id, held.grant.token));  // expired, not released
 }
 
 TEST_CASE("a wait that reaches its deadline returns the conflict", "[wait]") {
-  Fixture f;
+  Fixture f{test::manual_time};
   const auto held = f.attempt("a", "delete_folder", "/p/A");
   REQUIRE(held.granted);
-  const auto start = SteadyClock::now();
-  const auto got = f.attempt("b", "upload", "/p/A", 120ms);
+  // In real time the wait is long enough for its first attempts (and a
+  // Redis subscription) to come before the deadline on a slow machine.
+  const Millis wait = f.clock ? 120ms : 1000ms;
+  const auto start = f.now();
+  auto waiter = std::async(std::launch::async, [&] { return f.attempt("b", "upload", "/p/A", wait); });
+  // On a manual clock the deadline is not reached while the clock stands
+  // still: the waiter re-checks and goes on waiting (a second refusal).
+  const bool waited = until_waiting(f.ns, "b", f.clock ? 2 : 1);
+  f.let_pass(wait);
+  const auto got = waiter.get();
+  REQUIRE(waited);
   CHECK_FALSE(got.granted);
   CHECK(got.conflict.id == held.grant.id);
-  CHECK(since(start) >= 120ms);
+  CHECK(f.now() - start >= wait);  // on the engine's clock: it waited until the deadline
   // The expired waiter left nothing behind: a later fair request only meets
   // the holder.
   const auto again = f.attempt("c", "create", "/p/A");
@@ -103,42 +121,61 @@ TEST_CASE("a stream of creates does not starve a waiting delete_folder", "[wait]
       }
     };
   };
+  const auto creator_waits = [&] {
+    int n = 0;
+    for (int i = 0; i < 3; ++i) n += test::times_waited(f.ns, "creator" + std::to_string(i));
+    return n;
+  };
   int creates_during_delete = -1;
+  bool stream_ran = false, delete_waited = false, creators_refused = false;
   {
     std::vector<std::unique_ptr<test::Background>> creators;  // stopped and joined at the end of the block
     for (int i = 0; i < 3; ++i) {
       creators.push_back(std::make_unique<test::Background>(creator(i)));
-      std::this_thread::sleep_for(7ms);  // staggered: some create is always held
+      std::this_thread::sleep_for(7ms);  // staggered, so that their creates overlap: a stream, not a pulse
     }
-    std::this_thread::sleep_for(100ms);
-    REQUIRE(creates > 0);  // the stream runs, and goes on until the block ends
-    const auto got = f.attempt("d", "delete_folder", "/p/A", 5000ms);
+    stream_ran = Fixture::until([&] { return creates > 3; });  // the stream runs, and goes on until the block ends
+    // A create of the test's own is held when the delete arrives, so the
+    // delete surely waits; it is released once the delete is in line.
+    const auto mine = f.attempt("t", "create", "/p/A");
+    REQUIRE(mine.granted);
+    auto deleter = std::async(std::launch::async, [&] { return f.attempt("d", "delete_folder", "/p/A", 5000ms); });
+    delete_waited = until_waiting(f.ns, "d");
+    REQUIRE(f.engine->release(f.ns, mine.grant.id, mine.grant.token));
+    const auto got = deleter.get();
     REQUIRE(got.granted);  // so granted while the stream still ran, not after it
-    // While the delete holds /p/A no create may be granted.
+    // While the delete holds /p/A no create may be granted, though creators
+    // keep trying: wait until they have been refused twice more.
     const int before = creates;
-    std::this_thread::sleep_for(50ms);
+    const int refused_before = creator_waits();
+    creators_refused = Fixture::until([&] { return creator_waits() >= refused_before + 2; });
     creates_during_delete = creates - before;
     REQUIRE(f.engine->release(f.ns, got.grant.id, got.grant.token));
-    std::this_thread::sleep_for(50ms);
+    const int after_release = creates;
+    REQUIRE(Fixture::until([&] { return creates > after_release; }));  // the stream goes on
   }
+  REQUIRE(stream_ran);
+  CHECK(delete_waited);
+  CHECK(creators_refused);
   CHECK(errors == 0);
   CHECK(failed_releases == 0);
   CHECK(creates_during_delete == 0);
-  CHECK(creates > 3);
 }
 
 TEST_CASE("waiters are served in arrival order when they conflict", "[wait][fair]") {
   Fixture f;
   const auto held = f.attempt("h", "upload", "/p/A");
   REQUIRE(held.granted);
-  auto first = std::async(std::launch::async, [&] { return f.attempt("w1", "rename_folder", "/p/A", 10000ms, 200ms); });
+  auto first = std::async(std::launch::async, [&] { return f.attempt("w1", "rename_folder", "/p/A", 10000ms); });
   f.until_queued("w1", "create", "/p/A");
   auto second = std::async(std::launch::async, [&] { return f.attempt("w2", "rename_folder", "/p/A", 10000ms); });
-  std::this_thread::sleep_for(50ms);
+  const bool second_waited = until_waiting(f.ns, "w2");  // behind w1: both wait when the holder leaves
   REQUIRE(f.engine->release(f.ns, held.grant.id, held.grant.token));
-  const auto a = first.get();
+  const auto a = first.get();  // w2 is refused by w1's lock (or place) until the test releases it
+  REQUIRE(second_waited);
   REQUIRE(a.granted);
-  const auto b = second.get();  // granted after w1's 200 ms lease ends
+  REQUIRE(f.engine->release(f.ns, a.grant.id, a.grant.token));
+  const auto b = second.get();
   REQUIRE(b.granted);
   CHECK(b.grant.fence > a.grant.fence);
 }
@@ -149,8 +186,9 @@ TEST_CASE("a fair=false waiter takes no place in line", "[wait][fair]") {
   REQUIRE(upload.granted);
   auto deleter = std::async(std::launch::async,
                             [&] { return f.attempt("d", "delete_folder", "/p/A", 3000ms, 30000ms, /*fair=*/false); });
-  std::this_thread::sleep_for(100ms);
+  const bool waited = until_waiting(f.ns, "d");  // refused by the upload, and waiting
   const auto create = f.attempt("c", "create", "/p/A");  // fair, and nobody is in line
+  REQUIRE(waited);
   REQUIRE(create.granted);
   REQUIRE(f.engine->release(f.ns, create.grant.id, create.grant.token));
   REQUIRE(f.engine->release(f.ns, upload.grant.id, upload.grant.token));

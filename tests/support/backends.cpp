@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <stdexcept>
+#include <utility>
 
 namespace pathlock::test {
 
@@ -33,28 +34,34 @@ const std::vector<BackendUnderTest>& all_rows() {
   static const std::vector<BackendUnderTest> rows = {
       {"memory",
        [](const MatrixTable* matrix) { return make_memory_engine(MemoryOptions{matrix, nullptr}); },
-       {.waiting = true, .in_process = true, .shared = false},
+       {.waiting = true, .in_process = true, .shared = false, .injectable_clock = true},
        [](const MatrixTable* matrix, const ObserveOptions& observe) {
          return make_memory_engine(MemoryOptions{matrix, nullptr, observe});
+       },
+       [](const MatrixTable* matrix, std::shared_ptr<const Clock> clock) {
+         return make_memory_engine(MemoryOptions{matrix, std::move(clock)});
        }},
 #ifdef PATHLOCK_WITH_REDIS  // a build with PATHLOCK_WITH_REDIS=OFF tests the embedded backend only
       {"redis", [](const MatrixTable* matrix) { return redis_row_engine(matrix, shared_redis_server().url()); },
        {.waiting = true, .in_process = false, .shared = true},
        [](const MatrixTable* matrix, const ObserveOptions& observe) {
          return redis_row_engine(matrix, shared_redis_server().url(), observe);
-       }},
+       },
+       nullptr},
       // A local 3-master Redis Cluster; the namespaces of a test land on every master.
       {"cluster", [](const MatrixTable* matrix) { return redis_row_engine(matrix, shared_cluster().url()); },
        {.waiting = true, .in_process = false, .shared = true},
        [](const MatrixTable* matrix, const ObserveOptions& observe) {
          return redis_row_engine(matrix, shared_cluster().url(), observe);
-       }},
+       },
+       nullptr},
       // A primary and a replica watched by three sentinels (redis-sentinel:// URL).
       {"sentinel", [](const MatrixTable* matrix) { return redis_row_engine(matrix, shared_sentinel().url()); },
        {.waiting = true, .in_process = false, .shared = true},
        [](const MatrixTable* matrix, const ObserveOptions& observe) {
          return redis_row_engine(matrix, shared_sentinel().url(), observe);
-       }},
+       },
+       nullptr},
       // One server over TLS (rediss://, certificates made at test time).
       {"tls",
        [](const MatrixTable* matrix) {
@@ -63,7 +70,8 @@ const std::vector<BackendUnderTest>& all_rows() {
        {.waiting = true, .in_process = false, .shared = true},
        [](const MatrixTable* matrix, const ObserveOptions& observe) {
          return redis_row_engine(matrix, shared_tls_redis_server().tls_url(), observe, test_tls_options());
-       }},
+       },
+       nullptr},
 #endif
   };
   return rows;

@@ -3,6 +3,7 @@
 // the suite is adding a row in backends.cpp.
 #pragma once
 
+#include <pathlock/clock.hpp>
 #include <pathlock/engine.hpp>
 #include <pathlock/factory.hpp>
 #include <pathlock/metrics.hpp>
@@ -18,6 +19,10 @@ struct BackendCapabilities {
   bool waiting = true;       // LockRequest::wait > 0 is supported
   bool in_process = false;   // no round trips: tests may afford many more calls
   bool shared = false;       // two engines of this row share their locks (a server)
+  // make_on_clock exists: the row's leases and waiting deadlines can run on a
+  // clock the test moves (a ManualClock), so lease tests advance it instead of
+  // sleeping. The Redis rows measure time on the server's clock: real time.
+  bool injectable_clock = false;
 };
 
 struct BackendUnderTest {
@@ -27,6 +32,9 @@ struct BackendUnderTest {
   BackendCapabilities can;
   // The same, with these ObserveOptions (metrics, observer, logs).
   std::function<std::unique_ptr<LockEngine>(const MatrixTable* matrix, const ObserveOptions& observe)> make_observed;
+  // Rows with can.injectable_clock: a fresh engine for `matrix` on `clock`.
+  std::function<std::unique_ptr<LockEngine>(const MatrixTable* matrix, std::shared_ptr<const Clock> clock)>
+      make_on_clock;
 };
 
 // The rows this run tests, in a fixed order: those named in the environment

@@ -1,0 +1,65 @@
+#include "support/waiting_probe.hpp"
+
+#include "core/waiting.hpp"
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <utility>
+
+namespace pathlock::test {
+
+namespace {
+
+class Probe final : public core::WaitObserver {
+ public:
+  Probe() { core::set_wait_observer(this); }
+
+  void waiting(const LockRequest& request) noexcept override {
+    try {
+      {
+        std::lock_guard guard(mutex_);
+        ++counts_[{request.ns, request.owner}];
+      }
+      changed_.notify_all();
+    } catch (...) {  // out of memory: the count is missed, and a test waiting for it fails
+    }
+  }
+
+  int times(const std::string& ns, const std::string& owner) {
+    std::lock_guard guard(mutex_);
+    return count(ns, owner);
+  }
+
+  bool until(const std::string& ns, const std::string& owner, int times, std::chrono::milliseconds timeout) {
+    std::unique_lock guard(mutex_);
+    return changed_.wait_for(guard, timeout, [&] { return count(ns, owner) >= times; });
+  }
+
+ private:
+  int count(const std::string& ns, const std::string& owner) const {
+    const auto it = counts_.find({ns, owner});
+    return it == counts_.end() ? 0 : it->second;
+  }
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::map<std::pair<std::string, std::string>, int> counts_;
+};
+
+// Registered before main() and never destroyed: no waiting thread outlives it.
+Probe& probe() {
+  static Probe* const instance = new Probe;  // NOLINT(cppcoreguidelines-owning-memory): lives as long as the process
+  return *instance;
+}
+[[maybe_unused]] const bool registered = (probe(), true);
+
+}  // namespace
+
+int times_waited(const std::string& ns, const std::string& owner) { return probe().times(ns, owner); }
+
+bool until_waiting(const std::string& ns, const std::string& owner, int times, std::chrono::milliseconds timeout) {
+  return probe().until(ns, owner, times, timeout);
+}
+
+}  // namespace pathlock::test

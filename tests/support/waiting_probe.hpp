@@ -1,0 +1,32 @@
+// "This request is now waiting", for tests: the test side of the waiting
+// policy's sync point (core::WaitObserver in src/core/waiting.hpp), on every
+// backend. A test that needs a request to be waiting before it goes on (a
+// release that must wake it, a newcomer that must meet its place in line)
+// waits for it here instead of sleeping and hoping.
+//
+// The observer is registered when the test process starts and lives as long
+// as it, so no waiting thread can outlast it. It counts, per namespace and
+// owner, the refused attempts after which a request went to sleep; test
+// namespaces are unique (unique_namespace), so counts never mix across tests.
+// Thread safety: any thread may call these; Catch2 assertions stay with the
+// caller (the functions return what they saw).
+#pragma once
+
+#include <pathlock/engine.hpp>
+
+#include <chrono>
+#include <string>
+
+namespace pathlock::test {
+
+// How many times a request of `owner` in `ns` has gone to sleep after a
+// refused attempt so far.
+int times_waited(const std::string& ns, const std::string& owner);
+
+// Blocks until times_waited(ns, owner) >= `times` and returns true, or
+// returns false after `timeout` of real time (the request never waited: the
+// caller fails the test).
+bool until_waiting(const std::string& ns, const std::string& owner, int times = 1,
+                   std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+}  // namespace pathlock::test
