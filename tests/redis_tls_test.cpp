@@ -50,6 +50,14 @@ void copy_file(const std::string& from, const std::string& to) {
 
 }  // namespace
 
+// The test CA and the client's certificate and key (mutual TLS).
+RedisTlsOptions mutual_tls_options() {
+  RedisTlsOptions tls = test_tls_options();
+  tls.cert_file = shared_tls_certificates().crt("client");
+  tls.key_file = shared_tls_certificates().key("client");
+  return tls;
+}
+
 TEST_CASE("rediss:// locks over TLS, with the password sent inside it", "[redis][tls]") {
   auto engine = redis_tls_engine(shared_tls_redis_server().tls_url(), test_tls_options());
   lock_and_unlock(*engine);
@@ -93,9 +101,7 @@ TEST_CASE("rediss:// locks over TLS, with the password sent inside it", "[redis]
 TEST_CASE("pathlock admin over TLS: the --tls-* options", "[redis][tls][admin]") {
   TlsCertificates& certs = shared_tls_certificates();
   RedisServer server(certs.server_args(devtools::free_loopback_port(), /*require_client_cert=*/true));
-  RedisTlsOptions tls = test_tls_options();
-  tls.cert_file = certs.crt("client");
-  tls.key_file = certs.key("client");
+  const RedisTlsOptions tls = mutual_tls_options();
   auto engine = redis_tls_engine(server.tls_url(), tls);
   const std::string ns = unique_namespace("tls-admin");
   REQUIRE(engine->acquire(one_target_request(ns, "alice", "upload", "/a")).granted);
@@ -110,9 +116,7 @@ TEST_CASE("pathlock admin over TLS: the --tls-* options", "[redis][tls][admin]")
 TEST_CASE("mutual TLS: a server that wants client certificates gets ours", "[redis][tls]") {
   TlsCertificates& certs = shared_tls_certificates();
   RedisServer server(certs.server_args(devtools::free_loopback_port(), /*require_client_cert=*/true));
-  RedisTlsOptions tls = test_tls_options();
-  tls.cert_file = certs.crt("client");
-  tls.key_file = certs.key("client");
+  RedisTlsOptions tls = mutual_tls_options();
   lock_and_unlock(*redis_tls_engine(server.tls_url(), tls));
 
   // Without one: refused, and said so.

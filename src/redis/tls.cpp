@@ -354,14 +354,7 @@ Stream::Io Stream::write_all(std::string_view data, Clock::time_point deadline, 
         done += static_cast<std::size_t>(n);
         continue;
       }
-      const int err = SSL_get_error(ssl_, n);
-      if (err == SSL_ERROR_WANT_READ) {
-        events = POLLIN;
-      } else if (err != SSL_ERROR_WANT_WRITE) {
-        why = ssl_error_text();
-        if (why.empty()) why = errno ? std::strerror(errno) : "connection closed";
-        return Io::failed;
-      }
+      if (const Io io = ssl_wait_for(n, events, why); io != Io::done) return Io::failed;
     } else {
       const ssize_t n = ::send(fd_, data.data() + done, data.size() - done, MSG_NOSIGNAL);
       if (n >= 0) {
@@ -377,6 +370,21 @@ Stream::Io Stream::write_all(std::string_view data, Clock::time_point deadline, 
     if (const Io w = await(events, deadline, "write timed out", why); w != Io::done) return w;
   }
   return Io::done;
+}
+
+Stream::Io Stream::ssl_wait_for(int n, short& events, std::string& why) const {
+  const int err = SSL_get_error(ssl_, n);
+  if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
+    events = err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
+    return Io::done;
+  }
+  if (err == SSL_ERROR_ZERO_RETURN) {
+    why = "connection closed by the server";
+    return Io::closed;
+  }
+  why = ssl_error_text();
+  if (why.empty()) why = errno ? std::strerror(errno) : "connection closed by the server";
+  return Io::failed;
 }
 
 Stream::Io Stream::await(short events, Clock::time_point deadline, const char* on_timeout, std::string& why) const {
@@ -398,18 +406,7 @@ Stream::Io Stream::read_some(std::string& out, Clock::time_point deadline, std::
         out.append(buf, static_cast<std::size_t>(n));
         return Io::done;
       }
-      const int err = SSL_get_error(ssl_, n);
-      if (err == SSL_ERROR_ZERO_RETURN) {
-        why = "connection closed by the server";
-        return Io::closed;
-      }
-      if (err == SSL_ERROR_WANT_WRITE) {
-        events = POLLOUT;
-      } else if (err != SSL_ERROR_WANT_READ) {
-        why = ssl_error_text();
-        if (why.empty()) why = errno ? std::strerror(errno) : "connection closed by the server";
-        return Io::failed;
-      }
+      if (const Io io = ssl_wait_for(n, events, why); io != Io::done) return io;
     } else {
       const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
       if (n > 0) {

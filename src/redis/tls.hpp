@@ -108,6 +108,9 @@ class Stream {
  private:
   Stream(int fd) : fd_(fd) {}
   Io wait(short events, Clock::time_point deadline) const;
+  // What SSL_read's or SSL_write's result n <= 0 means: done, with `events`
+  // set to what to poll for, or closed / failed with `why` set.
+  Io ssl_wait_for(int n, short& events, std::string& why) const;
   // wait(), with `why` set when it is not done: `on_timeout`, or errno's text.
   Io await(short events, Clock::time_point deadline, const char* on_timeout, std::string& why) const;
 

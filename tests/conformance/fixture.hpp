@@ -23,6 +23,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -102,6 +103,15 @@ struct Fixture {
     const auto r = one("probe", "delete_folder", path);
     if (r.granted) engine->release(ns, r.grant.id, r.grant.token);
     return r.granted;
+  }
+  // Starts `owner`'s fair request for `op` on `path` (waiting up to `wait`)
+  // on a thread of its own and returns once it holds its place in line (a
+  // `probe_op` on `path` is refused by it); the future gives its answer.
+  std::future<AcquireResult> queued(const std::string& owner, const std::string& op, const std::string& path,
+                                    const std::string& probe_op, Millis wait = Millis{10000}) {
+    auto answer = std::async(std::launch::async, [=, this] { return attempt(owner, op, path, wait); });
+    until_queued(owner, probe_op, path);
+    return answer;
   }
   // Waits until `owner`'s request is queued: a fair wait=0 probe that
   // conflicts with it is refused by it.

@@ -82,8 +82,7 @@ TEST_CASE("a fair newcomer does not overtake an older waiter it conflicts with",
   Fixture f;
   const auto upload = f.attempt("u", "upload", "/p/A");
   REQUIRE(upload.granted);
-  auto deleter = std::async(std::launch::async, [&] { return f.attempt("d", "delete_folder", "/p/A", 10000ms); });
-  f.until_queued("d", "create", "/p/A");
+  auto deleter = f.queued("d", "delete_folder", "/p/A", "create");
 
   const auto fair = f.attempt("c", "create", "/p/A");
   REQUIRE_FALSE(fair.granted);
@@ -166,8 +165,7 @@ TEST_CASE("waiters are served in arrival order when they conflict", "[wait][fair
   Fixture f;
   const auto held = f.attempt("h", "upload", "/p/A");
   REQUIRE(held.granted);
-  auto first = std::async(std::launch::async, [&] { return f.attempt("w1", "rename_folder", "/p/A", 10000ms); });
-  f.until_queued("w1", "create", "/p/A");
+  auto first = f.queued("w1", "rename_folder", "/p/A", "create");
   auto second = std::async(std::launch::async, [&] { return f.attempt("w2", "rename_folder", "/p/A", 10000ms); });
   const bool second_waited = until_waiting(f.ns, "w2");  // behind w1: both wait when the holder leaves
   REQUIRE(f.engine->release(f.ns, held.grant.id, held.grant.token));
