@@ -2,6 +2,7 @@
 // docs/console.md#api).
 #include "console_server.hpp"
 
+#include "blocker_json.hpp"
 #include "console_assets.hpp"  // generated: the embedded pages (tools/console/embed.cmake)
 
 #include <pathlock/metrics_server.hpp>  // parse_listen_address
@@ -23,6 +24,7 @@ namespace pathlock::console {
 namespace {
 
 using json = nlohmann::json;
+using cli::blocker_json;
 
 // Every string goes out as JSON (escaped by the browser's JSON.parse and set
 // with textContent by the pages); invalid UTF-8 is replaced, never refused.
@@ -38,24 +40,6 @@ json lock_json(const LockInfo& l) {
   return {{"id", l.id},       {"owner", l.owner}, {"op", l.op},
           {"targets", targets_json(l.targets)}, {"fence", l.fence}, {"holds", l.holds},
           {"expires_in_ms", l.expires_in.count()}};
-}
-
-json blocker_json(const Blocker& b) {
-  json j{{"kind", b.queued ? "waiter" : "lock"},
-         {"id", b.id},
-         {"owner", b.owner},
-         {"op", b.op},
-         {"role", b.role},
-         {"path", b.path},
-         {"relation", relation_name(b.relation)},
-         {"requested_role", b.requested_role},
-         {"requested_path", b.requested_path},
-         {"expires_in_ms", b.expires_in.count()}};
-  if (b.queued)
-    j["waited_ms"] = b.waited.count();
-  else
-    j["fence"] = b.fence, j["holds"] = b.holds;
-  return j;
 }
 
 // A bad request: answered 400 with its message.
@@ -95,7 +79,23 @@ struct ConsoleServer::Impl {
       log_to_stderr(level, message, fields);
   }
 
-  std::vector<std::string> namespaces() const { return opt.namespaces ? opt.namespaces() : std::vector<std::string>{}; }
+  // The namespace list, read anew at most every 2 s (on Redis it is a SCAN
+  // of the keyspace, and every API call checks its namespace against it).
+  mutable std::mutex ns_mu;
+  mutable std::vector<std::string> ns_cache;
+  mutable std::chrono::steady_clock::time_point ns_read{};
+  mutable bool ns_valid = false;
+  std::vector<std::string> namespaces() const {
+    if (!opt.namespaces) return {};
+    std::lock_guard lock(ns_mu);
+    const auto now = std::chrono::steady_clock::now();
+    if (!ns_valid || now - ns_read > std::chrono::seconds(2)) {
+      ns_cache = opt.namespaces();
+      ns_read = now;
+      ns_valid = true;
+    }
+    return ns_cache;
+  }
 
   // The namespace parameter: required, and one the console lists.
   std::string ns_param(const httplib::Request& req) const {
