@@ -143,7 +143,8 @@ function forceButton(lock) {
 function renderNode(node, waitersOf) {
   const d = el("details", { "data-path": node.path });
   d.append(el("summary", {}, el("span", { class: "folder" }, node.path === "/" ? "/" : node.name),
-    el("span", { class: "n" }, `${node.count} lock target${node.count === 1 ? "" : "s"}`)));
+    el("span", { class: "n" }, `${node.count} loaded lock${node.count === 1 ? "" : "s"} here and below` +
+      (node.path === "/" && st.next ? " (more to load)" : ""))));
   const fill = () => {
     if (d.dataset.filled) return;
     d.dataset.filled = "1";
