@@ -75,7 +75,7 @@ install(FILES ${PATHLOCK_VECTORS_DIR}/paths.json ${PATHLOCK_VECTORS_DIR}/matrix-
 # work where it is installed: README, docs/, and every file they link to
 # (tests/consumer/run.cmake checks each link of the installed pages).
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs FILES_MATCHING PATTERN "*.md"
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs FILES_MATCHING PATTERN "*.md" PATTERN "*.png"
         PATTERN "*.cpp")
 foreach(linked matrix/README.md matrix/cloud-drive.json matrix/matrix.schema.json src/README.md tests/README.md
                tools/bench/README.md)

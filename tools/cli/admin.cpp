@@ -24,6 +24,8 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <ostream>
 #include <vector>
 
@@ -106,6 +108,49 @@ nlohmann::json status_of(redis::RedisClient& client, const std::string& ns) {
 }
 
 }  // namespace
+
+void for_each_namespace(redis::RedisClient& client, const std::function<bool(const std::string&)>& each) {
+  // A cluster's masters in turn; otherwise the one server, with the client's
+  // routing (which follows a Sentinel failover).
+  const bool cluster = client.mode() == redis::RedisClient::Mode::cluster;
+  for (const redis::Endpoint& node : client.masters()) {
+    std::string cursor = "0";
+    do {
+      const std::vector<std::string> scan{"SCAN", cursor, "MATCH", "pl:{*}:meta", "COUNT", "1000"};
+      const redis::Reply r = cluster ? client.call_on(node, scan) : client.call(scan);
+      if (r.is_error()) client.fail(fmt::format("SCAN on {} failed: {}", node.describe(), r.str));
+      cursor = r.at(0).text();
+      for (const redis::Reply& key : r.at(1).elements) {
+        const std::string ns = namespace_of(key.str);
+        if (!ns.empty() && !each(ns)) return;
+      }
+    } while (cursor != "0");
+  }
+}
+
+std::function<std::vector<std::string>()> redis_namespace_lister(const options::Parsed& opt) {
+  redis::ClientOptions co;
+  co.url = redis::parse_redis_url(opt.get("redis"));
+  co.tls = tls_from_flags(opt);
+  co.pool_size = 1;
+  auto client = std::make_shared<redis::RedisClient>(co);
+  auto mu = std::make_shared<std::mutex>();
+  return [client, mu] {
+    std::vector<std::string> all;
+    std::lock_guard lock(*mu);
+    for_each_namespace(*client, [&](const std::string& ns) {
+      all.push_back(ns);
+      return all.size() < 100000;
+    });
+    std::sort(all.begin(), all.end());
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+    return all;
+  };
+}
+#else
+std::function<std::vector<std::string>()> redis_namespace_lister(const options::Parsed&) {
+  throw InvalidRequest("this pathlock was built without the Redis backend");
+}
 #endif
 
 int run_admin(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -147,29 +192,18 @@ int run_admin(const std::vector<std::string>& args, std::ostream& out, std::ostr
     out << status_of(client, opt.get("namespace")).dump() << "\n";
     return options::kExitOk;
   }
-  // A cluster's masters in turn; otherwise the one server, with the client's
-  // routing (which follows a Sentinel failover).
-  const bool cluster = client.mode() == redis::RedisClient::Mode::cluster;
   long long shown = 0;
-  for (const redis::Endpoint& node : client.masters()) {
-    std::string cursor = "0";
-    do {
-      const std::vector<std::string> scan{"SCAN", cursor, "MATCH", "pl:{*}:meta", "COUNT", "1000"};
-      const redis::Reply r = cluster ? client.call_on(node, scan) : client.call(scan);
-      if (r.is_error()) client.fail(fmt::format("SCAN on {} failed: {}", node.describe(), r.str));
-      cursor = r.at(0).text();
-      for (const redis::Reply& key : r.at(1).elements) {
-        const std::string ns = namespace_of(key.str);
-        if (ns.empty()) continue;
-        if (shown == limit) {
-          out << nlohmann::json{{"truncated", true}, {"limit", limit}}.dump() << "\n";
-          return 0;
-        }
-        out << status_of(client, ns).dump() << "\n";
-        ++shown;
-      }
-    } while (cursor != "0");
-  }
+  bool truncated = false;
+  for_each_namespace(client, [&](const std::string& ns) {
+    if (shown == limit) {
+      truncated = true;
+      return false;
+    }
+    out << status_of(client, ns).dump() << "\n";
+    ++shown;
+    return true;
+  });
+  if (truncated) out << nlohmann::json{{"truncated", true}, {"limit", limit}}.dump() << "\n";
   return 0;
 #else
   err << "error: this pathlock was built without the Redis backend\n";

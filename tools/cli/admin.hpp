@@ -9,10 +9,18 @@
 // (PATHLOCK_WITH_REDIS); without it the command says so and fails.
 #pragma once
 
+#include <functional>
 #include <iosfwd>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+namespace pathlock::options {
+class Parsed;
+}
+namespace pathlock::redis {
+class RedisClient;
+}
 
 namespace pathlock::cli {
 
@@ -29,5 +37,15 @@ int run_admin(const std::vector<std::string>& args, std::ostream& out, std::ostr
 // why, locks, waiters, force-release, top (admin_ops.cpp). Throws options::UsageError,
 // InvalidRequest (exit status 1), BackendError (1).
 int run_admin_op(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+// Calls each(NS) for every namespace on the server (SCAN of pl:{*}:meta,
+// COUNT 1000 per step; on a cluster on every master in turn) until it
+// returns false. Used by `admin status` and the console. Redis builds only.
+void for_each_namespace(redis::RedisClient& client, const std::function<bool(const std::string&)>& each);
+
+// The console's namespace list on Redis (--redis URL and the --tls-...
+// options of `opt`): every namespace, sorted (at most 100,000), read anew
+// at each call through one connection.
+std::function<std::vector<std::string>()> redis_namespace_lister(const options::Parsed& opt);
 
 }  // namespace pathlock::cli

@@ -6,6 +6,7 @@
 // is the one command that writes. Output: one JSON object per line, or
 // readable lines with --format text (why).
 #include "admin.hpp"
+#include "blocker_json.hpp"
 #include "matrix_cli.hpp"
 #include "tls_flags.hpp"
 
@@ -48,26 +49,6 @@ json targets_json(const std::vector<Target>& targets) {
   json t = json::object();
   for (const Target& x : targets) t[x.role] = x.path;
   return t;
-}
-
-json blocker_json(const Blocker& b) {
-  json j{{"kind", b.queued ? "waiter" : "lock"},
-         {"id", b.id},
-         {"owner", b.owner},
-         {"op", b.op},
-         {"role", b.role},
-         {"path", b.path},
-         {"relation", relation_name(b.relation)},
-         {"requested_role", b.requested_role},
-         {"requested_path", b.requested_path},
-         {"expires_in_ms", b.expires_in.count()}};
-  if (b.queued) {
-    j["waited_ms"] = b.waited.count();
-  } else {
-    j["fence"] = b.fence;
-    j["holds"] = b.holds;
-  }
-  return j;
 }
 
 std::string blocker_text(const Blocker& b) {

@@ -3,6 +3,7 @@
 //   pathlock demo [--backend memory|redis] [--redis URL] [--matrix FILE]
 //   pathlock shell [--backend memory|redis] [--redis URL] [--namespace NAME] [--matrix FILE]
 //                  [--metrics-listen HOST:PORT]
+//   pathlock console [--backend memory|redis] [--redis URL] [--matrix FILE] [--listen HOST:PORT] [--admin]
 //   pathlock matrix lint|render|explain|diff|scaffold ... (matrix_cli.cpp)
 //   pathlock admin status --redis URL [--namespace NS] [--limit N] (admin.cpp)
 //   and with a rediss:// URL, the --tls-* options (tls_flags.hpp)
@@ -17,6 +18,8 @@
 #include <pathlock/metrics.hpp>
 #ifdef PATHLOCK_CLI_WITH_METRICS_SERVER
 #include <pathlock/metrics_server.hpp>
+
+#include "console_server.hpp"
 #endif
 
 #include "common/options.hpp"
@@ -57,7 +60,8 @@ std::string usage_text() {
              "  pathlock --version\n"
              "  pathlock demo  [--backend memory|redis] [--redis URL] [--matrix FILE]\n"
              "  pathlock shell [--backend memory|redis] [--redis URL] [--namespace NAME] [--matrix FILE]\n"
-             "                 [--metrics-listen HOST:PORT]\n") +
+             "                 [--metrics-listen HOST:PORT]\n"
+             "  pathlock console [--backend memory|redis] [--redis URL] [--matrix FILE] [--listen HOST:PORT] [--admin]\n") +
          cli::kMatrixUsage + cli::kAdminUsage + cli::kTlsUsage + "FILE defaults to the shipped matrix:\n  " +
          default_matrix_file() +
          "\n"
@@ -84,7 +88,18 @@ options::Options shell_options() {
           "metrics-listen");
   return cli::with_tls(t);
 }
+options::Options console_options() {
+  options::Options t = options::Options{}
+                           .command("console")
+                           .value("backend", kBackend)
+                           .value("redis")
+                           .value("matrix")
+                           .value("listen")
+                           .flag("admin");
+  return cli::with_tls(t);
+}
 const options::Options kDemoOptions = demo_options();
+const options::Options kConsoleOptions = console_options();
 const options::Options kShellOptions = shell_options();
 
 // `--matrix FILE`: the table compiled at start (null: the built-in matrix).
@@ -136,6 +151,31 @@ int main(int argc, char** argv) {
       auto engine = engine_from(p, compiled.get(), metrics);
       cli::run_shell(*engine, ns, std::cin, std::cout);
       return 0;
+    }
+    if (cmd == "console") {
+      const options::Parsed p = kConsoleOptions.parse(argc, argv, 2);
+#ifdef PATHLOCK_CLI_WITH_METRICS_SERVER
+      const auto compiled = matrix_from(p);
+      auto metrics = std::make_shared<Metrics>(compiled ? compiled->table() : default_matrix());
+      auto engine = engine_from(p, compiled.get(), metrics);
+      console::ConsoleOptions co;
+      co.listen = p.get("listen", "127.0.0.1:0");
+      co.admin = p.has("admin");
+      co.metrics = metrics;
+      const bool redis = p.has("backend") && parse_backend(p.get("backend")) == Backend::redis;
+      co.backend = redis ? "redis " + p.get("redis", "redis://127.0.0.1:6379") : "memory (this process's own engine)";
+      if (redis)
+        co.namespaces = cli::redis_namespace_lister(p);
+      else  // the console's own engine: nothing but the console uses it
+        co.namespaces = [] { return std::vector<std::string>{"default"}; };
+      console::ConsoleServer server(*engine, co);
+      std::cerr << "pathlock: console at " << server.url() << (co.admin ? " (admin: force-release allowed)" : "")
+                << std::endl;
+      server.wait();
+      return 0;
+#else
+      throw InvalidRequest("console: this build of pathlock has no HTTP server (PATHLOCK_WITH_METRICS_SERVER=OFF)");
+#endif
     }
     if (cmd == "admin") return cli::run_admin({argv + 2, argv + argc}, std::cout, std::cerr);
     if (cmd == "matrix")

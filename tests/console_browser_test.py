@@ -1,0 +1,211 @@
+#!/usr/bin/python3
+"""The console in a real browser (docs/console.md#tests).
+
+Starts a redis-server, creates locks and waiters through `pathlock shell`
+(one lock's owner and path hold HTML/JS), starts `pathlock console` against
+it (read-only, then --admin), and drives Debian's headless chromium through
+chromium-driver with python3-selenium. Checks that the tree shows exactly
+the locks and waiters `pathlock admin locks|waiters` list, that the "why"
+form names the blocking lock, that the hostile text shows literally and
+nothing runs, that force-release is absent and refused (403) without
+--admin, and that with --admin it asks for confirmation and releases.
+Screenshots go to --out. No timing assertions: waits are for DOM states.
+
+usage: console_browser_test.py --pathlock BIN --out DIR
+"""
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+HOSTILE_OWNER = "<img src=x onerror=window.__pwned=1>"
+HOSTILE_PATH = "/team/<script>window.__pwned=2</script>/x.txt"
+NS = "web"
+
+procs = []
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start(args, **kw):
+    p = subprocess.Popen(args, **kw)
+    procs.append(p)
+    return p
+
+
+def run_lines(cmd):
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def wait_until(what, check, timeout=20):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = check()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def start_console(pathlock, url, *extra):
+    p = start([pathlock, "console", "--backend", "redis", "--redis", url, *extra],
+              stderr=subprocess.PIPE, text=True)
+    line = p.stderr.readline()
+    assert "console at " in line, line
+    return line.split("console at ")[1].split()[0]
+
+
+def expand_all(driver):
+    # Opens every folder (the tree renders a folder's content when opened).
+    for _ in range(50):
+        closed = driver.execute_script(
+            "const c=[...document.querySelectorAll('#tree details:not([open])')]; c.forEach(d=>d.open=true); return c.length;")
+        if closed == 0:
+            return
+        time.sleep(0.05)
+
+
+def shown_ids(driver, selector, attr):
+    return set(driver.execute_script(
+        f"return [...document.querySelectorAll('{selector}')].map(e=>e.getAttribute('{attr}'));"))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pathlock", required=True)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+
+    port = free_port()
+    start(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+          stdout=subprocess.DEVNULL)
+    url = f"redis://127.0.0.1:{port}"
+    wait_until("redis-server", lambda: subprocess.run(["redis-cli", "-p", str(port), "ping"],
+                                                     capture_output=True, text=True).stdout.strip() == "PONG")
+    shell = [a.pathlock, "shell", "--backend", "redis", "--redis", url, "--namespace", NS]
+    script = "\n".join([
+        "acquire alice upload /team/docs/report.pdf ttl=600000",
+        'acquire "bob smith" delete_folder /team/old ttl=600000',
+        f'acquire "{HOSTILE_OWNER}" upload "{HOSTILE_PATH}" ttl=600000',
+        "acquire carol move_folder /proj/a /proj/b ttl=600000",
+    ]) + "\n"
+    granted = [json.loads(l) for l in subprocess.run(shell, input=script, capture_output=True, text=True,
+                                                     check=True).stdout.splitlines()]
+    assert all(g["granted"] for g in granted), granted
+    alice_id, bob_id, hostile_id, carol_id = (g["id"] for g in granted)
+    # A waiter: dave waits to delete /team (blocked by the three locks below it).
+    waiter = start(shell, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    waiter.stdin.write("acquire dave delete_folder /team wait=600000\n")
+    waiter.stdin.flush()
+    admin = [a.pathlock, "admin"]
+    wait_until("the waiter", lambda: run_lines(admin + ["waiters", "--redis", url, "--namespace", NS]))
+    engine_locks = {l["id"] for l in run_lines(admin + ["locks", "--redis", url, "--namespace", NS])}
+    engine_waiters = {w["id"] for w in run_lines(admin + ["waiters", "--redis", url, "--namespace", NS])}
+    assert engine_locks == {alice_id, bob_id, hostile_id, carol_id}, engine_locks
+
+    console = start_console(a.pathlock, url)
+    assert console.startswith("http://127.0.0.1:"), console
+
+    opts = webdriver.ChromeOptions()
+    for arg in ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1600,1000"]:
+        opts.add_argument(arg)
+    opts.binary_location = "/usr/bin/chromium"
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+    try:
+        driver.get(console + "#ns=" + NS)
+        wait_until("the tree", lambda: driver.find_elements(By.CSS_SELECTOR, "#tree .lock"))
+        expand_all(driver)
+        # Exactly the engine's locks and waiters.
+        assert shown_ids(driver, "#tree .lock", "data-lock-id") == engine_locks
+        assert shown_ids(driver, "#waiters > li", "data-waiter-id") == engine_waiters
+        # Each waiter is drawn beside the locks that block it: the three under /team.
+        beside = driver.execute_script(
+            "return [...document.querySelectorAll('#tree .waiting')].map(w=>w.previousElementSibling.getAttribute('data-lock-id'));")
+        assert set(beside) == {alice_id, bob_id, hostile_id}, beside
+        # The hostile owner and path show literally; nothing ran; no element was injected.
+        body = driver.find_element(By.TAG_NAME, "body").text
+        assert HOSTILE_OWNER in body, body
+        assert "<script>window.__pwned=2</script>" in body or "<script>window.__pwned=2<" in body
+        assert driver.execute_script("return window.__pwned === undefined;")
+        assert driver.execute_script("return document.querySelectorAll('img, #tree script, #waiters script').length;") == 0
+        # Read-only: no force-release button, and the API refuses.
+        assert not driver.find_elements(By.CSS_SELECTOR, "button.force")
+        req = urllib.request.Request(console + "api/force-release", data=f"ns={NS}&id={alice_id}".encode(),
+                                     headers={"X-Pathlock-Console": "1"}, method="POST")
+        try:
+            urllib.request.urlopen(req)
+            raise AssertionError("force-release was not refused")
+        except urllib.error.HTTPError as e:
+            assert e.code == 403, e.code
+        # Bad input: 400 with the message.
+        try:
+            urllib.request.urlopen(console + "api/why?ns=web&op=no_such_op&path=/a")
+            raise AssertionError("unknown op was not refused")
+        except urllib.error.HTTPError as e:
+            assert e.code == 400 and "unknown operation" in json.loads(e.read())["error"]
+        driver.save_screenshot(os.path.join(a.out, "console-tree.png"))
+
+        # Why is this blocked: deleting /team/old is refused by bob's lock (and dave's older place in line).
+        Select(driver.find_element(By.ID, "why-op")).select_by_value("delete_folder")
+        path = driver.find_element(By.CSS_SELECTOR, "#why-paths input")
+        path.clear()
+        path.send_keys("/team/old")
+        driver.find_element(By.CSS_SELECTOR, "#why-form button[type=submit]").click()
+        wait_until("the answer", lambda: driver.find_elements(By.CSS_SELECTOR, "#why-answer li[data-blocker-id]"))
+        named = shown_ids(driver, "#why-answer li[data-blocker-id]", "data-blocker-id")
+        assert bob_id in named, named
+        assert named - {bob_id} <= engine_waiters, named
+        marked = shown_ids(driver, "#tree .lock.blocker", "data-lock-id")
+        assert marked == {bob_id}, marked
+        driver.save_screenshot(os.path.join(a.out, "console-why.png"))
+
+        # Metrics: the dry run counted delete_folder refused by delete_folder.
+        driver.find_element(By.ID, "tab-metrics").click()
+        wait_until("the heat map", lambda: driver.find_elements(By.CSS_SELECTOR, "#heat td[data-refusals]"))
+        counted = driver.execute_script(
+            "return [...document.querySelectorAll('#heat td[data-refusals]')].map(td=>+td.dataset.refusals).reduce((a,b)=>a+b,0);")
+        assert counted >= 1, counted
+        assert "pathlock_" in driver.find_element(By.ID, "prom").text
+        driver.save_screenshot(os.path.join(a.out, "console-metrics.png"))
+
+        # --admin: force-release with a confirmation step.
+        admin_console = start_console(a.pathlock, url, "--admin")
+        driver.get(admin_console + "#ns=" + NS)
+        wait_until("the tree", lambda: driver.find_elements(By.CSS_SELECTOR, f"#tree .lock[data-lock-id='{carol_id}']"))
+        driver.find_element(By.CSS_SELECTOR, f"#tree .lock[data-lock-id='{carol_id}'] button.force").click()
+        confirm = wait_until("the confirmation", lambda: driver.find_elements(By.CSS_SELECTOR, "button.confirm-yes"))
+        driver.save_screenshot(os.path.join(a.out, "console-confirm.png"))
+        assert carol_id in {l["id"] for l in run_lines(admin + ["locks", "--redis", url, "--namespace", NS])}
+        confirm[0].click()
+        wait_until("the release", lambda: carol_id not in {
+            l["id"] for l in run_lines(admin + ["locks", "--redis", url, "--namespace", NS])})
+        wait_until("the tree without it", lambda: not driver.find_elements(
+            By.CSS_SELECTOR, f"#tree .lock[data-lock-id='{carol_id}']"))
+    finally:
+        driver.quit()
+    print("console browser test: ok; screenshots in", a.out)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    finally:
+        for p in reversed(procs):
+            p.kill()
+            p.wait()

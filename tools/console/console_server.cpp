@@ -1,0 +1,354 @@
+// pathlock console: the HTTP server and its JSON API (console_server.hpp,
+// docs/console.md#api).
+#include "console_server.hpp"
+
+#include "blocker_json.hpp"
+#include "console_assets.hpp"  // generated: the embedded pages (tools/console/embed.cmake)
+
+#include <pathlock/metrics_server.hpp>  // parse_listen_address
+
+#include <fmt/format.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <set>
+#include <thread>
+
+namespace pathlock::console {
+namespace {
+
+using json = nlohmann::json;
+using cli::blocker_json;
+
+// Every string goes out as JSON (escaped by the browser's JSON.parse and set
+// with textContent by the pages); invalid UTF-8 is replaced, never refused.
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+json targets_json(const std::vector<Target>& targets) {
+  json a = json::array();
+  for (const Target& t : targets) a.push_back({{"role", t.role}, {"path", t.path}});
+  return a;
+}
+
+json lock_json(const LockInfo& l) {
+  return {{"id", l.id},       {"owner", l.owner}, {"op", l.op},
+          {"targets", targets_json(l.targets)}, {"fence", l.fence}, {"holds", l.holds},
+          {"expires_in_ms", l.expires_in.count()}};
+}
+
+// A bad request: answered 400 with its message.
+struct BadInput : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+std::size_t number_param(const httplib::Request& req, const char* name, std::size_t fallback, std::size_t max) {
+  if (!req.has_param(name)) return fallback;
+  const std::string v = req.get_param_value(name);
+  std::size_t n = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (v.empty() || ec != std::errc() || end != v.data() + v.size() || n < 1 || n > max)
+    throw BadInput(fmt::format("{} must be a whole number from 1 to {}", name, max));
+  return n;
+}
+
+}  // namespace
+
+struct ConsoleServer::Impl {
+  LockEngine& engine;
+  ConsoleOptions opt;
+  httplib::Server server;
+  std::string host;
+  int port = 0;
+  std::thread thread;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stopped = false;
+
+  Impl(LockEngine& e, ConsoleOptions o) : engine(e), opt(std::move(o)) {}
+
+  void log(LogLevel level, const std::string& message, const std::vector<LogField>& fields) const {
+    if (opt.log)
+      opt.log(level, message, fields);
+    else
+      log_to_stderr(level, message, fields);
+  }
+
+  // The namespace list, read anew at most every 2 s (on Redis it is a SCAN
+  // of the keyspace, and every API call checks its namespace against it).
+  mutable std::mutex ns_mu;
+  mutable std::vector<std::string> ns_cache;
+  mutable std::chrono::steady_clock::time_point ns_read{};
+  mutable bool ns_valid = false;
+  std::vector<std::string> namespaces() const {
+    if (!opt.namespaces) return {};
+    std::lock_guard lock(ns_mu);
+    const auto now = std::chrono::steady_clock::now();
+    if (!ns_valid || now - ns_read > std::chrono::seconds(2)) {
+      ns_cache = opt.namespaces();
+      ns_read = now;
+      ns_valid = true;
+    }
+    return ns_cache;
+  }
+
+  // The namespace parameter: required, and one the console lists.
+  std::string ns_param(const httplib::Request& req) const {
+    if (!req.has_param("ns")) throw BadInput("missing parameter ns (the namespace)");
+    const std::string ns = req.get_param_value("ns");
+    const auto all = namespaces();
+    if (!std::binary_search(all.begin(), all.end(), ns)) throw BadInput(fmt::format("unknown namespace '{}'", ns));
+    return ns;
+  }
+
+  std::string prefix_param(const httplib::Request& req) const {
+    return req.has_param("prefix") ? req.get_param_value("prefix") : std::string("/");
+  }
+
+  json info() const {
+    const MatrixTable& m = engine.matrix();
+    json ops = json::array();
+    for (std::size_t i = 0; i < m.op_count; ++i) {
+      json roles = json::array();
+      for (std::size_t r = 0; r < m.ops[i].role_count; ++r) roles.push_back(std::string(m.ops[i].roles[r]));
+      ops.push_back({{"name", std::string(m.ops[i].name)}, {"label", std::string(m.ops[i].label)}, {"roles", roles}});
+    }
+    return {{"backend", opt.backend},
+            {"admin", opt.admin},
+            {"matrix", {{"name", std::string(m.name)}, {"version", std::string(m.version)}, {"ops", ops}}}};
+  }
+
+  json namespaces_page(const httplib::Request& req) const {
+    const std::size_t limit = number_param(req, "limit", 100, 1000);
+    const std::string after = req.has_param("after") ? req.get_param_value("after") : "";
+    const auto all = namespaces();
+    auto it = after.empty() ? all.begin() : std::upper_bound(all.begin(), all.end(), after);
+    json page = json::array();
+    for (; it != all.end() && page.size() < limit; ++it) page.push_back(*it);
+    return {{"namespaces", page}, {"next", it == all.end() ? "" : page.back().get<std::string>()}};
+  }
+
+  json locks_page(const httplib::Request& req) const {
+    const std::string ns = ns_param(req);
+    const std::size_t limit = number_param(req, "limit", 500, kMaxListLimit);
+    const std::string after = req.has_param("after") ? req.get_param_value("after") : "";
+    const ListPage page = engine.list_page(ns, prefix_param(req), limit, after);
+    json locks = json::array();
+    for (const LockInfo& l : page.locks) locks.push_back(lock_json(l));
+    return {{"locks", locks}, {"next", page.next}};
+  }
+
+  // Each waiter with the held locks and older waiters that refuse it now
+  // (blockers() of its own request), so the page can draw it beside them.
+  json waiters_list(const httplib::Request& req) const {
+    const std::string ns = ns_param(req);
+    const std::size_t limit = number_param(req, "limit", 200, kMaxWaiters);
+    json out = json::array();
+    for (const WaiterInfo& w : engine.waiters(ns, prefix_param(req), limit)) {
+      json by = json::array();
+      for (const Blocker& b : engine.blockers(ns, w.op, w.targets, 20).blockers)
+        // Not itself, nor a younger waiter (behind it in line: no blocker
+        // of a request already waiting, though of a new one like it).
+        if (b.id != w.id && !(b.queued && b.waited <= w.waited)) by.push_back(blocker_json(b));
+      out.push_back({{"id", w.id},
+                     {"owner", w.owner},
+                     {"op", w.op},
+                     {"targets", targets_json(w.targets)},
+                     {"waited_ms", w.waited.count()},
+                     {"expires_in_ms", w.expires_in.count()},
+                     {"blocked_by", by}});
+    }
+    return {{"waiters", out}};
+  }
+
+  // "Why is this blocked": a dry run (blockers()), never an acquire. Its
+  // first blocker counts as a refusal in the console's metrics, the way an
+  // engine counts a refused acquire by its first refusal.
+  json why(const httplib::Request& req) const {
+    const std::string ns = ns_param(req);
+    if (!req.has_param("op")) throw BadInput("missing parameter op (the operation)");
+    const std::string op = req.get_param_value("op");
+    const MatrixTable& m = engine.matrix();
+    const int op_i = m.op_index(op);
+    if (op_i < 0) throw BadInput(fmt::format("unknown operation '{}'", op));
+    const OpInfo& info = m.ops[static_cast<std::size_t>(op_i)];
+    const std::size_t n = req.get_param_value_count("path");
+    if (n != info.role_count)
+      throw BadInput(fmt::format("operation '{}' takes {} path(s), got {}", op, int(info.role_count), n));
+    std::vector<Target> targets;
+    for (std::size_t r = 0; r < n; ++r) targets.push_back({std::string(info.roles[r]), req.get_param_value("path", r)});
+    const BlockersPage page = engine.blockers(ns, op, targets, number_param(req, "limit", 100, kMaxBlockers));
+    if (opt.metrics && !page.blockers.empty()) {
+      const Blocker& b = page.blockers.front();
+      const int held = m.op_index(b.op);
+      if (held >= 0)
+        opt.metrics->count_refusal(op_i, held, b.queued ? kRefusalQueued : static_cast<std::size_t>(b.relation));
+    }
+    json list = json::array();
+    for (const Blocker& b : page.blockers) list.push_back(blocker_json(b));
+    return {{"blockers", list}, {"truncated", page.truncated}};
+  }
+
+  // The refusal grid (requested op x held op, summed over relations) from
+  // the console's metrics, over the matrix: which relations refuse each pair.
+  json grid() const {
+    const MatrixTable& m = engine.matrix();
+    json ops = json::array(), cells = json::array(), rules = json::array();
+    const MetricsSnapshot snap = opt.metrics ? opt.metrics->snapshot() : MetricsSnapshot{};
+    for (std::size_t i = 0; i < m.op_count; ++i) {
+      ops.push_back({{"name", std::string(m.ops[i].name)}, {"label", std::string(m.ops[i].label)}});
+      json row = json::array(), rule_row = json::array();
+      for (std::size_t j = 0; j < m.op_count; ++j) {
+        std::uint64_t count = 0;
+        for (std::size_t k = 0; k < kRefusalKindCount; ++k) count += snap.refused(m.ops[i].name, m.ops[j].name, k);
+        row.push_back(count);
+        json rels = json::array();
+        for (std::size_t rel = 0; rel < kRelationCount; ++rel) {
+          bool refuses = false;
+          for (int rc = 0; rc < m.ops[i].role_count; ++rc)
+            for (int hc = 0; hc < m.ops[j].role_count; ++hc)
+              refuses = refuses || m.refuses(static_cast<Relation>(rel), m.ops[j].first_code + hc, m.ops[i].first_code + rc);
+          if (refuses) rels.push_back(std::string(relation_name(static_cast<Relation>(rel))));
+        }
+        rule_row.push_back(rels);
+      }
+      cells.push_back(row);
+      rules.push_back(rule_row);
+    }
+    return {{"ops", ops}, {"refusals", cells}, {"rules", rules}};
+  }
+
+  json force_release(const httplib::Request& req) const {
+    const std::string ns = ns_param(req);
+    if (!req.has_param("id")) throw BadInput("missing parameter id (the lock)");
+    const std::string id = req.get_param_value("id");
+    const bool released = engine.force_release(ns, id);
+    log(LogLevel::warning,
+        fmt::format("console: force-release of lock {} in namespace {} from {}: {}", id, ns, req.remote_addr,
+                    released ? "released" : "no such live lock"),
+        {{"event", "force_release"}, {"namespace", ns}, {"id", id}, {"client", req.remote_addr},
+         {"released", released ? "true" : "false"}});
+    return {{"released", released}, {"id", id}};
+  }
+};
+
+namespace {
+
+void send_json(httplib::Response& res, const json& j, int status = 200) {
+  res.status = status;
+  res.set_content(dump(j), "application/json; charset=utf-8");
+}
+
+// Runs an API handler: its JSON, or 400/500 with {"error": MESSAGE}.
+template <class F>
+httplib::Server::Handler api(F f) {
+  return [f](const httplib::Request& req, httplib::Response& res) {
+    try {
+      send_json(res, f(req));
+    } catch (const BadInput& e) {
+      send_json(res, {{"error", e.what()}}, 400);
+    } catch (const InvalidRequest& e) {  // bad path, namespace, cursor...
+      send_json(res, {{"error", e.what()}}, 400);
+    } catch (const std::invalid_argument& e) {
+      send_json(res, {{"error", e.what()}}, 400);
+    } catch (const std::exception& e) {
+      send_json(res, {{"error", e.what()}}, 500);
+    }
+  };
+}
+
+}  // namespace
+
+ConsoleServer::ConsoleServer(LockEngine& engine, ConsoleOptions options)
+    : impl_(std::make_unique<Impl>(engine, std::move(options))) {
+  Impl& m = *impl_;
+  auto [host, port] = parse_listen_address(m.opt.listen);
+  m.host = std::move(host);
+  httplib::Server& s = m.server;
+
+  s.set_default_headers({{"Content-Security-Policy",
+                          "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+                          "img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"},
+                         {"X-Content-Type-Options", "nosniff"},
+                         {"Referrer-Policy", "no-referrer"},
+                         {"Cache-Control", "no-store"}});
+  // Read-only unless --admin; a state-changing request must also carry the
+  // console's header (no cross-site form can).
+  s.set_pre_routing_handler([&m](const httplib::Request& req, httplib::Response& res) {
+    if (req.method == "GET" || req.method == "HEAD") return httplib::Server::HandlerResponse::Unhandled;
+    if (!m.opt.admin) {
+      send_json(res, {{"error", "this console is read-only (start it with --admin to force-release)"}}, 403);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (!req.has_header("X-Pathlock-Console")) {
+      send_json(res, {{"error", "missing header X-Pathlock-Console"}}, 403);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+
+  for (const Asset& a : assets()) {
+    const std::string path = a.name == "index.html" ? "/" : "/" + std::string(a.name);
+    s.Get(path, [a](const httplib::Request&, httplib::Response& res) {
+      res.set_content(std::string(a.data), std::string(a.type));
+    });
+  }
+  s.Get("/metrics", [&m](const httplib::Request&, httplib::Response& res) {
+    res.set_content(m.opt.metrics ? m.opt.metrics->prometheus() : "", "text/plain; version=0.0.4; charset=utf-8");
+  });
+  s.Get("/api/info", api([&m](const httplib::Request&) { return m.info(); }));
+  s.Get("/api/namespaces", api([&m](const httplib::Request& r) { return m.namespaces_page(r); }));
+  s.Get("/api/locks", api([&m](const httplib::Request& r) { return m.locks_page(r); }));
+  s.Get("/api/waiters", api([&m](const httplib::Request& r) { return m.waiters_list(r); }));
+  s.Get("/api/why", api([&m](const httplib::Request& r) { return m.why(r); }));
+  s.Get("/api/grid", api([&m](const httplib::Request&) { return m.grid(); }));
+  if (m.opt.admin)
+    s.Post("/api/force-release", api([&m](const httplib::Request& r) { return m.force_release(r); }));
+  s.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+    if (res.body.empty()) send_json(res, {{"error", fmt::format("HTTP {}: no such page", res.status)}}, res.status);
+  });
+
+  s.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
+  if (port == 0) {
+    m.port = s.bind_to_any_port(m.host);
+    if (m.port < 0) throw BackendError(fmt::format("console: cannot listen on {}:0", m.host));
+  } else {
+    if (!s.bind_to_port(m.host, port))
+      throw BackendError(fmt::format("console: cannot listen on {}:{} (in use, or no such address)", m.host, port));
+    m.port = port;
+  }
+  m.thread = std::thread([&s] { s.listen_after_bind(); });
+  for (int i = 0; i < 5000 && !s.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+ConsoleServer::~ConsoleServer() {
+  stop();
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+int ConsoleServer::port() const { return impl_->port; }
+std::string ConsoleServer::url() const { return fmt::format("http://{}:{}/", impl_->host, impl_->port); }
+
+void ConsoleServer::wait() {
+  std::unique_lock lock(impl_->mu);
+  impl_->cv.wait(lock, [&] { return impl_->stopped; });
+}
+
+void ConsoleServer::stop() {
+  impl_->server.stop();
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->stopped = true;
+  }
+  impl_->cv.notify_all();
+}
+
+}  // namespace pathlock::console

@@ -1,0 +1,61 @@
+// pathlock console (docs/console.md): a web page over a LockEngine for
+// operators: namespaces, the lock tree with its waiters, "why is this
+// blocked", force-release (admin only) and the console's own metrics.
+//
+// Design: one cpp-httplib server (the library of MetricsServer) serving
+// pages embedded at build time (tools/console/assets, no network at run
+// time) and a small JSON API they call. Read-only unless `admin`: every
+// request other than GET/HEAD is refused with 403 then, and a
+// state-changing request must carry the header X-Pathlock-Console (a form
+// or an image on another site cannot send it). Bad input (unknown
+// namespace or operation, malformed path, bad number) is 400 with
+// {"error": MESSAGE}. Every answer carries a Content-Security-Policy that
+// allows only the console's own scripts, so text that slipped through as
+// HTML still could not run.
+#pragma once
+
+#include <pathlock/engine.hpp>
+#include <pathlock/metrics.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace pathlock::console {
+
+struct ConsoleOptions {
+  std::string listen = "127.0.0.1:0";  // HOST:PORT; port 0: any free port
+  bool admin = false;                   // allow force-release
+  std::string backend = "memory";       // shown on the page
+  // The namespaces to list, sorted, each once (the console pages them).
+  std::function<std::vector<std::string>()> namespaces;
+  // The console's own counters (its engine counts into them; its dry runs
+  // count their first blocker as a refusal). Must fit the engine's matrix.
+  std::shared_ptr<Metrics> metrics;
+  // Where force-releases are logged (besides nothing else): the engine's
+  // log sink. nullptr: log_to_stderr.
+  LogSink log;
+};
+
+class ConsoleServer {
+ public:
+  // Listens at once (throws InvalidRequest for a malformed address,
+  // BackendError when it cannot listen) and serves on a background thread.
+  ConsoleServer(LockEngine& engine, ConsoleOptions options);
+  ~ConsoleServer();
+  ConsoleServer(const ConsoleServer&) = delete;
+  ConsoleServer& operator=(const ConsoleServer&) = delete;
+
+  int port() const;
+  std::string url() const;  // "http://HOST:PORT/"
+  // Blocks until stop() (from another thread or a signal handler's thread).
+  void wait();
+  void stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pathlock::console
