@@ -13,16 +13,12 @@ class MatrixError(InvalidRequest):
     problems: List[str]
 
 class Grant:
-    @property
-    def id(self) -> str: ...
-    @property
-    def token(self) -> str: ...
-    @property
-    def fence(self) -> int: ...
-    @property
-    def expires_in(self) -> float: ...
-    @property
-    def holds(self) -> int: ...
+    # Read-only attributes of a granted lock.
+    id: str
+    token: str
+    fence: int
+    expires_in: float  # seconds of lease left when granted
+    holds: int
 
 class Conflict:
     id: str

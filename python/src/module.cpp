@@ -159,6 +159,12 @@ bool id_token_call(PyEngine& self, const std::string& ns, const std::string& id,
 
 }  // namespace
 
+// The id, owner and op that every listed lock, blocker and waiter has.
+template <class T>
+py::class_<T>& who(py::class_<T>&& c) {
+  return c.def_readonly("id", &T::id).def_readonly("owner", &T::owner).def_readonly("op", &T::op);
+}
+
 PYBIND11_MODULE(_pathlock, m) {
   m.doc() = "pathlock: path locks for file-management services (the C++ engine, bound with pybind11).";
   m.attr("__version__") = version();
@@ -231,10 +237,7 @@ PYBIND11_MODULE(_pathlock, m) {
         return "AcquireResult(refused by " + r.conflict.op + " at " + r.conflict.path + ")";
       });
 
-  py::class_<LockInfo>(m, "LockInfo", "A held lock, as listed.")
-      .def_readonly("id", &LockInfo::id)
-      .def_readonly("owner", &LockInfo::owner)
-      .def_readonly("op", &LockInfo::op)
+  who(py::class_<LockInfo>(m, "LockInfo", "A held lock, as listed."))
       .def_property_readonly("targets", [](const LockInfo& l) { return targets_list(l.targets); },
                              "[(role, canonical path)] in the matrix's role order.")
       .def_readonly("fence", &LockInfo::fence)
@@ -246,11 +249,8 @@ PYBIND11_MODULE(_pathlock, m) {
       .def_readonly("locks", &ListPage::locks)
       .def_readonly("next", &ListPage::next);
 
-  py::class_<Blocker>(m, "Blocker", "A held lock or waiting request (`queued`) that refuses a request now.")
+  who(py::class_<Blocker>(m, "Blocker", "A held lock or waiting request (`queued`) that refuses a request now."))
       .def_readonly("queued", &Blocker::queued)
-      .def_readonly("id", &Blocker::id)
-      .def_readonly("owner", &Blocker::owner)
-      .def_readonly("op", &Blocker::op)
       .def_readonly("role", &Blocker::role)
       .def_readonly("path", &Blocker::path)
       .def_readonly("requested_role", &Blocker::requested_role)
@@ -265,10 +265,7 @@ PYBIND11_MODULE(_pathlock, m) {
       .def_readonly("blockers", &BlockersPage::blockers)
       .def_readonly("truncated", &BlockersPage::truncated);
 
-  py::class_<WaiterInfo>(m, "WaiterInfo", "A waiting request with a place in line.")
-      .def_readonly("id", &WaiterInfo::id)
-      .def_readonly("owner", &WaiterInfo::owner)
-      .def_readonly("op", &WaiterInfo::op)
+  who(py::class_<WaiterInfo>(m, "WaiterInfo", "A waiting request with a place in line."))
       .def_property_readonly("targets", [](const WaiterInfo& w) { return targets_list(w.targets); })
       .def_property_readonly("waited", [](const WaiterInfo& w) { return to_seconds(w.waited); })
       .def_property_readonly("expires_in", [](const WaiterInfo& w) { return to_seconds(w.expires_in); });

@@ -88,6 +88,22 @@ Sweeps::~Sweeps() {
   info_.reset();
 }
 
+std::string Sweeps::alternate_pair(const Series& cpu_of, Point& first, Point& second,
+                                   const std::function<Groups()>& make_groups) {
+  try {
+    Groups groups = make_groups();
+    const std::vector<Measurement> m =
+        measure_alternating(groups, results_.plan.window, kSliceSeconds, cpu_reader(cpu_of));
+    first.m = m[0];
+    second.m = m[1];
+    return "";
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const std::exception& e) {
+    return one_line(e.what());
+  }
+}
+
 void Sweeps::run() {
   start_redis();
   make_series();
@@ -276,19 +292,13 @@ void Sweeps::alternating_point(const std::string& a_name, const std::string& b_n
   } else if (a->server != b->server) {
     skip = "not on one Redis server";
   } else {
-    try {
-      std::vector<std::vector<std::unique_ptr<Worker>>> groups;
+    // These two points only on an error; each subject's own points go on.
+    skip = alternate_pair(*a, pa, pb, [&] {
+      Groups groups;
       groups.push_back(a->subject->workers(w, at.held, at.clients, at.task));
       groups.push_back(b->subject->workers(w, at.held, at.clients, at.task));
-      const std::vector<Measurement> m =
-          measure_alternating(groups, results_.plan.window, kSliceSeconds, cpu_reader(*a));
-      pa.m = m[0];
-      pb.m = m[1];
-    } catch (const Interrupted&) {
-      throw;
-    } catch (const std::exception& e) {
-      skip = one_line(e.what());  // these two points only; each subject's own points go on
-    }
+      return groups;
+    });
   }
   if (!skip.empty()) pa.status = pb.status = "skipped: " + skip;
   record(pa);
@@ -355,24 +365,17 @@ void Sweeps::tls_point(const World& w, std::size_t held) {
   std::string skip = tls_skip_;
   if (skip.empty() && !fill(*plain, w, held)) skip = plain->name + ": " + plain->skip;
   if (skip.empty()) {
-    try {
+    std::unique_ptr<Subject> over_tls;
+    skip = alternate_pair(*plain, pp, pt, [&] {
       // Same server, same namespace (the world pathlock-redis filled), over its TLS port.
       RedisTlsOptions tls;
       tls.ca_file = certs_->crt("ca");
-      const std::unique_ptr<Subject> over_tls =
-          make_pathlock_tls_subject(server_->tls_url(), results_.info.run_id, tls);
-      std::vector<std::vector<std::unique_ptr<Worker>>> groups;
+      over_tls = make_pathlock_tls_subject(server_->tls_url(), results_.info.run_id, tls);
+      Groups groups;
       groups.push_back(plain->subject->workers(w, held, 1, Task::pair));
       groups.push_back(over_tls->workers(w, held, 1, Task::pair));
-      const std::vector<Measurement> m =
-          measure_alternating(groups, results_.plan.window, kSliceSeconds, cpu_reader(*plain));
-      pp.m = m[0];
-      pt.m = m[1];
-    } catch (const Interrupted&) {
-      throw;
-    } catch (const std::exception& e) {
-      skip = one_line(e.what());
-    }
+      return groups;
+    });
   }
   if (!skip.empty()) pp.status = pt.status = "skipped: " + skip;
   record(pp);

@@ -123,6 +123,12 @@ class Sweeps {
   void alternating_point(const std::string& a, const std::string& b, const At& at, const World& w);
   // Reads the INFO cpu of s's server; empty when s is not in Redis.
   CpuSeconds cpu_reader(const Series& s) const;
+  // Two groups of workers (from make_groups) measured in alternating
+  // slices into first and second, Redis CPU read as `cpu_of` has it. Returns
+  // "" or, for an error other than an interrupt, why the points are skipped.
+  using Groups = std::vector<std::vector<std::unique_ptr<Worker>>>;
+  std::string alternate_pair(const Series& cpu_of, Point& first, Point& second,
+                             const std::function<Groups()>& make_groups);
   Series* series(const std::string& name);  // nullptr when there is none
   void record(const Point& p);
   std::string scan_limit(const Series& s, Task task, std::size_t held);
