@@ -45,6 +45,7 @@
 #include "memory/namespace_registry.hpp"
 #include "memory/namespace_state.hpp"
 #include "memory/path_index.hpp"
+#include "memory/reads.hpp"
 
 #include "core/observe.hpp"
 #include "core/request.hpp"
@@ -63,15 +64,6 @@
 namespace pathlock::memory {
 
 namespace {
-
-Millis remaining(Clock::time_point at, Clock::time_point now) {
-  return std::max(Millis{0}, std::chrono::duration_cast<Millis>(at - now));
-}
-
-Relation relation_of(std::string_view held, std::string_view requested) {
-  if (held == requested) return Relation::same;
-  return path_within(requested, held) ? Relation::held_ancestor : Relation::held_descendant;
-}
 
 }  // namespace
 
@@ -126,25 +118,8 @@ class MemoryEngine final : public LockEngine {
                         std::size_t limit) override {
     const core::ResolvedRequest req = core::resolve_dry_run(matrix_, ns_name, op, targets, limit, kMaxBlockers);
     return read_state<BlockersPage>(ns_name, [&](NamespaceState& st, Clock::time_point now) {
-      return find_blockers(st, req, limit, now);
+      return find_blockers(matrix_, st, req, limit, now);
     });
-  }
-
-  BlockersPage find_blockers(const NamespaceState& st, const core::ResolvedRequest& req, std::size_t limit,
-                             Clock::time_point now) const {
-    BlockersPage out;
-    for (const Kind kind : {kHeld, kWaiting}) {
-      for (const core::ResolvedTarget& t : req.targets) {
-        const std::size_t from = out.blockers.size();
-        st.index.for_each_refusal(t.path, blockers_of(t.code), kind, [&](const Entry& e, Relation rel) {
-          if (out.blockers.size() == limit) return !(out.truncated = true);
-          out.blockers.push_back(blocker_of(e, t, rel, now));
-          return true;
-        });
-        core::order_blockers(out.blockers, from);
-      }
-    }
-    return out;
   }
 
   std::vector<WaiterInfo> waiters(std::string_view ns_name, std::string_view prefix, std::size_t limit) override {
@@ -152,29 +127,8 @@ class MemoryEngine final : public LockEngine {
     const std::string canonical = core::resolve_prefix(prefix);
     core::check_limit(limit, kMaxWaiters);
     return read_state<std::vector<WaiterInfo>>(ns_name, [&](NamespaceState& st, Clock::time_point now) {
-      return list_waiters(st, canonical, limit, now);
+      return list_waiters(matrix_, st, canonical, limit, now);
     });
-  }
-
-  std::vector<WaiterInfo> list_waiters(const NamespaceState& st, const std::string& canonical, std::size_t limit,
-                                       Clock::time_point now) const {
-    std::vector<WaiterInfo> out;
-    for (const Waiter& w : st.waiters) {
-      if (out.size() == limit) break;
-      if (w.deadline <= now) continue;  // its reservation ended: no longer in line
-      const bool inside = std::any_of(w.entries.begin(), w.entries.end(),
-                                      [&](const Entry& e) { return path_within(e.path, canonical); });
-      if (!inside) continue;
-      WaiterInfo info;
-      info.id = fmt::format("waiter-{}", w.seq);
-      info.owner = w.owner;
-      info.op = std::string(matrix_.ops[static_cast<std::size_t>(w.op)].name);
-      for (const Entry& e : w.entries) info.targets.push_back(Target{std::string(matrix_.role_name_of_code(e.code)), e.path});
-      info.waited = std::chrono::duration_cast<Millis>(now - w.since);
-      info.expires_in = remaining(w.deadline, now);
-      out.push_back(std::move(info));
-    }
-    return out;
   }
 
   bool force_release(std::string_view ns_name, std::string_view id) override {
@@ -192,31 +146,8 @@ class MemoryEngine final : public LockEngine {
     core::check_namespace(ns_name);
     const std::string canonical = core::resolve_prefix(prefix);
     return read_state<std::vector<LockInfo>>(ns_name, [&](NamespaceState& st, Clock::time_point now) {
-      return list_locks(st, canonical, now);
+      return list_locks(matrix_, st, canonical, now);
     });
-  }
-
-  std::vector<LockInfo> list_locks(NamespaceState& st, const std::string& canonical, Clock::time_point now) const {
-    std::vector<LockInfo> out;
-    const Node* node = st.index.find(canonical);
-    if (!node) return out;
-    std::vector<const Lock*> found;
-    PathIndex::for_each_entry(*node, kHeld, [&](const Entry& e) { found.push_back(e.lock); });
-    std::sort(found.begin(), found.end(), [](const Lock* a, const Lock* b) { return a->fence < b->fence; });
-    found.erase(std::unique(found.begin(), found.end()), found.end());
-    for (const Lock* lock : found) {
-      LockInfo info;
-      info.id = lock->id;
-      info.owner = lock->owner;
-      info.op = std::string(matrix_.ops[static_cast<std::size_t>(lock->op)].name);
-      for (const Entry& e : lock->entries)
-        info.targets.push_back(Target{std::string(matrix_.role_name_of_code(e.code)), e.path});
-      info.fence = lock->fence;
-      info.holds = lock->holds;
-      info.expires_in = remaining(lock->expires_at, now);
-      out.push_back(std::move(info));
-    }
-    return out;
   }
 
   ListPage list_page(std::string_view ns_name, std::string_view prefix, std::size_t limit,
@@ -293,13 +224,6 @@ class MemoryEngine final : public LockEngine {
                       &lock.hold_logged);
   }
 
-  Blockers blockers_of(int code) const {
-    const auto r = static_cast<std::size_t>(code);
-    const auto& b = matrix_.blockers;
-    return Blockers{b[static_cast<std::size_t>(Relation::held_ancestor)][r], b[static_cast<std::size_t>(Relation::same)][r],
-                    b[static_cast<std::size_t>(Relation::held_descendant)][r]};
-  }
-
   // Reads namespace `ns_name` after reaping: f(state, now) under its mutex
   // when it has state; nothing (a default result) when it has none.
   template <class R, class F>
@@ -355,10 +279,10 @@ class MemoryEngine final : public LockEngine {
     Relation rel = Relation::same;
     for (; hit_target < req.targets.size(); ++hit_target) {
       const core::ResolvedTarget& t = req.targets[hit_target];
-      if ((hit = st.index.find_refusal(t.path, blockers_of(t.code), kHeld, rel, &probes[hit_target]))) break;
+      if ((hit = st.index.find_refusal(t.path, blockers_of(matrix_, t.code), kHeld, rel, &probes[hit_target]))) break;
     }
     if (hit) {
-      describe(*hit, req.targets[hit_target], rel, now, result.conflict);
+      describe(matrix_, *hit, req.targets[hit_target], rel, now, result.conflict);
       return false;
     }
     if (request.fair)
@@ -453,14 +377,14 @@ class MemoryEngine final : public LockEngine {
                          Clock::time_point now, Conflict& out) const {
     if (st.waiters.empty()) return false;
     Relation rel = Relation::same;
-    if (!st.index.find_refusal(t.path, blockers_of(t.code), kWaiting, rel)) return false;
+    if (!st.index.find_refusal(t.path, blockers_of(matrix_, t.code), kWaiting, rel)) return false;
     for (const Waiter& w : st.waiters) {
       if (me && w.seq >= me->seq) break;
       for (const Entry& e : w.entries) {
         if (!paths_overlap(e.path, t.path)) continue;
         rel = relation_of(e.path, t.path);
         if (!matrix_.refuses(rel, e.code, t.code)) continue;
-        describe(e, t, rel, now, out);
+        describe(matrix_, e, t, rel, now, out);
         return true;
       }
     }
@@ -493,36 +417,6 @@ class MemoryEngine final : public LockEngine {
     });
     if (removed) ns.notify();
     return st;
-  }
-
-  Blocker blocker_of(const Entry& e, const core::ResolvedTarget& t, Relation rel, Clock::time_point now) const {
-    Conflict c;
-    describe(e, t, rel, now, c);
-    Blocker b{c.queued, c.id, c.owner, c.op, c.role, c.path, c.requested_role, c.requested_path, c.relation};
-    if (e.lock) {
-      b.fence = e.lock->fence;
-      b.holds = e.lock->holds;
-    } else {
-      b.waited = std::chrono::duration_cast<Millis>(now - e.waiter->since);
-    }
-    b.expires_in = c.expires_in;
-    return b;
-  }
-
-  void describe(const Entry& hit, const core::ResolvedTarget& t, Relation rel, Clock::time_point now,
-                Conflict& out) const {
-    const bool queued = hit.waiter != nullptr;
-    const int op = queued ? hit.waiter->op : hit.lock->op;
-    out.id = queued ? fmt::format("waiter-{}", hit.waiter->seq) : hit.lock->id;
-    out.op = std::string(matrix_.ops[static_cast<std::size_t>(op)].name);
-    out.role = std::string(matrix_.role_name_of_code(hit.code));
-    out.path = hit.path;
-    out.owner = queued ? hit.waiter->owner : hit.lock->owner;
-    out.expires_in = remaining(queued ? hit.waiter->deadline : hit.lock->expires_at, now);
-    out.requested_role = std::string(matrix_.role_name_of_code(t.code));
-    out.requested_path = t.path;
-    out.relation = rel;
-    out.queued = queued;
   }
 
   const MatrixTable& matrix_;

@@ -82,23 +82,6 @@ namespace {
 constexpr std::size_t kIdBytes = 12;     // 24 hex characters
 constexpr std::size_t kTokenBytes = 16;  // 32 hex characters
 
-Millis millis(const Reply& r) { return Millis{r.number()}; }
-
-// The id, owner and op that lead a listed lock or place in line.
-template <class Info>
-void read_who(const Reply& r, Info& out) {
-  out.id = r.at(reply::lock_row::id).text();
-  out.owner = r.at(reply::lock_row::owner).text();
-  out.op = r.at(reply::lock_row::op).text();
-}
-
-// {role_1, path_1, role_2, path_2, ...} as the functions reply targets.
-std::vector<Target> targets_of(const Reply& r) {
-  std::vector<Target> out;
-  for (std::size_t t = 0; t + 1 < r.elements.size(); t += 2) out.push_back(Target{r.at(t).text(), r.at(t + 1).text()});
-  return out;
-}
-
 // The pathlock release that writes data layout `layout`
 // (docs/lua-protocol.md#versions).
 std::string layout_release(std::string_view layout) {
@@ -107,12 +90,6 @@ std::string layout_release(std::string_view layout) {
   if (layout == "3") return "pathlock 0.1, Functions library";
   if (layout == "4") return "pathlock 0.2";
   return "a pathlock newer than this one";
-}
-
-Relation parse_relation(const RedisClient& client, const std::string& name) {
-  for (const Relation rel : {Relation::same, Relation::held_ancestor, Relation::held_descendant})
-    if (relation_name(rel) == name) return rel;
-  client.fail(fmt::format("acquire reported an unknown relation '{}'", name));
 }
 
 ClientOptions client_options(const RedisOptions& options, const core::Instruments& instruments) {
@@ -216,17 +193,8 @@ class RedisEngine final : public LockEngine {
     ListPage page;
     page.next = r.at(reply::list::next).text();
     page.locks.reserve(r.elements.size() - reply::list::first_row);
-    for (std::size_t i = reply::list::first_row; i < r.elements.size(); ++i) {
-      namespace f = reply::lock_row;
-      const Reply& l = r.elements[i];
-      LockInfo info;
-      read_who(l, info);
-      info.fence = static_cast<std::uint64_t>(l.at(f::fence).number());
-      info.holds = static_cast<std::uint32_t>(l.at(f::holds).number());
-      info.expires_in = millis(l.at(f::expires_in_ms));
-      info.targets = targets_of(l.at(f::targets));
-      page.locks.push_back(std::move(info));
-    }
+    for (std::size_t i = reply::list::first_row; i < r.elements.size(); ++i)
+      page.locks.push_back(reply::read_lock(r.elements[i]));
     return page;
   }
 
@@ -248,37 +216,9 @@ class RedisEngine final : public LockEngine {
       unexpected("blockers", r.at(reply::blockers::status).text());
     BlockersPage out;
     out.truncated = r.at(reply::blockers::truncated).number() != 0;
-    for (std::size_t i = reply::blockers::first_row; i < r.elements.size(); ++i) {
-      namespace f = reply::blocker_row;
-      const Reply& x = r.elements[i];
-      Blocker b;
-      b.queued = x.at(f::queued).number() != 0;
-      b.id = x.at(f::id).text();
-      b.owner = x.at(f::owner).text();
-      b.op = x.at(f::op).text();
-      b.role = x.at(f::role).text();
-      b.path = x.at(f::path).text();
-      b.requested_role = x.at(f::requested_role).text();
-      b.requested_path = x.at(f::requested_path).text();
-      b.relation = parse_relation(client_, x.at(f::relation).text());
-      b.fence = static_cast<std::uint64_t>(x.at(f::fence).number());
-      b.holds = static_cast<std::uint32_t>(x.at(f::holds).number());
-      b.expires_in = millis(x.at(f::expires_in_ms));
-      b.waited = millis(x.at(f::waited_ms));
-      out.blockers.push_back(std::move(b));
-    }
-    // In the documented order: per kind and target, as the embedded backend.
-    std::size_t from = 0;
-    for (std::size_t i = 1; i <= out.blockers.size(); ++i) {
-      if (i < out.blockers.size() && out.blockers[i].queued == out.blockers[from].queued &&
-          out.blockers[i].requested_role == out.blockers[from].requested_role)
-        continue;
-      std::vector<Blocker> tail(out.blockers.begin() + static_cast<std::ptrdiff_t>(i), out.blockers.end());
-      out.blockers.resize(i);
-      core::order_blockers(out.blockers, from);
-      out.blockers.insert(out.blockers.end(), tail.begin(), tail.end());
-      from = i;
-    }
+    for (std::size_t i = reply::blockers::first_row; i < r.elements.size(); ++i)
+      out.blockers.push_back(reply::read_blocker(r.elements[i], client_));
+    reply::order_rows(out.blockers);
     return out;
   }
 
@@ -289,16 +229,8 @@ class RedisEngine final : public LockEngine {
     const Reply r = run("waiters", ns, {canonical, std::to_string(limit)});
     if (r.at(reply::waiters::status).text() != "waiters") unexpected("waiters", r.at(reply::waiters::status).text());
     std::vector<WaiterInfo> out;
-    for (std::size_t i = reply::waiters::first_row; i < r.elements.size(); ++i) {
-      namespace f = reply::waiter_row;
-      const Reply& x = r.elements[i];
-      WaiterInfo w;
-      read_who(x, w);
-      w.waited = millis(x.at(f::waited_ms));
-      w.expires_in = millis(x.at(f::expires_in_ms));
-      w.targets = targets_of(x.at(f::targets));
-      out.push_back(std::move(w));
-    }
+    for (std::size_t i = reply::waiters::first_row; i < r.elements.size(); ++i)
+      out.push_back(reply::read_waiter(r.elements[i]));
     return out;
   }
 
@@ -357,27 +289,11 @@ class RedisEngine final : public LockEngine {
     const std::string& status = r.at(reply::granted::status).text();
     AcquireResult out;
     if (status == "granted") {
-      namespace f = reply::granted;
       out.granted = true;
-      out.grant.id = r.at(f::id).text();
-      out.grant.token = r.at(f::token).text();
-      out.grant.fence = static_cast<std::uint64_t>(r.at(f::fence).number());
-      out.grant.expires_in = millis(r.at(f::expires_in_ms));
-      out.grant.holds = static_cast<std::uint32_t>(r.at(f::holds).number());
+      out.grant = reply::read_grant(r);
       if (acked < replicas_) not_replicated(ns, out.grant, acked);
     } else if (status == "refused") {
-      namespace f = reply::refused;
-      Conflict& c = out.conflict;
-      c.id = r.at(f::id).text();
-      c.op = r.at(f::op).text();
-      c.role = r.at(f::role).text();
-      c.path = r.at(f::path).text();
-      c.owner = r.at(f::owner).text();
-      c.expires_in = millis(r.at(f::expires_in_ms));
-      c.requested_role = r.at(f::requested_role).text();
-      c.requested_path = r.at(f::requested_path).text();
-      c.relation = parse_relation(client_, r.at(f::relation).text());
-      c.queued = r.at(f::queued).number() != 0;
+      out.conflict = reply::read_conflict(r, client_);
     } else if (status == "not_holder") {
       out.not_holder = true;
     } else {

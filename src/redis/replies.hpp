@@ -60,3 +60,30 @@ inline constexpr std::size_t id = 0, owner = 1, op = 2, waited_ms = 3, expires_i
 static_assert(lock_row::id == waiter_row::id && lock_row::owner == waiter_row::owner && lock_row::op == waiter_row::op);
 
 }  // namespace pathlock::redis::reply
+
+// ---- reading the replies (replies.cpp) --------------------------------------
+
+#include <pathlock/engine.hpp>
+
+#include <vector>
+
+namespace pathlock::redis {
+struct Reply;
+class RedisClient;
+}  // namespace pathlock::redis
+
+namespace pathlock::redis::reply {
+
+// Each reads one reply (or row) of the layout above; a relation the engine
+// does not know is a BackendError through `client`.
+Grant read_grant(const Reply& r);
+Conflict read_conflict(const Reply& r, const RedisClient& client);
+LockInfo read_lock(const Reply& row);
+Blocker read_blocker(const Reply& row, const RedisClient& client);
+WaiterInfo read_waiter(const Reply& row);
+// Puts the rows of a blockers reply in the documented order: per kind and
+// target as the function sent them, each group sorted as the embedded
+// backend sorts it (core::order_blockers).
+void order_rows(std::vector<Blocker>& rows);
+
+}  // namespace pathlock::redis::reply

@@ -73,6 +73,10 @@ class TlsContext {
   const LogSink log_;
 };
 
+// The reasons of the queued OpenSSL errors, oldest first (the queue is
+// emptied). Defined in tls.cpp.
+std::string ssl_error_text();
+
 // Throws InvalidRequest when TLS options are given with a plain URL; returns
 // the shared context for a TLS URL, null otherwise.
 std::shared_ptr<TlsContext> make_tls_context(const RedisUrl& url, const RedisTlsOptions& options, LogSink log);

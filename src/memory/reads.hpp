@@ -1,0 +1,40 @@
+// The read side of the embedded backend (reads.cpp): functions of a
+// namespace's state and the engine's matrix, called with the namespace's
+// mutex held, after reaping (invariant I3 of memory_engine.cpp).
+#pragma once
+
+#include "core/request.hpp"
+#include "memory/lock_table.hpp"
+#include "memory/namespace_state.hpp"
+#include "memory/path_index.hpp"
+
+#include <pathlock/clock.hpp>
+#include <pathlock/engine.hpp>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pathlock::memory {
+
+// What is left of a lease or reservation ending at `at` (0 when over).
+Millis remaining(Clock::time_point at, Clock::time_point now);
+// The relation of a held path to a requested one that overlaps it.
+Relation relation_of(std::string_view held, std::string_view requested);
+// The held codes that refuse requested code `code`, by relation.
+Blockers blockers_of(const MatrixTable& matrix, int code);
+// Fills `out` with entry `hit` (a lock's or a waiter's) refusing target `t`.
+void describe(const MatrixTable& matrix, const Entry& hit, const core::ResolvedTarget& t, Relation rel,
+              Clock::time_point now, Conflict& out);
+// The same entry as a Blocker (with fence and holds, or how long it waited).
+Blocker blocker_of(const MatrixTable& matrix, const Entry& e, const core::ResolvedTarget& t, Relation rel,
+                   Clock::time_point now);
+// LockEngine::blockers, waiters and list on one namespace's state.
+BlockersPage find_blockers(const MatrixTable& matrix, const NamespaceState& st, const core::ResolvedRequest& req,
+                           std::size_t limit, Clock::time_point now);
+std::vector<WaiterInfo> list_waiters(const MatrixTable& matrix, const NamespaceState& st, const std::string& canonical,
+                                     std::size_t limit, Clock::time_point now);
+std::vector<LockInfo> list_locks(const MatrixTable& matrix, const NamespaceState& st, const std::string& canonical,
+                                 Clock::time_point now);
+
+}  // namespace pathlock::memory
