@@ -16,58 +16,26 @@ usage: console_browser_test.py --pathlock BIN --out DIR
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
-from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import Select, WebDriverWait
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+from browser import chromium, start, start_console, stop_all, wait_until, free_port  # noqa: E402
+
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import Select  # noqa: E402
 
 HOSTILE_OWNER = "<img src=x onerror=window.__pwned=1>"
 HOSTILE_PATH = "/team/<script>window.__pwned=2</script>/x.txt"
 NS = "web"
 
-procs = []
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start(args, **kw):
-    p = subprocess.Popen(args, **kw)
-    procs.append(p)
-    return p
-
 
 def run_lines(cmd):
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return [json.loads(line) for line in out.splitlines() if line.strip()]
-
-
-def wait_until(what, check, timeout=20):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        v = check()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def start_console(pathlock, url, *extra):
-    p = start([pathlock, "console", "--backend", "redis", "--redis", url, *extra],
-              stderr=subprocess.PIPE, text=True)
-    line = p.stderr.readline()
-    assert "console at " in line, line
-    return line.split("console at ")[1].split()[0]
 
 
 def expand_all(driver):
@@ -119,14 +87,10 @@ def main():
     engine_waiters = {w["id"] for w in run_lines(admin + ["waiters", "--redis", url, "--namespace", NS])}
     assert engine_locks == {alice_id, bob_id, hostile_id, carol_id}, engine_locks
 
-    console = start_console(a.pathlock, url)
+    console = start_console(a.pathlock, "--backend", "redis", "--redis", url)
     assert console.startswith("http://127.0.0.1:"), console
 
-    opts = webdriver.ChromeOptions()
-    for arg in ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1600,1000"]:
-        opts.add_argument(arg)
-    opts.binary_location = "/usr/bin/chromium"
-    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+    driver = chromium()
     try:
         driver.get(console + "#ns=" + NS)
         wait_until("the tree", lambda: driver.find_elements(By.CSS_SELECTOR, "#tree .lock"))
@@ -185,7 +149,7 @@ def main():
         driver.save_screenshot(os.path.join(a.out, "console-metrics.png"))
 
         # --admin: force-release with a confirmation step.
-        admin_console = start_console(a.pathlock, url, "--admin")
+        admin_console = start_console(a.pathlock, "--backend", "redis", "--redis", url, "--admin")
         driver.get(admin_console + "#ns=" + NS)
         wait_until("the tree", lambda: driver.find_elements(By.CSS_SELECTOR, f"#tree .lock[data-lock-id='{carol_id}']"))
         driver.find_element(By.CSS_SELECTOR, f"#tree .lock[data-lock-id='{carol_id}'] button.force").click()
@@ -206,6 +170,4 @@ if __name__ == "__main__":
     try:
         main()
     finally:
-        for p in reversed(procs):
-            p.kill()
-            p.wait()
+        stop_all()

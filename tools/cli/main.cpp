@@ -162,6 +162,12 @@ int main(int argc, char** argv) {
       co.listen = p.get("listen", "127.0.0.1:0");
       co.admin = p.has("admin");
       co.metrics = metrics;
+      co.matrix_file.name = p.has("matrix") ? p.get("matrix") : default_matrix_file();
+      try {
+        co.matrix_file.text = matrix::read_text_file(co.matrix_file.name);
+      } catch (const matrix::MatrixError& e) {  // the editor can still open an uploaded file
+        co.matrix_file.error = e.what();
+      }
       const bool redis = p.has("backend") && parse_backend(p.get("backend")) == Backend::redis;
       co.backend = redis ? "redis " + p.get("redis", "redis://127.0.0.1:6379") : "memory (this process's own engine)";
       if (redis)

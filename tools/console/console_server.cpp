@@ -2,6 +2,7 @@
 // docs/console.md#api).
 #include "console_server.hpp"
 
+#include "api.hpp"
 #include "blocker_json.hpp"
 #include "console_assets.hpp"  // generated: the embedded pages (tools/console/embed.cmake)
 
@@ -23,12 +24,7 @@
 namespace pathlock::console {
 namespace {
 
-using json = nlohmann::json;
 using cli::blocker_json;
-
-// Every string goes out as JSON (escaped by the browser's JSON.parse and set
-// with textContent by the pages); invalid UTF-8 is replaced, never refused.
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 json targets_json(const std::vector<Target>& targets) {
   json a = json::array();
@@ -41,11 +37,6 @@ json lock_json(const LockInfo& l) {
           {"targets", targets_json(l.targets)}, {"fence", l.fence}, {"holds", l.holds},
           {"expires_in_ms", l.expires_in.count()}};
 }
-
-// A bad request: answered 400 with its message.
-struct BadInput : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 std::size_t number_param(const httplib::Request& req, const char* name, std::size_t fallback, std::size_t max) {
   if (!req.has_param(name)) return fallback;
@@ -237,32 +228,6 @@ struct ConsoleServer::Impl {
   }
 };
 
-namespace {
-
-void send_json(httplib::Response& res, const json& j, int status = 200) {
-  res.status = status;
-  res.set_content(dump(j), "application/json; charset=utf-8");
-}
-
-// Runs an API handler: its JSON, or 400/500 with {"error": MESSAGE}.
-template <class F>
-httplib::Server::Handler api(F f) {
-  return [f](const httplib::Request& req, httplib::Response& res) {
-    try {
-      send_json(res, f(req));
-    } catch (const BadInput& e) {
-      send_json(res, {{"error", e.what()}}, 400);
-    } catch (const InvalidRequest& e) {  // bad path, namespace, cursor...
-      send_json(res, {{"error", e.what()}}, 400);
-    } catch (const std::invalid_argument& e) {
-      send_json(res, {{"error", e.what()}}, 400);
-    } catch (const std::exception& e) {
-      send_json(res, {{"error", e.what()}}, 500);
-    }
-  };
-}
-
-}  // namespace
 
 ConsoleServer::ConsoleServer(LockEngine& engine, ConsoleOptions options)
     : impl_(std::make_unique<Impl>(engine, std::move(options))) {
@@ -281,7 +246,9 @@ ConsoleServer::ConsoleServer(LockEngine& engine, ConsoleOptions options)
   // console's header (no cross-site form can).
   s.set_pre_routing_handler([&m](const httplib::Request& req, httplib::Response& res) {
     if (req.method == "GET" || req.method == "HEAD") return httplib::Server::HandlerResponse::Unhandled;
-    if (!m.opt.admin) {
+    // The matrix editor's calls compute on the text they carry and change nothing.
+    const bool computation = req.path.rfind("/api/matrix/", 0) == 0;
+    if (!m.opt.admin && !computation) {
       send_json(res, {{"error", "this console is read-only (start it with --admin to force-release)"}}, 403);
       return httplib::Server::HandlerResponse::Handled;
     }
@@ -307,6 +274,8 @@ ConsoleServer::ConsoleServer(LockEngine& engine, ConsoleOptions options)
   s.Get("/api/waiters", api([&m](const httplib::Request& r) { return m.waiters_list(r); }));
   s.Get("/api/why", api([&m](const httplib::Request& r) { return m.why(r); }));
   s.Get("/api/grid", api([&m](const httplib::Request&) { return m.grid(); }));
+  add_matrix_editor(s, m.opt.matrix_file);
+  s.set_payload_max_length(std::size_t{4} << 20);  // matrix text, twice per call
   if (m.opt.admin)
     s.Post("/api/force-release", api([&m](const httplib::Request& r) { return m.force_release(r); }));
   s.set_error_handler([](const httplib::Request&, httplib::Response& res) {

@@ -14,6 +14,8 @@
 // HTML still could not run.
 #pragma once
 
+#include "matrix_editor.hpp"
+
 #include <pathlock/engine.hpp>
 #include <pathlock/metrics.hpp>
 
@@ -36,6 +38,9 @@ struct ConsoleOptions {
   // Where force-releases are logged (besides nothing else): the engine's
   // log sink. nullptr: log_to_stderr.
   LogSink log;
+  // The matrix file the engine enforces, which the Matrix page opens
+  // (matrix_editor.hpp).
+  EditorOptions matrix_file;
 };
 
 class ConsoleServer {

@@ -286,8 +286,7 @@ async function loadMetrics() {
 
 function showTab(name) {
   for (const b of document.querySelectorAll("nav .tab")) b.classList.toggle("active", b.dataset.tab === name);
-  $("page-locks").hidden = name !== "locks";
-  $("page-metrics").hidden = name !== "metrics";
+  for (const page of document.querySelectorAll("main > .page")) page.hidden = page.id !== `page-${name}`;
   refresh();
 }
 

@@ -1,0 +1,179 @@
+// The matrix editor's API (tools/console/matrix_editor.hpp) over a real
+// console: what the page is told equals what pathlock's matrix code says,
+// the calls need no --admin but do need the console's header, they change
+// nothing, and bad input is 400 with its message. The page itself is tested
+// in chromium (console_editor_test.py).
+#ifdef PATHLOCK_TEST_WITH_METRICS_SERVER
+#include "console_server.hpp"
+
+#include "matrix/diff.hpp"
+#include "matrix/model.hpp"
+#include "matrix/scaffold.hpp"
+
+#include <pathlock/memory.hpp>
+
+#include <catch2/catch.hpp>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+using namespace pathlock;
+using json = nlohmann::json;
+
+const std::string kShipped = PATHLOCK_SOURCE_DIR "/matrix/cloud-drive.json";
+
+struct Editor {
+  std::unique_ptr<LockEngine> engine = make_memory_engine();
+  std::string text = matrix::read_text_file(kShipped);
+  std::unique_ptr<console::ConsoleServer> server;
+  std::unique_ptr<httplib::Client> client;
+
+  Editor() {
+    console::ConsoleOptions o;
+    o.namespaces = [] { return std::vector<std::string>{"default"}; };
+    o.matrix_file = {kShipped, text, ""};
+    server = std::make_unique<console::ConsoleServer>(*engine, o);
+    client = std::make_unique<httplib::Client>("127.0.0.1", server->port());
+  }
+  json post(const std::string& path, const json& body, int status = 200, bool header = true) {
+    const httplib::Headers h = header ? httplib::Headers{{"X-Pathlock-Console", "1"}} : httplib::Headers{};
+    const auto res = client->Post(path, h, body.dump(), "application/json");
+    REQUIRE(res);
+    INFO(path << " -> " << res->body);
+    CHECK(res->status == status);
+    return json::parse(res->body);
+  }
+};
+
+std::vector<std::string> texts(const json& list) {
+  std::vector<std::string> out;
+  for (const json& item : list) out.push_back(item["text"]);
+  return out;
+}
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  for (std::size_t nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1)
+    if (nl > at) out.push_back(text.substr(at, nl - at));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("matrix editor API: the loaded file, its grid, and no changes", "[console][editor]") {
+  Editor e;
+  const auto loaded = e.client->Get("/api/matrix/loaded");
+  REQUIRE(loaded);
+  CHECK(json::parse(loaded->body)["text"] == e.text);
+
+  const json r = e.post("/api/matrix/check", {{"base", e.text}, {"edited", e.text}});
+  CHECK(r["valid"] == true);
+  CHECK(r["changed"] == false);
+  const matrix::Matrix m = matrix::load_matrix(kShipped);
+  REQUIRE(r["grid"]["ops"].size() == m.ops.size());
+  CHECK(r["grid"]["ops"][2]["label"] == m.ops[2].label);
+  // Every (held role, requested role, relation) verdict is the model's.
+  for (std::size_t h = 0; h < m.ops.size(); ++h)
+    for (std::size_t q = 0; q < m.ops.size(); ++q)
+      for (std::size_t hr = 0; hr < m.ops[h].roles.size(); ++hr)
+        for (std::size_t rr = 0; rr < m.ops[q].roles.size(); ++rr)
+          for (std::size_t rel = 0; rel < kRelationCount; ++rel)
+            REQUIRE(r["grid"]["cells"][h][q]["verdicts"][hr][rr][rel] ==
+                    matrix::verdict_name(m.verdict(m.code_of(int(h), int(hr)), m.code_of(int(q), int(rr)),
+                                                   static_cast<Relation>(rel))));
+}
+
+TEST_CASE("matrix editor API: the diff is `matrix diff`'s, linked to its cells", "[console][editor]") {
+  Editor e;
+  json doc = json::parse(e.text);
+  doc["grid"]["create"]["upload"] = {{"target", {{"verdict", "allow"}, {"relation", {{"same", "deny"}}},
+                                                 {"origin", "owner"}, {"decision", "one name, one creator"}}}};
+  matrix::ScaffoldRequest add;
+  add.op = "share_link";
+  add.roles = {"target"};
+  const std::string edited = matrix::scaffold(doc.dump(2), "edited.json", add);
+  const json r = e.post("/api/matrix/check", {{"base", e.text}, {"edited", edited}});
+  REQUIRE(r["valid"] == true);
+  const matrix::Matrix before = matrix::parse_matrix(e.text, "loaded matrix"),
+                       after = matrix::parse_matrix(edited, "edited.json");
+  CHECK(texts(r["diff"]) == lines(matrix::diff_report(before, after, matrix::diff_matrices(before, after))));
+  bool linked = false;
+  for (const json& l : r["diff"])
+    if (l["text"].get<std::string>().rfind("changed: create.target held, upload.target requested", 0) == 0)
+      linked = l["op"] == "create" && l["cell"] == "upload";
+  CHECK(linked);
+  // Scaffold's rules are marked for review: one warning per new rule, each linked to a cell.
+  CHECK(r["warnings"].size() == matrix::warnings(after).size());
+  for (const json& w : r["warnings"]) CHECK((w.contains("op") && w.contains("cell")));
+  CHECK(r.contains("version_problem"));  // the rules changed, "version" did not
+}
+
+TEST_CASE("matrix editor API: every problem of a bad file, linked", "[console][editor]") {
+  Editor e;
+  json doc = json::parse(e.text);
+  doc["grid"]["delete_file"]["copy_file"] = "alow";
+  doc["grid"]["upload"]["create"] = "dney";
+  const json r = e.post("/api/matrix/check", {{"base", e.text}, {"edited", doc.dump()}, {"name", "mine.json"}});
+  CHECK(r["valid"] == false);
+  REQUIRE(r["problems"].size() == 2);
+  try {
+    matrix::parse_matrix(doc.dump(), "mine.json");
+    FAIL("the file parsed");
+  } catch (const matrix::MatrixError& err) {
+    CHECK(texts(r["problems"]) == err.problems());
+  }
+  CHECK(r["problems"][0]["op"] == "upload");
+  CHECK(r["problems"][0]["cell"] == "create");
+  CHECK(e.post("/api/matrix/check", {{"base", e.text}, {"edited", "{"}})["problems"].size() == 1);
+}
+
+TEST_CASE("matrix editor API: scaffold and try it", "[console][editor]") {
+  Editor e;
+  const json s = e.post("/api/matrix/scaffold", {{"text", e.text}, {"op", "share_link"}, {"roles", {"target"}}});
+  const std::string edited = s["text"];
+  CHECK(matrix::parse_matrix(edited, "x").op_index("share_link") >= 0);
+  CHECK(e.post("/api/matrix/scaffold", {{"text", e.text}, {"op", "create"}, {"roles", {"target"}}}, 400)["error"]
+            .get<std::string>()
+            .find("create") != std::string::npos);
+
+  const json t = e.post("/api/matrix/try", {{"base", e.text},
+                                            {"edited", edited},
+                                            {"scenario", "alice move_folder /p/A /q\n\nbob upload /p/A/C\n"
+                                                         "carol share_link /p/A\nrelease 1\nbob upload /p/A/C\n"}});
+  REQUIRE(t["steps"].size() == 5);
+  const json& loaded = t["loaded"]["results"];
+  const json& mine = t["edited"]["results"];
+  CHECK(loaded[0]["outcome"] == "granted");
+  CHECK(loaded[1]["outcome"] == "refused");
+  CHECK(loaded[1]["reason"].get<std::string>().find("step 1 (alice move_folder) holds src /p/A") == 0);
+  CHECK(loaded[2]["outcome"] == "error");  // no share_link in the loaded matrix
+  CHECK(mine[2]["outcome"] == "refused");  // scaffold's safe default: deny, under review
+  CHECK(mine[2]["reason"].get<std::string>().find("review") != std::string::npos);
+  CHECK(mine[3]["outcome"] == "released");
+  CHECK(mine[4]["outcome"] == "granted");
+  // The console's own engine took nothing.
+  CHECK(e.engine->list("try").empty());
+  CHECK(e.engine->list("default").empty());
+
+  CHECK(e.post("/api/matrix/try", {{"base", e.text}, {"edited", e.text}, {"scenario", "release 1\n"}}, 400)["error"] ==
+        "line 1: write \"release STEP\" with the number of an earlier step");
+  CHECK(e.post("/api/matrix/try", {{"base", e.text}, {"edited", e.text}, {"scenario", "alice upload\n"}}, 400)["error"] ==
+        "line 1: write \"OWNER OPERATION PATH [PATH]\"");
+  const json bad_path = e.post("/api/matrix/try", {{"base", e.text}, {"edited", e.text}, {"scenario", "a upload x//y"}});
+  CHECK(bad_path["edited"]["results"][0]["outcome"] == "error");
+}
+
+TEST_CASE("matrix editor API: allowed read-only, but only with the console's header", "[console][editor]") {
+  Editor e;  // not --admin
+  const json r = e.post("/api/matrix/check", {{"base", e.text}, {"edited", e.text}}, 403, false);
+  CHECK(r["error"] == "missing header X-Pathlock-Console");
+  CHECK(e.post("/api/matrix/check", {{"edited", e.text}}, 400)["error"] == "missing text field \"base\"");
+  CHECK(e.post("/api/matrix/check", json::array({1}), 400)["error"] == "the request body must be a JSON object");
+  // Still no force-release without --admin.
+  CHECK(e.post("/api/force-release", json::object(), 403)["error"].get<std::string>().find("read-only") !=
+        std::string::npos);
+}
+
+#endif

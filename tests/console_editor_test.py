@@ -1,0 +1,201 @@
+#!/usr/bin/python3
+"""The console's matrix editor in a real browser (docs/console.md#tests).
+
+Starts `pathlock console` (embedded backend, the shipped matrix) and drives
+Debian's headless chromium through chromium-driver with python3-selenium:
+- the grid shows every cell with the original labels; a click shows the
+  cell's explanation;
+- changing one verdict asks for a reason, records origin "owner", and the
+  page's diff names exactly that change, line for line what
+  `pathlock matrix diff` says of the downloaded file;
+- two operations added with symbols mark every new rule for review, the
+  grid still fits a 1600 px window, and the downloaded JSON passes
+  `pathlock matrix lint` unchanged;
+- "try it" runs a scenario under both matrices;
+- an uploaded invalid file lists its problems linked to their cells, and
+  hostile matrix text shows literally without running.
+Screenshots go to --out. Waits are for DOM states, never for a time.
+
+usage: console_editor_test.py --pathlock BIN --matrix SHIPPED.json --out DIR
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+from browser import chromium, start_console, stop_all, wait_until  # noqa: E402
+
+from selenium.webdriver.common.by import By  # noqa: E402
+
+HOSTILE = "<img src=x onerror=window.__pwned=1>"
+
+
+def cells(d):
+    return len(d.find_elements(By.CSS_SELECTOR, "#ed-table td.cell"))
+
+
+def cell(d, held, requested):
+    return d.find_element(By.CSS_SELECTOR, f"#ed-table td.cell[data-held='{held}'][data-requested='{requested}']")
+
+
+def texts(d, selector):
+    return d.execute_script("return [...document.querySelectorAll(arguments[0])].map(e => e.textContent);", selector)
+
+
+def checked(d, before):
+    """Waits for the next answer of /api/matrix/check (the JSON view changes)."""
+    return wait_until("the check", lambda: d.find_element(By.ID, "ed-json").get_attribute("textContent") != before)
+
+
+def json_text(d):
+    return d.find_element(By.ID, "ed-json").get_attribute("textContent")
+
+
+def add_operation(d, name, roles, symbols, label):
+    before = json_text(d)
+    for field, value in [("add-op", name), ("add-roles", roles), ("add-symbols", symbols), ("add-label", label)]:
+        d.find_element(By.ID, field).send_keys(value)
+    d.find_element(By.CSS_SELECTOR, "#add-form button[type=submit]").click()
+    checked(d, before)
+
+
+def pathlock(binary, *args, ok=(0,)):
+    r = subprocess.run([binary, *args], capture_output=True, text=True)
+    assert r.returncode in ok, (args, r.returncode, r.stdout, r.stderr)
+    return r
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pathlock", required=True)
+    ap.add_argument("--matrix", required=True)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    downloads = tempfile.mkdtemp(prefix="pathlock-editor-")
+    shipped = json.load(open(a.matrix, encoding="utf-8"))
+    n = len(shipped["operations"])
+
+    console = start_console(a.pathlock, "--matrix", a.matrix)
+    d = chromium(downloads=downloads)
+    try:
+        d.get(console)
+        d.find_element(By.ID, "tab-matrix").click()
+        wait_until("the grid", lambda: cells(d) == n * n)
+        # The original labels head the rows and columns.
+        labels = texts(d, "#ed-table thead th.col .label")
+        assert labels == [op.get("label") or op["op"] for op in shipped["operations"]], labels
+        # A click shows the cell's explanation (the same text as `pathlock matrix explain`).
+        cell(d, "move_file", "move_file").click()
+        explain = wait_until("the explanation", lambda: d.find_element(By.ID, "ed-explain").text)
+        cli = pathlock(a.pathlock, "matrix", "explain", a.matrix, "move_file", "move_file").stdout
+        assert explain.split("\n")[1].strip() in cli, (explain, cli)
+
+        # Change one verdict: create held, upload requested, on the same path.
+        cell(d, "create", "upload").click()
+        button = wait_until("the verdicts", lambda: d.find_elements(
+            By.CSS_SELECTOR, "#ed-cell button.verdict[data-role='target'][data-requested-role='target'][data-relation='same']"))[0]
+        was = button.text.split()[-1]
+        assert was == "allow", button.text  # the shipped grid: creating beside a creation is fine
+        button.click()  # allow -> deny
+        apply = d.find_element(By.ID, "ed-apply")
+        assert not apply.is_enabled(), "a change must ask for a reason"
+        d.find_element(By.ID, "ed-reason").send_keys("two creations of one name race")
+        before = json_text(d)
+        d.find_element(By.ID, "ed-apply").click()
+        checked(d, before)
+        doc = json.loads(json_text(d))
+        rule = doc["grid"]["create"]["upload"]
+        rule = rule.get("target", rule)
+        assert rule["origin"] == "owner" and rule["decision"] == "two creations of one name race", rule
+        diff = wait_until("the diff", lambda: texts(d, "#ed-diff li"))
+        change = "changed: create.target held, upload.target requested, on the same path: allow -> deny (stricter)"
+        assert change in diff, diff
+        assert sum(line.startswith("changed:") for line in diff) == 1, diff
+        d.save_screenshot(os.path.join(a.out, "editor-cell.png"))
+
+        # Two operations, each rule marked for review; the grid fits 1600 px.
+        add_operation(d, "share_link", "target", "A", "分享 share")
+        add_operation(d, "archive", "src,dst", "A,B", "归档 archive")
+        wait_until("the bigger grid", lambda: cells(d) == (n + 2) * (n + 2))
+        width = d.execute_script("return [document.documentElement.scrollWidth,"
+                                 " document.getElementById('ed-table').getBoundingClientRect().right];")
+        assert width[0] <= 1600 and width[1] <= 1600, width
+        review = d.find_elements(By.CSS_SELECTOR, "#ed-table td.cell .mark.review")
+        assert len(review) == 2 * (2 * (n + 2)) - 4, len(review)  # two rows and two columns, less the overlap
+        warnings = d.find_elements(By.CSS_SELECTOR, "#ed-lint li.warn.link")
+        assert warnings, "review warnings are listed and linked to their cells"
+        warnings[0].click()
+        wait_until("the linked cell", lambda: d.find_elements(By.CSS_SELECTOR, "#ed-table td.cell.selected"))
+        diff = texts(d, "#ed-diff li")
+        assert "added operation: share_link" in diff and "added operation: archive" in diff, diff
+
+        # Bump the version: the version problem goes away.
+        assert d.find_elements(By.ID, "ed-version-problem")
+        version = d.find_element(By.ID, "ed-version")
+        version.clear()
+        before = json_text(d)
+        version.send_keys("1.1.0\n")
+        checked(d, before)
+        wait_until("no version problem", lambda: not d.find_elements(By.ID, "ed-version-problem"))
+        d.execute_script("window.scrollTo(0, 0);")
+        d.save_screenshot(os.path.join(a.out, "editor-grid.png"))
+
+        # Download: lints unchanged, and `matrix diff` says what the page said.
+        d.find_element(By.ID, "ed-download").click()
+        name = os.path.basename(a.matrix)
+        path = os.path.join(downloads, name)
+        wait_until("the download", lambda: os.path.exists(path) and not os.path.exists(path + ".crdownload"))
+        pathlock(a.pathlock, "matrix", "lint", path)
+        assert json.load(open(path, encoding="utf-8")) == json.loads(json_text(d))
+        page_diff = texts(d, "#ed-diff li")
+        cli_diff = pathlock(a.pathlock, "matrix", "diff", a.matrix, path).stdout.splitlines()
+        assert page_diff[1:] == cli_diff[1:], (page_diff, cli_diff)
+
+        # Try it: the same scenario under both matrices.
+        scenario = "alice create /p/x\nbob upload /p/x\ncarol share_link /q\n"
+        box = d.find_element(By.ID, "try-text")
+        box.clear()
+        box.send_keys(scenario)
+        d.find_element(By.CSS_SELECTOR, "#try-form button[type=submit]").click()
+        rows = wait_until("the results", lambda: d.find_elements(By.CSS_SELECTOR, "#try-table tr"))
+        outcome = lambda r, c: rows[r].find_elements(By.TAG_NAME, "td")[c].find_element(By.TAG_NAME, "b").text
+        assert outcome(2, 2) == "granted" and outcome(2, 3) == "refused", rows[2].text  # the changed cell
+        assert "two creations of one name race" in rows[2].text
+        assert outcome(3, 2) == "error" and outcome(3, 3) == "granted", rows[3].text  # share_link is new
+        d.save_screenshot(os.path.join(a.out, "editor-try.png"))
+
+        # An uploaded file with a bad verdict and hostile text.
+        bad = json.loads(open(a.matrix, encoding="utf-8").read())
+        bad["operations"][0]["label"] = HOSTILE
+        bad["grid"]["delete_file"]["copy_file"] = "alow"
+        bad_path = os.path.join(downloads, "bad.json")
+        json.dump(bad, open(bad_path, "w", encoding="utf-8"), ensure_ascii=False)
+        d.find_element(By.ID, "ed-upload").send_keys(bad_path)
+        problems = wait_until("the problems", lambda: d.find_elements(By.CSS_SELECTOR, "#ed-lint li.bad"))
+        cli_problems = pathlock(a.pathlock, "matrix", "lint", bad_path, ok=(1,)).stderr.splitlines()
+        assert len(problems) == len(cli_problems), (texts(d, "#ed-lint li.bad"), cli_problems)
+        problems[0].click()
+        sel = wait_until("the problem's cell", lambda: d.find_elements(By.CSS_SELECTOR, "#ed-table td.cell.selected"))
+        assert (sel[0].get_attribute("data-held"), sel[0].get_attribute("data-requested")) == ("delete_file", "copy_file")
+        # Fix the file in the editor: the hostile label shows literally, nothing ran.
+        del bad["grid"]["delete_file"]["copy_file"]
+        bad["grid"]["delete_file"]["copy_file"] = shipped["grid"]["delete_file"]["copy_file"]
+        fixed_path = os.path.join(downloads, "fixed.json")
+        json.dump(bad, open(fixed_path, "w", encoding="utf-8"), ensure_ascii=False)
+        d.find_element(By.ID, "ed-upload").send_keys(fixed_path)
+        wait_until("the hostile label", lambda: HOSTILE in texts(d, "#ed-table thead th.col .label"))
+        assert d.execute_script("return window.__pwned === undefined && document.querySelectorAll('img').length === 0;")
+    finally:
+        d.quit()
+    print("console editor test: ok; screenshots in", a.out)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    finally:
+        stop_all()
