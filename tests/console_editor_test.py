@@ -181,13 +181,15 @@ def main():
         problems[0].click()
         sel = wait_until("the problem's cell", lambda: d.find_elements(By.CSS_SELECTOR, "#ed-table td.cell.selected"))
         assert (sel[0].get_attribute("data-held"), sel[0].get_attribute("data-requested")) == ("delete_file", "copy_file")
-        # Fix the file in the editor: the hostile label shows literally, nothing ran.
-        del bad["grid"]["delete_file"]["copy_file"]
-        bad["grid"]["delete_file"]["copy_file"] = shipped["grid"]["delete_file"]["copy_file"]
-        fixed_path = os.path.join(downloads, "fixed.json")
-        json.dump(bad, open(fixed_path, "w", encoding="utf-8"), ensure_ascii=False)
-        d.find_element(By.ID, "ed-upload").send_keys(fixed_path)
+        assert "alow" in sel[0].text  # an invalid file's cells show as written
+        d.save_screenshot(os.path.join(a.out, "editor-problems.png"))
+        # Fix the cell in the editor: the file is valid, the hostile label shows literally, nothing ran.
+        raw = wait_until("the cell's JSON", lambda: d.find_elements(By.ID, "ed-raw"))[0]
+        raw.clear()
+        raw.send_keys(json.dumps(shipped["grid"]["delete_file"]["copy_file"]))
+        d.find_element(By.ID, "ed-raw-apply").click()
         wait_until("the hostile label", lambda: HOSTILE in texts(d, "#ed-table thead th.col .label"))
+        wait_until("a valid file", lambda: d.find_elements(By.CSS_SELECTOR, "#ed-lint p.ok"))
         assert d.execute_script("return window.__pwned === undefined && document.querySelectorAll('img').length === 0;")
     finally:
         d.quit()

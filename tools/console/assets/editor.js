@@ -63,13 +63,29 @@ async function check() {
   const r = await post("/api/matrix/check", { base: ed.baseText, edited: editedText(), name: ed.name });
   if (seq !== ed.seq) return;  // an older answer arrived late
   ed.result = r;
-  if (r.grid) ed.grid = r.grid;
+  ed.grid = r.grid || rawGrid(ed.doc);
   $("ed-version").value = typeof ed.doc.version === "string" ? ed.doc.version : "";
   renderGrid();
   renderLint();
   renderDiff();
   renderCell();
   $("ed-json").textContent = editedText();
+}
+
+// An invalid file's grid as written (operation names and labels, each cell's
+// JSON), so its problems still point at cells and a cell can be fixed here.
+function rawGrid(doc) {
+  const ops = (Array.isArray(doc.operations) ? doc.operations : [])
+    .filter((o) => o && typeof o.op === "string")
+    .map((o) => ({ name: o.op, label: typeof o.label === "string" ? o.label : "", example: "", roles: [] }));
+  const rows = doc.grid && typeof doc.grid === "object" ? doc.grid : {};
+  const cells = ops.map((h) => ops.map((q) => {
+    const row = rows[h.name] && typeof rows[h.name] === "object" ? rows[h.name] : {};
+    const v = row[q.name];
+    const text = v === undefined ? "(missing)" : JSON.stringify(v);
+    return { raw: true, value: v, tone: "raw", parts: [{ label: text.length > 24 ? text.slice(0, 23) + "…" : text, origin: "raw" }] };
+  }));
+  return { raw: true, ops, cells, relations: [] };
 }
 
 function problemsAt(list, op, cell) {
@@ -139,6 +155,7 @@ function renderCell() {
   const at = ed.sel && ed.grid ? cellAt(ed.sel.held, ed.sel.requested) : null;
   if (!at) { box.replaceChildren(el("p", { class: "muted" }, "Click a cell of the grid: its explanation and its rules show here.")); return; }
   const { held, req, cell } = at;
+  if (cell.raw) { renderRawCell(box, held, req, cell); return; }
   if (!ed.pending) ed.pending = { held: held.name, requested: req.name, table: JSON.parse(JSON.stringify(cell.verdicts)) };
   const rels = ed.grid.relations;
   const kids = [el("h3", {}, `${held.name} held × ${req.name} requested`),
@@ -177,6 +194,25 @@ function renderCell() {
       ? "Applying records the rule as the owner's (origin \"owner\") with your reason, and clears its review mark."
       : "Click a verdict to change it."));
   box.replaceChildren(...kids);
+}
+
+// A cell of an invalid file: its problems and its JSON, to fix by hand.
+function renderRawCell(box, held, req, cell) {
+  const text = el("textarea", { id: "ed-raw", rows: 8 });
+  text.value = cell.value === undefined ? "" : JSON.stringify(cell.value, null, 1);
+  const fix = el("button", { type: "button", id: "ed-raw-apply" }, "replace the cell");
+  fix.addEventListener("click", () => {
+    let value;
+    try { value = JSON.parse(text.value); } catch (e) { showError(`the cell is not JSON: ${e.message}`); return; }
+    if (!ed.doc.grid || typeof ed.doc.grid !== "object") ed.doc.grid = {};
+    if (!ed.doc.grid[held.name] || typeof ed.doc.grid[held.name] !== "object") ed.doc.grid[held.name] = {};
+    ed.doc.grid[held.name][req.name] = value;
+    check().then(() => showError(""), (e) => showError(e.message));
+  });
+  box.replaceChildren(el("h3", {}, `${held.name} held × ${req.name} requested`),
+    ...problemsAt(ed.result.problems, held.name, req.name).map((p) => el("p", { class: "bad" }, p.text)),
+    el("p", { class: "muted" }, "The file is not valid, so the grid shows each cell as written. Fix this cell's JSON (matrix/README.md, \"Cells\"):"),
+    text, el("div", { class: "actions" }, fix));
 }
 
 function mostCommon(list) {
@@ -271,6 +307,7 @@ const words = (s) => s.split(",").map((x) => x.trim()).filter((x) => x);
 
 async function addOperation(ev) {
   ev.preventDefault();
+  if (!ed.doc) throw new Error("open a matrix first");
   const op = $("add-op").value.trim(), roles = words($("add-roles").value), symbols = words($("add-symbols").value);
   const res = await post("/api/matrix/scaffold", {
     text: editedText(), name: ed.name, op, roles, symbols: symbols.map((s) => s.split("/")),
@@ -284,6 +321,7 @@ async function addOperation(ev) {
 // ---- try it -------------------------------------------------------------------
 async function tryIt(ev) {
   ev.preventDefault();
+  if (!ed.doc) throw new Error("open a matrix first");
   const res = await post("/api/matrix/try", { base: ed.baseText, edited: editedText(), name: ed.name, scenario: $("try-text").value });
   const outcome = (run, i) => {
     if (run.error) return el("td", { class: "bad" }, run.error);
@@ -299,6 +337,7 @@ async function tryIt(ev) {
 
 // ---- download -----------------------------------------------------------------
 function download() {
+  if (!ed.doc) { showError("open a matrix first"); return; }
   const blob = new Blob([editedText()], { type: "application/json" });
   const a = el("a", { href: URL.createObjectURL(blob), download: ed.name });
   document.body.append(a);
@@ -311,7 +350,7 @@ function startEditor() {
   $("ed-open-loaded").addEventListener("click", guard(openLoaded));
   $("ed-upload").addEventListener("change", openUpload);
   $("ed-download").addEventListener("click", download);
-  $("ed-version").addEventListener("change", guard(() => { ed.doc.version = $("ed-version").value; return check(); }));
+  $("ed-version").addEventListener("change", guard(() => { if (!ed.doc) return null; ed.doc.version = $("ed-version").value; return check(); }));
   $("add-form").addEventListener("submit", guard(addOperation));
   $("try-form").addEventListener("submit", guard(tryIt));
   openLoaded().catch((e) => showError(e.message));
