@@ -26,7 +26,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
-from browser import chromium, start_console, stop_all, wait_until  # noqa: E402
+from browser import run, chromium, start_console, wait_until  # noqa: E402
 
 from selenium.webdriver.common.by import By  # noqa: E402
 
@@ -197,7 +197,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    finally:
-        stop_all()
+    run(main)

@@ -58,3 +58,11 @@ def chromium(width=1600, height=1000, downloads=None):
     if downloads:
         driver.execute_cdp_cmd("Page.setDownloadBehavior", {"behavior": "allow", "downloadPath": downloads})
     return driver
+
+
+def run(main):
+    """Runs a test's main(), then stops every child process it started."""
+    try:
+        main()
+    finally:
+        stop_all()
