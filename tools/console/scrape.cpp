@@ -117,6 +117,8 @@ ScrapeUrl parse_scrape_url(std::string_view url) {
   return u;
 }
 
+namespace {
+
 struct Source {
   ScrapeUrl url;
   std::unique_ptr<httplib::Client> client;  // used by the thread; stop()ped by ~Impl
@@ -124,8 +126,7 @@ struct Source {
   // Under Impl::mu:
   SourceState::State state = SourceState::State::pending;
   std::string error;
-  Clock::time_point started{};       // of the pull in progress, or of the last one
-  Clock::time_point done_started{};  // of the last finished pull
+  Clock::time_point done_started{};  // when the last finished pull started
   Clock::time_point ended{}, ok_ended{};
   bool ended_once = false, ok_once = false;
   milliseconds took{0};
@@ -133,6 +134,8 @@ struct Source {
   Clock::time_point wanted{};  // a page wants a pull that started at or after this
   bool finished = false;       // the thread has left its loop
 };
+
+}  // namespace
 
 struct Scraper::Impl {
   ScrapeOptions opt;
@@ -189,7 +192,7 @@ struct Scraper::Impl {
   void run(Source& s) {
     std::unique_lock lock(mu);
     while (!stopping) {
-      const Clock::time_point started = s.started = Clock::now();
+      const Clock::time_point started = Clock::now();
       lock.unlock();
       auto [error, counts] = pull(s);
       lock.lock();
