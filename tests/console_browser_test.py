@@ -9,15 +9,20 @@ the locks and waiters `pathlock admin locks|waiters` list, that the "why"
 form names the blocking lock, that the hostile text shows literally and
 nothing runs, that force-release is absent and refused (403) without
 --admin, and that with --admin it asks for confirmation and releases.
+With --scrape, the heat map shows what a `pathlock shell --metrics-listen`
+reports, the sources list names a dead URL as an error, and a hostile
+exporter's markup in an operation name is listed as text.
 Screenshots go to --out. No timing assertions: waits are for DOM states.
 
 usage: console_browser_test.py --pathlock BIN --out DIR
 """
 import argparse
+import http.server
 import json
 import os
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -36,6 +41,23 @@ NS = "web"
 def run_lines(cmd):
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+class HostileExporter(http.server.BaseHTTPRequestHandler):
+    """Serves Prometheus text whose operation names hold markup."""
+    TEXT = ("# TYPE pathlock_refusals_total counter\n"
+            'pathlock_refusals_total{op="<img src=x onerror=window.__pwned=3>",held_op="upload",relation="same"} 4\n')
+
+    def do_GET(self):
+        body = self.TEXT.encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; version=0.0.4")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
 
 
 def expand_all(driver):
@@ -146,7 +168,44 @@ def main():
             "return [...document.querySelectorAll('#heat td[data-refusals]')].map(td=>+td.dataset.refusals).reduce((a,b)=>a+b,0);")
         assert counted >= 1, counted
         assert "pathlock_" in driver.find_element(By.ID, "prom").text
+        assert "Counted by this console" in driver.find_element(By.ID, "heat-from").text
         driver.save_screenshot(os.path.join(a.out, "console-metrics.png"))
+
+        # --scrape: the heat map is what the engines report. One shell with an
+        # exporter refuses twice; a dead URL is listed as an error beside it.
+        exporter = start([a.pathlock, "shell", "--metrics-listen", "127.0.0.1:0"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        metrics_url = exporter.stderr.readline().split("metrics at ")[1].strip()
+        for line in ["acquire ann upload /s/A/f", "acquire bob delete_folder /s/A", "acquire cat delete_folder /s"]:
+            exporter.stdin.write(line + "\n")
+            exporter.stdin.flush()
+            exporter.stdout.readline()
+        dead = f"http://127.0.0.1:{free_port()}/metrics"
+        hostile = http.server.ThreadingHTTPServer(("127.0.0.1", 0), HostileExporter)
+        threading.Thread(target=hostile.serve_forever, daemon=True).start()
+        hostile_url = f"http://127.0.0.1:{hostile.server_address[1]}/metrics"
+        scraping = start_console(a.pathlock, "--backend", "redis", "--redis", url,
+                                 "--scrape", metrics_url, "--scrape", dead, "--scrape", hostile_url)
+        driver.get(scraping + "#ns=" + NS)
+        driver.find_element(By.ID, "tab-metrics").click()
+        def source_states():
+            s = driver.execute_script("return Object.fromEntries([...document.querySelectorAll('#sources li')]"
+                                      ".map(li=>[li.dataset.source, li.dataset.state]));")
+            return s if len(s) == 3 and "pending" not in s.values() else None
+        states = wait_until("the sources pulled", source_states)
+        assert states == {metrics_url: "ok", dead: "error", hostile_url: "ok"}, states
+        cells = driver.execute_script(
+            "return Object.fromEntries([...document.querySelectorAll('#heat td[data-refusals]')]"
+            ".filter(td=>+td.dataset.refusals>0).map(td=>[td.title.split(':')[0], +td.dataset.refusals]));")
+        assert cells == {"delete_folder requested, upload held": 2}, cells
+        assert "reported by 2 of 3 engines" in driver.find_element(By.ID, "heat-from").text
+        assert "cannot connect" in driver.find_element(By.CSS_SELECTOR, "#sources li[data-state=error]").text
+        # The hostile exporter's operation is not in this matrix: listed apart, as text; nothing ran.
+        unknown = driver.execute_script(
+            "return [...document.querySelectorAll('#unknown-rows tr')].map(tr=>[...tr.cells].map(td=>td.textContent));")
+        assert unknown == [["<img src=x onerror=window.__pwned=3>", "upload", "4"]], unknown
+        assert driver.execute_script("return window.__pwned === undefined && document.querySelectorAll('img').length === 0;")
+        driver.save_screenshot(os.path.join(a.out, "console-scrape.png"))
 
         # --admin: force-release with a confirmation step.
         admin_console = start_console(a.pathlock, "--backend", "redis", "--redis", url, "--admin")

@@ -87,6 +87,11 @@ TEST_CASE("console API: namespaces, locks, why and the refusal grid", "[console]
   const int del = default_matrix().op_index("delete_folder");
   CHECK(grid["refusals"][del][del] == 1);
   CHECK(grid["rules"][del][del] == json({"same", "held_ancestor", "held_descendant"}));
+  // Nothing scraped (--scrape): the counts are the console's own.
+  CHECK(grid["counted_by"] == "console");
+  CHECK(grid["reporting"] == 0);
+  CHECK(grid["sources"].empty());
+  CHECK(grid["unknown_ops"].empty());
 
   const auto metrics = c.Get("/metrics");
   REQUIRE(metrics);

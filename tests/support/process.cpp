@@ -30,11 +30,12 @@ ScratchDir::~ScratchDir() {
   std::filesystem::remove_all(dir_, ec);
 }
 
-pid_t spawn(std::vector<std::string> argv, int stdin_fd, int stdout_fd) {
+pid_t spawn(std::vector<std::string> argv, int stdin_fd, int stdout_fd, int stderr_fd) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   if (stdin_fd >= 0) posix_spawn_file_actions_adddup2(&actions, stdin_fd, 0);
   if (stdout_fd >= 0) posix_spawn_file_actions_adddup2(&actions, stdout_fd, 1);
+  if (stderr_fd >= 0) posix_spawn_file_actions_adddup2(&actions, stderr_fd, 2);
   std::vector<char*> args;
   for (auto& a : argv) args.push_back(a.data());
   args.push_back(nullptr);

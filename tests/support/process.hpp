@@ -10,9 +10,10 @@
 
 namespace pathlock::test {
 
-// Starts argv[0] (a path) with `argv`; stdin/stdout are redirected to the
-// given descriptors when they are >= 0. Fails the test if it cannot start.
-pid_t spawn(std::vector<std::string> argv, int stdin_fd = -1, int stdout_fd = -1);
+// Starts argv[0] (a path) with `argv`; stdin/stdout/stderr are redirected
+// to the given descriptors when they are >= 0. Fails the test if it cannot
+// start.
+pid_t spawn(std::vector<std::string> argv, int stdin_fd = -1, int stdout_fd = -1, int stderr_fd = -1);
 
 // Waits for `pid`; returns its exit status, or 128 + signal if it was killed.
 int wait_exit(pid_t pid);

@@ -4,6 +4,7 @@
 //   pathlock shell [--backend memory|redis] [--redis URL] [--namespace NAME] [--matrix FILE]
 //                  [--metrics-listen HOST:PORT]
 //   pathlock console [--backend memory|redis] [--redis URL] [--matrix FILE] [--listen HOST:PORT] [--admin]
+//                    [--scrape URL]...
 //   pathlock matrix lint|render|explain|diff|scaffold ... (matrix_cli.cpp)
 //   pathlock admin status --redis URL [--namespace NS] [--limit N] (admin.cpp)
 //   and with a rediss:// URL, the --tls-* options (tls_flags.hpp)
@@ -20,6 +21,7 @@
 #include <pathlock/metrics_server.hpp>
 
 #include "console_server.hpp"
+#include "scrape.hpp"
 #endif
 
 #include "common/options.hpp"
@@ -61,7 +63,8 @@ std::string usage_text() {
              "  pathlock demo  [--backend memory|redis] [--redis URL] [--matrix FILE]\n"
              "  pathlock shell [--backend memory|redis] [--redis URL] [--namespace NAME] [--matrix FILE]\n"
              "                 [--metrics-listen HOST:PORT]\n"
-             "  pathlock console [--backend memory|redis] [--redis URL] [--matrix FILE] [--listen HOST:PORT] [--admin]\n") +
+             "  pathlock console [--backend memory|redis] [--redis URL] [--matrix FILE] [--listen HOST:PORT] [--admin]\n"
+             "                   [--scrape http://HOST:PORT/metrics]...\n") +
          cli::kMatrixUsage + cli::kAdminUsage + cli::kTlsUsage + "FILE defaults to the shipped matrix:\n  " +
          default_matrix_file() +
          "\n"
@@ -77,6 +80,13 @@ int usage() {
 // The option tables (tools/common/options.hpp); a bad command line exits
 // with options::kExitUsage.
 const options::Check kBackend = [](const std::string& v) { parse_backend(v); };
+#ifdef PATHLOCK_CLI_WITH_METRICS_SERVER
+const options::Check kScrapeUrl = [](const std::string& v) { console::parse_scrape_url(v); };
+#else
+const options::Check kScrapeUrl = [](const std::string&) {
+  throw InvalidRequest("this build of pathlock has no console (PATHLOCK_WITH_METRICS_SERVER=OFF)");
+};
+#endif
 
 options::Options demo_options() {
   options::Options t = options::Options{}.command("demo").value("backend", kBackend).value("redis").value("matrix");
@@ -95,7 +105,8 @@ options::Options console_options() {
                            .value("redis")
                            .value("matrix")
                            .value("listen")
-                           .flag("admin");
+                           .flag("admin")
+                           .repeated("scrape", kScrapeUrl);
   return cli::with_tls(t);
 }
 const options::Options kDemoOptions = demo_options();
@@ -168,6 +179,7 @@ int main(int argc, char** argv) {
       } catch (const matrix::MatrixError& e) {  // the editor can still open an uploaded file
         co.matrix_file.error = e.what();
       }
+      co.scrape = p.all("scrape");
       const bool redis = p.has("backend") && parse_backend(p.get("backend")) == Backend::redis;
       co.backend = redis ? "redis " + p.get("redis", "redis://127.0.0.1:6379") : "memory (this process's own engine)";
       if (redis)
@@ -176,7 +188,7 @@ int main(int argc, char** argv) {
         co.namespaces = [] { return std::vector<std::string>{"default"}; };
       console::ConsoleServer server(*engine, co);
       std::cerr << "pathlock: console at " << server.url() << (co.admin ? " (admin: force-release allowed)" : "")
-                << std::endl;
+                << (co.scrape.empty() ? "" : fmt::format(" (scraping {} source(s))", co.scrape.size())) << std::endl;
       server.wait();
       return 0;
 #else

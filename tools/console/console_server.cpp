@@ -5,6 +5,7 @@
 #include "api.hpp"
 #include "blocker_json.hpp"
 #include "console_assets.hpp"  // generated: the embedded pages (tools/console/embed.cmake)
+#include "scrape.hpp"
 
 #include <pathlock/metrics_server.hpp>  // parse_listen_address
 
@@ -60,8 +61,12 @@ struct ConsoleServer::Impl {
   std::mutex mu;
   std::condition_variable cv;
   bool stopped = false;
+  std::unique_ptr<Scraper> scraper;  // null: no --scrape
 
-  Impl(LockEngine& e, ConsoleOptions o) : engine(e), opt(std::move(o)) {}
+  Impl(LockEngine& e, ConsoleOptions o) : engine(e), opt(std::move(o)) {
+    if (!opt.scrape.empty())
+      scraper = std::make_unique<Scraper>(ScrapeOptions{.urls = opt.scrape, .every = opt.scrape_every});
+  }
 
   void log(LogLevel level, const std::string& message, const std::vector<LogField>& fields) const {
     if (opt.log)
@@ -185,12 +190,13 @@ struct ConsoleServer::Impl {
     return {{"blockers", list}, {"truncated", page.truncated}};
   }
 
-  // The refusal grid (requested op x held op, summed over relations) from
-  // the console's metrics, over the matrix: which relations refuse each pair.
+  // The refusal grid (requested op x held op, summed over relations) over
+  // the matrix (which relations refuse each pair): the scraped engines'
+  // counts (scrape.hpp), or the console's own when it scrapes none.
   json grid() const {
     const MatrixTable& m = engine.matrix();
     json ops = json::array(), cells = json::array(), rules = json::array();
-    const MetricsSnapshot snap = opt.metrics ? opt.metrics->snapshot() : MetricsSnapshot{};
+    const MetricsSnapshot snap = opt.metrics && !scraper ? opt.metrics->snapshot() : MetricsSnapshot{};
     for (std::size_t i = 0; i < m.op_count; ++i) {
       ops.push_back({{"name", std::string(m.ops[i].name)}, {"label", std::string(m.ops[i].label)}});
       json row = json::array(), rule_row = json::array();
@@ -211,7 +217,19 @@ struct ConsoleServer::Impl {
       cells.push_back(row);
       rules.push_back(rule_row);
     }
-    return {{"ops", ops}, {"refusals", cells}, {"rules", rules}};
+    json out = {{"ops", ops},
+                {"refusals", cells},
+                {"rules", rules},
+                {"counted_by", "console"},
+                {"reporting", 0},
+                {"sources", json::array()},
+                {"unknown_ops", json::array()},
+                {"unknown_ops_left_off", 0}};
+    if (scraper) {
+      out.update(scraped_grid_json(scraper->sources(opt.scrape_fresh, std::chrono::milliseconds(1500)), m));
+      out["counted_by"] = "sources";
+    }
+    return out;
   }
 
   json force_release(const httplib::Request& req) const {

@@ -1,6 +1,7 @@
 // pathlock console (docs/console.md): a web page over a LockEngine for
 // operators: namespaces, the lock tree with its waiters, "why is this
-// blocked", force-release (admin only) and the console's own metrics.
+// blocked", force-release (admin only), the console's own metrics and the
+// refusal counts of the engines it scrapes.
 //
 // Design: one cpp-httplib server (the library of MetricsServer) serving
 // pages embedded at build time (tools/console/assets, no network at run
@@ -19,6 +20,7 @@
 #include <pathlock/engine.hpp>
 #include <pathlock/metrics.hpp>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -41,6 +43,16 @@ struct ConsoleOptions {
   // The matrix file the engine enforces, which the Matrix page opens
   // (matrix_editor.hpp).
   EditorOptions matrix_file;
+  // Exporters of other engines to pull (`--scrape`, scrape.hpp), each
+  // http://HOST[:PORT][/PATH] (path default /metrics); the constructor
+  // throws InvalidRequest for a bad one, or one given twice. With any,
+  // /api/grid draws their refusal counts, summed by operation name,
+  // instead of the console's own.
+  std::vector<std::string> scrape;
+  std::chrono::milliseconds scrape_every{5000};  // each source is pulled this often
+  // /api/grid first pulls anew a source whose last pull is older than this
+  // (waiting for it at most 1.5 s).
+  std::chrono::milliseconds scrape_fresh{2000};
 };
 
 class ConsoleServer {

@@ -260,11 +260,43 @@ async function askWhy(ev) {
 }
 
 // ---- metrics --------------------------------------------------------------
+const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
+
+// Where the grid's counts come from: the engines scraped (--scrape), each
+// with its state, and the pairs naming operations this matrix lacks.
+function renderSources(grid) {
+  const n = grid.sources.length;
+  $("heat-from").textContent = grid.counted_by === "sources"
+    ? `Refusals reported by ${grid.reporting} of ${plural(n, "engine")} (their /metrics, pulled every 5 s),` +
+      " summed by operation name."
+    : "Counted by this console (its own engine and its “why” dry runs): it scrapes no engine" +
+      " (start it with --scrape URL to draw the services' refusals).";
+  $("sources-box").hidden = !n;
+  $("sources").replaceChildren(...grid.sources.map((s) => {
+    const when = s.pulled_ms_ago === null ? "not pulled yet" : `pulled ${secs(s.pulled_ms_ago)} ago in ${s.took_ms} ms`;
+    const li = el("li", { "data-source": s.url, "data-state": s.state },
+      el("span", { class: `state ${s.state}` }, s.state), " ", el("span", { class: "path" }, s.url),
+      el("span", { class: "meta" }, ` · ${when} · ${plural(s.refusals, "refusal")} in the grid` +
+        (s.unknown_refusals ? ` · ${s.unknown_refusals} naming operations this matrix lacks` : "")));
+    if (s.state === "error")
+      li.append(el("div", { class: "bad source-error" }, s.error + (s.ok_ms_ago === null
+        ? " (nothing counted from it yet)" : ` (its counts are from its last good pull, ${secs(s.ok_ms_ago)} ago)`)));
+    else if (s.state === "ok" && !s.family_seen)
+      li.append(el("div", { class: "muted" }, "its text has no pathlock_refusals_total: is it a pathlock exporter?"));
+    return li;
+  }));
+  $("unknown-ops").hidden = !grid.unknown_ops.length;
+  const rows = grid.unknown_ops.map((u) => el("tr", {}, el("td", {}, u.op), el("td", {}, u.held_op), el("td", {}, String(u.count))));
+  if (grid.unknown_ops_left_off) rows.push(el("tr", {}, el("td", { colSpan: 3 }, `… and ${grid.unknown_ops_left_off} more pairs`)));
+  $("unknown-rows").replaceChildren(...rows);
+}
+
 async function loadMetrics() {
   const [text, grid] = await Promise.all([fetch("/metrics").then((r) => r.text()), api("/api/grid")]);
   $("prom").textContent = text;
   const max = Math.max(1, ...grid.refusals.flat());
   const sym = { same: "=", held_ancestor: "↑", held_descendant: "↓" };
+  const from = grid.counted_by === "sources" ? `reported by ${plural(grid.reporting, "engine")}` : "counted by this console";
   const table = el("table", { class: "heat" });
   const head = el("tr", {}, el("th", {}, "requested \\ held"));
   grid.ops.forEach((o) => head.append(el("th", { title: o.label }, o.name)));
@@ -274,7 +306,7 @@ async function loadMetrics() {
     grid.ops.forEach((h, j) => {
       const n = grid.refusals[i][j], rels = grid.rules[i][j];
       const td = el("td", { class: rels.length ? "denied" : "allowed", "data-refusals": n,
-        title: `${o.name} requested, ${h.name} held: ${n} refusal(s); refused when ${rels.join(", ") || "never"}` },
+        title: `${o.name} requested, ${h.name} held: ${n} refusal(s) ${from}; refused when ${rels.join(", ") || "never"}` },
         el("span", { class: "count" }, n ? String(n) : ""), rels.map((r) => sym[r]).join("") || "·");
       if (n) td.style.background = `rgba(208, 52, 44, ${0.15 + 0.75 * n / max})`;
       tr.append(td);
@@ -282,6 +314,7 @@ async function loadMetrics() {
     table.append(tr);
   });
   $("heat").replaceChildren(table);
+  renderSources(grid);
 }
 
 function showTab(name) {
