@@ -204,8 +204,18 @@ TEST_CASE("matrix diff lists changed cells in words - lint --against wants a new
   cli.run("matrix scaffold old.json --op archive --roles target --out more.json");
   const auto added = cli.run("matrix diff old.json more.json");
   CHECK(added.out.find("added operation: archive\n") != std::string::npos);
+  // Every rule naming archive.target, in words (matrix_edit_test.cpp checks which).
+  const std::size_t old_codes = matrix::load_matrix(cli.path("old.json").string()).codes.size(),
+                    new_rules = (old_codes + 1) * (old_codes + 1) - old_codes * old_codes;
+  CHECK(count(added.out, "\nadded: ") == new_rules);
+  CHECK(count(added.out, "archive.target requested, wherever the paths overlap: deny (review: ") == old_codes + 1);
+  CHECK(added.out.find(fmt::format("; {} added rule line(s), 0 removed rule line(s)\n", new_rules)) !=
+        std::string::npos);
   const auto removed = cli.run("matrix diff more.json old.json");
   CHECK(removed.out.find("removed operation: archive\n") != std::string::npos);
+  CHECK(count(removed.out, "\nremoved: ") == new_rules);
+  CHECK(removed.out.find("removed: archive.target held, create.target requested, wherever the paths overlap: was "
+                         "deny\n") != std::string::npos);
   CHECK(cli.run("matrix diff old.json old.json").out.find("no changes to operations, roles or verdicts") !=
         std::string::npos);
 }
