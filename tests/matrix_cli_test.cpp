@@ -140,6 +140,21 @@ TEST_CASE("matrix scaffold adds an operation in one edit - lint passes with revi
   CHECK(count(lint.out, "    warning: m.json: ") == 15 + 12 * 2);
   CHECK(lint.out.find("operation 'archive', cell 'create', role 'src': review: new: decide archive.src held, create "
                       "requested (remove \"review\" once decided)") != std::string::npos);
+  // Symbols: those of the first role of the same name (move_folder's src A, dst B), unless given.
+  CHECK(s.out.find("Symbols in the grid: src A, dst B (defaults; choose them with --symbols)\n") != std::string::npos);
+  CHECK(after.find(R"({ "role": "src", "symbols": ["A"] }, { "role": "dst", "symbols": ["B"] })") !=
+        std::string::npos);
+  const auto given = cli.run("matrix scaffold m.json --op share_link --roles target,owner --symbols A/a,O --out s.json");
+  CHECK(given.status == 0);
+  CHECK(given.out.find("Symbols in the grid: target A/a, owner O\n") != std::string::npos);
+  CHECK(slurp(cli.path("s.json")).find(R"({ "role": "target", "symbols": ["A", "a"] }, { "role": "owner", "symbols": ["O"] })") !=
+        std::string::npos);
+  CHECK(cli.run("matrix lint s.json").status == 0);
+  CHECK(cli.run("matrix scaffold m.json --op share_link --roles target,owner --symbols A --out s.json").err ==
+        "error: m.json: scaffold 'share_link': symbols given for 1 role(s), but the operation has 2 (one entry per role, "
+        "in role order, e.g. --symbols A,B)\n");
+  CHECK(cli.run("matrix scaffold m.json --op share_link --roles target --symbols A/ --out s.json").err ==
+        "error: m.json: scaffold 'share_link': role 'target': symbol \"\" is empty\n");
   // Safe until decided: the new operation is refused wherever it overlaps.
   const matrix::Matrix m = matrix::load_matrix(file.string());
   const int archive = m.op_index("archive");

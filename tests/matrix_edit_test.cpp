@@ -145,3 +145,54 @@ TEST_CASE("matrix diff lists the rules of an added role by relation, with their 
   CHECK(problem->find(fmt::format("0 operation(s) added, 0 removed, 1 changed cell line(s), {} added rule line(s)",
                                   d.added_rules.size())) != std::string::npos);
 }
+
+TEST_CASE("matrix scaffold writes each role's symbols: given, or those of a role of the same name", "[matrix][scaffold]") {
+  const std::string text = shipped_text();
+  const Matrix shipped = parse_matrix(text, "m.json");
+  auto symbols_of = [](const Matrix& m, const std::string& op) {
+    std::vector<std::vector<std::string>> out;
+    for (const RoleDef& r : m.ops[static_cast<std::size_t>(m.op_index(op))].roles) out.push_back(r.symbols);
+    return out;
+  };
+  using Symbols = std::vector<std::vector<std::string>>;
+  // Defaults: the first operation with a role of that name, else the name's first letter.
+  CHECK(default_symbols(shipped, "target") == std::vector<std::string>{"A"});
+  CHECK(default_symbols(shipped, "src") == std::vector<std::string>{"A"});
+  CHECK(default_symbols(shipped, "dst") == std::vector<std::string>{"B"});
+  CHECK(default_symbols(shipped, "owner") == std::vector<std::string>{"O"});
+  const std::string defaulted = scaffold(text, "m.json", ScaffoldRequest{"share_link", {"target", "owner"}, "", ""});
+  const Matrix d = parse_matrix(defaulted, "m.json");
+  CHECK(symbols_of(d, "share_link") == Symbols{{"A"}, {"O"}});
+  CHECK(lint_report(d).find("is valid") != std::string::npos);
+  // The new row is spelled with them, like the rows around it.
+  CHECK(original_label(d, d.op_index("share_link"), 0).empty());
+  CHECK(cell_parts(d, d.op_index("share_link"), 0).at(0).label == "A×");
+  CHECK(cell_parts(d, d.op_index("share_link"), 0).at(1).label == "O×");
+
+  // Given: one entry per role, several symbols of one role.
+  ScaffoldRequest req{"archive", {"src", "dst"}, "归档 archive", "/A->/B", {{"A", "a"}, {"归"}}};
+  const Matrix given = parse_matrix(scaffold(text, "m.json", req), "m.json");
+  CHECK(symbols_of(given, "archive") == Symbols{{"A", "a"}, {"归"}});
+  CHECK(cell_parts(given, given.op_index("archive"), 0).at(0).label == "A×a×");
+  CHECK(warnings(given).size() == 15 + 12 * 2);
+
+  // Checked like the parser checks a file's symbols.
+  auto refused = [&](Symbols symbols) {
+    ScaffoldRequest bad{"archive", {"src", "dst"}, "", "", std::move(symbols)};
+    try {
+      (void)scaffold(text, "m.json", bad);
+    } catch (const MatrixError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  CHECK(refused({{"A"}}) == "m.json: scaffold 'archive': symbols given for 1 role(s), but the operation has 2 (one "
+                            "entry per role, in role order, e.g. --symbols A,B)");
+  CHECK(refused({{"A"}, {"B"}, {"C"}}).find("symbols given for 3 role(s)") != std::string::npos);
+  CHECK(refused({{"A"}, {}}) == "m.json: scaffold 'archive': role 'dst': no symbol given");
+  CHECK(refused({{"A"}, {""}}) == "m.json: scaffold 'archive': role 'dst': symbol \"\" is empty");
+  CHECK(refused({{"ABCDEFGHI"}, {"B"}}) ==
+        "m.json: scaffold 'archive': role 'src': symbol 'ABCDEFGHI' is longer than 8 characters");
+  CHECK(refused({{"文件夹文件夹文件"}, {"B"}}) == "accepted");  // 8 characters, 24 bytes
+  CHECK(refused({{std::string("\xff")}, {"B"}}).find("is not valid UTF-8") != std::string::npos);
+}
