@@ -146,8 +146,8 @@ TEST_CASE("the html grid has a legend and each cell's explanation as its tooltip
   const Matrix& m = shipped();
   const std::string html = emit_html(m);
   for (const char* legend : {"every role pair and path relation allowed", "every role pair and path relation refused",
-                             "the two do not interact", "mixed: depends on the target", "plain: from the original grid",
-                             "shipped decision where the grid is silent", "the matrix owner's own rule",
+                             "the two do not interact", "mixed: depends on the target", "plain, from the original grid",
+                             "shipped decision where the original grid is silent", "the matrix owner's own rule",
                              "marked for review", "asymmetric: the outcome depends on which operation came first"}) {
     INFO(legend);
     CHECK(html.find(legend) != std::string::npos);
@@ -177,7 +177,12 @@ TEST_CASE("explain names each verdict's origin from the file, never by default",
       CHECK(text.find("(owner's rule)") != std::string::npos);
     }
   const std::string md = emit_markdown(refined);
-  CHECK(md.find("| write | *{T(√held_ancestor √held_descendant ×otherwise)}* |") != std::string::npos);
+  // Refinements read in short words, explained in the legend.
+  CHECK(md.find("| write | *{T(√inside √above ×else)}* | *{T(dst(×same √else) ×else)}* ⇄ |") != std::string::npos);
+  CHECK(md.find("| move | *{S×D(×above √else)}* ⇄ |") != std::string::npos);
+  CHECK(md.find("- A(√inside ×else) = by how the paths relate (same: the same path; inside: the request is inside "
+                "the held path; above: the request is on an ancestor of the held path; else: every other case)\n") !=
+        std::string::npos);
   CHECK(md.find("## The owner's own rules") != std::string::npos);
 }
 

@@ -1,15 +1,15 @@
 // Markdown and HTML renderings of the grid (see render.hpp).
 //
-// Spelling of the cell model's facts, the same in both outputs (and listed
-// in both legends):
-//   plain label      the original grid            A×B√
-//   [label]          a shipped decision           [a√]
-//   {label}          the matrix owner's own rule  {a√}
-//   ⚑                a rule marked for review
-//   ⇄                an asymmetric pair: the outcome depends on which came first
+// The text of a cell and the legend come from the cell model (cells.hpp:
+// CellView::pieces, legend()); here each kind of piece only gets its style,
+// the same in both outputs:
+//   grid        plain               A×B√
+//   decision    bold / italic brown [a√]
+//   owner       italic / bold blue  {a√}
+//   review, asymmetric              ⚑ ⇄
 // HTML adds the colour of the cell (Tone) and the explain() text as the
-// cell's tooltip (title attribute). Adding a fact: cells.hpp, then both
-// legends here.
+// cell's tooltip (title attribute). Adding a fact: cells.hpp, then its style
+// here.
 #include "matrix/render.hpp"
 
 #include <fmt/format.h>
@@ -20,8 +20,46 @@
 namespace pathlock::matrix {
 namespace {
 
-constexpr const char* kReviewMark = "⚑";
-constexpr const char* kAsymMark = "⇄";
+constexpr std::string_view kAsymMark = kAsymmetricMark;
+
+// A piece of cell text in Markdown.
+std::string markdown_piece(const CellPiece& p) {
+  switch (p.kind) {
+    case PieceKind::decision:
+      return "**" + p.text + "**";
+    case PieceKind::owner:
+      return "*" + p.text + "*";
+    case PieceKind::grid:
+    case PieceKind::review:
+    case PieceKind::asymmetric:
+      break;
+  }
+  return p.text;
+}
+
+// A piece of cell text in HTML (escaped).
+std::string html_piece(const CellPiece& p) {
+  switch (p.kind) {
+    case PieceKind::grid:
+      return html_escape(p.text);
+    case PieceKind::decision:
+      return "<span class=\"decision\">" + html_escape(p.text) + "</span>";
+    case PieceKind::owner:
+      return "<span class=\"owner\">" + html_escape(p.text) + "</span>";
+    case PieceKind::review:
+      return "<span class=\"review\">" + html_escape(p.text) + "</span>";
+    case PieceKind::asymmetric:
+      return "<span class=\"asym\">" + html_escape(p.text) + "</span>";
+  }
+  return html_escape(p.text);
+}
+
+template <typename Spell>
+std::string joined_pieces(const std::vector<CellPiece>& pieces, Spell&& spell) {
+  std::string out;
+  for (const CellPiece& p : pieces) out += (out.empty() ? "" : " ") + spell(p);
+  return out;
+}
 
 std::string roles_text(const OpDef& op) {
   std::string roles;
@@ -57,13 +95,7 @@ std::string held_target(const Matrix& m, std::size_t h, std::size_t hr, const Ce
 }
 
 std::string markdown_cell(const CellView& v) {
-  std::string out = v.label(Origin::grid);
-  auto add = [&](const std::string& piece) { out += (out.empty() ? "" : " ") + piece; };
-  if (const std::string d = v.label(Origin::decision); !d.empty()) add("**[" + d + "]**");
-  if (const std::string o = v.label(Origin::owner); !o.empty()) add("*{" + o + "}*");
-  if (v.review) add(kReviewMark);
-  if (v.asymmetric) add(kAsymMark);
-  return out;
+  return joined_pieces(v.pieces, markdown_piece);
 }
 
 }  // namespace
@@ -77,17 +109,10 @@ std::string emit_markdown(const Matrix& m) {
       "What each cell means is defined in [matrix.md](matrix.md); "
       "`pathlock matrix explain HELD REQUESTED` explains one cell, and the HTML rendering "
       "(`pathlock matrix render --format html`) shows that explanation when you point at a cell.\n\n"
-      "Legend:\n\n"
-      "- `√` allowed · `×` refused · `/` the two do not interact (allowed).\n"
-      "- A letter names the held operation's target the verdict is about: `A×B√` refuses where the request "
-      "touches the held A and allows where it touches B. `a(×src √dst)`: the verdict depends on the request's "
-      "role (or, with `same`, `held_ancestor`, `held_descendant`, on how the paths relate).\n"
-      "- Where each verdict comes from (the file's `origin`): plain = the original grid; "
-      "**[bracketed]** = a shipped decision where the original grid is silent; "
-      "*{{braced}}* = the matrix owner's own rule.\n"
-      "- {} = a rule still marked for review (`review` in the file); "
-      "{} = part of an asymmetric pair: the outcome depends on which operation came first.\n\n",
-      m.source, m.name, m.version, m.description, m.fingerprint(), kReviewMark, kAsymMark);
+      "Legend:\n\n",
+      m.source, m.name, m.version, m.description, m.fingerprint());
+  for (const LegendEntry& e : legend()) out += fmt::format("- {} = {}\n", markdown_piece(e.sample), e.meaning);
+  out += "\n";
   out += markdown_grid(m, [&](std::size_t h, std::size_t r) { return markdown_cell(views[h][r]); });
   out += "\n## Operations\n\n| op | label | roles |\n|---|---|---|\n";
   for (const OpDef& op : m.ops) out += fmt::format("| `{}` | {} | {} |\n", op.name, op.label, roles_text(op));
@@ -142,25 +167,16 @@ std::string emit_html(const Matrix& m) {
       "Point at a cell for its explanation (<code>pathlock matrix explain HELD REQUESTED</code>).</p>\n",
       html_escape(m.source), html_escape(m.name), html_escape(m.version), html_escape(m.name), html_escape(m.version),
       html_escape(m.description), m.fingerprint());
-  out += fmt::format(
+  out +=
       "<table class=\"legend\">\n"
-      "<tr><td class=\"swatch allow\"></td><td>every role pair and path relation allowed</td>"
-      "<td>√</td><td>allowed</td></tr>\n"
-      "<tr><td class=\"swatch deny\"></td><td>every role pair and path relation refused</td>"
-      "<td>×</td><td>refused</td></tr>\n"
-      "<tr><td class=\"swatch unrelated\"></td><td>the two do not interact (allowed)</td>"
-      "<td>/</td><td>do not interact</td></tr>\n"
-      "<tr><td class=\"swatch mixed\"></td><td>mixed: depends on the target (A, a, B) or the path relation</td>"
-      "<td>A×B√</td><td>verdict per held target: A refused, B allowed</td></tr>\n"
-      "<tr><td>A×</td><td>plain: from the original grid</td>"
-      "<td><span class=\"decision\">[a√]</span></td><td>shipped decision where the grid is silent</td></tr>\n"
-      "<tr><td><span class=\"owner\">{{a√}}</span></td><td>the matrix owner's own rule</td>"
-      "<td><span class=\"review\">{}</span></td><td>marked for review</td></tr>\n"
-      "<tr><td class=\"asymmetric\"><span class=\"asym\">{}</span></td>"
-      "<td>asymmetric: the outcome depends on which operation came first</td>"
-      "<td>a(×src √dst)</td><td>by the request's role or the path relation</td></tr>\n"
-      "</table>\n<p></p>\n",
-      kReviewMark, kAsymMark);
+      "<tr><td class=\"swatch allow\"></td><td>every role pair and path relation allowed</td></tr>\n"
+      "<tr><td class=\"swatch deny\"></td><td>every role pair and path relation refused</td></tr>\n"
+      "<tr><td class=\"swatch unrelated\"></td><td>the two do not interact (allowed)</td></tr>\n"
+      "<tr><td class=\"swatch mixed\"></td><td>mixed: depends on the target (A, a, B) or the path relation</td></tr>\n"
+      "<tr><td class=\"swatch asymmetric\"></td><td>part of an asymmetric pair (dashed frame)</td></tr>\n";
+  for (const LegendEntry& e : legend())
+    out += fmt::format("<tr><td>{}</td><td>{}</td></tr>\n", html_piece(e.sample), html_escape(e.meaning));
+  out += "</table>\n<p></p>\n";
   const auto views = cell_views(m);
   out += "<table class=\"grid\">\n<tr><th>held \\ requested</th>";
   for (const OpDef& op : m.ops)
@@ -172,14 +188,7 @@ std::string emit_html(const Matrix& m) {
                        html_escape(m.ops[h].label));
     for (std::size_t r = 0; r < m.ops.size(); ++r) {
       const CellView& v = views[h][r];
-      std::string text = html_escape(v.label(Origin::grid));
-      auto add = [&](const std::string& piece) { text += (text.empty() ? "" : " ") + piece; };
-      if (const std::string d = v.label(Origin::decision); !d.empty())
-        add("<span class=\"decision\">[" + html_escape(d) + "]</span>");
-      if (const std::string o = v.label(Origin::owner); !o.empty())
-        add("<span class=\"owner\">{" + html_escape(o) + "}</span>");
-      if (v.review) add(fmt::format("<span class=\"review\">{}</span>", kReviewMark));
-      if (v.asymmetric) add(fmt::format("<span class=\"asym\">{}</span>", kAsymMark));
+      const std::string text = joined_pieces(v.pieces, html_piece);
       out += fmt::format("<td class=\"{}{}\" title=\"{}\">{}</td>", tone_name(v.tone),
                          v.asymmetric ? " asymmetric" : "", html_escape(v.explain), text);
     }
