@@ -19,8 +19,9 @@ namespace pathlock::matrix {
 
 // The CSS font-family for text that shows matrix labels (the shipped
 // matrix's are Chinese): a CJK font first, then fallbacks. Debian ships it as
-// fonts-noto-cjk; without any CJK font the labels render as empty boxes.
-// Other pages showing labels (the console) can use the same stack.
+// fonts-noto-cjk, which the pathlock package recommends; without any CJK
+// font the labels render as empty boxes. Other pages showing labels (the
+// console) can use the same stack.
 inline constexpr std::string_view kMatrixFontFamily =
     R"("Noto Sans CJK SC", "Source Han Sans SC", "PingFang SC", "Microsoft YaHei", sans-serif)";
 
