@@ -142,9 +142,11 @@ the matrix compiler pathlock-matrixc and the generated Redis scripts.")
 # the metrics server) libcpp-httplib0.11 come from
 # dpkg-shlibdeps on the two programs. Building against the static library
 # also needs the -dev packages of what it links; apt installs Recommends by
-# default.
+# default. fonts-noto-cjk: the matrix renderings and the console show the
+# shipped matrix's Chinese labels in "Noto Sans CJK SC" (without a CJK font
+# they are empty boxes).
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(pathlock_recommends "${pathlock_optional_dev}libfmt-dev, cmake | pkg-config")
+set(pathlock_recommends "${pathlock_optional_dev}libfmt-dev, cmake | pkg-config, fonts-noto-cjk")
 if(PATHLOCK_WITH_REDIS)
   set(CPACK_DEBIAN_PACKAGE_SUGGESTS "redis-server")
 endif()

@@ -140,6 +140,21 @@ TEST_CASE("matrix scaffold adds an operation in one edit - lint passes with revi
   CHECK(count(lint.out, "    warning: m.json: ") == 15 + 12 * 2);
   CHECK(lint.out.find("operation 'archive', cell 'create', role 'src': review: new: decide archive.src held, create "
                       "requested (remove \"review\" once decided)") != std::string::npos);
+  // Symbols: those of the first role of the same name (move_folder's src A, dst B), unless given.
+  CHECK(s.out.find("Symbols in the grid: src A, dst B (defaults; choose them with --symbols)\n") != std::string::npos);
+  CHECK(after.find(R"({ "role": "src", "symbols": ["A"] }, { "role": "dst", "symbols": ["B"] })") !=
+        std::string::npos);
+  const auto given = cli.run("matrix scaffold m.json --op share_link --roles target,owner --symbols A/a,O --out s.json");
+  CHECK(given.status == 0);
+  CHECK(given.out.find("Symbols in the grid: target A/a, owner O\n") != std::string::npos);
+  CHECK(slurp(cli.path("s.json")).find(R"({ "role": "target", "symbols": ["A", "a"] }, { "role": "owner", "symbols": ["O"] })") !=
+        std::string::npos);
+  CHECK(cli.run("matrix lint s.json").status == 0);
+  CHECK(cli.run("matrix scaffold m.json --op share_link --roles target,owner --symbols A --out s.json").err ==
+        "error: m.json: scaffold 'share_link': symbols given for 1 role(s), but the operation has 2 (one entry per role, "
+        "in role order, e.g. --symbols A,B)\n");
+  CHECK(cli.run("matrix scaffold m.json --op share_link --roles target --symbols A/ --out s.json").err ==
+        "error: m.json: scaffold 'share_link': role 'target': symbol \"\" is empty\n");
   // Safe until decided: the new operation is refused wherever it overlaps.
   const matrix::Matrix m = matrix::load_matrix(file.string());
   const int archive = m.op_index("archive");
@@ -204,8 +219,18 @@ TEST_CASE("matrix diff lists changed cells in words - lint --against wants a new
   cli.run("matrix scaffold old.json --op archive --roles target --out more.json");
   const auto added = cli.run("matrix diff old.json more.json");
   CHECK(added.out.find("added operation: archive\n") != std::string::npos);
+  // Every rule naming archive.target, in words (matrix_edit_test.cpp checks which).
+  const std::size_t old_codes = matrix::load_matrix(cli.path("old.json").string()).codes.size(),
+                    new_rules = (old_codes + 1) * (old_codes + 1) - old_codes * old_codes;
+  CHECK(count(added.out, "\nadded: ") == new_rules);
+  CHECK(count(added.out, "archive.target requested, wherever the paths overlap: deny (review: ") == old_codes + 1);
+  CHECK(added.out.find(fmt::format("; {} added rule line(s), 0 removed rule line(s)\n", new_rules)) !=
+        std::string::npos);
   const auto removed = cli.run("matrix diff more.json old.json");
   CHECK(removed.out.find("removed operation: archive\n") != std::string::npos);
+  CHECK(count(removed.out, "\nremoved: ") == new_rules);
+  CHECK(removed.out.find("removed: archive.target held, create.target requested, wherever the paths overlap: was "
+                         "deny\n") != std::string::npos);
   CHECK(cli.run("matrix diff old.json old.json").out.find("no changes to operations, roles or verdicts") !=
         std::string::npos);
 }

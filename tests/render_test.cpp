@@ -7,6 +7,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+
 #include <fstream>
 #include <sstream>
 
@@ -138,24 +140,30 @@ TEST_CASE("both renderings mark the cells of asymmetric pairs, from one cell mod
     return n;
   };
   CHECK(count(grid_part(md, "## Operations"), " ⇄ |") == marked);
-  CHECK(count(grid_part(html, "<h2>"), "<td class=\"") - 5 == m.ops.size() * m.ops.size());  // 5 in the legend
+  CHECK(count(grid_part(html, "<h2>"), "<td id=\"c-") == m.ops.size() * m.ops.size());
   CHECK(count(grid_part(html, "<h2>"), " asymmetric\" title=") == marked);
 }
 
-TEST_CASE("the html grid has a legend and each cell's explanation as its tooltip", "[render]") {
+TEST_CASE("the html grid has a legend and each cell's explanation linked and as its tooltip", "[render]") {
   const Matrix& m = shipped();
   const std::string html = emit_html(m);
   for (const char* legend : {"every role pair and path relation allowed", "every role pair and path relation refused",
-                             "the two do not interact", "mixed: depends on the target", "plain: from the original grid",
-                             "shipped decision where the grid is silent", "the matrix owner's own rule",
+                             "the two do not interact", "mixed: depends on the target", "plain, from the original grid",
+                             "shipped decision where the original grid is silent", "the matrix owner's own rule",
                              "marked for review", "asymmetric: the outcome depends on which operation came first"}) {
     INFO(legend);
     CHECK(html.find(legend) != std::string::npos);
   }
   const int h = m.op_index("move_file"), r = m.op_index("create");
   const std::string tip = html_escape(explain(m, h, r));
-  CHECK(html.find("<td class=\"allow\" title=\"" + tip + "\">B√ <span class=\"decision\">[a√]</span></td>") !=
-        std::string::npos);
+  const std::size_t n = m.ops.size(), number = static_cast<std::size_t>(h) * n + static_cast<std::size_t>(r) + 1;
+  CHECK(html.find(fmt::format("<td id=\"c-{0}-{1}\" class=\"allow\" title=\"{2}\"><a href=\"#x-{0}-{1}\"><span "
+                              "class=\"piece\">B√</span> <span class=\"piece\"><span class=\"decision\">[a√]</span>"
+                              "</span></a><sup class=\"n\">{3}</sup></td>",
+                              h, r, tip, number)) != std::string::npos);
+  CHECK(html.find(fmt::format("<li id=\"x-{0}-{1}\"><a class=\"back\" href=\"#c-{0}-{1}\">back to the cell</a><pre>{2}"
+                              "</pre></li>",
+                              h, r, tip)) != std::string::npos);
   CHECK(tip.find("shipped decision: creating beside the file does not touch it") != std::string::npos);
 }
 
@@ -177,7 +185,12 @@ TEST_CASE("explain names each verdict's origin from the file, never by default",
       CHECK(text.find("(owner's rule)") != std::string::npos);
     }
   const std::string md = emit_markdown(refined);
-  CHECK(md.find("| write | *{T(√held_ancestor √held_descendant ×otherwise)}* |") != std::string::npos);
+  // Refinements read in short words, explained in the legend.
+  CHECK(md.find("| write | *{T(√inside √above ×else)}* | *{T(dst(×same √else) ×else)}* ⇄ |") != std::string::npos);
+  CHECK(md.find("| move | *{S×D(×above √else)}* ⇄ |") != std::string::npos);
+  CHECK(md.find("- A(√inside ×else) = by how the paths relate (same: the same path; inside: the request is inside "
+                "the held path; above: the request is on an ancestor of the held path; else: every other case)\n") !=
+        std::string::npos);
   CHECK(md.find("## The owner's own rules") != std::string::npos);
 }
 

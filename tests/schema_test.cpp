@@ -102,6 +102,11 @@ TEST_CASE("schema: invalid documents are refused by the schema and by the parser
       {"an operation without roles", [](nlohmann::json& m) { m["operations"][0]["roles"] = nlohmann::json::array(); },
        "role"},
       {"an unknown origin", [](nlohmann::json& m) { m["origin"] = "folklore"; }, "folklore"},
+      {"an empty symbol", [](nlohmann::json& m) { m["operations"][0]["roles"][0]["symbols"] = {""}; },
+       "symbol \"\" is empty"},
+      {"a symbol of 9 characters",
+       [](nlohmann::json& m) { m["operations"][0]["roles"][0]["symbols"] = {"文件夹文件夹文件夹"}; },
+       "is longer than 8 characters"},
   };
   for (const Case& c : cases) {
     INFO(c.what);

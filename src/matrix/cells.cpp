@@ -72,7 +72,42 @@ CellView cell_view(const Matrix& m, int held_op, int requested_op, const std::ve
     v.asymmetric = v.asymmetric || (fo == held_op && so == requested_op) || (fo == requested_op && so == held_op);
   }
   v.explain = explain(m, held_op, requested_op, asym);
+  v.pieces = cell_pieces(v);
   return v;
+}
+
+std::vector<CellPiece> cell_pieces(const CellView& v) {
+  std::vector<CellPiece> out;
+  if (const std::string g = v.label(Origin::grid); !g.empty()) out.push_back({PieceKind::grid, g});
+  if (const std::string d = v.label(Origin::decision); !d.empty()) out.push_back({PieceKind::decision, "[" + d + "]"});
+  if (const std::string o = v.label(Origin::owner); !o.empty()) out.push_back({PieceKind::owner, "{" + o + "}"});
+  if (v.review) out.push_back({PieceKind::review, std::string(kReviewMark)});
+  if (v.asymmetric) out.push_back({PieceKind::asymmetric, std::string(kAsymmetricMark)});
+  return out;
+}
+
+std::vector<LegendEntry> legend() {
+  const std::string same(relation_word(Relation::same)), inside(relation_word(Relation::held_ancestor)),
+      above(relation_word(Relation::held_descendant)), otherwise(kElseWord);
+  return {
+      {{PieceKind::grid, "√"}, "allowed"},
+      {{PieceKind::grid, "×"}, "refused"},
+      {{PieceKind::grid, "/"}, "the two do not interact (allowed)"},
+      {{PieceKind::grid, "A×B√"},
+       "a verdict per target (role) of the held operation, named by the role's symbols: refused where the request "
+       "touches the held A, allowed where it touches B; a bare mark covers every target"},
+      {{PieceKind::grid, "a(×src √dst)"},
+       "by the request's role: refused where its src overlaps the held a, allowed where its dst does"},
+      {{PieceKind::grid, "A(√" + inside + " ×" + otherwise + ")"},
+       "by how the paths relate (" + same + ": the same path; " + inside + ": the request is inside the held path; " +
+           above + ": the request is on an ancestor of the held path; " + otherwise + ": every other case)"},
+      {{PieceKind::grid, "A×"}, "plain, from the original grid"},
+      {{PieceKind::decision, "[a√]"}, "a shipped decision where the original grid is silent"},
+      {{PieceKind::owner, "{a√}"}, "the matrix owner's own rule"},
+      {{PieceKind::review, std::string(kReviewMark)}, "a rule still marked for review (\"review\" in the file)"},
+      {{PieceKind::asymmetric, std::string(kAsymmetricMark)},
+       "asymmetric: the outcome depends on which operation came first"},
+  };
 }
 
 std::vector<std::vector<CellView>> cell_views(const Matrix& m) {

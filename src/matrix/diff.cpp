@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 #include "matrix/text.hpp"
@@ -31,7 +32,49 @@ const char* direction(Verdict before, Verdict after) {
   return "no effect on locking";
 }
 
+// Every rule of `m` naming a code c with only_here[c]: one line per (held
+// code, requested code, verdict), over the relations giving that verdict.
+std::vector<RuleLine> rules_naming(const Matrix& m, const std::vector<bool>& only_here) {
+  std::vector<RuleLine> out;
+  for (std::size_t h = 0; h < m.codes.size(); ++h)
+    for (std::size_t r = 0; r < m.codes.size(); ++r) {
+      if (!only_here[h] && !only_here[r]) continue;
+      const int held = static_cast<int>(h), req = static_cast<int>(r);
+      const Rule& rule = m.rule(held, req);
+      const std::size_t first = out.size();
+      for (std::size_t rel = 0; rel < kRelationCount; ++rel) {
+        const auto relation = static_cast<Relation>(rel);
+        const Verdict v = m.verdict(held, req, relation);
+        auto same = std::find_if(out.begin() + static_cast<long>(first), out.end(),
+                                 [&](const RuleLine& l) { return l.verdict == v; });
+        if (same != out.end())
+          same->relations.push_back(relation);
+        else
+          out.push_back(RuleLine{m.code_name(held), m.code_name(req), {relation}, v, rule.origin, rule.review});
+      }
+    }
+  return out;
+}
+
+// For each code of `m`: true when `other` has no code of that name.
+std::vector<bool> codes_missing_from(const Matrix& m, const Matrix& other) {
+  std::vector<bool> out;
+  for (std::size_t c = 0; c < m.codes.size(); ++c)
+    out.push_back(code_by_name(other, m.code_name(static_cast<int>(c))) < 0);
+  return out;
+}
+
 }  // namespace
+
+std::string added_rule_text(const RuleLine& r) {
+  return fmt::format("added: {} held, {} requested, {}: {}{}", r.held, r.requested, relations_phrase(r.relations),
+                     verdict_name(r.verdict), r.review.empty() ? "" : " (review: " + r.review + ")");
+}
+
+std::string removed_rule_text(const RuleLine& r) {
+  return fmt::format("removed: {} held, {} requested, {}: was {}", r.held, r.requested, relations_phrase(r.relations),
+                     verdict_name(r.verdict));
+}
 
 MatrixDiff diff_matrices(const Matrix& before, const Matrix& after) {
   MatrixDiff d;
@@ -75,6 +118,8 @@ MatrixDiff diff_matrices(const Matrix& before, const Matrix& after) {
       }
     }
   }
+  d.added_rules = rules_naming(after, codes_missing_from(after, before));
+  d.removed_rules = rules_naming(before, codes_missing_from(before, after));
   return d;
 }
 
@@ -97,11 +142,16 @@ std::string diff_report(const Matrix& before, const Matrix& after, const MatrixD
     out += fmt::format("changed: {} held, {} requested, {}: {} -> {} ({})\n", c.held, c.requested,
                        relations_phrase(c.relations), verdict_name(c.before), verdict_name(c.after), dir);
   }
+  for (const RuleLine& r : d.added_rules) out += added_rule_text(r) + "\n";
+  for (const RuleLine& r : d.removed_rules) out += removed_rule_text(r) + "\n";
   if (d.empty())
     out += "no changes to operations, roles or verdicts\n";
   else
-    out += fmt::format("{} operation(s) added, {} removed; {} changed cell line(s): {} stricter, {} looser\n",
-                       d.added_ops.size(), d.removed_ops.size(), d.cells.size(), stricter, looser);
+    out += fmt::format(
+        "{} operation(s) added, {} removed; {} changed cell line(s): {} stricter, {} looser; {} added rule line(s), "
+        "{} removed rule line(s)\n",
+        d.added_ops.size(), d.removed_ops.size(), d.cells.size(), stricter, looser, d.added_rules.size(),
+        d.removed_rules.size());
   if (fb != fa && before.version == after.version)
     out += fmt::format("warning: the rules changed but \"version\" is still {}\n", after.version);
   return out;

@@ -6,6 +6,13 @@
 // codes, not the rules). A change is "stricter" when a request that was
 // allowed (or unrelated) is now refused, "looser" the other way round, and
 // "no effect on locking" between allow and unrelated.
+//
+// A code (op.role) present on one side only has no "before" or no "after":
+// every rule that names it is listed on its own, as an added rule (a new
+// operation, or a new role of an existing one: the new code held against
+// every code requested, every code held against the new one, and the new
+// code against itself) or a removed rule. A reviewer thus sees what a new
+// operation blocks without opening the file.
 #pragma once
 
 #include <string>
@@ -23,19 +30,46 @@ struct CellChange {
   Verdict after = Verdict::allow;
 };
 
+// One rule of a code present on one side only: what it says (added) or
+// said (removed), over the relations where the verdict is the same.
+struct RuleLine {
+  std::string held;       // "share_link.target"
+  std::string requested;  // "create.target"
+  std::vector<Relation> relations;
+  Verdict verdict = Verdict::allow;
+  Origin origin = Origin::owner;
+  std::string review;  // the rule's "review" text: non-empty while it waits for a decision
+};
+
 struct MatrixDiff {
   std::vector<std::string> added_ops, removed_ops;      // operation names
   std::vector<std::string> added_roles, removed_roles;  // "op.role" of operations in both
   std::vector<std::string> constraints;                 // not_inside changes, in words
   std::vector<CellChange> cells;                        // between codes present in both
+  // Every rule naming a code of `after` only (added_rules, in the order of
+  // `after`'s codes: held, then requested, then relation) or of `before`
+  // only (removed_rules, in `before`'s order).
+  std::vector<RuleLine> added_rules, removed_rules;
   bool empty() const {
     return added_ops.empty() && removed_ops.empty() && added_roles.empty() && removed_roles.empty() &&
-           constraints.empty() && cells.empty();
+           constraints.empty() && cells.empty() && added_rules.empty() && removed_rules.empty();
   }
 };
 
 MatrixDiff diff_matrices(const Matrix& before, const Matrix& after);
-// The report `pathlock matrix diff` prints: one line per change.
+// The report `pathlock matrix diff` prints: one line per change, then a
+// summary line. Lines, in this order:
+//   added operation: OP / removed operation: OP / added role: OP.ROLE /
+//   removed role: OP.ROLE / constraint added|removed: ...
+//   changed: H held, R requested, RELATIONS: BEFORE -> AFTER (stricter|looser|no effect on locking)
+//   added: H held, R requested, RELATIONS: VERDICT [(review: TEXT)]
+//   removed: H held, R requested, RELATIONS: was VERDICT
+//   N operation(s) added, N removed; N changed cell line(s): N stricter, N looser; N added rule line(s), N removed rule line(s)
 std::string diff_report(const Matrix& before, const Matrix& after, const MatrixDiff& d);
+// "added: share_link.target held, create.target requested, wherever the
+// paths overlap: deny (review: ...)", as diff_report writes it (no newline).
+std::string added_rule_text(const RuleLine& r);
+// "removed: ...: was deny", as diff_report writes it (no newline).
+std::string removed_rule_text(const RuleLine& r);
 
 }  // namespace pathlock::matrix

@@ -36,9 +36,10 @@ std::optional<std::string> version_problem(const Matrix& old, const Matrix& now)
   const MatrixDiff d = diff_matrices(old, now);
   return fmt::format(
       "{}: the rules changed since {} (fingerprint {} -> {}; {} operation(s) added, {} removed, {} changed cell "
-      "line(s)) but \"version\" is still \"{}\": bump \"version\" (see `pathlock matrix diff {} {}`)",
+      "line(s), {} added rule line(s), {} removed rule line(s)) but \"version\" is still \"{}\": bump \"version\" "
+      "(see `pathlock matrix diff {} {}`)",
       now.source, old.source, old.fingerprint(), now.fingerprint(), d.added_ops.size(), d.removed_ops.size(),
-      d.cells.size(), now.version, old.source, now.source);
+      d.cells.size(), d.added_rules.size(), d.removed_rules.size(), now.version, old.source, now.source);
 }
 
 }  // namespace pathlock::matrix

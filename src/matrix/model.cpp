@@ -62,6 +62,21 @@ std::string_view verdict_name(Verdict v) { return verdict_spelling(v).name; }
 
 std::string_view verdict_mark(Verdict v) { return verdict_spelling(v).mark; }
 
+std::string symbol_problem(std::string_view symbol) {
+  if (symbol.empty()) return "is empty";
+  std::size_t chars = 0;
+  for (std::size_t i = 0; i < symbol.size(); ++chars) {
+    const auto lead = static_cast<unsigned char>(symbol[i]);
+    const std::size_t len = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3 : (lead >> 3) == 0x1E ? 4 : 0;
+    if (len == 0 || i + len > symbol.size()) return "is not valid UTF-8";
+    for (std::size_t k = 1; k < len; ++k)
+      if ((static_cast<unsigned char>(symbol[i + k]) >> 6) != 0x2) return "is not valid UTF-8";
+    i += len;
+  }
+  if (chars > kMaxSymbolChars) return fmt::format("is longer than {} characters", kMaxSymbolChars);
+  return "";
+}
+
 Relation mirror(Relation rel) {
   switch (rel) {
     case Relation::held_ancestor: return Relation::held_descendant;

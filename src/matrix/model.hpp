@@ -41,6 +41,13 @@ std::string_view origin_name(Origin o);
 std::string_view verdict_name(Verdict v);
 std::string_view verdict_mark(Verdict v);  // √ × /
 
+// A role's symbols are the short marks the grid writes for it ("A", "a").
+// Each is 1..kMaxSymbolChars characters (Unicode code points) of UTF-8.
+inline constexpr std::size_t kMaxSymbolChars = 8;
+// Why `symbol` cannot be a symbol ("is empty", ...), or "" when it can. The
+// parser and `scaffold` check symbols with this one function.
+std::string symbol_problem(std::string_view symbol);
+
 struct RoleDef {
   std::string name;
   std::vector<std::string> symbols;  // letters used by the grid, e.g. "A"

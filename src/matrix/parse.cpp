@@ -235,7 +235,9 @@ OpDef parse_operation(const json& o, const Where& file, std::size_t number, std:
     if (r.contains("symbols")) {
       if (!r.at("symbols").is_array()) rw.fail("\"symbols\" must be an array of strings");
       for (const json& s : r.at("symbols")) {
-        if (!s.is_string() || s.get<std::string>().empty()) rw.fail("\"symbols\" must be non-empty strings");
+        if (!s.is_string()) rw.fail("\"symbols\" must be an array of strings");
+        if (const std::string problem = symbol_problem(s.get<std::string>()); !problem.empty())
+          rw.fail(fmt::format("symbol {} {}", s.dump(), problem));
         role.symbols.push_back(s.get<std::string>());
       }
     }

@@ -1,15 +1,16 @@
 // Markdown and HTML renderings of the grid (see render.hpp).
 //
-// Spelling of the cell model's facts, the same in both outputs (and listed
-// in both legends):
-//   plain label      the original grid            A×B√
-//   [label]          a shipped decision           [a√]
-//   {label}          the matrix owner's own rule  {a√}
-//   ⚑                a rule marked for review
-//   ⇄                an asymmetric pair: the outcome depends on which came first
-// HTML adds the colour of the cell (Tone) and the explain() text as the
-// cell's tooltip (title attribute). Adding a fact: cells.hpp, then both
-// legends here.
+// The text of a cell and the legend come from the cell model (cells.hpp:
+// CellView::pieces, legend()); here each kind of piece only gets its style,
+// the same in both outputs:
+//   grid        plain               A×B√
+//   decision    bold / italic brown [a√]
+//   owner       italic / bold blue  {a√}
+//   review, asymmetric              ⚑ ⇄
+// HTML adds the colour of the cell (Tone), and links each cell to its
+// explain() text, listed and numbered below the grid (also the cell's
+// tooltip; the number shows on paper). Adding a fact: cells.hpp, then its
+// style here.
 #include "matrix/render.hpp"
 
 #include <fmt/format.h>
@@ -20,8 +21,46 @@
 namespace pathlock::matrix {
 namespace {
 
-constexpr const char* kReviewMark = "⚑";
-constexpr const char* kAsymMark = "⇄";
+constexpr std::string_view kAsymMark = kAsymmetricMark;
+
+// A piece of cell text in Markdown.
+std::string markdown_piece(const CellPiece& p) {
+  switch (p.kind) {
+    case PieceKind::decision:
+      return "**" + p.text + "**";
+    case PieceKind::owner:
+      return "*" + p.text + "*";
+    case PieceKind::grid:
+    case PieceKind::review:
+    case PieceKind::asymmetric:
+      break;
+  }
+  return p.text;
+}
+
+// A piece of cell text in HTML (escaped).
+std::string html_piece(const CellPiece& p) {
+  switch (p.kind) {
+    case PieceKind::grid:
+      return html_escape(p.text);
+    case PieceKind::decision:
+      return "<span class=\"decision\">" + html_escape(p.text) + "</span>";
+    case PieceKind::owner:
+      return "<span class=\"owner\">" + html_escape(p.text) + "</span>";
+    case PieceKind::review:
+      return "<span class=\"review\">" + html_escape(p.text) + "</span>";
+    case PieceKind::asymmetric:
+      return "<span class=\"asym\">" + html_escape(p.text) + "</span>";
+  }
+  return html_escape(p.text);
+}
+
+template <typename Spell>
+std::string joined_pieces(const std::vector<CellPiece>& pieces, Spell&& spell) {
+  std::string out;
+  for (const CellPiece& p : pieces) out += (out.empty() ? "" : " ") + spell(p);
+  return out;
+}
 
 std::string roles_text(const OpDef& op) {
   std::string roles;
@@ -57,13 +96,7 @@ std::string held_target(const Matrix& m, std::size_t h, std::size_t hr, const Ce
 }
 
 std::string markdown_cell(const CellView& v) {
-  std::string out = v.label(Origin::grid);
-  auto add = [&](const std::string& piece) { out += (out.empty() ? "" : " ") + piece; };
-  if (const std::string d = v.label(Origin::decision); !d.empty()) add("**[" + d + "]**");
-  if (const std::string o = v.label(Origin::owner); !o.empty()) add("*{" + o + "}*");
-  if (v.review) add(kReviewMark);
-  if (v.asymmetric) add(kAsymMark);
-  return out;
+  return joined_pieces(v.pieces, markdown_piece);
 }
 
 }  // namespace
@@ -76,18 +109,11 @@ std::string emit_markdown(const Matrix& m) {
       "Row = operation holding its lock; column = operation requested afterwards.\n"
       "What each cell means is defined in [matrix.md](matrix.md); "
       "`pathlock matrix explain HELD REQUESTED` explains one cell, and the HTML rendering "
-      "(`pathlock matrix render --format html`) shows that explanation when you point at a cell.\n\n"
-      "Legend:\n\n"
-      "- `√` allowed · `×` refused · `/` the two do not interact (allowed).\n"
-      "- A letter names the held operation's target the verdict is about: `A×B√` refuses where the request "
-      "touches the held A and allows where it touches B. `a(×src √dst)`: the verdict depends on the request's "
-      "role (or, with `same`, `held_ancestor`, `held_descendant`, on how the paths relate).\n"
-      "- Where each verdict comes from (the file's `origin`): plain = the original grid; "
-      "**[bracketed]** = a shipped decision where the original grid is silent; "
-      "*{{braced}}* = the matrix owner's own rule.\n"
-      "- {} = a rule still marked for review (`review` in the file); "
-      "{} = part of an asymmetric pair: the outcome depends on which operation came first.\n\n",
-      m.source, m.name, m.version, m.description, m.fingerprint(), kReviewMark, kAsymMark);
+      "(`pathlock matrix render --format html`) links each cell to that explanation.\n\n"
+      "Legend:\n\n",
+      m.source, m.name, m.version, m.description, m.fingerprint());
+  for (const LegendEntry& e : legend()) out += fmt::format("- {} = {}\n", markdown_piece(e.sample), e.meaning);
+  out += "\n";
   out += markdown_grid(m, [&](std::size_t h, std::size_t r) { return markdown_cell(views[h][r]); });
   out += "\n## Operations\n\n| op | label | roles |\n|---|---|---|\n";
   for (const OpDef& op : m.ops) out += fmt::format("| `{}` | {} | {} |\n", op.name, op.label, roles_text(op));
@@ -121,67 +147,105 @@ std::string emit_markdown(const Matrix& m) {
   return out;
 }
 
-std::string emit_html(const Matrix& m) {
-  std::string out = fmt::format(
-      "<!DOCTYPE html>\n<!-- Generated from {} by pathlock-matrixc. Do not edit. -->\n"
-      "<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Matrix {} {}</title>\n<style>\n"
-      "body{{font-family:system-ui,\"Noto Sans CJK SC\",\"Source Han Sans SC\",\"PingFang SC\",\"Microsoft YaHei\","
-      "\"WenQuanYi Zen Hei\",sans-serif;margin:2em;color:#222}}\n"
-      "table{{border-collapse:collapse}}td,th{{border:1px solid #bbb;padding:.25em .35em;text-align:center}}\n"
-      "table.grid{{font-size:14px}}\n"
-      "td{{cursor:help;white-space:nowrap}}th.row{{text-align:left;white-space:nowrap}}\n"
+namespace {
+
+// The page's style. Sized so that the shipped matrix plus two operations (13
+// columns) fits a 1600 px window: headers wrap (label, then the op name,
+// breakable after each '_'), cell text wraps between its pieces, small
+// padding. :target highlights the cell or explanation a link leads to; on
+// paper each cell shows the number of its explanation.
+std::string html_style() {
+  return fmt::format(
+      "body{{font-family:{};margin:1em;color:#222}}\n"
+      "table{{border-collapse:collapse}}td,th{{border:1px solid #bbb;padding:.25em .6em;text-align:center}}\n"
+      "table.grid{{font-size:13px}}table.grid th{{font-weight:normal;vertical-align:bottom}}\n"
+      "table.grid th.row{{text-align:left;vertical-align:middle}}\n"
+      "th .op{{display:block;font-size:11px;color:#555}}th .ex{{font-size:11px;color:#555}}"
+      "th.row .op{{display:inline;margin-right:.4em}}th.row .label{{display:block}}\n"
+      "td .piece{{white-space:nowrap}}td .piece+.piece{{margin-left:.15em}}\n"
+      "td a{{color:inherit;text-decoration:none}}td a:hover{{text-decoration:underline}}\n"
       ".allow{{background:#e3f6e3}}.deny{{background:#fbe1e1}}.unrelated{{background:#eee;color:#777}}"
       ".mixed{{background:#fff4d6}}\n"
       ".decision{{font-style:italic;color:#7a4b00}}.owner{{color:#1a4fa0;font-weight:bold}}\n"
-      ".review{{color:#c00}}.asym{{color:#6a1b9a;font-weight:bold}}td.asymmetric{{outline:2px dashed "
+      ".review{{color:#c00}}.asym{{color:#6a1b9a;font-weight:bold}}.asymmetric{{outline:2px dashed "
       "#6a1b9a;outline-offset:-3px}}\n"
-      ".legend td{{text-align:left;cursor:auto}}.swatch{{width:2.5em}}\n"
-      "</style></head><body>\n<h1>Matrix <code>{}</code> version {}</h1>\n<p>{}</p>\n<p>Fingerprint "
+      "ul.legend{{font-size:13px;columns:2 36em;column-gap:2em;list-style:none;padding:0;margin:0 0 1em}}\n"
+      "ul.legend li{{break-inside:avoid;margin:0 0 .25em 9em;text-indent:-9em}}\n"
+      ".sample{{display:inline-block;min-width:8.5em;text-indent:0;font-weight:normal}}\n"
+      ".swatch{{display:inline-block;width:8em;height:1em;vertical-align:middle;border:1px solid #bbb;"
+      "text-indent:0}}\n"
+      "td{{scroll-margin-top:30vh}}td:target{{outline:3px solid #e08a00;outline-offset:-3px}}\n"
+      "ol.explanations pre{{white-space:pre-wrap;margin:.2em 0;font-family:inherit;font-size:13px;line-height:1.4}}\n"
+      ".back{{float:right;font-size:12px;margin-left:1em}}\n"
+      "ol.explanations li{{margin-bottom:.3em}}ol.explanations li:target{{background:#fff4d6;outline:2px solid "
+      "#e08a00}}\n"
+      ".n{{display:none}}@media print{{.n{{display:inline;font-size:9px;color:#555}}.back{{display:none}}"
+      "td,.swatch{{-webkit-print-color-adjust:exact;print-color-adjust:exact}}}}\n",
+      kMatrixFontFamily);
+}
+
+// An operation's name with a break opportunity after each '_' (escaped).
+std::string breakable_name(const std::string& name) {
+  std::string out;
+  for (const char c : name) out += c == '_' ? std::string("_<wbr>") : html_escape(std::string(1, c));
+  return out;
+}
+
+// The colours (HTML only), then legend(): one list, in two columns.
+std::string html_legend() {
+  std::string out =
+      "<ul class=\"legend\">\n"
+      "<li><span class=\"swatch allow\"></span> every role pair and path relation allowed</li>\n"
+      "<li><span class=\"swatch deny\"></span> every role pair and path relation refused</li>\n"
+      "<li><span class=\"swatch unrelated\"></span> the two do not interact (allowed)</li>\n"
+      "<li><span class=\"swatch mixed\"></span> mixed: depends on the target (A, a, B) or the path relation</li>\n"
+      "<li><span class=\"swatch asymmetric\"></span> part of an asymmetric pair (dashed frame)</li>\n";
+  for (const LegendEntry& e : legend())
+    out += fmt::format("<li><b class=\"sample\">{}</b> {}</li>\n", html_piece(e.sample), html_escape(e.meaning));
+  return out + "</ul>\n";
+}
+
+// The anchors of cell (h, r) and of its explanation.
+std::string cell_id(std::size_t h, std::size_t r) { return fmt::format("c-{}-{}", h, r); }
+std::string explanation_id(std::size_t h, std::size_t r) { return fmt::format("x-{}-{}", h, r); }
+
+}  // namespace
+
+std::string emit_html(const Matrix& m) {
+  std::string out = fmt::format(
+      "<!DOCTYPE html>\n<!-- Generated from {} by pathlock-matrixc. Do not edit. -->\n"
+      "<html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>Matrix {} {}</title>\n"
+      "<style>\n{}</style></head><body>\n<h1>Matrix <code>{}</code> version {}</h1>\n<p>{}</p>\n<p>Fingerprint "
       "<code>{}</code></p>\n"
       "<p>Row: the operation holding its lock. Column: the operation requested afterwards. "
-      "Point at a cell for its explanation (<code>pathlock matrix explain HELD REQUESTED</code>).</p>\n",
-      html_escape(m.source), html_escape(m.name), html_escape(m.version), html_escape(m.name), html_escape(m.version),
-      html_escape(m.description), m.fingerprint());
-  out += fmt::format(
-      "<table class=\"legend\">\n"
-      "<tr><td class=\"swatch allow\"></td><td>every role pair and path relation allowed</td>"
-      "<td>√</td><td>allowed</td></tr>\n"
-      "<tr><td class=\"swatch deny\"></td><td>every role pair and path relation refused</td>"
-      "<td>×</td><td>refused</td></tr>\n"
-      "<tr><td class=\"swatch unrelated\"></td><td>the two do not interact (allowed)</td>"
-      "<td>/</td><td>do not interact</td></tr>\n"
-      "<tr><td class=\"swatch mixed\"></td><td>mixed: depends on the target (A, a, B) or the path relation</td>"
-      "<td>A×B√</td><td>verdict per held target: A refused, B allowed</td></tr>\n"
-      "<tr><td>A×</td><td>plain: from the original grid</td>"
-      "<td><span class=\"decision\">[a√]</span></td><td>shipped decision where the grid is silent</td></tr>\n"
-      "<tr><td><span class=\"owner\">{{a√}}</span></td><td>the matrix owner's own rule</td>"
-      "<td><span class=\"review\">{}</span></td><td>marked for review</td></tr>\n"
-      "<tr><td class=\"asymmetric\"><span class=\"asym\">{}</span></td>"
-      "<td>asymmetric: the outcome depends on which operation came first</td>"
-      "<td>a(×src √dst)</td><td>by the request's role or the path relation</td></tr>\n"
-      "</table>\n<p></p>\n",
-      kReviewMark, kAsymMark);
+      "Click or tap a cell for its explanation, listed <a href=\"#explanations\">below the grid</a> "
+      "(<code>pathlock matrix explain HELD REQUESTED</code>); on paper, each cell's small number is its "
+      "explanation's.</p>\n",
+      html_escape(m.source), html_escape(m.name), html_escape(m.version), html_style(), html_escape(m.name),
+      html_escape(m.version), html_escape(m.description), m.fingerprint());
+  out += html_legend();
   const auto views = cell_views(m);
+  const std::size_t n = m.ops.size();
+  auto label_and_name = [](const OpDef& op) {
+    const std::string name = "<code class=\"op\">" + breakable_name(op.name) + "</code>";
+    return op.label == op.name ? name : "<span class=\"label\">" + html_escape(op.label) + "</span>" + name;
+  };
   out += "<table class=\"grid\">\n<tr><th>held \\ requested</th>";
-  for (const OpDef& op : m.ops)
-    out += fmt::format("<th>{}<br><small>{}</small></th>", html_escape(op.name), html_escape(op.label));
+  for (const OpDef& op : m.ops) out += "<th scope=\"col\">" + label_and_name(op) + "</th>";
   out += "</tr>\n";
-  for (std::size_t h = 0; h < m.ops.size(); ++h) {
-    out += fmt::format("<tr><th class=\"row\">{}{}<br><small>{}</small></th>", html_escape(m.ops[h].name),
-                       m.ops[h].example.empty() ? "" : " <code>" + html_escape(m.ops[h].example) + "</code>",
-                       html_escape(m.ops[h].label));
-    for (std::size_t r = 0; r < m.ops.size(); ++r) {
+  for (std::size_t h = 0; h < n; ++h) {
+    out += "<tr><th class=\"row\" scope=\"row\">" + label_and_name(m.ops[h]);
+    if (!m.ops[h].example.empty()) out += "<code class=\"ex\">" + html_escape(m.ops[h].example) + "</code>";
+    out += "</th>";
+    for (std::size_t r = 0; r < n; ++r) {
       const CellView& v = views[h][r];
-      std::string text = html_escape(v.label(Origin::grid));
-      auto add = [&](const std::string& piece) { text += (text.empty() ? "" : " ") + piece; };
-      if (const std::string d = v.label(Origin::decision); !d.empty())
-        add("<span class=\"decision\">[" + html_escape(d) + "]</span>");
-      if (const std::string o = v.label(Origin::owner); !o.empty())
-        add("<span class=\"owner\">{" + html_escape(o) + "}</span>");
-      if (v.review) add(fmt::format("<span class=\"review\">{}</span>", kReviewMark));
-      if (v.asymmetric) add(fmt::format("<span class=\"asym\">{}</span>", kAsymMark));
-      out += fmt::format("<td class=\"{}{}\" title=\"{}\">{}</td>", tone_name(v.tone),
-                         v.asymmetric ? " asymmetric" : "", html_escape(v.explain), text);
+      std::string text;
+      for (const CellPiece& p : v.pieces)
+        text += (text.empty() ? "" : " ") + std::string("<span class=\"piece\">") + html_piece(p) + "</span>";
+      out += fmt::format("<td id=\"{}\" class=\"{}{}\" title=\"{}\"><a href=\"#{}\">{}</a><sup class=\"n\">{}</sup></td>",
+                         cell_id(h, r), tone_name(v.tone), v.asymmetric ? " asymmetric" : "", html_escape(v.explain),
+                         explanation_id(h, r), text, h * n + r + 1);
     }
     out += "</tr>\n";
   }
@@ -206,7 +270,12 @@ std::string emit_html(const Matrix& m) {
   }
   out += fmt::format("<h2>Asymmetric pairs <span class=\"asym\">{}</span></h2>\n<ul>\n", kAsymMark);
   for (const Asymmetry& a : asymmetric_pairs(m)) out += "<li>" + html_escape(asymmetry_text(m, a)) + "</li>\n";
-  out += "</ul>\n</body></html>\n";
+  out += "</ul>\n<h2 id=\"explanations\">Explanations, cell by cell</h2>\n<ol class=\"explanations\">\n";
+  for (std::size_t h = 0; h < n; ++h)
+    for (std::size_t r = 0; r < n; ++r)
+      out += fmt::format("<li id=\"{}\"><a class=\"back\" href=\"#{}\">back to the cell</a><pre>{}</pre></li>\n",
+                         explanation_id(h, r), cell_id(h, r), html_escape(views[h][r].explain));
+  out += "</ol>\n</body></html>\n";
   return out;
 }
 

@@ -112,7 +112,38 @@ std::string new_cell(const std::vector<std::string>& held_roles, const std::stri
   return out + " }";
 }
 
+// The symbols of each role: the request's, checked like the parser checks them, or the defaults.
+std::vector<std::vector<std::string>> symbols_for(const Matrix& m, const ScaffoldRequest& req,
+                                                  const std::string& where) {
+  if (req.symbols.empty()) {
+    std::vector<std::vector<std::string>> out;
+    for (const std::string& role : req.roles) out.push_back(default_symbols(m, role));
+    return out;
+  }
+  if (req.symbols.size() != req.roles.size())
+    throw MatrixError(fmt::format("{}: symbols given for {} role(s), but the operation has {} (one entry per role, in "
+                                  "role order, e.g. --symbols A,B)",
+                                  where, req.symbols.size(), req.roles.size()));
+  for (std::size_t i = 0; i < req.roles.size(); ++i) {
+    if (req.symbols[i].empty())
+      throw MatrixError(fmt::format("{}: role '{}': no symbol given", where, req.roles[i]));
+    for (const std::string& sym : req.symbols[i])
+      if (const std::string problem = symbol_problem(sym); !problem.empty())
+        throw MatrixError(
+            fmt::format("{}: role '{}': symbol {} {}", where, req.roles[i], sym.empty() ? "\"\"" : "'" + sym + "'", problem));
+  }
+  return req.symbols;
+}
+
 }  // namespace
+
+std::vector<std::string> default_symbols(const Matrix& m, const std::string& role) {
+  for (const OpDef& op : m.ops)
+    for (const RoleDef& r : op.roles)
+      if (r.name == role) return r.symbols;
+  if (role.empty()) return {};
+  return {std::string(1, static_cast<char>(role[0] >= 'a' && role[0] <= 'z' ? role[0] - 'a' + 'A' : role[0]))};
+}
 
 std::string scaffold(const std::string& json_text, const std::string& source, const ScaffoldRequest& req) {
   const Matrix m = parse_matrix(json_text, source);  // throws every problem of an invalid file
@@ -128,6 +159,7 @@ std::string scaffold(const std::string& json_text, const std::string& source, co
         req.roles.begin() + static_cast<long>(i))
       throw MatrixError(fmt::format("{}: role '{}' given twice", where, req.roles[i]));
   }
+  const std::vector<std::vector<std::string>> symbols = symbols_for(m, req, where);
 
   const Scanner scan(json_text);
   const std::vector<Member> top = scan.members(scan.skip_ws(0));
@@ -148,8 +180,12 @@ std::string scaffold(const std::string& json_text, const std::string& source, co
   // The operation entry, after the last one.
   {
     std::string roles;
-    for (const auto& r : req.roles)
-      roles += fmt::format("{}{{ \"role\": {} }}", roles.empty() ? "" : ", ", json_quote(r));
+    for (std::size_t i = 0; i < req.roles.size(); ++i) {
+      std::string syms;
+      for (const std::string& sym : symbols[i]) syms += (syms.empty() ? "" : ", ") + json_quote(sym);
+      roles += fmt::format("{}{{ \"role\": {}, \"symbols\": [{}] }}", roles.empty() ? "" : ", ",
+                           json_quote(req.roles[i]), syms);
+    }
     std::string entry = fmt::format("{{ \"op\": {}", json_quote(req.op));
     if (!req.label.empty()) entry += ", \"label\": " + json_quote(req.label);
     if (!req.example.empty()) entry += ", \"example\": " + json_quote(req.example);

@@ -9,10 +9,16 @@
 // removes the key. Nothing else in the file changes: the new text is
 // inserted after the last member of each container, in the file's own
 // indentation, and comments of the layout (alignment, line breaks) survive.
+//
+// Every role is written with its "symbols" (the marks the grid shows, "A"),
+// so the new row reads like the others: the request's, or else
+// default_symbols().
 #pragma once
 
 #include <string>
 #include <vector>
+
+#include "matrix/model.hpp"
 
 namespace pathlock::matrix {
 
@@ -21,11 +27,23 @@ struct ScaffoldRequest {
   std::vector<std::string> roles;  // its roles, e.g. {"src", "dst"}
   std::string label;               // optional; the rendering's label
   std::string example;             // optional; the rendering's example
+  // Optional: the symbols of each role, one entry per role in role order
+  // ({{"A"}, {"B"}}; several per role as {{"A", "a"}}). Empty: every role
+  // gets default_symbols().
+  std::vector<std::vector<std::string>> symbols = {};
 };
+
+// The symbols scaffold writes for a new role named `role` when the request
+// gives none: those of the first operation of `m` with a role of that name
+// (in the shipped matrix target -> A, src -> A, dst -> B), else the name's
+// first letter upper-cased ("owner" -> O).
+std::vector<std::string> default_symbols(const Matrix& m, const std::string& role);
 
 // Returns the text of `json_text` with the operation added. Throws
 // MatrixError if the file is not valid, the operation exists, a name is not
-// an identifier, or a limit would be passed. The result always parses.
+// an identifier, a limit would be passed, or `symbols` is given with a
+// count other than one entry per role, an entry without symbols, or a
+// symbol the parser refuses (symbol_problem()). The result always parses.
 std::string scaffold(const std::string& json_text, const std::string& source, const ScaffoldRequest& request);
 
 }  // namespace pathlock::matrix

@@ -5,6 +5,9 @@
 
 #include <fmt/format.h>
 
+#include <map>
+#include <optional>
+
 namespace pathlock::matrix {
 
 std::string cxx_string(std::string_view s) {
@@ -68,23 +71,49 @@ std::string relations_phrase(const std::vector<Relation>& rels) {
   return out;
 }
 
+std::string_view relation_word(Relation rel) {
+  switch (rel) {
+    case Relation::same:
+      return "same";
+    case Relation::held_ancestor:
+      return "inside";
+    case Relation::held_descendant:
+      return "above";
+  }
+  return "?";
+}
+
+namespace {
+
+// "√inside ×else": the relation refinements of a rule, then its own verdict.
+std::string relation_items(const std::map<Relation, Verdict>& by_relation, const std::optional<Verdict>& otherwise) {
+  std::string out;
+  for (const auto& [rel, v] : by_relation)
+    out += fmt::format("{}{}{}", out.empty() ? "" : " ", verdict_mark(v), relation_word(rel));
+  if (otherwise) out += fmt::format("{}{}{}", out.empty() ? "" : " ", verdict_mark(*otherwise), kElseWord);
+  return out;
+}
+
+}  // namespace
+
 std::string rule_label(const Matrix& m, const RoleDef& held_role, const Rule& rule, int requested_op) {
   std::string text;
+  const OpDef& req = m.ops[static_cast<std::size_t>(requested_op)];
   for (const std::string& sym : held_role.symbols) {
     if (!rule.refined() && rule.verdict) {
       text += sym + std::string(verdict_mark(*rule.verdict));
       continue;
     }
     std::string parts;
-    const OpDef& req = m.ops[static_cast<std::size_t>(requested_op)];
     for (const auto& [role, sub] : rule.by_requested_role) {
-      parts += fmt::format("{}{}{}", parts.empty() ? "" : " ", sub.verdict ? verdict_mark(*sub.verdict) : "",
-                           req.roles[static_cast<std::size_t>(role)].name);
-      for (const auto& [rel, v] : sub.by_relation) parts += fmt::format(" {}{}", verdict_mark(v), relation_name(rel));
+      const std::string& name = req.roles[static_cast<std::size_t>(role)].name;
+      if (sub.by_relation.empty())
+        parts += fmt::format("{}{}{}", parts.empty() ? "" : " ", sub.verdict ? verdict_mark(*sub.verdict) : "", name);
+      else
+        parts += fmt::format("{}{}({})", parts.empty() ? "" : " ", name, relation_items(sub.by_relation, sub.verdict));
     }
-    for (const auto& [rel, v] : rule.by_relation)
-      parts += fmt::format("{}{}{}", parts.empty() ? "" : " ", verdict_mark(v), relation_name(rel));
-    if (rule.verdict) parts += fmt::format(" {}otherwise", verdict_mark(*rule.verdict));
+    const std::string rest = relation_items(rule.by_relation, rule.verdict);
+    if (!rest.empty()) parts += (parts.empty() ? "" : " ") + rest;
     text += fmt::format("{}({})", sym, parts);
   }
   return text;

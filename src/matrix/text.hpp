@@ -23,8 +23,20 @@ std::string relation_phrase(Relation rel);
 // The phrases joined by ", "; all three: "wherever the paths overlap".
 std::string relations_phrase(const std::vector<Relation>& rels);
 
+// The short word a cell label uses for a relation of the held path to the
+// requested one: "same", "inside" (held_ancestor: the request is inside the
+// held path), "above" (held_descendant: the request is on an ancestor of it).
+std::string_view relation_word(Relation rel);
+// The word for "every case not named before it" in a cell label.
+inline constexpr std::string_view kElseWord = "else";
+
 // How the grid spells one held role's rule in a cell: "A×", or with
-// refinements "a(×src √dst)". A bare cell passes a role with symbol "".
+// refinements, in parentheses after the symbol, by the request's role and
+// then by relation, ending with the rule's own verdict:
+//   a(×src √dst)          by the request's role
+//   A(√inside ×else)      by how the paths relate
+//   T(dst(×same √else) ×else)  a request role's rule refined by relation
+// A bare cell passes a role with symbol "".
 std::string rule_label(const Matrix& m, const RoleDef& held_role, const Rule& rule, int requested_op);
 
 // The grid as a Markdown table: a row per held operation (its name and

@@ -21,7 +21,8 @@ const char* const kMatrixUsage =
     "  pathlock matrix render   [FILE] [--format md|html] [--out FILE] | [FILE] --update DOC.md\n"
     "  pathlock matrix explain  [FILE] HELD_OP REQUESTED_OP\n"
     "  pathlock matrix diff     OLD_FILE NEW_FILE\n"
-    "  pathlock matrix scaffold FILE --op NAME --roles ROLE[,ROLE...] [--label TEXT] [--example TEXT] [--out FILE]\n";
+    "  pathlock matrix scaffold FILE --op NAME --roles ROLE[,ROLE...] [--symbols SYM[/SYM...][,...]] [--label TEXT]\n"
+    "                           [--example TEXT] [--out FILE]\n";
 
 namespace {
 
@@ -133,22 +134,45 @@ int diff(const std::vector<std::string>& words, std::ostream& out) {
   return 0;
 }
 
+// "a,b" -> {"a", "b"}; keeps empty pieces ("a," -> {"a", ""}), so they are refused, not dropped.
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> out{""};
+  for (const char c : text) {
+    if (c == sep)
+      out.emplace_back();
+    else
+      out.back() += c;
+  }
+  return out;
+}
+
 int scaffold(const std::vector<std::string>& words, std::ostream& out) {
-  Args a =
-      parse_args(words, options::Options{}.value("op").value("roles").value("label").value("example").value("out"));
+  Args a = parse_args(
+      words,
+      options::Options{}.value("op").value("roles").value("symbols").value("label").value("example").value("out"));
   if (a.positional.size() != 1) throw ArgumentCount("scaffold takes one FILE");
   if (!a.has("op") || !a.has("roles")) throw ArgumentCount("scaffold needs --op NAME and --roles ROLE[,ROLE...]");
   matrix::ScaffoldRequest req{a.option("op"), {}, a.option("label"), a.option("example")};
   std::stringstream roles(a.option("roles"));
   for (std::string r; std::getline(roles, r, ',');) req.roles.push_back(r);
+  if (a.has("symbols"))
+    for (const std::string& entry : split(a.option("symbols"), ',')) req.symbols.push_back(split(entry, '/'));
   const std::string file = a.positional[0], target = a.option("out", file);
   const std::string text = matrix::scaffold(matrix::read_text_file(file), file, req);
   write_text(target, text);
   const matrix::Matrix m = matrix::parse_matrix(text, target);
+  std::string symbols;
+  for (const matrix::RoleDef& r : m.ops.back().roles) {
+    std::string syms;
+    for (const std::string& sym : r.symbols) syms += (syms.empty() ? "" : "/") + sym;
+    symbols += fmt::format("{}{} {}", symbols.empty() ? "" : ", ", r.name, syms);
+  }
   out << fmt::format(
       "{}: added operation '{}' ({}): a row and a column, every new rule \"deny\" and marked \"review\" "
-      "({} warning(s)).\nDecide each cell, remove its \"review\", then run: pathlock matrix lint {}\n",
-      target, req.op, a.option("roles"), matrix::warnings(m).size(), target);
+      "({} warning(s)).\nDecide each cell, remove its \"review\", then run: pathlock matrix lint {}\n"
+      "Symbols in the grid: {}{}\n",
+      target, req.op, a.option("roles"), matrix::warnings(m).size(), target, symbols,
+      a.has("symbols") ? "" : " (defaults; choose them with --symbols)");
   return 0;
 }
 
