@@ -8,6 +8,7 @@
 
 #include "matrix/diff.hpp"
 #include "matrix/model.hpp"
+#include "matrix/render.hpp"
 #include "matrix/scaffold.hpp"
 
 #include <pathlock/memory.hpp>
@@ -134,6 +135,18 @@ TEST_CASE("matrix editor API: scaffold and try it", "[console][editor]") {
   const json s = e.post("/api/matrix/scaffold", {{"text", e.text}, {"op", "share_link"}, {"roles", {"target"}}});
   const std::string edited = s["text"];
   CHECK(matrix::parse_matrix(edited, "x").op_index("share_link") >= 0);
+  // Symbols as given, one list per role; scaffold's own checks answer 400.
+  const json two = e.post("/api/matrix/scaffold", {{"text", e.text}, {"op", "archive"}, {"roles", {"src", "dst"}},
+                                                   {"symbols", {{"S"}, {"D", "d"}}}});
+  const matrix::Matrix archived = matrix::parse_matrix(two["text"].get<std::string>(), "x");
+  const auto& roles = archived.ops[static_cast<std::size_t>(archived.op_index("archive"))].roles;
+  CHECK(roles[0].symbols == std::vector<std::string>{"S"});
+  CHECK(roles[1].symbols == std::vector<std::string>{"D", "d"});
+  CHECK(e.post("/api/matrix/scaffold", {{"text", e.text}, {"op", "archive"}, {"roles", {"src", "dst"}},
+                                        {"symbols", {{"S"}}}}, 400)
+            .contains("error"));
+  CHECK(e.post("/api/matrix/scaffold", {{"text", e.text}, {"op", "archive"}, {"roles", {"src"}}, {"symbols", {"S"}}}, 400)
+            ["error"] == "\"symbols\" must be a list with one list of symbols per role");
   CHECK(e.post("/api/matrix/scaffold", {{"text", e.text}, {"op", "create"}, {"roles", {"target"}}}, 400)["error"]
             .get<std::string>()
             .find("create") != std::string::npos);
@@ -163,6 +176,13 @@ TEST_CASE("matrix editor API: scaffold and try it", "[console][editor]") {
         "line 1: write \"OWNER OPERATION PATH [PATH]\"");
   const json bad_path = e.post("/api/matrix/try", {{"base", e.text}, {"edited", e.text}, {"scenario", "a upload x//y"}});
   CHECK(bad_path["edited"]["results"][0]["outcome"] == "error");
+}
+
+TEST_CASE("matrix editor page: labels in the font stack of the rendered grid", "[console][editor]") {
+  Editor e;
+  const auto css = e.client->Get("/app.css");
+  REQUIRE(css);
+  CHECK(css->body.find(std::string(matrix::kMatrixFontFamily)) != std::string::npos);
 }
 
 TEST_CASE("matrix editor API: allowed read-only, but only with the console's header", "[console][editor]") {

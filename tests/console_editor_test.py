@@ -132,6 +132,14 @@ def main():
         wait_until("the linked cell", lambda: d.find_elements(By.CSS_SELECTOR, "#ed-table td.cell.selected"))
         diff = texts(d, "#ed-diff li")
         assert "added operation: share_link" in diff and "added operation: archive" in diff, diff
+        # Every new rule is listed in words: the new codes against every code, both ways.
+        codes = sum(len(op["roles"]) for op in shipped["operations"])
+        added = [line for line in diff if line.startswith("added: ")]
+        assert len(added) >= (codes + 3) ** 2 - codes ** 2, (len(added), codes)
+        assert all(("share_link." in line or "archive." in line) for line in added), added
+        # New symbols, not role names, in the new rows.
+        row = texts(d, "#ed-table td.cell[data-held='archive'] .part")
+        assert row and all(t.startswith(("A", "B")) for t in row), row
 
         # Bump the version: the version problem goes away.
         assert d.find_elements(By.ID, "ed-version-problem")

@@ -173,6 +173,19 @@ json scaffold(const json& body) {
   r.roles = list_field(body, "roles");
   r.label = text_field(body, "label", "");
   r.example = text_field(body, "example", "");
+  // One list of symbols per role ([["A"], ["B"]]); none: scaffold's defaults.
+  if (const auto it = body.find("symbols"); it != body.end() && !it->empty()) {
+    if (!it->is_array()) throw BadInput("\"symbols\" must be a list with one list of symbols per role");
+    for (const json& role : *it) {
+      if (!role.is_array()) throw BadInput("\"symbols\" must be a list with one list of symbols per role");
+      std::vector<std::string> symbols;
+      for (const json& s : role) {
+        if (!s.is_string()) throw BadInput("a symbol must be text");
+        symbols.push_back(s.get<std::string>());
+      }
+      r.symbols.push_back(std::move(symbols));
+    }
+  }
   const std::string name = text_field(body, "name", "edited.json");
   try {
     return {{"text", matrix::scaffold(text_field(body, "text"), name, r)}};
