@@ -22,6 +22,7 @@
 
 #include "cmake/pathlock_child_process.hpp"
 #include "console_server.hpp"
+#include "support/metered_engine.hpp"
 #include "scrape.hpp"
 #include "support/process.hpp"
 
@@ -118,16 +119,10 @@ Counts nonzero_cells(const json& grid) {
   return out;
 }
 
-std::unique_ptr<LockEngine> make_engine(std::shared_ptr<Metrics> metrics) {
-  MemoryOptions o;
-  o.observe.metrics = std::move(metrics);
-  return make_memory_engine(o);
-}
-
 // The console under test, over an embedded engine of its own.
 struct Console {
   std::shared_ptr<Metrics> metrics = std::make_shared<Metrics>();
-  std::unique_ptr<LockEngine> engine = make_engine(metrics);
+  std::unique_ptr<LockEngine> engine = test::metered_memory_engine(metrics);
   std::unique_ptr<console::ConsoleServer> server;
   std::unique_ptr<httplib::Client> client;
 

@@ -2,6 +2,7 @@
 // is tested in chromium: console_browser_test.py).
 #ifdef PATHLOCK_TEST_WITH_METRICS_SERVER
 #include "console_server.hpp"
+#include "support/metered_engine.hpp"
 
 #include <pathlock/memory.hpp>
 
@@ -16,15 +17,9 @@ namespace {
 using namespace pathlock;
 using json = nlohmann::json;
 
-std::unique_ptr<LockEngine> make_engine(std::shared_ptr<Metrics> metrics) {
-  MemoryOptions o;
-  o.observe.metrics = std::move(metrics);
-  return make_memory_engine(o);
-}
-
 struct Setup {
   std::shared_ptr<Metrics> metrics = std::make_shared<Metrics>();
-  std::unique_ptr<LockEngine> engine = make_engine(metrics);
+  std::unique_ptr<LockEngine> engine = test::metered_memory_engine(metrics);
   std::mutex mu;
   std::vector<std::string> logged;
 

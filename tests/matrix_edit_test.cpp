@@ -6,9 +6,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <tuple>
 
 using namespace pathlock;
@@ -16,12 +14,7 @@ using namespace pathlock::matrix;
 
 namespace {
 
-std::string shipped_text() {
-  std::ifstream in(PATHLOCK_SOURCE_DIR "/matrix/cloud-drive.json", std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string shipped_text() { return read_text_file(PATHLOCK_SOURCE_DIR "/matrix/cloud-drive.json"); }
 
 // (held, requested, verdict): one line of the diff for the relations giving that verdict.
 using Line = std::tuple<std::string, std::string, Verdict>;
