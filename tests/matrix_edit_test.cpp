@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <set>
 #include <tuple>
@@ -188,4 +189,28 @@ TEST_CASE("matrix scaffold writes each role's symbols: given, or those of a role
         "m.json: scaffold 'archive': role 'src': symbol 'ABCDEFGHI' is longer than 8 characters");
   CHECK(refused({{"文件夹文件夹文件"}, {"B"}}) == "accepted");  // 8 characters, 24 bytes
   CHECK(refused({{std::string("\xff")}, {"B"}}).find("is not valid UTF-8") != std::string::npos);
+}
+
+// The issue's papercut: a hand edit that replaces scaffold's objects (or a
+// shipped cell) with a plain verdict credits the rule to the original grid,
+// the shipped file's default origin. The diff says so, per pair; a rule
+// written as the owner's is not named.
+TEST_CASE("matrix diff warns of changed or added rules credited to the original grid", "[matrix][diff]") {
+  const std::string text = shipped_text();
+  const Matrix before = parse_matrix(text, "old.json");
+  std::string edited = scaffold(text, "new.json", ScaffoldRequest{"share_link", {"target"}, "", ""});
+  nlohmann::json doc = nlohmann::json::parse(edited);
+  doc["grid"]["share_link"]["create"] = "allow";                     // plain: origin "grid" by default
+  doc["grid"]["create"]["upload"] = {{"target", {{"verdict", "deny"}, {"origin", "owner"}}}};  // the owner's
+  doc["grid"]["upload"]["create"] = "deny";                          // a shipped cell made plain and changed
+  const Matrix after = parse_matrix(doc.dump(), "new.json");
+  const MatrixDiff d = diff_matrices(before, after);
+  CHECK(d.credited_to_grid ==
+        std::vector<std::string>{"upload.target held, create.target requested", "share_link.target held, create.target requested"});
+  const std::string report = diff_report(before, after, d);
+  CHECK(report.find("warning: share_link.target held, create.target requested: changed or added, but credited to the "
+                    "original grid") != std::string::npos);
+  CHECK(report.find("warning: create.target held, upload.target requested") == std::string::npos);
+  // Scaffold's own rules are the owner's: nothing to warn of.
+  CHECK(diff_matrices(before, parse_matrix(edited, "new.json")).credited_to_grid.empty());
 }

@@ -120,6 +120,14 @@ MatrixDiff diff_matrices(const Matrix& before, const Matrix& after) {
   }
   d.added_rules = rules_naming(after, codes_missing_from(after, before));
   d.removed_rules = rules_naming(before, codes_missing_from(before, after));
+  const auto grid_origin = [&](const std::string& held, const std::string& req) {
+    const std::string pair = held + " held, " + req + " requested";
+    if (after.rule(code_by_name(after, held), code_by_name(after, req)).origin == Origin::grid &&
+        std::find(d.credited_to_grid.begin(), d.credited_to_grid.end(), pair) == d.credited_to_grid.end())
+      d.credited_to_grid.push_back(pair);
+  };
+  for (const CellChange& c : d.cells) grid_origin(c.held, c.requested);
+  for (const RuleLine& r : d.added_rules) grid_origin(r.held, r.requested);
   return d;
 }
 
@@ -152,6 +160,11 @@ std::string diff_report(const Matrix& before, const Matrix& after, const MatrixD
         "{} removed rule line(s)\n",
         d.added_ops.size(), d.removed_ops.size(), d.cells.size(), stricter, looser, d.added_rules.size(),
         d.removed_rules.size());
+  for (const std::string& pair : d.credited_to_grid)
+    out += fmt::format(
+        "warning: {}: changed or added, but credited to the original grid (\"origin\": \"grid\", maybe the file's "
+        "default): give the rule \"origin\": \"owner\" (or \"decision\" with its \"decision\" text)\n",
+        pair);
   if (fb != fa && before.version == after.version)
     out += fmt::format("warning: the rules changed but \"version\" is still {}\n", after.version);
   return out;

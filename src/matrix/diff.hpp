@@ -50,6 +50,11 @@ struct MatrixDiff {
   // `after`'s codes: held, then requested, then relation) or of `before`
   // only (removed_rules, in `before`'s order).
   std::vector<RuleLine> added_rules, removed_rules;
+  // "H held, R requested" of each changed or added rule that `after` still
+  // credits to the original grid (origin "grid", often only the file's
+  // default): a rule that was changed or added is the owner's or a decision,
+  // never the original grid's. Not a change in itself (empty() ignores it).
+  std::vector<std::string> credited_to_grid;
   bool empty() const {
     return added_ops.empty() && removed_ops.empty() && added_roles.empty() && removed_roles.empty() &&
            constraints.empty() && cells.empty() && added_rules.empty() && removed_rules.empty();
@@ -65,6 +70,8 @@ MatrixDiff diff_matrices(const Matrix& before, const Matrix& after);
 //   added: H held, R requested, RELATIONS: VERDICT [(review: TEXT)]
 //   removed: H held, R requested, RELATIONS: was VERDICT
 //   N operation(s) added, N removed; N changed cell line(s): N stricter, N looser; N added rule line(s), N removed rule line(s)
+//   warning: H held, R requested: changed or added, but credited to the original grid ...
+//   warning: the rules changed but "version" is still V
 std::string diff_report(const Matrix& before, const Matrix& after, const MatrixDiff& d);
 // "added: share_link.target held, create.target requested, wherever the
 // paths overlap: deny (review: ...)", as diff_report writes it (no newline).
