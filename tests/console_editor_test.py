@@ -117,6 +117,26 @@ def main():
         assert sum(line.startswith("changed:") for line in diff) == 1, diff
         d.save_screenshot(os.path.join(a.out, "editor-cell.png"))
 
+        # A two-role cell: one (held role, requested role, relation) changed
+        # becomes a rule by requested role and relation; still valid, one more line.
+        cell(d, "move_folder", "move_file").click()
+        sel = "#ed-cell button.verdict[data-role='src'][data-requested-role='dst'][data-relation='held_ancestor']"
+        button = wait_until("the verdicts", lambda: d.find_elements(By.CSS_SELECTOR, sel))[0]
+        was = button.text.split()[-1]
+        now = {"allow": "deny", "deny": "unrelated", "unrelated": "allow"}[was]
+        button.click()
+        d.find_element(By.ID, "ed-reason").send_keys("moving a file into a folder being moved")
+        before = json_text(d)
+        d.find_element(By.ID, "ed-apply").click()
+        checked(d, before)
+        wait_until("a valid file", lambda: d.find_elements(By.CSS_SELECTOR, "#ed-lint p.ok"))
+        diff = wait_until("the diff", lambda: [l for l in texts(d, "#ed-diff li") if l.startswith("changed:")])
+        assert len(diff) == 2, diff
+        assert any(l.startswith("changed: move_folder.src held, move_file.dst requested, requested inside the held "
+                                f"path: {was} -> {now}") for l in diff), diff
+        rule = json.loads(json_text(d))["grid"]["move_folder"]["move_file"]["src"]
+        assert rule["origin"] == "owner" and "requested_role" in rule, rule
+
         # Two operations, each rule marked for review; the grid fits 1600 px.
         add_operation(d, "share_link", "target", "A", "分享 share")
         add_operation(d, "archive", "src,dst", "A,B", "归档 archive")
