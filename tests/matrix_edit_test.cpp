@@ -189,6 +189,7 @@ TEST_CASE("matrix scaffold writes each role's symbols: given, or those of a role
         "m.json: scaffold 'archive': role 'src': symbol 'ABCDEFGHI' is longer than 8 characters");
   CHECK(refused({{"文件夹文件夹文件"}, {"B"}}) == "accepted");  // 8 characters, 24 bytes
   CHECK(refused({{std::string("\xff")}, {"B"}}).find("is not valid UTF-8") != std::string::npos);
+  CHECK(refused({{"A\nB"}, {"B"}}).find("holds a control character") != std::string::npos);  // would break a table row
 }
 
 // The issue's papercut: a hand edit that replaces scaffold's objects (or a

@@ -67,6 +67,7 @@ std::string symbol_problem(std::string_view symbol) {
   std::size_t chars = 0;
   for (std::size_t i = 0; i < symbol.size(); ++chars) {
     const auto lead = static_cast<unsigned char>(symbol[i]);
+    if (lead < 0x20 || lead == 0x7F) return "holds a control character";
     const std::size_t len = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3 : (lead >> 3) == 0x1E ? 4 : 0;
     if (len == 0 || i + len > symbol.size()) return "is not valid UTF-8";
     for (std::size_t k = 1; k < len; ++k)

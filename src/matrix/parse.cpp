@@ -160,6 +160,8 @@ Rule parse_rule(const json& j, const OpDef& requested, const Where& where, Origi
   return rule;
 }
 
+constexpr int kMaxJsonDepth = 32;
+
 // nlohmann/json keeps the last of two equal keys; we refuse them instead
 // (all of them, with their locations).
 json parse_strict(const std::string& text, const Where& where) {
@@ -167,7 +169,11 @@ json parse_strict(const std::string& text, const Where& where) {
   std::vector<std::string> path;  // key path of the current value
   std::string last_key;
   std::vector<std::string> duplicates;
-  auto callback = [&](int /*depth*/, json::parse_event_t event, json& parsed) {
+  auto callback = [&](int depth, json::parse_event_t event, json& parsed) {
+    // A matrix is a few levels deep; a deeper document is refused before it
+    // is built (printing or walking it would recurse that deep).
+    if (depth > kMaxJsonDepth)
+      where.fail(fmt::format("nested more than {} levels deep; a matrix file needs far fewer", kMaxJsonDepth));
     switch (event) {
       case json::parse_event_t::object_start:
         keys.emplace_back();
