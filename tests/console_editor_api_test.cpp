@@ -6,6 +6,7 @@
 #ifdef PATHLOCK_TEST_WITH_METRICS_SERVER
 #include "console_server.hpp"
 
+#include "matrix/cells.hpp"
 #include "matrix/diff.hpp"
 #include "matrix/model.hpp"
 #include "matrix/render.hpp"
@@ -71,7 +72,7 @@ TEST_CASE("matrix editor API: the loaded file, its grid, and no changes", "[cons
 
   const json r = e.post("/api/matrix/check", {{"base", e.text}, {"edited", e.text}});
   CHECK(r["valid"] == true);
-  CHECK(r["changed"] == false);
+  CHECK(r["diff"][2]["text"] == "no changes to operations, roles or verdicts");
   const matrix::Matrix m = matrix::load_matrix(kShipped);
   REQUIRE(r["grid"]["ops"].size() == m.ops.size());
   CHECK(r["grid"]["ops"][2]["label"] == m.ops[2].label);
@@ -84,6 +85,41 @@ TEST_CASE("matrix editor API: the loaded file, its grid, and no changes", "[cons
             REQUIRE(r["grid"]["cells"][h][q]["verdicts"][hr][rr][rel] ==
                     matrix::verdict_name(m.verdict(m.code_of(int(h), int(hr)), m.code_of(int(q), int(rr)),
                                                    static_cast<Relation>(rel))));
+}
+
+TEST_CASE("matrix editor API: cell text and legend as every rendering spells them", "[console][editor]") {
+  Editor e;
+  const json r = e.post("/api/matrix/check", {{"base", e.text}, {"edited", e.text}});
+  const matrix::Matrix m = matrix::load_matrix(kShipped);
+  const auto views = matrix::cell_views(m);
+  for (std::size_t h = 0; h < m.ops.size(); ++h)
+    for (std::size_t q = 0; q < m.ops.size(); ++q) {
+      std::vector<std::string> want, got;
+      for (const matrix::CellPiece& p : views[h][q].pieces) want.push_back(p.text);
+      for (const json& p : r["grid"]["cells"][h][q]["pieces"]) got.push_back(p["text"]);
+      REQUIRE(got == want);
+    }
+  CHECK(r["grid"]["legend"].size() == matrix::legend().size());
+}
+
+TEST_CASE("matrix editor API: long names and deep nesting are problems, not crashes", "[console][editor]") {
+  Editor e;
+  // A key of a megabyte is quoted in its problem line; the page still gets it, linked.
+  json doc = json::parse(e.text);
+  const std::string key(1 << 20, 'k');
+  doc["grid"]["create"][key] = "allow";
+  const json r = e.post("/api/matrix/check", {{"base", e.text}, {"edited", doc.dump()}});
+  REQUIRE(r["valid"] == false);
+  CHECK(r["problems"][0]["op"] == "create");
+  CHECK(r["problems"][0]["cell"] == key);
+  // A document nested 100,000 deep is refused before it is built.
+  const std::string deep = "{\"grid\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  const json d = e.post("/api/matrix/check", {{"base", e.text}, {"edited", deep}});
+  REQUIRE(d["problems"].size() == 1);
+  CHECK(d["problems"][0]["text"].get<std::string>().find("nested more than 32 levels deep") != std::string::npos);
+  // The file name starts every problem line: a name, not a megabyte.
+  CHECK(e.post("/api/matrix/check", {{"base", e.text}, {"edited", e.text}, {"name", key}}, 400)["error"] ==
+        "\"name\" must be a file name of 1 to 200 bytes on one line");
 }
 
 TEST_CASE("matrix editor API: the diff is `matrix diff`'s, linked to its cells", "[console][editor]") {

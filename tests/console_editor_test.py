@@ -144,7 +144,7 @@ def main():
         width = d.execute_script("return [document.documentElement.scrollWidth,"
                                  " document.getElementById('ed-table').getBoundingClientRect().right];")
         assert width[0] <= 1600 and width[1] <= 1600, width
-        review = d.find_elements(By.CSS_SELECTOR, "#ed-table td.cell .mark.review")
+        review = d.find_elements(By.CSS_SELECTOR, "#ed-table td.cell .piece-review")
         assert len(review) == 2 * (2 * (n + 2)) - 4, len(review)  # two rows and two columns, less the overlap
         warnings = d.find_elements(By.CSS_SELECTOR, "#ed-lint li.warn.link")
         assert warnings, "review warnings are listed and linked to their cells"
@@ -158,8 +158,8 @@ def main():
         assert len(added) >= (codes + 3) ** 2 - codes ** 2, (len(added), codes)
         assert all(("share_link." in line or "archive." in line) for line in added), added
         # New symbols, not role names, in the new rows.
-        row = texts(d, "#ed-table td.cell[data-held='archive'] .part")
-        assert row and all(t.startswith(("A", "B")) for t in row), row
+        row = texts(d, "#ed-table td.cell[data-held='archive'] .piece-owner")
+        assert len(row) == n + 2 and all(t.startswith(("{A", "{B")) for t in row), row
 
         # Bump the version: the version problem goes away.
         assert d.find_elements(By.ID, "ed-version-problem")

@@ -40,8 +40,9 @@ struct ConsoleOptions {
   // Where force-releases are logged (besides nothing else): the engine's
   // log sink. nullptr: log_to_stderr.
   LogSink log;
-  // The matrix file the engine enforces, which the Matrix page opens
-  // (matrix_editor.hpp).
+  // The matrix file the Matrix page opens (matrix_editor.hpp): the
+  // --matrix file the engine enforces, or the shipped matrix's JSON (the
+  // engine then enforces the table compiled from it at build time).
   EditorOptions matrix_file;
   // Exporters of other engines to pull (`--scrape`, scrape.hpp), each
   // http://HOST[:PORT][/PATH] (path default /metrics); the constructor

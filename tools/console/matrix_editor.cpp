@@ -7,7 +7,7 @@
 #include "matrix/cells.hpp"
 #include "matrix/diff.hpp"
 #include "matrix/explain.hpp"
-#include "matrix/lint.hpp"
+#include "matrix/lint.hpp"  // version_problem
 #include "matrix/model.hpp"
 #include "matrix/scaffold.hpp"
 #include "matrix/table.hpp"
@@ -19,7 +19,7 @@
 
 #include <map>
 #include <optional>
-#include <regex>
+#include <cctype>
 #include <sstream>
 
 namespace pathlock::console {
@@ -43,6 +43,14 @@ std::string text_field(const json& body, const char* name, std::optional<std::st
   return it->get<std::string>();
 }
 
+// The edited file's name, which starts every problem line: a file name.
+std::string name_field(const json& body) {
+  const std::string name = text_field(body, "name", "edited.json");
+  if (name.empty() || name.size() > 200 || name.find_first_of("\n\r") != std::string::npos)
+    throw BadInput("\"name\" must be a file name of 1 to 200 bytes on one line");
+  return name;
+}
+
 std::vector<std::string> list_field(const json& body, const char* name) {
   std::vector<std::string> out;
   const auto it = body.find(name);
@@ -55,21 +63,47 @@ std::vector<std::string> list_field(const json& body, const char* name) {
   return out;
 }
 
+// The text between `start` and the next `end` after it in `line` ("" when
+// either is missing). Linear: lines may be long (a file's keys are quoted in
+// its problems), so no backtracking regex reads them.
+std::string_view between(std::string_view line, std::string_view start, std::string_view end) {
+  const std::size_t from = line.find(start);
+  if (from == std::string_view::npos) return {};
+  const std::size_t begin = from + start.size(), to = line.find(end, begin);
+  return to == std::string_view::npos ? std::string_view{} : line.substr(begin, to - begin);
+}
+
+// The operation of the code "op.role" that ends just before `line[end]`.
+std::string_view op_of_code_before(std::string_view line, std::size_t end) {
+  std::size_t begin = end;
+  while (begin > 0 && (std::isalnum(static_cast<unsigned char>(line[begin - 1])) || line[begin - 1] == '_' ||
+                       line[begin - 1] == '.'))
+    --begin;
+  const std::string_view code = line.substr(begin, end - begin);
+  return code.substr(0, code.find('.'));
+}
+
 // A message with the grid row ("op") and column ("cell") it names, so the
 // page can link it to its cell. Lint, diff and warnings all name cells as
 // "operation 'X', cell 'Y'" or "X.role held, Y.role requested".
 json located(const std::string& line) {
-  static const std::regex op_re("(?:operation|grid row) '([^']*)'"), cell_re("cell '([^']*)'"),
-      pair_re("([A-Za-z0-9_]+)\\.[A-Za-z0-9_]+ held, ([A-Za-z0-9_]+)\\.[A-Za-z0-9_]+ requested");
   json j{{"text", line}};
-  std::smatch m;
-  if (std::regex_search(line, m, pair_re)) {
-    j["op"] = m[1].str();
-    j["cell"] = m[2].str();
-    return j;
+  const std::string_view l = line;
+  if (const std::size_t held = l.find(" held, "); held != std::string_view::npos) {
+    const std::size_t req = l.find(" requested", held);
+    if (req != std::string_view::npos) {
+      const std::string_view op = op_of_code_before(l, held), cell = op_of_code_before(l, req);
+      if (!op.empty() && !cell.empty()) {
+        j["op"] = std::string(op);
+        j["cell"] = std::string(cell);
+        return j;
+      }
+    }
   }
-  if (std::regex_search(line, m, op_re)) j["op"] = m[1].str();
-  if (std::regex_search(line, m, cell_re)) j["cell"] = m[1].str();
+  std::string_view op = between(l, "operation '", "'");
+  if (op.empty()) op = between(l, "grid row '", "'");
+  if (!op.empty()) j["op"] = std::string(op);
+  if (const std::string_view cell = between(l, "cell '", "'"); !cell.empty()) j["cell"] = std::string(cell);
   return j;
 }
 
@@ -97,6 +131,22 @@ std::optional<Matrix> parse(const std::string& text, const std::string& source, 
   }
 }
 
+std::string piece_kind(matrix::PieceKind k) {
+  switch (k) {
+    case matrix::PieceKind::grid:
+      return "grid";
+    case matrix::PieceKind::decision:
+      return "decision";
+    case matrix::PieceKind::owner:
+      return "owner";
+    case matrix::PieceKind::review:
+      return "review";
+    case matrix::PieceKind::asymmetric:
+      return "asymmetric";
+  }
+  return "grid";
+}
+
 // The grid as the page draws and edits it: the operations with their roles
 // and symbols, and per cell its labels by origin, colour, marks, the
 // explanation, and the verdict of every (held role, requested role,
@@ -114,10 +164,8 @@ json grid_json(const Matrix& m) {
     json row = json::array();
     for (std::size_t r = 0; r < m.ops.size(); ++r) {
       const matrix::CellView& v = views[h][r];
-      json parts = json::array();
-      for (const matrix::CellPart& p : v.parts)
-        parts.push_back({{"label", p.label}, {"origin", matrix::origin_name(p.origin)}, {"why", p.why},
-                         {"review", p.review}});
+      json pieces = json::array();  // the cell's text as every rendering spells it
+      for (const matrix::CellPiece& p : v.pieces) pieces.push_back({{"kind", piece_kind(p.kind)}, {"text", p.text}});
       json verdicts = json::array();  // [held role][requested role][relation]
       for (std::size_t hr = 0; hr < m.ops[h].roles.size(); ++hr) {
         json by_req = json::array();
@@ -135,7 +183,7 @@ json grid_json(const Matrix& m) {
                      {"asymmetric", v.asymmetric},
                      {"review", v.review},
                      {"explain", v.explain},
-                     {"parts", parts},
+                     {"pieces", pieces},
                      {"verdicts", verdicts}});
     }
     rows.push_back(row);
@@ -143,12 +191,15 @@ json grid_json(const Matrix& m) {
   json relations = json::array();
   for (std::size_t rel = 0; rel < kRelationCount; ++rel)
     relations.push_back(std::string(relation_name(static_cast<Relation>(rel))));
-  return {{"name", m.name}, {"version", m.version}, {"fingerprint", m.fingerprint()},
-          {"ops", ops},     {"cells", rows},        {"relations", relations}};
+  json legend = json::array();
+  for (const matrix::LegendEntry& e : matrix::legend())
+    legend.push_back({{"kind", piece_kind(e.sample.kind)}, {"sample", e.sample.text}, {"meaning", e.meaning}});
+  return {{"name", m.name},     {"version", m.version},         {"fingerprint", m.fingerprint()}, {"ops", ops},
+          {"cells", rows},      {"relations", relations},       {"legend", legend}};
 }
 
 json check(const json& body) {
-  const std::string name = text_field(body, "name", "edited.json");
+  const std::string name = name_field(body);
   json out{{"problems", json::array()}, {"warnings", json::array()}, {"diff", json::array()}};
   json base_problems = json::array();
   const auto base = parse(text_field(body, "base"), "loaded matrix", base_problems);
@@ -158,12 +209,10 @@ json check(const json& body) {
   if (!edited) return out;
   out["warnings"] = located_lines(matrix::warnings(*edited));
   out["grid"] = grid_json(*edited);
-  out["lint"] = matrix::lint_report(*edited);
   if (!base) return out;
   if (const auto vp = matrix::version_problem(*base, *edited)) out["version_problem"] = *vp;
   const matrix::MatrixDiff d = matrix::diff_matrices(*base, *edited);
   out["diff"] = located_lines(split_lines(matrix::diff_report(*base, *edited, d)));
-  out["changed"] = !d.empty();
   return out;
 }
 
@@ -186,7 +235,7 @@ json scaffold(const json& body) {
       r.symbols.push_back(std::move(symbols));
     }
   }
-  const std::string name = text_field(body, "name", "edited.json");
+  const std::string name = name_field(body);
   try {
     return {{"text", matrix::scaffold(text_field(body, "text"), name, r)}};
   } catch (const MatrixError& e) {
@@ -320,7 +369,7 @@ json try_it(const json& body) {
   for (const Step& s : steps) list.push_back(s.text);
   return {{"steps", list},
           {"loaded", run_scenario(text_field(body, "base"), "loaded matrix", steps)},
-          {"edited", run_scenario(text_field(body, "edited"), text_field(body, "name", "edited.json"), steps)}};
+          {"edited", run_scenario(text_field(body, "edited"), name_field(body), steps)}};
 }
 
 }  // namespace

@@ -203,11 +203,11 @@ async function loadLocks(more) {
 
 async function refresh() {
   try {
-    if ($("page-metrics").hidden) {
+    if (!$("page-locks").hidden) {
       await loadLocks(false);
       renderTree();
       renderWaiters();
-    } else await loadMetrics();
+    } else if (!$("page-metrics").hidden) await loadMetrics();
     $("status").textContent = `${st.info.backend} · matrix ${st.info.matrix.name} ${st.info.matrix.version}` +
       ` · ${st.info.admin ? "admin" : "read-only"} · updated ${new Date().toLocaleTimeString()}`;
   } catch (e) { showError(e.message); }

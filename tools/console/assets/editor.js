@@ -8,13 +8,19 @@
 "use strict";
 
 const ed = {
-  baseText: "", baseName: "", name: "edited.json", doc: null, result: null, grid: null,
-  sel: null, pending: null, seq: 0,
+  baseText: "", baseName: "", name: "edited.json", doc: null, dirty: false, result: null, grid: null,
+  sel: null, pending: null, pendingReason: "", seq: 0, opened: false,
 };
 const MARK = { allow: "√", deny: "×", unrelated: "/" };
 const NEXT = { allow: "deny", deny: "unrelated", unrelated: "allow" };
 const REL_WORDS = { same: "same path", held_ancestor: "requested inside held", held_descendant: "requested above held" };
 const RULE_KEYS = ["verdict", "relation", "requested_role", "origin", "decision", "review"];
+// Names come from the file: read and write only own properties (an
+// operation may be called "constructor"; "__proto__" must not reach a prototype).
+const own = (o, k) => (o && typeof o === "object" && Object.hasOwn(o, k) ? o[k] : undefined);
+function setOwn(o, k, v) {
+  Object.defineProperty(o, k, { value: v, writable: true, enumerable: true, configurable: true });
+}
 
 async function post(path, body) {
   return api(path, {
@@ -23,7 +29,10 @@ async function post(path, body) {
   });
 }
 
-function editedText() { return JSON.stringify(ed.doc, null, 2) + "\n"; }
+// The file as opened until the first edit (so lint sees it as it is, duplicate
+// keys included), then the document written out.
+function editedText() { return ed.dirty ? JSON.stringify(ed.doc, null, 2) + "\n" : ed.baseText; }
+function edited() { ed.dirty = true; }
 
 // ---- opening ------------------------------------------------------------
 async function openText(text, name) {
@@ -32,9 +41,11 @@ async function openText(text, name) {
   ed.name = name.split("/").pop() || "edited.json";
   ed.sel = null;
   ed.pending = null;
+  ed.dirty = false;
   try { ed.doc = JSON.parse(text); } catch (e) { ed.doc = null; }
   $("ed-source").textContent = name;
-  if (!ed.doc || typeof ed.doc !== "object") {
+  if (!ed.doc || typeof ed.doc !== "object" || Array.isArray(ed.doc)) {
+    ed.doc = null;
     ed.result = null;
     showEditorProblems([{ text: `${name}: not JSON: the file must hold one JSON object (matrix/README.md)` }]);
     $("ed-grid").replaceChildren();
@@ -64,7 +75,7 @@ async function check() {
   if (seq !== ed.seq) return;  // an older answer arrived late
   ed.result = r;
   ed.grid = r.grid || rawGrid(ed.doc);
-  $("ed-version").value = typeof ed.doc.version === "string" ? ed.doc.version : "";
+  $("ed-version").value = typeof own(ed.doc, "version") === "string" ? ed.doc.version : "";
   renderGrid();
   renderLint();
   renderDiff();
@@ -75,17 +86,17 @@ async function check() {
 // An invalid file's grid as written (operation names and labels, each cell's
 // JSON), so its problems still point at cells and a cell can be fixed here.
 function rawGrid(doc) {
-  const ops = (Array.isArray(doc.operations) ? doc.operations : [])
-    .filter((o) => o && typeof o.op === "string")
-    .map((o) => ({ name: o.op, label: typeof o.label === "string" ? o.label : "", example: "", roles: [] }));
-  const rows = doc.grid && typeof doc.grid === "object" ? doc.grid : {};
+  const list = own(doc, "operations");
+  const ops = (Array.isArray(list) ? list : [])
+    .filter((o) => typeof own(o, "op") === "string")
+    .map((o) => ({ name: o.op, label: typeof own(o, "label") === "string" ? o.label : "", example: "", roles: [] }));
+  const rows = own(doc, "grid");
   const cells = ops.map((h) => ops.map((q) => {
-    const row = rows[h.name] && typeof rows[h.name] === "object" ? rows[h.name] : {};
-    const v = row[q.name];
+    const v = own(own(rows, h.name), q.name);
     const text = v === undefined ? "(missing)" : JSON.stringify(v);
-    return { raw: true, value: v, tone: "raw", parts: [{ label: text.length > 24 ? text.slice(0, 23) + "…" : text, origin: "raw" }] };
+    return { raw: true, value: v, tone: "raw", pieces: [{ kind: "raw", text: text.length > 24 ? text.slice(0, 23) + "…" : text }] };
   }));
-  return { raw: true, ops, cells, relations: [] };
+  return { raw: true, ops, cells, relations: [], legend: [] };
 }
 
 function problemsAt(list, op, cell) {
@@ -103,7 +114,7 @@ function renderGrid() {
   const box = $("ed-grid");
   if (!g) { box.replaceChildren(); return; }
   const r = ed.result;
-  const stale = !r.valid;  // the drawn grid is the last valid one
+  const stale = !r.valid;  // an invalid file: its cells as written (rawGrid)
   const table = el("table", { class: "matrix" + (stale ? " stale" : ""), id: "ed-table" });
   const head = el("tr", {}, el("th", { class: "corner" }, "held ↓ requested →"));
   for (const op of g.ops) head.append(opHead(op, "th", "col"));
@@ -118,9 +129,7 @@ function renderGrid() {
       const c = g.cells[h][q];
       const td = el("td", { class: `cell tone-${c.tone}`, "data-held": held.name, "data-requested": req.name,
         tabIndex: 0, title: "click for the explanation and to edit" });
-      for (const p of c.parts) td.append(el("span", { class: `part origin-${p.origin}` }, p.label));
-      if (c.asymmetric) td.append(el("span", { class: "mark asym", title: "asymmetric pair" }, "⇄"));
-      if (c.review) td.append(el("span", { class: "mark review", title: "marked for review" }, "⚑"));
+      for (const p of c.pieces) td.append(el("span", { class: `piece piece-${p.kind}` }, p.text));
       if (problemsAt(r.problems, held.name, req.name).length) td.classList.add("problem");
       if (problemsAt(r.warnings, held.name, req.name).length) td.classList.add("warned");
       if (ed.sel && ed.sel.held === held.name && ed.sel.requested === req.name) td.classList.add("selected");
@@ -132,11 +141,14 @@ function renderGrid() {
   });
   table.append(body);
   box.replaceChildren(table);
+  $("ed-legend").replaceChildren(...g.legend.map((e) =>
+    el("span", { class: "legend-entry" }, el("span", { class: `piece piece-${e.kind}` }, e.sample), " ", e.meaning)));
 }
 
 function selectCell(held, requested) {
   ed.sel = { held, requested };
   ed.pending = null;
+  ed.pendingReason = "";
   for (const td of document.querySelectorAll("#ed-table td.cell"))
     td.classList.toggle("selected", td.dataset.held === held && td.dataset.requested === requested);
   renderCell();
@@ -204,9 +216,10 @@ function renderRawCell(box, held, req, cell) {
   fix.addEventListener("click", () => {
     let value;
     try { value = JSON.parse(text.value); } catch (e) { showError(`the cell is not JSON: ${e.message}`); return; }
-    if (!ed.doc.grid || typeof ed.doc.grid !== "object") ed.doc.grid = {};
-    if (!ed.doc.grid[held.name] || typeof ed.doc.grid[held.name] !== "object") ed.doc.grid[held.name] = {};
-    ed.doc.grid[held.name][req.name] = value;
+    if (!own(ed.doc, "grid") || typeof ed.doc.grid !== "object") setOwn(ed.doc, "grid", {});
+    if (!own(ed.doc.grid, held.name) || typeof ed.doc.grid[held.name] !== "object") setOwn(ed.doc.grid, held.name, {});
+    setOwn(ed.doc.grid[held.name], req.name, value);
+    edited();
     check().then(() => showError(""), (e) => showError(e.message));
   });
   box.replaceChildren(el("h3", {}, `${held.name} held × ${req.name} requested`),
@@ -230,7 +243,7 @@ function ruleFrom(table, reqRoles, rels, reason) {
   if (flat.every((v) => v === common)) return { verdict: common, ...meta };
   const byRel = (row, d) => {
     const o = {};
-    row.forEach((v, k) => { if (v !== d) o[rels[k]] = v; });
+    row.forEach((v, k) => { if (v !== d) setOwn(o, rels[k], v); });
     return o;
   };
   if (table.every((row) => row.join() === table[0].join())) return { verdict: common, relation: byRel(table[0], common), ...meta };
@@ -238,7 +251,7 @@ function ruleFrom(table, reqRoles, rels, reason) {
   table.forEach((row, j) => {
     if (row.every((v) => v === common)) return;
     const d = mostCommon(row), rel = byRel(row, d);
-    byRole[reqRoles[j].role] = Object.keys(rel).length ? { verdict: d, relation: rel } : d;
+    setOwn(byRole, reqRoles[j].role, Object.keys(rel).length ? { verdict: d, relation: rel } : d);
   });
   return { verdict: common, requested_role: byRole, ...meta };
 }
@@ -249,21 +262,22 @@ function perHeldRole(value, heldRoles) {
     (value && typeof value === "object" && Object.keys(value).some((k) => RULE_KEYS.includes(k)));
   if (!bare) return value;
   const o = {};
-  for (const r of heldRoles) o[r.role] = JSON.parse(JSON.stringify(value));
+  for (const r of heldRoles) setOwn(o, r.role, JSON.parse(JSON.stringify(value)));
   return o;
 }
 
 async function applyCell(at, reason) {
   const { held, req, cell } = at;
-  const row = ed.doc.grid[held.name];
-  const rules = perHeldRole(row[req.name], held.roles);
+  const row = own(ed.doc.grid, held.name);
+  const rules = perHeldRole(own(row, req.name), held.roles);
   held.roles.forEach((hr, i) => {
-    const old = rules[hr.role];
-    const marked = old && typeof old === "object" && "review" in old;
+    const old = own(rules, hr.role);
+    const marked = old && typeof old === "object" && Object.hasOwn(old, "review");
     if (JSON.stringify(ed.pending.table[i]) !== JSON.stringify(cell.verdicts[i]) || marked)
-      rules[hr.role] = ruleFrom(ed.pending.table[i], req.roles, ed.grid.relations, reason);
+      setOwn(rules, hr.role, ruleFrom(ed.pending.table[i], req.roles, ed.grid.relations, reason));
   });
-  row[req.name] = rules;
+  setOwn(row, req.name, rules);
+  edited();
   ed.pending = null;
   ed.pendingReason = "";
   await check();
@@ -296,6 +310,12 @@ function renderLint() {
 
 function renderDiff() {
   const r = ed.result;
+  if (r.base_problems && r.base_problems.length) {
+    $("ed-diff").replaceChildren(el("p", { class: "bad" },
+      `no diff: the opened file is not valid (${r.base_problems.length} problem(s)); open or upload a valid one`),
+      el("ul", {}, ...r.base_problems.map((p) => el("li", { class: "bad" }, p.text))));
+    return;
+  }
   const lines = r.diff || [];
   $("ed-diff").replaceChildren(...(lines.length
     ? [el("ul", {}, ...lines.map((l) => located(l, "diff-line")))]
@@ -309,11 +329,14 @@ async function addOperation(ev) {
   ev.preventDefault();
   if (!ed.doc) throw new Error("open a matrix first");
   const op = $("add-op").value.trim(), roles = words($("add-roles").value), symbols = words($("add-symbols").value);
+  const text = editedText();
   const res = await post("/api/matrix/scaffold", {
-    text: editedText(), name: ed.name, op, roles, symbols: symbols.map((s) => s.split("/")),
+    text, name: ed.name, op, roles, symbols: symbols.map((s) => s.split("/")),
     label: $("add-label").value.trim(), example: $("add-example").value.trim(),
   });
+  if (editedText() !== text) throw new Error(`the matrix changed while ${op} was being added: add it again`);
   ed.doc = JSON.parse(res.text);
+  edited();
   $("add-form").reset();
   await check();
 }
@@ -350,9 +373,19 @@ function startEditor() {
   $("ed-open-loaded").addEventListener("click", guard(openLoaded));
   $("ed-upload").addEventListener("change", openUpload);
   $("ed-download").addEventListener("click", download);
-  $("ed-version").addEventListener("change", guard(() => { if (!ed.doc) return null; ed.doc.version = $("ed-version").value; return check(); }));
+  $("ed-version").addEventListener("change", guard(() => {
+    if (!ed.doc) return null;
+    ed.doc.version = $("ed-version").value;
+    edited();
+    return check();
+  }));
   $("add-form").addEventListener("submit", guard(addOperation));
   $("try-form").addEventListener("submit", guard(tryIt));
-  openLoaded().catch((e) => showError(e.message));
+  // The console's matrix is opened when the Matrix page is first shown.
+  $("tab-matrix").addEventListener("click", () => {
+    if (ed.opened) return;
+    ed.opened = true;
+    openLoaded().catch((e) => showError(e.message));
+  });
 }
 startEditor();
