@@ -22,6 +22,22 @@ std::string_view tone_name(Tone t) {
   return "?";
 }
 
+std::string_view piece_kind_name(PieceKind k) {
+  switch (k) {
+    case PieceKind::grid:
+      return "grid";
+    case PieceKind::decision:
+      return "decision";
+    case PieceKind::owner:
+      return "owner";
+    case PieceKind::review:
+      return "review";
+    case PieceKind::asymmetric:
+      return "asymmetric";
+  }
+  return "?";
+}
+
 std::string parts_label(const std::vector<CellPart>& parts, Origin o) {
   std::string out;
   for (const CellPart& p : parts)

@@ -45,6 +45,7 @@ struct CellPiece {
   PieceKind kind = PieceKind::grid;
   std::string text;
 };
+std::string_view piece_kind_name(PieceKind k);  // grid, decision, owner, review, asymmetric
 
 struct CellView {
   int held_op = 0;

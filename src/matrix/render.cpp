@@ -21,8 +21,6 @@
 namespace pathlock::matrix {
 namespace {
 
-constexpr std::string_view kAsymMark = kAsymmetricMark;
-
 // A piece of cell text in Markdown.
 std::string markdown_piece(const CellPiece& p) {
   switch (p.kind) {
@@ -142,7 +140,7 @@ std::string emit_markdown(const Matrix& m) {
   out += fmt::format(
       "\n## Asymmetric pairs {}\n\nThe outcome depends on which operation came first. "
       "Each line: A held and B requested, then B held and A requested.\n\n",
-      kAsymMark);
+      kAsymmetricMark);
   for (const Asymmetry& a : asymmetric_pairs(m)) out += "- " + asymmetry_text(m, a) + "\n";
   return out;
 }
@@ -268,7 +266,7 @@ std::string emit_html(const Matrix& m) {
     for (const std::string& w : review) out += "<li>" + html_escape(w) + "</li>\n";
     out += "</ul>\n";
   }
-  out += fmt::format("<h2>Asymmetric pairs <span class=\"asym\">{}</span></h2>\n<ul>\n", kAsymMark);
+  out += fmt::format("<h2>Asymmetric pairs <span class=\"asym\">{}</span></h2>\n<ul>\n", kAsymmetricMark);
   for (const Asymmetry& a : asymmetric_pairs(m)) out += "<li>" + html_escape(asymmetry_text(m, a)) + "</li>\n";
   out += "</ul>\n<h2 id=\"explanations\">Explanations, cell by cell</h2>\n<ol class=\"explanations\">\n";
   for (std::size_t h = 0; h < n; ++h)

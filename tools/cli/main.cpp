@@ -166,19 +166,24 @@ int main(int argc, char** argv) {
     if (cmd == "console") {
       const options::Parsed p = kConsoleOptions.parse(argc, argv, 2);
 #ifdef PATHLOCK_CLI_WITH_METRICS_SERVER
-      const auto compiled = matrix_from(p);
-      auto metrics = std::make_shared<Metrics>(compiled ? compiled->table() : default_matrix());
-      auto engine = engine_from(p, compiled.get(), metrics);
+      // The matrix file is read once: its text for the Matrix page, its table
+      // for the engine (--matrix), or the shipped file's text beside the
+      // table built from it.
       console::ConsoleOptions co;
-      co.listen = p.get("listen", "127.0.0.1:0");
-      co.admin = p.has("admin");
-      co.metrics = metrics;
       co.matrix_file.name = p.has("matrix") ? p.get("matrix") : default_matrix_file();
       try {
         co.matrix_file.text = matrix::read_text_file(co.matrix_file.name);
-      } catch (const matrix::MatrixError& e) {  // the editor can still open an uploaded file
-        co.matrix_file.error = e.what();
+      } catch (const matrix::MatrixError& e) {
+        if (p.has("matrix")) throw;  // the engine needs it
+        co.matrix_file.error = e.what();  // the editor can still open an uploaded file
       }
+      const auto compiled =
+          p.has("matrix") ? matrix::compile_matrix(co.matrix_file.text, co.matrix_file.name) : nullptr;
+      auto metrics = std::make_shared<Metrics>(compiled ? compiled->table() : default_matrix());
+      auto engine = engine_from(p, compiled.get(), metrics);
+      co.listen = p.get("listen", "127.0.0.1:0");
+      co.admin = p.has("admin");
+      co.metrics = metrics;
       co.scrape = p.all("scrape");
       const bool redis = p.has("backend") && parse_backend(p.get("backend")) == Backend::redis;
       co.backend = redis ? "redis " + p.get("redis", "redis://127.0.0.1:6379") : "memory (this process's own engine)";

@@ -131,22 +131,6 @@ std::optional<Matrix> parse(const std::string& text, const std::string& source, 
   }
 }
 
-std::string piece_kind(matrix::PieceKind k) {
-  switch (k) {
-    case matrix::PieceKind::grid:
-      return "grid";
-    case matrix::PieceKind::decision:
-      return "decision";
-    case matrix::PieceKind::owner:
-      return "owner";
-    case matrix::PieceKind::review:
-      return "review";
-    case matrix::PieceKind::asymmetric:
-      return "asymmetric";
-  }
-  return "grid";
-}
-
 // The grid as the page draws and edits it: the operations with their roles
 // and symbols, and per cell its labels by origin, colour, marks, the
 // explanation, and the verdict of every (held role, requested role,
@@ -165,7 +149,7 @@ json grid_json(const Matrix& m) {
     for (std::size_t r = 0; r < m.ops.size(); ++r) {
       const matrix::CellView& v = views[h][r];
       json pieces = json::array();  // the cell's text as every rendering spells it
-      for (const matrix::CellPiece& p : v.pieces) pieces.push_back({{"kind", piece_kind(p.kind)}, {"text", p.text}});
+      for (const matrix::CellPiece& p : v.pieces) pieces.push_back({{"kind", matrix::piece_kind_name(p.kind)}, {"text", p.text}});
       json verdicts = json::array();  // [held role][requested role][relation]
       for (std::size_t hr = 0; hr < m.ops[h].roles.size(); ++hr) {
         json by_req = json::array();
@@ -193,7 +177,7 @@ json grid_json(const Matrix& m) {
     relations.push_back(std::string(relation_name(static_cast<Relation>(rel))));
   json legend = json::array();
   for (const matrix::LegendEntry& e : matrix::legend())
-    legend.push_back({{"kind", piece_kind(e.sample.kind)}, {"sample", e.sample.text}, {"meaning", e.meaning}});
+    legend.push_back({{"kind", matrix::piece_kind_name(e.sample.kind)}, {"sample", e.sample.text}, {"meaning", e.meaning}});
   return {{"name", m.name},     {"version", m.version},         {"fingerprint", m.fingerprint()}, {"ops", ops},
           {"cells", rows},      {"relations", relations},       {"legend", legend}};
 }
