@@ -6,6 +6,8 @@
 #include <catch2/catch.hpp>
 
 #include <stdexcept>
+#include <functional>
+#include <stop_token>
 #include <vector>
 
 using namespace pathlock;
@@ -22,12 +24,15 @@ struct ScriptedBackend final : core::WaitingAttempts {
   bool missed_on_listen = true;
   std::vector<Millis> reserves;  // the reservation asked for by each attempt
   std::vector<Millis> sleeps;    // how long each sleep lasted
-  int listens = 0, leaves = 0;
+  int listens = 0, leaves = 0, interrupts = 0, given_back = 0;
+  std::function<void()> on_sleep;    // runs at the start of each sleep
+  std::function<void()> on_attempt;  // runs inside each attempt (a stop racing it)
 
   explicit ScriptedBackend(ManualClock& c) : clock(c) {}
 
   AcquireResult attempt(Millis reserve) override {
     reserves.push_back(reserve);
+    if (on_attempt) on_attempt();
     if (throw_on_second && reserves.size() == 2) throw BackendError("connection lost");
     AcquireResult r;
     r.granted = grant_at != 0 && static_cast<int>(reserves.size()) == grant_at;
@@ -39,11 +44,14 @@ struct ScriptedBackend final : core::WaitingAttempts {
     return missed_on_listen;
   }
   void sleep_until(Clock::time_point until) override {
+    if (on_sleep) on_sleep();
     const auto d = std::chrono::duration_cast<Millis>(until - clock.now());
     sleeps.push_back(d);
     clock.advance(d);
   }
   void leave() noexcept override { ++leaves; }
+  void interrupt() noexcept override { ++interrupts; }
+  void give_back(const Grant&) noexcept override { ++given_back; }
 };
 
 LockRequest waiting(Millis wait, bool fair = true) {
@@ -114,4 +122,69 @@ TEST_CASE("an error while waiting leaves the line, then propagates", "[waiting]"
   unfair.throw_on_second = true;
   CHECK_THROWS_AS(core::wait_for_grant(waiting(1000ms, false), clock, unfair), BackendError);
   CHECK(unfair.leaves == 0);  // never had a place
+}
+
+TEST_CASE("policy: a stop during a sleep interrupts it, leaves the line once and answers cancelled", "[waiting]") {
+  ManualClock clock;
+  ScriptedBackend b(clock);
+  std::stop_source stop;
+  b.on_sleep = [&] { stop.request_stop(); };
+  const AcquireResult r = core::wait_for_grant(waiting(5000ms), clock, b, nullptr, -1, stop.get_token());
+  CHECK(r.cancelled);
+  CHECK_FALSE(r.granted);
+  CHECK(b.interrupts == 1);  // the stop callback cut the sleep short
+  CHECK(b.leaves == 1);
+  CHECK(b.given_back == 0);
+}
+
+TEST_CASE("policy: a grant that comes back after the stop is given back", "[waiting]") {
+  ManualClock clock;
+  ScriptedBackend b(clock);
+  b.grant_at = 3;
+  std::stop_source stop;
+  // The stop arrives while the granting attempt is on its way.
+  b.on_attempt = [&] {
+    if (b.reserves.size() == 3) stop.request_stop();
+  };
+  const AcquireResult r = core::wait_for_grant(waiting(5000ms), clock, b, nullptr, -1, stop.get_token());
+  CHECK(r.cancelled);
+  CHECK_FALSE(r.granted);
+  CHECK(b.given_back == 1);
+  CHECK(b.leaves == 0);  // a grant already took it out of the line
+}
+
+TEST_CASE("policy: a stop between two sleeps ends the wait before the next attempt", "[waiting]") {
+  ManualClock clock;
+  ScriptedBackend b(clock);
+  b.grant_at = 4;
+  std::stop_source stop;
+  int sleeps = 0;
+  b.on_sleep = [&] {
+    if (++sleeps == 2) stop.request_stop();
+  };
+  const AcquireResult r = core::wait_for_grant(waiting(5000ms), clock, b, nullptr, -1, stop.get_token());
+  CHECK(r.cancelled);
+  CHECK(b.reserves.size() == 3);  // no fourth attempt after the stop
+  CHECK(b.leaves == 1);
+}
+
+TEST_CASE("policy: a stop already requested asks the backend nothing", "[waiting]") {
+  ManualClock clock;
+  ScriptedBackend b(clock);
+  std::stop_source stop;
+  stop.request_stop();
+  const AcquireResult r = core::wait_for_grant(waiting(5000ms), clock, b, nullptr, -1, stop.get_token());
+  CHECK(r.cancelled);
+  CHECK(b.reserves.empty());
+  CHECK(b.leaves == 0);
+}
+
+TEST_CASE("policy: without a stop token nothing changes", "[waiting]") {
+  ManualClock clock;
+  ScriptedBackend b(clock);
+  b.grant_at = 2;
+  const AcquireResult r = core::wait_for_grant(waiting(5000ms), clock, b);
+  CHECK(r.granted);
+  CHECK_FALSE(r.cancelled);
+  CHECK(b.interrupts == 0);
 }

@@ -26,6 +26,7 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -139,6 +140,11 @@ struct AcquireResult {
   // Refused because the request's reenter_id and reenter_token name no live
   // lock (unknown or expired id, or a wrong token); `conflict` is then empty.
   bool not_holder = false;
+  // Refused because the caller's stop token was triggered before the call
+  // returned (acquire(request, stop)): the request left the line and holds
+  // nothing (a grant that raced the stop was released); `conflict` is the
+  // last refusal seen, if any.
+  bool cancelled = false;
   explicit operator bool() const { return granted; }
 };
 
@@ -223,6 +229,19 @@ class LockEngine {
   // it), and returns the last conflict if the deadline passes.
   // Throws InvalidRequest for bad input, BackendError on backend failure.
   virtual AcquireResult acquire(const LockRequest& request) = 0;
+
+  // acquire(), stoppable: once `stop` is triggered (from any thread) a
+  // waiting request leaves the line at once and the call returns with
+  // `cancelled` set, holding nothing. The rule is "stopped before the call
+  // returned: nothing held": a grant that arrives while the stop is being
+  // requested is released before the call returns, never dropped. A grant
+  // returned (cancelled == false) belongs to the caller even when the stop
+  // comes later. A token that is already stopped answers `cancelled` without
+  // asking the backend. Every backend of this library stops a wait within
+  // one wake-up (no polling); the default, for engines from elsewhere,
+  // answers at the end of the wait and then releases a grant it no longer
+  // wants. Throws what acquire(request) throws.
+  virtual AcquireResult acquire(const LockRequest& request, std::stop_token stop);
 
   // Drops one hold of lock `id`; the lock goes when no hold is left.
   // Returns false if no live lock has this id and token.

@@ -10,6 +10,8 @@
 // lock; check lost() (or pass a callback) before committing work.
 //
 // Thread safety: one guard is used by one thread at a time, like any value.
+// release() may be called from the keeper's on_lost callback of the guard's
+// own lease (it does not wait for the keeper).
 #pragma once
 
 #include <pathlock/engine.hpp>
@@ -27,6 +29,10 @@ class LockGuard {
   // called if it is lost anyway. Throws what LockEngine::acquire throws.
   LockGuard(LockEngine& engine, const LockRequest& request, LeaseKeeper* keeper = nullptr,
             std::function<void(const Lease&)> on_lost = {});
+  // The same, stoppable: a stop during the wait leaves the guard owning
+  // nothing with cancelled() set (LockEngine::acquire(request, stop)).
+  LockGuard(LockEngine& engine, const LockRequest& request, std::stop_token stop, LeaseKeeper* keeper = nullptr,
+            std::function<void(const Lease&)> on_lost = {});
   ~LockGuard();
 
   LockGuard(LockGuard&& other) noexcept;
@@ -43,6 +49,8 @@ class LockGuard {
   // The conflict that refused the request; meaningful when the acquisition
   // was refused.
   const Conflict& conflict() const noexcept { return conflict_; }
+  // True when the acquisition was stopped by the caller's stop token.
+  bool cancelled() const noexcept { return cancelled_; }
   // True if the keeper found the lease lost (always false without a keeper).
   bool lost() const noexcept { return lease_ && lease_->lost(); }
 
@@ -64,6 +72,7 @@ class LockGuard {
   Conflict conflict_;
   std::shared_ptr<Lease> lease_;
   bool owns_ = false;
+  bool cancelled_ = false;
 };
 
 }  // namespace pathlock

@@ -8,9 +8,16 @@
 // Lease's lost() flag and calls its callback once, on the keeper's thread.
 //
 // Thread safety: all methods may be called from any thread. Callbacks run on
-// the keeper's thread without its mutex held: they may call stop() on any
-// lease, and should return quickly (other leases wait while they run).
+// the keeper's thread without its mutex held, and should return quickly
+// (other leases wait while they run). A callback may call back: stop() on
+// any lease, the engine's release() (a LockGuard's release()), and even
+// destroy the keeper (the destructor then lets the thread end on its own
+// instead of joining itself).
 // The keeper must outlive every Lease and LockGuard that uses it.
+//
+// Fork: a keeper made before fork() has no thread in the child. There,
+// keep() throws BackendError, stop() and the destructor do not wait for the
+// parent's thread (docs/design.md#fork).
 //
 // Guarantee: once stop(lease) returns, the keeper never renews that lease
 // again; a renewal in flight when stop() is called is waited for. Stop before
@@ -82,15 +89,8 @@ class LeaseKeeper {
   void stop(Lease& lease);
 
  private:
-  void run();
-  void mark_lost(Lease& lease);
-
-  LockEngine& engine_;
-  KeeperOptions options_;
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::vector<std::shared_ptr<Lease>> leases_;
-  bool shutdown_ = false;
+  struct State;  // what the thread uses; shared, so the keeper may go first
+  std::shared_ptr<State> state_;
   std::thread thread_;
 };
 

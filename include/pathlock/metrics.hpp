@@ -44,8 +44,9 @@ enum class Outcome : std::uint8_t {
   waited_then_granted,  // refused first, granted while waiting
   timed_out,            // refused until the wait ended
   error,                // an exception (BackendError, ...) left the call
+  cancelled,            // stopped by the caller's stop token (acquire(request, stop))
 };
-inline constexpr std::size_t kOutcomeCount = 5;
+inline constexpr std::size_t kOutcomeCount = 6;
 std::string_view outcome_name(Outcome outcome);
 
 // The "relation" label of a refusal: the three Relations of a held lock, and

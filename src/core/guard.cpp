@@ -4,15 +4,32 @@ namespace pathlock {
 
 LockGuard::LockGuard(LockEngine& engine, const LockRequest& request, LeaseKeeper* keeper,
                      std::function<void(const Lease&)> on_lost)
+    : LockGuard(engine, request, std::stop_token{}, keeper, std::move(on_lost)) {}
+
+LockGuard::LockGuard(LockEngine& engine, const LockRequest& request, std::stop_token stop, LeaseKeeper* keeper,
+                     std::function<void(const Lease&)> on_lost)
     : engine_(&engine), keeper_(keeper), ns_(request.ns) {
-  const AcquireResult result = engine.acquire(request);
+  const AcquireResult result = engine.acquire(request, std::move(stop));
   if (!result.granted) {
     conflict_ = result.conflict;
+    cancelled_ = result.cancelled;
     return;
   }
   grant_ = result.grant;
   owns_ = true;
-  if (keeper_) lease_ = keeper_->keep(ns_, grant_, request.ttl, std::move(on_lost));
+  if (!keeper_) return;
+  try {
+    lease_ = keeper_->keep(ns_, grant_, request.ttl, std::move(on_lost));
+  } catch (...) {
+    // The constructor throws, so no destructor runs: release here, never
+    // leave a lock that no guard owns.
+    owns_ = false;
+    try {
+      engine.release(ns_, grant_.id, grant_.token);
+    } catch (...) {
+    }
+    throw;
+  }
 }
 
 LockGuard::~LockGuard() {
@@ -31,7 +48,8 @@ LockGuard::LockGuard(LockGuard&& other) noexcept
       grant_(std::move(other.grant_)),
       conflict_(std::move(other.conflict_)),
       lease_(std::move(other.lease_)),
-      owns_(other.owns_) {
+      owns_(other.owns_),
+      cancelled_(other.cancelled_) {
   other.owns_ = false;
 }
 
@@ -50,6 +68,7 @@ LockGuard& LockGuard::operator=(LockGuard&& other) noexcept {
   conflict_ = std::move(other.conflict_);
   lease_ = std::move(other.lease_);
   owns_ = other.owns_;
+  cancelled_ = other.cancelled_;
   other.owns_ = false;
   return *this;
 }

@@ -6,10 +6,15 @@
 // A renewal runs without the keeper's mutex (it is a network call on Redis);
 // the lease is marked in_flight_ meanwhile, and stop() waits for that flag,
 // which is how "never renews after release" holds.
+//
+// The thread owns a share of State, so a callback may destroy the keeper:
+// the destructor then detaches the thread, which finds shutdown set when the
+// callback returns and ends without touching the engine again.
 #include <pathlock/keeper.hpp>
 
 #include <pathlock/metrics.hpp>
 
+#include "core/process.hpp"
 #include "core/request.hpp"
 
 #include <algorithm>
@@ -18,22 +23,49 @@ namespace pathlock {
 
 using Clock = std::chrono::steady_clock;
 
+struct LeaseKeeper::State {
+  State(LockEngine& e, KeeperOptions o) : engine(e), options(o) {}
+  void run();
+  void renew(std::unique_lock<std::mutex>& guard, const std::shared_ptr<Lease>& due, Clock::time_point now);
+  void lost(std::unique_lock<std::mutex>& guard, const std::shared_ptr<Lease>& due);
+
+  LockEngine& engine;
+  KeeperOptions options;
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<std::shared_ptr<Lease>> leases;
+  bool shutdown = false;
+  core::ProcessStamp process;
+};
+
 LeaseKeeper::LeaseKeeper(LockEngine& engine, KeeperOptions options)
-    : engine_(engine), options_(options), thread_([this] { run(); }) {}
+    : state_(std::make_shared<State>(engine, options)), thread_([s = state_] { s->run(); }) {}
 
 LeaseKeeper::~LeaseKeeper() {
   {
-    std::lock_guard guard(mutex_);
-    shutdown_ = true;
-    for (auto& lease : leases_) lease->stopped_ = true;
+    std::lock_guard guard(state_->mutex);
+    state_->shutdown = true;
+    for (auto& lease : state_->leases) lease->stopped_ = true;
   }
-  changed_.notify_all();
-  thread_.join();
+  state_->changed.notify_all();
+  if (state_->process.forked()) {
+    // The parent's thread is not in this process: neither join nor detach
+    // it (std::thread would terminate the process if simply destroyed).
+    (void)new std::thread(std::move(thread_));
+  } else if (std::this_thread::get_id() == thread_.get_id()) {
+    thread_.detach();  // destroyed from a callback: the thread ends by itself
+  } else {
+    thread_.join();
+  }
 }
 
 std::shared_ptr<Lease> LeaseKeeper::keep(const std::string& ns, const Grant& grant, Millis ttl,
                                          std::function<void(const Lease&)> on_lost) {
   core::check_ttl(ttl);
+  if (state_->process.forked())
+    throw BackendError(
+        "this LeaseKeeper was created in another process (before a fork) and has no thread here: create a "
+        "LeaseKeeper in the process that uses it (docs/design.md#fork)");
   auto lease = std::make_shared<Lease>();
   lease->ns_ = ns;
   lease->id_ = grant.id;
@@ -42,29 +74,31 @@ std::shared_ptr<Lease> LeaseKeeper::keep(const std::string& ns, const Grant& gra
   lease->on_lost_ = std::move(on_lost);
   const auto now = Clock::now();
   lease->expires_at_ = now + grant.expires_in;
-  lease->next_renew_ = now + std::chrono::duration_cast<Clock::duration>(ttl * options_.renew_after);
+  lease->next_renew_ = now + std::chrono::duration_cast<Clock::duration>(ttl * state_->options.renew_after);
   {
-    std::lock_guard guard(mutex_);
-    leases_.push_back(lease);
+    std::lock_guard guard(state_->mutex);
+    state_->leases.push_back(lease);
   }
-  changed_.notify_all();
+  state_->changed.notify_all();
   return lease;
 }
 
 void LeaseKeeper::stop(Lease& lease) {
-  std::unique_lock guard(mutex_);
+  State& s = *state_;
+  std::unique_lock guard(s.mutex);
   lease.stopped_ = true;
-  changed_.wait(guard, [&] { return !lease.in_flight_; });
-  leases_.erase(std::remove_if(leases_.begin(), leases_.end(), [&](const auto& l) { return l.get() == &lease; }),
-                leases_.end());
+  // In a forked child no renewal runs (the thread is the parent's).
+  if (!s.process.forked()) s.changed.wait(guard, [&] { return !lease.in_flight_; });
+  s.leases.erase(std::remove_if(s.leases.begin(), s.leases.end(), [&](const auto& l) { return l.get() == &lease; }),
+                 s.leases.end());
 }
 
-void LeaseKeeper::run() {
-  std::unique_lock guard(mutex_);
-  while (!shutdown_) {
+void LeaseKeeper::State::run() {
+  std::unique_lock guard(mutex);
+  while (!shutdown) {
     std::shared_ptr<Lease> due;
     Clock::time_point wake = Clock::time_point::max();
-    for (const auto& lease : leases_) {
+    for (const auto& lease : leases) {
       const auto at = std::min(lease->next_renew_, lease->expires_at_);
       if (at < wake) {
         wake = at;
@@ -73,48 +107,51 @@ void LeaseKeeper::run() {
     }
     const auto now = Clock::now();
     if (!due || wake > now) {
-      if (due) changed_.wait_until(guard, wake);
-      else changed_.wait(guard);
-      continue;
-    }
-    if (now >= due->expires_at_) {  // the lease ended without a renewal
-      leases_.erase(std::find(leases_.begin(), leases_.end(), due));
-      guard.unlock();
-      mark_lost(*due);
-      guard.lock();
-      continue;
-    }
-    due->in_flight_ = true;
-    guard.unlock();
-    bool renewed = false, failed = false;
-    try {
-      renewed = engine_.renew(due->ns_, due->id_, due->token_, due->ttl_);
-    } catch (const std::exception&) {
-      failed = true;  // connection trouble: retry until the lease ends
-    }
-    guard.lock();
-    due->in_flight_ = false;
-    changed_.notify_all();
-    if (due->stopped_) continue;  // stop() removes it
-    if (failed) {
-      due->next_renew_ = now + options_.retry_interval;
-    } else if (renewed) {
-      due->expires_at_ = now + due->ttl_;
-      due->next_renew_ = now + std::chrono::duration_cast<Clock::duration>(due->ttl_ * options_.renew_after);
-      due->renewals_.fetch_add(1, std::memory_order_relaxed);
-    } else {  // refused: expired or force-released
-      leases_.erase(std::find(leases_.begin(), leases_.end(), due));
-      guard.unlock();
-      mark_lost(*due);
-      guard.lock();
+      if (due) changed.wait_until(guard, wake);
+      else changed.wait(guard);
+    } else if (now >= due->expires_at_) {  // the lease ended without a renewal
+      lost(guard, due);
+    } else {
+      renew(guard, due, now);
     }
   }
 }
 
-void LeaseKeeper::mark_lost(Lease& lease) {
-  lease.lost_.store(true, std::memory_order_release);
-  if (const std::shared_ptr<Metrics> m = engine_.metrics()) m->count_lease_lost();
-  if (lease.on_lost_) lease.on_lost_(lease);
+// Renews `due` without the mutex; a refusal means the lease is lost.
+void LeaseKeeper::State::renew(std::unique_lock<std::mutex>& guard, const std::shared_ptr<Lease>& due,
+                               Clock::time_point now) {
+  due->in_flight_ = true;
+  guard.unlock();
+  bool renewed = false, failed = false;
+  try {
+    renewed = engine.renew(due->ns_, due->id_, due->token_, due->ttl_);
+  } catch (const std::exception&) {
+    failed = true;  // connection trouble: retry until the lease ends
+  }
+  guard.lock();
+  due->in_flight_ = false;
+  changed.notify_all();
+  if (due->stopped_) return;  // stop() removes it
+  if (failed) {
+    due->next_renew_ = now + options.retry_interval;
+  } else if (renewed) {
+    due->expires_at_ = now + due->ttl_;
+    due->next_renew_ = now + std::chrono::duration_cast<Clock::duration>(due->ttl_ * options.renew_after);
+    due->renewals_.fetch_add(1, std::memory_order_relaxed);
+  } else {  // refused: expired or force-released
+    lost(guard, due);
+  }
+}
+
+// Takes `due` off the list and tells its holder, without the mutex (the
+// callback may call stop(), release, or destroy the keeper).
+void LeaseKeeper::State::lost(std::unique_lock<std::mutex>& guard, const std::shared_ptr<Lease>& due) {
+  leases.erase(std::find(leases.begin(), leases.end(), due));
+  guard.unlock();
+  due->lost_.store(true, std::memory_order_release);
+  if (const std::shared_ptr<Metrics> m = engine.metrics()) m->count_lease_lost();
+  if (due->on_lost_) due->on_lost_(*due);
+  guard.lock();
 }
 
 }  // namespace pathlock

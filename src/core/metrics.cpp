@@ -94,6 +94,7 @@ std::string_view outcome_name(Outcome outcome) {
     case Outcome::refused: return "refused";
     case Outcome::waited_then_granted: return "waited_then_granted";
     case Outcome::timed_out: return "timed_out";
+    case Outcome::cancelled: return "cancelled";
     case Outcome::error: return "error";
   }
   return "?";

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <optional>
 
 namespace pathlock::core {
@@ -52,37 +53,79 @@ struct Trace {
   }
 };
 
-AcquireResult policy(const LockRequest& request, const Clock& clock, WaitingAttempts& backend, Trace* trace) {
-  // No wait: the one attempt is the last, with no place in line (the loop
-  // below would decide the same after reading the clock twice). A reentry
-  // never waits: its lock is there or it is not.
-  if (request.wait <= Millis{0} || !request.reenter_id.empty()) return backend.attempt(Millis{0});
+AcquireResult cancelled_result(std::optional<Conflict> last) {
+  AcquireResult out;
+  out.cancelled = true;
+  if (last) out.conflict = std::move(*last);
+  return out;
+}
+
+// A granted attempt of a stoppable call: the grant goes back when the stop
+// came first (before the call could return it).
+bool stopped_after_grant(const LockRequest& request, WaitingAttempts& backend, AcquireResult& out,
+                         const std::stop_token& stop) {
+  if (!out.granted || !stop.stop_possible()) return false;
+  if (WaitObserver* observer = wait_observer.load(std::memory_order_acquire)) observer->granted(request);
+  if (!stop.stop_requested()) return false;
+  backend.give_back(out.grant);
+  out = cancelled_result(std::nullopt);
+  return true;
+}
+
+// The loop of a waiting request: attempt, listen, sleep, until granted,
+// refused at the deadline, or stopped.
+AcquireResult wait_loop(const LockRequest& request, const Clock& clock, WaitingAttempts& backend, Trace* trace,
+                        const std::stop_token& stop) {
   const Clock::time_point deadline = clock.now() + request.wait;
   if (trace) trace->start = deadline - request.wait;
   const bool in_line = request.fair;
   bool listening = false;
-  try {
-    while (true) {
-      const Millis left = std::chrono::ceil<Millis>(deadline - clock.now());
-      const bool last = left <= Millis{0};  // a refusal now is the answer
-      // The reservation outlasts the deadline by one re-check period, so the
-      // last attempt (made at the deadline) still finds its own place and is
-      // judged as the oldest of its peers, not as a newcomer.
-      const Millis reserve = last || !in_line ? Millis{0} : std::min(left + kRecheck, kMaxReservation);
-      AcquireResult out = backend.attempt(reserve);
-      if (!out.granted && !out.not_holder && trace) trace->refused(out.conflict, clock.now());
-      if (out.granted || out.not_holder || last) return out;
-      if (!listening) {
-        listening = true;
-        if (backend.listen()) continue;
-      }
-      if (WaitObserver* observer = wait_observer.load(std::memory_order_acquire)) observer->waiting(request);
-      if (WaitObserver* observer = wait_observer.load(std::memory_order_acquire)) observer->waiting(request);
-      const Clock::time_point now = clock.now();
-      backend.sleep_until(std::min({deadline, now + kRecheck, now + out.conflict.expires_in + Millis{1}}));
+  std::optional<Conflict> last;
+  while (true) {
+    if (stop.stop_requested()) {
+      if (in_line) backend.leave();
+      return cancelled_result(std::move(last));
     }
+    const Millis left = std::chrono::ceil<Millis>(deadline - clock.now());
+    const bool final_attempt = left <= Millis{0};  // a refusal now is the answer
+    // The reservation outlasts the deadline by one re-check period, so the
+    // last attempt (made at the deadline) still finds its own place and is
+    // judged as the oldest of its peers, not as a newcomer.
+    const Millis reserve = final_attempt || !in_line ? Millis{0} : std::min(left + kRecheck, kMaxReservation);
+    AcquireResult out = backend.attempt(reserve);
+    if (!out.granted && !out.not_holder && trace) trace->refused(out.conflict, clock.now());
+    if (stopped_after_grant(request, backend, out, stop)) return out;
+    if (out.granted || out.not_holder || final_attempt) return out;
+    last = out.conflict;
+    if (!listening) {
+      listening = true;
+      if (backend.listen()) continue;
+    }
+    if (WaitObserver* observer = wait_observer.load(std::memory_order_acquire)) observer->waiting(request);
+    if (stop.stop_requested()) continue;  // leave at the top of the loop
+    const Clock::time_point now = clock.now();
+    backend.sleep_until(std::min({deadline, now + kRecheck, now + out.conflict.expires_in + Millis{1}}));
+  }
+}
+
+AcquireResult policy(const LockRequest& request, const Clock& clock, WaitingAttempts& backend, Trace* trace,
+                     const std::stop_token& stop) {
+  if (stop.stop_requested()) return cancelled_result(std::nullopt);
+  // No wait: the one attempt is the last, with no place in line (the loop
+  // would decide the same after reading the clock twice). A reentry never
+  // waits: its lock is there or it is not.
+  if (request.wait <= Millis{0} || !request.reenter_id.empty()) {
+    AcquireResult out = backend.attempt(Millis{0});
+    stopped_after_grant(request, backend, out, stop);
+    return out;
+  }
+  // A stop from another thread cuts the current (or next) sleep short.
+  std::optional<std::stop_callback<std::function<void()>>> on_stop;
+  if (stop.stop_possible()) on_stop.emplace(stop, [&backend] { backend.interrupt(); });
+  try {
+    return wait_loop(request, clock, backend, trace, stop);
   } catch (...) {
-    if (in_line) backend.leave();
+    if (request.fair) backend.leave();
     throw;
   }
 }
@@ -114,7 +157,7 @@ AcquireResult counted_attempt(WaitingAttempts& backend, Metrics& m, const Matrix
 
 // Any acquire, counted and observed, with the long-wait log.
 AcquireResult traced(const LockRequest& request, const Clock& clock, WaitingAttempts& backend,
-                     const Instruments& instruments, int op) {
+                     const Instruments& instruments, int op, const std::stop_token& stop) {
   Metrics* m = instruments.metrics();
   Trace trace;
   trace.in = &instruments;
@@ -139,11 +182,12 @@ AcquireResult traced(const LockRequest& request, const Clock& clock, WaitingAtte
       in.observe(call);
     }
   } on_throw{m, op, instruments, call, trace};
-  AcquireResult out = policy(request, clock, backend, &trace);
+  AcquireResult out = policy(request, clock, backend, &trace, stop);
   on_throw.armed = false;
-  if (!out.granted && !out.not_holder && !trace.first) trace.first = out.conflict;
-  call.outcome = out.granted ? (trace.first ? Outcome::waited_then_granted : Outcome::granted)
-                             : (waits ? Outcome::timed_out : Outcome::refused);
+  if (!out.granted && !out.not_holder && !out.cancelled && !trace.first) trace.first = out.conflict;
+  call.outcome = out.granted     ? (trace.first ? Outcome::waited_then_granted : Outcome::granted)
+                 : out.cancelled ? Outcome::cancelled
+                                 : (waits ? Outcome::timed_out : Outcome::refused);
   if (waits && trace.first) {
     const auto waited = clock.now() - trace.start;
     call.waited = std::chrono::duration_cast<Millis>(waited);
@@ -166,12 +210,12 @@ void set_wait_observer(WaitObserver* observer) noexcept { wait_observer.store(ob
 
 // Only prvalue returns: each path's result is built in the caller's object.
 AcquireResult wait_for_grant(const LockRequest& request, const Clock& clock, WaitingAttempts& backend,
-                             const Instruments* instruments, int op) {
-  if (!instruments) return policy(request, clock, backend, nullptr);
+                             const Instruments* instruments, int op, std::stop_token stop) {
+  if (!instruments) return policy(request, clock, backend, nullptr, stop);
   Metrics* m = instruments->metrics();
-  if (request.wait <= Millis{0} && !instruments->has_observer())
+  if (request.wait <= Millis{0} && !instruments->has_observer() && !stop.stop_possible())
     return m ? counted_attempt(backend, *m, instruments->matrix(), op) : backend.attempt(Millis{0});
-  return traced(request, clock, backend, *instruments, op);
+  return traced(request, clock, backend, *instruments, op, stop);
 }
 
 }  // namespace pathlock::core

@@ -24,6 +24,8 @@
 
 #include "core/observe.hpp"
 
+#include <stop_token>
+
 namespace pathlock::core {
 
 // Longest sleep between two attempts of a waiting request.
@@ -48,15 +50,29 @@ class WaitingAttempts {
   virtual void sleep_until(Clock::time_point until) = 0;
   // Takes the request out of the line after an error. Best effort.
   virtual void leave() noexcept = 0;
+  // Cuts the current sleep_until() short, or the next one if none runs now:
+  // called once, from any thread (the caller's stop callback). Never blocks
+  // on the network.
+  virtual void interrupt() noexcept = 0;
+  // Releases a grant this call no longer hands out (the caller stopped the
+  // call while the grant was on its way). Best effort: on failure the lease
+  // ends at its TTL.
+  virtual void give_back(const Grant& grant) noexcept = 0;
 };
 
 // Runs the policy for `request` (already validated) on `clock`.
+// Stopping (`stop`): checked before every attempt and after every sleep,
+// and a stop interrupts the sleep (WaitingAttempts::interrupt); the call
+// then leaves the line and answers AcquireResult::cancelled. A grant that
+// comes back from an attempt after the stop was requested is given back
+// (give_back) and the answer is `cancelled`: stopped before the call
+// returned means nothing held.
 // With `instruments`, also counts the call for operation code `op` (its
 // outcome, the first refusal it saw, how long it waited), tells the
 // observer, and logs a wait still refused after long_wait, once, naming the
 // holder of the refusal it saw then (observe.hpp).
 AcquireResult wait_for_grant(const LockRequest& request, const Clock& clock, WaitingAttempts& backend,
-                             const Instruments* instruments = nullptr, int op = -1);
+                             const Instruments* instruments = nullptr, int op = -1, std::stop_token stop = {});
 
 // Test hook, a sync point in the manner of RocksDB's TEST_SYNC_POINT: a named
 // place in the waiting loop where a test is told that a request has reached
@@ -71,6 +87,10 @@ AcquireResult wait_for_grant(const LockRequest& request, const Clock& clock, Wai
 class WaitObserver {
  public:
   virtual void waiting(const LockRequest& request) noexcept = 0;
+  // Called when an attempt of a stoppable call (one with a stop token that
+  // can be stopped) was granted, before the policy looks at the token: the
+  // place where a test stops the call to make the grant race the stop.
+  virtual void granted(const LockRequest& request) noexcept { (void)request; }
 
  protected:
   ~WaitObserver() = default;

@@ -48,6 +48,7 @@
 #include "memory/reads.hpp"
 
 #include "core/observe.hpp"
+#include "core/process.hpp"
 #include "core/request.hpp"
 #include "core/waiting.hpp"
 
@@ -75,47 +76,58 @@ class MemoryEngine final : public LockEngine {
   const MatrixTable& matrix() const override { return matrix_; }
   std::shared_ptr<Metrics> metrics() const override { return instruments_.shared_metrics(); }
 
-  AcquireResult acquire(const LockRequest& request) override {
+  AcquireResult acquire(const LockRequest& request) override { return acquire(request, std::stop_token{}); }
+
+  AcquireResult acquire(const LockRequest& request, std::stop_token stop) override {
+    check_process();
     core::ResolvedRequest req = core::resolve_request(matrix_, request);
     registry_.note_call();
     Attempts attempts(*this, registry_.get(request.ns), req, request);
-    return core::wait_for_grant(request, *clock_, attempts, &instruments_, req.op);
+    return core::wait_for_grant(request, *clock_, attempts, &instruments_, req.op, std::move(stop));
   }
 
   bool release(std::string_view ns_name, std::string_view id, std::string_view token) override {
+    check_process();
+    std::optional<HoldReport> hold;
     const bool ok =
         with_lock(ns_name, id, &token, [&](Namespace& ns, NamespaceState& st, Lock& lock, Clock::time_point now) {
           const bool last = --lock.holds == 0;
-          held(ns_name, lock, now, last);
+          hold = held(lock, now, last);
           if (last) {
             remove(st, lock);
             ns.notify();
           }
         });
+    report(ns_name, hold);
     instruments_.released(ns_name, id, ok, false);
     return ok;
   }
 
   bool renew(std::string_view ns_name, std::string_view id, std::string_view token,
              std::optional<Millis> ttl) override {
+    check_process();
     core::check_namespace(ns_name);
     if (ttl) core::check_ttl(*ttl);
+    std::optional<HoldReport> hold;
     const bool ok =
         with_lock(ns_name, id, &token, [&](Namespace&, NamespaceState& st, Lock& lock, Clock::time_point now) {
           if (ttl) lock.ttl = *ttl;
           extend(st, lock, now + lock.ttl);
-          held(ns_name, lock, now, false);
+          hold = held(lock, now, false);
         });
+    report(ns_name, hold);
     instruments_.renewed(ns_name, id, ok);
     return ok;
   }
 
   bool is_held(std::string_view ns_name, std::string_view id, std::string_view token) override {
+    check_process();
     return with_lock(ns_name, id, &token, [](Namespace&, NamespaceState&, Lock&, Clock::time_point) {});
   }
 
   BlockersPage blockers(std::string_view ns_name, std::string_view op, const std::vector<Target>& targets,
                         std::size_t limit) override {
+    check_process();
     const core::ResolvedRequest req = core::resolve_dry_run(matrix_, ns_name, op, targets, limit, kMaxBlockers);
     return read_state<BlockersPage>(ns_name, [&](NamespaceState& st, Clock::time_point now) {
       return find_blockers(matrix_, st, req, limit, now);
@@ -123,6 +135,7 @@ class MemoryEngine final : public LockEngine {
   }
 
   std::vector<WaiterInfo> waiters(std::string_view ns_name, std::string_view prefix, std::size_t limit) override {
+    check_process();
     core::check_namespace(ns_name);
     const std::string canonical = core::resolve_prefix(prefix);
     core::check_limit(limit, kMaxWaiters);
@@ -132,17 +145,21 @@ class MemoryEngine final : public LockEngine {
   }
 
   bool force_release(std::string_view ns_name, std::string_view id) override {
+    check_process();
+    std::optional<HoldReport> hold;
     const bool ok =
         with_lock(ns_name, id, nullptr, [&](Namespace& ns, NamespaceState& st, Lock& lock, Clock::time_point now) {
-          held(ns_name, lock, now, true);
+          hold = held(lock, now, true);
           remove(st, lock);
           ns.notify();
         });
+    report(ns_name, hold);
     instruments_.released(ns_name, id, ok, true);
     return ok;
   }
 
   std::vector<LockInfo> list(std::string_view ns_name, std::string_view prefix) override {
+    check_process();
     core::check_namespace(ns_name);
     const std::string canonical = core::resolve_prefix(prefix);
     return read_state<std::vector<LockInfo>>(ns_name, [&](NamespaceState& st, Clock::time_point now) {
@@ -152,6 +169,7 @@ class MemoryEngine final : public LockEngine {
 
   ListPage list_page(std::string_view ns_name, std::string_view prefix, std::size_t limit,
                      std::string_view after) override {
+    check_process();
     core::check_page(limit, after);
     return core::page_of(list(ns_name, prefix), limit, after);
   }
@@ -200,7 +218,21 @@ class MemoryEngine final : public LockEngine {
     bool listen() override { return false; }
     void sleep_until(Clock::time_point until) override {
       std::unique_lock guard(ns_.mutex);
-      ns_.changed.wait_for(guard, until - engine_.clock_->now(), [&] { return ns_.generation != seen_; });
+      ns_.changed.wait_for(guard, until - engine_.clock_->now(),
+                           [&] { return ns_.generation != seen_ || interrupted_; });
+    }
+    // Under the mutex, so a sleeper between its check and its wait cannot
+    // miss it; every sleeper of the namespace wakes and looks again.
+    void interrupt() noexcept override {
+      std::lock_guard guard(ns_.mutex);
+      interrupted_ = true;
+      ns_.changed.notify_all();
+    }
+    void give_back(const Grant& grant) noexcept override {
+      try {
+        engine_.release(request_.ns, grant.id, grant.token);
+      } catch (...) {
+      }
     }
     void leave() noexcept override {
       if (!me_) return;
@@ -216,12 +248,46 @@ class MemoryEngine final : public LockEngine {
     const LockRequest& request_;
     Waiter* me_ = nullptr;    // the request's place in line, if it has one
     std::uint64_t seen_ = 0;  // ns_.generation at the last attempt
+    bool interrupted_ = false;  // under ns_.mutex; see interrupt()
   };
 
-  // Hold time and long holds of `lock` at `now` (`ended`: its last hold went).
-  void held(std::string_view ns, Lock& lock, Clock::time_point now, bool ended) const {
-    instruments_.held(ns, lock.id, lock.op, lock.owner, lock.entries.front().path, now - lock.granted_at, ended,
-                      &lock.hold_logged);
+  // An embedded engine's locks live in this process: a forked child has a
+  // copy that nobody else sees, so a grant there would be a lock nobody holds.
+  void check_process() const {
+    if (process_.forked())
+      throw BackendError(
+          "this embedded engine was created in another process (before a fork); its locks are not shared with this "
+          "one: create the engine in the process that uses it (docs/design.md#fork)");
+  }
+
+  // Hold time and long holds of `lock` at `now` (`ended`: its last hold
+  // went), taken under the namespace mutex and reported after it (report()):
+  // a log sink may call this engine, even on the same namespace.
+  struct HoldReport {
+    int op = 0;
+    std::chrono::nanoseconds held_for{0};
+    bool ended = false;
+    bool log = false;  // a long hold, not logged yet: id, owner and path are set
+    std::string id, owner, path;
+  };
+  HoldReport held(Lock& lock, Clock::time_point now, bool ended) const {
+    HoldReport r;
+    r.op = lock.op;
+    r.held_for = now - lock.granted_at;
+    r.ended = ended;
+    if (r.held_for >= instruments_.long_hold() && !lock.hold_logged) {
+      lock.hold_logged = true;
+      r.log = true;
+      r.id = lock.id;
+      r.owner = lock.owner;
+      r.path = lock.entries.front().path;
+    }
+    return r;
+  }
+  void report(std::string_view ns, const std::optional<HoldReport>& r) const {
+    if (!r) return;
+    bool logged = !r->log;
+    instruments_.held(ns, r->id, r->op, r->owner, r->path, r->held_for, r->ended, &logged);
   }
 
   // Reads namespace `ns_name` after reaping: f(state, now) under its mutex
@@ -423,6 +489,7 @@ class MemoryEngine final : public LockEngine {
   const std::shared_ptr<const Clock> clock_;
   const core::Instruments instruments_;
   NamespaceRegistry<Namespace> registry_;
+  core::ProcessStamp process_;
 };
 
 MemoryEngineStats memory_engine_stats(LockEngine& engine) { return dynamic_cast<MemoryEngine&>(engine).stats(); }

@@ -181,7 +181,9 @@ bool Connection::read_available() {
   return io == Stream::Io::done || io == Stream::Io::timeout;
 }
 
-bool Connection::wait_readable(int timeout_ms) const { return stream_->wait_readable(timeout_ms); }
+bool Connection::wait_readable(int timeout_ms, int wake_fd) const {
+  return stream_->wait_readable(timeout_ms, wake_fd);
+}
 
 Reply Connection::receive(std::string_view what) {
   broken_ = true;  // until a whole reply is read

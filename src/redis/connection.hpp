@@ -123,7 +123,7 @@ class Connection {
   // `timeout_ms` until something can be read; reads what is there without
   // blocking (false: closed or failed); takes one reply already read, if
   // any (throws BackendError on a protocol error).
-  bool wait_readable(int timeout_ms) const;
+  bool wait_readable(int timeout_ms, int wake_fd = -1) const;
   bool read_available();
   std::optional<Reply> buffered_reply();
 

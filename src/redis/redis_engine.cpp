@@ -59,6 +59,7 @@
 #include <pathlock/redis.hpp>
 
 #include "core/observe.hpp"
+#include "core/process.hpp"
 #include "core/request.hpp"
 #include "core/waiting.hpp"
 #include "redis/library.hpp"
@@ -75,6 +76,7 @@
 #include <chrono>
 #include <iterator>
 #include <atomic>
+#include <mutex>
 
 namespace pathlock::redis {
 namespace {
@@ -105,15 +107,25 @@ class RedisEngine final : public LockEngine {
       : matrix_(matrix),
         instruments_(options.observe, matrix),
         library_(library_for(matrix)),
-        client_(client_options(options, instruments_)),
+        options_(options),
+        client_(std::make_unique<RedisClient>(client_options(options, instruments_))),
         replicas_(options.replicas) {
-    client_.load_library(library_.name, library_.code);
+    client_->load_library(library_.name, library_.code);
+  }
+
+  // In a child forked after the engine was made, the parent's client (its
+  // sockets, TLS sessions, Sentinel thread) is left alone, never closed:
+  // closing would end the parent's TLS sessions.
+  ~RedisEngine() override {
+    if (process_.forked()) (void)client_.release();
   }
 
   const MatrixTable& matrix() const override { return matrix_; }
   std::shared_ptr<Metrics> metrics() const override { return instruments_.shared_metrics(); }
 
-  AcquireResult acquire(const LockRequest& request) override {
+  AcquireResult acquire(const LockRequest& request) override { return acquire(request, std::stop_token{}); }
+
+  AcquireResult acquire(const LockRequest& request, std::stop_token stop) override {
     const core::ResolvedRequest req = core::resolve_request(matrix_, request);
     // ARGV: owner, op, ttl, new_id, new_token, reenter_id, reenter_token,
     // idempotency_key, paths..., fair, waiter_id, reserve_ms. The new id
@@ -134,7 +146,8 @@ class RedisEngine final : public LockEngine {
     args.push_back(waiter);
     args.push_back("0");  // reserve_ms, set per attempt
     Attempts attempts(*this, request.ns, req, std::move(args), waiter);
-    AcquireResult out = core::wait_for_grant(request, *steady_clock(), attempts, &instruments_, req.op);
+    AcquireResult out =
+        core::wait_for_grant(request, *steady_clock(), attempts, &instruments_, req.op, std::move(stop));
     if (out.granted)
       holds_.granted(request.ns, out.grant.id, req.op, request.owner, req.targets.front().path, out.grant.holds,
                      steady_clock()->now(), out.grant.expires_in, request.ttl);
@@ -160,9 +173,19 @@ class RedisEngine final : public LockEngine {
     const bool ok = status == "renewed";
     if (ok) {
       const Clock::time_point now = steady_clock()->now();
+      // Copied under the table's mutex, logged after it: a log sink may
+      // call this engine.
+      std::optional<core::HoldTable::Held> long_hold;
       holds_.renewed(ns, id, now, ttl, [&](core::HoldTable::Held& h) {
-        instruments_.held(ns, id, h.op, h.owner, h.path, now - h.granted_at, false, &h.logged);
+        if (h.logged || now - h.granted_at < instruments_.long_hold()) return;
+        h.logged = true;
+        long_hold = h;
       });
+      if (long_hold) {
+        bool logged = false;
+        instruments_.held(ns, id, long_hold->op, long_hold->owner, long_hold->path, now - long_hold->granted_at,
+                          false, &logged);
+      }
     }
     instruments_.renewed(ns, id, ok);
     return ok;
@@ -217,7 +240,7 @@ class RedisEngine final : public LockEngine {
     BlockersPage out;
     out.truncated = r.at(reply::blockers::truncated).number() != 0;
     for (std::size_t i = reply::blockers::first_row; i < r.elements.size(); ++i)
-      out.blockers.push_back(reply::read_blocker(r.elements[i], client_));
+      out.blockers.push_back(reply::read_blocker(r.elements[i], *client_));
     reply::order_rows(out.blockers);
     return out;
   }
@@ -264,12 +287,19 @@ class RedisEngine final : public LockEngine {
     // Subscribe, then look again at once: a removal between the first
     // attempt and the subscription would otherwise be missed.
     bool listen() override {
-      listener_ = engine_.client_.subscribe(keys_.back());  // pl:{NS}:wake
+      listener_ = engine_.client().subscribe(keys_.back());  // pl:{NS}:wake
       return true;
     }
-    void sleep_until(Clock::time_point until) override { sleep_until_woken(*listener_, until, req_); }
+    void sleep_until(Clock::time_point until) override { sleep_until_woken(*listener_, until, req_, &interrupt_); }
     void leave() noexcept override {
       if (!waiter_.empty()) engine_.leave(ns_, waiter_);
+    }
+    void interrupt() noexcept override { interrupt_.raise(); }
+    void give_back(const Grant& grant) noexcept override {
+      try {
+        engine_.release(ns_, grant.id, grant.token);
+      } catch (...) {
+      }
     }
 
    private:
@@ -280,6 +310,7 @@ class RedisEngine final : public LockEngine {
     std::vector<std::string> args_;  // the acquire arguments; the last is reserve_ms
     std::string waiter_;             // place-in-line id ("" when not in line)
     std::unique_ptr<Subscription> listener_;
+    core::Interrupt interrupt_;  // raised by a stop (another thread)
   };
 
   // One acquire call with `args` (see acquire()).
@@ -293,7 +324,7 @@ class RedisEngine final : public LockEngine {
       out.grant = reply::read_grant(r);
       if (acked < replicas_) not_replicated(ns, out.grant, acked);
     } else if (status == "refused") {
-      out.conflict = reply::read_conflict(r, client_);
+      out.conflict = reply::read_conflict(r, *client_);
     } else if (status == "not_holder") {
       out.not_holder = true;
     } else {
@@ -306,13 +337,14 @@ class RedisEngine final : public LockEngine {
   // path that overlaps one of the request's targets (only such a removal can
   // let it in), or the subscription had to be reopened (messages may have
   // been lost). An empty payload (another client's bare wake-up) also wakes.
-  static void sleep_until_woken(Subscription& listener, Clock::time_point until, const core::ResolvedRequest& req) {
+  static void sleep_until_woken(Subscription& listener, Clock::time_point until, const core::ResolvedRequest& req,
+                                const core::Interrupt* interrupt) {
     std::vector<std::string> payloads;
     while (true) {
       const Millis left = std::chrono::ceil<Millis>(until - std::chrono::steady_clock::now());
       if (left <= Millis{0}) return;
       payloads.clear();
-      if (listener.wait(left, payloads) != Subscription::Wake::message) return;
+      if (listener.wait(left, payloads, interrupt) != Subscription::Wake::message) return;
       for (const std::string& payload : payloads) {
         if (payload.empty()) return;
         for (std::size_t at = 0; at <= payload.size();) {
@@ -336,7 +368,7 @@ class RedisEngine final : public LockEngine {
       given_back = released("release", run("release", ns, {grant.id, grant.token}));
     } catch (const std::exception&) {
     }
-    client_.fail(fmt::format("not replicated: {} of {} replicas acknowledged the grant of lock {} in time; {}", acked,
+    client_->fail(fmt::format("not replicated: {} of {} replicas acknowledged the grant of lock {} in time; {}", acked,
                              replicas_, grant.id,
                              given_back ? "the grant was released" : "it could not be released and ends with its lease"));
   }
@@ -345,7 +377,7 @@ class RedisEngine final : public LockEngine {
   // fails too (the server is gone), the reservation lease ends the place.
   void leave(std::string_view ns, const std::string& id) noexcept {
     try {
-      client_.fcall(library_.function_prefix + "leave", namespace_keys(ns), {id});
+      client().fcall(library_.function_prefix + "leave", namespace_keys(ns), {id});
     } catch (...) {
     }
   }
@@ -364,10 +396,10 @@ class RedisEngine final : public LockEngine {
     // Read-only functions need no write permission: a user with read
     // rights only may call them, so they skip the probe.
     if (function != "held" && function != "blockers" && function != "waiters") probe(ns, *keys);
-    Reply r = client_.fcall(library_.function_prefix + std::string(function), *keys, args, acked);
+    Reply r = client().fcall(library_.function_prefix + std::string(function), *keys, args, acked);
     const std::string& status = r.at(0).text();
     if (status == "layout")
-      client_.fail(fmt::format(
+      client_->fail(fmt::format(
           "namespace '{}' was written with data layout {} ({}); this is pathlock {}, layout {} "
           "(docs/lua-protocol.md#versions). Drain the namespace or use another one, or run a pathlock of "
           "layout {}",
@@ -382,7 +414,7 @@ class RedisEngine final : public LockEngine {
   // only costs quick wake-ups (a warning).
   void probe(std::string_view ns, const std::vector<std::string>& keys) {
     if (probed_.load(std::memory_order_acquire)) return;
-    const Reply r = client_.fcall(library_.function_prefix + "probe", keys, {});
+    const Reply r = client().fcall(library_.function_prefix + "probe", keys, {});
     if (r.at(0).text() == "denied") {
       std::string missing;
       bool publish_only = true;
@@ -391,14 +423,14 @@ class RedisEngine final : public LockEngine {
         publish_only = publish_only && r.at(i).text() == "SPUBLISH";
       }
       if (!publish_only)
-        client_.fail(fmt::format("the Redis user may not run {} on the keys of namespace '{}' (pl:{{{}}}:*); the "
+        client_->fail(fmt::format("the Redis user may not run {} on the keys of namespace '{}' (pl:{{{}}}:*); the "
                                  "lock library needs them (docs/operations.md)",
                                  missing, ns, ns));
       instruments_.log(LogLevel::warning,
                        fmt::format("redis at {}: this user may not SPUBLISH on pl:{{{}}}:wake; waiting requests only "
                                    "re-check on a timer. Grant the user the channels pl:* (ACL SETUSER ... &pl:*)",
-                                   client_.server(), ns),
-                       {{"event", "no_spublish"}, {"server", client_.server()}, {"ns", std::string(ns)}});
+                                   client_->server(), ns),
+                       {{"event", "no_spublish"}, {"server", client_->server()}, {"ns", std::string(ns)}});
     } else if (r.at(0).text() != "ok") {
       unexpected("probe", r.at(0).text());
     }
@@ -420,14 +452,36 @@ class RedisEngine final : public LockEngine {
   }
 
   [[noreturn]] void unexpected(std::string_view function, std::string_view status) const {
-    client_.fail(fmt::format("function {} replied '{}'", function, status));
+    client_->fail(fmt::format("function {} replied '{}'", function, status));
+  }
+
+  // The client of this process. A child forked after the engine was made
+  // (gunicorn --preload, multiprocessing, Celery prefork) shares the
+  // parent's sockets: its first call makes a client of its own (new
+  // connections; the library loaded if missing) and leaves the parent's
+  // untouched, as redis-py's pool does (docs/design.md#fork).
+  RedisClient& client() {
+    if (process_.forked()) reconnect_after_fork();
+    return *client_;
+  }
+  void reconnect_after_fork() {
+    std::lock_guard guard(fork_mutex_);
+    if (!process_.forked()) return;           // another thread of the child did it
+    (void)client_.release();                  // the parent's: never closed here
+    client_ = std::make_unique<RedisClient>(client_options(options_, instruments_));
+    client_->load_library(library_.name, library_.code);
+    probed_ = false;
+    process_.adopt();  // after client_ is set: a thread that sees this process as the owner sees the new client
   }
 
   const MatrixTable& matrix_;
   const core::Instruments instruments_;  // before client_, which counts into it
   core::HoldTable holds_;                // grant times of this process's locks
   Library library_;
-  RedisClient client_;
+  const RedisOptions options_;
+  std::unique_ptr<RedisClient> client_;
+  core::ProcessStamp process_;
+  std::mutex fork_mutex_;
   const int replicas_;  // RedisOptions::replicas
   std::atomic<bool> probed_{false};  // a probe found every permission
 };

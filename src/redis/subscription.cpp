@@ -109,19 +109,28 @@ bool Subscription::drain(std::vector<std::string>& payloads) {
   }
 }
 
-Subscription::Wake Subscription::wait(Millis timeout, std::vector<std::string>& payloads) {
+Subscription::Wake Subscription::wait(Millis timeout, std::vector<std::string>& payloads,
+                                      const core::Interrupt* interrupt) {
   using Clock = std::chrono::steady_clock;
+  const auto ms = [](long long n) { return static_cast<int>(std::min<long long>(n, INT_MAX)); };
   if (!conn_) {
-    std::this_thread::sleep_for(timeout);
-    return Wake::timeout;
+    if (!interrupt) {
+      std::this_thread::sleep_for(timeout);
+      return Wake::timeout;
+    }
+    interrupt->sleep_for(ms(timeout.count()));
+    return interrupt->raised() ? Wake::interrupted : Wake::timeout;
   }
   const Clock::time_point deadline = Clock::now() + timeout;
+  const int wake_fd = interrupt ? interrupt->fd() : -1;
   try {
     if (drain(payloads)) return Wake::message;  // already read with an earlier batch
     while (true) {
+      if (interrupt && interrupt->raised()) return Wake::interrupted;
       const auto left = std::chrono::ceil<Millis>(deadline - Clock::now()).count();
       if (left <= 0) return Wake::timeout;
-      if (!conn_->wait_readable(static_cast<int>(std::min<long long>(left, INT_MAX)))) return Wake::timeout;
+      if (!conn_->wait_readable(ms(left), wake_fd)) return Wake::timeout;
+      if (interrupt && interrupt->raised()) return Wake::interrupted;
       // Data (or EOF/error) is there: this read does not block.
       if (!conn_->read_available()) throw Broken{};
       if (drain(payloads)) return Wake::message;

@@ -22,6 +22,8 @@
 
 #include "redis/redis_url.hpp"
 
+#include "core/interrupt.hpp"
+
 #include <pathlock/engine.hpp>
 #include <pathlock/metrics.hpp>
 
@@ -74,6 +76,7 @@ class Subscription {
     message,   // one or more messages arrived; their payloads were appended
     reopened,  // the subscription broke or its slot moved and it was opened
                // again: messages may have been lost, so look again
+    interrupted,  // the caller's Interrupt was raised
   };
   ~Subscription();
   Subscription(const Subscription&) = delete;
@@ -85,7 +88,8 @@ class Subscription {
   // caller's timed re-checks still work, without quick wake-ups. Throws
   // BackendError if a broken subscription cannot be opened again within
   // the command timeout.
-  Wake wait(Millis timeout, std::vector<std::string>& payloads);
+  // A raised `interrupt` ends the wait at once (Wake::interrupted).
+  Wake wait(Millis timeout, std::vector<std::string>& payloads, const core::Interrupt* interrupt = nullptr);
 
   // The node it listens on ("host:port"; empty when refused).
   std::string node() const;

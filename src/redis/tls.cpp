@@ -210,12 +210,14 @@ Stream::~Stream() {
   ::close(fd_);
 }
 
-Stream::Io Stream::wait(short events, Clock::time_point deadline) const {
+Stream::Io Stream::wait(short events, Clock::time_point deadline, int wake_fd) const {
   while (true) {
-    pollfd p{};
-    p.fd = fd_;
-    p.events = events;
-    const int n = ::poll(&p, 1, remaining_ms(deadline));
+    pollfd p[2]{};
+    p[0].fd = fd_;
+    p[0].events = events;
+    p[1].fd = wake_fd;
+    p[1].events = POLLIN;
+    const int n = ::poll(p, wake_fd >= 0 ? 2 : 1, remaining_ms(deadline));
     if (n > 0) return Io::done;
     if (n == 0) return Io::timeout;
     if (errno != EINTR) return Io::failed;
@@ -309,9 +311,9 @@ Stream::Io Stream::read_some(std::string& out, Clock::time_point deadline, std::
 
 bool Stream::pending() const { return ssl_ && SSL_pending(ssl_) > 0; }
 
-bool Stream::wait_readable(int timeout_ms) const {
+bool Stream::wait_readable(int timeout_ms, int wake_fd) const {
   if (pending()) return true;
-  return wait(POLLIN, Clock::now() + std::chrono::milliseconds(timeout_ms)) != Io::timeout;
+  return wait(POLLIN, Clock::now() + std::chrono::milliseconds(timeout_ms), wake_fd) != Io::timeout;
 }
 
 bool Stream::looks_idle_and_open() {

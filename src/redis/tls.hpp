@@ -102,8 +102,9 @@ class Stream {
   Io read_some(std::string& out, Clock::time_point deadline, std::string& why);
   // Decrypted bytes are buffered inside the TLS layer (poll() would not see them).
   bool pending() const;
-  // Waits until read_some would not block, at most `timeout`. False on timeout.
-  bool wait_readable(int timeout_ms) const;
+  // Waits until read_some would not block, at most `timeout`, or until
+  // `wake_fd` (>= 0) is readable. False on timeout.
+  bool wait_readable(int timeout_ms, int wake_fd = -1) const;
   // True if the server has sent nothing (no data, no close) on an idle stream.
   bool looks_idle_and_open();
   int fd() const { return fd_; }
@@ -111,7 +112,7 @@ class Stream {
 
  private:
   Stream(int fd) : fd_(fd) {}
-  Io wait(short events, Clock::time_point deadline) const;
+  Io wait(short events, Clock::time_point deadline, int wake_fd = -1) const;
   // What SSL_read's or SSL_write's result n <= 0 means: done, with `events`
   // set to what to poll for, or closed / failed with `why` set.
   Io ssl_wait_for(int n, short& events, std::string& why) const;

@@ -7,6 +7,9 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <future>
+#include <memory>
+#include <optional>
 #include <thread>
 
 using namespace pathlock;
@@ -124,4 +127,22 @@ TEST_CASE("stop() means no renewal afterwards", "[keeper]") {
   CHECK(Fixture::until([&] { return f.free("/p/A"); }));  // expired on its own once no longer kept
   CHECK(lease_kept->renewals() == after);
   CHECK_FALSE(lease_kept->lost());
+}
+
+TEST_CASE("a lost-lease callback may destroy its keeper and release its guard", "[keeper]") {
+  Fixture f;
+  auto keeper = std::make_unique<LeaseKeeper>(*f.engine);
+  std::promise<void> called;
+  std::optional<LockGuard> guard;
+  guard.emplace(*f.engine, f.request_on("a", "upload", "/p/A", 5000ms), keeper.get(), [&](const Lease&) {
+    guard->release();  // false: the lock is gone; and no wait for the keeper
+    keeper.reset();    // on the keeper's own thread: no join of itself
+    called.set_value();
+  });
+  REQUIRE(guard->owns_lock());
+  REQUIRE(f.engine->force_release(f.ns, guard->grant().id));
+  auto done = called.get_future();
+  REQUIRE(done.wait_for(30s) == std::future_status::ready);
+  CHECK_FALSE(keeper);
+  CHECK_FALSE(guard->owns_lock());
 }

@@ -26,6 +26,23 @@ class Probe final : public core::WaitObserver {
     }
   }
 
+  void granted(const LockRequest& request) noexcept override {
+    std::function<void()> action;
+    {
+      std::lock_guard guard(mutex_);
+      const auto it = on_granted_.find({request.ns, request.owner});
+      if (it == on_granted_.end()) return;
+      action = std::move(it->second);
+      on_granted_.erase(it);
+    }
+    action();
+  }
+
+  void when_granted(const std::string& ns, const std::string& owner, std::function<void()> action) {
+    std::lock_guard guard(mutex_);
+    on_granted_[{ns, owner}] = std::move(action);
+  }
+
   int times(const std::string& ns, const std::string& owner) {
     std::lock_guard guard(mutex_);
     return count(ns, owner);
@@ -45,6 +62,7 @@ class Probe final : public core::WaitObserver {
   std::mutex mutex_;
   std::condition_variable changed_;
   std::map<std::pair<std::string, std::string>, int> counts_;
+  std::map<std::pair<std::string, std::string>, std::function<void()>> on_granted_;
 };
 
 // Registered before main() and never destroyed: no waiting thread outlives it.
@@ -57,6 +75,10 @@ Probe& probe() {
 }  // namespace
 
 int times_waited(const std::string& ns, const std::string& owner) { return probe().times(ns, owner); }
+
+void when_granted(const std::string& ns, const std::string& owner, std::function<void()> action) {
+  probe().when_granted(ns, owner, std::move(action));
+}
 
 bool until_waiting(const std::string& ns, const std::string& owner, int times, std::chrono::milliseconds timeout) {
   return probe().until(ns, owner, times, timeout);

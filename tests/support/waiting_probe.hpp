@@ -15,6 +15,7 @@
 #include <pathlock/engine.hpp>
 
 #include <chrono>
+#include <functional>
 #include <string>
 
 namespace pathlock::test {
@@ -28,5 +29,11 @@ int times_waited(const std::string& ns, const std::string& owner);
 // caller fails the test).
 bool until_waiting(const std::string& ns, const std::string& owner, int times = 1,
                    std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+// Runs `action` once, on the acquiring thread, when an attempt of a
+// stoppable acquire (one given a stop token) of `owner` in `ns` is granted,
+// just before the call looks at its token: a test stops the call there to
+// make the grant race the stop, decided by this sync point, not by timing.
+void when_granted(const std::string& ns, const std::string& owner, std::function<void()> action);
 
 }  // namespace pathlock::test
