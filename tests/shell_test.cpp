@@ -59,7 +59,7 @@ class ShellProcess {
     if (to_ >= 0) close(to_);
     close(from_);
     int status = 0;
-    waitpid(pid_, &status, 0);
+    if (pid_ > 0) waitpid(pid_, &status, 0);
   }
   void send(const std::string& line) {
     const std::string data = line + "\n";
@@ -88,6 +88,14 @@ class ShellProcess {
     INFO("command: " << command << "\nanswer: " << l);
     REQUIRE_FALSE(l.empty());
     return json::parse(l);
+  }
+  void kill(int sig) { ::kill(pid_, sig); }
+  // Waits for the shell to end; its wait status.
+  int wait_status() {
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return status;
   }
   // Closes stdin and returns everything the shell printed after that.
   std::string finish() {
@@ -514,3 +522,55 @@ TEST_CASE("shell --metrics-listen: a bad address ends the shell with status 1", 
   }
 }
 #endif
+
+TEST_CASE("shell: cancel stops the waiting acquire, and lines sent meanwhile keep their order", "[shell][redis]") {
+  const std::string url = pathlock::test::shared_redis_server().url();
+  const std::string ns = "shell-cancel-" + std::to_string(getpid());
+  auto engine = pathlock::make_redis_engine({.url = url});
+  ShellProcess holder({"--backend", "redis", "--redis", url, "--namespace", ns});
+  ShellProcess waiter({"--backend", "redis", "--redis", url, "--namespace", ns});
+  const json held = holder.ask("acquire alice delete_folder /p/A");
+  REQUIRE(held["granted"] == true);
+  CHECK(waiter.ask("cancel") == json{{"cancelled", false}});  // nothing waits
+  waiter.send("acquire bob upload /p/A/x wait=60000");
+  // The sync point: bob is in line (seen on the server), not a sleep.
+  for (int i = 0; i < 2000 && engine->waiters(ns).empty(); ++i) usleep(5000);
+  REQUIRE(engine->waiters(ns).size() == 1);
+  waiter.send("locks");  // read during the wait, answered after it
+  waiter.send("cancel");
+  CHECK(json::parse(waiter.line()) == json{{"granted", false}, {"cancelled", true}});
+  CHECK(json::parse(waiter.line())["locks"].size() == 1);  // alice's only
+  CHECK(json::parse(waiter.line()) == json{{"cancelled", true}});
+  CHECK(waiter.ask("cancel") == json{{"cancelled", false}});  // once only
+  CHECK(engine->waiters(ns).empty());
+  CHECK(holder.ask("release " + held["id"].get<std::string>() + " " + held["token"].get<std::string>())["released"] ==
+        true);
+  CHECK(engine->list(ns).empty());  // bob holds nothing
+  // End of input does not cancel: the wait runs out and is answered.
+  const json again = holder.ask("acquire alice delete_folder /p/A");
+  REQUIRE(again["granted"] == true);
+  waiter.send("acquire bob upload /p/A/x wait=300");
+  const std::string rest = waiter.finish();
+  CHECK(rest.find("\"granted\":false") != std::string::npos);
+  CHECK(rest.find("cancelled") == std::string::npos);
+}
+
+TEST_CASE("shell: Ctrl-C during a wait stops it, answers it, and ends the shell by the signal", "[shell][redis]") {
+  const std::string url = pathlock::test::shared_redis_server().url();
+  const std::string ns = "shell-sigint-" + std::to_string(getpid());
+  auto engine = pathlock::make_redis_engine({.url = url});
+  const auto held = engine->acquire({ns, "alice", "delete_folder", {{"target", "/p/A"}}});
+  REQUIRE(held.granted);
+  ShellProcess waiter({"--backend", "redis", "--redis", url, "--namespace", ns});
+  waiter.send("acquire bob upload /p/A/x wait=60000");
+  for (int i = 0; i < 2000 && engine->waiters(ns).empty(); ++i) usleep(5000);
+  REQUIRE(engine->waiters(ns).size() == 1);
+  waiter.kill(SIGINT);
+  CHECK(json::parse(waiter.line()) == json{{"granted", false}, {"cancelled", true}});
+  const int status = waiter.wait_status();
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGINT);
+  CHECK(engine->waiters(ns).empty());
+  CHECK(engine->release(ns, held.grant.id, held.grant.token));
+  CHECK(engine->list(ns).empty());
+}

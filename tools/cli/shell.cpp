@@ -3,7 +3,18 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
 #include <charconv>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <stop_token>
+#include <thread>
 #include <istream>
 #include <optional>
 #include <ostream>
@@ -73,7 +84,56 @@ json lock_json(const LockInfo& l) {
               {"expires_in_ms", l.expires_in.count()}};
 }
 
-json run(LockEngine& engine, const std::string& ns, const std::vector<std::string>& w, const std::vector<bool>& quoted) {
+// The acquire that waits now (an `acquire ... wait=MS` line being
+// answered), which a `cancel` line read meanwhile stops (docs/cli.md).
+class WaitingAcquire {
+ public:
+  std::stop_token begin() {
+    std::lock_guard guard(mutex_);
+    source_ = std::stop_source();
+    active_ = true;
+    return source_.get_token();
+  }
+  // True when a `cancel` stopped it.
+  bool end() {
+    std::lock_guard guard(mutex_);
+    active_ = false;
+    return source_.stop_requested();
+  }
+  // Stops the waiting acquire; false when none waits (or it was stopped
+  // by an earlier `cancel` already).
+  bool cancel() {
+    std::lock_guard guard(mutex_);
+    return active_ && source_.request_stop();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::stop_source source_;
+  bool active_ = false;
+};
+
+// engine.acquire(req), stoppable by `waiting` when it waits. A stop that a
+// `cancel` line made counts even when the grant came first: the grant is
+// given back, so `{"cancelled":true}` always means nothing is held.
+AcquireResult acquire_stoppable(LockEngine& engine, const LockRequest& req, WaitingAcquire* waiting) {
+  if (!waiting || req.wait <= Millis{0}) return engine.acquire(req);
+  AcquireResult res;
+  try {
+    res = engine.acquire(req, waiting->begin());
+  } catch (...) {
+    waiting->end();
+    throw;
+  }
+  if (!waiting->end() || !res.granted) return res;
+  engine.release(req.ns, res.grant.id, res.grant.token);
+  AcquireResult cancelled;
+  cancelled.cancelled = true;
+  return cancelled;
+}
+
+json run(LockEngine& engine, const std::string& ns, const std::vector<std::string>& w, const std::vector<bool>& quoted,
+         WaitingAcquire* waiting) {
   const std::string& cmd = w[0];
   auto arity = [&](std::size_t lo, std::size_t hi, const char* usage) {
     if (w.size() < lo || w.size() > hi) throw InvalidRequest(fmt::format("usage: {}", usage));
@@ -108,7 +168,8 @@ json run(LockEngine& engine, const std::string& ns, const std::vector<std::strin
                                        positional.size() - 2));
     for (std::size_t r = 0; r < info.role_count; ++r)
       req.targets.push_back(Target{std::string(info.roles[r]), positional[2 + r]});
-    const AcquireResult res = engine.acquire(req);
+    const AcquireResult res = acquire_stoppable(engine, req, waiting);
+    if (res.cancelled) return json{{"granted", false}, {"cancelled", true}};
     if (res.not_holder) return json{{"granted", false}, {"not_holder", true}};
     if (!res.granted) return json{{"granted", false}, {"conflict", conflict_json(res.conflict)}};
     return json{{"granted", true},
@@ -217,7 +278,12 @@ std::optional<std::vector<std::string>> split_words(const std::string& line, std
   return words;
 }
 
-std::string answer_line(LockEngine& engine, const std::string& ns, const std::string& line) {
+namespace {
+
+// answer_line, with the shell's waiting acquire and, for a `cancel` line,
+// what the reader found when it read it (nullopt: not a cancel line).
+std::string answer(LockEngine& engine, const std::string& ns, const std::string& line, WaitingAcquire* waiting,
+                   std::optional<bool> cancelled) {
   // Lines end with LF alone. A CR is answered with an error, never skipped:
   // a client that sends CRLF learns it at its first line, and every line
   // that is not empty gets its answer (docs/cli.md).
@@ -229,21 +295,131 @@ std::string answer_line(LockEngine& engine, const std::string& ns, const std::st
   std::string err;
   const auto words = split_words(line, quoted, err);
   if (!words) return dump(error(err));
+  if (words->size() == 1 && (*words)[0] == "cancel" && !quoted[0])
+    return dump(json{{"cancelled", cancelled.value_or(false)}});
   try {
-    return dump(run(engine, ns, *words, quoted));
+    return dump(run(engine, ns, *words, quoted, waiting));
   } catch (const std::exception& e) {
     return dump(error(e.what()));
   }
 }
 
-void run_shell(LockEngine& engine, const std::string& ns, std::istream& in, std::ostream& out) {
-  std::string line;
-  while (std::getline(in, line)) {
-    const std::string answer = answer_line(engine, ns, line);
-    if (answer.empty()) continue;
-    out << answer << '\n';
-    out.flush();
+// Is `line` the command `cancel` (blanks around it allowed)?
+bool is_cancel(const std::string& line) {
+  const std::size_t first = line.find_first_not_of(" \t");
+  const std::size_t last = line.find_last_not_of(" \t");
+  return first != std::string::npos && line.compare(first, last - first + 1, "cancel") == 0;
+}
+
+// Lines read ahead of their answers, each with what a `cancel` line found.
+struct LineQueue {
+  std::mutex mutex;
+  std::condition_variable added;
+  std::deque<std::pair<std::string, std::optional<bool>>> lines;
+  bool ended = false;
+};
+
+}  // namespace
+
+std::string answer_line(LockEngine& engine, const std::string& ns, const std::string& line) {
+  return answer(engine, ns, line, nullptr, std::nullopt);
+}
+
+namespace {
+
+// Ctrl-C (SIGINT) or SIGTERM while the shell runs: the handler only writes
+// the signal's number to a pipe (async-signal-safe); a watcher thread reads
+// it, stops the waiting acquire (nothing held, its answer written) and ends
+// the line loop; then the shell dies of that signal, as it did before it
+// handled any. Without a wait in progress the effect is the same as before.
+class SignalWatch {
+ public:
+  explicit SignalWatch(WaitingAcquire& waiting, LineQueue& q) {
+    if (::pipe2(pipe_, O_CLOEXEC) != 0) return;
+    write_fd.store(pipe_[1]);
+    struct sigaction sa {};
+    sa.sa_handler = [](int sig) {
+      const int saved = errno;
+      const auto byte = static_cast<unsigned char>(sig);
+      (void)!::write(write_fd.load(), &byte, 1);
+      errno = saved;
+    };
+    ::sigemptyset(&sa.sa_mask);
+    for (const int sig : {SIGINT, SIGTERM}) ::sigaction(sig, &sa, nullptr);
+    thread_ = std::thread([this, &waiting, &q] {
+      unsigned char byte = 0;
+      while (::read(pipe_[0], &byte, 1) < 0 && errno == EINTR) {
+      }
+      if (byte == 0) return;  // the shell ended normally
+      signal_.store(byte);
+      waiting.cancel();
+      std::lock_guard guard(q.mutex);
+      q.ended = true;
+      q.added.notify_one();
+    });
   }
+  ~SignalWatch() {
+    if (!thread_.joinable()) return;
+    for (const int sig : {SIGINT, SIGTERM}) ::signal(sig, SIG_DFL);
+    const unsigned char zero = 0;
+    (void)!::write(pipe_[1], &zero, 1);
+    thread_.join();
+    ::close(pipe_[0]);
+    ::close(pipe_[1]);
+  }
+  // After a signal, once the waiting acquire (if any) was stopped and
+  // answered: ends the process as the signal's default action does.
+  void end_if_signalled() const {
+    const int sig = signal_.load();
+    if (sig == 0) return;
+    ::signal(sig, SIG_DFL);
+    ::raise(sig);
+  }
+
+ private:
+  static inline std::atomic<int> write_fd{-1};
+  int pipe_[2] = {-1, -1};
+  std::atomic<int> signal_{0};
+  std::thread thread_;
+};
+
+}  // namespace
+
+// A reader thread reads ahead, so a `cancel` line stops the acquire that
+// waits now; every line is still answered in order by this thread.
+void run_shell(LockEngine& engine, const std::string& ns, std::istream& in, std::ostream& out) {
+  WaitingAcquire waiting;
+  LineQueue q;
+  SignalWatch signals(waiting, q);
+  std::thread reader([&] {
+    std::string line;
+    while (std::getline(in, line)) {
+      std::optional<bool> cancelled;
+      if (is_cancel(line)) cancelled = waiting.cancel();
+      std::lock_guard guard(q.mutex);
+      q.lines.emplace_back(std::move(line), cancelled);
+      q.added.notify_one();
+    }
+    std::lock_guard guard(q.mutex);
+    q.ended = true;
+    q.added.notify_one();
+  });
+  while (true) {
+    std::unique_lock guard(q.mutex);
+    q.added.wait(guard, [&] { return q.ended || !q.lines.empty(); });
+    if (q.lines.empty()) break;
+    auto [line, cancelled] = std::move(q.lines.front());
+    q.lines.pop_front();
+    guard.unlock();
+    const std::string reply = answer(engine, ns, line, &waiting, cancelled);
+    if (!reply.empty()) {
+      out << reply << '\n';
+      out.flush();
+    }
+    signals.end_if_signalled();
+  }
+  signals.end_if_signalled();
+  reader.join();
 }
 
 }  // namespace pathlock::cli
