@@ -22,7 +22,13 @@
 
 #include "matrix/table.hpp"
 
+#include <fmt/format.h>
+
+#include <chrono>
 #include <cmath>
+#include <filesystem>
+#include <future>
+#include <stop_token>
 #include <memory>
 #include <string>
 #include <utility>
@@ -43,6 +49,67 @@ Millis to_millis(double seconds, const char* field) {
 
 double to_seconds(Millis ms) { return static_cast<double>(ms.count()) / 1000.0; }
 
+// A duration argument in seconds that must lie within lo..hi: the message
+// speaks the API's unit (seconds), never the engine's milliseconds.
+Millis seconds_within(double seconds, const char* field, Millis lo, Millis hi) {
+  const Millis ms = to_millis(seconds, field);
+  if (ms < lo || ms > hi)
+    throw InvalidRequest(fmt::format("{}: {} s is outside {}..{} s", field, seconds, to_seconds(lo), to_seconds(hi)));
+  return ms;
+}
+Millis ttl_arg(double seconds) { return seconds_within(seconds, "ttl", kMinTtl, kMaxTtl); }
+Millis wait_arg(double seconds) { return seconds_within(seconds, "wait", Millis{0}, kMaxTtl); }
+
+// The engine's acquire, stoppable by `stop`, with the GIL released, and
+// never losing a grant to a Python exception: while it waits, the calling
+// thread (the main thread is the one that gets signals) wakes every 50 ms to
+// run Python's signal handlers; when one raises (Ctrl-C: KeyboardInterrupt)
+// the wait is stopped, a grant that raced the stop is released, and the
+// exception propagates. After a grant, pending handlers run once more before
+// it is handed out, so a Ctrl-C that came during the wait never lands on
+// the bytecode that would have stored the grant.
+AcquireResult acquire_guarded(LockEngine& engine, const LockRequest& req, std::stop_source stop) {
+  auto give_back = [&](const AcquireResult& r) {
+    if (!r.granted) return;
+    py::gil_scoped_release nogil;
+    try {
+      engine.release(req.ns, r.grant.id, r.grant.token);
+    } catch (...) {  // the lease ends on its own
+    }
+  };
+  AcquireResult out;
+  if (req.wait <= Millis{0}) {
+    py::gil_scoped_release nogil;
+    out = engine.acquire(req, stop.get_token());
+  } else {
+    std::future<AcquireResult> answer =
+        std::async(std::launch::async, [&engine, &req, token = stop.get_token()] { return engine.acquire(req, token); });
+    while (true) {
+      {
+        py::gil_scoped_release nogil;
+        if (answer.wait_for(std::chrono::milliseconds(50)) == std::future_status::ready) break;
+      }
+      if (PyErr_CheckSignals() == 0) continue;
+      py::error_already_set raised;  // takes the exception a handler raised
+      stop.request_stop();
+      AcquireResult late;
+      {
+        py::gil_scoped_release nogil;
+        late = answer.get();
+      }
+      give_back(late);
+      throw raised;
+    }
+    out = answer.get();  // rethrows the engine's exception, if any
+  }
+  if (out.granted && PyErr_CheckSignals() != 0) {
+    py::error_already_set raised;
+    give_back(out);
+    throw raised;
+  }
+  return out;
+}
+
 // A matrix compiled at run time, shared by every engine made with it (the
 // engine keeps it alive).
 struct PyMatrix {
@@ -50,21 +117,40 @@ struct PyMatrix {
   const MatrixTable& table() const { return compiled->table(); }
 };
 
-// An engine and what it must not outlive.
+// An engine and what it must not outlive. After os.fork() the C++ engine
+// sees to itself: a Redis engine makes new connections in the child, an
+// embedded one refuses with BackendError (docs/python.md#fork).
 struct PyEngine {
   std::shared_ptr<const matrix::CompiledMatrix> matrix;  // null: the shipped matrix
   std::unique_ptr<LockEngine> engine;
   std::string backend;
+  LockEngine& get() const { return *engine; }
 };
 
 const MatrixTable* table_of(const std::shared_ptr<PyMatrix>& m) { return m ? &m->table() : nullptr; }
 
-// A role or path: str (or bytes, taken as they are: the engine checks UTF-8).
+// A str argument as UTF-8. A str that cannot be UTF-8 (a lone surrogate, as
+// os.fsdecode makes of a byte that is not UTF-8) is bad input, not a
+// UnicodeEncodeError from deep inside the binding.
+std::string utf8_of(const py::handle& h, const char* field) {
+  Py_ssize_t size = 0;
+  const char* data = PyUnicode_AsUTF8AndSize(h.ptr(), &size);
+  if (!data) {
+    PyErr_Clear();
+    throw InvalidRequest(std::string(field) + ": not valid Unicode (a lone surrogate?): " +
+                         py::cast<std::string>(py::repr(h)));
+  }
+  return std::string(data, static_cast<std::size_t>(size));
+}
+
+// A role or path: str only. bytes are refused: b'/p/a' is not a path of any
+// matrix, and decoding it would guess an encoding.
 std::string target_text(const py::handle& h) {
-  if (!py::isinstance<py::str>(h) && !py::isinstance<py::bytes>(h))
+  if (!py::isinstance<py::str>(h))
     throw InvalidRequest("targets: roles and paths must be str, got " +
-                         py::cast<std::string>(py::str(h.get_type().attr("__name__"))));
-  return py::cast<std::string>(h);
+                         py::cast<std::string>(py::str(h.get_type().attr("__name__"))) +
+                         (py::isinstance<py::bytes>(h) ? " (decode it first, e.g. os.fsdecode)" : ""));
+  return utf8_of(h, "targets");
 }
 
 // {role: path} or a sequence of (role, path) pairs, in the order given.
@@ -86,6 +172,33 @@ std::vector<Target> to_targets(const py::handle& targets) {
     out.push_back(Target{target_text(pair[0]), target_text(pair[1])});
   }
   return out;
+}
+
+// A namespace, owner or operation argument: str only, valid Unicode.
+std::string text_arg(const py::handle& h, const char* field) {
+  if (!py::isinstance<py::str>(h))
+    throw InvalidRequest(std::string(field) + ": must be str, got " +
+                         py::cast<std::string>(py::str(h.get_type().attr("__name__"))));
+  return utf8_of(h, field);
+}
+
+// 'text' with ' and \ escaped and control characters as \xNN, so a repr
+// or message shows an owner or path literally, whatever it holds.
+std::string py_quoted(std::string_view text) {
+  std::string out = "'";
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\'' || c == '\\') out += '\\';
+    if (u < 0x20 || u == 0x7f) out += fmt::format("\\x{:02x}", u);
+    else out += c;
+  }
+  return out + "'";
+}
+
+// A conflict in words: who holds what, where, and for how long.
+std::string conflict_words(const Conflict& c) {
+  return fmt::format("{} {} by {} on {} ({} {}), {:.3f} s left", c.queued ? "waiting" : "held", c.op, py_quoted(c.owner),
+                     py_quoted(c.path), relation_name(c.relation), py_quoted(c.requested_path), to_seconds(c.expires_in));
 }
 
 py::list targets_list(const std::vector<Target>& targets) {
@@ -154,7 +267,7 @@ std::string version() { return PATHLOCK_VERSION_STRING; }
 template <bool (LockEngine::*Method)(std::string_view, std::string_view, std::string_view)>
 bool id_token_call(PyEngine& self, const std::string& ns, const std::string& id, const std::string& token) {
   py::gil_scoped_release nogil;
-  return (self.engine.get()->*Method)(ns, id, token);
+  return (self.get().*Method)(ns, id, token);
 }
 
 }  // namespace
@@ -215,7 +328,8 @@ PYBIND11_MODULE(_pathlock, m) {
       .def_readonly("queued", &Conflict::queued)
       .def("__repr__", [](const Conflict& c) {
         return "Conflict(op='" + c.op + "', role='" + c.role + "', path='" + c.path + "', owner='" + c.owner + "')";
-      });
+      })
+      .def("__str__", &conflict_words);
 
   py::class_<AcquireResult>(m, "AcquireResult",
                             "The answer of acquire: `granted` and `grant`, or the `conflict` that refused it, or "
@@ -227,14 +341,19 @@ PYBIND11_MODULE(_pathlock, m) {
                              })
       .def_property_readonly("conflict",
                              [](const AcquireResult& r) -> py::object {
-                               return r.granted || r.not_holder ? py::none() : py::cast(r.conflict);
+                               return r.granted || r.not_holder || (r.cancelled && r.conflict.id.empty())
+                                          ? py::none()
+                                          : py::cast(r.conflict);
                              })
       .def_readonly("not_holder", &AcquireResult::not_holder)
+      .def_readonly("cancelled", &AcquireResult::cancelled,
+                    "Stopped before it returned (a StopSource, an asyncio cancellation): nothing is held.")
       .def("__bool__", [](const AcquireResult& r) { return r.granted; })
       .def("__repr__", [](const AcquireResult& r) {
         if (r.granted) return "AcquireResult(granted, id='" + r.grant.id + "')";
         if (r.not_holder) return std::string("AcquireResult(not_holder)");
-        return "AcquireResult(refused by " + r.conflict.op + " at " + r.conflict.path + ")";
+        if (r.cancelled) return std::string("AcquireResult(cancelled)");
+        return "AcquireResult(refused by " + conflict_words(r.conflict) + ")";
       });
 
   who(py::class_<LockInfo>(m, "LockInfo", "A held lock, as listed."))
@@ -243,7 +362,12 @@ PYBIND11_MODULE(_pathlock, m) {
       .def_readonly("fence", &LockInfo::fence)
       .def_readonly("holds", &LockInfo::holds)
       .def_property_readonly("expires_in", [](const LockInfo& l) { return to_seconds(l.expires_in); })
-      .def("__repr__", [](const LockInfo& l) { return "LockInfo(id='" + l.id + "', op='" + l.op + "')"; });
+      .def("__repr__", [](const LockInfo& l) {
+        std::string targets;
+        for (const Target& t : l.targets) targets += (targets.empty() ? "" : ", ") + t.role + "=" + py_quoted(t.path);
+        return "LockInfo(id='" + l.id + "', owner=" + py_quoted(l.owner) + ", op='" + l.op + "', " + targets +
+               ", fence=" + std::to_string(l.fence) + ")";
+      });
 
   py::class_<ListPage>(m, "ListPage", "One page of a listing; `next` is '' on the last page.")
       .def_readonly("locks", &ListPage::locks)
@@ -273,7 +397,11 @@ PYBIND11_MODULE(_pathlock, m) {
   py::class_<PyMatrix, std::shared_ptr<PyMatrix>>(m, "Matrix", "A compatibility matrix compiled at run time.")
       .def_static(
           "from_file",
-          [](const std::string& path) {
+          [](const py::handle& file) {
+            // str or os.PathLike; a directory or a missing file is bad input.
+            const std::string path = text_arg(py::module_::import("os").attr("fspath")(file), "path");
+            if (std::filesystem::is_directory(path))
+              throw InvalidRequest("Matrix.from_file: " + py_quoted(path) + " is a directory, not a matrix file");
             std::unique_ptr<matrix::CompiledMatrix> compiled;
             {
               py::gil_scoped_release nogil;
@@ -294,6 +422,13 @@ PYBIND11_MODULE(_pathlock, m) {
           },
           "The operation names, in the matrix's order.");
 
+  py::class_<std::stop_source>(m, "StopSource",
+                               "Stops an acquire that waits (Engine.acquire(..., stop=source)) from any thread.")
+      .def(py::init<>())
+      .def("request_stop", [](std::stop_source& s) { return s.request_stop(); },
+           "Stops the acquires given this source: each leaves the line and holds nothing. True the first time.")
+      .def_property_readonly("stop_requested", &std::stop_source::stop_requested);
+
   py::class_<PyEngine, std::shared_ptr<PyEngine>>(
       m, "Engine",
       "A lock engine (MemoryEngine or RedisEngine). Every method may be called from any thread; each releases "
@@ -301,23 +436,24 @@ PYBIND11_MODULE(_pathlock, m) {
       .def_readonly("backend", &PyEngine::backend, "'memory' or 'redis'.")
       .def(
           "acquire",
-          [](PyEngine& self, std::string ns, std::string owner, std::string op, const py::handle& targets,
-             double ttl, double wait, bool fair, const std::optional<Grant>& reenter,
-             const std::optional<std::string>& idempotency_key) {
-            LockRequest req{std::move(ns), std::move(owner), std::move(op), to_targets(targets),
-                            to_millis(ttl, "ttl"), to_millis(wait, "wait"), fair};
+          [](PyEngine& self, const py::handle& ns, const py::handle& owner, const py::handle& op,
+             const py::handle& targets, double ttl, double wait, bool fair, const std::optional<Grant>& reenter,
+             const std::optional<std::string>& idempotency_key, const std::optional<std::stop_source>& stop) {
+            LockRequest req{text_arg(ns, "ns"), text_arg(owner, "owner"), text_arg(op, "op"), to_targets(targets),
+                            ttl_arg(ttl), wait_arg(wait), fair};
             if (reenter) req.reenter(*reenter);
             if (idempotency_key) req.idempotency_key = *idempotency_key;
-            py::gil_scoped_release nogil;
-            return self.engine->acquire(req);
+            return acquire_guarded(self.get(), req, stop.value_or(std::stop_source(std::nostopstate)));
           },
           py::arg("ns"), py::arg("owner"), py::arg("op"), py::arg("targets"), py::kw_only(), py::arg("ttl") = 30.0,
           py::arg("wait") = 0.0, py::arg("fair") = true, py::arg("reenter") = py::none(),
-          py::arg("idempotency_key") = py::none(),
+          py::arg("idempotency_key") = py::none(), py::arg("stop") = py::none(),
           "Takes every target ({role: path} or [(role, path)]) of `op`, or none. Returns an AcquireResult: a grant, "
-          "or the conflict that refused it. `wait` (seconds) > 0 waits for a refused request, without the GIL. "
-          "`reenter=grant` re-enters that lock (not_holder when it is gone); `idempotency_key` makes a retry "
-          "return the same lock. Raises InvalidRequest for bad input, BackendError on backend failure.")
+          "or the conflict that refused it. `wait` (seconds) > 0 waits for a refused request, without the GIL; "
+          "Ctrl-C (any exception a signal handler raises) stops the wait and releases a grant that raced it. "
+          "`stop` (a StopSource) stops the wait from another thread: the result is then `cancelled` and nothing "
+          "is held. `reenter=grant` re-enters that lock (not_holder when it is gone); `idempotency_key` makes a "
+          "retry return the same lock. Raises InvalidRequest for bad input, BackendError on backend failure.")
       .def(
           "release", &id_token_call<&LockEngine::release>, py::arg("ns"), py::arg("id"), py::arg("token"),
           "Drops one hold of lock `id`. False when no live lock has this id and token.")
@@ -326,9 +462,9 @@ PYBIND11_MODULE(_pathlock, m) {
           [](PyEngine& self, const std::string& ns, const std::string& id, const std::string& token,
              std::optional<double> ttl) {
             std::optional<Millis> ms;
-            if (ttl) ms = to_millis(*ttl, "ttl");
+            if (ttl) ms = ttl_arg(*ttl);
             py::gil_scoped_release nogil;
-            return self.engine->renew(ns, id, token, ms);
+            return self.get().renew(ns, id, token, ms);
           },
           py::arg("ns"), py::arg("id"), py::arg("token"), py::kw_only(), py::arg("ttl") = py::none(),
           "Extends the lease to now + ttl seconds (the lock's own TTL when None). False when the lock is gone.")
@@ -339,7 +475,7 @@ PYBIND11_MODULE(_pathlock, m) {
           "list",
           [](PyEngine& self, const std::string& ns, const std::string& prefix) {
             py::gil_scoped_release nogil;
-            return self.engine->list(ns, prefix);
+            return self.get().list(ns, prefix);
           },
           py::arg("ns"), py::arg("prefix") = "/", "The live locks with a target at or inside `prefix`, by fence.")
       .def(
@@ -348,7 +484,7 @@ PYBIND11_MODULE(_pathlock, m) {
              const std::string& after) {
             const std::size_t n = to_limit(limit, "limit");
             py::gil_scoped_release nogil;
-            return self.engine->list_page(ns, prefix, n, after);
+            return self.get().list_page(ns, prefix, n, after);
           },
           py::arg("ns"), py::arg("prefix") = "/", py::arg("limit") = 1000, py::arg("after") = "",
           "One page of list(ns, prefix): pass the page's `next` as `after` until it is ''.")
@@ -359,7 +495,7 @@ PYBIND11_MODULE(_pathlock, m) {
             const std::vector<Target> t = to_targets(targets);
             const std::size_t n = to_limit(limit, "limit");
             py::gil_scoped_release nogil;
-            return self.engine->blockers(ns, op, t, n);
+            return self.get().blockers(ns, op, t, n);
           },
           py::arg("ns"), py::arg("op"), py::arg("targets"), py::arg("limit") = static_cast<long long>(kMaxBlockers),
           "Why is this blocked? Every held lock and waiting request that would refuse `op` on `targets` now. "
@@ -369,7 +505,7 @@ PYBIND11_MODULE(_pathlock, m) {
           [](PyEngine& self, const std::string& ns, const std::string& prefix, long long limit) {
             const std::size_t n = to_limit(limit, "limit");
             py::gil_scoped_release nogil;
-            return self.engine->waiters(ns, prefix, n);
+            return self.get().waiters(ns, prefix, n);
           },
           py::arg("ns"), py::arg("prefix") = "/", py::arg("limit") = static_cast<long long>(kMaxWaiters),
           "The waiting requests with a place in line at or inside `prefix`, oldest first.")
@@ -377,14 +513,14 @@ PYBIND11_MODULE(_pathlock, m) {
           "force_release",
           [](PyEngine& self, const std::string& ns, const std::string& id) {
             py::gil_scoped_release nogil;
-            return self.engine->force_release(ns, id);
+            return self.get().force_release(ns, id);
           },
           py::arg("ns"), py::arg("id"), "Administrator's release: drops lock `id` whatever its holds and token.")
       .def_property_readonly(
           "operations",
           [](const PyEngine& self) {
             std::vector<std::string> ops;
-            const MatrixTable& t = self.engine->matrix();
+            const MatrixTable& t = self.get().matrix();
             for (std::size_t i = 0; i < t.op_count; ++i) ops.emplace_back(t.ops[i].name);
             return ops;
           },
@@ -464,8 +600,7 @@ PYBIND11_MODULE(_pathlock, m) {
               PyCallback call(std::move(*on_lost));
               cb = [call](const Lease& lease) { call(lease.id()); };
             }
-            const Millis ms = to_millis(ttl, "ttl");
-            return self.get().keep(ns, grant, ms, std::move(cb));
+            return self.get().keep(ns, grant, ttl_arg(ttl), std::move(cb));
           },
           py::arg("ns"), py::arg("grant"), py::arg("ttl"), py::arg("on_lost") = py::none(),
           "Keeps `grant`'s lease (TTL `ttl` seconds) alive. `on_lost(lock_id)` is called once, on the keeper's "
