@@ -4,10 +4,12 @@
 -- Reply: { "info", library name, matrix name, matrix version, matrix
 -- fingerprint, layout (integer), pathlock version } (docs/lua-protocol.md#info).
 
-local PL_INFO_REPLY = { "info", PL_LIBRARY_NAME, PL_MATRIX_NAME, PL_MATRIX_VERSION, PL_FINGERPRINT,
-                        tonumber(PL_LAYOUT), PL_PATHLOCK_VERSION }
+-- (Built at the first call: while the library loads, only `redis` is visible.)
+local PL_INFO_REPLY
 
 local function pl_info(keys, argv)
   if #keys ~= 0 or #argv ~= 0 then return { "invalid", "info takes no keys and no arguments" } end
+  PL_INFO_REPLY = PL_INFO_REPLY or { "info", PL_LIBRARY_NAME, PL_MATRIX_NAME, PL_MATRIX_VERSION, PL_FINGERPRINT,
+                                     tonumber(PL_LAYOUT), PL_PATHLOCK_VERSION }
   return PL_INFO_REPLY
 end

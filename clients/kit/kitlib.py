@@ -94,7 +94,7 @@ class RespError(str):
 class RedisServer:
     """A real redis-server on a free loopback port, in a temporary directory."""
 
-    def __init__(self):
+    def __init__(self, extra=()):
         exe = os.environ.get("PATHLOCK_REDIS_SERVER") or shutil.which("redis-server")
         if not exe:
             raise RuntimeError("no redis-server (install redis-server or set PATHLOCK_REDIS_SERVER)")
@@ -103,7 +103,7 @@ class RedisServer:
             self.port = _free_port()
             self.proc = subprocess.Popen(
                 [exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                 "--dir", self.dir.name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                 "--dir", self.dir.name, *extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             if self._ready():
                 return
             self.stop()
