@@ -3,7 +3,8 @@ real redis-server and a real 3-master Redis Cluster, as the documented
 administrator ACL user (docs/operations.md#trust-model): idempotent, on every
 master, and the library's `info` function answers what it serves.
 
-Environment (tests/CMakeLists.txt): PATHLOCK_CLI, PATHLOCK_VECTORS_DIR."""
+Environment (tests/CMakeLists.txt): PATHLOCK_CLI, PATHLOCK_VECTORS_DIR, PATHLOCK_SHIPPED_LIBRARY (the
+file the build writes with pathlock-matrixc and the package installs)."""
 import json
 import os
 import shutil
@@ -92,6 +93,8 @@ def test_load_is_idempotent_and_info_answers(standalone):
     assert [(r["node"], r["status"]) for r in first] == [(f"127.0.0.1:{standalone.port}", "loaded")]
     library = first[0]["library"]
     assert first[0]["fingerprint"] == fingerprint() and library.startswith("pathlock_v4_")
+    with open(os.environ["PATHLOCK_SHIPPED_LIBRARY"], encoding="utf-8") as f:
+        assert f.readline() == f"#!lua name={library}\n"  # the loader loads the very text of the shipped file
     again = lines(cli("redis", "load", "--redis", url_of(standalone.port)))
     assert [(r["library"], r["status"]) for r in again] == [(library, "already loaded")]
     (listed,) = lines(cli("redis", "libraries", "--redis", url_of(standalone.port)))
