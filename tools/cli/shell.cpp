@@ -37,11 +37,11 @@ Millis parse_ms(const std::string& word, std::size_t skip) {
   return Millis{*v};
 }
 
-// The page size of `locks ... limit=N`: 1 to kMaxListLimit (engine.hpp).
-std::size_t parse_limit(const std::string& word) {
+// The N of a `limit=N` word: 1 to `max` (kMaxListLimit for locks,
+// kMaxBlockers, kMaxWaiters: engine.hpp).
+std::size_t parse_limit(const std::string& word, std::size_t max = kMaxListLimit) {
   const auto v = number_after<std::size_t>(word, 6);  // after "limit="
-  if (!v || *v < 1 || *v > kMaxListLimit)
-    throw InvalidRequest(fmt::format("'{}' needs a whole number from 1 to {}", word, kMaxListLimit));
+  if (!v || *v < 1 || *v > max) throw InvalidRequest(fmt::format("'{}' needs a whole number from 1 to {}", word, max));
   return *v;
 }
 
@@ -89,11 +89,9 @@ std::vector<Target> targets_of(LockEngine& engine, const std::string& op, const 
 }
 
 // `limit=N` of blockers and waiters: 1 to `max`, once.
-std::size_t small_limit(std::optional<std::size_t>& limit, const std::string& word, std::size_t max) {
+std::size_t small_limit(const std::optional<std::size_t>& limit, const std::string& word, std::size_t max) {
   if (limit) throw InvalidRequest("limit= is given twice");
-  const auto v = number_after<std::size_t>(word, 6);
-  if (!v || *v < 1 || *v > max) throw InvalidRequest(fmt::format("'{}' needs a whole number from 1 to {}", word, max));
-  return *v;
+  return parse_limit(word, max);
 }
 
 json hello() {
