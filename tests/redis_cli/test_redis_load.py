@@ -143,3 +143,32 @@ def test_bad_usage_exits_2():
     assert cli("redis", ok=False).returncode == 2
     assert cli("redis", "load", ok=False).returncode == 2
     assert cli("redis", "libraries", "--redis", "redis://127.0.0.1:1", "--matrix", "x", ok=False).returncode == 2
+
+
+def test_load_through_sentinel_reaches_the_master():
+    master = RedisServer()
+    conf = os.path.join(master.dir.name, "sentinel.conf")
+    sentinel_port = _free_port()
+    with open(conf, "w", encoding="utf-8") as f:
+        f.write(f"port {sentinel_port}\nbind 127.0.0.1\nsentinel monitor kitmaster 127.0.0.1 {master.port} 1\n")
+    sentinel = subprocess.Popen([os.environ.get("PATHLOCK_REDIS_SERVER") or shutil.which("redis-server"), conf,
+                                 "--sentinel"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if Resp(sentinel_port)("SENTINEL", "get-master-addr-by-name", "kitmaster"):
+                    break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "the sentinel did not start"
+            time.sleep(0.05)
+        url = f"redis-sentinel://127.0.0.1:{sentinel_port}#kitmaster"
+        (done,) = lines(cli("redis", "load", "--redis", url))
+        assert (done["node"], done["status"]) == (f"127.0.0.1:{master.port}", "loaded")
+        (listed,) = lines(cli("redis", "libraries", "--redis", url))
+        check_info(listed["info"], done["library"])
+    finally:
+        sentinel.terminate()
+        sentinel.wait(30)
+        master.stop()
