@@ -3,7 +3,8 @@
 -- allow-oom: dropping a hold, renewing, leaving the line, releasing and
 -- listing must work at maxmemory (they free memory, change records in place
 -- or only read and reap). no-writes: probe, held, blockers and waiters only
--- read (a user with read rights only may call them; replicas may serve them).
+-- read (a user with read rights only may call them; replicas may serve them);
+-- info reads nothing at all (no keys: any node of a Cluster answers it).
 local FUNCTIONS = {
   { "acquire", pl_acquire, {} },
   { "release", pl_release, { "allow-oom" } },
@@ -15,6 +16,7 @@ local FUNCTIONS = {
   { "held", pl_held, { "no-writes" } },
   { "blockers", pl_blockers, { "no-writes" } },
   { "waiters", pl_waiters, { "no-writes" } },
+  { "info", pl_info, { "no-writes", "allow-stale" } },
 }
 for i = 1, #FUNCTIONS do
   local f = FUNCTIONS[i]

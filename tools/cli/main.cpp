@@ -7,10 +7,12 @@
 //                    [--scrape URL]...
 //   pathlock matrix lint|render|explain|diff|scaffold ... (matrix_cli.cpp)
 //   pathlock admin status --redis URL [--namespace NS] [--limit N] (admin.cpp)
+//   pathlock redis load|libraries --redis URL [--matrix FILE] (redis_cmd.cpp)
 //   and with a rediss:// URL, the --tls-* options (tls_flags.hpp)
 #include "admin.hpp"
 #include "demo.hpp"
 #include "matrix_cli.hpp"
+#include "redis_cmd.hpp"
 #include "shell.hpp"
 #include "tls_flags.hpp"
 
@@ -65,7 +67,7 @@ std::string usage_text() {
              "                 [--metrics-listen HOST:PORT]\n"
              "  pathlock console [--backend memory|redis] [--redis URL] [--matrix FILE] [--listen HOST:PORT] [--admin]\n"
              "                   [--scrape http://HOST:PORT/metrics]...\n") +
-         cli::kMatrixUsage + cli::kAdminUsage + cli::kTlsUsage + "FILE defaults to the shipped matrix:\n  " +
+         cli::kMatrixUsage + cli::kAdminUsage + cli::kRedisUsage + cli::kTlsUsage + "FILE defaults to the shipped matrix:\n  " +
          default_matrix_file() +
          "\n"
          "--matrix FILE compiles FILE at start instead (see matrix/README.md).\n"
@@ -201,6 +203,7 @@ int main(int argc, char** argv) {
 #endif
     }
     if (cmd == "admin") return cli::run_admin({argv + 2, argv + argc}, std::cout, std::cerr);
+    if (cmd == "redis") return cli::run_redis_command({argv + 2, argv + argc}, std::cout, std::cerr);
     if (cmd == "matrix")
       return cli::run_matrix_command({argv + 2, argv + argc}, default_matrix_file(), std::cout, std::cerr);
     if (cmd == "--version") {

@@ -1,5 +1,7 @@
 #include "shell.hpp"
 
+#include <pathlock/version.hpp>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -46,11 +48,11 @@ Millis parse_ms(const std::string& word, std::size_t skip) {
   return Millis{*v};
 }
 
-// The page size of `locks ... limit=N`: 1 to kMaxListLimit (engine.hpp).
-std::size_t parse_limit(const std::string& word) {
+// The N of a `limit=N` word: 1 to `max` (kMaxListLimit for locks,
+// kMaxBlockers, kMaxWaiters: engine.hpp).
+std::size_t parse_limit(const std::string& word, std::size_t max = kMaxListLimit) {
   const auto v = number_after<std::size_t>(word, 6);  // after "limit="
-  if (!v || *v < 1 || *v > kMaxListLimit)
-    throw InvalidRequest(fmt::format("'{}' needs a whole number from 1 to {}", word, kMaxListLimit));
+  if (!v || *v < 1 || *v > max) throw InvalidRequest(fmt::format("'{}' needs a whole number from 1 to {}", word, max));
   return *v;
 }
 
@@ -132,6 +134,80 @@ AcquireResult acquire_stoppable(LockEngine& engine, const LockRequest& req, Wait
   return cancelled;
 }
 
+// The targets of operation `op` on `paths`, one per role in the matrix's
+// role order.
+std::vector<Target> targets_of(LockEngine& engine, const std::string& op, const std::vector<std::string>& paths) {
+  const int index = engine.matrix().op_index(op);
+  if (index < 0) throw InvalidRequest(fmt::format("unknown operation '{}'", op));
+  const OpInfo& info = engine.matrix().ops[static_cast<std::size_t>(index)];
+  if (paths.size() != info.role_count)
+    throw InvalidRequest(fmt::format("operation '{}' takes {} path(s), got {}", op, info.role_count, paths.size()));
+  std::vector<Target> targets;
+  for (std::size_t r = 0; r < info.role_count; ++r) targets.push_back(Target{std::string(info.roles[r]), paths[r]});
+  return targets;
+}
+
+// `limit=N` of blockers and waiters: 1 to `max`, once.
+std::size_t small_limit(const std::optional<std::size_t>& limit, const std::string& word, std::size_t max) {
+  if (limit) throw InvalidRequest("limit= is given twice");
+  return parse_limit(word, max);
+}
+
+json hello() {
+  return json{{"client", "pathlock-shell"},
+              {"version", kVersionString},
+              {"features", json::array({"cancel", "blockers", "waiters", "matrix"})}};
+}
+
+// blockers OP PATH [DST_PATH] [fair=true|false] [limit=N]: what refuses
+// that request now. fair=false leaves out the places in line (queued).
+json blockers(LockEngine& engine, const std::string& ns, const std::vector<std::string>& w,
+              const std::vector<bool>& quoted) {
+  std::optional<std::size_t> limit;
+  std::optional<bool> fair;
+  std::vector<std::string> positional;
+  for (std::size_t i = 1; i < w.size(); ++i) {
+    if (!quoted[i] && w[i].rfind("limit=", 0) == 0) limit = small_limit(limit, w[i], kMaxBlockers);
+    else if (!quoted[i] && w[i].rfind("fair=", 0) == 0) {
+      if (fair || (w[i] != "fair=true" && w[i] != "fair=false")) throw InvalidRequest("fair= takes true or false, once");
+      fair = w[i] == "fair=true";
+    } else positional.push_back(w[i]);
+  }
+  if (positional.size() < 2 || positional.size() > 3)
+    throw InvalidRequest("usage: blockers OP PATH [DST_PATH] [fair=true|false] [limit=N]");
+  const std::vector<Target> targets = targets_of(engine, positional[0], {positional.begin() + 1, positional.end()});
+  const BlockersPage page = engine.blockers(ns, positional[0], targets, limit.value_or(kMaxBlockers));
+  json rows = json::array();
+  for (const Blocker& b : page.blockers) {
+    if (b.queued && !fair.value_or(true)) continue;
+    rows.push_back(json{{"queued", b.queued}, {"id", b.id}, {"owner", b.owner}, {"op", b.op}, {"role", b.role},
+                        {"path", b.path}, {"requested_role", b.requested_role}, {"requested_path", b.requested_path},
+                        {"relation", relation_name(b.relation)}, {"fence", b.fence}, {"holds", b.holds},
+                        {"expires_in_ms", b.expires_in.count()}, {"waited_ms", b.waited.count()}});
+  }
+  return json{{"blockers", rows}, {"truncated", page.truncated}};
+}
+
+// waiters [PREFIX] [limit=N]: the places in line, oldest first.
+json waiters(LockEngine& engine, const std::string& ns, const std::vector<std::string>& w,
+             const std::vector<bool>& quoted) {
+  std::optional<std::size_t> limit;
+  std::optional<std::string> prefix;
+  for (std::size_t i = 1; i < w.size(); ++i) {
+    if (!quoted[i] && w[i].rfind("limit=", 0) == 0) limit = small_limit(limit, w[i], kMaxWaiters);
+    else if (prefix) throw InvalidRequest("usage: waiters [PREFIX] [limit=N]");
+    else prefix = w[i];
+  }
+  json rows = json::array();
+  for (const WaiterInfo& x : engine.waiters(ns, prefix.value_or("/"), limit.value_or(kMaxWaiters))) {
+    json targets = json::object();
+    for (const Target& t : x.targets) targets[t.role] = t.path;
+    rows.push_back(json{{"id", x.id}, {"owner", x.owner}, {"op", x.op}, {"targets", targets},
+                        {"waited_ms", x.waited.count()}, {"expires_in_ms", x.expires_in.count()}});
+  }
+  return json{{"waiters", rows}};
+}
+
 json run(LockEngine& engine, const std::string& ns, const std::vector<std::string>& w, const std::vector<bool>& quoted,
          WaitingAcquire* waiting) {
   const std::string& cmd = w[0];
@@ -160,14 +236,7 @@ json run(LockEngine& engine, const std::string& ns, const std::vector<std::strin
       throw InvalidRequest("reenter=ID and token=TOKEN come together");
     req.owner = positional[0];
     req.op = positional[1];
-    const int op = engine.matrix().op_index(req.op);
-    if (op < 0) throw InvalidRequest(fmt::format("unknown operation '{}'", req.op));
-    const OpInfo& info = engine.matrix().ops[static_cast<std::size_t>(op)];
-    if (positional.size() - 2 != info.role_count)
-      throw InvalidRequest(fmt::format("operation '{}' takes {} path(s), got {}", req.op, info.role_count,
-                                       positional.size() - 2));
-    for (std::size_t r = 0; r < info.role_count; ++r)
-      req.targets.push_back(Target{std::string(info.roles[r]), positional[2 + r]});
+    req.targets = targets_of(engine, req.op, {positional.begin() + 2, positional.end()});
     const AcquireResult res = acquire_stoppable(engine, req, waiting);
     if (res.cancelled) return json{{"granted", false}, {"cancelled", true}};
     if (res.not_holder) return json{{"granted", false}, {"not_holder", true}};
@@ -227,7 +296,14 @@ json run(LockEngine& engine, const std::string& ns, const std::vector<std::strin
     arity(2, 2, "force-release ID");
     return json{{"released", engine.force_release(ns, w[1])}};
   }
-  throw InvalidRequest(fmt::format("unknown command '{}' (acquire, release, renew, held, locks, force-release)", cmd));
+  if (cmd == "hello") {
+    arity(1, 1, "hello");
+    return hello();
+  }
+  if (cmd == "blockers") return blockers(engine, ns, w, quoted);
+  if (cmd == "waiters") return waiters(engine, ns, w, quoted);
+  throw InvalidRequest(fmt::format(
+      "unknown command '{}' (acquire, release, renew, held, locks, force-release, blockers, waiters, hello, cancel)", cmd));
 }
 
 }  // namespace

@@ -1,0 +1,321 @@
+#!/usr/bin/env python3
+"""The conformance kit's driver for the Python package (docs/clients.md):
+`pathlock shell`'s line protocol on stdin/stdout over `import pathlock`.
+
+    python_driver.py --redis URL --namespace NS [--matrix FILE]
+
+The Python API names no roles per operation, so the driver reads them from
+the matrix file: --matrix FILE, else PATHLOCK_MATRIX_FILE, else the shipped
+matrix of this source tree. It re-enters only locks granted in this process
+(pathlock.Grant has no constructor); for any other id and token it answers
+not_holder when they name no live lock and an error otherwise."""
+import argparse
+import json
+import os
+import queue
+import sys
+import threading
+
+import pathlock
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SHIPPED = os.path.join(HERE, "..", "..", "..", "matrix", "cloud-drive.json")
+MAX_LIST, MAX_BLOCKERS, MAX_WAITERS = 10000, 1000, 1000
+
+
+class Bad(Exception):
+    """Bad input: answered {"error": ...}."""
+
+
+def split_words(line):
+    """Words separated by spaces or tabs; "..." with \\" and \\\\ as the only escapes. -> [(word, quoted)]"""
+    words, i, n = [], 0, len(line)
+    while True:
+        while i < n and line[i] in " \t":
+            i += 1
+        if i == n:
+            return words
+        if line[i] != '"':
+            start = i
+            while i < n and line[i] not in " \t":
+                i += 1
+            words.append((line[start:i], False))
+            continue
+        i, word = i + 1, []
+        while True:
+            if i == n:
+                raise Bad("unterminated quote")
+            c = line[i]
+            i += 1
+            if c == '"':
+                break
+            if c == "\\":
+                if i == n or line[i] not in '"\\':
+                    raise Bad('in a quoted word, a backslash must be followed by " or \\')
+                c = line[i]
+                i += 1
+            word.append(c)
+        if i < n and line[i] not in " \t":
+            raise Bad("a closing quote must end the word")
+        words.append(("".join(word), True))
+
+
+def whole(word, skip, lo, hi):
+    text = word[skip:]
+    if not text.isdigit() or not text.isascii() or not lo <= int(text) <= hi:
+        raise Bad(f"'{word}' needs a whole number from {lo} to {hi}")
+    return int(text)
+
+
+def ms(seconds):
+    return int(round(seconds * 1000))
+
+
+def raw(path):
+    """A path as the engine takes it: bytes where the line held bytes that are not UTF-8."""
+    try:
+        path.encode("utf-8")
+        return path
+    except UnicodeEncodeError:
+        return path.encode("utf-8", "surrogateescape")
+
+
+class Waiting:
+    """The acquire that waits now, which a `cancel` line read meanwhile stops (as the C++ shell does)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._stop = None
+
+    def begin(self):
+        with self._lock:
+            self._stop = pathlock.StopSource()
+            return self._stop
+
+    def end(self):
+        """True when a `cancel` stopped it."""
+        with self._lock:
+            stop, self._stop = self._stop, None
+            return stop.stop_requested
+
+    def cancel(self):
+        with self._lock:
+            return self._stop is not None and self._stop.request_stop()
+
+
+class Driver:
+    def __init__(self, engine, ns, roles):
+        self.engine, self.ns, self.roles = engine, ns, roles
+        self.grants = {}  # (id, token) -> the latest Grant of that lock in this process
+        self.waiting = Waiting()
+
+    def targets(self, op, paths):
+        if op not in self.roles:
+            raise Bad(f"unknown operation '{op}'")
+        roles = self.roles[op]
+        if len(paths) != len(roles):
+            raise Bad(f"operation '{op}' takes {len(roles)} path(s), got {len(paths)}")
+        return [(r, raw(p)) for r, p in zip(roles, paths)]
+
+    def answer(self, words):
+        cmd, args = words[0][0], words[1:]
+        handler = getattr(self, "cmd_" + cmd.replace("-", "_"), None) if not words[0][1] else None
+        if handler is None:
+            raise Bad(f"unknown command '{cmd}' (acquire, release, renew, held, locks, force-release, blockers, "
+                      "waiters, hello, cancel)")
+        return handler(args)
+
+    def cmd_hello(self, args):
+        if args:
+            raise Bad("usage: hello")
+        return {"client": "pathlock-python", "version": pathlock.__version__,
+                "features": ["cancel", "blockers", "waiters", "matrix"]}
+
+    def _options(self, args, names):
+        """Splits option words (name=value, unquoted) from positional words; each option once."""
+        opts, positional = {}, []
+        for word, quoted in args:
+            name = word.split("=", 1)[0] + "=" if "=" in word else None
+            if not quoted and name in names:
+                if name in opts:
+                    raise Bad(f"{name} is given twice")
+                opts[name] = word[len(name):]
+            else:
+                positional.append(word)
+        return opts, positional
+
+    def reentry(self, rid, token):
+        grant = self.grants.get((rid, token))
+        if grant is None and self.engine.is_held(self.ns, rid, token):
+            raise Bad("this driver re-enters only locks granted in its own process")
+        return grant
+
+    def cmd_acquire(self, args):
+        o, pos = self._options(args, ("ttl=", "wait=", "fair=", "reenter=", "token=", "key="))
+        if len(pos) not in (3, 4):
+            raise Bad("usage: acquire OWNER OP PATH [DST_PATH] [ttl=MS] [wait=MS] [fair=true|false] "
+                      "[reenter=ID token=TOKEN] [key=IDEMPOTENCY_KEY]")
+        if o.get("fair=", "true") not in ("true", "false"):
+            raise Bad("fair= takes true or false")
+        if ("reenter=" in o) != ("token=" in o):
+            raise Bad("reenter=ID and token=TOKEN come together")
+        kw = {"ttl": whole("ttl=" + o.get("ttl=", "30000"), 4, 0, 10**15) / 1000,
+              "wait": whole("wait=" + o.get("wait=", "0"), 5, 0, 10**15) / 1000,
+              "fair": o.get("fair=", "true") == "true", "idempotency_key": o.get("key=")}
+        targets = self.targets(pos[1], pos[2:])
+        if "reenter=" in o:
+            kw["reenter"] = self.reentry(o["reenter="], o["token="])
+            if kw["reenter"] is None:
+                return {"granted": False, "not_holder": True}
+        r = self.acquire_stoppable(pos[0], pos[1], targets, kw)
+        if r is None or r.cancelled:
+            return {"granted": False, "cancelled": True}
+        if r.not_holder:
+            return {"granted": False, "not_holder": True}
+        if not r.granted:
+            c = r.conflict
+            return {"granted": False, "conflict": {
+                "id": c.id, "op": c.op, "role": c.role, "path": c.path, "owner": c.owner,
+                "expires_in_ms": ms(c.expires_in), "requested_role": c.requested_role,
+                "requested_path": c.requested_path, "relation": c.relation, "queued": c.queued}}
+        g = r.grant
+        self.grants[(g.id, g.token)] = g
+        return {"granted": True, "id": g.id, "token": g.token, "fence": g.fence, "holds": g.holds,
+                "expires_in_ms": ms(g.expires_in)}
+
+    def acquire_stoppable(self, owner, op, targets, kw):
+        """engine.acquire, stoppable by a `cancel` line when it waits; None when a cancel came after a grant
+        (which is released: `cancelled` always means nothing is held)."""
+        if kw["wait"] <= 0:
+            return self.engine.acquire(self.ns, owner, op, targets, **kw)
+        stop = self.waiting.begin()
+        try:
+            r = self.engine.acquire(self.ns, owner, op, targets, stop=stop, **kw)
+        finally:
+            stopped = self.waiting.end()
+        if stopped and r.granted:
+            self.engine.release(self.ns, r.grant.id, r.grant.token)
+            return None
+        return r
+
+    def _exactly(self, args, n, usage):
+        if len(args) != n:
+            raise Bad(f"usage: {usage}")
+        return [w for w, _ in args]
+
+    def cmd_release(self, args):
+        rid, token = self._exactly(args, 2, "release ID TOKEN")
+        return {"released": self.engine.release(self.ns, rid, token)}
+
+    def cmd_held(self, args):
+        rid, token = self._exactly(args, 2, "held ID TOKEN")
+        return {"held": self.engine.is_held(self.ns, rid, token)}
+
+    def cmd_force_release(self, args):
+        (rid,) = self._exactly(args, 1, "force-release ID")
+        return {"released": self.engine.force_release(self.ns, rid)}
+
+    def cmd_renew(self, args):
+        o, pos = self._options(args, ("ttl=",))
+        if len(pos) != 2:
+            raise Bad("usage: renew ID TOKEN [ttl=MS]")
+        ttl = whole("ttl=" + o["ttl="], 4, 0, 10**15) / 1000 if "ttl=" in o else None
+        return {"renewed": self.engine.renew(self.ns, pos[0], pos[1], ttl=ttl)}
+
+    def cmd_locks(self, args):
+        o, pos = self._options(args, ("limit=", "after="))
+        if len(pos) > 1:
+            raise Bad("usage: locks [PREFIX] [limit=N] [after=CURSOR]")
+        prefix = raw(pos[0]) if pos else "/"
+        if "limit=" not in o:
+            if "after=" in o:
+                raise Bad("after= needs limit=")
+            return {"locks": [lock_json(l) for l in self.engine.list(self.ns, prefix)]}
+        if o.get("after=") == "":
+            raise Bad('after= needs a cursor: the "next" of the previous page')
+        page = self.engine.list_page(self.ns, prefix, whole("limit=" + o["limit="], 6, 1, MAX_LIST),
+                                     o.get("after=", ""))
+        return {"locks": [lock_json(l) for l in page.locks], "next": page.next or None}
+
+    def cmd_blockers(self, args):
+        o, pos = self._options(args, ("limit=", "fair="))
+        if len(pos) not in (2, 3):
+            raise Bad("usage: blockers OP PATH [DST_PATH] [fair=true|false] [limit=N]")
+        if o.get("fair=", "true") not in ("true", "false"):
+            raise Bad("fair= takes true or false")
+        limit = whole("limit=" + o.get("limit=", str(MAX_BLOCKERS)), 6, 1, MAX_BLOCKERS)
+        page = self.engine.blockers(self.ns, pos[0], self.targets(pos[0], pos[1:]), limit)
+        fair = o.get("fair=", "true") == "true"
+        return {"blockers": [blocker_json(b) for b in page.blockers if fair or not b.queued],
+                "truncated": page.truncated}
+
+    def cmd_waiters(self, args):
+        o, pos = self._options(args, ("limit=",))
+        if len(pos) > 1:
+            raise Bad("usage: waiters [PREFIX] [limit=N]")
+        limit = whole("limit=" + o.get("limit=", str(MAX_WAITERS)), 6, 1, MAX_WAITERS)
+        return {"waiters": [{"id": w.id, "owner": w.owner, "op": w.op, "targets": dict(w.targets),
+                             "waited_ms": ms(w.waited), "expires_in_ms": ms(w.expires_in)}
+                            for w in self.engine.waiters(self.ns, raw(pos[0]) if pos else "/", limit)]}
+
+
+def lock_json(l):
+    return {"id": l.id, "owner": l.owner, "op": l.op, "targets": dict(l.targets), "fence": l.fence,
+            "holds": l.holds, "expires_in_ms": ms(l.expires_in)}
+
+
+def blocker_json(b):
+    return {"queued": b.queued, "id": b.id, "owner": b.owner, "op": b.op, "role": b.role, "path": b.path,
+            "requested_role": b.requested_role, "requested_path": b.requested_path, "relation": b.relation,
+            "fence": b.fence, "holds": b.holds, "expires_in_ms": ms(b.expires_in), "waited_ms": ms(b.waited)}
+
+
+def is_cancel(line):
+    return line.strip(" \t") == "cancel"
+
+
+def answer_line(driver, line, cancelled=None):
+    if "\r" in line:
+        return {"error": "the line holds a carriage return (CR): lines end with LF alone, not CRLF"}
+    stripped = line.lstrip(" \t")
+    if not stripped or stripped.startswith("#"):
+        return None
+    if is_cancel(line):
+        return {"cancelled": bool(cancelled)}
+    try:
+        return driver.answer(split_words(line))
+    except (Bad, pathlock.InvalidRequest, pathlock.BackendError) as e:
+        return {"error": str(e)}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--redis", required=True)
+    p.add_argument("--namespace", default="default")
+    p.add_argument("--matrix")
+    a = p.parse_args()  # a bad command line exits 2
+    matrix_file = a.matrix or os.environ.get("PATHLOCK_MATRIX_FILE") or SHIPPED
+    with open(matrix_file, encoding="utf-8") as f:
+        roles = {o["op"]: [r["role"] for r in o["roles"]] for o in json.load(f)["operations"]}
+    matrix = pathlock.Matrix.from_file(a.matrix) if a.matrix else None
+    driver = Driver(pathlock.RedisEngine(a.redis, matrix=matrix), a.namespace, roles)
+    lines = queue.Queue()
+
+    def read():  # reads ahead, so that a `cancel` line stops the acquire that waits now
+        for data in open(sys.stdin.fileno(), "rb", closefd=False):
+            line = data.decode("utf-8", "surrogateescape").rstrip("\n")
+            lines.put((line, driver.waiting.cancel() if is_cancel(line) else None))
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    while (item := lines.get()) is not None:
+        line, cancelled = item
+        reply = answer_line(driver, line, cancelled)
+        if reply is not None:
+            text = json.dumps(reply, ensure_ascii=False) + "\n"
+            sys.stdout.buffer.write(text.encode("utf-8", "surrogateescape").decode("utf-8", "replace").encode())
+            sys.stdout.buffer.flush()
+
+
+if __name__ == "__main__":
+    main()

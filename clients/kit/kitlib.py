@@ -1,0 +1,225 @@
+"""The conformance kit's helpers: a redis-server of its own, a tiny RESP
+client (to load the library and read what the functions answer), and the
+driver processes it talks to over the shell line protocol (docs/clients.md)."""
+import json
+import os
+import queue
+import shlex
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+
+# How long any one answer may take before the kit calls the driver stuck. A
+# bound against hanging forever, never a measure of speed.
+PATIENCE_S = 60.0
+
+
+def fresh_ns(tag="kit"):
+    return f"{tag}-{uuid.uuid4().hex[:12]}"
+
+
+def quote(word):
+    """A word of the line protocol: always quoted, with \\" and \\\\ as the only escapes."""
+    return '"' + word.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Resp:
+    """Just enough RESP2 to send a command and read its reply (no pipelining)."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=PATIENCE_S)
+        self.buf = b""
+
+    def close(self):
+        self.sock.close()
+
+    def __call__(self, *args):
+        out = b"*%d\r\n" % len(args)
+        for a in args:
+            a = a if isinstance(a, bytes) else str(a).encode()
+            out += b"$%d\r\n%s\r\n" % (len(a), a)
+        self.sock.sendall(out)
+        return self._reply()
+
+    def _line(self):
+        while b"\r\n" not in self.buf:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("redis closed the connection")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\r\n", 1)
+        return line
+
+    def _exact(self, n):
+        while len(self.buf) < n + 2:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("redis closed the connection")
+            self.buf += chunk
+        data, self.buf = self.buf[:n], self.buf[n + 2:]
+        return data
+
+    def _reply(self):
+        line = self._line()
+        kind, rest = line[:1], line[1:]
+        if kind == b"+":
+            return rest.decode()
+        if kind == b"-":
+            return RespError(rest.decode())
+        if kind == b":":
+            return int(rest)
+        if kind == b"$":
+            n = int(rest)
+            return None if n < 0 else self._exact(n)
+        if kind == b"*":
+            n = int(rest)
+            return None if n < 0 else [self._reply() for _ in range(n)]
+        raise ConnectionError(f"unexpected RESP reply {line!r}")
+
+
+class RespError(str):
+    """An error reply (returned, not raised, so a test can look at it)."""
+
+
+class RedisServer:
+    """A real redis-server on a free loopback port, in a temporary directory."""
+
+    def __init__(self, extra=()):
+        exe = os.environ.get("PATHLOCK_REDIS_SERVER") or shutil.which("redis-server")
+        if not exe:
+            raise RuntimeError("no redis-server (install redis-server or set PATHLOCK_REDIS_SERVER)")
+        self.dir = tempfile.TemporaryDirectory(prefix="pathlock-kit-redis-")
+        for _ in range(5):
+            self.port = _free_port()
+            self.proc = subprocess.Popen(
+                [exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                 "--dir", self.dir.name, *extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            if self._ready():
+                return
+            self.stop()
+        raise RuntimeError("redis-server did not start")
+
+    @property
+    def url(self):
+        return f"redis://127.0.0.1:{self.port}"
+
+    def _ready(self):
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            try:
+                r = Resp(self.port)
+                try:
+                    if r("PING") == "PONG":
+                        return True
+                finally:
+                    r.close()
+            except OSError:
+                time.sleep(0.02)
+        return False
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class DriverGone(AssertionError):
+    pass
+
+
+class Driver:
+    """One driver process: a command line in, one JSON object per line out."""
+
+    def __init__(self, argv, url, ns, extra=()):
+        self.argv = list(argv) + ["--redis", url, "--namespace", ns] + list(extra)
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE)
+        self.lines = queue.Queue()
+        self.stderr = []
+        threading.Thread(target=self._pump, args=(self.proc.stdout, self.lines), daemon=True).start()
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    @staticmethod
+    def _pump(stream, q):
+        for line in iter(stream.readline, b""):
+            q.put(line)
+        q.put(None)
+
+    def _drain(self):
+        for line in iter(self.proc.stderr.readline, b""):
+            self.stderr.append(line.decode("utf-8", "replace"))
+
+    def send(self, line):
+        data = line if isinstance(line, bytes) else line.encode("utf-8")
+        self.proc.stdin.write(data + b"\n")
+        self.proc.stdin.flush()
+
+    def answer(self, patience=PATIENCE_S):
+        try:
+            line = self.lines.get(timeout=patience)
+        except queue.Empty:
+            raise DriverGone(f"{self.argv[0]}: no answer within {patience} s") from None
+        if line is None:
+            raise DriverGone(f"{self.argv[0]} ended (exit {self.proc.poll()}): {''.join(self.stderr)[-2000:]}")
+        try:
+            value = json.loads(line)
+        except ValueError:
+            raise AssertionError(f"not one JSON object per line: {line!r}") from None
+        assert isinstance(value, dict), f"not a JSON object: {line!r}"
+        return value
+
+    def pending(self):
+        """Is an answer already there (without waiting)?"""
+        return not self.lines.empty()
+
+    def ask(self, line, patience=PATIENCE_S):
+        self.send(line)
+        return self.answer(patience)
+
+    def close(self):
+        """End of input: the driver must exit with status 0."""
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            return self.proc.wait(PATIENCE_S)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise DriverGone(f"{self.argv[0]} did not exit at end of input")
+
+
+def driver_argv(text):
+    return shlex.split(text)
+
+
+def acquire_line(owner, op, targets, extra=""):
+    """`acquire OWNER OP PATH [DST_PATH] ...` with every word quoted; targets in role order."""
+    paths = " ".join(quote(p) for p in targets.values())
+    return f"acquire {quote(owner)} {op} {paths} {extra}".rstrip()
+
+
+def wait_until(what, check, patience=PATIENCE_S):
+    """Polls check() until it is true (a sync point on observable state, not a timed assertion)."""
+    deadline = time.monotonic() + patience
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never happened: {what}")
+        time.sleep(0.01)

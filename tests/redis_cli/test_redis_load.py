@@ -1,0 +1,174 @@
+"""`pathlock redis load` and `pathlock redis libraries` (docs/cli.md) against a
+real redis-server and a real 3-master Redis Cluster, as the documented
+administrator ACL user (docs/operations.md#trust-model): idempotent, on every
+master, and the library's `info` function answers what it serves.
+
+Environment (tests/CMakeLists.txt): PATHLOCK_CLI, PATHLOCK_VECTORS_DIR, PATHLOCK_SHIPPED_LIBRARY (the
+file the build writes with pathlock-matrixc and the package installs)."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "clients", "kit"))
+from kitlib import RedisServer, Resp, _free_port  # noqa: E402
+
+# The administrator of docs/operations.md#trust-model, with what the loader
+# needs on top: INFO (is this a cluster?) and CLUSTER SLOTS (its masters).
+ADMIN_ACL = ("on >adminpw resetkeys ~pl:* resetchannels &pl:* -@all +fcall +function +@read +@write -@dangerous "
+             "+time +spublish +ssubscribe +sunsubscribe +ping +client|setname +config|get +info +cluster|slots").split()
+
+
+def cli(*args, ok=True):
+    done = subprocess.run([os.environ["PATHLOCK_CLI"], *args], capture_output=True, text=True, timeout=120)
+    if ok:
+        assert done.returncode == 0, done.stderr
+    return done
+
+
+def lines(done):
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def fingerprint():
+    with open(os.path.join(os.environ["PATHLOCK_VECTORS_DIR"], "matrix-cases.json"), encoding="utf-8") as f:
+        return json.load(f)["fingerprint"]
+
+
+def add_admin(port):
+    assert Resp(port)("ACL", "SETUSER", "loader", *ADMIN_ACL) == "OK"
+
+
+class Cluster:
+    """Three cluster-enabled redis-servers, made one cluster with redis-cli --cluster create."""
+
+    def __init__(self):
+        self.nodes = [RedisServer(["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"])
+                      for _ in range(3)]
+        addrs = [f"127.0.0.1:{n.port}" for n in self.nodes]
+        subprocess.run([shutil.which("redis-cli"), "--cluster", "create", *addrs, "--cluster-replicas", "0",
+                        "--cluster-yes"], check=True, capture_output=True, timeout=120)
+        deadline = time.monotonic() + 60
+        while not all(b"cluster_state:ok" in Resp(n.port)("CLUSTER", "INFO") for n in self.nodes):
+            assert time.monotonic() < deadline, "the cluster did not come up"
+            time.sleep(0.05)
+
+    def stop(self):
+        for n in self.nodes:
+            n.stop()
+
+
+@pytest.fixture(scope="module")
+def standalone():
+    s = RedisServer()
+    add_admin(s.port)
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    c = Cluster()
+    for n in c.nodes:
+        add_admin(n.port)
+    yield c
+    c.stop()
+
+
+def url_of(port):
+    return f"redis://loader:adminpw@127.0.0.1:{port}"
+
+
+def check_info(info, library):
+    assert info["library"] == library and info["fingerprint"] == fingerprint() and info["layout"] == 4
+    assert info["matrix"] and info["matrix_version"] and info["pathlock_version"]
+
+
+def test_load_is_idempotent_and_info_answers(standalone):
+    first = lines(cli("redis", "load", "--redis", url_of(standalone.port)))
+    assert [(r["node"], r["status"]) for r in first] == [(f"127.0.0.1:{standalone.port}", "loaded")]
+    library = first[0]["library"]
+    assert first[0]["fingerprint"] == fingerprint() and library.startswith("pathlock_v4_")
+    with open(os.environ["PATHLOCK_SHIPPED_LIBRARY"], encoding="utf-8") as f:
+        assert f.readline() == f"#!lua name={library}\n"  # the loader loads the very text of the shipped file
+    again = lines(cli("redis", "load", "--redis", url_of(standalone.port)))
+    assert [(r["library"], r["status"]) for r in again] == [(library, "already loaded")]
+    (listed,) = lines(cli("redis", "libraries", "--redis", url_of(standalone.port)))
+    check_info(listed["info"], library)
+    # The function as any client calls it: FCALL_RO <prefix>info 0, element types included.
+    r = Resp(standalone.port)("FCALL_RO", listed["info"]["function_prefix"] + "info", "0")
+    assert [type(x) for x in r] == [bytes, bytes, bytes, bytes, bytes, int, bytes], r
+    assert r[0] == b"info" and r[1].decode() == library and r[4].decode() == fingerprint() and r[5] == 4
+    assert Resp(standalone.port)("FCALL_RO", listed["info"]["function_prefix"] + "info", "1", "k") == [
+        b"invalid", b"info takes no keys and no arguments"]
+
+
+def test_libraries_without_info_are_listed(standalone):
+    Resp(standalone.port)("FUNCTION", "LOAD",
+                          "#!lua name=pathlock_v3_0000000000000001\n"
+                          "redis.register_function('pl_v3_0000000000000001_held', function() return 1 end)")
+    listed = {r["library"]: r["info"] for r in lines(cli("redis", "libraries", "--redis", url_of(standalone.port)))}
+    assert listed["pathlock_v3_0000000000000001"] is None
+
+
+def test_load_on_every_master_of_a_cluster(cluster):
+    seed = url_of(cluster.nodes[1].port)
+    first = lines(cli("redis", "load", "--redis", seed))
+    assert sorted(r["node"] for r in first) == sorted(f"127.0.0.1:{n.port}" for n in cluster.nodes)
+    assert {r["status"] for r in first} == {"loaded"}
+    again = lines(cli("redis", "load", "--redis", seed))
+    assert {r["status"] for r in again} == {"already loaded"} and len(again) == 3
+    listed = lines(cli("redis", "libraries", "--redis", seed))
+    assert sorted(r["node"] for r in listed) == sorted(r["node"] for r in first)
+    for r in listed:
+        check_info(r["info"], first[0]["library"])
+
+
+def test_a_user_without_function_load_is_refused(standalone):
+    Resp(standalone.port)("ACL", "SETUSER", "svc", "on", ">svcpw", "~pl:*", "&pl:*", "+@all", "-function")
+    done = cli("redis", "load", "--redis", f"redis://svc:svcpw@127.0.0.1:{standalone.port}", ok=False)
+    assert done.returncode == 1 and "NOPERM" in done.stderr, done
+
+
+def test_a_missing_matrix_file_fails(standalone):
+    done = cli("redis", "load", "--redis", url_of(standalone.port), "--matrix", "/nonexistent/m.json", ok=False)
+    assert done.returncode == 1 and done.stdout == ""
+
+
+def test_bad_usage_exits_2():
+    assert cli("redis", ok=False).returncode == 2
+    assert cli("redis", "load", ok=False).returncode == 2
+    assert cli("redis", "libraries", "--redis", "redis://127.0.0.1:1", "--matrix", "x", ok=False).returncode == 2
+
+
+def test_load_through_sentinel_reaches_the_master():
+    master = RedisServer()
+    conf = os.path.join(master.dir.name, "sentinel.conf")
+    sentinel_port = _free_port()
+    with open(conf, "w", encoding="utf-8") as f:
+        f.write(f"port {sentinel_port}\nbind 127.0.0.1\nsentinel monitor kitmaster 127.0.0.1 {master.port} 1\n")
+    sentinel = subprocess.Popen([os.environ.get("PATHLOCK_REDIS_SERVER") or shutil.which("redis-server"), conf,
+                                 "--sentinel"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if Resp(sentinel_port)("SENTINEL", "get-master-addr-by-name", "kitmaster"):
+                    break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "the sentinel did not start"
+            time.sleep(0.05)
+        url = f"redis-sentinel://127.0.0.1:{sentinel_port}#kitmaster"
+        (done,) = lines(cli("redis", "load", "--redis", url))
+        assert (done["node"], done["status"]) == (f"127.0.0.1:{master.port}", "loaded")
+        (listed,) = lines(cli("redis", "libraries", "--redis", url))
+        check_info(listed["info"], done["library"])
+    finally:
+        sentinel.terminate()
+        sentinel.wait(30)
+        master.stop()
