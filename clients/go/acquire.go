@@ -211,6 +211,9 @@ func (w *waiting) run(ctx context.Context) (*Lock, error) {
 			}
 		}
 		lock, conflict, err := w.attempt(reserve)
+		if h := w.c.afterAttempt; h != nil {
+			h(lock != nil)
+		}
 		if lock != nil {
 			if ctx.Err() != nil {
 				// The grant raced the cancellation: release it, never drop it.

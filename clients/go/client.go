@@ -60,6 +60,8 @@ type Client struct {
 	loadMu  sync.Mutex
 	closeMu sync.RWMutex
 	closed  bool
+	// afterAttempt, for tests: called after each attempt of a wait.
+	afterAttempt func(granted bool)
 }
 
 var libraryNameRE = regexp.MustCompile(`^pathlock_v4_[0-9a-f]{16}$`)
@@ -153,7 +155,7 @@ func (c *Client) discover(ctx context.Context) (string, error) {
 		if err != nil {
 			return "", &BackendError{Op: "discover", Err: err}
 		}
-		libs, err := redis.Values(conn.Do("FUNCTION", "LIST", "LIBRARYNAME", "pathlock_v4_"))
+		libs, err := redis.Values(conn.Do("FUNCTION", "LIST", "LIBRARYNAME", "pathlock_v4_*"))
 		conn.Close()
 		if err != nil {
 			return "", &BackendError{Op: "FUNCTION LIST", Err: err}

@@ -20,6 +20,9 @@ func NormalizePath(p string) (string, error) {
 	if p == "" {
 		return "", invalidf("empty path")
 	}
+	if len(p) > MaxPathBytes {
+		return "", invalidf("path is longer than %d bytes", MaxPathBytes)
+	}
 	if p[0] != '/' {
 		return "", invalidf("path %q is not absolute", p)
 	}
