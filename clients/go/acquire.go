@@ -1,0 +1,263 @@
+package pathlock
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"regexp"
+	"strconv"
+	"time"
+)
+
+// Defaults and limits of requests.
+const (
+	DefaultTTL = 30 * time.Second
+	MaxTTL     = 7 * 24 * time.Hour
+	// Recheck: a waiting request looks again at least this often.
+	Recheck = 200 * time.Millisecond
+	// MaxReservation: the longest place in line one attempt keeps.
+	MaxReservation = 2 * time.Second
+)
+
+// Proof names a lock to re-enter: the ID and Token of its grant.
+type Proof struct {
+	ID    string
+	Token string
+}
+
+// Request asks for a lock.
+type Request struct {
+	Namespace string
+	Owner     string // who asks (1..256 bytes); never a proof of anything
+	Op        string // an operation of the library's matrix, e.g. "upload"
+	// Paths: one per role of Op, in the matrix's role order (for a move or
+	// copy src then dst). They are normalised (NormalizePath).
+	Paths []string
+	// TTL: the lease (default 30 s, at most one week).
+	TTL time.Duration
+	// Wait: how long a refused request waits (0: answer at once).
+	Wait time.Duration
+	// Unfair opts out of fairness: the request may overtake older waiting
+	// requests and waits without a place in line.
+	Unfair bool
+	// Reenter takes a lock held already once more (holds+1): the same Op and
+	// Paths, with the proof of its grant. A reentry never waits.
+	Reenter Proof
+	// IdempotencyKey (1..128 of [A-Za-z0-9._:-]) makes a retry of an
+	// Acquire whose reply was lost safe: the same key, owner, op and paths
+	// get the same lock back. Not with Reenter.
+	IdempotencyKey string
+}
+
+var keyRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic("pathlock: no randomness: " + err.Error())
+	}
+	return hex.EncodeToString(b)
+}
+
+func ms(d time.Duration) string { return strconv.FormatInt(int64(d/time.Millisecond), 10) }
+
+func millis(v interface{}) time.Duration { return time.Duration(num(v)) * time.Millisecond }
+
+// Acquire asks for a lock. It returns the Lock, or an error: a
+// *RefusedError (errors.Is ErrRefused) when a conflict remains at the end of
+// Wait, ErrNotHolder for a reentry whose proof names no live lock,
+// *InvalidError, *BackendError, or the context's error when ctx ends first
+// (then the request has left the line and nothing is held).
+func (c *Client) Acquire(ctx context.Context, req Request) (*Lock, error) {
+	if err := CheckNamespace(req.Namespace); err != nil {
+		return nil, err
+	}
+	if req.Owner == "" || len(req.Owner) > 256 {
+		return nil, invalidf("owner must be 1 to 256 bytes")
+	}
+	if req.Op == "" {
+		return nil, invalidf("no operation")
+	}
+	if len(req.Paths) == 0 {
+		return nil, invalidf("no path")
+	}
+	if req.TTL == 0 {
+		req.TTL = DefaultTTL
+	}
+	if req.TTL < time.Millisecond || req.TTL > MaxTTL {
+		return nil, invalidf("ttl must be 1 ms to one week")
+	}
+	if req.Wait < 0 {
+		return nil, invalidf("negative wait")
+	}
+	paths := make([]string, len(req.Paths))
+	for i, p := range req.Paths {
+		n, err := NormalizePath(p)
+		if err != nil {
+			return nil, err
+		}
+		paths[i] = n
+	}
+	reentry := req.Reenter != (Proof{})
+	if reentry && (req.Reenter.ID == "" || req.Reenter.Token == "") {
+		return nil, invalidf("a reentry needs both the id and the token")
+	}
+	if req.IdempotencyKey != "" {
+		if reentry {
+			return nil, invalidf("an idempotency key and a reentry exclude each other")
+		}
+		if !keyRE.MatchString(req.IdempotencyKey) {
+			return nil, invalidf("idempotency key: 1 to 128 of A-Z a-z 0-9 . _ : -")
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	waits := req.Wait > 0 && !reentry
+	inLine := waits && !req.Unfair
+	waiter := ""
+	if inLine {
+		waiter = "w" + randomHex(12)
+	}
+	fair := "1"
+	if req.Unfair {
+		fair = "0"
+	}
+	args := []string{req.Owner, req.Op, ms(req.TTL), randomHex(12), randomHex(16),
+		req.Reenter.ID, req.Reenter.Token, req.IdempotencyKey}
+	args = append(args, paths...)
+	args = append(args, fair, waiter, "0")
+	w := &waiting{c: c, req: &req, paths: paths, args: args, waiter: waiter}
+	if !waits {
+		l, _, err := w.attempt(0)
+		return l, err
+	}
+	return w.run(ctx)
+}
+
+// waiting is one Acquire's wait loop (docs/lua-protocol.md "Waiting and
+// the line").
+type waiting struct {
+	c      *Client
+	req    *Request
+	paths  []string
+	args   []string
+	waiter string
+	sub    *subscription
+}
+
+// attempt is one call of acquire. It is never interrupted: a call whose
+// reply is lost may have granted a lock nobody would release.
+func (w *waiting) attempt(reserve time.Duration) (*Lock, *Conflict, error) {
+	w.args[len(w.args)-1] = ms(reserve)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r, err := w.c.call(ctx, w.req.Namespace, "acquire", w.args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch status(r[0]) {
+	case "granted":
+		if len(r) < 6 {
+			return nil, nil, unexpected("acquire", r)
+		}
+		return &Lock{c: w.c, ns: w.req.Namespace, id: str(r[1]), token: str(r[2]), fence: uint64(num(r[3])),
+			expiresIn: millis(r[4]), holds: int(num(r[5])), ttl: w.req.TTL}, nil, nil
+	case "refused":
+		if len(r) < 11 {
+			return nil, nil, unexpected("acquire", r)
+		}
+		cf := Conflict{ID: str(r[1]), Op: str(r[2]), Role: str(r[3]), Path: str(r[4]), Owner: str(r[5]),
+			ExpiresIn: millis(r[6]), RequestedRole: str(r[7]), RequestedPath: str(r[8]),
+			Relation: Relation(str(r[9])), Queued: num(r[10]) != 0}
+		return nil, &cf, &RefusedError{Conflict: cf}
+	case "not_holder":
+		return nil, nil, ErrNotHolder
+	}
+	return nil, nil, unexpected("acquire", r)
+}
+
+// cleanup: a context for the calls that end a wait, whatever ctx says.
+func cleanup() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 10*time.Second)
+}
+
+func (w *waiting) leave() {
+	if w.waiter == "" {
+		return
+	}
+	ctx, cancel := cleanup()
+	defer cancel()
+	_, _ = w.c.call(ctx, w.req.Namespace, "leave", w.waiter)
+}
+
+func (w *waiting) run(ctx context.Context) (*Lock, error) {
+	deadline := time.Now().Add(w.req.Wait)
+	defer func() {
+		if w.sub != nil {
+			w.sub.close()
+		}
+	}()
+	for {
+		left := time.Until(deadline)
+		last := left <= 0
+		var reserve time.Duration
+		if !last && w.waiter != "" {
+			// Round up so the last attempt, at the deadline, still finds
+			// its own place.
+			reserve = left.Round(time.Millisecond) + time.Millisecond + Recheck
+			if reserve > MaxReservation {
+				reserve = MaxReservation
+			}
+		}
+		lock, conflict, err := w.attempt(reserve)
+		if h := w.c.afterAttempt; h != nil {
+			h(lock != nil)
+		}
+		if lock != nil {
+			if ctx.Err() != nil {
+				// The grant raced the cancellation: release it, never drop it.
+				rctx, cancel := cleanup()
+				_, _ = w.c.Release(rctx, lock.ns, lock.id, lock.token)
+				cancel()
+				return nil, ctx.Err()
+			}
+			return lock, nil
+		}
+		if conflict == nil { // not_holder cannot happen here (no reentry waits); an error
+			w.leave()
+			return nil, err
+		}
+		if last {
+			return nil, err // a refusal with reserve 0 removed the place
+		}
+		if ctx.Err() != nil {
+			w.leave()
+			return nil, ctx.Err()
+		}
+		if w.sub == nil {
+			w.sub = w.c.subscribe(ctx, w.req.Namespace, w.paths)
+			continue // look again at once: a release before SSUBSCRIBE would be missed
+		}
+		sleep := time.Until(deadline)
+		if sleep > Recheck {
+			sleep = Recheck
+		}
+		if e := conflict.ExpiresIn + time.Millisecond; sleep > e {
+			sleep = e
+		}
+		if sleep < 0 {
+			sleep = 0
+		}
+		t := time.NewTimer(sleep)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			w.leave()
+			return nil, ctx.Err()
+		case <-w.sub.wake:
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}

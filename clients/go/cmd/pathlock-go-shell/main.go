@@ -1,0 +1,670 @@
+// Command pathlock-go-shell is the Go client's driver: it speaks the line
+// protocol of `pathlock shell` (docs/cli.md) on stdin and stdout, so the
+// conformance kit (clients/kit) can drive the Go client.
+//
+//	pathlock-go-shell --redis URL [--namespace NS] [--library FILE]
+//
+// --library (or $PATHLOCK_LIBRARY) names the Functions library file to load
+// and call; without either, the one pathlock library loaded on the server is
+// used. --matrix is not supported (exit status 2): the library text decides
+// the matrix.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"pathlock"
+)
+
+func usage(msg string) {
+	fmt.Fprintf(os.Stderr, "pathlock-go-shell: %s\nusage: pathlock-go-shell [--backend redis] --redis URL [--namespace NS] [--library FILE]\n", msg)
+	os.Exit(2)
+}
+
+func main() {
+	opts := map[string]string{}
+	args := os.Args[1:]
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name, val, hasVal := strings.Cut(a, "=")
+		switch name {
+		case "--redis", "--namespace", "--library", "--backend", "--matrix":
+		default:
+			usage(fmt.Sprintf("unknown option or stray argument %q", a))
+		}
+		if !hasVal {
+			if i+1 >= len(args) {
+				usage(name + " needs a value")
+			}
+			i++
+			val = args[i]
+		}
+		if _, dup := opts[name]; dup {
+			usage(name + " given twice")
+		}
+		opts[name] = val
+	}
+	if _, ok := opts["--matrix"]; ok {
+		usage("--matrix is not supported by the Go client (its library file decides the matrix; use --library)")
+	}
+	if b, ok := opts["--backend"]; ok && b != "redis" {
+		usage("only --backend redis is supported")
+	}
+	if opts["--redis"] == "" {
+		usage("--redis URL is required")
+	}
+	ns := "default"
+	if v, ok := opts["--namespace"]; ok {
+		ns = v
+	}
+	if err := pathlock.CheckNamespace(ns); err != nil {
+		fmt.Fprintln(os.Stderr, "pathlock-go-shell:", err)
+		os.Exit(1)
+	}
+	lib := opts["--library"]
+	if lib == "" {
+		lib = os.Getenv("PATHLOCK_LIBRARY")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	c, err := pathlock.New(ctx, pathlock.Options{URL: opts["--redis"], LibraryFile: lib})
+	if err == nil && lib != "" {
+		err = c.LoadLibrary(ctx)
+	}
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "pathlock-go-shell:", err)
+		os.Exit(1)
+	}
+	defer c.Close()
+	sh := &shell{c: c, ns: ns, out: bufio.NewWriter(os.Stdout)}
+	sh.run(os.Stdin)
+}
+
+type shell struct {
+	c   *pathlock.Client
+	ns  string
+	out *bufio.Writer
+}
+
+// reply writes one JSON object and flushes.
+func (s *shell) reply(v interface{}) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		b.Reset()
+		b.WriteString(`{"error":"cannot encode the answer"}` + "\n")
+	}
+	s.out.Write(b.Bytes())
+	s.out.Flush()
+}
+
+func (s *shell) fail(err error) { s.reply(obj{{"error", message(err)}}) }
+
+func message(err error) string {
+	var inv *pathlock.InvalidError
+	if errors.As(err, &inv) {
+		return inv.Message
+	}
+	return strings.TrimPrefix(err.Error(), "pathlock: ")
+}
+
+// obj is a JSON object that keeps its key order.
+type obj []kv
+
+type kv struct {
+	k string
+	v interface{}
+}
+
+func (o obj) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, e := range o {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		for _, x := range []interface{}{e.k, e.v} {
+			var w bytes.Buffer
+			enc := json.NewEncoder(&w)
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(x); err != nil {
+				return nil, err
+			}
+			b.Write(bytes.TrimRight(w.Bytes(), "\n"))
+			if x == interface{}(e.k) {
+				b.WriteByte(':')
+			}
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func (s *shell) run(in io.Reader) {
+	lines := make(chan string)
+	go func() {
+		r := bufio.NewReaderSize(in, 64*1024)
+		for {
+			line, err := r.ReadString('\n')
+			if line != "" {
+				lines <- strings.TrimSuffix(line, "\n")
+			}
+			if err != nil {
+				close(lines)
+				return
+			}
+		}
+	}()
+	var queue []string
+	for {
+		var line string
+		if len(queue) > 0 {
+			line, queue = queue[0], queue[1:]
+		} else {
+			l, ok := <-lines
+			if !ok {
+				return
+			}
+			line = l
+		}
+		more := s.line(line, lines)
+		queue = append(more, queue...)
+	}
+}
+
+// line answers one line. An acquire that waits reads the lines that arrive
+// meanwhile: `cancel` stops it, the others are returned, to be answered
+// after it in order.
+func (s *shell) line(line string, lines <-chan string) []string {
+	trimmed := strings.TrimLeft(line, " \t")
+	if trimmed == "" && !strings.ContainsRune(line, '\r') {
+		return nil
+	}
+	if strings.HasPrefix(trimmed, "#") {
+		return nil
+	}
+	if strings.ContainsRune(line, '\r') {
+		s.reply(obj{{"error", "the line holds a carriage return (lines end with LF only)"}})
+		return nil
+	}
+	w, err := split(line)
+	if err != nil {
+		s.fail(err)
+		return nil
+	}
+	if len(w) == 0 {
+		return nil
+	}
+	cmd, args := w[0].text, w[1:]
+	if w[0].quoted {
+		s.reply(obj{{"error", fmt.Sprintf("unknown command %q", cmd)}})
+		return nil
+	}
+	switch cmd {
+	case "hello":
+		if len(args) != 0 {
+			s.fail(errors.New("hello takes no argument"))
+			return nil
+		}
+		s.reply(obj{{"client", "pathlock-go"}, {"version", pathlock.Version}, {"features", []string{"cancel", "blockers", "waiters"}}})
+	case "cancel":
+		if len(args) != 0 {
+			s.fail(errors.New("cancel takes no argument"))
+			return nil
+		}
+		s.reply(obj{{"cancelled", false}})
+	case "acquire":
+		return s.acquire(args, lines)
+	case "held", "release", "renew":
+		s.idToken(cmd, args)
+	case "force-release":
+		pos, _, err := parse(args, nil)
+		if err == nil && len(pos) != 1 {
+			err = errors.New("force-release ID")
+		}
+		if err != nil {
+			s.fail(err)
+			return nil
+		}
+		ok, err := s.c.ForceRelease(ctx(), s.ns, pos[0])
+		if err != nil {
+			s.fail(err)
+			return nil
+		}
+		s.reply(obj{{"released", ok}})
+	case "locks":
+		s.locks(args)
+	case "blockers":
+		s.blockers(args)
+	case "waiters":
+		s.waiters(args)
+	default:
+		s.reply(obj{{"error", fmt.Sprintf("unknown command '%s' (hello, acquire, release, renew, held, locks, force-release, blockers, waiters, cancel)", cmd)}})
+	}
+	return nil
+}
+
+func ctx() context.Context { return context.Background() }
+
+type word struct {
+	text   string
+	quoted bool
+}
+
+// split reads words: separated by spaces or tabs; "…" quotes, with \" and
+// \\ the only escapes inside.
+func split(line string) ([]word, error) {
+	var out []word
+	i := 0
+	for i < len(line) {
+		c := line[i]
+		if c == ' ' || c == '\t' {
+			i++
+			continue
+		}
+		if c == '"' {
+			var b strings.Builder
+			i++
+			closed := false
+			for i < len(line) {
+				c := line[i]
+				if c == '\\' {
+					if i+1 < len(line) && (line[i+1] == '"' || line[i+1] == '\\') {
+						b.WriteByte(line[i+1])
+						i += 2
+						continue
+					}
+					return nil, errors.New(`bad escape in a quoted word (only \" and \\)`)
+				}
+				if c == '"' {
+					closed = true
+					i++
+					break
+				}
+				b.WriteByte(c)
+				i++
+			}
+			if !closed {
+				return nil, errors.New("unterminated quote")
+			}
+			if i < len(line) && line[i] != ' ' && line[i] != '\t' {
+				return nil, errors.New("a quoted word must be followed by a blank")
+			}
+			out = append(out, word{b.String(), true})
+			continue
+		}
+		j := i
+		for j < len(line) && line[j] != ' ' && line[j] != '\t' {
+			j++
+		}
+		out = append(out, word{line[i:j], false})
+		i = j
+	}
+	return out, nil
+}
+
+// parse separates positional words from name=value options (unquoted words
+// whose name is one of allowed); an option given twice is an error.
+func parse(args []word, allowed []string) ([]string, map[string]string, error) {
+	var pos []string
+	opts := map[string]string{}
+	for _, a := range args {
+		if !a.quoted {
+			if name, val, ok := strings.Cut(a.text, "="); ok && !strings.HasPrefix(a.text, "/") {
+				known := false
+				for _, n := range allowed {
+					known = known || n == name
+				}
+				if !known {
+					return nil, nil, fmt.Errorf("unknown option '%s'", name)
+				}
+				if _, dup := opts[name]; dup {
+					return nil, nil, fmt.Errorf("option '%s' given twice", name)
+				}
+				opts[name] = val
+				continue
+			}
+		}
+		pos = append(pos, a.text)
+	}
+	return pos, opts, nil
+}
+
+func number(name, v string, lo, hi int64) (int64, error) {
+	if v == "" || len(v) > 15 || strings.Trim(v, "0123456789") != "" {
+		return 0, fmt.Errorf("%s=%s is not a number", name, v)
+	}
+	n, _ := strconv.ParseInt(v, 10, 64)
+	if n < lo || n > hi {
+		return 0, fmt.Errorf("%s %d is outside %d..%d", name, n, lo, hi)
+	}
+	return n, nil
+}
+
+func boolean(name, v string) (bool, error) {
+	switch v {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, fmt.Errorf("%s=%s: true or false", name, v)
+}
+
+func (s *shell) acquire(args []word, lines <-chan string) []string {
+	pos, o, err := parse(args, []string{"ttl", "wait", "fair", "reenter", "token", "key"})
+	if err != nil {
+		s.fail(err)
+		return nil
+	}
+	if len(pos) < 3 {
+		s.fail(errors.New("acquire OWNER OP PATH [DST_PATH] [ttl=MS] [wait=MS] [fair=true|false] [reenter=ID token=TOKEN] [key=KEY]"))
+		return nil
+	}
+	req := pathlock.Request{Namespace: s.ns, Owner: pos[0], Op: pos[1], Paths: pos[2:]}
+	if v, ok := o["ttl"]; ok {
+		n, err := number("ttl", v, 1, 604800000)
+		if err != nil {
+			s.fail(err)
+			return nil
+		}
+		req.TTL = time.Duration(n) * time.Millisecond
+	}
+	if v, ok := o["wait"]; ok {
+		n, err := number("wait", v, 0, 604800000)
+		if err != nil {
+			s.fail(err)
+			return nil
+		}
+		req.Wait = time.Duration(n) * time.Millisecond
+	}
+	if v, ok := o["fair"]; ok {
+		b, err := boolean("fair", v)
+		if err != nil {
+			s.fail(err)
+			return nil
+		}
+		req.Unfair = !b
+	}
+	_, hasR := o["reenter"]
+	_, hasT := o["token"]
+	if hasR != hasT {
+		s.fail(errors.New("reenter=ID and token=TOKEN go together"))
+		return nil
+	}
+	if hasR {
+		if o["reenter"] == "" || o["token"] == "" {
+			s.fail(errors.New("reenter= and token= need values"))
+			return nil
+		}
+		req.Reenter = pathlock.Proof{ID: o["reenter"], Token: o["token"]}
+	}
+	if v, ok := o["key"]; ok {
+		if hasR {
+			s.fail(errors.New("reenter= and key= exclude each other"))
+			return nil
+		}
+		if v == "" {
+			s.fail(errors.New("key= needs a value"))
+			return nil
+		}
+		req.IdempotencyKey = v
+	}
+	var held []string
+	cancelled := false
+	var lock *pathlock.Lock
+	if req.Wait > 0 {
+		cctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			lock, err = s.c.Acquire(cctx, req)
+			close(done)
+		}()
+		in := lines
+	wait:
+		for {
+			select {
+			case <-done:
+				break wait
+			case l, ok := <-in:
+				if !ok {
+					in = nil // end of input does not cancel
+					continue
+				}
+				if !cancelled && strings.Trim(l, " \t") == "cancel" {
+					cancelled = true
+					cancel()
+					continue
+				}
+				held = append(held, l)
+			}
+		}
+		cancel()
+		if in == nil {
+			// Keep the closed state for the main loop: it reads a closed
+			// channel as the end.
+		}
+	} else {
+		lock, err = s.c.Acquire(context.Background(), req)
+	}
+	var refused *pathlock.RefusedError
+	switch {
+	case err == nil:
+		s.reply(obj{{"granted", true}, {"id", lock.ID()}, {"token", lock.Token()}, {"fence", lock.Fence()},
+			{"holds", lock.Holds()}, {"expires_in_ms", lock.ExpiresIn().Milliseconds()}})
+	case errors.As(err, &refused):
+		c := refused.Conflict
+		s.reply(obj{{"granted", false}, {"conflict", obj{{"id", c.ID}, {"op", c.Op}, {"role", c.Role}, {"path", c.Path},
+			{"owner", c.Owner}, {"expires_in_ms", c.ExpiresIn.Milliseconds()}, {"requested_role", c.RequestedRole},
+			{"requested_path", c.RequestedPath}, {"relation", string(c.Relation)}, {"queued", c.Queued}}}})
+	case errors.Is(err, pathlock.ErrNotHolder):
+		s.reply(obj{{"granted", false}, {"not_holder", true}})
+	case errors.Is(err, context.Canceled):
+		s.reply(obj{{"granted", false}, {"cancelled", true}})
+	default:
+		s.fail(err)
+	}
+	if cancelled {
+		s.reply(obj{{"cancelled", true}})
+	}
+	return held
+}
+
+func (s *shell) idToken(cmd string, args []word) {
+	allowed := []string(nil)
+	if cmd == "renew" {
+		allowed = []string{"ttl"}
+	}
+	pos, o, err := parse(args, allowed)
+	if err == nil && len(pos) != 2 {
+		err = fmt.Errorf("%s ID TOKEN", cmd)
+	}
+	if err != nil {
+		s.fail(err)
+		return
+	}
+	switch cmd {
+	case "held":
+		ok, err := s.c.Held(ctx(), s.ns, pos[0], pos[1])
+		if err != nil {
+			s.fail(err)
+			return
+		}
+		s.reply(obj{{"held", ok}})
+	case "release":
+		_, err := s.c.Release(ctx(), s.ns, pos[0], pos[1])
+		if err != nil && !errors.Is(err, pathlock.ErrNotHolder) {
+			s.fail(err)
+			return
+		}
+		s.reply(obj{{"released", err == nil}})
+	case "renew":
+		var ttl time.Duration
+		if v, ok := o["ttl"]; ok {
+			n, err := number("ttl", v, 1, 604800000)
+			if err != nil {
+				s.fail(err)
+				return
+			}
+			ttl = time.Duration(n) * time.Millisecond
+		}
+		_, err := s.c.Renew(ctx(), s.ns, pos[0], pos[1], ttl)
+		if err != nil && !errors.Is(err, pathlock.ErrNotHolder) {
+			s.fail(err)
+			return
+		}
+		s.reply(obj{{"renewed", err == nil}})
+	}
+}
+
+func targets(ts []pathlock.Target) obj {
+	o := make(obj, 0, len(ts))
+	for _, t := range ts {
+		o = append(o, kv{t.Role, t.Path})
+	}
+	return o
+}
+
+func (s *shell) locks(args []word) {
+	pos, o, err := parse(args, []string{"limit", "after"})
+	if err == nil && len(pos) > 1 {
+		err = errors.New("locks [PREFIX] [limit=N [after=CURSOR]]")
+	}
+	_, hasLimit := o["limit"]
+	_, hasAfter := o["after"]
+	if err == nil && hasAfter && !hasLimit {
+		err = errors.New("after= needs limit=")
+	}
+	if err != nil {
+		s.fail(err)
+		return
+	}
+	prefix := "/"
+	if len(pos) == 1 {
+		prefix = pos[0]
+	}
+	var list []pathlock.LockInfo
+	var next interface{}
+	if hasLimit {
+		n, err := number("limit", o["limit"], 1, 10000)
+		if err != nil {
+			s.fail(err)
+			return
+		}
+		after := o["after"]
+		if hasAfter && (after == "" || strings.Trim(after, "0123456789") != "") {
+			s.fail(fmt.Errorf("after=%s is not a cursor", after))
+			return
+		}
+		p, err := s.c.List(ctx(), s.ns, prefix, int(n), after)
+		if err != nil {
+			s.fail(err)
+			return
+		}
+		list = p.Locks
+		if p.Next != "" {
+			next = p.Next
+		}
+	} else {
+		list, err = s.c.ListAll(ctx(), s.ns, prefix)
+		if err != nil {
+			s.fail(err)
+			return
+		}
+	}
+	out := make([]obj, 0, len(list))
+	for _, l := range list {
+		out = append(out, obj{{"id", l.ID}, {"owner", l.Owner}, {"op", l.Op}, {"targets", targets(l.Targets)},
+			{"fence", l.Fence}, {"holds", l.Holds}, {"expires_in_ms", l.ExpiresIn.Milliseconds()}})
+	}
+	if hasLimit {
+		s.reply(obj{{"locks", out}, {"next", next}})
+	} else {
+		s.reply(obj{{"locks", out}})
+	}
+}
+
+func (s *shell) blockers(args []word) {
+	pos, o, err := parse(args, []string{"fair", "limit"})
+	if err == nil && len(pos) < 2 {
+		err = errors.New("blockers OP PATH [DST_PATH] [fair=true|false] [limit=N]")
+	}
+	if err != nil {
+		s.fail(err)
+		return
+	}
+	fair := true
+	if v, ok := o["fair"]; ok {
+		if fair, err = boolean("fair", v); err != nil {
+			s.fail(err)
+			return
+		}
+	}
+	limit := int64(1000)
+	if v, ok := o["limit"]; ok {
+		if limit, err = number("limit", v, 1, 1000); err != nil {
+			s.fail(err)
+			return
+		}
+	}
+	rows, truncated, err := s.c.Blockers(ctx(), s.ns, pos[0], pos[1:], int(limit))
+	if err != nil {
+		s.fail(err)
+		return
+	}
+	out := make([]obj, 0, len(rows))
+	for _, b := range rows {
+		if b.Queued && !fair {
+			continue // an unfair request ignores the line
+		}
+		out = append(out, obj{{"queued", b.Queued}, {"id", b.ID}, {"owner", b.Owner}, {"op", b.Op}, {"role", b.Role},
+			{"path", b.Path}, {"requested_role", b.RequestedRole}, {"requested_path", b.RequestedPath},
+			{"relation", string(b.Relation)}, {"fence", b.Fence}, {"holds", b.Holds},
+			{"expires_in_ms", b.ExpiresIn.Milliseconds()}, {"waited_ms", b.Waited.Milliseconds()}})
+	}
+	s.reply(obj{{"blockers", out}, {"truncated", truncated}})
+}
+
+func (s *shell) waiters(args []word) {
+	pos, o, err := parse(args, []string{"limit"})
+	if err == nil && len(pos) > 1 {
+		err = errors.New("waiters [PREFIX] [limit=N]")
+	}
+	if err != nil {
+		s.fail(err)
+		return
+	}
+	prefix := "/"
+	if len(pos) == 1 {
+		prefix = pos[0]
+	}
+	limit := int64(1000)
+	if v, ok := o["limit"]; ok {
+		if limit, err = number("limit", v, 1, 1000); err != nil {
+			s.fail(err)
+			return
+		}
+	}
+	ws, err := s.c.Waiters(ctx(), s.ns, prefix, int(limit))
+	if err != nil {
+		s.fail(err)
+		return
+	}
+	out := make([]obj, 0, len(ws))
+	for _, w := range ws {
+		out = append(out, obj{{"id", w.ID}, {"owner", w.Owner}, {"op", w.Op}, {"targets", targets(w.Targets)},
+			{"waited_ms", w.Waited.Milliseconds()}, {"expires_in_ms", w.ExpiresIn.Milliseconds()}})
+	}
+	s.reply(obj{{"waiters", out}})
+}

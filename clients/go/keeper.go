@@ -1,0 +1,138 @@
+package pathlock
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// ErrLeaseLost is the Keeper's error when the lease ended before a renewal
+// got through (Err wraps the last failure).
+var ErrLeaseLost = errors.New("pathlock: lease lost")
+
+// KeepOptions configure a Keeper.
+type KeepOptions struct {
+	// Every: how often to renew (default a third of the lock's TTL).
+	Every time.Duration
+	// TTL for each renewal (0: the lock's own).
+	TTL time.Duration
+	// OnLost is called once, on the keeper's goroutine, when the lease is
+	// lost. It may call the lock's or the keeper's methods (Release, Stop).
+	OnLost func(l *Lock, err error)
+}
+
+// Keeper renews a lock's lease in its own goroutine until stopped, the lock
+// is released through Lock.Release, or the lease is lost.
+type Keeper struct {
+	lock     *Lock
+	o        KeepOptions
+	stop     chan struct{}
+	stopOnce sync.Once
+	lost     chan struct{}
+	done     chan struct{}
+	mu       sync.Mutex
+	err      error
+}
+
+// Keep starts a Keeper for the lock (a lock has at most one: a second Keep
+// stops the first).
+func (l *Lock) Keep(o KeepOptions) *Keeper {
+	if o.Every <= 0 {
+		ttl := o.TTL
+		if ttl == 0 {
+			ttl = l.ttl
+		}
+		o.Every = ttl / 3
+		if o.Every < time.Millisecond {
+			o.Every = time.Millisecond
+		}
+	}
+	k := &Keeper{lock: l, o: o, stop: make(chan struct{}), lost: make(chan struct{}), done: make(chan struct{})}
+	l.mu.Lock()
+	old := l.keeper
+	l.keeper = k
+	l.mu.Unlock()
+	if old != nil {
+		old.Stop()
+	}
+	go k.run()
+	return k
+}
+
+// Stop ends the renewals. It does not wait for a renewal in flight and may
+// be called from OnLost, any number of times.
+func (k *Keeper) Stop() { k.stopOnce.Do(func() { close(k.stop) }) }
+
+// Done is closed when the keeper's goroutine has ended.
+func (k *Keeper) Done() <-chan struct{} { return k.done }
+
+// Lost is closed when the lease was lost (never after Stop).
+func (k *Keeper) Lost() <-chan struct{} { return k.lost }
+
+// Err is nil until the lease was lost; then it wraps ErrLeaseLost (and
+// ErrNotHolder when the server said the lock is gone).
+func (k *Keeper) Err() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.err
+}
+
+func (k *Keeper) stopped() bool {
+	select {
+	case <-k.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+func (k *Keeper) run() {
+	defer close(k.done)
+	l := k.lock
+	end := time.Now().Add(l.expiresIn) // the lease's end as last known
+	t := time.NewTimer(k.o.Every)
+	defer t.Stop()
+	for {
+		select {
+		case <-k.stop:
+			return
+		case <-t.C:
+		}
+		sent := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), k.o.Every+time.Second)
+		left, err := l.Renew(ctx, k.o.TTL)
+		cancel()
+		if k.stopped() {
+			return // released meanwhile: a "missing" is no loss
+		}
+		switch {
+		case err == nil:
+			end = sent.Add(left)
+			t.Reset(k.o.Every)
+			continue
+		case errors.Is(err, ErrNotHolder) || !time.Now().Before(end):
+			k.mu.Lock()
+			k.err = &lostError{err: err}
+			k.mu.Unlock()
+			close(k.lost)
+			if k.o.OnLost != nil {
+				k.o.OnLost(l, k.err)
+			}
+			return
+		}
+		// A failed renewal (Redis unreachable): try again soon, while the
+		// lease lasts.
+		next := k.o.Every / 4
+		if next < 10*time.Millisecond {
+			next = 10 * time.Millisecond
+		}
+		t.Reset(next)
+	}
+}
+
+type lostError struct{ err error }
+
+func (e *lostError) Error() string        { return ErrLeaseLost.Error() + ": " + e.err.Error() }
+func (e *lostError) Is(target error) bool { return target == ErrLeaseLost }
+func (e *lostError) Unwrap() error        { return e.err }

@@ -1,0 +1,203 @@
+package pathlock_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+
+	"pathlock"
+)
+
+// The suite runs against a real redis-server it starts on a free loopback
+// port. It needs:
+//
+//	PATHLOCK_LIBRARY  the Functions library file (pathlock_library.lua)
+//	PATHLOCK_VECTORS  the folder of paths.json and matrix-cases.json
+//	PATHLOCK_CLI      the C++ pathlock program (interop tests)
+//	REDIS_SERVER      optional, default redis-server from PATH
+var (
+	redisURL  string
+	redisAddr string
+	library   string
+	vectors   string
+	cli       string
+)
+
+func need(name string) string {
+	v := os.Getenv(name)
+	if v == "" {
+		fmt.Fprintf(os.Stderr, "pathlock Go tests: set %s (see clients/go/main_test.go; e.g. %s)\n", name, map[string]string{
+			"PATHLOCK_LIBRARY": "build/pathlock_matrix/pathlock_cloud_drive/redis/pathlock_library.lua",
+			"PATHLOCK_VECTORS": "build/test-vectors",
+			"PATHLOCK_CLI":     "build/bin/pathlock",
+		}[name])
+		os.Exit(1)
+	}
+	if _, err := os.Stat(v); err != nil {
+		fmt.Fprintf(os.Stderr, "pathlock Go tests: %s=%s: %v\n", name, v, err)
+		os.Exit(1)
+	}
+	return v
+}
+
+func freePort() int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startRedis starts redis-server with extra arguments in dir and waits for
+// its PING; the returned function stops it.
+func startRedis(dir string, port int, extra ...string) (func(), error) {
+	bin := os.Getenv("REDIS_SERVER")
+	if bin == "" {
+		bin = "redis-server"
+	}
+	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", dir}, extra...)
+	cmd := exec.Command(bin, args...)
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	for i := 0; ; i++ {
+		c, err := redis.Dial("tcp", addr)
+		if err == nil {
+			_, err = c.Do("PING")
+			c.Close()
+			if err == nil {
+				return stop, nil
+			}
+		}
+		if i > 200 {
+			stop()
+			return nil, fmt.Errorf("redis-server on %s did not answer: %v", addr, err)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+func TestMain(m *testing.M) {
+	library = need("PATHLOCK_LIBRARY")
+	vectors = need("PATHLOCK_VECTORS")
+	cli = need("PATHLOCK_CLI")
+	dir, err := os.MkdirTemp("", "pathlock-go-test")
+	if err != nil {
+		panic(err)
+	}
+	port := freePort()
+	stop, err := startRedis(dir, port)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	redisAddr = "127.0.0.1:" + strconv.Itoa(port)
+	redisURL = "redis://" + redisAddr
+	code := m.Run()
+	stop()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+var nsCounter int
+
+// newNS returns a fresh namespace for one test.
+func newNS(t *testing.T) string {
+	nsCounter++
+	return fmt.Sprintf("go-%s-%d-%d", strings.ReplaceAll(t.Name(), "/", "."), os.Getpid(), nsCounter)
+}
+
+func newClient(t *testing.T) *pathlock.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := pathlock.New(ctx, pathlock.Options{URL: redisURL, LibraryFile: library})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.LoadLibrary(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// eventually polls cond (a condition on the server's state, never a
+// timing claim) until it holds, failing after 10 s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never happened: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// cppShell is the C++ `pathlock shell` on the test server.
+type cppShell struct {
+	cmd *exec.Cmd
+	in  *bufio.Writer
+	out *bufio.Scanner
+}
+
+func startCpp(t *testing.T, ns string) *cppShell {
+	t.Helper()
+	cmd := exec.Command(cli, "shell", "--backend", "redis", "--redis", redisURL, "--namespace", ns)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &cppShell{cmd: cmd, in: bufio.NewWriter(stdin), out: bufio.NewScanner(stdout)}
+	t.Cleanup(func() { stdin.Close(); _ = cmd.Wait() })
+	return s
+}
+
+func (s *cppShell) send(t *testing.T, line string) {
+	t.Helper()
+	fmt.Fprintln(s.in, line)
+	if err := s.in.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *cppShell) read(t *testing.T) string {
+	t.Helper()
+	if !s.out.Scan() {
+		t.Fatalf("the C++ shell ended: %v", s.out.Err())
+	}
+	return s.out.Text()
+}
+
+func (s *cppShell) do(t *testing.T, line string) string {
+	t.Helper()
+	s.send(t, line)
+	return s.read(t)
+}
+
+func repoFile(parts ...string) string {
+	return filepath.Join(append([]string{"..", ".."}, parts...)...)
+}
