@@ -283,7 +283,7 @@ export class PathLock {
     return this.redis instanceof Cluster ? this.redis.nodes('master') : [this.redis];
   }
 
-  // Finds the loaded pathlock library: FUNCTION LIST LIBRARYNAME pathlock_v4_
+  // Finds the loaded pathlock library: FUNCTION LIST LIBRARYNAME pathlock_v4_*
   // WITHCODE; several matrices' libraries may be loaded, so a fingerprint
   // chooses among them (read from `info` when the library has it, else from
   // the text's data chunk).
@@ -292,7 +292,7 @@ export class PathLock {
     const node = this.masters()[0];
     let reply: unknown[];
     try {
-      reply = (await node.call('FUNCTION', 'LIST', 'LIBRARYNAME', 'pathlock_v4_', 'WITHCODE')) as unknown[];
+      reply = (await node.call('FUNCTION', 'LIST', 'LIBRARYNAME', 'pathlock_v4_*', 'WITHCODE')) as unknown[];
     } catch (e) {
       throw new BackendError(`cannot list the server's functions: ${(e as Error).message}`, { cause: e });
     }

@@ -44,6 +44,7 @@ class KeptLease implements Lease {
 
 export interface LeaseKeeperEvents {
   lost: [lease: Lease, reason: LostReason];
+  renewed: [lease: Lease, expiresInMs: number];
 }
 
 /**
@@ -124,6 +125,7 @@ export class LeaseKeeper extends EventEmitter<LeaseKeeperEvents> {
     }
     if (outcome === 'renewed') {
       this.armEnd(l);
+      this.emit('renewed', l, l.localEnd - sent);
       this.schedule(l, l.grant.ttlMs * this.fraction);
     } else {
       // Try again soon, while the lease may still be alive.
