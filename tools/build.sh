@@ -18,7 +18,7 @@ case "$mode" in demo|test|asan|tsan) ;; *) echo "usage: tools/build.sh demo|test
 
 packages=(cmake g++ make pkg-config libhiredis-dev libssl-dev openssl nlohmann-json3-dev catch2 libvalijson-dev libfmt-dev libcpp-httplib-dev redis-server gnuplot-nox
           python3-dev python3-setuptools python3-pytest pybind11-dev chromium chromium-driver python3-selenium
-          fonts-noto-cjk golang-go golang-github-gomodule-redigo-dev golang-github-mna-redisc-dev)
+          fonts-noto-cjk golang-go golang-github-gomodule-redigo-dev golang-github-mna-redisc-dev nodejs)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
@@ -48,6 +48,10 @@ if [ "$mode" = asan ] || [ "$mode" = tsan ]; then
   cd "build-$mode"
   exec ctest --output-on-failure -E '^packaging_consumers$'
 fi
+
+# The Node.js client (clients/node, docs/node.md): its npm dependencies from
+# the committed lockfile, then compiled, before CMake registers the node_tests and kit_node tests.
+(cd clients/node && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build)
 
 # The Python package and its tests use Debian's python3 (where python3-pytest
 # and pybind11-dev are), not another python3 that may come first in PATH.

@@ -1,0 +1,744 @@
+// The client: one namespace on one Redis deployment (standalone, Sentinel or
+// Cluster, through ioredis), every operation one call of a function of the
+// pathlock Functions library (docs/lua-protocol.md).
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import Redis, { Cluster, RedisOptions } from 'ioredis';
+
+import {
+  AbortError,
+  BackendError,
+  Conflict,
+  InvalidRequestError,
+  LayoutError,
+  LockRefusedError,
+  NotHolderError,
+} from './errors';
+import { LibraryInfo, parseLibrary, prefixOfName } from './library';
+import { normalizePath, pathsOverlap } from './paths';
+import { WakeChannel } from './wake';
+import type { LeaseKeeper, Lease } from './keeper';
+
+export type RedisClient = Redis | Cluster;
+
+export interface PathLockOptions {
+  /**
+   * An ioredis client (Redis, including Sentinel and TLS, or Cluster), owned
+   * by the caller, or a URL (`redis://`, `rediss://`) for a connection this
+   * client opens and closes. A given client must not resend commands after a
+   * reconnect (`autoResendUnfulfilledCommands: false`): a lock call whose
+   * reply was lost may have run, and must not run twice.
+   */
+  redis: RedisClient | string;
+  /** 1..128 of [A-Za-z0-9._:-]. */
+  namespace: string;
+  /** The library text (loaded when missing, without REPLACE). */
+  library?: string;
+  /** A file holding the library text. */
+  libraryFile?: string;
+  /** `pl_v4_<H>_`: call an already loaded library without its text. */
+  functionPrefix?: string;
+  /** With neither library nor prefix: pick the loaded library of this matrix fingerprint. */
+  fingerprint?: string;
+  /** Extra ioredis options when `redis` is a URL. */
+  redisOptions?: RedisOptions;
+  /**
+   * Opens the connection that subscribes to wake-ups (a subscribed
+   * connection runs nothing else). Default: `duplicate()` of a Redis client;
+   * for a Cluster, a connection to the master serving the namespace's slot.
+   */
+  subscriber?: () => Redis;
+}
+
+export interface Target {
+  role: string;
+  path: string;
+}
+
+export interface AcquireOptions {
+  owner: string;
+  op: string;
+  /** The operation's paths in its roles' order (`[src, dst]` for a move). */
+  paths?: string[];
+  /** The paths by role name (needs the library text, which names the roles). */
+  targets?: Record<string, string>;
+  /** The lease, ms (default 30000). */
+  ttlMs?: number;
+  /** How long a refused request waits, ms (default 0: answer at once). */
+  waitMs?: number;
+  /** false: ignore the line of older waiting requests, and take no place in it. */
+  fair?: boolean;
+  /** Take a lock this caller holds once more, by its proof. Never waits. */
+  reenter?: { id: string; token: string };
+  /** 1..128 of [A-Za-z0-9._:-], random per logical acquire: makes a retry safe. */
+  idempotencyKey?: string;
+  /** Aborts a wait: out of the line at once; a grant that raced the abort is released. */
+  signal?: AbortSignal;
+}
+
+export interface Grant {
+  id: string;
+  token: string;
+  fence: number;
+  expiresInMs: number;
+  holds: number;
+  /** The lease asked for (what renewals use). */
+  ttlMs: number;
+}
+
+export type AcquireResult =
+  | { granted: true; grant: Grant }
+  | { granted: false; conflict: Conflict; notHolder?: undefined }
+  | { granted: false; notHolder: true; conflict?: undefined };
+
+export interface LockInfo {
+  id: string;
+  owner: string;
+  op: string;
+  fence: number;
+  holds: number;
+  expiresInMs: number;
+  targets: Target[];
+}
+
+export interface ListPage {
+  locks: LockInfo[];
+  /** Pass as `after` for the next page; null on the last page. */
+  next: string | null;
+}
+
+export interface Blocker {
+  queued: boolean;
+  id: string;
+  owner: string;
+  op: string;
+  role: string;
+  path: string;
+  requestedRole: string;
+  requestedPath: string;
+  relation: Conflict['relation'];
+  fence: number;
+  holds: number;
+  expiresInMs: number;
+  waitedMs: number;
+}
+
+export interface Waiter {
+  id: string;
+  owner: string;
+  op: string;
+  waitedMs: number;
+  expiresInMs: number;
+  targets: Target[];
+}
+
+export interface LockOptions extends AcquireOptions {
+  /** Keep the lease renewed while the guard holds it. */
+  keeper?: LeaseKeeper;
+  /** Told once when the keeper loses the lease. */
+  onLost?: (lease: Lease) => void;
+}
+
+/** Re-check period while waiting, and the longest reservation (docs/lua-protocol.md). */
+export const RECHECK_MS = 200;
+export const MAX_RESERVATION_MS = 2000;
+export const MAX_TTL_MS = 604_800_000;
+export const DEFAULT_TTL_MS = 30_000;
+
+const NAMESPACE_RE = /^[A-Za-z0-9._:-]{1,128}$/;
+const ID_RE = /^[A-Za-z0-9-]{1,64}$/;
+const KEY_RE = /^[A-Za-z0-9._:-]{1,128}$/;
+
+function randomHex(bytes: number): string {
+  return randomBytes(bytes).toString('hex');
+}
+
+function wholeMs(what: string, v: number, lo: number, hi: number): string {
+  if (!Number.isSafeInteger(v) || v < lo || v > hi)
+    throw new InvalidRequestError(`${what} must be a whole number of ms from ${lo} to ${hi}, got ${v}`);
+  return String(v);
+}
+
+function isReplyError(e: unknown): e is Error {
+  return e instanceof Error && e.name === 'ReplyError';
+}
+
+function abortReason(signal: AbortSignal): unknown {
+  return signal.reason ?? new AbortError();
+}
+
+function conflictOf(r: unknown[]): Conflict {
+  return {
+    id: String(r[1]),
+    op: String(r[2]),
+    role: String(r[3]),
+    path: String(r[4]),
+    owner: String(r[5]),
+    expiresInMs: Number(r[6]),
+    requestedRole: String(r[7]),
+    requestedPath: String(r[8]),
+    relation: String(r[9]) as Conflict['relation'],
+    queued: Number(r[10]) === 1,
+  };
+}
+
+function targetsOf(pairs: unknown): Target[] {
+  const a = pairs as unknown[];
+  const out: Target[] = [];
+  for (let i = 0; i + 1 < a.length; i += 2) out.push({ role: String(a[i]), path: String(a[i + 1]) });
+  return out;
+}
+
+/**
+ * A pathlock client for one namespace. Holds no global state: every client
+ * has its own library state, subscriber and timers; `forNamespace()` shares
+ * the connection and the library with a client of another namespace.
+ */
+export class PathLock {
+  readonly namespace: string;
+  readonly redis: RedisClient;
+  private readonly keys: string[];
+  private readonly ownsRedis: boolean;
+  private readonly shared: {
+    library?: LibraryInfo;
+    resolving?: Promise<LibraryInfo>;
+    fingerprint?: string;
+  };
+  private readonly wake: WakeChannel;
+  private readonly subscriberFactory?: () => Redis;
+
+  constructor(options: PathLockOptions, shared?: PathLock['shared']) {
+    if (!NAMESPACE_RE.test(options.namespace ?? ''))
+      throw new InvalidRequestError(`namespace must be 1..128 bytes of [A-Za-z0-9._:-], got '${options.namespace}'`);
+    this.namespace = options.namespace;
+    const ns = options.namespace;
+    this.keys = ['meta', 'idx', 'locks', 'exp', 'ent', 'wq', 'wexp', 'wrec', 'wake'].map((k) => `pl:{${ns}}:${k}`);
+    if (typeof options.redis === 'string') {
+      this.redis = new Redis(options.redis, {
+        ...options.redisOptions,
+        autoResendUnfulfilledCommands: false,
+        lazyConnect: false,
+      });
+      this.ownsRedis = true;
+    } else {
+      const r = options.redis;
+      const resend =
+        r instanceof Cluster ? r.options.redisOptions?.autoResendUnfulfilledCommands : r.options.autoResendUnfulfilledCommands;
+      if (resend !== false)
+        throw new InvalidRequestError(
+          'the ioredis client must be created with autoResendUnfulfilledCommands: false ' +
+            '(for a Cluster: redisOptions.autoResendUnfulfilledCommands): a lock call whose reply was lost may have run',
+        );
+      this.redis = r;
+      this.ownsRedis = false;
+    }
+    this.subscriberFactory = options.subscriber;
+    if (shared) this.shared = shared;
+    else {
+      this.shared = { fingerprint: options.fingerprint };
+      let text = options.library;
+      if (options.libraryFile !== undefined) text = readFileSync(options.libraryFile, 'utf8');
+      if (text !== undefined) this.shared.library = parseLibrary(text);
+      else if (options.functionPrefix !== undefined) {
+        if (!/^pl_v\d+_[0-9a-f]+_$/.test(options.functionPrefix))
+          throw new InvalidRequestError(`'${options.functionPrefix}' is not a function prefix (pl_v4_<H>_)`);
+        this.shared.library = { name: 'pathlock_' + options.functionPrefix.slice(3, -1), prefix: options.functionPrefix };
+      }
+    }
+    this.wake = new WakeChannel(this.keys[8], () => this.openSubscriber());
+  }
+
+  /** A client of another namespace sharing this one's connection and library. */
+  forNamespace(namespace: string): PathLock {
+    return new PathLock(
+      { redis: this.redis, namespace, subscriber: this.subscriberFactory },
+      this.shared,
+    );
+  }
+
+  /** Closes the subscriber, and the connection when this client opened it. */
+  async close(): Promise<void> {
+    await this.wake.close();
+    if (this.ownsRedis) await this.redis.quit().catch(() => this.redis.disconnect());
+  }
+
+  // ---- the library ---------------------------------------------------------
+
+  /** The library this client calls (loading or discovering it first if needed). */
+  async library(): Promise<LibraryInfo> {
+    if (this.shared.library) return this.shared.library;
+    if (!this.shared.resolving) {
+      this.shared.resolving = this.discover().then(
+        (lib) => (this.shared.library = lib),
+        (e) => {
+          this.shared.resolving = undefined;
+          throw e;
+        },
+      );
+    }
+    return this.shared.resolving;
+  }
+
+  private masters(): Redis[] {
+    return this.redis instanceof Cluster ? this.redis.nodes('master') : [this.redis];
+  }
+
+  // Finds the loaded pathlock library: FUNCTION LIST LIBRARYNAME pathlock_v4_*
+  // WITHCODE; several matrices' libraries may be loaded, so a fingerprint
+  // chooses among them (read from `info` when the library has it, else from
+  // the text's data chunk).
+  private async discover(): Promise<LibraryInfo> {
+    if (this.redis instanceof Cluster && this.redis.status !== 'ready') await this.redis.call('PING');
+    const node = this.masters()[0];
+    let reply: unknown[];
+    try {
+      reply = (await node.call('FUNCTION', 'LIST', 'LIBRARYNAME', 'pathlock_v4_*', 'WITHCODE')) as unknown[];
+    } catch (e) {
+      throw new BackendError(`cannot list the server's functions: ${(e as Error).message}`, { cause: e });
+    }
+    const found: LibraryInfo[] = [];
+    for (const entry of reply) {
+      const fields = entry as unknown[];
+      const get = (k: string) => fields[fields.indexOf(k) + 1];
+      const code = get('library_code');
+      const name = String(get('library_name'));
+      if (!/^pathlock_v4_[0-9a-f]+$/.test(name)) continue;
+      found.push(typeof code === 'string' ? parseLibrary(code) : { name, prefix: prefixOfName(name) });
+    }
+    const want = this.shared.fingerprint;
+    const matching = [];
+    for (const lib of found) {
+      const fp = (await this.describe(lib).catch(() => undefined))?.fingerprint ?? lib.fingerprint;
+      if (!want || fp === want) matching.push(lib);
+    }
+    if (matching.length === 1) return matching[0];
+    throw new InvalidRequestError(
+      matching.length === 0
+        ? `no pathlock library${want ? ` of matrix fingerprint ${want}` : ''} is loaded: pass its text (library/libraryFile)`
+        : `${matching.length} pathlock libraries are loaded (several matrices): pass fingerprint, library or functionPrefix`,
+    );
+  }
+
+  /**
+   * Which library and matrix this is: the library's `info` function when it
+   * has one, else what its text says (undefined fields when unknown).
+   */
+  async describe(lib?: LibraryInfo): Promise<{
+    library: string;
+    prefix: string;
+    matrixName?: string;
+    matrixVersion?: string;
+    fingerprint?: string;
+    layout?: number;
+    pathlockVersion?: string;
+  }> {
+    const l = lib ?? (await this.library());
+    try {
+      const r = (await this.masters()[0].call('FCALL_RO', l.prefix + 'info', 0)) as unknown[];
+      if (Array.isArray(r) && r[0] === 'info')
+        return {
+          library: String(r[1]),
+          prefix: l.prefix,
+          matrixName: String(r[2]),
+          matrixVersion: String(r[3]),
+          fingerprint: String(r[4]),
+          layout: Number(r[5]),
+          pathlockVersion: String(r[6]),
+        };
+    } catch (e) {
+      if (!isReplyError(e) || !/Function not found/i.test(e.message)) throw new BackendError(e instanceof Error ? e.message : String(e), { cause: e });
+    }
+    return { library: l.name, prefix: l.prefix, matrixName: l.matrixName, matrixVersion: l.matrixVersion, fingerprint: l.fingerprint };
+  }
+
+  /** Loads the library on every master (FUNCTION LOAD without REPLACE; "already exists" is success). */
+  async load(): Promise<void> {
+    const lib = await this.library();
+    if (!lib.text) throw new BackendError(`the library ${lib.name} is not loaded on the server and its text was not given`);
+    if (this.redis instanceof Cluster && this.redis.status !== 'ready') await this.redis.call('PING');
+    await Promise.all(
+      this.masters().map(async (node) => {
+        try {
+          await node.call('FUNCTION', 'LOAD', lib.text!);
+        } catch (e) {
+          if (isReplyError(e) && /already exists/.test(e.message)) return;
+          throw new BackendError(`FUNCTION LOAD of ${lib.name} failed: ${e instanceof Error ? e.message : e}`, { cause: e });
+        }
+      }),
+    );
+  }
+
+  // One function call. A call answered `Function not found` never ran: load
+  // the library and send it again. Any other error is a BackendError; a
+  // reply that did not arrive may hide a call that ran (mayHaveRun).
+  private async fcall(name: string, args: string[], readOnly = false): Promise<unknown[]> {
+    const lib = await this.library();
+    const send = () => this.redis.call(readOnly ? 'FCALL_RO' : 'FCALL', lib.prefix + name, 9, ...this.keys, ...args);
+    let reply: unknown;
+    try {
+      try {
+        reply = await send();
+      } catch (e) {
+        if (!(isReplyError(e) && /^ERR Function not found/.test(e.message) && lib.text)) throw e;
+        await this.load();
+        reply = await send();
+      }
+    } catch (e) {
+      if (e instanceof BackendError) throw e;
+      const message = e instanceof Error ? e.message : String(e);
+      throw new BackendError(`redis: ${name}: ${message}`, { cause: e, mayHaveRun: !isReplyError(e) });
+    }
+    const r = reply as unknown[];
+    if (!Array.isArray(r)) throw new BackendError(`redis: ${name}: unexpected reply ${JSON.stringify(reply)}`);
+    if (r[0] === 'invalid') throw new InvalidRequestError(String(r[1]));
+    if (r[0] === 'layout') throw new LayoutError(Number(r[1]), Number(r[2]));
+    return r;
+  }
+
+  // ---- requests ------------------------------------------------------------
+
+  private async pathsOf(o: { op: string; paths?: string[]; targets?: Record<string, string> }): Promise<string[]> {
+    if (o.paths && o.targets) throw new InvalidRequestError('give paths or targets, not both');
+    if (o.paths) return o.paths.map((p) => normalizePath(p));
+    if (!o.targets) throw new InvalidRequestError('a request needs paths (or targets by role)');
+    const lib = await this.library();
+    const roles = lib.ops?.get(o.op);
+    if (!lib.ops) throw new InvalidRequestError('targets by role need the library text (which names the roles): give paths in role order');
+    if (!roles) throw new InvalidRequestError(`unknown operation '${o.op}'`);
+    const given = Object.keys(o.targets);
+    if (given.length !== roles.length || roles.some((r) => !(r in o.targets!)))
+      throw new InvalidRequestError(`operation '${o.op}' takes the roles ${roles.join(', ')}; got ${given.join(', ')}`);
+    return roles.map((r) => normalizePath(o.targets![r]));
+  }
+
+  /** The roles of an operation, when the library text is known. */
+  async rolesOf(op: string): Promise<string[] | undefined> {
+    return (await this.library()).ops?.get(op);
+  }
+
+  /**
+   * Acquires, waiting up to `waitMs` for a refused request. Answers a
+   * refusal as data; throws InvalidRequestError for bad input, BackendError
+   * when Redis fails, and the signal's reason when aborted.
+   */
+  async tryAcquire(o: AcquireOptions): Promise<AcquireResult> {
+    if (typeof o.owner !== 'string' || o.owner === '') throw new InvalidRequestError('owner must be 1..256 bytes');
+    if (typeof o.op !== 'string' || o.op === '') throw new InvalidRequestError('op is empty');
+    const ttlMs = o.ttlMs ?? DEFAULT_TTL_MS;
+    const ttl = wholeMs('ttlMs', ttlMs, 1, MAX_TTL_MS);
+    const waitMs = o.waitMs ?? 0;
+    wholeMs('waitMs', waitMs, 0, Number.MAX_SAFE_INTEGER);
+    const fair = o.fair ?? true;
+    if (o.reenter && o.idempotencyKey) throw new InvalidRequestError('reenter and idempotencyKey exclude each other');
+    if (o.reenter && (!o.reenter.id || !o.reenter.token)) throw new InvalidRequestError('reenter needs id and token');
+    if (o.idempotencyKey !== undefined && !KEY_RE.test(o.idempotencyKey))
+      throw new InvalidRequestError('idempotencyKey must be 1..128 of [A-Za-z0-9._:-]');
+    const paths = await this.pathsOf(o);
+    const signal = o.signal;
+    if (signal?.aborted) throw abortReason(signal);
+    const head = [
+      o.owner,
+      o.op,
+      ttl,
+      randomHex(12),
+      randomHex(16),
+      o.reenter?.id ?? '',
+      o.reenter?.token ?? '',
+      o.idempotencyKey ?? '',
+      ...paths,
+    ];
+    // A reentry never waits, takes no place in line.
+    const deadline = Date.now() + (o.reenter ? 0 : waitMs);
+    const waits = !o.reenter && waitMs > 0;
+    const waiterId = waits && fair ? 'w' + randomHex(12) : '';
+    const attempt = async (reserve: number): Promise<unknown[]> => {
+      const args = o.reenter ? head : [...head, fair ? '1' : '0', waiterId, String(reserve)];
+      for (let tries = 0; ; tries++) {
+        try {
+          return await this.fcall('acquire', args);
+        } catch (e) {
+          // Only an acquire with an idempotency key may be sent again after
+          // its reply was lost: the retry gets the lock the first one made.
+          if (e instanceof BackendError && e.mayHaveRun && o.idempotencyKey && tries < 2) continue;
+          throw e;
+        }
+      }
+    };
+    const result = (r: unknown[]): AcquireResult => {
+      if (r[0] === 'granted')
+        return {
+          granted: true,
+          grant: { id: String(r[1]), token: String(r[2]), fence: Number(r[3]), expiresInMs: Number(r[4]), holds: Number(r[5]), ttlMs },
+        };
+      if (r[0] === 'refused') return { granted: false, conflict: conflictOf(r) };
+      if (r[0] === 'not_holder') return { granted: false, notHolder: true };
+      throw new BackendError(`redis: acquire: unexpected reply ${JSON.stringify(r)}`);
+    };
+    if (!waits) return result(await attempt(0));
+    return this.waitLoop(paths, deadline, waiterId, signal, attempt, result);
+  }
+
+  // The wait loop of docs/lua-protocol.md "Waiting and the line".
+  private async waitLoop(
+    paths: string[],
+    deadline: number,
+    waiterId: string,
+    signal: AbortSignal | undefined,
+    attempt: (reserve: number) => Promise<unknown[]>,
+    result: (r: unknown[]) => AcquireResult,
+  ): Promise<AcquireResult> {
+    let woken = false; // a relevant wake-up arrived since the last attempt began
+    let wakeSleeper: (() => void) | undefined;
+    const onMessage = (payload: string) => {
+      // A message none of whose paths overlaps ours cannot let us in; an
+      // empty one means "look again".
+      if (payload !== '' && !payload.split('\n').some((p) => paths.some((q) => pathsOverlap(p, q)))) return;
+      woken = true;
+      wakeSleeper?.();
+    };
+    const onAbort = () => wakeSleeper?.();
+    signal?.addEventListener('abort', onAbort);
+    let detach: (() => void) | undefined;
+    let placeMayExist = false;
+    try {
+      for (;;) {
+        const left = deadline - Date.now();
+        const last = left <= 0;
+        woken = false;
+        placeMayExist = waiterId !== '';
+        const r = await attempt(last ? 0 : Math.min(left + RECHECK_MS, MAX_RESERVATION_MS));
+        if (r[0] === 'granted') placeMayExist = false;
+        const res = result(r);
+        if (signal?.aborted) {
+          // A grant that raced the abort is released, never dropped.
+          if (res.granted) await this.release(res.grant.id, res.grant.token);
+          throw abortReason(signal);
+        }
+        if (res.granted || res.notHolder) return res;
+        if (last) {
+          placeMayExist = false; // reserve 0: the refusal removed the place
+          return res;
+        }
+        if (!detach) {
+          // Subscribe, then try again at once: a removal between the first
+          // attempt and the subscription would otherwise be missed.
+          detach = await this.wake.attach(onMessage);
+          if (signal?.aborted) throw abortReason(signal);
+          continue;
+        }
+        if (woken) continue;
+        const sleepMs = Math.max(
+          0,
+          Math.min(deadline - Date.now(), RECHECK_MS, res.conflict.expiresInMs + 1),
+        );
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(done, sleepMs);
+          function done() {
+            clearTimeout(timer);
+            wakeSleeper = undefined;
+            resolve();
+          }
+          wakeSleeper = done;
+          if (woken || signal?.aborted) done();
+        });
+        if (signal?.aborted) throw abortReason(signal);
+      }
+    } catch (e) {
+      // Cancelled, or an error: leave the line now, before answering.
+      if (placeMayExist) await this.leave(waiterId).catch(() => undefined);
+      throw e;
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+      detach?.();
+    }
+  }
+
+  /** Acquires or throws: LockRefusedError (with the conflict), NotHolderError for a failed reentry. */
+  async acquire(o: AcquireOptions): Promise<Grant> {
+    const r = await this.tryAcquire(o);
+    if (r.granted) return r.grant;
+    if (r.notHolder) throw new NotHolderError(`no live lock ${o.reenter?.id} with that token to re-enter`);
+    throw new LockRefusedError(r.conflict);
+  }
+
+  /**
+   * Acquires and returns a guard that releases on `release()` or
+   * `await using` (Symbol.asyncDispose); with a keeper, it renews the lease
+   * meanwhile.
+   */
+  async lock(o: LockOptions): Promise<LockGuard> {
+    const grant = await this.acquire(o);
+    const guard = new LockGuard(this, grant);
+    if (o.keeper) guard.lease = o.keeper.keep(this, grant, { onLost: o.onLost });
+    return guard;
+  }
+
+  /** Drops one hold; true when a live lock had this id and token. */
+  async release(id: string, token: string): Promise<boolean> {
+    const r = await this.fcall('release', [id, token]);
+    return r[0] === 'released';
+  }
+
+  /** Renews the lease to now + ttl (default: the lock's own TTL). */
+  async renew(id: string, token: string, ttlMs?: number): Promise<{ renewed: true; expiresInMs: number } | { renewed: false }> {
+    const ttl = ttlMs === undefined ? '' : wholeMs('ttlMs', ttlMs, 1, MAX_TTL_MS);
+    const r = await this.fcall('renew', [id, token, ttl]);
+    return r[0] === 'renewed' ? { renewed: true, expiresInMs: Number(r[1]) } : { renewed: false };
+  }
+
+  /** Is lock `id` live with `token`? Read-only (FCALL_RO). */
+  async held(id: string, token: string): Promise<boolean> {
+    const r = await this.fcall('held', [id, token], true);
+    return Number(r[1]) === 1;
+  }
+
+  /** Drops a lock whatever its holds and token (administrators). */
+  async forceRelease(id: string): Promise<boolean> {
+    const r = await this.fcall('force_release', [id]);
+    return r[0] === 'released';
+  }
+
+  /** Takes a place out of the line (harmless when it is gone); true when one was removed. */
+  async leave(waiterId: string): Promise<boolean> {
+    const r = await this.fcall('leave', [waiterId]);
+    return Number(r[1]) === 1;
+  }
+
+  /** One page of the live locks at or inside `prefix`, by fence. */
+  async list(o: { prefix?: string; limit?: number; after?: string | null } = {}): Promise<ListPage> {
+    const prefix = normalizePath(o.prefix ?? '/');
+    const limit = wholeMs('limit', o.limit ?? 1000, 1, 10000);
+    const after = o.after ?? '';
+    if (after !== '' && !/^\d{1,16}$/.test(after)) throw new InvalidRequestError(`'${after}' is not a cursor`);
+    const r = await this.fcall('list', [prefix, limit, after]);
+    const locks: LockInfo[] = [];
+    for (const l of r.slice(2) as unknown[][])
+      locks.push({
+        id: String(l[0]),
+        owner: String(l[1]),
+        op: String(l[2]),
+        fence: Number(l[3]),
+        holds: Number(l[4]),
+        expiresInMs: Number(l[5]),
+        targets: targetsOf(l[6]),
+      });
+    const next = r[1] === '' || r[1] === null || r[1] === undefined ? null : String(r[1]);
+    return { locks, next };
+  }
+
+  /** Every live lock at or inside `prefix`, page by page. */
+  async *listAll(prefix = '/', pageSize = 1000): AsyncGenerator<LockInfo> {
+    let after: string | null = null;
+    do {
+      const page: ListPage = await this.list({ prefix, limit: pageSize, after });
+      yield* page.locks;
+      after = page.next;
+    } while (after !== null);
+  }
+
+  /** What would refuse a request for `op` on these paths now (read-only). */
+  async blockers(
+    o: { op: string; paths?: string[]; targets?: Record<string, string>; limit?: number },
+  ): Promise<{ blockers: Blocker[]; truncated: boolean }> {
+    const paths = await this.pathsOf(o);
+    const limit = wholeMs('limit', o.limit ?? 1000, 1, 1000);
+    const r = await this.fcall('blockers', [o.op, ...paths, limit], true);
+    const blockers = (r.slice(2) as unknown[][]).map((b) => ({
+      queued: Number(b[0]) === 1,
+      id: String(b[1]),
+      owner: String(b[2]),
+      op: String(b[3]),
+      role: String(b[4]),
+      path: String(b[5]),
+      requestedRole: String(b[6]),
+      requestedPath: String(b[7]),
+      relation: String(b[8]) as Conflict['relation'],
+      fence: Number(b[9]),
+      holds: Number(b[10]),
+      expiresInMs: Number(b[11]),
+      waitedMs: Number(b[12]),
+    }));
+    return { blockers, truncated: Number(r[1]) === 1 };
+  }
+
+  /** The waiting requests with a place in line at or inside `prefix`, oldest first (read-only). */
+  async waiters(o: { prefix?: string; limit?: number } = {}): Promise<Waiter[]> {
+    const prefix = normalizePath(o.prefix ?? '/');
+    const limit = wholeMs('limit', o.limit ?? 1000, 1, 1000);
+    const r = await this.fcall('waiters', [prefix, limit], true);
+    return (r.slice(1) as unknown[][]).map((w) => ({
+      id: String(w[0]),
+      owner: String(w[1]),
+      op: String(w[2]),
+      waitedMs: Number(w[3]),
+      expiresInMs: Number(w[4]),
+      targets: targetsOf(w[5]),
+    }));
+  }
+
+  // ---- wake-ups --------------------------------------------------------------
+
+  private openSubscriber(): Redis {
+    if (this.subscriberFactory) return this.subscriberFactory();
+    const r = this.redis;
+    if (!(r instanceof Cluster)) return r.duplicate();
+    // Sharded pub/sub: subscribe on the master serving the namespace's slot.
+    const slot = clusterSlot(this.namespace);
+    const nodeKey = (r as unknown as { slots: string[][] }).slots[slot]?.[0];
+    const node = nodeKey ? r.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === nodeKey) : undefined;
+    if (!node) throw new BackendError(`no master known for slot ${slot} of namespace ${this.namespace}`);
+    return node.duplicate();
+  }
+}
+
+// CRC16 (XMODEM) of the hash tag, mod 16384: the namespace's Cluster slot.
+function clusterSlot(tag: string): number {
+  let crc = 0;
+  for (const b of Buffer.from(tag, 'utf8')) {
+    crc ^= b << 8;
+    for (let i = 0; i < 8; i++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+  }
+  return crc % 16384;
+}
+
+/**
+ * A held lock that releases itself: call `release()` in `finally`, or
+ * declare it with `await using` (Symbol.asyncDispose). Releasing twice is
+ * harmless; the keeper (if any) stops before the release, so a released
+ * lock is never renewed.
+ */
+export class LockGuard {
+  readonly grant: Grant;
+  /** The keeper's lease, when one keeps it. */
+  lease?: Lease;
+  private released?: Promise<boolean>;
+  constructor(
+    private readonly client: PathLock,
+    grant: Grant,
+  ) {
+    this.grant = grant;
+  }
+  get fence(): number {
+    return this.grant.fence;
+  }
+  /** true once the keeper found the lease lost. */
+  get lost(): boolean {
+    return this.lease?.lost ?? false;
+  }
+  /** Is the lock still held with its token (read-only check before a storage commit)? */
+  held(): Promise<boolean> {
+    return this.client.held(this.grant.id, this.grant.token);
+  }
+  /** Releases (once); true when the lock was still held. */
+  release(): Promise<boolean> {
+    if (!this.released)
+      this.released = (async () => {
+        if (this.lease) await this.lease.stop();
+        return this.client.release(this.grant.id, this.grant.token);
+      })();
+    return this.released;
+  }
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
+  }
+}

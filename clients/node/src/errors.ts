@@ -1,0 +1,79 @@
+// Typed errors of the client. A refusal is an error only where the caller
+// asked for a lock it cannot work without (`lock()`, `acquire()`); the
+// non-throwing `tryAcquire()` answers it as data.
+
+/** A lock that refused a request (or an older waiter, when `queued`). */
+export interface Conflict {
+  /** The refusing lock's id (for a waiter: its waiter id). */
+  id: string;
+  op: string;
+  role: string;
+  path: string;
+  owner: string;
+  /** What is left of its lease (a waiter: of its reservation). */
+  expiresInMs: number;
+  requestedRole: string;
+  requestedPath: string;
+  relation: 'same' | 'held_ancestor' | 'held_descendant';
+  /** true: an older waiting request refused it, not a held lock. */
+  queued: boolean;
+}
+
+/** Base class of every error this package throws. */
+export class PathLockError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** Bad input: a malformed path, an unknown operation, a bad option. Nothing was changed. */
+export class InvalidRequestError extends PathLockError {}
+
+/** The request was refused (after waiting, if it waited); `conflict` says by what. */
+export class LockRefusedError extends PathLockError {
+  readonly conflict: Conflict;
+  constructor(conflict: Conflict) {
+    super(
+      `refused: ${conflict.owner} holds ${conflict.op} (${conflict.role}) on ${conflict.path}` +
+        ` (${conflict.relation} of ${conflict.requestedRole} ${conflict.requestedPath})` +
+        (conflict.queued ? ', waiting in line' : ''),
+    );
+    this.conflict = conflict;
+  }
+}
+
+/** A reentry (or a release/renew through a guard) named no live lock with that id and token. */
+export class NotHolderError extends PathLockError {}
+
+/**
+ * Redis could not be reached or answered an error (NOPERM, OOM, a data
+ * layout of another version, a lost reply). `mayHaveRun` is true when the
+ * command was sent and its reply was lost: it may have run.
+ */
+export class BackendError extends PathLockError {
+  readonly mayHaveRun: boolean;
+  constructor(message: string, options?: { cause?: unknown; mayHaveRun?: boolean }) {
+    super(message, options);
+    this.mayHaveRun = options?.mayHaveRun ?? false;
+  }
+}
+
+/** The namespace was written by a library of another data layout. */
+export class LayoutError extends BackendError {
+  readonly stored: number;
+  readonly mine: number;
+  constructor(stored: number, mine: number) {
+    super(`the namespace was written with data layout ${stored}; this library is layout ${mine}`);
+    this.stored = stored;
+    this.mine = mine;
+  }
+}
+
+/** The error an aborted wait rejects with when its signal carries no reason. */
+export class AbortError extends PathLockError {
+  readonly code = 'ABORT_ERR';
+  constructor(message = 'the wait was aborted') {
+    super(message);
+  }
+}

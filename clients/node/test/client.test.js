@@ -1,0 +1,160 @@
+'use strict';
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const {
+  PathLock, LockRefusedError, InvalidRequestError, NotHolderError, BackendError, LayoutError, parseLibrary,
+} = require('../dist/index.js');
+const { startRedis, connect, freshNamespace, library } = require('./support/server');
+
+let server;
+let redis;
+const clients = [];
+function client(ns = freshNamespace()) {
+  const c = new PathLock({ redis, namespace: ns, library });
+  clients.push(c);
+  return c;
+}
+
+before(async () => {
+  server = await startRedis();
+  redis = connect(server.url);
+});
+after(async () => {
+  for (const c of clients) await c.close();
+  redis.disconnect();
+  await server.stop();
+});
+
+test('grant and refusal name the conflicting lock', async () => {
+  const pl = client();
+  const a = await pl.acquire({ owner: 'alice', op: 'move_folder', paths: ['/p/A/C', '/p/B'] });
+  assert.equal(a.holds, 1);
+  assert.ok(Number.isSafeInteger(a.fence) && a.fence > 0);
+  assert.match(a.id, /^[0-9a-f]{24}$/);
+  assert.match(a.token, /^[0-9a-f]{32}$/);
+  const r = await pl.tryAcquire({ owner: 'bob', op: 'upload', paths: ['/p/A/C/x'] });
+  assert.equal(r.granted, false);
+  assert.deepEqual({ ...r.conflict, expiresInMs: 0 }, {
+    id: a.id, op: 'move_folder', role: 'src', path: '/p/A/C', owner: 'alice', expiresInMs: 0,
+    requestedRole: 'target', requestedPath: '/p/A/C/x', relation: 'held_ancestor', queued: false,
+  });
+  await assert.rejects(pl.acquire({ owner: 'bob', op: 'upload', targets: { target: '/p/A/C/x' } }), (e) => {
+    assert.ok(e instanceof LockRefusedError);
+    assert.equal(e.conflict.id, a.id);
+    return true;
+  });
+  // the owner is no proof: the same owner is refused too
+  assert.equal((await pl.tryAcquire({ owner: 'alice', op: 'move_folder', paths: ['/p/A/C', '/p/B'] })).granted, false);
+  assert.equal(await pl.release(a.id, a.token), true);
+  assert.equal(await pl.release(a.id, a.token), false);
+  const b = await pl.acquire({ owner: 'bob', op: 'upload', paths: ['/p//A/C/x/'] });
+  assert.ok(b.fence > a.fence);
+  const page = await pl.list();
+  assert.deepEqual(page.locks.map((l) => [l.id, l.targets]), [[b.id, [{ role: 'target', path: '/p/A/C/x' }]]]);
+});
+
+test('reentry by proof, not_holder, idempotency keys', async () => {
+  const pl = client();
+  const g = await pl.acquire({ owner: 'ann', op: 'upload', paths: ['/d/f'] });
+  const again = await pl.acquire({ owner: 'ann', op: 'upload', paths: ['/d/f'], reenter: { id: g.id, token: g.token } });
+  assert.deepEqual([again.id, again.token, again.fence, again.holds], [g.id, g.token, g.fence, 2]);
+  await assert.rejects(pl.acquire({ owner: 'ann', op: 'upload', paths: ['/d/f'], reenter: { id: g.id, token: 'wrong' } }), NotHolderError);
+  const r = await pl.tryAcquire({ owner: 'ann', op: 'upload', paths: ['/d/f'], reenter: { id: g.id, token: 'wrong' } });
+  assert.deepEqual(r, { granted: false, notHolder: true });
+  await assert.rejects(pl.acquire({ owner: 'ann', op: 'delete_file', paths: ['/d/f'], reenter: g }), InvalidRequestError);
+  assert.equal(await pl.release(g.id, g.token), true); // holds 2 -> 1
+  assert.equal(await pl.held(g.id, g.token), true);
+  assert.equal(await pl.release(g.id, g.token), true); // -> gone
+  assert.equal(await pl.held(g.id, g.token), false);
+
+  const k1 = await pl.acquire({ owner: 'ann', op: 'upload', paths: ['/d/g'], idempotencyKey: 'req-1' });
+  const k2 = await pl.acquire({ owner: 'ann', op: 'upload', paths: ['/d/g'], idempotencyKey: 'req-1' });
+  assert.deepEqual([k2.id, k2.token, k2.fence, k2.holds], [k1.id, k1.token, k1.fence, 1]);
+  await assert.rejects(pl.acquire({ owner: 'bob', op: 'upload', paths: ['/d/g'], idempotencyKey: 'req-1' }), InvalidRequestError);
+});
+
+test('bad input is InvalidRequestError before or from Redis', async () => {
+  const pl = client();
+  await assert.rejects(pl.acquire({ owner: 'a', op: 'upload', paths: ['relative'] }), InvalidRequestError);
+  await assert.rejects(pl.acquire({ owner: 'a', op: 'upload', paths: ['/p/../x'] }), InvalidRequestError);
+  await assert.rejects(pl.acquire({ owner: 'a', op: 'nope', paths: ['/p'] }), /unknown operation 'nope'/);
+  await assert.rejects(pl.acquire({ owner: 'a', op: 'upload', paths: ['/p', '/q'] }), InvalidRequestError);
+  await assert.rejects(pl.acquire({ owner: 'a', op: 'upload', paths: ['/p'], ttlMs: 0 }), InvalidRequestError);
+  await assert.rejects(pl.acquire({ owner: 'a', op: 'upload', paths: ['/p'], ttlMs: 1.5 }), InvalidRequestError);
+  await assert.rejects(pl.acquire({ owner: 'a', op: 'move_folder', paths: ['/p/A', '/p/A/C'] }), InvalidRequestError);
+  await assert.rejects(pl.acquire({ owner: 'a', op: 'upload', paths: ['/p'], idempotencyKey: 'bad key' }), InvalidRequestError);
+  assert.throws(() => new PathLock({ redis, namespace: 'has space', library }), InvalidRequestError);
+  const Redis = require('ioredis');
+  const resending = new Redis(server.url, { lazyConnect: true });
+  assert.throws(() => new PathLock({ redis: resending, namespace: 'x', library }), /autoResendUnfulfilledCommands/);
+  resending.disconnect();
+});
+
+test('renew, force release, paged list, blockers', async () => {
+  const pl = client();
+  const g = await pl.acquire({ owner: 'a', op: 'upload', paths: ['/l/1'], ttlMs: 5000 });
+  const r = await pl.renew(g.id, g.token, 60000);
+  assert.equal(r.renewed, true);
+  assert.ok(r.expiresInMs > 5000);
+  assert.deepEqual(await pl.renew(g.id, 'nope'), { renewed: false });
+  const ids = [g.id];
+  for (let i = 2; i <= 5; i++) ids.push((await pl.acquire({ owner: 'a', op: 'upload', paths: [`/l/${i}`] })).id);
+  const seen = [];
+  let after = null;
+  let pages = 0;
+  do {
+    const page = await pl.list({ prefix: '/l', limit: 2, after });
+    seen.push(...page.locks.map((l) => l.id));
+    after = page.next;
+    pages++;
+  } while (after !== null);
+  assert.deepEqual(seen, ids);
+  assert.ok(pages >= 3);
+  const all = [];
+  for await (const l of pl.listAll('/l', 2)) all.push(l.id);
+  assert.deepEqual(all, ids);
+  const b = await pl.blockers({ op: 'delete_folder', paths: ['/l'] });
+  assert.equal(b.truncated, false);
+  assert.deepEqual(b.blockers.map((x) => [x.id, x.relation, x.queued]).sort(), ids.map((id) => [id, 'held_descendant', false]).sort());
+  assert.equal(await pl.forceRelease(g.id), true);
+  assert.equal(await pl.forceRelease(g.id), false);
+  assert.equal(await pl.held(g.id, g.token), false);
+});
+
+test('a server without the library gets it loaded and the call sent again', async () => {
+  const pl = client();
+  await redis.call('FUNCTION', 'FLUSH');
+  const g = await pl.acquire({ owner: 'a', op: 'upload', paths: ['/f/x'] });
+  assert.equal(await pl.held(g.id, g.token), true);
+  // a second client loading the same text: "already exists" is success
+  await client().load();
+  // a client given only the prefix, and one that discovers the library
+  const name = parseLibrary(library).prefix;
+  const byPrefix = new PathLock({ redis, namespace: pl.namespace, functionPrefix: name });
+  const discovered = new PathLock({ redis, namespace: pl.namespace });
+  clients.push(byPrefix, discovered);
+  assert.equal(await byPrefix.held(g.id, g.token), true);
+  assert.equal(await discovered.held(g.id, g.token), true);
+  assert.deepEqual(await discovered.rolesOf('move_folder'), ['src', 'dst']);
+  const d = await discovered.describe();
+  assert.equal(d.prefix, name);
+  assert.match(d.fingerprint, /^[0-9a-f]+$/);
+  // without the text, a missing library is a BackendError
+  await redis.call('FUNCTION', 'FLUSH');
+  await assert.rejects(byPrefix.held(g.id, g.token), BackendError);
+});
+
+test('a namespace of another layout is a LayoutError', async () => {
+  const pl = client();
+  await redis.hset(`pl:{${pl.namespace}}:meta`, 'layout', '9');
+  await assert.rejects(pl.acquire({ owner: 'a', op: 'upload', paths: ['/x'] }), (e) => e instanceof LayoutError && e.stored === 9);
+});
+
+test('namespaces never interact, and forNamespace shares the connection', async () => {
+  const a = client();
+  const b = a.forNamespace(freshNamespace());
+  clients.push(b);
+  await a.acquire({ owner: 'a', op: 'delete_folder', paths: ['/'] });
+  await b.acquire({ owner: 'b', op: 'delete_folder', paths: ['/'] });
+  assert.equal(b.redis, a.redis);
+});

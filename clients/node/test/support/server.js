@@ -1,0 +1,88 @@
+// A real redis-server on a free loopback port for the tests, and the
+// library they load (env PATHLOCK_LIBRARY).
+'use strict';
+const { spawn } = require('node:child_process');
+const net = require('node:net');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const Redis = require('ioredis');
+
+const libraryFile = process.env.PATHLOCK_LIBRARY;
+if (!libraryFile || !fs.existsSync(libraryFile)) {
+  throw new Error(
+    'PATHLOCK_LIBRARY must name the pathlock Functions library file ' +
+      '(e.g. build/pathlock_matrix/pathlock_cloud_drive/redis/pathlock_library.lua); ' +
+      (libraryFile ? `'${libraryFile}' does not exist` : 'it is not set'),
+  );
+}
+const library = fs.readFileSync(libraryFile, 'utf8');
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function startRedis() {
+  const bin = process.env.REDIS_SERVER ?? 'redis-server';
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pathlock-node-redis-'));
+  for (let tries = 0; ; tries++) {
+    const port = await freePort();
+    const proc = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    proc.stdout.on('data', (d) => (out += d));
+    const ok = await new Promise((resolve) => {
+      proc.once('exit', () => resolve(false));
+      const check = () => {
+        if (out.includes('Ready to accept connections')) resolve(true);
+        else setTimeout(check, 20);
+      };
+      check();
+    });
+    if (ok) {
+      const url = `redis://127.0.0.1:${port}`;
+      return {
+        url,
+        port,
+        proc,
+        async stop() {
+          proc.kill('SIGTERM');
+          await new Promise((r) => (proc.exitCode !== null ? r() : proc.once('exit', r)));
+          fs.rmSync(dir, { recursive: true, force: true });
+        },
+      };
+    }
+    if (tries > 5) throw new Error(`redis-server did not start: ${out}`);
+  }
+}
+
+/** An ioredis connection as the client requires it. */
+function connect(url) {
+  return new Redis(url, { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 1 });
+}
+
+let counter = 0;
+/** A fresh namespace per test. */
+function freshNamespace(prefix = 't') {
+  return `${prefix}-${process.pid}-${++counter}-${Date.now()}`;
+}
+
+/** Waits until `cond()` is true (a sync point on observable state, not a sleep). */
+async function until(cond, what = 'condition', timeoutMs = 20000) {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    if (await cond()) return;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+module.exports = { startRedis, connect, freshNamespace, until, library, libraryFile };

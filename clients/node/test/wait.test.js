@@ -1,0 +1,124 @@
+'use strict';
+// Waiting: woken by a release, cancelled by an AbortSignal (out of the line
+// at once, nothing held), and a grant that races the abort (released).
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { PathLock, AbortError } = require('../dist/index.js');
+const { startRedis, connect, freshNamespace, until, library } = require('./support/server');
+
+let server;
+let redis;
+const clients = [];
+function client(ns = freshNamespace('w')) {
+  const c = new PathLock({ redis, namespace: ns, library });
+  clients.push(c);
+  return c;
+}
+const shardSubscribers = async (pl) =>
+  Number((await redis.call('PUBSUB', 'SHARDNUMSUB', `pl:{${pl.namespace}}:wake`))[1]);
+
+before(async () => {
+  server = await startRedis();
+  redis = connect(server.url);
+});
+after(async () => {
+  for (const c of clients) await c.close();
+  redis.disconnect();
+  await server.stop();
+});
+
+test('a waiting acquire takes a place in line, subscribes, and is granted after the release', async () => {
+  const pl = client();
+  const a = await pl.acquire({ owner: 'alice', op: 'upload', paths: ['/p/A/x'] });
+  const waiting = pl.tryAcquire({ owner: 'bob', op: 'delete_folder', paths: ['/p/A'], waitMs: 60000 });
+  await until(async () => (await pl.waiters()).length === 1 && (await shardSubscribers(pl)) === 1, 'bob in line and subscribed');
+  const [w] = await pl.waiters();
+  assert.equal(w.owner, 'bob');
+  assert.deepEqual(w.targets, [{ role: 'target', path: '/p/A' }]);
+  // a fair newcomer that no held lock refuses is refused by the older waiter
+  const newcomer = await pl.tryAcquire({ owner: 'carol', op: 'upload', paths: ['/p/A/y'] });
+  assert.equal(newcomer.granted, false);
+  assert.equal(newcomer.conflict.queued, true);
+  assert.equal(newcomer.conflict.id, w.id);
+  assert.equal(await pl.release(a.id, a.token), true);
+  const r = await waiting;
+  assert.equal(r.granted, true);
+  assert.ok(r.grant.fence > a.fence);
+  assert.deepEqual(await pl.waiters(), []);
+  await until(async () => (await shardSubscribers(pl)) === 0, 'the subscription closed');
+});
+
+test('a wait that runs out leaves the line and answers the conflict', async () => {
+  const pl = client();
+  const a = await pl.acquire({ owner: 'alice', op: 'delete_folder', paths: ['/q'] });
+  const r = await pl.tryAcquire({ owner: 'bob', op: 'upload', paths: ['/q/x'], waitMs: 300 });
+  assert.equal(r.granted, false);
+  assert.equal(r.conflict.id, a.id);
+  assert.deepEqual(await pl.waiters(), []);
+});
+
+test('abort: out of the line at once, nothing held, rejects with the reason', async () => {
+  const pl = client();
+  const a = await pl.acquire({ owner: 'alice', op: 'delete_folder', paths: ['/p'] });
+  const controller = new AbortController();
+  const waiting = pl.acquire({ owner: 'bob', op: 'upload', paths: ['/p/x'], waitMs: 60000, signal: controller.signal });
+  await until(async () => (await pl.waiters()).length === 1, 'bob in line');
+  const reason = new Error('user went away');
+  controller.abort(reason);
+  await assert.rejects(waiting, (e) => e === reason);
+  assert.deepEqual(await pl.waiters(), []);
+  assert.deepEqual((await pl.list()).locks.map((l) => l.id), [a.id]);
+  // without a reason: an AbortError (the platform's, as AbortSignal gives it)
+  const c2 = new AbortController();
+  const w2 = pl.tryAcquire({ owner: 'bob', op: 'upload', paths: ['/p/y'], waitMs: 60000, signal: c2.signal });
+  await until(async () => (await pl.waiters()).length === 1, 'bob in line again');
+  c2.abort();
+  await assert.rejects(w2, (e) => e.name === 'AbortError');
+  assert.deepEqual(await pl.waiters(), []);
+  // an already aborted signal never calls Redis
+  await assert.rejects(pl.tryAcquire({ owner: 'x', op: 'upload', paths: ['/z'], waitMs: 10, signal: AbortSignal.abort(new AbortError()) }), AbortError);
+  assert.deepEqual((await pl.list()).locks.map((l) => l.id), [a.id]);
+});
+
+test('a grant that races the abort is released, never dropped', async () => {
+  const pl = client();
+  const a = await pl.acquire({ owner: 'alice', op: 'delete_folder', paths: ['/r'] });
+  const controller = new AbortController();
+  // The abort comes while bob's granting attempt is on the wire: the hook
+  // aborts right after the real FCALL was sent, once alice has released.
+  let armed = false;
+  const call = redis.call.bind(redis);
+  redis.call = (...args) => {
+    const p = call(...args);
+    if (armed && args[0] === 'FCALL' && String(args[1]).endsWith('_acquire')) {
+      armed = false;
+      controller.abort();
+      p.then((r) => (sent.reply = r));
+    }
+    return p;
+  };
+  const sent = {};
+  try {
+    const waiting = pl.tryAcquire({ owner: 'bob', op: 'upload', paths: ['/r/x'], waitMs: 60000, signal: controller.signal });
+    await until(async () => (await pl.waiters()).length === 1, 'bob in line');
+    armed = true;
+    await pl.release(a.id, a.token);
+    await assert.rejects(waiting, (e) => e.name === 'AbortError');
+    assert.equal(sent.reply[0], 'granted', 'the raced attempt was granted');
+    assert.equal(await pl.held(sent.reply[1], sent.reply[2]), false);
+    assert.deepEqual((await pl.list()).locks, []);
+    assert.deepEqual(await pl.waiters(), []);
+  } finally {
+    redis.call = call;
+  }
+});
+
+test('fair=false waits without a place in line', async () => {
+  const pl = client();
+  const a = await pl.acquire({ owner: 'alice', op: 'delete_folder', paths: ['/u'] });
+  const waiting = pl.tryAcquire({ owner: 'bob', op: 'upload', paths: ['/u/x'], waitMs: 60000, fair: false });
+  await until(async () => (await shardSubscribers(pl)) === 1, 'bob subscribed');
+  assert.deepEqual(await pl.waiters(), []);
+  await pl.release(a.id, a.token);
+  assert.equal((await waiting).granted, true);
+});
