@@ -316,7 +316,7 @@ final class LockEngine
         if ($limit < 1 || $limit > self::MAX_LIST_LIMIT) {
             throw new InvalidRequestException(sprintf('limit %d is outside 1..%d', $limit, self::MAX_LIST_LIMIT));
         }
-        if ($after !== '' && preg_match('/\A[0-9]{1,15}\z/', $after) !== 1) {
+        if ($after !== '' && preg_match('/\A[0-9]{1,16}\z/', $after) !== 1) {
             throw new InvalidRequestException("cursor '$after' is not a cursor of this namespace (the \"next\" of a page)");
         }
         $r = $this->call('list', $namespace, [$prefix, (string) $limit, $after]);
