@@ -83,6 +83,14 @@ final class LineProcess
         return $this->read();
     }
 
+    /** Ends the input (the process reads end of file). */
+    public function closeInput(): void
+    {
+        if (is_resource($this->pipes[0])) {
+            fclose($this->pipes[0]);
+        }
+    }
+
     /** Closes stdin and returns the exit status. */
     public function close(): int
     {
