@@ -4,8 +4,6 @@ declare(strict_types=1);
 
 namespace Pathlock;
 
-use Pathlock\Exception\PathlockException;
-
 /**
  * A held lock that gives itself back: call release() in a `finally` block;
  * if the guard is dropped without it (an early return, an exception, the end
@@ -64,7 +62,7 @@ final class LockGuard
         }
         try {
             $this->release();
-        } catch (PathlockException) {
+        } catch (\Throwable) {
             // never throw from a destructor; the lease ends by itself
         }
     }
