@@ -1,0 +1,89 @@
+<?php
+
+declare(strict_types=1);
+
+// Acquire + release pairs against one Redis server: pairs/s and the median
+// (p50) of one pair, for the PHP client in this process, and, over the shell
+// line protocol, for the PHP driver and the C++ engine (`pathlock shell
+// --backend redis`) on the same server in the same run. Each pair takes and
+// gives back `upload` on its own path in a fresh namespace.
+//
+//   php bench/bench.php --redis URL [--library FILE] [--pairs N] [--cli PATHLOCK]
+//
+// Numbers are for comparing clients on one machine, never assertions.
+
+require dirname(__DIR__) . '/src/autoload.php';
+
+use Pathlock\Library;
+use Pathlock\LockEngine;
+
+$opt = getopt('', ['redis:', 'library:', 'pairs:', 'cli:']);
+$url = $opt['redis'] ?? 'redis://127.0.0.1:6379';
+$library = Library::fromFile($opt['library'] ?? (getenv('PATHLOCK_LIBRARY') ?: 'pathlock_library.lua'));
+$pairs = (int) ($opt['pairs'] ?? 2000);
+$cli = $opt['cli'] ?? (getenv('PATHLOCK_CLI') ?: '');
+
+/** @param list<float> $ns one duration per pair, nanoseconds */
+function report(string $who, array $ns, float $totalNs): void
+{
+    sort($ns);
+    printf("%-28s %8.0f pairs/s   p50 %7.1f us   p99 %7.1f us   (%d pairs)\n",
+        $who, count($ns) / ($totalNs / 1e9), $ns[intdiv(count($ns), 2)] / 1e3, $ns[(int) floor(count($ns) * 0.99)] / 1e3, count($ns));
+}
+
+// 1. The PHP client, in process.
+$engine = LockEngine::connect($url, $library);
+$ns = 'bench-php-' . bin2hex(random_bytes(4));
+for ($i = 0; $i < 100; $i++) {   // warm-up (and load the library)
+    $g = $engine->acquire($ns, 'bench', 'upload', ["/w/$i"])->grant;
+    $engine->release($ns, $g->id, $g->token);
+}
+$times = [];
+$start = hrtime(true);
+for ($i = 0; $i < $pairs; $i++) {
+    $t = hrtime(true);
+    $g = $engine->acquire($ns, 'bench', 'upload', ["/p/$i"])->grant ?? throw new RuntimeException('refused');
+    $engine->release($ns, $g->id, $g->token);
+    $times[] = hrtime(true) - $t;
+}
+report('php client (in process)', $times, hrtime(true) - $start);
+
+// 2. Drivers over the line protocol: the same pairs, one line per call.
+function lines(string $who, array $cmd, int $pairs): void
+{
+    $p = proc_open($cmd, [0 => ['pipe', 'r'], 1 => ['pipe', 'w'], 2 => ['file', '/dev/null', 'w']], $pipes);
+    $ask = function (string $line) use ($pipes): array {
+        fwrite($pipes[0], $line . "\n");
+        fflush($pipes[0]);
+        $answer = fgets($pipes[1]);
+        if ($answer === false) {
+            throw new RuntimeException('the driver ended');
+        }
+        return json_decode($answer, true, 512, JSON_THROW_ON_ERROR);
+    };
+    for ($i = 0; $i < 100; $i++) {
+        $g = $ask("acquire bench upload /w/$i");
+        $ask("release {$g['id']} {$g['token']}");
+    }
+    $times = [];
+    $start = hrtime(true);
+    for ($i = 0; $i < $pairs; $i++) {
+        $t = hrtime(true);
+        $g = $ask("acquire bench upload /p/$i");
+        if (!$g['granted']) {
+            throw new RuntimeException('refused');
+        }
+        $ask("release {$g['id']} {$g['token']}");
+        $times[] = hrtime(true) - $t;
+    }
+    report($who, $times, hrtime(true) - $start);
+    fclose($pipes[0]);
+    proc_close($p);
+}
+
+lines('php driver (line protocol)', [PHP_BINARY, dirname(__DIR__) . '/bin/pathlock-php-shell', '--redis', $url,
+    '--namespace', 'bench-phpd-' . bin2hex(random_bytes(4)), '--library', $opt['library'] ?? (string) getenv('PATHLOCK_LIBRARY')], $pairs);
+if ($cli !== '') {
+    lines('c++ shell (line protocol)', [$cli, 'shell', '--backend', 'redis', '--redis', $url,
+        '--namespace', 'bench-cpp-' . bin2hex(random_bytes(4))], $pairs);
+}

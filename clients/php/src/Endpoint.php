@@ -1,0 +1,122 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Pathlock;
+
+use Pathlock\Exception\BackendException;
+use Pathlock\Exception\InvalidRequestException;
+
+/**
+ * Where a Redis server is and how to log in: from a `redis://` or
+ * `rediss://` URL (`redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]`), or read
+ * back from a connected \Redis. The engine uses it to open the dedicated
+ * connection of the wake-up subscription.
+ */
+final readonly class Endpoint
+{
+    public function __construct(
+        public string $host,
+        public int $port = 6379,
+        public bool $tls = false,
+        public ?string $user = null,
+        public ?string $password = null,
+        public int $db = 0,
+        public float $connectTimeout = 2.0,
+        public float $commandTimeout = 2.0,
+    ) {
+    }
+
+    public static function fromUrl(string $url, float $connectTimeout = 2.0, float $commandTimeout = 2.0): self
+    {
+        $parts = parse_url($url);
+        $scheme = is_array($parts) ? strtolower($parts['scheme'] ?? '') : '';
+        if (!is_array($parts) || !in_array($scheme, ['redis', 'rediss'], true) || !isset($parts['host'])) {
+            throw new InvalidRequestException("Redis URL '$url' is not redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] (or rediss://)");
+        }
+        $db = 0;
+        $path = trim($parts['path'] ?? '', '/');
+        if ($path !== '') {
+            if (preg_match('/\A\d{1,5}\z/', $path) !== 1) {
+                throw new InvalidRequestException("Redis URL '$url': the database must be a number");
+            }
+            $db = (int) $path;
+        }
+        $user = isset($parts['user']) && $parts['user'] !== '' ? rawurldecode($parts['user']) : null;
+        $password = isset($parts['pass']) ? rawurldecode($parts['pass']) : null;
+        if ($user !== null && $password === null) {  // redis://PASSWORD@host
+            [$user, $password] = [null, $user];
+        }
+        return new self(
+            trim($parts['host'], '[]'),
+            (int) ($parts['port'] ?? 6379),
+            $scheme === 'rediss',
+            $user,
+            $password,
+            $db,
+            $connectTimeout,
+            $commandTimeout,
+        );
+    }
+
+    /** The endpoint a connected phpredis client talks to. */
+    public static function fromRedis(\Redis $redis): self
+    {
+        $host = (string) $redis->getHost();
+        $tls = false;
+        if (preg_match('#\A(tls|ssl)://#i', $host, $m) === 1) {
+            $tls = true;
+            $host = substr($host, strlen($m[0]));
+        } elseif (str_starts_with(strtolower($host), 'tcp://')) {
+            $host = substr($host, 6);
+        }
+        $auth = $redis->getAuth();
+        $user = null;
+        $password = null;
+        if (is_array($auth)) {
+            [$user, $password] = count($auth) >= 2 ? [(string) $auth[0], (string) $auth[1]] : [null, (string) $auth[0]];
+        } elseif (is_string($auth) && $auth !== '') {
+            $password = $auth;
+        }
+        $timeout = (float) $redis->getTimeout();
+        $read = (float) $redis->getReadTimeout();
+        return new self(
+            $host,
+            (int) $redis->getPort(),
+            $tls,
+            $user,
+            $password,
+            (int) $redis->getDBNum(),
+            $timeout > 0 ? $timeout : 2.0,
+            $read > 0 ? $read : 2.0,
+        );
+    }
+
+    /** A new phpredis connection to this endpoint, logged in. */
+    public function connect(): \Redis
+    {
+        $redis = new \Redis();
+        try {
+            $ok = $redis->connect(
+                ($this->tls ? 'tls://' : '') . $this->host,
+                $this->port,
+                $this->connectTimeout,
+                null,
+                0,
+                $this->commandTimeout,
+            );
+            if (!$ok) {
+                throw new BackendException("redis at {$this->host}:{$this->port}: cannot connect");
+            }
+            if ($this->password !== null) {
+                $redis->auth($this->user !== null ? [$this->user, $this->password] : $this->password);
+            }
+            if ($this->db !== 0) {
+                $redis->select($this->db);
+            }
+        } catch (\RedisException $e) {
+            throw new BackendException("redis at {$this->host}:{$this->port}: {$e->getMessage()}", 0, $e);
+        }
+        return $redis;
+    }
+}

@@ -1,0 +1,100 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Pathlock\Tests\Support;
+
+/**
+ * A real redis-server on a free loopback port, started for a test class and
+ * stopped afterwards (no persistence, nothing left behind).
+ */
+final class RedisServer
+{
+    /** @var resource */
+    private $process;
+    public readonly int $port;
+    public readonly string $url;
+    private string $dir;
+
+    public function __construct()
+    {
+        $binary = getenv('PATHLOCK_REDIS_SERVER') ?: 'redis-server';
+        $this->dir = sys_get_temp_dir() . '/pathlock-php-redis-' . bin2hex(random_bytes(6));
+        mkdir($this->dir);
+        for ($try = 0; ; $try++) {
+            $port = self::freePort();
+            $cmd = [$binary, '--port', (string) $port, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
+                '--dir', $this->dir, '--logfile', $this->dir . '/redis.log'];
+            $process = proc_open($cmd, [0 => ['file', '/dev/null', 'r'], 1 => ['file', '/dev/null', 'w'], 2 => ['file', '/dev/null', 'w']], $pipes);
+            if ($process === false) {
+                throw new \RuntimeException("cannot start $binary");
+            }
+            if (self::waitReady($port, $process)) {
+                $this->process = $process;
+                $this->port = $port;
+                $this->url = "redis://127.0.0.1:$port";
+                return;
+            }
+            proc_terminate($process);
+            proc_close($process);
+            if ($try >= 4) {
+                throw new \RuntimeException("redis-server did not start; see {$this->dir}/redis.log");
+            }
+        }
+    }
+
+    public function client(): \Redis
+    {
+        $r = new \Redis();
+        $r->connect('127.0.0.1', $this->port, 2.0, null, 0, 5.0);
+        return $r;
+    }
+
+    public function stop(): void
+    {
+        if (isset($this->process) && is_resource($this->process)) {
+            proc_terminate($this->process);
+            proc_close($this->process);
+        }
+        foreach (glob($this->dir . '/*') ?: [] as $f) {
+            @unlink($f);
+        }
+        @rmdir($this->dir);
+    }
+
+    public function __destruct()
+    {
+        $this->stop();
+    }
+
+    private static function freePort(): int
+    {
+        $s = stream_socket_server('tcp://127.0.0.1:0', $errno, $errstr);
+        if ($s === false) {
+            throw new \RuntimeException("no free port: $errstr");
+        }
+        $name = stream_socket_get_name($s, false);
+        fclose($s);
+        return (int) substr($name, strrpos($name, ':') + 1);
+    }
+
+    /** @param resource $process */
+    private static function waitReady(int $port, $process): bool
+    {
+        for ($i = 0; $i < 200; $i++) {
+            if (!proc_get_status($process)['running']) {
+                return false;
+            }
+            $r = new \Redis();
+            try {
+                if (@$r->connect('127.0.0.1', $port, 0.2) && $r->ping()) {
+                    $r->close();
+                    return true;
+                }
+            } catch (\RedisException) {
+            }
+            usleep(25000);
+        }
+        return false;
+    }
+}
