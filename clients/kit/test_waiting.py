@@ -79,8 +79,10 @@ def test_cancel_leaves_nothing_held_and_nobody_in_line(driver, cpp, needs):
     g = check_grant(a.ask(acquire_line("a", h, ht)))
     b.send(acquire_line("b", r, rt, f"wait={LONG}"))
     in_line(observer, "b")
+    b.send("held nosuch token")  # sent during the wait: answered after it, before the cancel's answer
     b.send("cancel")
     assert b.answer() == {"granted": False, "cancelled": True}
+    assert b.answer() == {"held": False}
     assert b.answer() == {"cancelled": True}
     assert observer.ask("waiters") == {"waiters": []}
     assert [l["id"] for l in observer.ask("locks")["locks"]] == [g["id"]]

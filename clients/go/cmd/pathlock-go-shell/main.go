@@ -187,6 +187,10 @@ func (s *shell) run(in io.Reader) {
 // meanwhile: `cancel` stops it, the others are returned, to be answered
 // after it in order.
 func (s *shell) line(line string, lines <-chan string) []string {
+	if line == cancelledMarker {
+		s.reply(obj{{"cancelled", true}})
+		return nil
+	}
 	trimmed := strings.TrimLeft(line, " \t")
 	if trimmed == "" && !strings.ContainsRune(line, '\r') {
 		return nil
@@ -445,6 +449,8 @@ func (s *shell) acquire(args []word, lines <-chan string) []string {
 				if !cancelled && strings.Trim(l, " \t") == "cancel" {
 					cancelled = true
 					cancel()
+					// Answered in its place among the lines sent meanwhile.
+					held = append(held, cancelledMarker)
 					continue
 				}
 				held = append(held, l)
@@ -457,6 +463,15 @@ func (s *shell) acquire(args []word, lines <-chan string) []string {
 		}
 	} else {
 		lock, err = s.c.Acquire(context.Background(), req)
+	}
+	if cancelled && err == nil {
+		// The grant came before the cancel was seen: `cancelled` must mean
+		// nothing held, so give it back.
+		if rerr := lock.Release(context.Background()); rerr != nil {
+			s.fail(rerr)
+			return held
+		}
+		err = context.Canceled
 	}
 	var refused *pathlock.RefusedError
 	switch {
@@ -475,11 +490,12 @@ func (s *shell) acquire(args []word, lines <-chan string) []string {
 	default:
 		s.fail(err)
 	}
-	if cancelled {
-		s.reply(obj{{"cancelled", true}})
-	}
 	return held
 }
+
+// cancelledMarker stands for the `cancel` line that stopped a wait, among the
+// lines read during it: answered {"cancelled":true} in its place.
+const cancelledMarker = "\x00cancelled"
 
 func (s *shell) idToken(cmd string, args []word) {
 	allowed := []string(nil)
