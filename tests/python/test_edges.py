@@ -121,14 +121,14 @@ def test_a_grant_racing_the_cancellation_is_released(engine, ns):
     asyncio.run(main())
 
 
-# 5. Waiters use the binding's own threads: a free path is answered while 200 wait.
+# 5. Waiters use the binding's own threads: a free path is answered while 1,000 wait.
 def test_many_waiting_coroutines_starve_neither_a_free_path_nor_the_default_executor(engine, ns):
     held = hold(engine, ns)
 
     async def main():
         loop = asyncio.get_running_loop()
         waiting = [asyncio.create_task(engine.acquire_async(ns, f"w{i}", "upload", {"target": f"/p/A/{i}"},
-                                                            wait=60)) for i in range(200)]
+                                                            wait=60)) for i in range(1000)]
         until_in_line = 60  # at least the pool's worth are in line (the rest queue for a thread)
         while len(engine.waiters(ns)) < until_in_line:
             await asyncio.sleep(0.01)
