@@ -76,7 +76,7 @@ install(FILES ${PATHLOCK_VECTORS_DIR}/paths.json ${PATHLOCK_VECTORS_DIR}/matrix-
 # (tests/consumer/run.cmake checks each link of the installed pages).
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs FILES_MATCHING PATTERN "*.md" PATTERN "*.png"
-        PATTERN "*.cpp")
+        PATTERN "*.cpp" PATTERN "*.yml")
 foreach(linked matrix/README.md matrix/cloud-drive.json matrix/matrix.schema.json src/README.md tests/README.md
                tools/bench/README.md)
   get_filename_component(linked_dir ${linked} DIRECTORY)

@@ -98,7 +98,9 @@ Counts refusals_in(const std::string& text) {
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
     std::smatch m;
-    if (std::regex_match(line, m, sample)) out[{m[1].str(), m[2].str()}] += std::stoull(m[3].str());
+    // Every series is exported from the start at 0: count the ones that happened.
+    if (std::regex_match(line, m, sample) && std::stoull(m[3].str()) > 0)
+      out[{m[1].str(), m[2].str()}] += std::stoull(m[3].str());
   }
   return out;
 }

@@ -142,8 +142,9 @@ TEST_CASE("metrics: the Prometheus text parses back, histograms are cumulative",
   CHECK(value_of(samples, "pathlock_redis_call_seconds_bucket", {{"le", "300"}}) == 1);
   CHECK(value_of(samples, "pathlock_redis_call_seconds_bucket", {{"le", "+Inf"}}) == 2);
   CHECK(value_of(samples, "pathlock_redis_call_seconds_sum", {}) == Approx(1000.0003));
-  // No series for operations that never waited or held.
-  CHECK(value_of(samples, "pathlock_wait_seconds_count", {{"op", "purge"}}) == -1);
+  // Every operation's series from the start, at 0 (so increase() sees the first event).
+  CHECK(value_of(samples, "pathlock_wait_seconds_count", {{"op", "purge"}}) == 0);
+  CHECK(value_of(samples, "pathlock_waiting_requests", {{"op", "purge"}}) == 0);
 }
 
 TEST_CASE("metrics: label values are escaped", "[metrics]") {

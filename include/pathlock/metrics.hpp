@@ -102,6 +102,10 @@ struct MetricsSnapshot {
   std::array<std::uint64_t, kRetryReasonCount> retries{};
   std::array<std::uint64_t, kFailoverKindCount> failovers{};
   HistogramSnapshot redis_calls;  // one Redis call, retries included
+  // Work in progress, per operation: acquire calls waiting now (refused at
+  // least once, not answered yet), and how long the oldest of them has.
+  std::vector<std::uint64_t> waiting;
+  std::vector<double> oldest_wait;  // seconds; 0 when none waits
 
   // Lookups by name; 0 for an unknown operation.
   std::uint64_t acquired(std::string_view op, Outcome outcome) const;
@@ -121,9 +125,9 @@ class Metrics {
 
   MetricsSnapshot snapshot() const;
   // Every metric in the Prometheus text format, with HELP and TYPE lines.
-  // Counters and histograms without operation labels always appear; those
-  // labelled by operation appear for every operation (acquires) or once
-  // they are non-zero (refusals, wait and hold histograms).
+  // Every series appears from the start, at 0: each operation's (and each
+  // pair of operations' refusals) as soon as the Metrics exists, so that
+  // increase() and rate() see the first event.
   std::string prometheus() const;
   // True when `matrix` has the same operations, in the same order.
   bool fits(const MatrixTable& matrix) const;
@@ -144,6 +148,11 @@ class Metrics {
   void count_retry(RetryReason reason) noexcept;
   void count_failover(FailoverKind kind) noexcept;
   void observe_redis_call(std::chrono::nanoseconds took) noexcept;
+  // A waiting acquire of `op` was refused first at `since` and waits; it
+  // ends with wait_ended(op, since) whatever its answer (work in progress:
+  // MetricsSnapshot::waiting and oldest_wait).
+  void wait_began(int op, std::chrono::steady_clock::time_point since) noexcept;
+  void wait_ended(int op, std::chrono::steady_clock::time_point since) noexcept;
 
  private:
   struct Impl;

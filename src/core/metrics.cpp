@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <mutex>
+#include <set>
 #include <unordered_map>
 
 namespace pathlock {
@@ -196,7 +197,7 @@ struct Block {
 };
 
 struct Metrics::Impl {
-  explicit Impl(const MatrixTable& matrix) : n(matrix.op_count), id(next_id.fetch_add(1) + 1) {
+  explicit Impl(const MatrixTable& matrix) : n(matrix.op_count), id(next_id.fetch_add(1) + 1), waiting(n) {
     for (std::size_t i = 0; i < n; ++i) ops.emplace_back(matrix.ops[i].name);
   }
   std::size_t n;
@@ -207,8 +208,24 @@ struct Metrics::Impl {
   static inline std::atomic<std::uint64_t> next_id{0};
   mutable std::mutex mutex;  // guards blocks (taken once per thread, and by snapshots)
   std::vector<std::unique_ptr<Block>> blocks;
+  // Waits in progress: [op] -> when each began. Taken twice per waiting call.
+  mutable std::mutex waits_mutex;
+  std::vector<std::multiset<std::chrono::steady_clock::time_point>> waiting;
 
   bool has(int op) const { return op >= 0 && static_cast<std::size_t>(op) < n; }
+
+  // The waits in progress into `s`.
+  void in_progress(MetricsSnapshot& s) const {
+    const auto now = std::chrono::steady_clock::now();
+    s.waiting.assign(n, 0);
+    s.oldest_wait.assign(n, 0.0);
+    std::lock_guard guard(waits_mutex);
+    for (std::size_t op = 0; op < n; ++op) {
+      const auto& set = waiting[op];
+      s.waiting[op] = set.size();
+      if (!set.empty()) s.oldest_wait[op] = std::chrono::duration<double>(now - *set.begin()).count();
+    }
+  }
 
   // The calling thread's block: a one-entry cache, then a per-thread map,
   // then (once per thread and Metrics) a new block under the mutex.
@@ -271,6 +288,20 @@ void Metrics::count_failover(FailoverKind kind) noexcept {
   add(impl_->mine().failovers[static_cast<std::size_t>(kind)]);
 }
 void Metrics::observe_redis_call(std::chrono::nanoseconds took) noexcept { impl_->mine().redis_calls.observe(took); }
+void Metrics::wait_began(int op, std::chrono::steady_clock::time_point since) noexcept {
+  if (!impl_->has(op)) return;
+  try {
+    std::lock_guard guard(impl_->waits_mutex);
+    impl_->waiting[static_cast<std::size_t>(op)].insert(since);
+  } catch (...) {  // out of memory: this wait is not shown in progress
+  }
+}
+void Metrics::wait_ended(int op, std::chrono::steady_clock::time_point since) noexcept {
+  if (!impl_->has(op)) return;
+  std::lock_guard guard(impl_->waits_mutex);
+  auto& set = impl_->waiting[static_cast<std::size_t>(op)];
+  if (const auto it = set.find(since); it != set.end()) set.erase(it);
+}
 
 MetricsSnapshot Metrics::snapshot() const {
   const Impl& m = *impl_;
@@ -285,6 +316,7 @@ MetricsSnapshot Metrics::snapshot() const {
     for (std::size_t i = 0; i < kBuckets; ++i) into.counts[i] += get(h.counts[i]);
     into.sum += static_cast<double>(get(h.sum_ns)) / 1e9;
   };
+  m.in_progress(s);
   std::lock_guard guard(m.mutex);
   for (const std::unique_ptr<Block>& bp : m.blocks) {
     const Block& b = *bp;
@@ -327,18 +359,28 @@ std::string Metrics::prometheus() const {
   for (std::size_t r = 0; r < n; ++r)
     for (std::size_t h = 0; h < n; ++h)
       for (std::size_t k = 0; k < kRefusalKindCount; ++k)
-        if (const std::uint64_t v = s.refusals[(r * n + h) * kRefusalKindCount + k])
-          fmt::format_to(it, "pathlock_refusals_total{{op=\"{}\",held_op=\"{}\",relation=\"{}\"}} {}\n",
-                         escape_label(s.ops[r]), escape_label(s.ops[h]), refusal_kind_name(k), v);
+        fmt::format_to(it, "pathlock_refusals_total{{op=\"{}\",held_op=\"{}\",relation=\"{}\"}} {}\n",
+                       escape_label(s.ops[r]), escape_label(s.ops[h]), refusal_kind_name(k),
+                       s.refusals[(r * n + h) * kRefusalKindCount + k]);
 
   header(out, "pathlock_wait_seconds", "histogram",
          "Time from call to answer of acquire calls that waited (refused at least once), by operation.");
   for (std::size_t op = 0; op < n; ++op)
-    if (s.wait[op].count()) histogram_lines(out, "pathlock_wait_seconds", fmt::format("op=\"{}\"", escape_label(s.ops[op])), s.wait[op]);
+    histogram_lines(out, "pathlock_wait_seconds", fmt::format("op=\"{}\"", escape_label(s.ops[op])), s.wait[op]);
   header(out, "pathlock_hold_seconds", "histogram",
          "Time from grant to the release that removed the lock, by operation.");
   for (std::size_t op = 0; op < n; ++op)
-    if (s.hold[op].count()) histogram_lines(out, "pathlock_hold_seconds", fmt::format("op=\"{}\"", escape_label(s.ops[op])), s.hold[op]);
+    histogram_lines(out, "pathlock_hold_seconds", fmt::format("op=\"{}\"", escape_label(s.ops[op])), s.hold[op]);
+
+  header(out, "pathlock_waiting_requests", "gauge",
+         "Acquire calls waiting now (refused at least once, not answered yet), by operation.");
+  for (std::size_t op = 0; op < n; ++op)
+    fmt::format_to(it, "pathlock_waiting_requests{{op=\"{}\"}} {}\n", escape_label(s.ops[op]), s.waiting[op]);
+  header(out, "pathlock_oldest_wait_seconds", "gauge",
+         "How long the oldest acquire call waiting now has waited (0: none waits), by operation.");
+  for (std::size_t op = 0; op < n; ++op)
+    fmt::format_to(it, "pathlock_oldest_wait_seconds{{op=\"{}\"}} {:.3f}\n", escape_label(s.ops[op]),
+                   s.oldest_wait[op]);
 
   auto counter = [&](std::string_view name, std::string_view help, std::uint64_t v) {
     header(out, name, "counter", help);

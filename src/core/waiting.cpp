@@ -16,15 +16,44 @@ std::atomic<WaitObserver*> wait_observer{nullptr};  // the test hook; see waitin
 
 // What the counting side of an acquire needs from its attempts: set by the
 // policy loop, read once the call ends.
+std::size_t refusal_kind(const Conflict& c) {
+  return c.queued ? kRefusalQueued : static_cast<std::size_t>(c.relation);
+}
+
+// Work in progress is counted while it happens, not when the call ends: the
+// first refusal of a waiting call at once (the heat map shows a request
+// stuck now), and the call as waiting (pathlock_waiting_requests and the
+// oldest wait's age) from its first refusal to its answer.
 struct Trace {
   const Instruments* in = nullptr;
   const LockRequest* request = nullptr;
+  int op = -1;
   Clock::time_point start{};
   std::optional<Conflict> first;  // the first refusal, when there was one before the answer
   bool long_logged = false;
+  std::optional<std::chrono::steady_clock::time_point> waiting_since;  // counted as waiting since
+
+  Trace() = default;
+  Trace(const Trace&) = delete;
+  Trace& operator=(const Trace&) = delete;
+  ~Trace() {
+    if (waiting_since)
+      if (Metrics* m = in->metrics()) m->wait_ended(op, *waiting_since);
+  }
+
+  void count_first(const Conflict& c) {
+    first = c;
+    if (Metrics* m = in->metrics()) m->count_refusal(op, in->matrix().op_index(c.op), refusal_kind(c));
+  }
 
   void refused(const Conflict& c, Clock::time_point now) {
-    if (!first) first = c;
+    if (!first) {
+      count_first(c);
+      if (Metrics* m = in->metrics()) {
+        waiting_since = std::chrono::steady_clock::now();
+        m->wait_began(op, *waiting_since);
+      }
+    }
     if (long_logged || now - start < in->long_wait()) return;
     long_logged = true;
     const auto waited = std::chrono::duration_cast<Millis>(now - start).count();
@@ -130,10 +159,6 @@ AcquireResult policy(const LockRequest& request, const Clock& clock, WaitingAtte
   }
 }
 
-std::size_t refusal_kind(const Conflict& c) {
-  return c.queued ? kRefusalQueued : static_cast<std::size_t>(c.relation);
-}
-
 // One attempt without waiting, counted: the hot path, no clock read. One
 // named result returned from one place, so it is built in place (NRVO): a
 // move of AcquireResult (nine strings) here cost the embedded backend about
@@ -162,6 +187,7 @@ AcquireResult traced(const LockRequest& request, const Clock& clock, WaitingAtte
   Trace trace;
   trace.in = &instruments;
   trace.request = &request;
+  trace.op = op;
   const bool waits = request.wait > Millis{0};
   ObservedCall call;
   call.ns = request.ns;
@@ -184,7 +210,7 @@ AcquireResult traced(const LockRequest& request, const Clock& clock, WaitingAtte
   } on_throw{m, op, instruments, call, trace};
   AcquireResult out = policy(request, clock, backend, &trace, stop);
   on_throw.armed = false;
-  if (!out.granted && !out.not_holder && !out.cancelled && !trace.first) trace.first = out.conflict;
+  if (!out.granted && !out.not_holder && !out.cancelled && !trace.first) trace.count_first(out.conflict);
   call.outcome = out.granted     ? (trace.first ? Outcome::waited_then_granted : Outcome::granted)
                  : out.cancelled ? Outcome::cancelled
                                  : (waits ? Outcome::timed_out : Outcome::refused);
@@ -193,11 +219,7 @@ AcquireResult traced(const LockRequest& request, const Clock& clock, WaitingAtte
     call.waited = std::chrono::duration_cast<Millis>(waited);
     if (m) m->observe_wait(op, waited);
   }
-  if (m) {
-    m->count_acquire(op, call.outcome);
-    if (trace.first)
-      m->count_refusal(op, instruments.matrix().op_index(trace.first->op), refusal_kind(*trace.first));
-  }
+  if (m) m->count_acquire(op, call.outcome);
   if (out.granted) call.id = out.grant.id;
   if (trace.first) call.refused_by = &*trace.first;
   instruments.observe(call);

@@ -13,6 +13,7 @@
 
 #include <condition_variable>
 #include <mutex>
+#include <stop_token>
 #include <thread>
 
 namespace pathlock::test {
@@ -215,6 +216,50 @@ TEST_CASE("metrics: the observer sees each call - a shared Metrics adds up engin
   other.op_count = 1;
   wrong.metrics = std::make_shared<Metrics>(other);
   CHECK_THROWS_AS(backend.make_observed(nullptr, wrong), InvalidRequest);
+}
+
+}  // namespace pathlock::test
+
+namespace pathlock::test {
+
+TEST_CASE("a stuck request shows while it waits: in line, counted as refused, and every series starts at 0",
+          "[metrics]") {
+  const BackendUnderTest backend = each_backend();
+  LogRecorder log;
+  auto engine = engine_logging_to(backend, log, [](ObserveOptions&) {});
+  const std::string ns = unique_namespace(backend.name + "-inflight");
+  const std::shared_ptr<Metrics> metrics = engine->metrics();
+  REQUIRE(metrics);
+  const auto op = [&](const std::string& name) { return static_cast<std::size_t>(engine->matrix().op_index(name)); };
+  // Before anything happened, every operation's series is exported at 0.
+  const std::string before = metrics->prometheus();
+  CHECK(before.find("pathlock_refusals_total{op=\"move_folder\",held_op=\"upload\",relation=\"held_descendant\"} 0") !=
+        std::string::npos);
+  CHECK(before.find("pathlock_wait_seconds_count{op=\"delete_folder\"} 0") != std::string::npos);
+  CHECK(before.find("pathlock_waiting_requests{op=\"move_folder\"} 0") != std::string::npos);
+
+  const AcquireResult held = engine->acquire({ns, "alice", "upload", {{"target", "/s/A/f"}}});
+  REQUIRE(held.granted);
+  std::stop_source stop;
+  std::thread waiter([&] {
+    engine->acquire(LockRequest{ns, "bob", "move_folder", {{"src", "/s/A"}, {"dst", "/s/B"}}, Millis{30000},
+                                Millis{60000}},
+                    stop.get_token());
+  });
+  REQUIRE(until_waiting(ns, "bob"));
+  const MetricsSnapshot during = metrics->snapshot();
+  CHECK(during.waiting[op("move_folder")] == 1);
+  CHECK(during.oldest_wait[op("move_folder")] >= 0.0);
+  CHECK(during.refused("move_folder", "upload", static_cast<std::size_t>(Relation::held_descendant)) == 1);
+  CHECK(metrics->prometheus().find("pathlock_waiting_requests{op=\"move_folder\"} 1") != std::string::npos);
+  stop.request_stop();
+  waiter.join();
+  const MetricsSnapshot after = metrics->snapshot();
+  CHECK(after.waiting[op("move_folder")] == 0);
+  CHECK(after.oldest_wait[op("move_folder")] == 0.0);
+  CHECK(after.acquired("move_folder", Outcome::cancelled) == 1);
+  CHECK(after.refused("move_folder", "upload", static_cast<std::size_t>(Relation::held_descendant)) == 1);
+  CHECK(engine->release(ns, held.grant.id, held.grant.token));
 }
 
 }  // namespace pathlock::test

@@ -219,6 +219,7 @@ RefusalText read_refusals(std::string_view text) {
     if (!(s.value >= 0 && s.value < kMaxExactCount && std::floor(s.value) == s.value))
       return fail("a pathlock_refusals_total count that is not a whole number from 0 to 2^53");
     if (!series.insert(series_key(s.labels)).second) return fail("a pathlock_refusals_total series given twice");
+    if (s.value == 0) continue;  // exporters list every pair from the start, at 0: no refusal
     std::uint64_t& count = r.pairs[{*op, *held}];
     count = saturating_add(count, static_cast<std::uint64_t>(s.value));
   }
