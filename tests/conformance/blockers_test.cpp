@@ -3,7 +3,11 @@
 // nothing taken or changed. (docs/design.md#why-is-this-blocked)
 #include "conformance/fixture.hpp"
 
+#include <pathlock/admin.hpp>
 #include <pathlock/path.hpp>
+
+#include <algorithm>
+#include <future>
 
 #include <random>
 #include <set>
@@ -181,4 +185,52 @@ TEST_CASE("blockers and waiters: a waiting request is named with how long it wai
 }
 
 }  // namespace
+}  // namespace pathlock
+
+namespace pathlock {
+
+TEST_CASE("admin::why: the stuck request is not its own blocker", "[blockers][why]") {
+  test::Fixture f;
+  const auto held = f.two("a", "move_folder", "/w/A", "/w/B");
+  REQUIRE(held.granted);
+  auto waiter = std::async(std::launch::async, [&] {
+    return f.engine->acquire(f.request("b", "move_folder", {{"src", "/w/A/C"}, {"dst", "/w/D"}}, 30000ms, 10000ms));
+  });
+  REQUIRE(test::until_waiting(f.ns, "b"));
+  // The operator asks about b's very request: only a's move is in its way
+  // (b itself overlaps it on both of its paths).
+  const admin::WhyAnswer w = admin::why(*f.engine, f.ns, "move_folder", {"/w/A/C", "/w/D"});
+  REQUIRE(w.blockers.size() == 1);
+  CHECK(w.blockers[0].blocker.id == held.grant.id);
+  CHECK_FALSE(w.blockers[0].blocker.queued);
+  // A different request at the same place still sees b in line.
+  const admin::WhyAnswer other = admin::why(*f.engine, f.ns, "move_folder", {"/w/A/C", "/w/E"});
+  CHECK(std::any_of(other.blockers.begin(), other.blockers.end(),
+                    [](const admin::WhyBlocker& x) { return x.blocker.queued && x.blocker.owner == "b"; }));
+  REQUIRE(f.engine->release(f.ns, held.grant.id, held.grant.token));
+  const AcquireResult got = waiter.get();
+  REQUIRE(got.granted);
+  CHECK(f.engine->release(f.ns, got.grant.id, got.grant.token));
+}
+
+TEST_CASE("admin::why without an operation asks every operation, two-path ones too", "[blockers][why]") {
+  test::Fixture f;
+  // A move whose destination is /w/T: a delete of /w/T/x is refused by it.
+  const auto moving = f.two("a", "move_folder", "/w/S", "/w/T");
+  REQUIRE(moving.granted);
+  const admin::WhyAnswer w = admin::why(*f.engine, f.ns, "", {"/w/T/x"});
+  REQUIRE(w.blockers.size() == 1);
+  CHECK(w.blockers[0].blocker.id == moving.grant.id);
+  CHECK(w.blockers[0].blocker.requested_path == "/w/T/x");
+  const auto& refuses = w.blockers[0].refuses;
+  INFO("refuses: " << refuses.size());
+  CHECK(std::find(refuses.begin(), refuses.end(), "upload") != refuses.end());
+  // Two-path operations with /w/T/x as their source or destination are asked too.
+  CHECK(std::find(refuses.begin(), refuses.end(), "move_file") != refuses.end());
+  // Bad questions are clear errors.
+  CHECK_THROWS_AS(admin::why(*f.engine, f.ns, "nope", {"/w"}), InvalidRequest);
+  CHECK_THROWS_AS(admin::why(*f.engine, f.ns, "move_folder", {"/w"}), InvalidRequest);
+  CHECK(admin::why(*f.engine, f.ns, "", {"/elsewhere"}).blockers.empty());
+}
+
 }  // namespace pathlock

@@ -6,6 +6,8 @@
 // is the one command that writes. Output: one JSON object per line, or
 // readable lines with --format text (why).
 #include "admin.hpp"
+
+#include <pathlock/admin.hpp>
 #include "blocker_json.hpp"
 #include "matrix_cli.hpp"
 #include "tls_flags.hpp"
@@ -97,52 +99,17 @@ Engine engine_of(const options::Parsed& a) {
 
 std::vector<std::string> rest(const std::vector<std::string>& args) { return {args.begin() + 1, args.end()}; }
 
-// The blockers of OP on `paths`, or without an OP those of every operation
-// that takes as many paths (each blocker once, with the operations it
-// refuses in `refuses`): "what refuses anything on this path now".
-struct Why {
-  std::vector<Blocker> blockers;
-  std::vector<std::vector<std::string>> refuses;  // per blocker
-  bool truncated = false;
-};
-
-Why find_why(LockEngine& engine, const std::string& ns, const std::string& op, const std::vector<std::string>& paths,
-             std::size_t limit) {
-  const MatrixTable& m = engine.matrix();
-  Why out;
-  bool any_op = false;
-  for (std::size_t o = 0; o < m.op_count; ++o) {
-    const OpInfo& info = m.ops[o];
-    if (!op.empty() && info.name != op) continue;
-    if (info.role_count != paths.size()) continue;
-    any_op = true;
-    std::vector<Target> targets;
-    for (std::size_t r = 0; r < info.role_count; ++r) targets.push_back(Target{std::string(info.roles[r]), paths[r]});
-    const BlockersPage page = engine.blockers(ns, info.name, targets, limit);
-    out.truncated = out.truncated || page.truncated;
-    for (const Blocker& b : page.blockers) {
-      std::size_t i = 0;
-      while (i < out.blockers.size() && !(out.blockers[i].id == b.id && out.blockers[i].path == b.path &&
-                                          out.blockers[i].requested_path == b.requested_path))
-        ++i;
-      if (i == out.blockers.size()) {
-        if (out.blockers.size() == limit) {
-          out.truncated = true;
-          continue;
-        }
-        out.blockers.push_back(b);
-        out.refuses.emplace_back();
-      }
-      out.refuses[i].push_back(std::string(info.name));
-    }
-  }
-  if (!op.empty() && m.op_index(op) < 0) throw InvalidRequest(fmt::format("unknown operation '{}'", op));
-  if (!any_op)
-    throw options::UsageError(op.empty() ? fmt::format("no operation takes {} path(s)", paths.size())
-                                         : fmt::format("operation '{}' takes {} path(s), got {}", op,
-                                                       m.ops[static_cast<std::size_t>(m.op_index(op))].role_count,
-                                                       paths.size()));
-  return out;
+// A wrong number of paths is bad usage (exit 2), as it always was; the
+// question itself is pathlock::admin::why.
+void check_path_count(const MatrixTable& m, const std::string& op, std::size_t paths) {
+  const int index = m.op_index(op);
+  if (!op.empty() && index < 0) throw InvalidRequest(fmt::format("unknown operation '{}'", op));
+  if (!op.empty() && m.ops[static_cast<std::size_t>(index)].role_count != paths)
+    throw options::UsageError(fmt::format("operation '{}' takes {} path(s), got {}", op,
+                                          m.ops[static_cast<std::size_t>(index)].role_count, paths));
+  if (op.empty() && paths > 1 &&
+      std::none_of(m.ops.begin(), m.ops.begin() + m.op_count, [&](const OpInfo& o) { return o.role_count == paths; }))
+    throw options::UsageError(fmt::format("no operation takes {} path(s)", paths));
 }
 
 int why(const std::vector<std::string>& args, std::ostream& out) {
@@ -156,19 +123,20 @@ int why(const std::vector<std::string>& args, std::ostream& out) {
                                 .positional(1, kMaxRolesPerOp)
                                 .parse(rest(args));
   Engine e = engine_of(a);
-  const Why w = find_why(*e.engine, a.get("namespace"), a.get("op"), a.positional,
-                         static_cast<std::size_t>(a.number_or("limit", 100)));
+  check_path_count(e.engine->matrix(), a.get("op"), a.positional.size());
+  const admin::WhyAnswer w = admin::why(*e.engine, a.get("namespace"), a.get("op"), a.positional,
+                                        static_cast<std::size_t>(a.number_or("limit", 100)));
   if (a.get("format", "json") == "text") {
     if (w.blockers.empty()) out << "not blocked now\n";
-    for (std::size_t i = 0; i < w.blockers.size(); ++i)
-      out << blocker_text(w.blockers[i])
-          << (a.has("op") ? "" : fmt::format(" refuses {}", fmt::join(w.refuses[i], ","))) << "\n";
+    for (const admin::WhyBlocker& b : w.blockers)
+      out << blocker_text(b.blocker) << (a.has("op") ? "" : fmt::format(" refuses {}", fmt::join(b.refuses, ",")))
+          << "\n";
     if (w.truncated) out << "(more blockers: raise --limit)\n";
     return 0;
   }
-  for (std::size_t i = 0; i < w.blockers.size(); ++i) {
-    json j = blocker_json(w.blockers[i]);
-    if (!a.has("op")) j["refuses"] = w.refuses[i];
+  for (const admin::WhyBlocker& b : w.blockers) {
+    json j = blocker_json(b.blocker);
+    if (!a.has("op")) j["refuses"] = b.refuses;
     out << j.dump() << "\n";
   }
   out << json{{"blocked", !w.blockers.empty()}, {"blockers", w.blockers.size()}, {"truncated", w.truncated}}.dump()

@@ -4,6 +4,8 @@
 
 #include "api.hpp"
 #include "blocker_json.hpp"
+
+#include <pathlock/admin.hpp>
 #include "console_assets.hpp"  // generated: the embedded pages (tools/console/embed.cmake)
 #include "scrape.hpp"
 
@@ -176,17 +178,18 @@ struct ConsoleServer::Impl {
     const std::size_t n = req.get_param_value_count("path");
     if (n != info.role_count)
       throw BadInput(fmt::format("operation '{}' takes {} path(s), got {}", op, int(info.role_count), n));
-    std::vector<Target> targets;
-    for (std::size_t r = 0; r < n; ++r) targets.push_back({std::string(info.roles[r]), req.get_param_value("path", r)});
-    const BlockersPage page = engine.blockers(ns, op, targets, number_param(req, "limit", 100, kMaxBlockers));
+    std::vector<std::string> paths;
+    for (std::size_t r = 0; r < n; ++r) paths.push_back(req.get_param_value("path", r));
+    // The request asked about is never its own blocker (admin::why).
+    const admin::WhyAnswer page = admin::why(engine, ns, op, paths, number_param(req, "limit", 100, kMaxBlockers));
     if (opt.metrics && !page.blockers.empty()) {
-      const Blocker& b = page.blockers.front();
+      const Blocker& b = page.blockers.front().blocker;
       const int held = m.op_index(b.op);
       if (held >= 0)
         opt.metrics->count_refusal(op_i, held, b.queued ? kRefusalQueued : static_cast<std::size_t>(b.relation));
     }
     json list = json::array();
-    for (const Blocker& b : page.blockers) list.push_back(blocker_json(b));
+    for (const admin::WhyBlocker& b : page.blockers) list.push_back(blocker_json(b.blocker));
     return {{"blockers", list}, {"truncated", page.truncated}};
   }
 
