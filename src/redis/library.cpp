@@ -5,9 +5,11 @@
 // library function is called): PL_OPS[name] = { first, roles, not_inside },
 // PL_BLOCKSET[relation][requested code] = { [held code] = true } for every
 // held code that refuses it (relation 0 same, 1 held_ancestor, 2
-// held_descendant), PL_KEY_SUFFIXES, and the constants below. Every limit
-// is the C++ constant the embedded backend enforces too: the Lua files
-// restate none (tests/limits_test.cpp checks both backends against them).
+// held_descendant), PL_KEY_SUFFIXES, PL_RELATIONS, and the constants
+// below. Every limit is the C++ constant the embedded backend enforces too
+// (tests/limits_test.cpp checks both backends against them), every number of
+// the layout the one library.hpp defines: the Lua files restate none
+// (tests/lua_library_test.cpp).
 #include "redis/library.hpp"
 
 #include "core/quoted.hpp"
@@ -24,13 +26,40 @@
 namespace pathlock::redis {
 namespace {
 
-// Lua files in the order the library needs them (namespace.lua first,
-// register.lua last); every embedded file must be listed.
-constexpr std::string_view kOrder[] = {"namespace", "acquire", "release", "renew",    "leave",
-                                       "list",      "blockers", "probe",  "info", "register"};
+// Lua files in the order the library needs them: std.lua first (the
+// standard functions every module reads), then each module after those it
+// uses (its header says which), register.lua last; every embedded file must
+// be listed (lua/README.md).
+constexpr std::string_view kOrder[] = {"std",     "values",  "call",      "commands", "meta",    "paths",   "index",
+                                       "records", "removal", "conflicts", "request",  "acquire", "release", "renew",
+                                       "leave",   "list",    "blockers",  "probe",    "info",    "register"};
+
+// The largest number of `digits` decimal digits.
+constexpr long long largest_of_digits(int digits) {
+  return digits == 0 ? 0 : largest_of_digits(digits - 1) * 10 + 9;
+}
+static_assert(kMaxCodes <= kCodesPerTag, "a matrix's codes must be below kCodesPerTag");
+static_assert(kMaxTags * kCodesPerTag + kCodesPerTag - 1 <= largest_of_digits(kCodeDigits),
+              "every global code must have kCodeDigits digits");
+static_assert(kMaxFence <= largest_of_digits(kFenceDigits), "every fence must have kFenceDigits digits");
 
 std::string lua_string(std::string_view s) {
   return core::quoted(s, [](unsigned char c) { return fmt::format("\\{:03d}", c); });
+}
+
+// The numbers of the layout (library.hpp) and the relation names
+// (matrix_table.hpp), indexed as PL_BLOCKSET is.
+std::string layout_chunk() {
+  std::string out = fmt::format(
+      "local PL_CODES_PER_TAG = {}\nlocal PL_MAX_TAGS = {}\nlocal PL_CODE_DIGITS = {}\nlocal PL_FENCE_DIGITS = {}\n"
+      "local PL_MAX_FENCE = {}\nlocal PL_MAX_DIGITS = {}\nlocal PL_MAX_KEY_OVERHEAD = {}\nlocal PL_REAP_LIMIT = {}\n"
+      "local PL_LIST_SCAN = {}\n",
+      kCodesPerTag, kMaxTags, kCodeDigits, kFenceDigits, kMaxFence, kMaxDecimalDigits, kMaxKeyOverheadBytes, kReapLimit,
+      kListScan);
+  out += "local PL_RELATIONS = {";
+  for (std::size_t rel = 0; rel < kRelationCount; ++rel)
+    out += fmt::format(" [{}] = {},", rel, lua_string(relation_name(static_cast<Relation>(rel))));
+  return out + " }\n";
 }
 
 std::string data_chunk(const MatrixTable& t, std::string_view library_name, std::string_view function_prefix) {
@@ -43,10 +72,11 @@ std::string data_chunk(const MatrixTable& t, std::string_view library_name, std:
       "local PL_MAX_OWNER = {}\nlocal PL_MAX_ID = {}\nlocal PL_MAX_TOKEN = {}\nlocal PL_MAX_KEY = {}\n"
       "local PL_MAX_BLOCKERS = {}\nlocal PL_MAX_WAITERS = {}\nlocal PL_MAX_LIST = {}\n"
       "local PL_MAX_NAMESPACE = {}\n",
-      t.name, t.version, kLayoutVersion, library_name, function_prefix, kVersionString, lua_string(t.name), lua_string(t.version),
-      lua_string(t.fingerprint), kMaxTtl.count(), core::kMaxReservation.count(), kMaxPathBytes, kMaxComponentBytes,
-      kMaxOwnerBytes, kMaxIdBytes, kMaxTokenBytes, kMaxIdempotencyKeyBytes, kMaxBlockers, kMaxWaiters, kMaxListLimit,
-      kMaxNamespaceBytes);
+      t.name, t.version, kLayoutVersion, library_name, function_prefix, kVersionString, lua_string(t.name),
+      lua_string(t.version), lua_string(t.fingerprint), kMaxTtl.count(), core::kMaxReservation.count(), kMaxPathBytes,
+      kMaxComponentBytes, kMaxOwnerBytes, kMaxIdBytes, kMaxTokenBytes, kMaxIdempotencyKeyBytes, kMaxBlockers,
+      kMaxWaiters, kMaxListLimit, kMaxNamespaceBytes);
+  out += layout_chunk();
   out += "local PL_KEY_SUFFIXES = {";
   for (const std::string_view suffix : kKeySuffixes) out += fmt::format(" {},", lua_string(suffix));
   out += fmt::format(" }}\nlocal PL_KEY_COUNT = {}\n", std::size(kKeySuffixes));

@@ -5,8 +5,9 @@
 // the MatrixTable (operations, roles, blockers, fingerprint) and from the
 // C++ definitions of every limit the functions enforce (pathlock/engine.hpp,
 // pathlock/path.hpp, the reservation cap of core/waiting.hpp), the key
-// suffixes and the layout version, then the Lua runtime of lua/*.lua, which the
-// build embeds (tools/cmake/EmbedLua.cmake -> lua_sources()). The same table
+// suffixes, the numbers of the layout (below) and the layout version, then
+// the Lua runtime of lua/*.lua, one module per file (lua/README.md), which
+// the build embeds (tools/cmake/EmbedLua.cmake -> lua_sources()). The same table
 // gives the same bytes. The protocol the library implements, its keys,
 // arguments, replies and versioning: docs/lua-protocol.md.
 //
@@ -39,6 +40,28 @@ inline constexpr int kLayoutVersion = 4;
 // prefix "pl:{NS}:" (the last is the SPUBLISH wake-up channel). The data
 // chunk gives them to the Lua runtime as PL_KEY_SUFFIXES.
 inline constexpr std::string_view kKeySuffixes[] = {"meta", "idx", "locks", "exp", "ent", "wq", "wexp", "wrec", "wake"};
+
+// The numbers of the layout (docs/lua-protocol.md#keys): changing one changes
+// the data layout. The data chunk gives each to the Lua runtime (PL_*).
+// Global codes in idx and ent: tag * kCodesPerTag + the matrix's own code,
+// tags 1..kMaxTags, written with kCodeDigits digits in entry members.
+inline constexpr int kCodesPerTag = 100;
+inline constexpr int kMaxTags = 99;
+inline constexpr int kCodeDigits = 4;
+// Fences: written with kFenceDigits digits; at most kMaxFence (2^53 - 1,
+// exact in a double: Lua, JSON and double-precision clients).
+inline constexpr int kFenceDigits = 16;
+inline constexpr long long kMaxFence = (1LL << 53) - 1;
+// Number arguments: at most kMaxDecimalDigits plain decimal digits.
+inline constexpr int kMaxDecimalDigits = 15;
+// KEYS[1] is at most the namespace plus kMaxKeyOverheadBytes bytes (the
+// prefix before {NS} and the suffix).
+inline constexpr int kMaxKeyOverheadBytes = 200;
+
+// What one call does at most: expired locks (and ended places in line) it
+// reaps, and locks one list call looks at (docs/lua-protocol.md#list).
+inline constexpr int kReapLimit = 32;
+inline constexpr int kListScan = 512;
 
 struct Library {
   std::string name;             // FUNCTION LOAD library name: pathlock_v<layout>_<hash>

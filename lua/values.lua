@@ -1,0 +1,61 @@
+--[[
+  lua/values.lua: the library's caches, numbers as Redis arguments and back,
+  and the checks of number, id and key arguments.
+
+  Uses:      PL_MAX_DIGITS, PL_MAX_ID, PL_MAX_KEY
+  Provides:  Values.cache, Values.keep, Values.num, Values.int, Values.dec,
+             Values.valid_id, Values.valid_key
+]]
+local Values
+do
+  -- The library's caches: what calls derive again and again, kept as long as
+  -- the library, each emptied when it holds `max` entries (a large Lua heap
+  -- slows every call). Read with c.t[key]; keep() adds and returns the value.
+  local function cache(max) return { t = {}, n = 0, max = max } end
+  local function keep(c, key, value)
+    if c.n >= c.max then c.t, c.n = {}, 0 end
+    c.t[key], c.n = value, c.n + 1
+    return value
+  end
+
+  -- Numbers as Redis arguments: exact decimal strings (never "1e+15").
+  -- Converting a number to text is one of the costliest steps of a call, so
+  -- small integers (codes, small counts, lengths) are converted once and kept in
+  -- NUMSTR, a table of the library that lives as long as the library.
+  -- Counts (up to a million) are kept too. Numbers that never recur (times,
+  -- fences) are not kept.
+  local NUMSTR = cache(4096)
+  local function num(x)
+    local s = NUMSTR.t[x]
+    if s then return s end
+    s = sformat("%.0f", x)
+    if x >= 0 and x < 1000000 then keep(NUMSTR, x, s) end
+    return s
+  end
+  -- The other way: short numeric texts (record fields, codes, counts, ttls)
+  -- are kept once converted (tonumber parses with strtod, one of the costliest
+  -- steps of a call); longer texts (times, fences) never recur and are not
+  -- kept.
+  local INTS = cache(4096)
+  local function int(s)
+    local n = INTS.t[s]
+    if n then return n end
+    n = tonum(s)
+    if n and #s <= 9 then keep(INTS, s, n) end
+    return n
+  end
+  -- A number argument: plain decimal digits only (no sign, exponent, hex
+  -- prefix or blank; docs/lua-protocol.md#conventions), at most PL_MAX_DIGITS of
+  -- them (exact in a double). nil for anything else.
+  local function dec(s)
+    if type(s) ~= "string" or #s == 0 or #s > PL_MAX_DIGITS or sfind(s, "%D") then return nil end
+    return int(s)
+  end
+
+  local function valid_id(id) return type(id) == "string" and #id <= PL_MAX_ID and sfind(id, "^[%w-]+$") ~= nil end
+  local function valid_key(k)
+    return type(k) == "string" and #k <= PL_MAX_KEY and sfind(k, "^[%w._:-]+$") ~= nil
+  end
+
+  Values = { cache = cache, keep = keep, num = num, int = int, dec = dec, valid_id = valid_id, valid_key = valid_key }
+end
