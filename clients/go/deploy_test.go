@@ -42,51 +42,72 @@ func shardSubscribers(t *testing.T, conn redis.Conn, ns string) int {
 	return n
 }
 
+// scene: one namespace on one deployment, its serving node observed.
+type scene struct {
+	t      *testing.T
+	c      *pathlock.Client
+	ns     string
+	node   redis.Conn
+	others []observer
+}
+
 // deploymentScenario runs on a client whose re-checks are off (SetRecheck
 // beyond the wait), so a waiter is granted only by a wake-up message;
 // owner observes the node serving ns, others the remaining masters.
 func deploymentScenario(t *testing.T, c *pathlock.Client, ns string, owner observer, others ...observer) {
 	t.Helper()
-	ctx := context.Background()
 	pathlock.SetRecheck(c, time.Hour)
-	node := owner(t)
-	defer node.Close()
-	take := func() *pathlock.Lock {
-		l, err := c.Acquire(ctx, pathlock.Request{Namespace: ns, Owner: "a", Op: "delete_folder", Paths: []string{"/c"}, TTL: time.Hour})
-		if err != nil {
-			t.Fatalf("%s: acquire: %v", ns, err)
-		}
-		return l
-	}
-	holder := take()
-	if _, err := c.Acquire(ctx, pathlock.Request{Namespace: ns, Owner: "b", Op: "upload", Paths: []string{"/c/x"}}); !errors.Is(err, pathlock.ErrRefused) {
+	s := &scene{t: t, c: c, ns: ns, node: owner(t), others: others}
+	defer s.node.Close()
+	holder := s.take()
+	if _, err := c.Acquire(context.Background(), pathlock.Request{Namespace: ns, Owner: "b", Op: "upload", Paths: []string{"/c/x"}}); !errors.Is(err, pathlock.ErrRefused) {
 		t.Fatalf("%s: want ErrRefused, got %v", ns, err)
 	}
-	wait := func(wctx context.Context) chan result {
-		done := make(chan result, 1)
-		go func() {
-			l, err := c.Acquire(wctx, pathlock.Request{Namespace: ns, Owner: "b", Op: "upload", Paths: []string{"/c/x"}, Wait: 10 * time.Minute})
-			done <- result{l, err}
-		}()
-		waitInLine(t, c, ns, 1)
-		eventually(t, "the waiter subscribed on the namespace's master", func() bool { return shardSubscribers(t, node, ns) == 1 })
-		for _, o := range others {
-			other := o(t)
-			if n := shardSubscribers(t, other, ns); n != 0 {
-				t.Fatalf("%s: %d subscriptions on a master that does not serve it", ns, n)
-			}
-			other.Close()
-		}
-		return done
+	s.woken(holder)
+	s.cancelled()
+}
+
+func (s *scene) take() *pathlock.Lock {
+	s.t.Helper()
+	l, err := s.c.Acquire(context.Background(), pathlock.Request{Namespace: s.ns, Owner: "a", Op: "delete_folder", Paths: []string{"/c"}, TTL: time.Hour})
+	if err != nil {
+		s.t.Fatalf("%s: acquire: %v", s.ns, err)
 	}
-	// Woken: the lease lasts an hour, re-checks are off, so only the
-	// release's message can let the waiter in before its ten minutes.
-	done := wait(ctx)
+	return l
+}
+
+// wait starts a waiter and returns once it is in line and subscribed on the
+// namespace's node, and on no other master.
+func (s *scene) wait(ctx context.Context) chan result {
+	s.t.Helper()
+	done := make(chan result, 1)
+	go func() {
+		l, err := s.c.Acquire(ctx, pathlock.Request{Namespace: s.ns, Owner: "b", Op: "upload", Paths: []string{"/c/x"}, Wait: 10 * time.Minute})
+		done <- result{l, err}
+	}()
+	waitInLine(s.t, s.c, s.ns, 1)
+	eventually(s.t, "the waiter subscribed on the namespace's master", func() bool { return shardSubscribers(s.t, s.node, s.ns) == 1 })
+	for _, o := range s.others {
+		other := o(s.t)
+		if n := shardSubscribers(s.t, other, s.ns); n != 0 {
+			s.t.Fatalf("%s: %d subscriptions on a master that does not serve it", s.ns, n)
+		}
+		other.Close()
+	}
+	return done
+}
+
+// woken: the lease lasts an hour and re-checks are off, so only the
+// release's message can let the waiter in before its ten minutes.
+func (s *scene) woken(holder *pathlock.Lock) {
+	s.t.Helper()
+	ctx := context.Background()
+	done := s.wait(ctx)
 	if err := holder.Release(ctx); err != nil {
-		t.Fatal(err)
+		s.t.Fatal(err)
 	}
 	var r result
-	eventually(t, "the waiter granted by the wake-up", func() bool {
+	eventually(s.t, "the waiter granted by the wake-up", func() bool {
 		select {
 		case r = <-done:
 			return true
@@ -95,29 +116,34 @@ func deploymentScenario(t *testing.T, c *pathlock.Client, ns string, owner obser
 		}
 	})
 	if r.err != nil {
-		t.Fatalf("%s: waiter: %v", ns, r.err)
+		s.t.Fatalf("%s: waiter: %v", s.ns, r.err)
 	}
 	if err := r.lock.Release(ctx); err != nil {
-		t.Fatal(err)
+		s.t.Fatal(err)
 	}
-	// Cancelled: out of the line, unsubscribed, nothing held but the holder.
-	holder = take()
+}
+
+// cancelled: out of the line, unsubscribed, nothing held but the holder.
+func (s *scene) cancelled() {
+	s.t.Helper()
+	ctx := context.Background()
+	holder := s.take()
 	wctx, cancel := context.WithCancel(ctx)
-	done = wait(wctx)
+	done := s.wait(wctx)
 	cancel()
 	if r := <-done; !errors.Is(r.err, context.Canceled) || r.lock != nil {
-		t.Fatalf("%s: cancelled waiter: %v %v", ns, r.lock, r.err)
+		s.t.Fatalf("%s: cancelled waiter: %v %v", s.ns, r.lock, r.err)
 	}
-	if ws, err := c.Waiters(ctx, ns, "/", 10); err != nil || len(ws) != 0 {
-		t.Fatalf("%s: line after cancel: %v %v", ns, ws, err)
+	if ws, err := s.c.Waiters(ctx, s.ns, "/", 10); err != nil || len(ws) != 0 {
+		s.t.Fatalf("%s: line after cancel: %v %v", s.ns, ws, err)
 	}
-	eventually(t, "the cancelled waiter's subscription closed", func() bool { return shardSubscribers(t, node, ns) == 0 })
-	page, err := c.List(ctx, ns, "/", 10, "")
+	eventually(s.t, "the cancelled waiter's subscription closed", func() bool { return shardSubscribers(s.t, s.node, s.ns) == 0 })
+	page, err := s.c.List(ctx, s.ns, "/", 10, "")
 	if err != nil || len(page.Locks) != 1 || page.Locks[0].ID != holder.ID() {
-		t.Fatalf("%s: locks after cancel: %+v %v", ns, page, err)
+		s.t.Fatalf("%s: locks after cancel: %+v %v", s.ns, page, err)
 	}
 	if err := holder.Release(ctx); err != nil {
-		t.Fatal(err)
+		s.t.Fatal(err)
 	}
 }
 
