@@ -177,6 +177,13 @@ func (w *waiting) attempt(reserve time.Duration) (*Lock, *Conflict, error) {
 	return nil, nil, unexpected("acquire", r)
 }
 
+func (c *Client) recheckEvery() time.Duration {
+	if c.recheck > 0 {
+		return c.recheck
+	}
+	return Recheck
+}
+
 // cleanup: a context for the calls that end a wait, whatever ctx says.
 func cleanup() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 10*time.Second)
@@ -240,8 +247,8 @@ func (w *waiting) run(ctx context.Context) (*Lock, error) {
 			continue // look again at once: a release before SSUBSCRIBE would be missed
 		}
 		sleep := time.Until(deadline)
-		if sleep > Recheck {
-			sleep = Recheck
+		if recheck := w.c.recheckEvery(); sleep > recheck {
+			sleep = recheck
 		}
 		if e := conflict.ExpiresIn + time.Millisecond; sleep > e {
 			sleep = e

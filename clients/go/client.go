@@ -62,6 +62,10 @@ type Client struct {
 	closed  bool
 	// afterAttempt, for tests: called after each attempt of a wait.
 	afterAttempt func(granted bool)
+	// recheck, for tests: the longest sleep of a wait between attempts
+	// (0: Recheck). A test that sets it beyond its wait proves that a grant
+	// came through the wake-up channel.
+	recheck time.Duration
 }
 
 var libraryNameRE = regexp.MustCompile(`^pathlock_v4_[0-9a-f]{16}$`)

@@ -62,12 +62,22 @@ func freePort() int {
 // startRedis starts redis-server with extra arguments in dir and waits for
 // its PING; the returned function stops it.
 func startRedis(dir string, port int, extra ...string) (func(), error) {
+	return startRedisConf(dir, "", port, extra...)
+}
+
+// startRedisConf: startRedis with a configuration file (a sentinel's).
+func startRedisConf(dir, conf string, port int, extra ...string) (func(), error) {
 	bin := os.Getenv("REDIS_SERVER")
 	if bin == "" {
 		bin = "redis-server"
 	}
-	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir}, extra...)
+	var args []string
+	if conf != "" {
+		args = append(args, conf)
+	}
+	args = append(args, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", dir)
+	args = append(args, extra...)
 	cmd := exec.Command(bin, args...)
 	if err := cmd.Start(); err != nil {
 		return nil, err

@@ -206,6 +206,11 @@ export class PathLock {
   };
   private readonly wake: WakeChannel;
   private readonly subscriberFactory?: () => Redis;
+  /**
+   * @internal The longest sleep of a wait between attempts (RECHECK_MS). A
+   * test that sets it beyond its wait sees grants only through wake-ups.
+   */
+  recheckMs = RECHECK_MS;
 
   constructor(options: PathLockOptions, shared?: PathLock['shared']) {
     if (!NAMESPACE_RE.test(options.namespace ?? ''))
@@ -529,7 +534,7 @@ export class PathLock {
         if (woken) continue;
         const sleepMs = Math.max(
           0,
-          Math.min(deadline - Date.now(), RECHECK_MS, res.conflict.expiresInMs + 1),
+          Math.min(deadline - Date.now(), this.recheckMs, res.conflict.expiresInMs + 1),
         );
         await new Promise<void>((resolve) => {
           const timer = setTimeout(done, sleepMs);

@@ -29,12 +29,23 @@ function freePort() {
   });
 }
 
-async function startRedis() {
+/**
+ * Starts redis-server on a free port in a fresh directory. options.args:
+ * more arguments; options.conf(dir, port): the text of a configuration file
+ * given first (a sentinel's).
+ */
+async function startRedis(options = {}) {
   const bin = process.env.REDIS_SERVER ?? 'redis-server';
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pathlock-node-redis-'));
   for (let tries = 0; ; tries++) {
     const port = await freePort();
-    const proc = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
+    const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir];
+    if (options.conf) {
+      const conf = path.join(dir, 'redis.conf');
+      fs.writeFileSync(conf, options.conf(dir, port));
+      args.unshift(conf);
+    }
+    const proc = spawn(bin, [...args, ...(options.args ?? [])], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -42,7 +53,8 @@ async function startRedis() {
     const ok = await new Promise((resolve) => {
       proc.once('exit', () => resolve(false));
       const check = () => {
-        if (out.includes('Ready to accept connections')) resolve(true);
+        // A sentinel never says "Ready": it has listened by its +monitor.
+        if (out.includes('Ready to accept connections') || out.includes('+monitor master')) resolve(true);
         else setTimeout(check, 20);
       };
       check();
@@ -85,4 +97,4 @@ async function until(cond, what = 'condition', timeoutMs = 20000) {
   }
 }
 
-module.exports = { startRedis, connect, freshNamespace, until, library, libraryFile };
+module.exports = { freePort, startRedis, connect, freshNamespace, until, library, libraryFile };

@@ -1,0 +1,164 @@
+'use strict';
+// The deployments of docs/node.md, each real and started here on loopback
+// ports: a Cluster of three masters, a master named by a sentinel, and a
+// server the client reaches only over TLS. On each, the same scenario:
+// acquire and refuse, a waiter woken by a release through the wake-up
+// channel, and an aborted waiter that leaves nobody in line.
+const { test, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { execFileSync } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const Redis = require('ioredis');
+const { PathLock, BackendError } = require('../dist/index.js');
+const { freePort, startRedis, freshNamespace, until, library } = require('./support/server');
+
+const cleanups = [];
+after(async () => {
+  for (const f of cleanups.reverse()) await f();
+});
+async function server(options) {
+  const s = await startRedis(options);
+  cleanups.push(() => s.stop());
+  return s;
+}
+function plain(port) {
+  const r = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 1 });
+  cleanups.push(() => r.disconnect());
+  return r;
+}
+function closing(x) {
+  cleanups.push(() => (x.close ? x.close() : x.disconnect()));
+  return x;
+}
+const subscribers = async (conn, ns) => Number((await conn.call('PUBSUB', 'SHARDNUMSUB', `pl:{${ns}}:wake`))[1]);
+
+/**
+ * The scenario on a client whose re-checks are off (recheckMs beyond the
+ * wait), so a waiter is granted only by a wake-up message. owner: a plain
+ * connection to the node serving the namespace; others: the other masters.
+ */
+async function scenario(pl, owner, others = []) {
+  pl.recheckMs = 3600000;
+  const ns = pl.namespace;
+  const take = () => pl.acquire({ owner: 'a', op: 'delete_folder', paths: ['/c'], ttlMs: 3600000 });
+  let holder = await take();
+  const refused = await pl.tryAcquire({ owner: 'b', op: 'upload', paths: ['/c/x'] });
+  assert.equal(refused.granted, false);
+  assert.equal(refused.conflict.id, holder.id);
+  const wait = async (signal) => {
+    const outcome = {};
+    const p = pl.tryAcquire({ owner: 'b', op: 'upload', paths: ['/c/x'], waitMs: 600000, signal });
+    p.then((r) => (outcome.result = r), (e) => (outcome.error = e));
+    await until(async () => (await pl.waiters()).length === 1 && (await subscribers(owner, ns)) === 1,
+      `${ns}: in line and subscribed on the namespace's master`);
+    for (const o of others) assert.equal(await subscribers(o, ns), 0, `${ns}: a subscription on another master`);
+    return outcome;
+  };
+  // Woken: the lease lasts an hour and re-checks are off, so only the
+  // release's message can let the waiter in before its ten minutes.
+  const woken = await wait();
+  assert.equal(await pl.release(holder.id, holder.token), true);
+  await until(() => 'result' in woken || 'error' in woken, `${ns}: the waiter granted by the wake-up`, 10000);
+  assert.equal(woken.error, undefined);
+  assert.equal(woken.result.granted, true);
+  assert.equal(await pl.release(woken.result.grant.id, woken.result.grant.token), true);
+  // Aborted: out of the line, unsubscribed, nothing held but the holder.
+  holder = await take();
+  const controller = new AbortController();
+  const aborted = await wait(controller.signal);
+  controller.abort();
+  await until(() => 'result' in aborted || 'error' in aborted, `${ns}: the aborted waiter answered`);
+  assert.equal(aborted.error?.name, 'AbortError');
+  assert.deepEqual(await pl.waiters(), []);
+  await until(async () => (await subscribers(owner, ns)) === 0, `${ns}: the aborted waiter's subscription closed`);
+  assert.deepEqual((await pl.list()).locks.map((l) => l.id), [holder.id]);
+  assert.equal(await pl.release(holder.id, holder.token), true);
+}
+
+test('Cluster of three masters: a namespace on each, its calls and wake-ups on that master', async () => {
+  const nodes = [];
+  for (let i = 0; i < 3; i++)
+    nodes.push(await server({ args: ['--cluster-enabled', 'yes', '--cluster-node-timeout', '5000'] }));
+  execFileSync(process.env.REDIS_CLI ?? 'redis-cli',
+    ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '0', '--cluster-yes'],
+    { stdio: 'ignore' });
+  const conns = nodes.map((n) => plain(n.port));
+  for (const c of conns)
+    await until(async () => (await c.call('CLUSTER', 'INFO')).includes('cluster_state:ok'), 'cluster_state:ok');
+  const slots = await conns[0].call('CLUSTER', 'SLOTS');
+  const ownerPort = (slot) => slots.find(([lo, hi]) => slot >= lo && slot <= hi)[2][1];
+  const cluster = closing(new Cluster(nodes.map((n) => ({ host: '127.0.0.1', port: n.port })), {
+    redisOptions: { autoResendUnfulfilledCommands: false },
+  }));
+  const first = new PathLock({ redis: cluster, namespace: 'cluster-load', library });
+  await first.load();
+  const seen = new Set();
+  for (let i = 0; seen.size < 3 && i < 100; i++) {
+    const ns = `cluster-${process.pid}-${i}`;
+    const port = ownerPort(await conns[0].call('CLUSTER', 'KEYSLOT', `pl:{${ns}}:meta`));
+    if (seen.has(port)) continue;
+    seen.add(port);
+    const pl = closing(first.forNamespace(ns));
+    const at = nodes.findIndex((n) => n.port === port);
+    await scenario(pl, conns[at], conns.filter((_, j) => j !== at));
+  }
+  assert.equal(seen.size, 3);
+});
+const { Cluster } = Redis;
+
+test('Sentinel: the client knows only the sentinel and the master name', async () => {
+  const master = await server();
+  const sentinel = await server({
+    conf: () => `sentinel monitor nodemaster 127.0.0.1 ${master.port} 1\n`,
+    args: ['--sentinel'],
+  });
+  const redis = closing(new Redis({
+    sentinels: [{ host: '127.0.0.1', port: sentinel.port }],
+    name: 'nodemaster',
+    autoResendUnfulfilledCommands: false,
+  }));
+  const pl = closing(new PathLock({ redis, namespace: freshNamespace('sentinel'), library }));
+  await scenario(pl, plain(master.port));
+  // A name the sentinel does not monitor: the calls fail with a BackendError.
+  const nobody = closing(new Redis({
+    sentinels: [{ host: '127.0.0.1', port: sentinel.port }],
+    name: 'nobody',
+    autoResendUnfulfilledCommands: false,
+    maxRetriesPerRequest: 0,
+    sentinelRetryStrategy: () => null,
+  }));
+  nobody.on('error', () => undefined);
+  const lost = new PathLock({ redis: nobody, namespace: freshNamespace('sentinel'), library });
+  await assert.rejects(lost.acquire({ owner: 'a', op: 'upload', paths: ['/x'] }), BackendError);
+});
+
+test('TLS: the client reaches the server only on its TLS port, with a client certificate', async () => {
+  const certs = fs.mkdtempSync(path.join(os.tmpdir(), 'pathlock-node-certs-'));
+  cleanups.push(() => fs.rmSync(certs, { recursive: true, force: true }));
+  execFileSync('sh', [path.join(__dirname, '..', '..', '..', 'tools', 'redis_devtools', 'make_test_certs.sh'), certs], { stdio: 'ignore' });
+  const tlsPort = await freePort();
+  const file = (name) => path.join(certs, name);
+  const s = await server({
+    args: ['--tls-port', String(tlsPort), '--tls-cert-file', file('server.crt'), '--tls-key-file', file('server.key'),
+      '--tls-ca-cert-file', file('ca.crt'), '--tls-auth-clients', 'yes'],
+  });
+  const tls = (cert) => ({ ca: fs.readFileSync(file('ca.crt')), cert: fs.readFileSync(file(`${cert}.crt`)), key: fs.readFileSync(file(`${cert}.key`)) });
+  const pl = closing(new PathLock({
+    redis: `rediss://127.0.0.1:${tlsPort}`,
+    redisOptions: { tls: tls('client') },
+    namespace: freshNamespace('tls'),
+    library,
+  }));
+  await scenario(pl, plain(s.port));
+  // A server certificate of another name: a BackendError.
+  const other = closing(new PathLock({
+    redis: `rediss://127.0.0.1:${tlsPort}`,
+    redisOptions: { tls: { ...tls('client'), servername: 'other.example' }, maxRetriesPerRequest: 0, retryStrategy: () => null },
+    namespace: freshNamespace('tls'),
+    library,
+  }));
+  other.redis.on('error', () => undefined);
+  await assert.rejects(other.acquire({ owner: 'a', op: 'upload', paths: ['/x'] }), BackendError);
+});
