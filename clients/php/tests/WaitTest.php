@@ -37,7 +37,14 @@ final class WaitTest extends RedisTestCase
         $this->assertSame(['bob', 'upload', ['target' => '/p/A/x']], [$w->owner, $w->op, $w->targets]);
         $this->assertMatchesRegularExpression('/\Aw[0-9a-f]{24}\z/', $w->id);
         // the waiter listens for wake-ups: one connection SSUBSCRIBEd to the namespace's channel
-        $clients = static::$server->client()->rawCommand('CLIENT', 'LIST');
+        // (it subscribes after its first refused attempt, so it may be in line a moment before)
+        $clients = '';
+        for ($i = 0; $i < 1000 && !preg_match('/ ssub=1 .* cmd=ssubscribe/', $clients); $i++) {
+            if ($i > 0) {
+                usleep(10000);
+            }
+            $clients = static::$server->client()->rawCommand('CLIENT', 'LIST');
+        }
         $this->assertMatchesRegularExpression('/ ssub=1 .* cmd=ssubscribe/', $clients);
 
         // A fair newcomer is refused by the older waiter once the lock is gone... but first,
