@@ -37,10 +37,12 @@ void wait_for(const char* what, Ready&& ready) {
   devtools::wait_for("redis cluster", what, std::forward<Ready>(ready));
 }
 
-}  // namespace
-
-ClusterServers::ClusterServers(const TlsCertificates* tls) {
-  for (int i = 0; i < 6; ++i) {
+// One node on free ports. The bus port (and the TLS port) are chosen here,
+// so RedisServer's own retries would reuse them: when one was taken
+// meanwhile (another server started by a parallel test), start again with
+// other ports, in a fresh folder (its nodes.conf names the old ones).
+std::unique_ptr<RedisServer> start_node(const TlsCertificates* tls) {
+  for (int attempt = 0;; ++attempt) {
     std::vector<std::string> args{"--cluster-enabled",     "yes",        "--cluster-port",
                                   std::to_string(free_loopback_port()), "--cluster-node-timeout", "2000",
                                   "--cluster-config-file", "nodes.conf", "--repl-diskless-sync-delay",
@@ -50,8 +52,18 @@ ClusterServers::ClusterServers(const TlsCertificates* tls) {
       args.insert(args.end(), t.begin(), t.end());
       args.insert(args.end(), {"--tls-cluster", "yes", "--tls-replication", "yes"});
     }
-    nodes_.push_back(std::make_unique<RedisServer>(args));
+    try {
+      return std::make_unique<RedisServer>(args);
+    } catch (const std::runtime_error&) {
+      if (attempt == 4) throw;
+    }
   }
+}
+
+}  // namespace
+
+ClusterServers::ClusterServers(const TlsCertificates* tls) {
+  for (int i = 0; i < 6; ++i) nodes_.push_back(start_node(tls));
   const char* env_cli = std::getenv("PATHLOCK_REDIS_CLI");
   std::vector<std::string> create{env_cli && *env_cli ? env_cli : "redis-cli", "--cluster", "create"};
   for (const auto& n : nodes_) create.push_back("127.0.0.1:" + std::to_string(n->port()));
