@@ -33,12 +33,15 @@ TEST_CASE("postgres: the conflict check reads the indexes, never the whole locks
   // Many locks in the namespace and beside it, spread over many folders: a
   // few through the engine, 40,000 written as the engine writes them.
   for (int i = 0; i < 50; ++i) REQUIRE(engine->acquire(upload(ns, "/f" + std::to_string(i) + "/x/y")).granted);
+  const std::string fp(engine->matrix().fingerprint);
+  const int upload_code = engine->matrix().code_of(engine->matrix().op_index("upload"), "target");
   server.sql(
-      "WITH l AS (INSERT INTO pathlock.locks SELECT n, 'bulk' || i, 't', 'o', 'fp', 'upload', '{target}', "
+      "WITH l AS (INSERT INTO pathlock.locks SELECT n, 'bulk' || i, 't', 'o', '" + fp + "', 'upload', '{target}', "
       "ARRAY['/g' || i || '/x/y'], i, 1, 3600000, pathlock.now_ms() + 3600000, NULL "
       "FROM generate_series(1, 20000) i, unnest(ARRAY['explain', 'beside']) n RETURNING *) "
-      "INSERT INTO pathlock.held SELECT l.ns, l.id, 3, pathlock.sk(l.paths[1]), pathlock.k(pathlock.sk(l.paths[1])), "
-      "'fp', 'target', l.paths[1], l.fence FROM l; ANALYZE pathlock.held; ANALYZE pathlock.locks;");
+      "INSERT INTO pathlock.held SELECT l.ns, l.id, " + std::to_string(upload_code) +
+      ", pathlock.sk(l.paths[1]), pathlock.k(pathlock.sk(l.paths[1])), l.fp, 'target', l.paths[1], l.fence FROM l; "
+      "ANALYZE pathlock.held; ANALYZE pathlock.locks;");
   // The lookups of pathlock.held_conflict, as it writes them.
   const std::string plan = server.sql(
       "EXPLAIN (COSTS OFF) SELECT * FROM pathlock.held h WHERE h.ns = 'explain' AND "

@@ -165,6 +165,11 @@ CREATE OR REPLACE FUNCTION pathlock.other_matrices(p_ns text, p_fp text) RETURNS
     SELECT (SELECT h.fp FROM pathlock.held h WHERE h.ns = p_ns AND h.fp > f.fp ORDER BY h.fp LIMIT 1)
       FROM f WHERE f.fp IS NOT NULL)
   SELECT coalesce(array_agg(fp), '{}') FROM f WHERE fp IS NOT NULL AND fp <> p_fp $$;
+-- The same, cheap in the usual case: two index probes say whether any
+-- other matrix is present at all.
+CREATE OR REPLACE FUNCTION pathlock.others_present(p_ns text, p_fp text) RETURNS boolean LANGUAGE sql STABLE AS $$
+  SELECT (SELECT h.fp FROM pathlock.held h WHERE h.ns = p_ns AND h.fp < p_fp ORDER BY h.fp DESC LIMIT 1) IS NOT NULL
+      OR (SELECT h.fp FROM pathlock.held h WHERE h.ns = p_ns AND h.fp > p_fp ORDER BY h.fp LIMIT 1) IS NOT NULL $$;
 
 -- acquire: one call per attempt (docs/postgres.md#functions). p_masks holds,
 -- per target k, the refusal masks of its code for the relations same,
@@ -221,7 +226,7 @@ BEGIN
       INTO status, id, token, fence, expires_in, holds;
     RETURN;
   END IF;
-  v_others := pathlock.other_matrices(p_ns, p_fp);
+  v_others := CASE WHEN pathlock.others_present(p_ns, p_fp) THEN pathlock.other_matrices(p_ns, p_fp) ELSE '{}' END;
   FOR k IN 1 .. array_length(p_paths, 1) LOOP
     SELECT * INTO v_hid, v_code, v_role, v_path, v_rel FROM pathlock.held_conflict(p_ns, p_fp, p_paths[k],
       p_masks[3 * k - 2], p_masks[3 * k - 1], p_masks[3 * k], v_others);
@@ -232,7 +237,7 @@ BEGIN
       EXIT;
     END IF;
   END LOOP;
-  IF c_id IS NULL AND p_fair THEN
+  IF c_id IS NULL AND p_fair AND EXISTS (SELECT 1 FROM pathlock.waiters w WHERE w.ns = p_ns AND w.expires > v_now) THEN
     FOR k IN 1 .. array_length(p_paths, 1) LOOP
       SELECT * INTO v_hid, v_code, v_role, v_path, v_rel FROM pathlock.waiter_conflict(p_ns, p_fp, p_paths[k],
         p_masks[3 * k - 2], p_masks[3 * k - 1], p_masks[3 * k], v_place, v_now);

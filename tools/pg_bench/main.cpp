@@ -12,7 +12,12 @@
 // weather; the report is one line per subject and depth: pair p50 (µs) and
 // pairs/s (pairs over the time spent in that subject's slices).
 //
-//   pathlock-pg-bench [--pairs N] [--slice N] [--depths 3,5,8]
+// The PostgreSQL server commits with the defaults (fsync, synchronous_commit
+// on: every commit waits for its WAL flush); --async-commit runs it with
+// synchronous_commit=off (a crash may lose the last commits) to show what
+// the flush costs.
+//
+//   pathlock-pg-bench [--pairs N] [--slice N] [--async-commit]
 #include "pg_devtools/postgres_server.hpp"
 #include "redis_devtools/redis_server.hpp"
 
@@ -121,7 +126,10 @@ int option(int argc, char** argv, const std::string& name, int fallback) {
 int main(int argc, char** argv) try {
   const int pairs = option(argc, argv, "pairs", 2000), slice = option(argc, argv, "slice", 100);
   std::vector<int> depths{3, 5, 8};
-  pathlock::devtools::PostgresServer pg;
+  bool async_commit = false;
+  for (int i = 1; i < argc; ++i) async_commit = async_commit || std::string(argv[i]) == "--async-commit";
+  pathlock::devtools::PostgresServer pg(async_commit ? std::vector<std::string>{"synchronous_commit=off"}
+                                                     : std::vector<std::string>{});
   pathlock::devtools::RedisServer redis;
   pathlock::PostgresOptions po;
   po.url = pg.url();
@@ -132,7 +140,8 @@ int main(int argc, char** argv) try {
                                 {"per-level-postgres", [level = std::make_shared<PerLevel>(pg.url())](
                                                            const std::string& p) { level->pair(p); },
                                  {}, 0}};
-  fmt::print("{:<20} {:>5} {:>10} {:>10}\n", "subject", "depth", "p50_us", "pairs/s");
+  fmt::print("synchronous_commit={}\n{:<20} {:>5} {:>10} {:>10}\n", async_commit ? "off" : "on", "subject", "depth",
+             "p50_us", "pairs/s");
   long long next = 0;
   for (const int depth : depths) {
     for (Subject& s : subjects) s.micros.clear(), s.seconds = 0;
