@@ -4,6 +4,9 @@
 #include "support/backends.hpp"
 #include "support/process.hpp"
 #include "support/redis_server.hpp"
+#ifdef PATHLOCK_TEST_WITH_POSTGRES
+#include "support/postgres_server.hpp"
+#endif
 
 #ifdef PATHLOCK_TEST_WITH_METRICS_SERVER
 #include "cmake/pathlock_child_process.hpp"
@@ -261,21 +264,36 @@ TEST_CASE("cli: an option given twice is an error", "[shell]") {
 
 namespace {
 
-// `pathlock shell` on `backend` ("memory" or "redis", on the test server) in a
-// namespace of its own.
+// `pathlock shell` on `backend` ("memory", or "redis" or "postgres" on the
+// test server) in a namespace of its own.
 std::vector<std::string> shell_args(const std::string& backend, const std::string& hint) {
   std::vector<std::string> args{"--backend", backend, "--namespace", pathlock::test::unique_namespace(hint)};
   if (backend == "redis") {
     args.push_back("--redis");
     args.push_back(pathlock::test::shared_redis_server().url());
   }
+#ifdef PATHLOCK_TEST_WITH_POSTGRES
+  if (backend == "postgres") {
+    args.push_back("--postgres");
+    args.push_back(pathlock::test::shared_postgres_url());
+  }
+#endif
   return args;
+}
+
+// The backends the shell is tested on.
+std::vector<std::string> shell_backends() {
+#ifdef PATHLOCK_TEST_WITH_POSTGRES
+  return {"memory", "redis", "postgres"};
+#else
+  return {"memory", "redis"};
+#endif
 }
 
 }  // namespace
 
 TEST_CASE("shell: locks with limit= pages through every live lock exactly once", "[shell][redis]") {
-  for (const std::string backend : {"memory", "redis"}) {
+  for (const std::string& backend : shell_backends()) {
     DYNAMIC_SECTION(backend) {
       ShellProcess sh(shell_args(backend, "pages"));
       CHECK(sh.ask("locks limit=5") == json::parse(R"({"locks":[],"next":null})"));
@@ -354,7 +372,7 @@ TEST_CASE("shell: locks with limit= pages through every live lock exactly once",
 }
 
 TEST_CASE("shell: bad limit= and after= values are clear errors", "[shell][redis]") {
-  for (const std::string backend : {"memory", "redis"}) {
+  for (const std::string& backend : shell_backends()) {
     DYNAMIC_SECTION(backend) {
       ShellProcess sh(shell_args(backend, "badpages"));
       REQUIRE(sh.ask("acquire a upload /p/A")["granted"] == true);

@@ -10,5 +10,6 @@
 #include <pathlock/memory.hpp>
 #include <pathlock/metrics.hpp>
 #include <pathlock/path.hpp>
+#include <pathlock/postgres.hpp>
 #include <pathlock/redis.hpp>
 #include <pathlock/version.hpp>

@@ -136,4 +136,27 @@ std::size_t HoldTable::size() {
   return n;
 }
 
+void hold_renewed(HoldTable& holds, const Instruments& instruments, std::string_view ns, std::string_view id,
+                  std::optional<Millis> ttl) {
+  const Clock::time_point now = steady_clock()->now();
+  // Copied under the table's mutex, logged after it: a log sink may call
+  // the engine.
+  std::optional<HoldTable::Held> long_hold;
+  holds.renewed(ns, id, now, ttl, [&](HoldTable::Held& h) {
+    if (h.logged || now - h.granted_at < instruments.long_hold()) return;
+    h.logged = true;
+    long_hold = h;
+  });
+  if (!long_hold) return;
+  bool logged = false;
+  instruments.held(ns, id, long_hold->op, long_hold->owner, long_hold->path, now - long_hold->granted_at, false,
+                   &logged);
+}
+
+void hold_released(HoldTable& holds, const Instruments& instruments, std::string_view ns, std::string_view id,
+                   std::uint32_t holds_left) {
+  if (std::optional<HoldTable::Held> h = holds.released(ns, id, holds_left))
+    instruments.held(ns, id, h->op, h->owner, h->path, steady_clock()->now() - h->granted_at, true, &h->logged);
+}
+
 }  // namespace pathlock::core

@@ -117,4 +117,14 @@ class HoldTable {
   std::array<Shard, 16> shards_;
 };
 
+// For backends whose records do not say when a lock was granted (Redis,
+// PostgreSQL): after a successful renew of `id` (`ttl`: the renew's),
+// extends its local lease end and logs a long hold once; after a
+// successful release leaving `holds_left`, counts the hold time when the
+// lock is gone and this process granted it.
+void hold_renewed(HoldTable& holds, const Instruments& instruments, std::string_view ns, std::string_view id,
+                  std::optional<Millis> ttl);
+void hold_released(HoldTable& holds, const Instruments& instruments, std::string_view ns, std::string_view id,
+                   std::uint32_t holds_left);
+
 }  // namespace pathlock::core

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <algorithm>
+#include <iterator>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -214,6 +215,17 @@ std::uint64_t check_page(std::size_t limit, std::string_view after) {
   if (ec != std::errc() || end != after.data() + after.size() || after.size() > 20)
     throw InvalidRequest(fmt::format("after '{}' is not a cursor returned by list_page", after));
   return fence;
+}
+
+std::vector<LockInfo> list_by_pages(LockEngine& engine, std::string_view ns, std::string_view prefix) {
+  std::vector<LockInfo> out;
+  std::string after;
+  do {
+    ListPage page = engine.list_page(ns, prefix, kMaxListLimit, after);
+    std::move(page.locks.begin(), page.locks.end(), std::back_inserter(out));
+    after = std::move(page.next);
+  } while (!after.empty());
+  return out;
 }
 
 ListPage page_of(std::vector<LockInfo> sorted, std::size_t limit, std::string_view after) {

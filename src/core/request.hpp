@@ -52,6 +52,9 @@ void order_blockers(std::vector<Blocker>& blockers, std::size_t from);
 // Checks list_page's limit and cursor; returns the fence the cursor names
 // (0 for the first page). Throws InvalidRequest.
 std::uint64_t check_page(std::size_t limit, std::string_view after);
+// list(ns, prefix) of a backend that pages: list_page() with the largest
+// limit until the last page.
+std::vector<LockInfo> list_by_pages(LockEngine& engine, std::string_view ns, std::string_view prefix);
 // The page of `sorted` (all locks of a listing, in fence order) that
 // list_page(limit, after) returns. Throws InvalidRequest like check_page.
 ListPage page_of(std::vector<LockInfo> sorted, std::size_t limit, std::string_view after);

@@ -15,7 +15,8 @@ namespace pathlock {
 Backend parse_backend(std::string_view name) {
   if (name == "memory") return Backend::memory;
   if (name == "redis") return Backend::redis;
-  throw InvalidRequest(fmt::format("unknown backend '{}' (use memory or redis)", name));
+  if (name == "postgres") return Backend::postgres;
+  throw InvalidRequest(fmt::format("unknown backend '{}' (use memory, redis or postgres)", name));
 }
 
 std::unique_ptr<LockEngine> make_engine(const EngineOptions& options) {
@@ -34,6 +35,16 @@ std::unique_ptr<LockEngine> make_engine(const EngineOptions& options) {
       return make_redis_engine(redis);
 #else
       throw InvalidRequest("this build of pathlock has no Redis backend (PATHLOCK_WITH_REDIS=OFF)");
+#endif
+    }
+    case Backend::postgres: {
+#ifdef PATHLOCK_WITH_POSTGRES
+      PostgresOptions postgres = options.postgres;
+      if (options.matrix) postgres.matrix = options.matrix;
+      if (options.observe) postgres.observe = *options.observe;
+      return make_postgres_engine(postgres);
+#else
+      throw InvalidRequest("this build of pathlock has no PostgreSQL backend (PATHLOCK_WITH_POSTGRES=OFF)");
 #endif
     }
   }

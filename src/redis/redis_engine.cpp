@@ -171,35 +171,13 @@ class RedisEngine final : public LockEngine {
     const std::string& status = r.at(0).text();
     if (status != "renewed" && status != "missing") unexpected("renew", status);
     const bool ok = status == "renewed";
-    if (ok) {
-      const Clock::time_point now = steady_clock()->now();
-      // Copied under the table's mutex, logged after it: a log sink may
-      // call this engine.
-      std::optional<core::HoldTable::Held> long_hold;
-      holds_.renewed(ns, id, now, ttl, [&](core::HoldTable::Held& h) {
-        if (h.logged || now - h.granted_at < instruments_.long_hold()) return;
-        h.logged = true;
-        long_hold = h;
-      });
-      if (long_hold) {
-        bool logged = false;
-        instruments_.held(ns, id, long_hold->op, long_hold->owner, long_hold->path, now - long_hold->granted_at,
-                          false, &logged);
-      }
-    }
+    if (ok) core::hold_renewed(holds_, instruments_, ns, id, ttl);
     instruments_.renewed(ns, id, ok);
     return ok;
   }
 
   std::vector<LockInfo> list(std::string_view ns, std::string_view prefix) override {
-    std::vector<LockInfo> out;
-    std::string after;
-    do {
-      ListPage page = list_page(ns, prefix, kMaxListLimit, after);
-      std::move(page.locks.begin(), page.locks.end(), std::back_inserter(out));
-      after = std::move(page.next);
-    } while (!after.empty());
-    return out;
+    return core::list_by_pages(*this, ns, prefix);
   }
 
   // The list function looks at a bounded number of locks per call (fence
@@ -440,8 +418,7 @@ class RedisEngine final : public LockEngine {
   // Lock `id` released with `holds_left`: when it is gone and this process
   // granted it, its hold time (and a long hold) is counted.
   void lock_gone(std::string_view ns, std::string_view id, std::uint32_t holds_left) {
-    if (std::optional<core::HoldTable::Held> h = holds_.released(ns, id, holds_left))
-      instruments_.held(ns, id, h->op, h->owner, h->path, steady_clock()->now() - h->granted_at, true, &h->logged);
+    core::hold_released(holds_, instruments_, ns, id, holds_left);
   }
 
   bool released(std::string_view function, const Reply& r) const {

@@ -3,6 +3,9 @@
 #ifdef PATHLOCK_WITH_REDIS
 #include "support/redis_server.hpp"
 #endif
+#ifdef PATHLOCK_TEST_WITH_POSTGRES
+#include "support/postgres_server.hpp"
+#endif
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -71,6 +74,12 @@ const std::vector<BackendUnderTest>& all_rows() {
        [](const MatrixTable* matrix, const ObserveOptions& observe) {
          return redis_row_engine(matrix, shared_tls_redis_server().tls_url(), observe, test_tls_options());
        },
+       nullptr},
+#endif
+#ifdef PATHLOCK_TEST_WITH_POSTGRES  // a PostgreSQL started by the suite (support/postgres_server.hpp)
+      {"postgres", [](const MatrixTable* matrix) { return postgres_engine(matrix); },
+       {.waiting = true, .in_process = false, .shared = true},
+       [](const MatrixTable* matrix, const ObserveOptions& observe) { return postgres_engine(matrix, "", observe); },
        nullptr},
 #endif
   };

@@ -39,7 +39,7 @@ struct BackendUnderTest {
 
 // The rows this run tests, in a fixed order: those named in the environment
 // variable PATHLOCK_TEST_BACKENDS (comma-separated: memory, redis, cluster,
-// sentinel, tls), by default memory and redis. CTest runs the conformance suite
+// sentinel, tls, postgres), by default memory and redis. CTest runs the conformance suite
 // once more per server topology (tests/CMakeLists.txt), so that a cluster
 // or a sentinel deployment starts once, not once per test case.
 const std::vector<BackendUnderTest>& backends_under_test();

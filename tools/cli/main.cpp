@@ -1,7 +1,7 @@
 // pathlock: command-line front end (docs/cli.md).
 //   pathlock --version
-//   pathlock demo [--backend memory|redis] [--redis URL] [--matrix FILE]
-//   pathlock shell [--backend memory|redis] [--redis URL] [--namespace NAME] [--matrix FILE]
+//   pathlock demo [--backend memory|redis|postgres] [--redis URL] [--postgres URL] [--matrix FILE]
+//   pathlock shell [--backend memory|redis|postgres] [--redis URL] [--postgres URL] [--namespace NAME] [--matrix FILE]
 //                  [--metrics-listen HOST:PORT]
 //   pathlock console [--backend memory|redis] [--redis URL] [--matrix FILE] [--listen HOST:PORT] [--admin]
 //                    [--scrape URL]...
@@ -62,8 +62,9 @@ std::string usage_text() {
   return std::string(
              "usage:\n"
              "  pathlock --version\n"
-             "  pathlock demo  [--backend memory|redis] [--redis URL] [--matrix FILE]\n"
-             "  pathlock shell [--backend memory|redis] [--redis URL] [--namespace NAME] [--matrix FILE]\n"
+             "  pathlock demo  [--backend memory|redis|postgres] [--redis URL] [--postgres URL] [--matrix FILE]\n"
+             "  pathlock shell [--backend memory|redis|postgres] [--redis URL] [--postgres URL] [--namespace NAME]\n"
+             "                 [--matrix FILE]\n"
              "                 [--metrics-listen HOST:PORT]\n"
              "  pathlock console [--backend memory|redis] [--redis URL] [--matrix FILE] [--listen HOST:PORT] [--admin]\n"
              "                   [--scrape http://HOST:PORT/metrics]...\n") +
@@ -91,13 +92,13 @@ const options::Check kScrapeUrl = [](const std::string&) {
 #endif
 
 options::Options demo_options() {
-  options::Options t = options::Options{}.command("demo").value("backend", kBackend).value("redis").value("matrix");
+  options::Options t = options::Options{}.command("demo").value("backend", kBackend).value("redis").value("postgres").value("matrix");
   return cli::with_tls(t);
 }
 options::Options shell_options() {
   options::Options t =
-      options::Options{}.command("shell").value("backend", kBackend).value("redis").value("namespace").value("matrix").value(
-          "metrics-listen");
+      options::Options{}.command("shell").value("backend", kBackend).value("redis").value("postgres").value("namespace").value(
+          "matrix").value("metrics-listen");
   return cli::with_tls(t);
 }
 options::Options console_options() {
@@ -127,6 +128,7 @@ std::unique_ptr<LockEngine> engine_from(const options::Parsed& p, const matrix::
   if (metrics) opts.observe = ObserveOptions{.metrics = std::move(metrics)};
   if (p.has("backend")) opts.backend = parse_backend(p.get("backend"));
   if (p.has("redis")) opts.redis.url = p.get("redis");
+  if (p.has("postgres")) opts.postgres.url = p.get("postgres");
   opts.redis.tls = cli::tls_from_flags(p);
   return make_engine(opts);
 }

@@ -1,0 +1,179 @@
+// One libpq connection and a pool: see connection.hpp.
+#include "postgres/connection.hpp"
+
+#include <fmt/format.h>
+#include <poll.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace pathlock::postgres {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+std::string trimmed(const char* message) {
+  std::string s = message ? message : "";
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+std::string sqlstate_of(const PGresult* error) {
+  const char* state = error ? PQresultErrorField(error, PG_DIAG_SQLSTATE) : nullptr;
+  return state ? state : "";
+}
+
+Connection::Connection(const std::string& conninfo, Millis connect_timeout) {
+  // Our settings first: the URL's own (dbname expanded last) win over them.
+  const std::string seconds = std::to_string(std::max<long long>(2, (connect_timeout.count() + 999) / 1000));
+  const char* keys[] = {"connect_timeout", "client_encoding", "application_name", "dbname", nullptr};
+  const char* values[] = {seconds.c_str(), "UTF8", "pathlock", conninfo.c_str(), nullptr};
+  conn_ = PQconnectdbParams(keys, values, 1);
+  if (!conn_) throw BackendError("postgres: out of memory");
+  if (PQstatus(conn_) != CONNECTION_OK) {
+    const std::string message = trimmed(PQerrorMessage(conn_));
+    PQfinish(conn_);
+    conn_ = nullptr;
+    throw BackendError(fmt::format("postgres: cannot connect: {}", message));
+  }
+  PQsetnonblocking(conn_, 1);
+}
+
+Connection::~Connection() {
+  if (conn_) PQfinish(conn_);
+}
+
+std::string Connection::server() const {
+  return fmt::format("{}:{}", PQhost(conn_) ? PQhost(conn_) : "?", PQport(conn_) ? PQport(conn_) : "?");
+}
+
+void Connection::lost(const std::string& what) {
+  broken_ = true;
+  throw BackendError(fmt::format("postgres at {}: {}: {} (the call's effect is unknown)", server(), what,
+                                 trimmed(PQerrorMessage(conn_))));
+}
+
+// Waits until the socket is ready for `events`, the deadline passes (false)
+// or `interrupt` is raised (false).
+bool Connection::wait_socket(short events, SteadyClock::time_point deadline, const core::Interrupt* interrupt) {
+  pollfd fds[2] = {{PQsocket(conn_), events, 0}, {interrupt ? interrupt->fd() : -1, POLLIN, 0}};
+  while (true) {
+    if (interrupt && interrupt->raised()) return false;
+    const auto left = std::chrono::ceil<Millis>(deadline - SteadyClock::now()).count();
+    if (left <= 0) return false;
+    const int n = ::poll(fds, interrupt && interrupt->fd() >= 0 ? 2 : 1, static_cast<int>(left));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    if (fds[0].revents) return true;
+    if (n > 0) return false;  // the interrupt
+  }
+}
+
+void Connection::send_and_wait(Millis timeout) {
+  const auto deadline = SteadyClock::now() + timeout;
+  for (int r = PQflush(conn_); r != 0; r = PQflush(conn_)) {
+    if (r < 0) lost("sending failed");
+    if (!wait_socket(POLLOUT, deadline)) lost("timed out sending");
+  }
+  while (PQisBusy(conn_)) {
+    if (!wait_socket(POLLIN, deadline)) lost(fmt::format("no reply within {} ms", timeout.count()));
+    if (!PQconsumeInput(conn_)) lost("connection lost");
+  }
+}
+
+Result Connection::collect() {
+  Result first;
+  while (PGresult* r = PQgetResult(conn_)) {
+    if (!first) first.reset(r);
+    else PQclear(r);
+  }
+  if (!first) lost("no result");
+  const ExecStatusType status = PQresultStatus(first.get());
+  if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK) return first;
+  if (PQstatus(conn_) != CONNECTION_OK) lost("connection lost");
+  const std::string message = trimmed(PQresultErrorField(first.get(), PG_DIAG_MESSAGE_PRIMARY));
+  if (sqlstate_of(first.get()) == "22023") throw InvalidRequest(message);
+  throw BackendError(fmt::format("postgres at {}: {} (SQLSTATE {})", server(), message, sqlstate_of(first.get())));
+}
+
+Result Connection::exec(const std::string& sql, const std::vector<Param>& params, Millis timeout) {
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (const Param& p : params) values.push_back(p ? p->c_str() : nullptr);
+  if (!PQsendQueryParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr,
+                         nullptr, 0))
+    lost("sending failed");
+  send_and_wait(timeout);
+  return collect();
+}
+
+void Connection::exec_script(const std::string& sql, Millis timeout) {
+  if (!PQsendQuery(conn_, sql.c_str())) lost("sending failed");
+  send_and_wait(timeout);
+  Result first;
+  while (PGresult* r = PQgetResult(conn_)) {
+    const ExecStatusType status = PQresultStatus(r);
+    if (!first && status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) first.reset(r);
+    else PQclear(r);
+  }
+  if (first)
+    throw BackendError(fmt::format("postgres at {}: {} (SQLSTATE {})", server(),
+                                   trimmed(PQresultErrorField(first.get(), PG_DIAG_MESSAGE_PRIMARY)),
+                                   sqlstate_of(first.get())));
+}
+
+bool Connection::wait_notify(Millis timeout, std::vector<std::string>& payloads, const core::Interrupt* interrupt) {
+  const auto deadline = SteadyClock::now() + timeout;
+  while (true) {
+    while (PGnotify* n = PQnotifies(conn_)) {
+      payloads.emplace_back(n->extra ? n->extra : "");
+      PQfreemem(n);
+    }
+    if (!payloads.empty()) return true;
+    if (broken_ || !wait_socket(POLLIN, deadline, interrupt)) return false;
+    if (!PQconsumeInput(conn_)) {
+      broken_ = true;
+      return false;
+    }
+  }
+}
+
+bool Connection::still_open() noexcept {
+  if (!usable()) return false;
+  pollfd p{PQsocket(conn_), POLLIN, 0};
+  if (::poll(&p, 1, 0) == 0) return true;
+  // Readable while idle: the server said goodbye (or closed the socket).
+  return false;
+}
+
+Pool::Lease Pool::take() {
+  {
+    std::lock_guard guard(mutex_);
+    while (!idle_.empty()) {
+      std::unique_ptr<Connection> c = std::move(idle_.back());
+      idle_.pop_back();
+      if (c->still_open()) return Lease(*this, std::move(c));
+    }
+  }
+  return Lease(*this, open());
+}
+
+std::unique_ptr<Connection> Pool::open() const { return std::make_unique<Connection>(conninfo_, connect_timeout_); }
+
+void Pool::give(std::unique_ptr<Connection> c) noexcept {
+  if (!c || !c->usable()) return;
+  std::lock_guard guard(mutex_);
+  if (idle_.size() < max_idle_) idle_.push_back(std::move(c));
+}
+
+void Pool::abandon() noexcept {
+  std::lock_guard guard(mutex_);
+  for (std::unique_ptr<Connection>& c : idle_) (void)c.release();
+  idle_.clear();
+}
+
+Pool::~Pool() = default;
+
+}  // namespace pathlock::postgres

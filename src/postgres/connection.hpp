@@ -1,0 +1,124 @@
+// One libpq connection to PostgreSQL, and a pool of them. Private to the
+// library (the PostgreSQL backend, postgres_engine.cpp).
+//
+// Why libpq and not libpqxx: the engine needs libpq's asynchronous API
+// (PQsendQueryParams, PQconsumeInput, PQnotifies) to wait on the socket with
+// poll() together with a stop's eventfd and a deadline, and to read
+// LISTEN/NOTIFY wake-ups on the same loop; libpqxx wraps these only
+// partially, throws from places where this library promises noexcept
+// (leave, give_back, destructors), and would be one more dependency.
+//
+// Every call is one statement sent with its parameters as text, waited for
+// with poll() up to the command timeout; a timeout or a broken connection
+// marks the connection broken (it is closed, never pooled again) and throws
+// BackendError. An error the server answered (SQLSTATE) leaves the
+// connection usable: 22023 (invalid_parameter_value, raised by the
+// functions for bad input) is InvalidRequest, everything else BackendError.
+//
+// Thread safety: a Connection belongs to one thread at a time; the Pool may
+// be used from any thread.
+#pragma once
+
+#include "core/interrupt.hpp"
+
+#include <pathlock/engine.hpp>
+
+#include <libpq-fe.h>
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pathlock::postgres {
+
+struct ResultDeleter {
+  void operator()(PGresult* r) const noexcept { PQclear(r); }
+};
+using Result = std::unique_ptr<PGresult, ResultDeleter>;
+
+// A statement parameter: text, or NULL.
+using Param = std::optional<std::string>;
+
+class Connection {
+ public:
+  // Connects (libpq URI or key=value string). Throws BackendError.
+  Connection(const std::string& conninfo, Millis connect_timeout);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Runs `sql` with `params` ($1, $2, ...). Returns the result (tuples or
+  // command ok). Throws InvalidRequest (SQLSTATE 22023) or BackendError.
+  Result exec(const std::string& sql, const std::vector<Param>& params, Millis timeout);
+  // Runs a script of several statements (simple query protocol).
+  void exec_script(const std::string& sql, Millis timeout);
+
+  // Waits up to `timeout` for notifications (after LISTEN on this
+  // connection), appending their payloads. Returns false when the wait was
+  // cut short by `interrupt`, ended without one, or the connection broke.
+  bool wait_notify(Millis timeout, std::vector<std::string>& payloads, const core::Interrupt* interrupt);
+
+  // False once a call found the connection unusable.
+  bool usable() const noexcept { return !broken_ && PQstatus(conn_) == CONNECTION_OK; }
+  // An idle connection the server closed (restart, pg_terminate_backend)
+  // has something to read: true when it is still fine to use.
+  bool still_open() noexcept;
+  std::string server() const;
+
+ private:
+  [[noreturn]] void lost(const std::string& what);
+  void send_and_wait(Millis timeout);
+  Result collect();
+  bool wait_socket(short events, std::chrono::steady_clock::time_point deadline,
+                   const core::Interrupt* interrupt = nullptr);
+
+  PGconn* conn_ = nullptr;
+  bool broken_ = false;
+};
+
+// The SQLSTATE of `error` (5 characters), or "".
+std::string sqlstate_of(const PGresult* error);
+
+// Idle connections, at most `max_idle` kept; more are opened when needed.
+class Pool {
+ public:
+  Pool(std::string conninfo, Millis connect_timeout, std::size_t max_idle)
+      : conninfo_(std::move(conninfo)), connect_timeout_(connect_timeout), max_idle_(max_idle) {}
+
+  class Lease {
+   public:
+    Lease(Pool& pool, std::unique_ptr<Connection> c) : pool_(pool), c_(std::move(c)) {}
+    ~Lease() { pool_.give(std::move(c_)); }
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    Connection& operator*() { return *c_; }
+    Connection* operator->() { return c_.get(); }
+
+   private:
+    Pool& pool_;
+    std::unique_ptr<Connection> c_;
+  };
+
+  // An idle connection that is still open, or a new one.
+  Lease take();
+  // A new connection outside the pool (a waiting call's listener).
+  std::unique_ptr<Connection> open() const;
+  // Forgets every idle connection without closing it (a forked child must
+  // not end the parent's sessions).
+  void abandon() noexcept;
+  ~Pool();
+
+ private:
+  void give(std::unique_ptr<Connection> c) noexcept;
+
+  const std::string conninfo_;
+  const Millis connect_timeout_;
+  const std::size_t max_idle_;
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<Connection>> idle_;
+};
+
+}  // namespace pathlock::postgres

@@ -1,0 +1,466 @@
+// The PostgreSQL backend: the locks of every namespace in the tables of
+// schema `pathlock`, changed only by its functions (src/postgres/schema.sql,
+// docs/postgres.md), so each public call is ONE statement that runs one
+// server-side function in one transaction: its targets are all-or-nothing
+// and its check and write are one atomic step. A write function first takes
+// a transaction-scoped advisory lock on the namespace's hash, so the calls
+// of one namespace run one after the other (those of other namespaces in
+// parallel), and reads run on their own snapshot without it.
+//
+// The functions are the same for every matrix: a request carries its
+// matrix's fingerprint and, per target, the refusal masks of its code (from
+// the compiled MatrixTable, three 64-bit masks: same, held_ancestor,
+// held_descendant), and every stored target records its matrix's
+// fingerprint, so several matrices share a namespace as on Redis (a target
+// of another matrix refuses every overlap). No DDL per matrix.
+//
+// Time is the server's (clock_timestamp() inside the functions). Fences:
+// max(last + 1, server clock in microseconds), committed with the lock.
+//
+// Waiting: the policy is core/waiting.hpp's; an attempt is one acquire
+// call. After the first refusal the call opens a listener connection of its
+// own (outside the pool), LISTENs on the namespace's channel and attempts
+// once more at once; every removal (release, force-release, expiry reaped
+// by any call, a place leaving) NOTIFYs the removed paths at commit, and
+// only a payload naming a path that overlaps a target ends the sleep early.
+// A stop raises an eventfd the listener polls together with its socket.
+//
+// Behaviour matches the embedded and Redis backends call for call (the
+// conformance suite and the differential test run on it).
+#include <pathlock/postgres.hpp>
+
+#include "core/observe.hpp"
+#include "core/process.hpp"
+#include "core/request.hpp"
+#include "core/waiting.hpp"
+#include "postgres/connection.hpp"
+#include "postgres/schema.hpp"
+
+#include <pathlock/path.hpp>
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cstring>
+#include <iterator>
+#include <mutex>
+
+namespace pathlock::postgres {
+namespace {
+
+constexpr std::size_t kIdBytes = 12;     // 24 hex characters
+constexpr std::size_t kTokenBytes = 16;  // 32 hex characters
+constexpr std::size_t kListLook = 512;   // locks one list_page call looks at
+
+// A text[] (or int[], bigint[]) literal of `items`.
+std::string array_literal(const std::vector<std::string>& items) {
+  std::string out = "{";
+  for (const std::string& item : items) {
+    if (out.size() > 1) out += ',';
+    out += '"';
+    for (const char c : item) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    out += '"';
+  }
+  return out + "}";
+}
+
+// Splits a field joined by chr(1) (array_to_string(..., chr(1))).
+std::vector<std::string> split_fields(std::string_view s) {
+  std::vector<std::string> out;
+  for (std::size_t at = 0; at <= s.size();) {
+    const std::size_t end = std::min(s.find('\1', at), s.size());
+    out.emplace_back(s.substr(at, end - at));
+    at = end + 1;
+  }
+  return out;
+}
+
+std::string text(const PGresult* r, int row, int col) { return PQgetvalue(r, row, col); }
+long long number(const PGresult* r, int row, int col) { return std::atoll(PQgetvalue(r, row, col)); }
+bool is_null(const PGresult* r, int row, int col) { return PQgetisnull(r, row, col) != 0; }
+
+std::vector<Target> targets_of(std::string_view roles, std::string_view paths) {
+  const std::vector<std::string> r = split_fields(roles), p = split_fields(paths);
+  std::vector<Target> out;
+  for (std::size_t i = 0; i < r.size() && i < p.size(); ++i) out.push_back(Target{r[i], p[i]});
+  return out;
+}
+
+Relation relation_of(long long rel) {
+  return rel == 1 ? Relation::held_ancestor : rel == 2 ? Relation::held_descendant : Relation::same;
+}
+
+// The request's matrix data: role names, codes and refusal masks per target.
+struct MatrixArgs {
+  std::string roles, codes, masks;
+};
+MatrixArgs matrix_args(const MatrixTable& m, const core::ResolvedRequest& req) {
+  std::vector<std::string> roles, codes, masks;
+  for (const core::ResolvedTarget& t : req.targets) {
+    roles.emplace_back(m.role_name_of_code(t.code));
+    codes.push_back(std::to_string(t.code));
+    for (std::size_t rel = 0; rel < kRelationCount; ++rel) {
+      std::int64_t mask = 0;
+      std::memcpy(&mask, &m.blockers[rel][static_cast<std::size_t>(t.code)], sizeof mask);
+      masks.push_back(std::to_string(mask));
+    }
+  }
+  return {array_literal(roles), array_literal(codes), array_literal(masks)};
+}
+
+std::string paths_literal(const core::ResolvedRequest& req) {
+  std::vector<std::string> paths;
+  for (const core::ResolvedTarget& t : req.targets) paths.push_back(t.path);
+  return array_literal(paths);
+}
+
+const char* const kAcquire =
+    "SELECT status, id, token, fence, expires_in, holds, c_id, c_op, c_role, c_path, c_owner, c_expires_in, "
+    "c_index, c_relation, c_queued FROM pathlock.acquire($1, $2, $3, $4, $5::text[], $6::int[], $7::bigint[], "
+    "$8::text[], $9::bigint, $10, $11, $12, $13, $14, $15::boolean, $16, $17::bigint)";
+constexpr int kReserveParam = 16;  // index of $17 in the acquire parameters
+
+}  // namespace
+
+namespace {
+
+class PostgresEngine final : public LockEngine {
+ public:
+  PostgresEngine(const MatrixTable& matrix, const PostgresOptions& options)
+      : matrix_(matrix), instruments_(options.observe, matrix), options_(checked(options)) {
+    pool_ = std::make_unique<Pool>(options_.url, options_.connect_timeout, options_.pool_size);
+    install_schema();
+  }
+
+  // In a child forked after the engine was made, the parent's connections
+  // are left alone, never closed: closing would end the parent's sessions.
+  ~PostgresEngine() override {
+    if (process_.forked()) pool_->abandon();
+  }
+
+  const MatrixTable& matrix() const override { return matrix_; }
+  std::shared_ptr<Metrics> metrics() const override { return instruments_.shared_metrics(); }
+
+  AcquireResult acquire(const LockRequest& request) override { return acquire(request, std::stop_token{}); }
+
+  AcquireResult acquire(const LockRequest& request, std::stop_token stop) override {
+    const core::ResolvedRequest req = core::resolve_request(matrix_, request);
+    const MatrixArgs m = matrix_args(matrix_, req);
+    const bool in_line = request.fair && request.wait > Millis{0} && !req.reentry;
+    std::vector<Param> params{request.ns,
+                              std::string(matrix_.fingerprint),
+                              request.owner,
+                              std::string(matrix_.ops[static_cast<std::size_t>(req.op)].name),
+                              m.roles,
+                              m.codes,
+                              m.masks,
+                              paths_literal(req),
+                              std::to_string(request.ttl.count()),
+                              core::random_hex(kIdBytes),
+                              core::random_hex(kTokenBytes),
+                              request.reenter_id,
+                              request.reenter_token,
+                              request.idempotency_key,
+                              request.fair ? "true" : "false",
+                              in_line ? "w" + core::random_hex(kIdBytes) : std::string(),
+                              "0"};
+    Attempts attempts(*this, request.ns, req, std::move(params));
+    AcquireResult out =
+        core::wait_for_grant(request, *steady_clock(), attempts, &instruments_, req.op, std::move(stop));
+    if (out.granted)
+      holds_.granted(request.ns, out.grant.id, req.op, request.owner, req.targets.front().path, out.grant.holds,
+                     steady_clock()->now(), out.grant.expires_in, request.ttl);
+    return out;
+  }
+
+  bool release(std::string_view ns, std::string_view id, std::string_view token) override {
+    core::check_namespace(ns);
+    const Result r = call("SELECT pathlock.release($1, $2, $3)", {std::string(ns), std::string(id), std::string(token)});
+    const bool ok = !is_null(r.get(), 0, 0);
+    if (ok) lock_gone(ns, id, static_cast<std::uint32_t>(number(r.get(), 0, 0)));
+    instruments_.released(ns, id, ok, false);
+    return ok;
+  }
+
+  bool force_release(std::string_view ns, std::string_view id) override {
+    core::check_namespace(ns);
+    const Result r = call("SELECT pathlock.release($1, $2, NULL)", {std::string(ns), std::string(id)});
+    const bool ok = !is_null(r.get(), 0, 0);
+    if (ok) lock_gone(ns, id, 0);
+    instruments_.released(ns, id, ok, true);
+    return ok;
+  }
+
+  bool renew(std::string_view ns, std::string_view id, std::string_view token, std::optional<Millis> ttl) override {
+    core::check_namespace(ns);
+    if (ttl) core::check_ttl(*ttl);
+    const Result r = call("SELECT pathlock.renew($1, $2, $3, $4::bigint)",
+                          {std::string(ns), std::string(id), std::string(token),
+                           ttl ? Param(std::to_string(ttl->count())) : Param()});
+    const bool ok = !is_null(r.get(), 0, 0);
+    if (ok) core::hold_renewed(holds_, instruments_, ns, id, ttl);
+    instruments_.renewed(ns, id, ok);
+    return ok;
+  }
+
+  bool is_held(std::string_view ns, std::string_view id, std::string_view token) override {
+    core::check_namespace(ns);
+    const Result r = call(
+        "SELECT EXISTS (SELECT 1 FROM pathlock.locks l WHERE l.ns = $1 AND l.id = $2 AND l.token = $3 "
+        "AND l.expires > pathlock.now_ms())",
+        {std::string(ns), std::string(id), std::string(token)});
+    return text(r.get(), 0, 0) == "t";
+  }
+
+  std::vector<LockInfo> list(std::string_view ns, std::string_view prefix) override {
+    return core::list_by_pages(*this, ns, prefix);
+  }
+
+  // One call looks at up to kListLook locks in fence order from the cursor
+  // (one index range), so a page may hold fewer than `limit` locks and still
+  // have a `next`: the fence of the last lock looked at.
+  ListPage list_page(std::string_view ns, std::string_view prefix, std::size_t limit,
+                     std::string_view after) override {
+    core::check_namespace(ns);
+    const std::string canonical = core::resolve_prefix(prefix);
+    const std::uint64_t from = core::check_page(limit, after);
+    const Result r = call(
+        "WITH looked AS (SELECT * FROM pathlock.locks l WHERE l.ns = $1 AND l.fence > $2::bigint "
+        "ORDER BY l.fence LIMIT $3::int) "
+        "SELECT id, owner, op, fence, holds, expires - pathlock.now_ms(), array_to_string(roles, chr(1)), "
+        "array_to_string(paths, chr(1)), expires > pathlock.now_ms() AND EXISTS (SELECT 1 FROM unnest(paths) p "
+        "WHERE pathlock.within(p, $4)) FROM looked ORDER BY fence",
+        {std::string(ns), std::to_string(from), std::to_string(kListLook), canonical});
+    ListPage page;
+    const int rows = PQntuples(r.get());
+    for (int i = 0; i < rows; ++i) {
+      if (page.locks.size() == limit) {
+        page.next = std::to_string(page.locks.back().fence);
+        return page;
+      }
+      if (text(r.get(), i, 8) != "t") continue;
+      page.locks.push_back(LockInfo{text(r.get(), i, 0), text(r.get(), i, 1), text(r.get(), i, 2),
+                                    targets_of(text(r.get(), i, 6), text(r.get(), i, 7)),
+                                    static_cast<std::uint64_t>(number(r.get(), i, 3)),
+                                    static_cast<std::uint32_t>(number(r.get(), i, 4)), Millis{number(r.get(), i, 5)}});
+    }
+    if (static_cast<std::size_t>(rows) == kListLook) page.next = text(r.get(), rows - 1, 3);
+    return page;
+  }
+
+  BlockersPage blockers(std::string_view ns, std::string_view op, const std::vector<Target>& targets,
+                        std::size_t limit) override {
+    const core::ResolvedRequest req = core::resolve_dry_run(matrix_, ns, op, targets, limit, kMaxBlockers);
+    const MatrixArgs m = matrix_args(matrix_, req);
+    const Result r = call(
+        "SELECT queued, id, owner, op, role, path, requested_role, requested_path, relation, fence, holds, "
+        "expires_in, waited FROM pathlock.blockers($1, $2, $3::text[], $4::text[], $5::bigint[], true, $6::int)",
+        {std::string(ns), std::string(matrix_.fingerprint), m.roles, paths_literal(req), m.masks,
+         std::to_string(limit)});
+    BlockersPage out;
+    const int rows = PQntuples(r.get());
+    for (int i = 0; i < rows; ++i) {
+      if (out.blockers.size() == limit) {
+        out.truncated = true;
+        break;
+      }
+      const PGresult* x = r.get();
+      out.blockers.push_back(Blocker{text(x, i, 0) == "t", text(x, i, 1), text(x, i, 2), text(x, i, 3),
+                                     text(x, i, 4), text(x, i, 5), text(x, i, 6), text(x, i, 7),
+                                     relation_of(number(x, i, 8)), static_cast<std::uint64_t>(number(x, i, 9)),
+                                     static_cast<std::uint32_t>(number(x, i, 10)), Millis{number(x, i, 11)},
+                                     Millis{number(x, i, 12)}});
+    }
+    return out;
+  }
+
+  std::vector<WaiterInfo> waiters(std::string_view ns, std::string_view prefix, std::size_t limit) override {
+    core::check_namespace(ns);
+    const std::string canonical = core::resolve_prefix(prefix);
+    core::check_limit(limit, kMaxWaiters);
+    const Result r = call(
+        "SELECT w.id, w.owner, w.op, pathlock.now_ms() - w.since, w.expires - pathlock.now_ms(), "
+        "array_to_string(w.roles, chr(1)), array_to_string(w.paths, chr(1)) FROM pathlock.waiters w "
+        "WHERE w.ns = $1 AND w.expires > pathlock.now_ms() AND EXISTS (SELECT 1 FROM unnest(w.paths) p "
+        "WHERE pathlock.within(p, $2)) ORDER BY w.place LIMIT $3::int",
+        {std::string(ns), canonical, std::to_string(limit)});
+    std::vector<WaiterInfo> out;
+    for (int i = 0; i < PQntuples(r.get()); ++i)
+      out.push_back(WaiterInfo{text(r.get(), i, 0), text(r.get(), i, 1), text(r.get(), i, 2),
+                               targets_of(text(r.get(), i, 5), text(r.get(), i, 6)), Millis{number(r.get(), i, 3)},
+                               Millis{number(r.get(), i, 4)}});
+    return out;
+  }
+
+ private:
+  // The PostgreSQL side of the waiting policy (core/waiting.hpp).
+  class Attempts final : public core::WaitingAttempts {
+   public:
+    Attempts(PostgresEngine& engine, std::string_view ns, const core::ResolvedRequest& req, std::vector<Param> params)
+        : engine_(engine), ns_(ns), req_(req), params_(std::move(params)) {}
+
+    AcquireResult attempt(Millis reserve) override {
+      params_[kReserveParam] = std::to_string(reserve.count());
+      return engine_.attempt(params_, req_);
+    }
+    // LISTEN on a connection of its own, then look again at once: a removal
+    // between the first attempt and the LISTEN would otherwise be missed.
+    bool listen() override {
+      listener_ = engine_.pool().open();
+      const Result ch = listener_->exec("SELECT pathlock.channel($1)", {std::string(ns_)}, engine_.timeout());
+      listener_->exec(fmt::format("LISTEN \"{}\"", text(ch.get(), 0, 0)), {}, engine_.timeout());
+      return true;
+    }
+    void sleep_until(Clock::time_point until) override {
+      std::vector<std::string> payloads;
+      while (true) {
+        const Millis left = std::chrono::ceil<Millis>(until - std::chrono::steady_clock::now());
+        payloads.clear();
+        if (left <= Millis{0} || !listener_->wait_notify(left, payloads, &interrupt_)) return;
+        if (overlaps(payloads)) return;
+      }
+    }
+    void leave() noexcept override {
+      const std::optional<std::string>& waiter = params_[kReserveParam - 1];
+      if (!waiter || waiter->empty()) return;
+      try {
+        engine_.call("SELECT pathlock.leave($1, $2)", {std::string(ns_), *waiter});
+      } catch (...) {
+      }
+    }
+    void interrupt() noexcept override { interrupt_.raise(); }
+    void give_back(const Grant& grant) noexcept override {
+      try {
+        engine_.release(ns_, grant.id, grant.token);
+      } catch (...) {
+      }
+    }
+
+   private:
+    // Does a payload name a path that overlaps a target (or say "look again")?
+    bool overlaps(const std::vector<std::string>& payloads) const {
+      for (const std::string& payload : payloads) {
+        if (payload.empty()) return true;
+        for (std::size_t at = 0; at <= payload.size();) {
+          const std::size_t end = std::min(payload.find('\n', at), payload.size());
+          for (const core::ResolvedTarget& t : req_.targets)
+            if (paths_overlap(std::string_view(payload).substr(at, end - at), t.path)) return true;
+          at = end + 1;
+        }
+      }
+      return false;
+    }
+
+    PostgresEngine& engine_;
+    std::string_view ns_;
+    const core::ResolvedRequest& req_;
+    std::vector<Param> params_;  // the acquire parameters; the last is reserve_ms
+    std::unique_ptr<Connection> listener_;
+    core::Interrupt interrupt_;  // raised by a stop (another thread)
+  };
+
+  AcquireResult attempt(const std::vector<Param>& params, const core::ResolvedRequest& req) {
+    const Result r = call(kAcquire, params);
+    const PGresult* x = r.get();
+    const std::string status = text(x, 0, 0);
+    AcquireResult out;
+    if (status == "granted") {
+      out.granted = true;
+      out.grant = Grant{text(x, 0, 1), text(x, 0, 2), static_cast<std::uint64_t>(number(x, 0, 3)),
+                        Millis{number(x, 0, 4)}, static_cast<std::uint32_t>(number(x, 0, 5))};
+    } else if (status == "refused") {
+      const auto at = static_cast<std::size_t>(number(x, 0, 12) - 1);
+      const core::ResolvedTarget& hit = req.targets.at(at);
+      out.conflict = Conflict{text(x, 0, 6), text(x, 0, 7), text(x, 0, 8), text(x, 0, 9), text(x, 0, 10),
+                              Millis{number(x, 0, 11)}, std::string(matrix_.role_name_of_code(hit.code)), hit.path,
+                              relation_of(number(x, 0, 13)), text(x, 0, 14) == "t"};
+    } else if (status == "not_holder") {
+      out.not_holder = true;
+    } else {
+      throw BackendError(fmt::format("postgres: pathlock.acquire replied '{}'", status));
+    }
+    return out;
+  }
+
+  // Runs one statement on a pooled connection; counts it (and a backend
+  // error) in the metrics.
+  Result call(const std::string& sql, const std::vector<Param>& params) {
+    const auto begun = std::chrono::steady_clock::now();
+    try {
+      Pool::Lease c = pool().take();
+      Result r = c->exec(sql, params, options_.command_timeout);
+      if (Metrics* m = instruments_.metrics()) m->observe_redis_call(std::chrono::steady_clock::now() - begun);
+      return r;
+    } catch (const BackendError& e) {
+      if (Metrics* m = instruments_.metrics()) m->count_backend_error();
+      instruments_.log(LogLevel::warning, e.what(), {{"event", "backend_error"}, {"backend", "postgres"}});
+      throw;
+    }
+  }
+
+  // Creates the schema when the database has none; checks its layout.
+  void install_schema() {
+    Pool::Lease c = pool_->take();
+    const Result found = c->exec("SELECT to_regclass('pathlock.meta') IS NOT NULL", {}, options_.command_timeout);
+    if (text(found.get(), 0, 0) != "t")
+      c->exec_script(std::string("BEGIN; SELECT pg_advisory_xact_lock(hashtextextended('pathlock:schema', 0));\n") +
+                         kSchemaSql + "\nCOMMIT;",
+                     std::max(options_.command_timeout, Millis{30000}));
+    const Result layout = c->exec("SELECT max(layout) FROM pathlock.meta", {}, options_.command_timeout);
+    if (is_null(layout.get(), 0, 0) || number(layout.get(), 0, 0) != kSchemaLayout)
+      throw BackendError(fmt::format("postgres: schema pathlock has layout {}, this pathlock needs {} "
+                                     "(docs/postgres.md#upgrades)",
+                                     is_null(layout.get(), 0, 0) ? "none" : text(layout.get(), 0, 0), kSchemaLayout));
+  }
+
+  void lock_gone(std::string_view ns, std::string_view id, std::uint32_t holds_left) {
+    core::hold_released(holds_, instruments_, ns, id, holds_left);
+  }
+
+  // The pool of this process: a child forked after the engine was made
+  // opens connections of its own and leaves the parent's untouched
+  // (docs/design.md#fork).
+  Pool& pool() {
+    if (process_.forked()) {
+      std::lock_guard guard(fork_mutex_);
+      if (process_.forked()) {
+        pool_->abandon();
+        (void)pool_.release();  // the parent's: never closed here
+        pool_ = std::make_unique<Pool>(options_.url, options_.connect_timeout, options_.pool_size);
+        process_.adopt();
+      }
+    }
+    return *pool_;
+  }
+  Millis timeout() const { return options_.command_timeout; }
+
+  static const PostgresOptions& checked(const PostgresOptions& options) {
+    if (options.url.empty()) throw InvalidRequest("postgres url must not be empty");
+    if (options.connect_timeout <= Millis{0} || options.command_timeout <= Millis{0})
+      throw InvalidRequest("postgres connect_timeout and command_timeout must be positive");
+    return options;
+  }
+
+  const MatrixTable& matrix_;
+  const core::Instruments instruments_;
+  core::HoldTable holds_;  // grant times of this process's locks
+  const PostgresOptions options_;
+  std::unique_ptr<Pool> pool_;
+  core::ProcessStamp process_;
+  std::mutex fork_mutex_;
+};
+
+}  // namespace
+
+}  // namespace pathlock::postgres
+
+namespace pathlock {
+
+std::unique_ptr<LockEngine> make_postgres_engine(const PostgresOptions& options) {
+  return std::make_unique<postgres::PostgresEngine>(options.matrix ? *options.matrix : default_matrix(), options);
+}
+
+}  // namespace pathlock

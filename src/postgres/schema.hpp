@@ -1,0 +1,16 @@
+// The pathlock schema in PostgreSQL: tables, indexes and functions
+// (src/postgres/schema.sql, embedded at build time; docs/postgres.md).
+// Private to the library.
+#pragma once
+
+namespace pathlock::postgres {
+
+// The version of the schema's layout, stored in pathlock.meta. An engine
+// refuses a database whose schema has another layout.
+inline constexpr int kSchemaLayout = 1;
+
+// The whole of schema.sql: idempotent (CREATE ... IF NOT EXISTS, CREATE OR
+// REPLACE FUNCTION), run in one transaction.
+extern const char* const kSchemaSql;
+
+}  // namespace pathlock::postgres

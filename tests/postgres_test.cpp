@@ -1,0 +1,177 @@
+// The PostgreSQL backend beyond the conformance suite (which runs on it as
+// conformance_on_postgres): the conflict check uses the indexes, a grant
+// survives kill -9 of the postmaster, a dropped connection and a restart
+// are BackendErrors and the engine goes on, a read-only user reads, bad
+// options are refused. Servers that are killed or restarted are private.
+#include "conformance/fixture.hpp"
+#include "support/backends.hpp"
+#include "support/postgres_server.hpp"
+
+#include <pathlock/postgres.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <future>
+#include <thread>
+
+using namespace pathlock;
+using namespace std::chrono_literals;
+
+namespace {
+
+LockRequest upload(const std::string& ns, const std::string& path) {
+  return test::one_target_request(ns, "alice", "upload", path);
+}
+
+}  // namespace
+
+TEST_CASE("postgres: the conflict check reads the indexes, never the whole locks table", "[postgres]") {
+  devtools::PostgresServer server;
+  auto engine = test::postgres_engine(nullptr, server.url());
+  const std::string ns = "explain";
+  // Many locks in the namespace and beside it, spread over many folders: a
+  // few through the engine, 40,000 written as the engine writes them.
+  for (int i = 0; i < 50; ++i) REQUIRE(engine->acquire(upload(ns, "/f" + std::to_string(i) + "/x/y")).granted);
+  const std::string fp(engine->matrix().fingerprint);
+  const int upload_code = engine->matrix().code_of(engine->matrix().op_index("upload"), "target");
+  server.sql(
+      "WITH l AS (INSERT INTO pathlock.locks SELECT n, 'bulk' || i, 't', 'o', '" + fp + "', 'upload', '{target}', "
+      "ARRAY['/g' || i || '/x/y'], i, 1, 3600000, pathlock.now_ms() + 3600000, NULL "
+      "FROM generate_series(1, 20000) i, unnest(ARRAY['explain', 'beside']) n RETURNING *) "
+      "INSERT INTO pathlock.held SELECT l.ns, l.id, " + std::to_string(upload_code) +
+      ", pathlock.sk(l.paths[1]), pathlock.k(pathlock.sk(l.paths[1])), l.fp, 'target', l.paths[1], l.fence FROM l; "
+      "ANALYZE pathlock.held; ANALYZE pathlock.locks;");
+  // The lookups of pathlock.held_conflict, as it writes them.
+  const std::string plan = server.sql(
+      "EXPLAIN (COSTS OFF) SELECT * FROM pathlock.held h WHERE h.ns = 'explain' AND "
+      "h.k = ANY (pathlock.ks(pathlock.above('/f7/x/y/z'))) AND h.sk = ANY (pathlock.above('/f7/x/y/z')) "
+      "ORDER BY length(h.sk), h.code, h.fence DESC LIMIT 1; "
+      "EXPLAIN (COSTS OFF) SELECT * FROM pathlock.held h WHERE h.ns = 'explain' AND h.fp = 'x' AND h.code = 3 "
+      "AND h.k >= pathlock.k(pathlock.lo('/f7')) AND h.k <= pathlock.k(pathlock.hi('/f7')) "
+      "AND h.sk > pathlock.lo('/f7') AND h.sk < pathlock.hi('/f7') ORDER BY h.k, h.sk, h.fence DESC LIMIT 1;");
+  INFO(plan);
+  CHECK(plan.find("Index") != std::string::npos);
+  CHECK(plan.find("Seq Scan") == std::string::npos);
+  // And the calls themselves, by the server's counters: the index scans of
+  // a refused and a granted acquire show up, the sequential scans do not.
+  engine.reset();
+  const auto scans = [&] {
+    const std::string out = server.sql(
+        "SELECT coalesce(seq_scan, 0) || ' ' || coalesce(idx_scan, 0) FROM pg_stat_user_tables "
+        "WHERE relid = 'pathlock.held'::regclass");
+    const auto space = out.find(' ');
+    return std::pair<long long, long long>{std::stoll(out.substr(0, space)), std::stoll(out.substr(space + 1))};
+  };
+  const auto before = scans();
+  {
+    auto caller = test::postgres_engine(nullptr, server.url());
+    REQUIRE_FALSE(caller->acquire(test::one_target_request(ns, "bob", "delete_folder", "/f7")).granted);
+    REQUIRE(caller->acquire(upload(ns, "/g/h")).granted);
+  }
+  // Statistics reach the view when the sessions end: wait for the index scans.
+  REQUIRE(test::Fixture::until([&] { return scans().second > before.second; }));
+  CHECK(scans().first == before.first);
+}
+
+TEST_CASE("postgres: a grant survives kill -9 of the postmaster and fences go on upward", "[postgres]") {
+  devtools::PostgresServer server;
+  auto engine = test::postgres_engine(nullptr, server.url());
+  const std::string ns = "durable";
+  const AcquireResult a = engine->acquire(upload(ns, "/a/file"));
+  REQUIRE(a.granted);
+  server.kill_hard();
+  server.restart();
+  auto after = test::postgres_engine(nullptr, server.url());
+  CHECK(after->is_held(ns, a.grant.id, a.grant.token));
+  const AcquireResult refused = after->acquire(test::one_target_request(ns, "bob", "delete_folder", "/a"));
+  REQUIRE_FALSE(refused.granted);
+  CHECK(refused.conflict.id == a.grant.id);
+  const AcquireResult b = after->acquire(upload(ns, "/b/file"));
+  REQUIRE(b.granted);
+  CHECK(b.grant.fence > a.grant.fence);
+  // The first engine's pooled connections died with the server: it finds
+  // out and connects again.
+  CHECK(engine->release(ns, a.grant.id, a.grant.token));
+}
+
+TEST_CASE("postgres: a connection dropped by the server is an error, and the engine goes on", "[postgres]") {
+  devtools::PostgresServer server;
+  PostgresOptions options;
+  options.url = server.url();
+  options.command_timeout = 5000ms;
+  auto engine = make_postgres_engine(options);
+  const std::string ns = "dropped";
+  REQUIRE(engine->acquire(upload(ns, "/x")).granted);
+  // A call in flight when its session is terminated: another session holds
+  // the namespace's lock, so the acquire is mid-call (waiting for it) when
+  // its session goes.
+  const auto count = [&](const std::string& query) { return std::stoll(server.sql(query)); };
+  std::thread holder([&] {
+    try {
+      server.sql("BEGIN; SELECT pathlock.serialise('dropped'); SELECT pg_sleep(60); COMMIT;");
+    } catch (const std::exception&) {  // terminated below
+    }
+  });
+  REQUIRE(test::Fixture::until([&] { return count("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'") > 0; }));
+  auto call = std::async(std::launch::async, [&] { return engine->acquire(upload(ns, "/y")); });
+  const std::string waiting =
+      "FROM pg_stat_activity WHERE application_name = 'pathlock' AND wait_event_type = 'Lock'";
+  REQUIRE(test::Fixture::until([&] { return count("SELECT count(*) " + waiting) > 0; }));
+  server.sql("SELECT pg_terminate_backend(pid) " + waiting);
+  CHECK_THROWS_AS(call.get(), BackendError);
+  server.sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'psql' "
+             "AND pid <> pg_backend_pid()");
+  holder.join();
+  const AcquireResult again = engine->acquire(upload(ns, "/z"));
+  CHECK(again.granted);
+}
+
+TEST_CASE("postgres: a restart costs the calls in flight, not the engine", "[postgres]") {
+  devtools::PostgresServer server;
+  auto engine = test::postgres_engine(nullptr, server.url());
+  const std::string ns = "restart";
+  const AcquireResult a = engine->acquire(upload(ns, "/r"));
+  REQUIRE(a.granted);
+  server.stop();
+  CHECK_THROWS_AS(engine->acquire(upload(ns, "/s")), BackendError);
+  server.restart();
+  CHECK(engine->is_held(ns, a.grant.id, a.grant.token));
+  CHECK(engine->acquire(upload(ns, "/s")).granted);
+}
+
+TEST_CASE("postgres: a read-only user reads, and its writes are refused with the reason", "[postgres]") {
+  devtools::PostgresServer server;
+  auto writer = test::postgres_engine(nullptr, server.url());
+  const std::string ns = "readonly";
+  const AcquireResult a = writer->acquire(upload(ns, "/ro/file"));
+  REQUIRE(a.granted);
+  server.sql("CREATE ROLE reader LOGIN; GRANT USAGE ON SCHEMA pathlock TO reader; "
+             "GRANT SELECT ON ALL TABLES IN SCHEMA pathlock TO reader;");
+  auto reader = test::postgres_engine(nullptr, server.url_as("reader"));
+  CHECK(reader->is_held(ns, a.grant.id, a.grant.token));
+  CHECK(reader->list(ns).size() == 1);
+  CHECK(reader->blockers(ns, "delete_folder", {{"target", "/ro"}}).blockers.size() == 1);
+  CHECK(reader->waiters(ns).empty());
+  try {
+    (void)reader->acquire(upload(ns, "/other"));
+    FAIL("a read-only user acquired a lock");
+  } catch (const BackendError& e) {
+    CHECK(std::string(e.what()).find("permission denied") != std::string::npos);
+  }
+}
+
+TEST_CASE("postgres: bad options and unreachable servers are clear errors", "[postgres]") {
+  PostgresOptions options;
+  options.url = "";
+  CHECK_THROWS_AS(make_postgres_engine(options), InvalidRequest);
+  options.url = "postgresql://postgres@127.0.0.1:1/postgres";
+  CHECK_THROWS_AS(make_postgres_engine(options), BackendError);
+  options.url = test::shared_postgres_url();
+  options.command_timeout = 0ms;
+  CHECK_THROWS_AS(make_postgres_engine(options), InvalidRequest);
+  EngineOptions by_name;
+  by_name.backend = parse_backend("postgres");
+  by_name.postgres.url = test::shared_postgres_url();
+  CHECK(make_engine(by_name) != nullptr);
+}

@@ -1,0 +1,166 @@
+// pathlock-pg-bench: the PostgreSQL backend against the Redis backend and
+// against a per-level row lock in the same database, in one run
+// (docs/postgres.md#measured). Starts its own PostgreSQL and redis-server.
+//
+// A pair is one acquire (an upload at a fresh path of the given depth) and
+// its release, from one client thread. The per-level lock is the method of
+// a file-sync server's database locking provider, written from its
+// description: one row per path level (a shared counter, or -1 for an
+// exclusive holder), one autocommit statement per level, ancestors shared,
+// the leaf exclusive; the release undoes each level. The subjects run in
+// alternating slices of `--slice` pairs so that they share the machine's
+// weather; the report is one line per subject and depth: pair p50 (µs) and
+// pairs/s (pairs over the time spent in that subject's slices).
+//
+// The PostgreSQL server commits with the defaults (fsync, synchronous_commit
+// on: every commit waits for its WAL flush); --async-commit runs it with
+// synchronous_commit=off (a crash may lose the last commits) to show what
+// the flush costs.
+//
+//   pathlock-pg-bench [--pairs N] [--slice N] [--async-commit]
+#include "pg_devtools/postgres_server.hpp"
+#include "redis_devtools/redis_server.hpp"
+
+#include <pathlock/postgres.hpp>
+#include <pathlock/redis.hpp>
+
+#include <fmt/format.h>
+#include <libpq-fe.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+std::string path_at(int depth, long long i) {
+  std::string p;
+  for (int l = 1; l < depth; ++l) p += fmt::format("/d{}", l);
+  return p + fmt::format("/f{}", i);
+}
+
+// One row per level, over one libpq connection.
+class PerLevel {
+ public:
+  explicit PerLevel(const std::string& url) : c_(PQconnectdb(url.c_str())) {
+    if (PQstatus(c_) != CONNECTION_OK) throw std::runtime_error(PQerrorMessage(c_));
+    run("CREATE TABLE IF NOT EXISTS file_locks (key text PRIMARY KEY, lock int NOT NULL, ttl bigint NOT NULL)", {});
+  }
+  ~PerLevel() { PQfinish(c_); }
+  void pair(const std::string& path) {
+    const std::vector<std::string> levels = levels_of(path);
+    for (std::size_t l = 0; l + 1 < levels.size(); ++l)
+      expect(run("INSERT INTO file_locks VALUES ($1, 1, 30) ON CONFLICT (key) DO UPDATE SET lock = file_locks.lock + 1 "
+                 "WHERE file_locks.lock >= 0",
+                 {levels[l]}));
+    expect(run("INSERT INTO file_locks VALUES ($1, -1, 30) ON CONFLICT (key) DO UPDATE SET lock = -1 "
+               "WHERE file_locks.lock = 0",
+               {levels.back()}));
+    expect(run("UPDATE file_locks SET lock = 0 WHERE key = $1 AND lock = -1", {levels.back()}));
+    for (std::size_t l = levels.size() - 1; l-- > 0;)
+      expect(run("UPDATE file_locks SET lock = lock - 1 WHERE key = $1 AND lock > 0", {levels[l]}));
+  }
+
+ private:
+  static std::vector<std::string> levels_of(const std::string& path) {
+    std::vector<std::string> out;
+    for (std::size_t at = path.find('/', 1); at != std::string::npos; at = path.find('/', at + 1))
+      out.push_back(path.substr(0, at));
+    out.push_back(path);
+    return out;
+  }
+  static void expect(const std::string& affected) {
+    if (affected != "1") throw std::runtime_error("per-level: a level was refused");
+  }
+  std::string run(const char* sql, const std::vector<std::string>& params) {
+    std::vector<const char*> v;
+    for (const std::string& p : params) v.push_back(p.c_str());
+    PGresult* r = PQexecParams(c_, sql, static_cast<int>(v.size()), nullptr, v.data(), nullptr, nullptr, 0);
+    const std::string affected = PQcmdTuples(r);
+    const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    const std::string error = PQresultErrorMessage(r);
+    PQclear(r);
+    if (!ok) throw std::runtime_error("per-level: " + error);
+    return affected;
+  }
+  PGconn* c_;
+};
+
+struct Subject {
+  std::string name;
+  std::function<void(const std::string& path)> pair;
+  std::vector<double> micros;
+  double seconds = 0;
+};
+
+std::function<void(const std::string&)> engine_pair(std::shared_ptr<pathlock::LockEngine> engine) {
+  return [engine](const std::string& path) {
+    const pathlock::AcquireResult r =
+        engine->acquire(pathlock::LockRequest{"bench", "bench", "upload", {{"target", path}}});
+    if (!r.granted || !engine->release("bench", r.grant.id, r.grant.token))
+      throw std::runtime_error("pathlock: a pair failed");
+  };
+}
+
+double p50(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[(v.size() - 1) / 2];
+}
+
+int option(int argc, char** argv, const std::string& name, int fallback) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (argv[i] == "--" + name) return std::atoi(argv[i + 1]);
+  return fallback;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const int pairs = option(argc, argv, "pairs", 2000), slice = option(argc, argv, "slice", 100);
+  std::vector<int> depths{3, 5, 8};
+  bool async_commit = false;
+  for (int i = 1; i < argc; ++i) async_commit = async_commit || std::string(argv[i]) == "--async-commit";
+  pathlock::devtools::PostgresServer pg(async_commit ? std::vector<std::string>{"synchronous_commit=off"}
+                                                     : std::vector<std::string>{});
+  pathlock::devtools::RedisServer redis;
+  pathlock::PostgresOptions po;
+  po.url = pg.url();
+  pathlock::RedisOptions ro;
+  ro.url = redis.url();
+  std::vector<Subject> subjects{{"pathlock-postgres", engine_pair(pathlock::make_postgres_engine(po)), {}, 0},
+                                {"pathlock-redis", engine_pair(pathlock::make_redis_engine(ro)), {}, 0},
+                                {"per-level-postgres", [level = std::make_shared<PerLevel>(pg.url())](
+                                                           const std::string& p) { level->pair(p); },
+                                 {}, 0}};
+  fmt::print("synchronous_commit={}\n{:<20} {:>5} {:>10} {:>10}\n", async_commit ? "off" : "on", "subject", "depth",
+             "p50_us", "pairs/s");
+  long long next = 0;
+  for (const int depth : depths) {
+    for (Subject& s : subjects) s.micros.clear(), s.seconds = 0;
+    for (int done = 0; done < pairs; done += slice)
+      for (Subject& s : subjects) {
+        const auto slice_start = SteadyClock::now();
+        for (int i = 0; i < slice; ++i) {
+          const auto t0 = SteadyClock::now();
+          s.pair(path_at(depth, next++));
+          s.micros.push_back(std::chrono::duration<double, std::micro>(SteadyClock::now() - t0).count());
+        }
+        s.seconds += std::chrono::duration<double>(SteadyClock::now() - slice_start).count();
+      }
+    for (const Subject& s : subjects)
+      fmt::print("{:<20} {:>5} {:>10.0f} {:>10.0f}\n", s.name, depth, p50(s.micros),
+                 static_cast<double>(s.micros.size()) / s.seconds);
+  }
+  return 0;
+} catch (const std::exception& e) {
+  std::cerr << "error: " << e.what() << "\n";
+  return 1;
+}

@@ -1,0 +1,61 @@
+// A real PostgreSQL server as a child process, for the tests and the
+// benchmark. Not part of the library.
+//
+// PostgresServer runs Debian's postgresql-15 binaries
+// ($PATHLOCK_PG_BIN, else /usr/lib/postgresql/15/bin): initdb into a fresh
+// temporary directory (superuser `postgres`, trust authentication, UTF8,
+// locale C), then postgres on a free 127.0.0.1 port with its unix socket in
+// that directory. PostgreSQL refuses to run as root: started by root, the
+// directory is given to the unprivileged user `nobody` and initdb and the
+// server run as that user (setuid in the child), so CI (root, a fresh
+// clone) needs nothing prepared. The server runs in its own process group,
+// dies with a parent that started it from the main thread
+// (PR_SET_PDEATHSIG), and is stopped (fast shutdown, then SIGKILL) and its
+// directory removed when the object is destroyed.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace pathlock::devtools {
+
+class PostgresServer {
+ public:
+  // Starts a private server; `settings` are extra "-c name=value" pairs.
+  explicit PostgresServer(const std::vector<std::string>& settings = {});
+  ~PostgresServer();
+  PostgresServer(const PostgresServer&) = delete;
+  PostgresServer& operator=(const PostgresServer&) = delete;
+
+  // postgresql://postgres@127.0.0.1:PORT/postgres
+  std::string url() const;
+  // The same for another user (and password, if any).
+  std::string url_as(const std::string& user, const std::string& password = "") const;
+  int port() const { return port_; }
+
+  // Runs SQL as the superuser (psql -v ON_ERROR_STOP=1); throws
+  // std::runtime_error with psql's output when it fails. Returns the output
+  // (unaligned, tuples only).
+  std::string sql(const std::string& statements) const;
+
+  // kill -9 of the postmaster; returns once every process of the server has
+  // exited. restart() starts it again on the same port and directory
+  // (crash recovery replays the WAL) and returns once it accepts connections.
+  void kill_hard();
+  void restart();
+  // Fast shutdown; idempotent.
+  void stop();
+
+ private:
+  void start();
+
+  std::string dir_;   // the data directory is dir_/data, the socket dir_
+  std::string bin_;
+  std::vector<std::string> settings_;
+  int port_ = 0;
+  pid_t pid_ = -1;
+};
+
+}  // namespace pathlock::devtools
