@@ -377,21 +377,19 @@ func (s *shell) acquire(args []word, lines <-chan string) []string {
 		return nil
 	}
 	req := pathlock.Request{Namespace: s.ns, Owner: pos[0], Op: pos[1], Paths: pos[2:]}
-	if v, ok := o["ttl"]; ok {
-		n, err := number("ttl", v, 1, 604800000)
-		if err != nil {
-			s.fail(err)
-			return nil
+	for _, d := range []struct {
+		name string
+		min  int64
+		into *time.Duration
+	}{{"ttl", 1, &req.TTL}, {"wait", 0, &req.Wait}} {
+		if v, ok := o[d.name]; ok {
+			n, err := number(d.name, v, d.min, 604800000)
+			if err != nil {
+				s.fail(err)
+				return nil
+			}
+			*d.into = time.Duration(n) * time.Millisecond
 		}
-		req.TTL = time.Duration(n) * time.Millisecond
-	}
-	if v, ok := o["wait"]; ok {
-		n, err := number("wait", v, 0, 604800000)
-		if err != nil {
-			s.fail(err)
-			return nil
-		}
-		req.Wait = time.Duration(n) * time.Millisecond
 	}
 	if v, ok := o["fair"]; ok {
 		b, err := boolean("fair", v)
