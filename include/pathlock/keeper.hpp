@@ -16,8 +16,9 @@
 // The keeper must outlive every Lease and LockGuard that uses it.
 //
 // Fork: a keeper made before fork() has no thread in the child. There,
-// keep() throws BackendError, stop() and the destructor do not wait for the
-// parent's thread (docs/design.md#fork).
+// keep() throws BackendError; stop() and the destructor touch neither the
+// parent's thread nor the keeper's mutex, which that thread may have held
+// at the fork (docs/design.md#fork).
 //
 // Guarantee: once stop(lease) returns, the keeper never renews that lease
 // again; a renewal in flight when stop() is called is waited for. Stop before

@@ -42,17 +42,22 @@ LeaseKeeper::LeaseKeeper(LockEngine& engine, KeeperOptions options)
     : state_(std::make_shared<State>(engine, options)), thread_([s = state_] { s->run(); }) {}
 
 LeaseKeeper::~LeaseKeeper() {
+  if (state_->process.forked()) {
+    // The parent's thread is not in this process, and it may have held the
+    // mutex at the fork (a copy locked for ever here): touch neither. The
+    // thread object is kept (destroying a joinable std::thread terminates
+    // the process), and so is the state.
+    (void)new std::thread(std::move(thread_));
+    (void)new std::shared_ptr<State>(std::move(state_));
+    return;
+  }
   {
     std::lock_guard guard(state_->mutex);
     state_->shutdown = true;
     for (auto& lease : state_->leases) lease->stopped_ = true;
   }
   state_->changed.notify_all();
-  if (state_->process.forked()) {
-    // The parent's thread is not in this process: neither join nor detach
-    // it (std::thread would terminate the process if simply destroyed).
-    (void)new std::thread(std::move(thread_));
-  } else if (std::this_thread::get_id() == thread_.get_id()) {
+  if (std::this_thread::get_id() == thread_.get_id()) {
     thread_.detach();  // destroyed from a callback: the thread ends by itself
   } else {
     thread_.join();
@@ -85,10 +90,12 @@ std::shared_ptr<Lease> LeaseKeeper::keep(const std::string& ns, const Grant& gra
 
 void LeaseKeeper::stop(Lease& lease) {
   State& s = *state_;
+  // In a forked child no renewal runs (the thread is the parent's), and the
+  // mutex may be a copy locked at the fork: nothing to stop, nothing to touch.
+  if (s.process.forked()) return;
   std::unique_lock guard(s.mutex);
   lease.stopped_ = true;
-  // In a forked child no renewal runs (the thread is the parent's).
-  if (!s.process.forked()) s.changed.wait(guard, [&] { return !lease.in_flight_; });
+  s.changed.wait(guard, [&] { return !lease.in_flight_; });
   s.leases.erase(std::remove_if(s.leases.begin(), s.leases.end(), [&](const auto& l) { return l.get() == &lease; }),
                  s.leases.end());
 }
