@@ -349,7 +349,7 @@ TEST_CASE("http: --admin beyond loopback is warned about", "[http][console]") {
   }
 }
 
-TEST_CASE("log_escape: control characters, backslashes and invalid UTF-8 as \\xNN", "[http]") {
+TEST_CASE("log_escape: control characters, backslashes and invalid UTF-8 written as hex escapes", "[http]") {
   CHECK(core::log_escape("plain /p/A b.txt") == "plain /p/A b.txt");
   CHECK(core::log_escape("zz\npathlock: warning: x released\x1b[2J") ==
         "zz\\x0apathlock: warning: x released\\x1b[2J");
