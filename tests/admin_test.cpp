@@ -161,13 +161,22 @@ TEST_CASE("admin: bad input exits 1 or 2 with a message and changes nothing", "[
       {{"locks", "--redis", url}, 2},                                                     // no --namespace
       {{"waiters", "--redis", url, "--namespace", ns, "--limit", "x"}, 2},
       {{"force-release", "--redis", url, "--namespace", ns}, 2},                          // no id
-      {{"force-release", "--redis", url, "--namespace", ns, "bad id!"}, 0},               // no such lock
+      {{"force-release", "--redis", url, "--namespace", ns, "no-such-lock"}, 0},          // well formed, not held
+      // Malformed ids: exit 1, nothing sent, no audit line (a forged one least of all).
+      {{"force-release", "--redis", url, "--namespace", ns, "bad id!"}, 1},
+      {{"force-release", "--redis", url, "--namespace", ns, ""}, 1},
+      {{"force-release", "--redis", url, "--namespace", ns, std::string(5000, 'a')}, 1},
+      {{"force-release", "--redis", url, "--namespace", ns, "zz\npathlock: warning: x released\x1b[2J"}, 1},
+      {{"status", "--redis", url, "--tls-min-version", "1.4"}, 2},                        // not a TLS word
+      {{"status", "--redis", url, "--tls-insecure-skip-verify", "maybe"}, 2},
   };
   for (const auto& [args, status] : cases) {
-    INFO(args[0] << " " << args.back());
+    INFO(args[0] << " " << args.back().substr(0, 40));
     const Run r = admin(args);
     CHECK(r.status == status);
     if (status != 0) CHECK(r.err.find("error: ") == 0);
+    if (args[0] == "force-release" && status == 1 && args[4] == ns)
+      CHECK(r.err == "error: id must be 1..64 characters of [A-Za-z0-9-]\n");
   }
   CHECK(engine->list(ns).size() == 1);
 }

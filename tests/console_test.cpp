@@ -2,7 +2,7 @@
 // is tested in chromium: console_browser_test.py).
 #ifdef PATHLOCK_TEST_WITH_METRICS_SERVER
 #include "console_server.hpp"
-#include "support/metered_engine.hpp"
+#include "support/console_setup.hpp"
 
 #include <pathlock/memory.hpp>
 
@@ -17,30 +17,7 @@ namespace {
 using namespace pathlock;
 using json = nlohmann::json;
 
-struct Setup {
-  std::shared_ptr<Metrics> metrics = std::make_shared<Metrics>();
-  std::unique_ptr<LockEngine> engine = test::metered_memory_engine(metrics);
-  std::mutex mu;
-  std::vector<std::string> logged;
-
-  console::ConsoleOptions options(bool admin) {
-    console::ConsoleOptions o;
-    o.admin = admin;
-    o.metrics = metrics;
-    o.namespaces = [] { return std::vector<std::string>{"a", "b", "c", "web"}; };
-    o.log = [this](LogLevel, std::string_view message, const std::vector<LogField>&) {
-      std::lock_guard lock(mu);
-      logged.emplace_back(message);
-    };
-    return o;
-  }
-  Grant hold(const std::string& owner, const std::string& op, const std::string& path) {
-    LockRequest r{.ns = "web", .owner = owner, .op = op, .targets = {{"target", path}}};
-    const AcquireResult got = engine->acquire(r);
-    REQUIRE(got.granted);
-    return got.grant;
-  }
-};
+using Setup = test::ConsoleSetup;
 
 json get(httplib::Client& c, const std::string& path, int status = 200) {
   const auto res = c.Get(path);

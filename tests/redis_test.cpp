@@ -165,6 +165,46 @@ TEST_CASE("redis urls: bad ones are InvalidRequest before any connection", "[red
   CHECK_THROWS_WITH(redis::parse_redis_url("redis-sentinel://h:1"), Catch::Contains("master name"));
 }
 
+TEST_CASE("redis urls: a password given apart, and no message shows one", "[redis][url]") {
+  using redis::parse_redis_url;
+  auto u = parse_redis_url("redis://locker@h:1/2", std::string("pw@x"));
+  CHECK(u.user == std::optional<std::string>("locker"));
+  CHECK(u.password == std::optional<std::string>("pw@x"));
+  u = parse_redis_url("redis://h:1", std::string("pw"));
+  CHECK_FALSE(u.user);
+  CHECK(u.password == std::optional<std::string>("pw"));
+  CHECK_THROWS_WITH(parse_redis_url("redis://:one@h:1", std::string("two")), Catch::Contains("give one"));
+  CHECK_THROWS_AS(parse_redis_url("redis://h:1", std::string()), InvalidRequest);
+  CHECK(redis::redact_redis_url("redis://locker:s%40cret@h:1,h2/3") == "redis://locker:***@h:1,h2/3");
+  CHECK(redis::redact_redis_url("rediss://:a@b:c@h") == "rediss://:***@h");
+  CHECK(redis::redact_redis_url("redis-sentinel://u:pw@s1#m@x") == "redis-sentinel://u:***@s1#m@x");
+  CHECK(redis::redact_redis_url("redis://locker@h") == "redis://locker@h");
+  CHECK(redis::redact_redis_url("u:pw@h") == "u:***@h");
+  for (const char* bad : {"redis://u:Secret1@h:x", "redis://u:Secret1@", "redis://:Secret1@h:1?x", "http://u:Secret1@h"}) {
+    INFO(bad);
+    try {
+      parse_redis_url(bad);
+      FAIL("accepted");
+    } catch (const InvalidRequest& e) {
+      CHECK(std::string(e.what()).find("Secret1") == std::string::npos);
+      CHECK(std::string(e.what()).find(":***@") != std::string::npos);
+    }
+  }
+  // RedisOptions::password: the engine authenticates with it.
+  RedisServer server({"--requirepass", "s3cret"});
+  RedisOptions ro;
+  ro.url = server.url();
+  ro.password = "s3cret";
+  CHECK(make_redis_engine(ro)->list(test::unique_namespace("pw-apart")).empty());
+  ro.password = "wrong-one";
+  try {
+    make_redis_engine(ro);
+    FAIL("authenticated");
+  } catch (const BackendError& e) {
+    CHECK(std::string(e.what()).find("wrong-one") == std::string::npos);
+  }
+}
+
 TEST_CASE("redis engine options are checked, an unreachable server is a BackendError", "[redis]") {
   CHECK_THROWS_AS(redis_engine(shared_redis_server().url(), nullptr, 0), InvalidRequest);
   EngineOptions opts;

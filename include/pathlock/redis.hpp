@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace pathlock {
@@ -53,6 +54,11 @@ struct RedisOptions {
   // errors, retries, failovers and call latency in the same Metrics, and
   // its warnings go to observe.log.
   ObserveOptions observe{};
+  // The password to send, kept out of `url` (read from a file or the
+  // environment, so that no command line or page shows it): with it the
+  // url may name a user without one ("redis://locker@host"); a url with a
+  // password of its own too is refused (InvalidRequest).
+  std::optional<std::string> password{};
 };
 
 // Creates a Redis engine and connects once, so that a bad address, bad

@@ -1,6 +1,8 @@
 // Instruments and HoldTable; see observe.hpp.
 #include "core/observe.hpp"
 
+#include "core/request.hpp"  // log_escape
+
 #include <fmt/format.h>
 
 namespace pathlock::core {
@@ -45,8 +47,8 @@ void Instruments::held(std::string_view ns, std::string_view id, int op, std::st
     const std::string_view op_name = matrix_.ops[static_cast<std::size_t>(op)].name;
     const auto ms = std::chrono::duration_cast<Millis>(held_for).count();
     log(LogLevel::warning,
-        fmt::format("lock {} in namespace '{}' held for {} ms (long_hold {} ms): {} by '{}' on {}", id, ns, ms,
-                    long_hold_.count(), op_name, owner, path),
+        fmt::format("lock {} in namespace '{}' held for {} ms (long_hold {} ms): {} by '{}' on {}", log_escape(id),
+                    log_escape(ns), ms, long_hold_.count(), op_name, log_escape(owner), log_escape(path)),
         {{"event", "long_hold"},
          {"ns", std::string(ns)},
          {"id", std::string(id)},

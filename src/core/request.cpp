@@ -49,6 +49,41 @@ void check_lock_id(std::string_view id, std::string_view what) {
     throw InvalidRequest(fmt::format("{} must be 1..{} characters of [A-Za-z0-9-]", what, kMaxIdBytes));
 }
 
+namespace {
+// Length of the valid UTF-8 sequence of 2..4 bytes at s[i], or 0.
+std::size_t utf8_length(std::string_view s, std::size_t i) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  const std::size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (std::size_t k = 1; k < n; ++k)
+    if ((b(i + k) & 0xC0) != 0x80) return 0;
+  if (n == 3 && ((c == 0xE0 && b(i + 1) < 0xA0) || (c == 0xED && b(i + 1) >= 0xA0))) return 0;  // overlong, surrogate
+  if (n == 4 && ((c == 0xF0 && b(i + 1) < 0x90) || (c == 0xF4 && b(i + 1) >= 0x90))) return 0;  // overlong, > U+10FFFF
+  return n;
+}
+}  // namespace
+
+std::string log_escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7F && c != '\\') {
+      out += static_cast<char>(c);
+      ++i;
+    } else if (const std::size_t n = c >= 0x80 ? utf8_length(text, i) : 0;
+               n > 0 && !(c == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0)) {
+      out.append(text.substr(i, n));  // printable UTF-8 (C1 controls, U+0080..U+009F, are escaped below)
+      i += n;
+    } else {
+      out += fmt::format("\\x{:02x}", c);
+      ++i;
+    }
+  }
+  return out;
+}
+
 void check_token(std::string_view token, std::string_view what) {
   if (token.empty() || token.size() > kMaxTokenBytes)
     throw InvalidRequest(fmt::format("{} must be 1..{} bytes", what, kMaxTokenBytes));

@@ -31,6 +31,10 @@ void check_ttl(Millis ttl, std::string_view what = "ttl");
 void check_lock_id(std::string_view id, std::string_view what = "id");
 void check_token(std::string_view token, std::string_view what = "token");
 void check_idempotency_key(std::string_view key);
+// `text` for a log line: control characters (newline, ESC, DEL...) and a
+// backslash as \xNN, invalid UTF-8 bytes too, so a value written into a
+// line can neither start a line of its own nor send a terminal sequence.
+std::string log_escape(std::string_view text);
 // Canonical prefix for list(); throws InvalidRequest for a bad path.
 std::string resolve_prefix(std::string_view prefix);
 

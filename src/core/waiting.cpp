@@ -1,6 +1,8 @@
 // The waiting policy; see waiting.hpp.
 #include "core/waiting.hpp"
 
+#include "core/request.hpp"  // log_escape
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -62,8 +64,9 @@ struct Trace {
       in->log(LogLevel::warning,
               fmt::format("{} by '{}' on {} in namespace '{}' has waited {} ms (long_wait {} ms): {} by {} '{}' on {} "
                           "({}{})",
-                          request->op, request->owner, c.requested_path, request->ns, waited,
-                          in->long_wait().count(), c.queued ? "waiting" : "held", c.op, c.owner, c.path,
+                          request->op, log_escape(request->owner), log_escape(c.requested_path), request->ns, waited,
+                          in->long_wait().count(), c.queued ? "waiting" : "held", c.op, log_escape(c.owner),
+                          log_escape(c.path),
                           relation_name(c.relation), c.queued ? ", queued" : ""),
               {{"event", "long_wait"},
                {"ns", request->ns},

@@ -97,7 +97,7 @@ std::string layout_release(std::string_view layout) {
 ClientOptions client_options(const RedisOptions& options, const core::Instruments& instruments) {
   if (options.replicas < 0 || options.replicas > 64)
     throw InvalidRequest(fmt::format("replicas must be 0..64, not {}", options.replicas));
-  return ClientOptions{parse_redis_url(options.url), options.connect_timeout, options.command_timeout,
+  return ClientOptions{parse_redis_url(options.url, options.password), options.connect_timeout, options.command_timeout,
                        options.pool_size, options.replicas, options.tls, instruments.metrics(), instruments.sink()};
 }
 

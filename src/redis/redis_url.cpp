@@ -14,7 +14,7 @@ namespace {
   throw InvalidRequest(fmt::format(
       "redis url '{}': {} (expected redis[s]://[user:password@]host:port[,host:port...][/db] or "
       "redis[s]-sentinel://[user:password@]host:port[,host:port...][/db]#MASTER)",
-      url, why));
+      redact_redis_url(url), why));
 }
 
 int hex_value(char c) {
@@ -74,6 +74,20 @@ Endpoint parse_hostport(std::string_view url, std::string_view hostport, int def
   return out;
 }
 
+// "user:password", ":password", or "user" when the password is given apart.
+void read_credentials(std::string_view url, std::string_view userinfo, bool password_apart, RedisUrl& out) {
+  const std::size_t colon = userinfo.find(':');
+  if (colon == std::string_view::npos && !password_apart)
+    bad(url, "credentials need a password (user:password@ or :password@, or a password given apart)");
+  std::string user = percent_decode(url, userinfo.substr(0, colon), "credentials");
+  if (colon != std::string_view::npos) {
+    std::string secret = percent_decode(url, userinfo.substr(colon + 1), "credentials");
+    if (secret.empty()) bad(url, "the password is empty");
+    out.password = std::move(secret);
+  }
+  if (!user.empty()) out.user = std::move(user);
+}
+
 }  // namespace
 
 std::string Endpoint::describe() const {
@@ -90,7 +104,7 @@ std::string RedisUrl::describe() const {
   return out;
 }
 
-RedisUrl parse_redis_url(std::string_view url) {
+RedisUrl parse_redis_url(std::string_view url, const std::optional<std::string>& password) {
   struct Scheme {
     std::string_view prefix;
     RedisUrl::Kind kind;
@@ -124,15 +138,13 @@ RedisUrl parse_redis_url(std::string_view url) {
   // Credentials end at the last '@' (a password may contain '@' only %-escaped,
   // but a raw one is accepted as long as the host part has none).
   if (const std::size_t at = rest.rfind('@'); at != std::string_view::npos) {
-    const std::string_view userinfo = rest.substr(0, at);
+    read_credentials(url, rest.substr(0, at), password.has_value(), out);
     rest = rest.substr(at + 1);
-    const std::size_t colon = userinfo.find(':');
-    if (colon == std::string_view::npos) bad(url, "credentials need a password (user:password@ or :password@)");
-    std::string user = percent_decode(url, userinfo.substr(0, colon), "credentials");
-    std::string password = percent_decode(url, userinfo.substr(colon + 1), "credentials");
-    if (password.empty()) bad(url, "the password is empty");
-    if (!user.empty()) out.user = std::move(user);
-    out.password = std::move(password);
+  }
+  if (password) {
+    if (out.password) bad(url, "it has a password and another one is given apart (a file, the environment): give one");
+    if (password->empty()) bad(url, "the password given apart is empty");
+    out.password = password;
   }
 
   std::string_view hosts = rest;

@@ -23,8 +23,10 @@
 // Anything else (another scheme,
 // a query string, a fragment on redis://, an empty host, a bad port or db, a
 // sentinel URL without a master name) throws InvalidRequest naming the
-// problem. Pure functions, no state.
+// problem, never showing the password. Pure functions, no state.
 #pragma once
+
+#include "redis/url_secret.hpp"  // redact_redis_url
 
 #include <optional>
 #include <string>
@@ -60,7 +62,11 @@ struct RedisUrl {
   std::string describe() const;
 };
 
-// Parses `url`. Throws InvalidRequest.
-RedisUrl parse_redis_url(std::string_view url);
+// Parses `url`. `password`, when given (read from a file or the
+// environment, so that it shows in no command line), is the one to send:
+// with it "user@host" is accepted (AUTH user password), and a url that has
+// a password of its own too is refused (one password, given once). Throws
+// InvalidRequest; its message shows the url redacted (redact_redis_url).
+RedisUrl parse_redis_url(std::string_view url, const std::optional<std::string>& password = std::nullopt);
 
 }  // namespace pathlock::redis

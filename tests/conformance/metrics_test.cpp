@@ -161,8 +161,11 @@ TEST_CASE("metrics: a long hold is logged once when the holder renews, and count
   });
   CHECK_FALSE(engine->metrics());
   const std::string ns = unique_namespace(backend.name + "-hold");
+  // An owner with a C1 control (U+009B, a terminal's CSI; valid UTF-8, so
+  // accepted): the message shows it escaped, the field as it is.
+  const std::string owner = "frank\xc2\x9b" "2J";
   const AcquireResult held =
-      engine->acquire(LockRequest{ns, "frank", "upload", {{"target", "/h/file"}}, Millis{30000}, Millis{0}});
+      engine->acquire(LockRequest{ns, owner, "upload", {{"target", "/h/file"}}, Millis{30000}, Millis{0}});
   REQUIRE(held.granted);
   // The hold passes 1 ms; a renew notices it (the wait only makes sure of it).
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -174,7 +177,8 @@ TEST_CASE("metrics: a long hold is logged once when the holder renews, and count
   for (const auto& l : log.lines) {
     if (l.field("event") != "long_hold") continue;
     ++long_holds;
-    CHECK(l.field("owner") == "frank");
+    CHECK(l.field("owner") == owner);
+    CHECK(l.message.find("by 'frank\\xc2\\x9b2J' on /h/file") != std::string::npos);
     CHECK(l.field("op") == "upload");
     CHECK(l.field("path") == "/h/file");
     CHECK(l.field("id") == held.grant.id);

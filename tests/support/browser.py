@@ -48,10 +48,10 @@ def start_console(pathlock, *args):
     return line.split("console at ")[1].split()[0]
 
 
-def chromium(width=1600, height=1000, downloads=None):
+def chromium(width=1600, height=1000, downloads=None, extra_args=()):
     opts = webdriver.ChromeOptions()
     for arg in ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                f"--window-size={width},{height}"]:
+                f"--window-size={width},{height}", *extra_args]:
         opts.add_argument(arg)
     opts.binary_location = "/usr/bin/chromium"
     driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)

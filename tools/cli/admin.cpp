@@ -129,11 +129,7 @@ void for_each_namespace(redis::RedisClient& client, const std::function<bool(con
 }
 
 std::function<std::vector<std::string>()> redis_namespace_lister(const options::Parsed& opt) {
-  redis::ClientOptions co;
-  co.url = redis::parse_redis_url(opt.get("redis"));
-  co.tls = tls_from_flags(opt);
-  co.pool_size = 1;
-  auto client = std::make_shared<redis::RedisClient>(co);
+  auto client = std::make_shared<redis::RedisClient>(client_options_from(opt));
   auto mu = std::make_shared<std::mutex>();
   return [client, mu] {
     std::vector<std::string> all;
@@ -183,11 +179,7 @@ int run_admin(const std::vector<std::string>& args, std::ostream& out, std::ostr
   }
 #ifdef PATHLOCK_CLI_WITH_REDIS
   const long long limit = opt.number_or("limit", 10000);
-  redis::ClientOptions co;
-  co.url = redis::parse_redis_url(opt.get("redis"));
-  co.tls = tls_from_flags(opt);
-  co.pool_size = 1;
-  redis::RedisClient client(co);
+  redis::RedisClient client(client_options_from(opt));
   if (opt.has("namespace")) {
     out << status_of(client, opt.get("namespace")).dump() << "\n";
     return options::kExitOk;

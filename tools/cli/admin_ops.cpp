@@ -75,6 +75,7 @@ Engine engine_of(const options::Parsed& a) {
   Engine e;
   RedisOptions ro;
   ro.url = a.get("redis");
+  ro.password = redis_password(a);
   ro.tls = tls_from_flags(a);
   ro.pool_size = 1;
   if (a.has("matrix")) {
@@ -87,11 +88,7 @@ Engine engine_of(const options::Parsed& a) {
   // ever deletes). Asked on the node that owns the namespace's slot.
   const std::string ns = a.get("namespace");
   core::check_namespace(ns);
-  redis::ClientOptions co;
-  co.url = redis::parse_redis_url(ro.url);
-  co.tls = ro.tls;
-  co.pool_size = 1;
-  redis::RedisClient client(co);
+  redis::RedisClient client(client_options_from(a));
   if (client.command({"EXISTS", fmt::format("pl:{{{}}}:meta", ns)}).integer == 0)
     throw InvalidRequest(fmt::format("namespace '{}' does not exist on this server (no pl:{{{}}}:meta key)", ns, ns));
   return e;
@@ -186,11 +183,14 @@ int waiters(const std::vector<std::string>& args, std::ostream& out) {
 
 int force_release(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   const options::Parsed a = table("force-release").positional(1, 1).parse(rest(args));
+  core::check_lock_id(a.positional[0]);  // an id no engine makes: exit 1, nothing sent
   Engine e = engine_of(a);
   const bool released = e.engine->force_release(a.get("namespace"), a.positional[0]);
-  // The one write of the admin commands: say it where an operator's log is.
-  err << fmt::format("pathlock admin: force-release of lock {} in namespace {}: {}\n", a.positional[0],
-                     a.get("namespace"), released ? "released" : "no such live lock");
+  // The one write of the admin commands: say it where an operator's log is
+  // (the values escaped, though checked: a log line is never forged).
+  err << fmt::format("pathlock admin: force-release of lock {} in namespace {}: {}\n",
+                     core::log_escape(a.positional[0]), core::log_escape(a.get("namespace")),
+                     released ? "released" : "no such live lock");
   out << json{{"released", released}, {"id", a.positional[0]}}.dump() << "\n";
   return 0;
 }

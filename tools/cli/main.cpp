@@ -28,6 +28,7 @@
 
 #include "common/options.hpp"
 #include "core/request.hpp"
+#include "redis/url_secret.hpp"
 
 #include <fmt/format.h>
 
@@ -65,10 +66,10 @@ std::string usage_text() {
              "  pathlock demo  [--backend memory|redis|postgres] [--redis URL] [--postgres URL] [--matrix FILE]\n"
              "  pathlock shell [--backend memory|redis|postgres] [--redis URL] [--postgres URL] [--namespace NAME]\n"
              "                 [--matrix FILE]\n"
-             "                 [--metrics-listen HOST:PORT]\n"
+             "                 [--metrics-listen HOST:PORT] [--metrics-allow-host NAME]...\n"
              "  pathlock console [--backend memory|redis] [--redis URL] [--matrix FILE] [--listen HOST:PORT] [--admin]\n"
-             "                   [--scrape http://HOST:PORT/metrics]...\n") +
-         cli::kMatrixUsage + cli::kAdminUsage + cli::kRedisUsage + cli::kTlsUsage + "FILE defaults to the shipped matrix:\n  " +
+             "                   [--allow-host NAME]... [--scrape http://HOST:PORT/metrics]...\n") +
+         cli::kMatrixUsage + cli::kAdminUsage + cli::kRedisUsage + cli::kTlsUsage + cli::kPasswordUsage + "FILE defaults to the shipped matrix:\n  " +
          default_matrix_file() +
          "\n"
          "--matrix FILE compiles FILE at start instead (see matrix/README.md).\n"
@@ -98,7 +99,7 @@ options::Options demo_options() {
 options::Options shell_options() {
   options::Options t =
       options::Options{}.command("shell").value("backend", kBackend).value("redis").value("postgres").value("namespace").value(
-          "matrix").value("metrics-listen");
+          "matrix").value("metrics-listen").repeated("metrics-allow-host");
   return cli::with_tls(t);
 }
 options::Options console_options() {
@@ -109,6 +110,7 @@ options::Options console_options() {
                            .value("matrix")
                            .value("listen")
                            .flag("admin")
+                           .repeated("allow-host")
                            .repeated("scrape", kScrapeUrl);
   return cli::with_tls(t);
 }
@@ -129,6 +131,7 @@ std::unique_ptr<LockEngine> engine_from(const options::Parsed& p, const matrix::
   if (p.has("backend")) opts.backend = parse_backend(p.get("backend"));
   if (p.has("redis")) opts.redis.url = p.get("redis");
   if (p.has("postgres")) opts.postgres.url = p.get("postgres");
+  if (p.has("redis")) opts.redis.password = cli::redis_password(p);
   opts.redis.tls = cli::tls_from_flags(p);
   return make_engine(opts);
 }
@@ -156,11 +159,14 @@ int main(int argc, char** argv) {
       std::unique_ptr<MetricsServer> exporter;
       if (p.has("metrics-listen")) {
         metrics = std::make_shared<Metrics>(compiled ? compiled->table() : default_matrix());
-        exporter = std::make_unique<MetricsServer>(metrics, p.get("metrics-listen"));
+        MetricsServerOptions mo;
+        mo.listen = p.get("metrics-listen");
+        mo.allowed_hosts = p.all("metrics-allow-host");
+        exporter = std::make_unique<MetricsServer>(metrics, mo);
         std::cerr << "pathlock: metrics at " << exporter->url() << std::endl;
       }
 #else
-      if (p.has("metrics-listen"))
+      if (p.has("metrics-listen") || p.has("metrics-allow-host"))
         throw InvalidRequest("--metrics-listen: this build of pathlock has no metrics server");
 #endif
       auto engine = engine_from(p, compiled.get(), metrics);
@@ -186,11 +192,14 @@ int main(int argc, char** argv) {
       auto metrics = std::make_shared<Metrics>(compiled ? compiled->table() : default_matrix());
       auto engine = engine_from(p, compiled.get(), metrics);
       co.listen = p.get("listen", "127.0.0.1:0");
+      co.allowed_hosts = p.all("allow-host");
       co.admin = p.has("admin");
       co.metrics = metrics;
       co.scrape = p.all("scrape");
       const bool redis = p.has("backend") && parse_backend(p.get("backend")) == Backend::redis;
-      co.backend = redis ? "redis " + p.get("redis", "redis://127.0.0.1:6379") : "memory (this process's own engine)";
+      // Shown on the page: never the password (redact_redis_url's form).
+      co.backend = redis ? "redis " + redis::redact_redis_url(p.get("redis", "redis://127.0.0.1:6379"))
+                         : "memory (this process's own engine)";
       if (redis)
         co.namespaces = cli::redis_namespace_lister(p);
       else  // the console's own engine: nothing but the console uses it

@@ -33,11 +33,7 @@ namespace {
 using json = nlohmann::json;
 
 std::unique_ptr<redis::RedisClient> client_from(const options::Parsed& opt) {
-  redis::ClientOptions co;
-  co.url = redis::parse_redis_url(opt.get("redis"));
-  co.tls = tls_from_flags(opt);
-  co.pool_size = 1;
-  return std::make_unique<redis::RedisClient>(co);
+  return std::make_unique<redis::RedisClient>(client_options_from(opt));
 }
 
 bool already_exists(const redis::Reply& r) { return r.str.find("already exists") != std::string::npos; }

@@ -1,12 +1,24 @@
-// The TLS options of the pathlock command (docs/cli.md): --tls-* flags into
-// RedisTlsOptions, for demo, shell and admin with a rediss:// --redis URL.
+// The connection options of the pathlock command (docs/cli.md): --tls-*
+// flags into RedisTlsOptions, for demo, shell and admin with a rediss://
+// --redis URL, and the Redis password kept out of the URL
+// (--redis-password-file FILE, or the environment's PATHLOCK_REDIS_PASSWORD).
 #pragma once
 
 #include <pathlock/engine.hpp>
 #include <pathlock/redis.hpp>
 
 #include "common/options.hpp"
+#include "redis/url_secret.hpp"
+#ifdef PATHLOCK_CLI_WITH_REDIS
+#include "redis/redis_client.hpp"
+#include "redis/redis_url.hpp"
+#endif
 
+#include <cstdlib>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 
 namespace pathlock::cli {
@@ -20,14 +32,57 @@ inline constexpr const char* kTlsFlags[] = {"tls-ca-file",     "tls-ca-dir",    
                                             "tls-key",         "tls-server-name", "tls-min-version",
                                             "tls-insecure-skip-verify"};
 
-// Adds the --tls-* options to a command's option table.
+inline constexpr const char* kPasswordUsage =
+    "Redis password apart from the URL (redis://user@host or redis://host): --redis-password-file FILE,\n"
+    "  else the environment's PATHLOCK_REDIS_PASSWORD when the URL has none\n";
+
+// Adds the --tls-* options and --redis-password-file to a command's option
+// table; a word not among a TLS option's words is a bad command line (2).
 inline options::Options& with_tls(options::Options& table) {
-  for (const char* f : kTlsFlags) table.value(f);
+  const auto words = [](std::initializer_list<const char*> ok, const char* what) {
+    std::vector<std::string> allowed(ok.begin(), ok.end());
+    return options::Check([allowed, what](const std::string& v) {
+      for (const std::string& a : allowed)
+        if (v == a) return;
+      throw std::invalid_argument(std::string(what) + " '" + v + "'");
+    });
+  };
+  for (const char* f : kTlsFlags) {
+    const std::string flag = f;
+    if (flag == "tls-min-version")
+      table.value(f, words({"1.2", "1.3"}, "takes 1.2 or 1.3, not"));
+    else if (flag == "tls-insecure-skip-verify")
+      table.value(f, words({"yes", "no"}, "takes yes or no, not"));
+    else
+      table.value(f);
+  }
+  table.value("redis-password-file");
   return table;
 }
 
-// Throws InvalidRequest for a bad --tls-insecure-skip-verify value; the
-// rest is checked when the engine is made.
+// The password of --redis-password-file (its first line), else of the
+// environment's PATHLOCK_REDIS_PASSWORD when the --redis URL has none;
+// nullopt: none. Throws InvalidRequest for a file that cannot be read or
+// is empty.
+inline std::optional<std::string> redis_password(const options::Parsed& p) {
+  if (p.has("redis-password-file")) {
+    const std::string file = p.get("redis-password-file");
+    std::ifstream in(file, std::ios::binary);
+    std::string line;
+    if (!in || !std::getline(in, line))
+      throw InvalidRequest("--redis-password-file " + file + ": cannot be read, or is empty");
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) throw InvalidRequest("--redis-password-file " + file + ": the first line is empty");
+    return line;
+  }
+  const char* env = std::getenv("PATHLOCK_REDIS_PASSWORD");
+  const bool url_has_password = redis::url_password_span(p.get("redis")).first != std::string::npos;
+  if (env && *env && !url_has_password) return std::string(env);
+  return std::nullopt;
+}
+
+// The words were checked by the option table; files are checked when the
+// engine is made.
 inline RedisTlsOptions tls_from_flags(const options::Parsed& p) {
   RedisTlsOptions tls;
   tls.ca_file = p.get("tls-ca-file");
@@ -37,11 +92,20 @@ inline RedisTlsOptions tls_from_flags(const options::Parsed& p) {
   tls.server_name = p.get("tls-server-name");
   tls.min_version = p.get("tls-min-version");
   if (p.has("tls-insecure-skip-verify")) {
-    const std::string v = p.get("tls-insecure-skip-verify");
-    if (v != "yes" && v != "no") throw InvalidRequest("--tls-insecure-skip-verify takes yes or no, not '" + v + "'");
-    tls.insecure_skip_verify = v == "yes";
+    tls.insecure_skip_verify = p.get("tls-insecure-skip-verify") == "yes";
   }
   return tls;
 }
+
+#ifdef PATHLOCK_CLI_WITH_REDIS
+// One connection's options from --redis, the password options and --tls-*.
+inline redis::ClientOptions client_options_from(const options::Parsed& p) {
+  redis::ClientOptions co;
+  co.url = redis::parse_redis_url(p.get("redis"), redis_password(p));
+  co.tls = tls_from_flags(p);
+  co.pool_size = 1;
+  return co;
+}
+#endif
 
 }  // namespace pathlock::cli

@@ -9,12 +9,12 @@
 #include "console_assets.hpp"  // generated: the embedded pages (tools/console/embed.cmake)
 #include "scrape.hpp"
 
-#include <pathlock/metrics_server.hpp>  // parse_listen_address
+#include "core/request.hpp"    // check_lock_id, log_escape
+#include "metrics/http_guard.hpp"
 
 #include <fmt/format.h>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
-#include <sys/socket.h>
 
 #include <algorithm>
 #include <charconv>
@@ -56,16 +56,19 @@ std::size_t number_param(const httplib::Request& req, const char* name, std::siz
 struct ConsoleServer::Impl {
   LockEngine& engine;
   ConsoleOptions opt;
-  httplib::Server server;
-  std::string host;
-  int port = 0;
-  std::thread thread;
+  std::unique_ptr<http::GuardedServer> server;
   std::mutex mu;
   std::condition_variable cv;
   bool stopped = false;
   std::unique_ptr<Scraper> scraper;  // null: no --scrape
 
   Impl(LockEngine& e, ConsoleOptions o) : engine(e), opt(std::move(o)) {
+    http::Limits limits;
+    limits.max_connections = opt.max_connections;
+    limits.request_deadline = opt.request_deadline;
+    limits.max_body_bytes = std::size_t{4} << 20;  // matrix text, twice per call
+    server = std::make_unique<http::GuardedServer>(http::GuardOptions{
+        .what = "console", .listen = opt.listen, .allowed_hosts = opt.allowed_hosts, .limits = limits});
     if (!opt.scrape.empty())
       scraper = std::make_unique<Scraper>(ScrapeOptions{.urls = opt.scrape, .every = opt.scrape_every});
   }
@@ -235,14 +238,26 @@ struct ConsoleServer::Impl {
     return out;
   }
 
+  void warn_if_exposed() const {
+    if (!opt.admin || http::is_loopback(server->host())) return;
+    log(LogLevel::warning,
+        fmt::format("console: listening on {}, beyond loopback, with --admin: whoever reaches this port may "
+                    "force-release locks; the console has no login (put it behind one, docs/console.md)",
+                    core::log_escape(server->host())),
+        {{"event", "admin_beyond_loopback"}, {"listen", server->host()}});
+  }
+
+  // The audit line names the request's values escaped (log_escape): an id
+  // or address cannot write a line or a terminal sequence of its own.
   json force_release(const httplib::Request& req) const {
     const std::string ns = ns_param(req);
     if (!req.has_param("id")) throw BadInput("missing parameter id (the lock)");
     const std::string id = req.get_param_value("id");
+    core::check_lock_id(id);
     const bool released = engine.force_release(ns, id);
     log(LogLevel::warning,
-        fmt::format("console: force-release of lock {} in namespace {} from {}: {}", id, ns, req.remote_addr,
-                    released ? "released" : "no such live lock"),
+        fmt::format("console: force-release of lock {} in namespace {} from {}: {}", id, core::log_escape(ns),
+                    core::log_escape(req.remote_addr), released ? "released" : "no such live lock"),
         {{"event", "force_release"}, {"namespace", ns}, {"id", id}, {"client", req.remote_addr},
          {"released", released ? "true" : "false"}});
     return {{"released", released}, {"id", id}};
@@ -253,9 +268,8 @@ struct ConsoleServer::Impl {
 ConsoleServer::ConsoleServer(LockEngine& engine, ConsoleOptions options)
     : impl_(std::make_unique<Impl>(engine, std::move(options))) {
   Impl& m = *impl_;
-  auto [host, port] = parse_listen_address(m.opt.listen);
-  m.host = std::move(host);
-  httplib::Server& s = m.server;
+  http::GuardedServer& s = *m.server;
+  m.warn_if_exposed();
 
   s.set_default_headers({{"Content-Security-Policy",
                           "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
@@ -263,9 +277,10 @@ ConsoleServer::ConsoleServer(LockEngine& engine, ConsoleOptions options)
                          {"X-Content-Type-Options", "nosniff"},
                          {"Referrer-Policy", "no-referrer"},
                          {"Cache-Control", "no-store"}});
-  // Read-only unless --admin; a state-changing request must also carry the
-  // console's header (no cross-site form can).
-  s.set_pre_routing_handler([&m](const httplib::Request& req, httplib::Response& res) {
+  // After the server's Host and Origin check: read-only unless --admin; a
+  // state-changing request must also carry the console's header (no
+  // cross-site form can).
+  s.before_routing([&m](const httplib::Request& req, httplib::Response& res) {
     if (req.method == "GET" || req.method == "HEAD") return httplib::Server::HandlerResponse::Unhandled;
     // The matrix editor's calls compute on the text they carry and change nothing.
     const bool computation = req.path.rfind("/api/matrix/", 0) == 0;
@@ -296,36 +311,21 @@ ConsoleServer::ConsoleServer(LockEngine& engine, ConsoleOptions options)
   s.Get("/api/why", api([&m](const httplib::Request& r) { return m.why(r); }));
   s.Get("/api/grid", api([&m](const httplib::Request&) { return m.grid(); }));
   add_matrix_editor(s, m.opt.matrix_file);
-  s.set_payload_max_length(std::size_t{4} << 20);  // matrix text, twice per call
   if (m.opt.admin)
     s.Post("/api/force-release", api([&m](const httplib::Request& r) { return m.force_release(r); }));
+  // Every refusal in JSON, in words (the server's own refusals, 421 and
+  // 403, carry theirs as text: kept).
   s.set_error_handler([](const httplib::Request&, httplib::Response& res) {
-    if (res.body.empty()) send_json(res, {{"error", fmt::format("HTTP {}: no such page", res.status)}}, res.status);
+    if (res.body.empty())
+      send_json(res, {{"error", fmt::format("HTTP {}: {}", res.status, http::status_text(res.status))}}, res.status);
   });
-
-  s.set_socket_options([](socket_t sock) {
-    int yes = 1;
-    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
-  if (port == 0) {
-    m.port = s.bind_to_any_port(m.host);
-    if (m.port < 0) throw BackendError(fmt::format("console: cannot listen on {}:0", m.host));
-  } else {
-    if (!s.bind_to_port(m.host, port))
-      throw BackendError(fmt::format("console: cannot listen on {}:{} (in use, or no such address)", m.host, port));
-    m.port = port;
-  }
-  m.thread = std::thread([&s] { s.listen_after_bind(); });
-  for (int i = 0; i < 5000 && !s.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  s.start();
 }
 
-ConsoleServer::~ConsoleServer() {
-  stop();
-  if (impl_->thread.joinable()) impl_->thread.join();
-}
+ConsoleServer::~ConsoleServer() { stop(); }
 
-int ConsoleServer::port() const { return impl_->port; }
-std::string ConsoleServer::url() const { return fmt::format("http://{}:{}/", impl_->host, impl_->port); }
+int ConsoleServer::port() const { return impl_->server->port(); }
+std::string ConsoleServer::url() const { return impl_->server->base_url() + "/"; }
 
 void ConsoleServer::wait() {
   std::unique_lock lock(impl_->mu);
@@ -333,7 +333,7 @@ void ConsoleServer::wait() {
 }
 
 void ConsoleServer::stop() {
-  impl_->server.stop();
+  impl_->server->stop();
   {
     std::lock_guard lock(impl_->mu);
     impl_->stopped = true;

@@ -5,7 +5,10 @@
 //
 // Design: one cpp-httplib server (the library of MetricsServer) serving
 // pages embedded at build time (tools/console/assets, no network at run
-// time) and a small JSON API they call. Read-only unless `admin`: every
+// time) and a small JSON API they call, on the GuardedServer of
+// MetricsServer (src/metrics/http_guard.hpp: only its own Host names, same
+// origin for a state change, a deadline per request, bounded connections).
+// Read-only unless `admin`: every
 // request other than GET/HEAD is refused with 403 then, and a
 // state-changing request must carry the header X-Pathlock-Console (a form
 // or an image on another site cannot send it). Bad input (unknown
@@ -29,7 +32,15 @@
 namespace pathlock::console {
 
 struct ConsoleOptions {
-  std::string listen = "127.0.0.1:0";  // HOST:PORT; port 0: any free port
+  std::string listen = "127.0.0.1:0";  // HOST:PORT or [V6]:PORT; port 0: any free port
+  // Host header names answered besides the listen address, IP address
+  // literals and localhost (`--allow-host`, e.g. the name of a proxy in
+  // front): NAME (any port) or NAME:PORT. Any other Host: 421.
+  std::vector<std::string> allowed_hosts;
+  // Connections served at once (one more: 503, closed) and the deadline of
+  // a whole request (src/metrics/http_guard.hpp).
+  std::size_t max_connections = 64;
+  std::chrono::milliseconds request_deadline{10000};
   bool admin = false;                   // allow force-release
   std::string backend = "memory";       // shown on the page
   // The namespaces to list, sorted, each once (the console pages them).
