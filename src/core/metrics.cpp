@@ -87,6 +87,20 @@ void histogram_lines(std::string& out, std::string_view name, std::string_view l
                  cumulative);
 }
 
+// The gauges of work in progress, one line per operation.
+void in_progress_lines(std::string& out, const MetricsSnapshot& s) {
+  auto it = std::back_inserter(out);
+  header(out, "pathlock_waiting_requests", "gauge",
+         "Acquire calls waiting now (refused at least once, not answered yet), by operation.");
+  for (std::size_t op = 0; op < s.ops.size(); ++op)
+    fmt::format_to(it, "pathlock_waiting_requests{{op=\"{}\"}} {}\n", escape_label(s.ops[op]), s.waiting[op]);
+  header(out, "pathlock_oldest_wait_seconds", "gauge",
+         "How long the oldest acquire call waiting now has waited (0: none waits), by operation.");
+  for (std::size_t op = 0; op < s.ops.size(); ++op)
+    fmt::format_to(it, "pathlock_oldest_wait_seconds{{op=\"{}\"}} {:.3f}\n", escape_label(s.ops[op]),
+                   s.oldest_wait[op]);
+}
+
 }  // namespace
 
 std::string_view outcome_name(Outcome outcome) {
@@ -372,15 +386,7 @@ std::string Metrics::prometheus() const {
   for (std::size_t op = 0; op < n; ++op)
     histogram_lines(out, "pathlock_hold_seconds", fmt::format("op=\"{}\"", escape_label(s.ops[op])), s.hold[op]);
 
-  header(out, "pathlock_waiting_requests", "gauge",
-         "Acquire calls waiting now (refused at least once, not answered yet), by operation.");
-  for (std::size_t op = 0; op < n; ++op)
-    fmt::format_to(it, "pathlock_waiting_requests{{op=\"{}\"}} {}\n", escape_label(s.ops[op]), s.waiting[op]);
-  header(out, "pathlock_oldest_wait_seconds", "gauge",
-         "How long the oldest acquire call waiting now has waited (0: none waits), by operation.");
-  for (std::size_t op = 0; op < n; ++op)
-    fmt::format_to(it, "pathlock_oldest_wait_seconds{{op=\"{}\"}} {:.3f}\n", escape_label(s.ops[op]),
-                   s.oldest_wait[op]);
+  in_progress_lines(out, s);
 
   auto counter = [&](std::string_view name, std::string_view help, std::uint64_t v) {
     header(out, name, "counter", help);

@@ -3,6 +3,8 @@
 
 #include "core/request.hpp"  // log_escape
 
+#include <pathlock/path.hpp>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -230,6 +232,19 @@ AcquireResult traced(const LockRequest& request, const Clock& clock, WaitingAtte
 }
 
 }  // namespace
+
+bool wake_concerns(const std::vector<std::string>& payloads, const ResolvedRequest& req) {
+  for (const std::string& payload : payloads) {
+    if (payload.empty()) return true;
+    for (std::size_t at = 0; at <= payload.size();) {
+      const std::size_t end = std::min(payload.find('\n', at), payload.size());
+      for (const ResolvedTarget& t : req.targets)
+        if (paths_overlap(std::string_view(payload).substr(at, end - at), t.path)) return true;
+      at = end + 1;
+    }
+  }
+  return false;
+}
 
 void set_wait_observer(WaitObserver* observer) noexcept { wait_observer.store(observer, std::memory_order_release); }
 

@@ -23,8 +23,11 @@
 #include <pathlock/engine.hpp>
 
 #include "core/observe.hpp"
+#include "core/request.hpp"
 
 #include <stop_token>
+#include <string>
+#include <vector>
 
 namespace pathlock::core {
 
@@ -59,6 +62,12 @@ class WaitingAttempts {
   // ends at its TTL.
   virtual void give_back(const Grant& grant) noexcept = 0;
 };
+
+// Does a wake-up concern `req`? `payloads` are the messages of a backend's
+// wake-up channel: each the removed paths, LF-separated, or empty ("look
+// again"). Only a removal that overlaps one of the request's targets can let
+// it in; the Redis and PostgreSQL backends sleep on until one does.
+bool wake_concerns(const std::vector<std::string>& payloads, const ResolvedRequest& req);
 
 // Runs the policy for `request` (already validated) on `clock`.
 // Stopping (`stop`): checked before every attempt and after every sleep,

@@ -1,46 +1,9 @@
 // The embedded backend: LockEngine over a per-namespace path index.
-//
-// Structure (one file per structure, each with its own unit test):
-//   namespace_registry.hpp  name -> Namespace, per-thread lookup cache, the
-//                           sweep that trims idle namespaces;
-//   path_index.hpp          the trie with per-code counters, masks and entry
-//                           lists: the O(depth) check and the canonical witness
-//                           (flat_table.hpp: its child tables);
-//   expiry_wheel.hpp        the lease timer, O(1) per arm and per call;
-//   lock_table.hpp          the lock slab, ids and tokens;
-//   namespace_state.hpp     a namespace's fixed part and its state, trimming;
-//   this file               grants, reentry, waiters and the LockEngine methods.
-//
-// Data layout of a Namespace (namespace_state.hpp, with the sweep's second
-// chance): a fixed part that lives as long as the engine and a
-// NamespaceState that exists only while the namespace is in use. A lock id is
-// "<slot>-<fence>" in hex, so release and renew find their lock by index and
-// check fence and token, without a hash lookup.
-//
-// Reentry is by proof (docs/design.md#lock-identity): the request names the
-// lock's id and token, so the lock is found by index like release does.
-// Idempotency keys map to their lock in NamespaceState::idempotent.
-//
-// Invariants (on top of those of the structures):
-//   I1 a live lock's entries are linked in the index and its hook is armed
-//      in the wheel; a free slot's are not;
-//   I2 no two live locks have targets that overlap with a deny verdict, in
-//      the order they were granted;
-//   I3 an expired lock is never reported, listed or counted: every public
-//      call first reaps the leases that ended;
-//   I4 fences of a namespace strictly increase for the engine's life.
-//
-// Waiting (core/waiting.hpp is the policy): a fair waiter's targets are
-// indexed as entries of kind kWaiting, so a fair newcomer tests "does an older
-// waiter refuse me?" with the same O(depth) walk; only a hit scans the line.
-// Waiters sleep on the namespace's condition variable, notified when a lock
-// or a waiter goes.
-//
-// Locking: one std::mutex per namespace guards its state; the registry's
-// mutex comes before it, never after. Time: the injected Clock.
+// Structure, data layout, invariants, waiting and locking: src/memory/README.md.
 #include "memory/memory_engine.hpp"
 
 #include "memory/expiry_wheel.hpp"
+#include "memory/hold_report.hpp"
 #include "memory/lock_table.hpp"
 #include "memory/namespace_registry.hpp"
 #include "memory/namespace_state.hpp"
@@ -92,13 +55,13 @@ class MemoryEngine final : public LockEngine {
     const bool ok =
         with_lock(ns_name, id, &token, [&](Namespace& ns, NamespaceState& st, Lock& lock, Clock::time_point now) {
           const bool last = --lock.holds == 0;
-          hold = held(lock, now, last);
+          hold = hold_report(lock, now, last, instruments_.long_hold());
           if (last) {
             remove(st, lock);
             ns.notify();
           }
         });
-    report(ns_name, hold);
+    report(instruments_, ns_name, hold);
     instruments_.released(ns_name, id, ok, false);
     return ok;
   }
@@ -113,9 +76,9 @@ class MemoryEngine final : public LockEngine {
         with_lock(ns_name, id, &token, [&](Namespace&, NamespaceState& st, Lock& lock, Clock::time_point now) {
           if (ttl) lock.ttl = *ttl;
           extend(st, lock, now + lock.ttl);
-          hold = held(lock, now, false);
+          hold = hold_report(lock, now, false, instruments_.long_hold());
         });
-    report(ns_name, hold);
+    report(instruments_, ns_name, hold);
     instruments_.renewed(ns_name, id, ok);
     return ok;
   }
@@ -149,11 +112,11 @@ class MemoryEngine final : public LockEngine {
     std::optional<HoldReport> hold;
     const bool ok =
         with_lock(ns_name, id, nullptr, [&](Namespace& ns, NamespaceState& st, Lock& lock, Clock::time_point now) {
-          hold = held(lock, now, true);
+          hold = hold_report(lock, now, true, instruments_.long_hold());
           remove(st, lock);
           ns.notify();
         });
-    report(ns_name, hold);
+    report(instruments_, ns_name, hold);
     instruments_.released(ns_name, id, ok, true);
     return ok;
   }
@@ -258,36 +221,6 @@ class MemoryEngine final : public LockEngine {
       throw BackendError(
           "this embedded engine was created in another process (before a fork); its locks are not shared with this "
           "one: create the engine in the process that uses it (docs/design.md#fork)");
-  }
-
-  // Hold time and long holds of `lock` at `now` (`ended`: its last hold
-  // went), taken under the namespace mutex and reported after it (report()):
-  // a log sink may call this engine, even on the same namespace.
-  struct HoldReport {
-    int op = 0;
-    std::chrono::nanoseconds held_for{0};
-    bool ended = false;
-    bool log = false;  // a long hold, not logged yet: id, owner and path are set
-    std::string id, owner, path;
-  };
-  HoldReport held(Lock& lock, Clock::time_point now, bool ended) const {
-    HoldReport r;
-    r.op = lock.op;
-    r.held_for = now - lock.granted_at;
-    r.ended = ended;
-    if (r.held_for >= instruments_.long_hold() && !lock.hold_logged) {
-      lock.hold_logged = true;
-      r.log = true;
-      r.id = lock.id;
-      r.owner = lock.owner;
-      r.path = lock.entries.front().path;
-    }
-    return r;
-  }
-  void report(std::string_view ns, const std::optional<HoldReport>& r) const {
-    if (!r) return;
-    bool logged = !r->log;
-    instruments_.held(ns, r->id, r->op, r->owner, r->path, r->held_for, r->ended, &logged);
   }
 
   // Reads namespace `ns_name` after reaping: f(state, now) under its mutex

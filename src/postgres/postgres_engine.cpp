@@ -1,32 +1,6 @@
-// The PostgreSQL backend: the locks of every namespace in the tables of
-// schema `pathlock`, changed only by its functions (src/postgres/schema.sql,
-// docs/postgres.md), so each public call is ONE statement that runs one
-// server-side function in one transaction: its targets are all-or-nothing
-// and its check and write are one atomic step. A write function first takes
-// a transaction-scoped advisory lock on the namespace's hash, so the calls
-// of one namespace run one after the other (those of other namespaces in
-// parallel), and reads run on their own snapshot without it.
-//
-// The functions are the same for every matrix: a request carries its
-// matrix's fingerprint and, per target, the refusal masks of its code (from
-// the compiled MatrixTable, three 64-bit masks: same, held_ancestor,
-// held_descendant), and every stored target records its matrix's
-// fingerprint, so several matrices share a namespace as on Redis (a target
-// of another matrix refuses every overlap). No DDL per matrix.
-//
-// Time is the server's (clock_timestamp() inside the functions). Fences:
-// max(last + 1, server clock in microseconds), committed with the lock.
-//
-// Waiting: the policy is core/waiting.hpp's; an attempt is one acquire
-// call. After the first refusal the call opens a listener connection of its
-// own (outside the pool), LISTENs on the namespace's channel and attempts
-// once more at once; every removal (release, force-release, expiry reaped
-// by any call, a place leaving) NOTIFYs the removed paths at commit, and
-// only a payload naming a path that overlaps a target ends the sleep early.
-// A stop raises an eventfd the listener polls together with its socket.
-//
-// Behaviour matches the embedded and Redis backends call for call (the
-// conformance suite and the differential test run on it).
+// The PostgreSQL backend: each public call is ONE statement running one
+// server-side function in one transaction. Design, matrices, time, fences
+// and waiting: src/postgres/README.md (and docs/postgres.md).
 #include <pathlock/postgres.hpp>
 
 #include "core/observe.hpp"
@@ -320,7 +294,7 @@ class PostgresEngine final : public LockEngine {
         const Millis left = std::chrono::ceil<Millis>(until - std::chrono::steady_clock::now());
         payloads.clear();
         if (left <= Millis{0} || !listener_->wait_notify(left, payloads, &interrupt_)) return;
-        if (overlaps(payloads)) return;
+        if (core::wake_concerns(payloads, req_)) return;
       }
     }
     void leave() noexcept override {
@@ -340,20 +314,6 @@ class PostgresEngine final : public LockEngine {
     }
 
    private:
-    // Does a payload name a path that overlaps a target (or say "look again")?
-    bool overlaps(const std::vector<std::string>& payloads) const {
-      for (const std::string& payload : payloads) {
-        if (payload.empty()) return true;
-        for (std::size_t at = 0; at <= payload.size();) {
-          const std::size_t end = std::min(payload.find('\n', at), payload.size());
-          for (const core::ResolvedTarget& t : req_.targets)
-            if (paths_overlap(std::string_view(payload).substr(at, end - at), t.path)) return true;
-          at = end + 1;
-        }
-      }
-      return false;
-    }
-
     PostgresEngine& engine_;
     std::string_view ns_;
     const core::ResolvedRequest& req_;

@@ -1,61 +1,6 @@
-// The Redis backend: the embedded backend's intention-lock index, kept in
-// Redis and changed only by the functions of the pathlock Functions library
-// (lua/*.lua), so each public call is ONE atomic function call and its
-// targets are all-or-nothing.
-//
-// Data layout, functions, arguments and replies: docs/lua-protocol.md (the
-// one description; src/redis/library.cpp builds the Functions library from
-// the engine's MatrixTable and lua/*.lua). In short: a fixed set of keys per
-// namespace, all with the hash tag {NS} and all passed in KEYS; the path
-// index is one hash (counts per path node and code) and the held targets
-// one lex-ordered zset, so a check is one HMGET and a grant one HSET plus one
-// ZADD whatever the path depth, and a refusal names its witness in O(log n).
-//
-// Invariants (kept by the functions, checked by tests/redis_test.cpp and
-// tests/redis_hardening_test.cpp):
-//   R1 the index counts equal the targets of the stored locks and places in
-//      line; a namespace whose locks and places are all gone holds only meta.
-//   R2 counts may include expired locks not reaped yet (reaping is bounded
-//      per call) but never miss a live one: a stale count can only cause a
-//      refusal, and a refusal whose witness turns out to be expired removes
-//      that lock and checks again, so it is never a false refusal.
-//   R3 fences only grow, even when Redis lost data (docs/lua-protocol.md).
-// Time is the server's (TIME inside the functions), never this host's clock.
-//
-// Before its first successful call the engine runs the library's probe
-// function, which asks the server (ACL) whether this user may run every
-// command the library uses on that call's namespace keys, and reports a
-// missing one by name. Once per engine, not per namespace: that would cost
-// every new namespace a round trip and keep a set of every namespace ever
-// used; the functions check their write commands themselves on every call
-// (NOPERM ... nothing was changed), so later namespaces stay safe.
-//
-// Waiting and fairness: the policy is core/waiting.hpp's, shared by every
-// backend; this file supplies its steps (class Attempts). An attempt is one
-// acquire function call. The wake-up: after the first refusal a Subscription
-// (a dedicated connection, SSUBSCRIBEd to pl:{NS}:wake) is opened and the
-// policy attempts once more right away, so a removal between the two
-// attempts is seen by the second, and any later one arrives as a message;
-// only messages naming a path that overlaps one of the request's targets
-// end the sleep early (a removal elsewhere cannot let it in). A fair request
-// waits with a place in line: the script that refuses it creates (first
-// refusal) or refreshes (later ones) its waiter record with the reservation
-// the policy asks for, the script that grants it removes it, and the last
-// attempt's refusal removes it instead of refreshing, all in the same call.
-// An exception leaves the line with the leave script (best effort); a waiter
-// that dies keeps its place no longer than its reservation (at most 2 s),
-// which acquire, leave and list reap like an expired lock. Cost of waiting: one extra connection
-// per waiting call, one attempt per wake-up that concerns it or per re-check.
-//
-// Behaviour matches the embedded backend (memory_engine.cpp) call for call:
-// the same validation (core::resolve_request before touching Redis), the
-// same reentrancy, renew and release rules, and the same choice of the
-// conflicting lock to report (the canonical rule, docs/lua-protocol.md),
-// except that a refusal by a waiter names it by its waiter id and reports
-// what is left of its reservation (the embedded backend: "waiter-N").
-//
-// Thread safety: the client's pool serialises nothing but a connection;
-// atomicity comes from Redis running each function alone.
+// The Redis backend: each public call is ONE atomic call of the pathlock
+// Functions library. Data layout, invariants, the permission probe, waiting
+// and fairness: src/redis/README.md (and docs/lua-protocol.md).
 #include <pathlock/redis.hpp>
 
 #include "core/observe.hpp"
@@ -323,16 +268,7 @@ class RedisEngine final : public LockEngine {
       if (left <= Millis{0}) return;
       payloads.clear();
       if (listener.wait(left, payloads, interrupt) != Subscription::Wake::message) return;
-      for (const std::string& payload : payloads) {
-        if (payload.empty()) return;
-        for (std::size_t at = 0; at <= payload.size();) {
-          const std::size_t end = std::min(payload.find('\n', at), payload.size());
-          const std::string_view removed(payload.data() + at, end - at);
-          for (const core::ResolvedTarget& t : req.targets)
-            if (paths_overlap(removed, t.path)) return;
-          at = end + 1;
-        }
-      }
+      if (core::wake_concerns(payloads, req)) return;
     }
   }
 

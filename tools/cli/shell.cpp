@@ -208,46 +208,80 @@ json waiters(LockEngine& engine, const std::string& ns, const std::vector<std::s
   return json{{"waiters", rows}};
 }
 
+// acquire OWNER OP PATH [DST_PATH] [ttl=MS] [wait=MS] [fair=...] [reenter=ID token=TOKEN] [key=KEY]
+json acquire(LockEngine& engine, const std::string& ns, const std::vector<std::string>& w,
+             const std::vector<bool>& quoted, WaitingAcquire* waiting) {
+  LockRequest req;
+  req.ns = ns;
+  std::vector<std::string> positional;
+  for (std::size_t i = 1; i < w.size(); ++i) {
+    if (!quoted[i] && w[i].rfind("ttl=", 0) == 0) req.ttl = parse_ms(w[i], 4);
+    else if (!quoted[i] && w[i].rfind("wait=", 0) == 0) req.wait = parse_ms(w[i], 5);
+    else if (!quoted[i] && (w[i] == "fair=true" || w[i] == "fair=false")) req.fair = w[i] == "fair=true";
+    else if (!quoted[i] && w[i].rfind("fair=", 0) == 0) throw InvalidRequest("fair= takes true or false");
+    else if (!quoted[i] && w[i].rfind("reenter=", 0) == 0) req.reenter_id = once(req.reenter_id, w[i], 8);
+    else if (!quoted[i] && w[i].rfind("token=", 0) == 0) req.reenter_token = once(req.reenter_token, w[i], 6);
+    else if (!quoted[i] && w[i].rfind("key=", 0) == 0) req.idempotency_key = once(req.idempotency_key, w[i], 4);
+    else positional.push_back(w[i]);
+  }
+  if (positional.size() < 3 || positional.size() > 4)
+    throw InvalidRequest(
+        "usage: acquire OWNER OP PATH [DST_PATH] [ttl=MS] [wait=MS] [fair=true|false] [reenter=ID token=TOKEN] "
+        "[key=IDEMPOTENCY_KEY]");
+  if (req.reenter_id.empty() != req.reenter_token.empty())
+    throw InvalidRequest("reenter=ID and token=TOKEN come together");
+  req.owner = positional[0];
+  req.op = positional[1];
+  req.targets = targets_of(engine, req.op, {positional.begin() + 2, positional.end()});
+  const AcquireResult res = acquire_stoppable(engine, req, waiting);
+  if (res.cancelled) return json{{"granted", false}, {"cancelled", true}};
+  if (res.not_holder) return json{{"granted", false}, {"not_holder", true}};
+  if (!res.granted) return json{{"granted", false}, {"conflict", conflict_json(res.conflict)}};
+  return json{{"granted", true},
+              {"id", res.grant.id},
+              {"token", res.grant.token},
+              {"fence", res.grant.fence},
+              {"holds", res.grant.holds},
+              {"expires_in_ms", res.grant.expires_in.count()}};
+}
+
+// locks [PREFIX] [limit=N] [after=CURSOR]
+json locks(LockEngine& engine, const std::string& ns, const std::vector<std::string>& w,
+           const std::vector<bool>& quoted) {
+  const char* usage = "usage: locks [PREFIX] [limit=N] [after=CURSOR]";
+  std::optional<std::string> prefix, after;
+  std::optional<std::size_t> limit;
+  for (std::size_t i = 1; i < w.size(); ++i) {
+    if (!quoted[i] && w[i].rfind("limit=", 0) == 0) {
+      if (limit) throw InvalidRequest("limit= is given twice");
+      limit = parse_limit(w[i]);
+    } else if (!quoted[i] && w[i].rfind("after=", 0) == 0) {
+      if (after) throw InvalidRequest("after= is given twice");
+      after = w[i].substr(6);
+      if (after->empty()) throw InvalidRequest("after= needs a cursor: the \"next\" of the previous page");
+    } else {
+      if (prefix) throw InvalidRequest(usage);
+      prefix = w[i];
+    }
+  }
+  json locks = json::array();
+  if (!limit) {  // the whole list, as before paging existed
+    if (after) throw InvalidRequest("after= needs limit=");
+    for (const LockInfo& l : engine.list(ns, prefix.value_or("/"))) locks.push_back(lock_json(l));
+    return json{{"locks", locks}};
+  }
+  const ListPage page = engine.list_page(ns, prefix.value_or("/"), *limit, after.value_or(""));
+  for (const LockInfo& l : page.locks) locks.push_back(lock_json(l));
+  return json{{"locks", locks}, {"next", page.next.empty() ? json(nullptr) : json(page.next)}};
+}
+
 json run(LockEngine& engine, const std::string& ns, const std::vector<std::string>& w, const std::vector<bool>& quoted,
          WaitingAcquire* waiting) {
   const std::string& cmd = w[0];
   auto arity = [&](std::size_t lo, std::size_t hi, const char* usage) {
     if (w.size() < lo || w.size() > hi) throw InvalidRequest(fmt::format("usage: {}", usage));
   };
-  if (cmd == "acquire") {
-    LockRequest req;
-    req.ns = ns;
-    std::vector<std::string> positional;
-    for (std::size_t i = 1; i < w.size(); ++i) {
-      if (!quoted[i] && w[i].rfind("ttl=", 0) == 0) req.ttl = parse_ms(w[i], 4);
-      else if (!quoted[i] && w[i].rfind("wait=", 0) == 0) req.wait = parse_ms(w[i], 5);
-      else if (!quoted[i] && (w[i] == "fair=true" || w[i] == "fair=false")) req.fair = w[i] == "fair=true";
-      else if (!quoted[i] && w[i].rfind("fair=", 0) == 0) throw InvalidRequest("fair= takes true or false");
-      else if (!quoted[i] && w[i].rfind("reenter=", 0) == 0) req.reenter_id = once(req.reenter_id, w[i], 8);
-      else if (!quoted[i] && w[i].rfind("token=", 0) == 0) req.reenter_token = once(req.reenter_token, w[i], 6);
-      else if (!quoted[i] && w[i].rfind("key=", 0) == 0) req.idempotency_key = once(req.idempotency_key, w[i], 4);
-      else positional.push_back(w[i]);
-    }
-    if (positional.size() < 3 || positional.size() > 4)
-      throw InvalidRequest(
-          "usage: acquire OWNER OP PATH [DST_PATH] [ttl=MS] [wait=MS] [fair=true|false] [reenter=ID token=TOKEN] "
-          "[key=IDEMPOTENCY_KEY]");
-    if (req.reenter_id.empty() != req.reenter_token.empty())
-      throw InvalidRequest("reenter=ID and token=TOKEN come together");
-    req.owner = positional[0];
-    req.op = positional[1];
-    req.targets = targets_of(engine, req.op, {positional.begin() + 2, positional.end()});
-    const AcquireResult res = acquire_stoppable(engine, req, waiting);
-    if (res.cancelled) return json{{"granted", false}, {"cancelled", true}};
-    if (res.not_holder) return json{{"granted", false}, {"not_holder", true}};
-    if (!res.granted) return json{{"granted", false}, {"conflict", conflict_json(res.conflict)}};
-    return json{{"granted", true},
-                {"id", res.grant.id},
-                {"token", res.grant.token},
-                {"fence", res.grant.fence},
-                {"holds", res.grant.holds},
-                {"expires_in_ms", res.grant.expires_in.count()}};
-  }
+  if (cmd == "acquire") return acquire(engine, ns, w, quoted, waiting);
   if (cmd == "release") {
     arity(3, 3, "release ID TOKEN");
     return json{{"released", engine.release(ns, w[1], w[2])}};
@@ -261,33 +295,7 @@ json run(LockEngine& engine, const std::string& ns, const std::vector<std::strin
     }
     return json{{"renewed", engine.renew(ns, w[1], w[2], ttl)}};
   }
-  if (cmd == "locks") {
-    const char* usage = "usage: locks [PREFIX] [limit=N] [after=CURSOR]";
-    std::optional<std::string> prefix, after;
-    std::optional<std::size_t> limit;
-    for (std::size_t i = 1; i < w.size(); ++i) {
-      if (!quoted[i] && w[i].rfind("limit=", 0) == 0) {
-        if (limit) throw InvalidRequest("limit= is given twice");
-        limit = parse_limit(w[i]);
-      } else if (!quoted[i] && w[i].rfind("after=", 0) == 0) {
-        if (after) throw InvalidRequest("after= is given twice");
-        after = w[i].substr(6);
-        if (after->empty()) throw InvalidRequest("after= needs a cursor: the \"next\" of the previous page");
-      } else {
-        if (prefix) throw InvalidRequest(usage);
-        prefix = w[i];
-      }
-    }
-    json locks = json::array();
-    if (!limit) {  // the whole list, as before paging existed
-      if (after) throw InvalidRequest("after= needs limit=");
-      for (const LockInfo& l : engine.list(ns, prefix.value_or("/"))) locks.push_back(lock_json(l));
-      return json{{"locks", locks}};
-    }
-    const ListPage page = engine.list_page(ns, prefix.value_or("/"), *limit, after.value_or(""));
-    for (const LockInfo& l : page.locks) locks.push_back(lock_json(l));
-    return json{{"locks", locks}, {"next", page.next.empty() ? json(nullptr) : json(page.next)}};
-  }
+  if (cmd == "locks") return locks(engine, ns, w, quoted);
   if (cmd == "held") {
     arity(3, 3, "held ID TOKEN");
     return json{{"held", engine.is_held(ns, w[1], w[2])}};
