@@ -138,6 +138,76 @@ std::unique_ptr<LockEngine> engine_from(const options::Parsed& p, const matrix::
 
 }  // namespace
 
+// pathlock shell ... (docs/cli.md)
+int shell_command(int argc, char** argv) {
+  const options::Parsed p = kShellOptions.parse(argc, argv, 2);
+  const std::string ns = p.get("namespace", "default");
+  core::check_namespace(ns);  // before connecting or reading a line
+  const auto compiled = matrix_from(p);
+  // --metrics-listen: the exporter listens before the engine connects,
+  // so a bad or busy address fails first; it serves until the shell ends.
+  std::shared_ptr<Metrics> metrics;
+#ifdef PATHLOCK_CLI_WITH_METRICS_SERVER
+  std::unique_ptr<MetricsServer> exporter;
+  if (p.has("metrics-listen")) {
+    metrics = std::make_shared<Metrics>(compiled ? compiled->table() : default_matrix());
+    MetricsServerOptions mo;
+    mo.listen = p.get("metrics-listen");
+    mo.allowed_hosts = p.all("metrics-allow-host");
+    exporter = std::make_unique<MetricsServer>(metrics, mo);
+    std::cerr << "pathlock: metrics at " << exporter->url() << std::endl;
+  }
+#else
+  if (p.has("metrics-listen") || p.has("metrics-allow-host"))
+    throw InvalidRequest("--metrics-listen: this build of pathlock has no metrics server");
+#endif
+  auto engine = engine_from(p, compiled.get(), metrics);
+  cli::run_shell(*engine, ns, std::cin, std::cout);
+  return 0;
+}
+
+// pathlock console ... (docs/console.md)
+int console_command(int argc, char** argv) {
+  const options::Parsed p = kConsoleOptions.parse(argc, argv, 2);
+#ifdef PATHLOCK_CLI_WITH_METRICS_SERVER
+  // The matrix file is read once: its text for the Matrix page, its table
+  // for the engine (--matrix), or the shipped file's text beside the
+  // table built from it.
+  console::ConsoleOptions co;
+  co.matrix_file.name = p.has("matrix") ? p.get("matrix") : default_matrix_file();
+  try {
+    co.matrix_file.text = matrix::read_text_file(co.matrix_file.name);
+  } catch (const matrix::MatrixError& e) {
+    if (p.has("matrix")) throw;  // the engine needs it
+    co.matrix_file.error = e.what();  // the editor can still open an uploaded file
+  }
+  const auto compiled =
+      p.has("matrix") ? matrix::compile_matrix(co.matrix_file.text, co.matrix_file.name) : nullptr;
+  auto metrics = std::make_shared<Metrics>(compiled ? compiled->table() : default_matrix());
+  auto engine = engine_from(p, compiled.get(), metrics);
+  co.listen = p.get("listen", "127.0.0.1:0");
+  co.allowed_hosts = p.all("allow-host");
+  co.admin = p.has("admin");
+  co.metrics = metrics;
+  co.scrape = p.all("scrape");
+  const bool redis = p.has("backend") && parse_backend(p.get("backend")) == Backend::redis;
+  // Shown on the page: never the password (redact_redis_url's form).
+  co.backend = redis ? "redis " + redis::redact_redis_url(p.get("redis", "redis://127.0.0.1:6379"))
+                     : "memory (this process's own engine)";
+  if (redis)
+    co.namespaces = cli::redis_namespace_lister(p);
+  else  // the console's own engine: nothing but the console uses it
+    co.namespaces = [] { return std::vector<std::string>{"default"}; };
+  console::ConsoleServer server(*engine, co);
+  std::cerr << "pathlock: console at " << server.url() << (co.admin ? " (admin: force-release allowed)" : "")
+            << (co.scrape.empty() ? "" : fmt::format(" (scraping {} source(s))", co.scrape.size())) << std::endl;
+  server.wait();
+  return 0;
+#else
+  throw InvalidRequest("console: this build of pathlock has no HTTP server (PATHLOCK_WITH_METRICS_SERVER=OFF)");
+#endif
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) return usage();
   const std::string cmd = argv[1];
@@ -147,72 +217,8 @@ int main(int argc, char** argv) {
       const auto compiled = matrix_from(p);
       return cli::run_demo(*engine_from(p, compiled.get()), std::cout);
     }
-    if (cmd == "shell") {
-      const options::Parsed p = kShellOptions.parse(argc, argv, 2);
-      const std::string ns = p.get("namespace", "default");
-      core::check_namespace(ns);  // before connecting or reading a line
-      const auto compiled = matrix_from(p);
-      // --metrics-listen: the exporter listens before the engine connects,
-      // so a bad or busy address fails first; it serves until the shell ends.
-      std::shared_ptr<Metrics> metrics;
-#ifdef PATHLOCK_CLI_WITH_METRICS_SERVER
-      std::unique_ptr<MetricsServer> exporter;
-      if (p.has("metrics-listen")) {
-        metrics = std::make_shared<Metrics>(compiled ? compiled->table() : default_matrix());
-        MetricsServerOptions mo;
-        mo.listen = p.get("metrics-listen");
-        mo.allowed_hosts = p.all("metrics-allow-host");
-        exporter = std::make_unique<MetricsServer>(metrics, mo);
-        std::cerr << "pathlock: metrics at " << exporter->url() << std::endl;
-      }
-#else
-      if (p.has("metrics-listen") || p.has("metrics-allow-host"))
-        throw InvalidRequest("--metrics-listen: this build of pathlock has no metrics server");
-#endif
-      auto engine = engine_from(p, compiled.get(), metrics);
-      cli::run_shell(*engine, ns, std::cin, std::cout);
-      return 0;
-    }
-    if (cmd == "console") {
-      const options::Parsed p = kConsoleOptions.parse(argc, argv, 2);
-#ifdef PATHLOCK_CLI_WITH_METRICS_SERVER
-      // The matrix file is read once: its text for the Matrix page, its table
-      // for the engine (--matrix), or the shipped file's text beside the
-      // table built from it.
-      console::ConsoleOptions co;
-      co.matrix_file.name = p.has("matrix") ? p.get("matrix") : default_matrix_file();
-      try {
-        co.matrix_file.text = matrix::read_text_file(co.matrix_file.name);
-      } catch (const matrix::MatrixError& e) {
-        if (p.has("matrix")) throw;  // the engine needs it
-        co.matrix_file.error = e.what();  // the editor can still open an uploaded file
-      }
-      const auto compiled =
-          p.has("matrix") ? matrix::compile_matrix(co.matrix_file.text, co.matrix_file.name) : nullptr;
-      auto metrics = std::make_shared<Metrics>(compiled ? compiled->table() : default_matrix());
-      auto engine = engine_from(p, compiled.get(), metrics);
-      co.listen = p.get("listen", "127.0.0.1:0");
-      co.allowed_hosts = p.all("allow-host");
-      co.admin = p.has("admin");
-      co.metrics = metrics;
-      co.scrape = p.all("scrape");
-      const bool redis = p.has("backend") && parse_backend(p.get("backend")) == Backend::redis;
-      // Shown on the page: never the password (redact_redis_url's form).
-      co.backend = redis ? "redis " + redis::redact_redis_url(p.get("redis", "redis://127.0.0.1:6379"))
-                         : "memory (this process's own engine)";
-      if (redis)
-        co.namespaces = cli::redis_namespace_lister(p);
-      else  // the console's own engine: nothing but the console uses it
-        co.namespaces = [] { return std::vector<std::string>{"default"}; };
-      console::ConsoleServer server(*engine, co);
-      std::cerr << "pathlock: console at " << server.url() << (co.admin ? " (admin: force-release allowed)" : "")
-                << (co.scrape.empty() ? "" : fmt::format(" (scraping {} source(s))", co.scrape.size())) << std::endl;
-      server.wait();
-      return 0;
-#else
-      throw InvalidRequest("console: this build of pathlock has no HTTP server (PATHLOCK_WITH_METRICS_SERVER=OFF)");
-#endif
-    }
+    if (cmd == "shell") return shell_command(argc, argv);
+    if (cmd == "console") return console_command(argc, argv);
     if (cmd == "admin") return cli::run_admin({argv + 2, argv + argc}, std::cout, std::cerr);
     if (cmd == "redis") return cli::run_redis_command({argv + 2, argv + argc}, std::cout, std::cerr);
     if (cmd == "matrix")
