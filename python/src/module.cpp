@@ -278,10 +278,11 @@ py::class_<T>& who(py::class_<T>&& c) {
   return c.def_readonly("id", &T::id).def_readonly("owner", &T::owner).def_readonly("op", &T::op);
 }
 
-PYBIND11_MODULE(_pathlock, m) {
-  m.doc() = "pathlock: path locks for file-management services (the C++ engine, bound with pybind11).";
-  m.attr("__version__") = version();
+namespace {
 
+using EngineClass = py::class_<PyEngine, std::shared_ptr<PyEngine>>;
+
+void register_errors(py::module_& m) {
   // Exceptions: bad input is a ValueError, a backend failure a ConnectionError.
   static auto& invalid_request = py::register_exception<InvalidRequest>(m, "InvalidRequest", PyExc_ValueError);
   invalid_request.attr("__doc__") = "Bad input (unknown operation or role, bad path, TTL, namespace, ...); nothing was changed.";
@@ -302,6 +303,9 @@ PYBIND11_MODULE(_pathlock, m) {
     }
   });
 
+}
+
+void register_results(py::module_& m) {
   py::class_<Grant>(m, "Grant", "A granted lock: `token` is the secret that releases or renews it.")
       .def_readonly("id", &Grant::id)
       .def_readonly("token", &Grant::token)
@@ -356,6 +360,9 @@ PYBIND11_MODULE(_pathlock, m) {
         return "AcquireResult(refused by " + conflict_words(r.conflict) + ")";
       });
 
+}
+
+void register_listings(py::module_& m) {
   who(py::class_<LockInfo>(m, "LockInfo", "A held lock, as listed."))
       .def_property_readonly("targets", [](const LockInfo& l) { return targets_list(l.targets); },
                              "[(role, canonical path)] in the matrix's role order.")
@@ -394,6 +401,9 @@ PYBIND11_MODULE(_pathlock, m) {
       .def_property_readonly("waited", [](const WaiterInfo& w) { return to_seconds(w.waited); })
       .def_property_readonly("expires_in", [](const WaiterInfo& w) { return to_seconds(w.expires_in); });
 
+}
+
+void register_matrix(py::module_& m) {
   py::class_<PyMatrix, std::shared_ptr<PyMatrix>>(m, "Matrix", "A compatibility matrix compiled at run time.")
       .def_static(
           "from_file",
@@ -429,11 +439,17 @@ PYBIND11_MODULE(_pathlock, m) {
            "Stops the acquires given this source: each leaves the line and holds nothing. True the first time.")
       .def_property_readonly("stop_requested", &std::stop_source::stop_requested);
 
-  py::class_<PyEngine, std::shared_ptr<PyEngine>>(
+}
+
+void register_engine_reads(EngineClass& c);
+
+// The engine: acquire and the calls on one lock.
+void register_engine_calls(py::module_& m) {
+  EngineClass c(
       m, "Engine",
       "A lock engine (MemoryEngine or RedisEngine). Every method may be called from any thread; each releases "
-      "the GIL while it works or waits.")
-      .def_readonly("backend", &PyEngine::backend, "'memory' or 'redis'.")
+      "the GIL while it works or waits.");
+  c.def_readonly("backend", &PyEngine::backend, "'memory' or 'redis'.")
       .def(
           "acquire",
           [](PyEngine& self, const py::handle& ns, const py::handle& owner, const py::handle& op,
@@ -470,8 +486,13 @@ PYBIND11_MODULE(_pathlock, m) {
           "Extends the lease to now + ttl seconds (the lock's own TTL when None). False when the lock is gone.")
       .def(
           "is_held", &id_token_call<&LockEngine::is_held>, py::arg("ns"), py::arg("id"), py::arg("token"),
-          "Am I still the holder? Read-only: for a storage write, next to the fence check.")
-      .def(
+          "Am I still the holder? Read-only: for a storage write, next to the fence check.");
+  register_engine_reads(c);
+}
+
+// The engine: listings, blockers, administration.
+void register_engine_reads(EngineClass& c) {
+  c.def(
           "list",
           [](PyEngine& self, const std::string& ns, const std::string& prefix) {
             py::gil_scoped_release nogil;
@@ -526,6 +547,9 @@ PYBIND11_MODULE(_pathlock, m) {
           },
           "The operation names of the engine's matrix.");
 
+}
+
+void register_factories(py::module_& m) {
   m.def(
       "MemoryEngine",
       [](const std::shared_ptr<PyMatrix>& mx) {
@@ -572,6 +596,9 @@ PYBIND11_MODULE(_pathlock, m) {
       "BackendError when the server cannot be used.");
 #endif
 
+}
+
+void register_keeper(py::module_& m) {
   py::class_<Lease, std::shared_ptr<Lease>>(m, "Lease", "One lease kept alive by a LeaseKeeper.")
       .def_property_readonly("ns", &Lease::ns)
       .def_property_readonly("id", &Lease::id)
@@ -621,4 +648,18 @@ PYBIND11_MODULE(_pathlock, m) {
       "normalize_path",
       [](const std::string& path) { return normalize_path(path); }, py::arg("path"),
       "The canonical form of an absolute path, as every engine stores it; raises InvalidRequest for a bad one.");
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_pathlock, m) {
+  m.doc() = "pathlock: path locks for file-management services (the C++ engine, bound with pybind11).";
+  m.attr("__version__") = version();
+  register_errors(m);
+  register_results(m);
+  register_listings(m);
+  register_matrix(m);
+  register_engine_calls(m);
+  register_factories(m);
+  register_keeper(m);
 }
