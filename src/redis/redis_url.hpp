@@ -26,7 +26,7 @@
 // problem, never showing the password. Pure functions, no state.
 #pragma once
 
-#include "redis/url_secret.hpp"  // redact_redis_url
+#include <pathlock/redis_secret.hpp>  // redact_redis_url
 
 #include <optional>
 #include <string>

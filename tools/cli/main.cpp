@@ -28,7 +28,7 @@
 
 #include "common/options.hpp"
 #include "core/request.hpp"
-#include "redis/url_secret.hpp"
+#include <pathlock/redis_secret.hpp>
 
 #include <fmt/format.h>
 

@@ -8,7 +8,7 @@
 #include <pathlock/redis.hpp>
 
 #include "common/options.hpp"
-#include "redis/url_secret.hpp"
+#include <pathlock/redis_secret.hpp>
 #ifdef PATHLOCK_CLI_WITH_REDIS
 #include "redis/redis_client.hpp"
 #include "redis/redis_url.hpp"

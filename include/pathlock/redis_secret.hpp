@@ -1,7 +1,8 @@
-// Where the password of a redis URL lies in its text, without parsing the
-// rest (header-only: the CLI uses it in builds without the Redis backend).
-// Used by the url parser's messages, the console's page and the CLI's
-// password options.
+// pathlock/redis_secret.hpp: where the password of a redis URL lies in its
+// text, without parsing the rest, and the URL with it redacted, for a
+// message, a page or a log line (header-only: usable in builds without the
+// Redis backend). The url parser's messages, the console's page and the
+// CLI's password options use it.
 #pragma once
 
 #include <string>
