@@ -78,7 +78,7 @@ install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs FILES_MATCHING PATTERN "*.md" PATTERN "*.png"
         PATTERN "*.cpp" PATTERN "*.yml")
 foreach(linked matrix/README.md matrix/cloud-drive.json matrix/matrix.schema.json src/README.md tests/README.md
-               tools/bench/README.md)
+               tools/dev/bench/README.md)
   get_filename_component(linked_dir ${linked} DIRECTORY)
   install(FILES ${PROJECT_SOURCE_DIR}/${linked} DESTINATION ${CMAKE_INSTALL_DOCDIR}/${linked_dir})
 endforeach()

@@ -11,7 +11,7 @@
 //   - SIGKILLs the server and restarts it on the same port from its AOF:
 //     calls fail to connect, then meet a server still loading.
 // The stress processes count the errors, back off and log what they know
-// (tools/stress/stress.cpp). Afterwards:
+// (tools/dev/stress/stress.cpp). Afterwards:
 //   - `pathlock-stress check` finds no two conflicting locks held at once
 //     and fences strictly increasing in grant order across the whole
 //     history (restarts included), and a lock taken after the run gets a

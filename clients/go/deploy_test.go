@@ -302,11 +302,11 @@ func TestSentinel(t *testing.T) {
 }
 
 // A server with a TLS port that asks for client certificates (made here by
-// tools/redis_devtools/make_test_certs.sh); the client is given only the TLS
+// tools/dev/redis_devtools/make_test_certs.sh); the client is given only the TLS
 // port, the observer uses the plain one.
 func TestTLS(t *testing.T) {
 	certs := t.TempDir()
-	if out, err := exec.Command("sh", repoFile("tools", "redis_devtools", "make_test_certs.sh"), certs).CombinedOutput(); err != nil {
+	if out, err := exec.Command("sh", repoFile("tools", "dev", "redis_devtools", "make_test_certs.sh"), certs).CombinedOutput(); err != nil {
 		t.Fatalf("make_test_certs.sh: %v\n%s", err, out)
 	}
 	plain, tlsPort := freePort(), freePort()

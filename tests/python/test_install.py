@@ -30,11 +30,11 @@ def _smoke(site):
 
 
 def test_pip_install_from_source_tree(tmp_path):
-    # A copy of python/ (pip writes its egg-info beside setup.py), building
+    # A copy of clients/python/ (pip writes its egg-info beside setup.py), building
     # the pathlock tree; CMake's build folder is kept in the build tree, so a
     # second run is incremental.
     copy = tmp_path / "python"
-    shutil.copytree(os.path.join(SOURCE, "python"), copy, ignore=shutil.ignore_patterns("build", "*.egg-info"))
+    shutil.copytree(os.path.join(SOURCE, "clients", "python"), copy, ignore=shutil.ignore_patterns("build", "*.egg-info"))
     env = dict(os.environ, PATHLOCK_SOURCE_DIR=SOURCE,
                PATHLOCK_PYTHON_BUILD_DIR=os.path.join(BUILD, "python-pip"),
                PATHLOCK_JOBS=os.environ.get("PATHLOCK_JOBS", "2"))
@@ -46,7 +46,7 @@ def test_pip_install_from_source_tree(tmp_path):
 
 
 def test_debian_package(tmp_path):
-    deb = subprocess.run([os.path.join(SOURCE, "python", "make-deb.sh"), BUILD, str(tmp_path)], check=True,
+    deb = subprocess.run([os.path.join(SOURCE, "clients", "python", "make-deb.sh"), BUILD, str(tmp_path)], check=True,
                          capture_output=True, text=True).stdout.strip()
     assert os.path.basename(deb).startswith("python3-pathlock_")
     fields = subprocess.run(["dpkg-deb", "-f", deb, "Package", "Depends"], check=True, capture_output=True,

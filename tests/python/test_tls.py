@@ -1,6 +1,6 @@
 """rediss:// from Python: the TLS options of RedisEngine reach the C++ client
 (a redis-server with a TLS port that asks for client certificates, and
-certificates made by tools/redis_devtools/make_test_certs.sh, as for the C++ suite)."""
+certificates made by tools/dev/redis_devtools/make_test_certs.sh, as for the C++ suite)."""
 import os
 import subprocess
 
@@ -14,8 +14,8 @@ from conftest import RedisServer, fresh_ns
 @pytest.fixture(scope="module")
 def tls(tmp_path_factory):
     d = tmp_path_factory.mktemp("tls")
-    # The C++ suite's certificates script (tools/redis_devtools/make_test_certs.sh).
-    script = os.path.join(os.environ["PATHLOCK_SOURCE_DIR"], "tools", "redis_devtools", "make_test_certs.sh")
+    # The C++ suite's certificates script (tools/dev/redis_devtools/make_test_certs.sh).
+    script = os.path.join(os.environ["PATHLOCK_SOURCE_DIR"], "tools", "dev", "redis_devtools", "make_test_certs.sh")
     subprocess.run(["sh", script, str(d)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     files = {name: str(d / name) for name in
              ("ca.crt", "other-ca.crt", "server.crt", "server.key", "client.crt", "client.key")}

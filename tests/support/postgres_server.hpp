@@ -1,4 +1,4 @@
-// The PostgreSQL server of the test process (tools/pg_devtools): started
+// The PostgreSQL server of the test process (tools/dev/pg_devtools): started
 // lazily on first use (thread-safe), stopped when the process exits. If
 // PATHLOCK_TEST_POSTGRES_URL is set, the engines use that server instead
 // (tests that kill or restart a server start a private one).

@@ -1,7 +1,7 @@
 // Three pieces of running a private server as a child process: choosing a
 // loopback port, waiting for the child to answer, and stopping it. Installed beside
 // pathlock_matrix_check.cpp (which consumers compile alone, with nothing but
-// the pathlock library), and used by tools/redis_devtools too, so the
+// the pathlock library), and used by tools/dev/redis_devtools too, so the
 // runner and pathlock's own test servers start and stop servers one way.
 // Header-only, POSIX.
 #pragma once

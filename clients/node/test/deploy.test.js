@@ -137,7 +137,7 @@ test('Sentinel: the client knows only the sentinel and the master name', async (
 test('TLS: the client reaches the server only on its TLS port, with a client certificate', async () => {
   const certs = fs.mkdtempSync(path.join(os.tmpdir(), 'pathlock-node-certs-'));
   cleanups.push(() => fs.rmSync(certs, { recursive: true, force: true }));
-  execFileSync('sh', [path.join(__dirname, '..', '..', '..', 'tools', 'redis_devtools', 'make_test_certs.sh'), certs], { stdio: 'ignore' });
+  execFileSync('sh', [path.join(__dirname, '..', '..', '..', 'tools', 'dev', 'redis_devtools', 'make_test_certs.sh'), certs], { stdio: 'ignore' });
   const tlsPort = await freePort();
   const file = (name) => path.join(certs, name);
   const s = await server({

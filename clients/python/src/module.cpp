@@ -1,0 +1,665 @@
+// pathlock._pathlock: the C++ engine bound for Python with pybind11.
+//
+// A Python-facing layer only: every call goes to the same LockEngine the C++
+// services use (include/pathlock/*.hpp); nothing of the engine is
+// re-implemented here. Durations are seconds (float) on the Python side,
+// milliseconds in C++. Every engine call releases the GIL, so other Python
+// threads run while one waits or talks to Redis. The pure-Python part of the
+// package (context manager, asyncio) is clients/python/pathlock/__init__.py; the
+// types are documented in clients/python/pathlock/_pathlock.pyi and docs/python.md.
+#include <pybind11/functional.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <pathlock/engine.hpp>
+#include <pathlock/keeper.hpp>
+#include <pathlock/memory.hpp>
+#include <pathlock/path.hpp>
+#include <pathlock/version.hpp>
+#ifdef PATHLOCK_WITH_REDIS
+#include <pathlock/redis.hpp>
+#endif
+
+#include "matrix/table.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <future>
+#include <stop_token>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace py = pybind11;
+using namespace pathlock;
+
+namespace {
+
+// Seconds (Python) to milliseconds (C++). NaN, infinities and values beyond
+// the C++ range are bad input; the engine checks the allowed range itself.
+Millis to_millis(double seconds, const char* field) {
+  if (!std::isfinite(seconds) || std::fabs(seconds) > 1e12)
+    throw InvalidRequest(std::string(field) + ": must be a finite number of seconds");
+  return Millis{static_cast<Millis::rep>(std::llround(seconds * 1000.0))};
+}
+
+double to_seconds(Millis ms) { return static_cast<double>(ms.count()) / 1000.0; }
+
+// A duration argument in seconds that must lie within lo..hi: the message
+// speaks the API's unit (seconds), never the engine's milliseconds.
+Millis seconds_within(double seconds, const char* field, Millis lo, Millis hi) {
+  const Millis ms = to_millis(seconds, field);
+  if (ms < lo || ms > hi)
+    throw InvalidRequest(fmt::format("{}: {} s is outside {}..{} s", field, seconds, to_seconds(lo), to_seconds(hi)));
+  return ms;
+}
+Millis ttl_arg(double seconds) { return seconds_within(seconds, "ttl", kMinTtl, kMaxTtl); }
+Millis wait_arg(double seconds) { return seconds_within(seconds, "wait", Millis{0}, kMaxTtl); }
+
+// The engine's acquire, stoppable by `stop`, with the GIL released, and
+// never losing a grant to a Python exception: while it waits, the calling
+// thread (the main thread is the one that gets signals) wakes every 50 ms to
+// run Python's signal handlers; when one raises (Ctrl-C: KeyboardInterrupt)
+// the wait is stopped, a grant that raced the stop is released, and the
+// exception propagates. After a grant, pending handlers run once more before
+// it is handed out, so a Ctrl-C that came during the wait never lands on
+// the bytecode that would have stored the grant.
+AcquireResult acquire_guarded(LockEngine& engine, const LockRequest& req, std::stop_source stop) {
+  auto give_back = [&](const AcquireResult& r) {
+    if (!r.granted) return;
+    py::gil_scoped_release nogil;
+    try {
+      engine.release(req.ns, r.grant.id, r.grant.token);
+    } catch (...) {  // the lease ends on its own
+    }
+  };
+  AcquireResult out;
+  if (req.wait <= Millis{0}) {
+    py::gil_scoped_release nogil;
+    out = engine.acquire(req, stop.get_token());
+  } else {
+    std::future<AcquireResult> answer =
+        std::async(std::launch::async, [&engine, &req, token = stop.get_token()] { return engine.acquire(req, token); });
+    while (true) {
+      {
+        py::gil_scoped_release nogil;
+        if (answer.wait_for(std::chrono::milliseconds(50)) == std::future_status::ready) break;
+      }
+      if (PyErr_CheckSignals() == 0) continue;
+      py::error_already_set raised;  // takes the exception a handler raised
+      stop.request_stop();
+      AcquireResult late;
+      {
+        py::gil_scoped_release nogil;
+        late = answer.get();
+      }
+      give_back(late);
+      throw raised;
+    }
+    out = answer.get();  // rethrows the engine's exception, if any
+  }
+  if (out.granted && PyErr_CheckSignals() != 0) {
+    py::error_already_set raised;
+    give_back(out);
+    throw raised;
+  }
+  return out;
+}
+
+// A matrix compiled at run time, shared by every engine made with it (the
+// engine keeps it alive).
+struct PyMatrix {
+  std::shared_ptr<const matrix::CompiledMatrix> compiled;
+  const MatrixTable& table() const { return compiled->table(); }
+};
+
+// An engine and what it must not outlive. After os.fork() the C++ engine
+// sees to itself: a Redis engine makes new connections in the child, an
+// embedded one refuses with BackendError (docs/python.md#fork).
+struct PyEngine {
+  std::shared_ptr<const matrix::CompiledMatrix> matrix;  // null: the shipped matrix
+  std::unique_ptr<LockEngine> engine;
+  std::string backend;
+  LockEngine& get() const { return *engine; }
+};
+
+const MatrixTable* table_of(const std::shared_ptr<PyMatrix>& m) { return m ? &m->table() : nullptr; }
+
+// A str argument as UTF-8. A str that cannot be UTF-8 (a lone surrogate, as
+// os.fsdecode makes of a byte that is not UTF-8) is bad input, not a
+// UnicodeEncodeError from deep inside the binding.
+std::string utf8_of(const py::handle& h, const char* field) {
+  Py_ssize_t size = 0;
+  const char* data = PyUnicode_AsUTF8AndSize(h.ptr(), &size);
+  if (!data) {
+    PyErr_Clear();
+    throw InvalidRequest(std::string(field) + ": not valid Unicode (a lone surrogate?): " +
+                         py::cast<std::string>(py::repr(h)));
+  }
+  return std::string(data, static_cast<std::size_t>(size));
+}
+
+// A role or path: str only. bytes are refused: b'/p/a' is not a path of any
+// matrix, and decoding it would guess an encoding.
+std::string target_text(const py::handle& h) {
+  if (!py::isinstance<py::str>(h))
+    throw InvalidRequest("targets: roles and paths must be str, got " +
+                         py::cast<std::string>(py::str(h.get_type().attr("__name__"))) +
+                         (py::isinstance<py::bytes>(h) ? " (decode it first, e.g. os.fsdecode)" : ""));
+  return utf8_of(h, "targets");
+}
+
+// {role: path} or a sequence of (role, path) pairs, in the order given.
+std::vector<Target> to_targets(const py::handle& targets) {
+  std::vector<Target> out;
+  if (py::isinstance<py::str>(targets) || py::isinstance<py::bytes>(targets))
+    throw InvalidRequest("targets: expected {role: path} or a sequence of (role, path) pairs, got a string");
+  if (py::isinstance<py::dict>(targets)) {
+    for (auto item : py::reinterpret_borrow<py::dict>(targets))
+      out.push_back(Target{target_text(item.first), target_text(item.second)});
+    return out;
+  }
+  if (!py::isinstance<py::sequence>(targets))
+    throw InvalidRequest("targets: expected {role: path} or a sequence of (role, path) pairs");
+  for (auto item : py::reinterpret_borrow<py::sequence>(targets)) {
+    if (!py::isinstance<py::sequence>(item) || py::isinstance<py::str>(item) || py::len(item) != 2)
+      throw InvalidRequest("targets: each pair must be (role, path)");
+    auto pair = py::reinterpret_borrow<py::sequence>(item);
+    out.push_back(Target{target_text(pair[0]), target_text(pair[1])});
+  }
+  return out;
+}
+
+// A namespace, owner or operation argument: str only, valid Unicode.
+std::string text_arg(const py::handle& h, const char* field) {
+  if (!py::isinstance<py::str>(h))
+    throw InvalidRequest(std::string(field) + ": must be str, got " +
+                         py::cast<std::string>(py::str(h.get_type().attr("__name__"))));
+  return utf8_of(h, field);
+}
+
+// 'text' with ' and \ escaped and control characters as \xNN, so a repr
+// or message shows an owner or path literally, whatever it holds.
+std::string py_quoted(std::string_view text) {
+  std::string out = "'";
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\'' || c == '\\') out += '\\';
+    if (u < 0x20 || u == 0x7f) out += fmt::format("\\x{:02x}", u);
+    else out += c;
+  }
+  return out + "'";
+}
+
+// A conflict in words: who holds what, where, and for how long.
+std::string conflict_words(const Conflict& c) {
+  return fmt::format("{} {} by {} on {} ({} {}), {:.3f} s left", c.queued ? "waiting" : "held", c.op, py_quoted(c.owner),
+                     py_quoted(c.path), relation_name(c.relation), py_quoted(c.requested_path), to_seconds(c.expires_in));
+}
+
+py::list targets_list(const std::vector<Target>& targets) {
+  py::list out;
+  for (const Target& t : targets) out.append(py::make_tuple(t.role, t.path));
+  return out;
+}
+
+std::size_t to_limit(long long limit, const char* field) {
+  if (limit < 1) throw InvalidRequest(std::string(field) + ": must be at least 1");
+  return static_cast<std::size_t>(limit);
+}
+
+// A Python callable called from a C++ thread: the GIL is taken to call it
+// and to drop it, and an exception it raises is reported as unraisable (it
+// cannot propagate into the keeper's thread).
+class PyCallback {
+ public:
+  explicit PyCallback(py::function fn) : fn_(new py::function(std::move(fn)), [](py::function* f) {
+    py::gil_scoped_acquire gil;
+    delete f;
+  }) {}
+  template <class... Args>
+  void operator()(Args&&... args) const {
+    py::gil_scoped_acquire gil;
+    try {
+      (*fn_)(std::forward<Args>(args)...);
+    } catch (py::error_already_set& e) {
+      e.discard_as_unraisable("pathlock lost-lease callback");
+    }
+  }
+
+ private:
+  std::shared_ptr<py::function> fn_;
+};
+
+// A LeaseKeeper with the engine it renews through kept alive.
+struct PyKeeper {
+  std::shared_ptr<PyEngine> engine;
+  std::unique_ptr<LeaseKeeper> keeper;
+
+  LeaseKeeper& get() {
+    if (!keeper) throw InvalidRequest("LeaseKeeper: closed");
+    return *keeper;
+  }
+  // Joins the keeper's thread without the GIL: a lost-lease callback in
+  // flight needs it to finish.
+  void close() {
+    std::unique_ptr<LeaseKeeper> k = std::move(keeper);
+    py::gil_scoped_release nogil;
+    k.reset();
+  }
+  ~PyKeeper() {
+    if (!keeper) return;
+    if (PyGILState_Check()) {
+      close();
+    } else {
+      keeper.reset();
+    }
+  }
+};
+
+std::string version() { return PATHLOCK_VERSION_STRING; }
+
+// release and is_held: (ns, id, token) -> bool, without the GIL.
+template <bool (LockEngine::*Method)(std::string_view, std::string_view, std::string_view)>
+bool id_token_call(PyEngine& self, const std::string& ns, const std::string& id, const std::string& token) {
+  py::gil_scoped_release nogil;
+  return (self.get().*Method)(ns, id, token);
+}
+
+}  // namespace
+
+// The id, owner and op that every listed lock, blocker and waiter has.
+template <class T>
+py::class_<T>& who(py::class_<T>&& c) {
+  return c.def_readonly("id", &T::id).def_readonly("owner", &T::owner).def_readonly("op", &T::op);
+}
+
+namespace {
+
+using EngineClass = py::class_<PyEngine, std::shared_ptr<PyEngine>>;
+
+void register_errors(py::module_& m) {
+  // Exceptions: bad input is a ValueError, a backend failure a ConnectionError.
+  static auto& invalid_request = py::register_exception<InvalidRequest>(m, "InvalidRequest", PyExc_ValueError);
+  invalid_request.attr("__doc__") = "Bad input (unknown operation or role, bad path, TTL, namespace, ...); nothing was changed.";
+  static auto& backend_error = py::register_exception<BackendError>(m, "BackendError", PyExc_ConnectionError);
+  backend_error.attr("__doc__") =
+      "The backend could not do its work (connection lost, timeout, another matrix in the namespace, ...).";
+  static py::exception<matrix::MatrixError> matrix_error(m, "MatrixError", invalid_request.ptr());
+  matrix_error.attr("__doc__") = "A matrix file that cannot be compiled; `problems` lists every problem found.";
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const matrix::MatrixError& e) {
+      py::object err = py::reinterpret_borrow<py::object>(matrix_error.ptr())(e.what());
+      err.attr("problems") = py::cast(e.problems());
+      PyErr_SetObject(matrix_error.ptr(), err.ptr());
+    } catch (const PathError& e) {  // a path error is bad input, like any other
+      PyErr_SetString(invalid_request.ptr(), e.what());
+    }
+  });
+
+}
+
+void register_results(py::module_& m) {
+  py::class_<Grant>(m, "Grant", "A granted lock: `token` is the secret that releases or renews it.")
+      .def_readonly("id", &Grant::id)
+      .def_readonly("token", &Grant::token)
+      .def_readonly("fence", &Grant::fence, "Strictly increasing per namespace, per new lock.")
+      .def_property_readonly("expires_in", [](const Grant& g) { return to_seconds(g.expires_in); },
+                             "Lease left when granted, in seconds.")
+      .def_readonly("holds", &Grant::holds, "Reentrant hold count.")
+      .def("__repr__", [](const Grant& g) {
+        return "Grant(id='" + g.id + "', fence=" + std::to_string(g.fence) + ", holds=" + std::to_string(g.holds) +
+               ")";
+      });
+
+  py::class_<Conflict>(m, "Conflict", "The held lock (or older waiting request, `queued`) that refused a request.")
+      .def_readonly("id", &Conflict::id)
+      .def_readonly("op", &Conflict::op)
+      .def_readonly("role", &Conflict::role)
+      .def_readonly("path", &Conflict::path)
+      .def_readonly("owner", &Conflict::owner)
+      .def_property_readonly("expires_in", [](const Conflict& c) { return to_seconds(c.expires_in); })
+      .def_readonly("requested_role", &Conflict::requested_role)
+      .def_readonly("requested_path", &Conflict::requested_path)
+      .def_property_readonly("relation", [](const Conflict& c) { return std::string(relation_name(c.relation)); },
+                             "'same', 'held_ancestor' or 'held_descendant' (held path vs requested path).")
+      .def_readonly("queued", &Conflict::queued)
+      .def("__repr__", [](const Conflict& c) {
+        return "Conflict(op='" + c.op + "', role='" + c.role + "', path='" + c.path + "', owner='" + c.owner + "')";
+      })
+      .def("__str__", &conflict_words);
+
+  py::class_<AcquireResult>(m, "AcquireResult",
+                            "The answer of acquire: `granted` and `grant`, or the `conflict` that refused it, or "
+                            "`not_holder` (a reentry whose proof names no live lock). True when granted.")
+      .def_readonly("granted", &AcquireResult::granted)
+      .def_property_readonly("grant",
+                             [](const AcquireResult& r) -> py::object {
+                               return r.granted ? py::cast(r.grant) : py::none();
+                             })
+      .def_property_readonly("conflict",
+                             [](const AcquireResult& r) -> py::object {
+                               return r.granted || r.not_holder || (r.cancelled && r.conflict.id.empty())
+                                          ? py::none()
+                                          : py::cast(r.conflict);
+                             })
+      .def_readonly("not_holder", &AcquireResult::not_holder)
+      .def_readonly("cancelled", &AcquireResult::cancelled,
+                    "Stopped before it returned (a StopSource, an asyncio cancellation): nothing is held.")
+      .def("__bool__", [](const AcquireResult& r) { return r.granted; })
+      .def("__repr__", [](const AcquireResult& r) {
+        if (r.granted) return "AcquireResult(granted, id='" + r.grant.id + "')";
+        if (r.not_holder) return std::string("AcquireResult(not_holder)");
+        if (r.cancelled) return std::string("AcquireResult(cancelled)");
+        return "AcquireResult(refused by " + conflict_words(r.conflict) + ")";
+      });
+
+}
+
+void register_listings(py::module_& m) {
+  who(py::class_<LockInfo>(m, "LockInfo", "A held lock, as listed."))
+      .def_property_readonly("targets", [](const LockInfo& l) { return targets_list(l.targets); },
+                             "[(role, canonical path)] in the matrix's role order.")
+      .def_readonly("fence", &LockInfo::fence)
+      .def_readonly("holds", &LockInfo::holds)
+      .def_property_readonly("expires_in", [](const LockInfo& l) { return to_seconds(l.expires_in); })
+      .def("__repr__", [](const LockInfo& l) {
+        std::string targets;
+        for (const Target& t : l.targets) targets += (targets.empty() ? "" : ", ") + t.role + "=" + py_quoted(t.path);
+        return "LockInfo(id='" + l.id + "', owner=" + py_quoted(l.owner) + ", op='" + l.op + "', " + targets +
+               ", fence=" + std::to_string(l.fence) + ")";
+      });
+
+  py::class_<ListPage>(m, "ListPage", "One page of a listing; `next` is '' on the last page.")
+      .def_readonly("locks", &ListPage::locks)
+      .def_readonly("next", &ListPage::next);
+
+  who(py::class_<Blocker>(m, "Blocker", "A held lock or waiting request (`queued`) that refuses a request now."))
+      .def_readonly("queued", &Blocker::queued)
+      .def_readonly("role", &Blocker::role)
+      .def_readonly("path", &Blocker::path)
+      .def_readonly("requested_role", &Blocker::requested_role)
+      .def_readonly("requested_path", &Blocker::requested_path)
+      .def_property_readonly("relation", [](const Blocker& b) { return std::string(relation_name(b.relation)); })
+      .def_readonly("fence", &Blocker::fence)
+      .def_readonly("holds", &Blocker::holds)
+      .def_property_readonly("expires_in", [](const Blocker& b) { return to_seconds(b.expires_in); })
+      .def_property_readonly("waited", [](const Blocker& b) { return to_seconds(b.waited); });
+
+  py::class_<BlockersPage>(m, "BlockersPage", "The answer of blockers(); `truncated`: more exist than `limit`.")
+      .def_readonly("blockers", &BlockersPage::blockers)
+      .def_readonly("truncated", &BlockersPage::truncated);
+
+  who(py::class_<WaiterInfo>(m, "WaiterInfo", "A waiting request with a place in line."))
+      .def_property_readonly("targets", [](const WaiterInfo& w) { return targets_list(w.targets); })
+      .def_property_readonly("waited", [](const WaiterInfo& w) { return to_seconds(w.waited); })
+      .def_property_readonly("expires_in", [](const WaiterInfo& w) { return to_seconds(w.expires_in); });
+
+}
+
+void register_matrix(py::module_& m) {
+  py::class_<PyMatrix, std::shared_ptr<PyMatrix>>(m, "Matrix", "A compatibility matrix compiled at run time.")
+      .def_static(
+          "from_file",
+          [](const py::handle& file) {
+            // str or os.PathLike; a directory or a missing file is bad input.
+            const std::string path = text_arg(py::module_::import("os").attr("fspath")(file), "path");
+            if (std::filesystem::is_directory(path))
+              throw InvalidRequest("Matrix.from_file: " + py_quoted(path) + " is a directory, not a matrix file");
+            std::unique_ptr<matrix::CompiledMatrix> compiled;
+            {
+              py::gil_scoped_release nogil;
+              compiled = matrix::compile_matrix_file(path);
+            }
+            return std::make_shared<PyMatrix>(PyMatrix{std::move(compiled)});
+          },
+          py::arg("path"),
+          "Reads and compiles a matrix JSON file (matrix/README.md). Raises MatrixError listing every problem.")
+      .def_property_readonly("name", [](const PyMatrix& mx) { return mx.compiled->model().name; })
+      .def_property_readonly("fingerprint", [](const PyMatrix& mx) { return mx.compiled->model().fingerprint(); })
+      .def_property_readonly(
+          "operations",
+          [](const PyMatrix& mx) {
+            std::vector<std::string> ops;
+            for (const auto& op : mx.compiled->model().ops) ops.push_back(op.name);
+            return ops;
+          },
+          "The operation names, in the matrix's order.");
+
+  py::class_<std::stop_source>(m, "StopSource",
+                               "Stops an acquire that waits (Engine.acquire(..., stop=source)) from any thread.")
+      .def(py::init<>())
+      .def("request_stop", [](std::stop_source& s) { return s.request_stop(); },
+           "Stops the acquires given this source: each leaves the line and holds nothing. True the first time.")
+      .def_property_readonly("stop_requested", &std::stop_source::stop_requested);
+
+}
+
+void register_engine_reads(EngineClass& c);
+
+// The engine: acquire and the calls on one lock.
+void register_engine_calls(py::module_& m) {
+  EngineClass c(
+      m, "Engine",
+      "A lock engine (MemoryEngine or RedisEngine). Every method may be called from any thread; each releases "
+      "the GIL while it works or waits.");
+  c.def_readonly("backend", &PyEngine::backend, "'memory' or 'redis'.")
+      .def(
+          "acquire",
+          [](PyEngine& self, const py::handle& ns, const py::handle& owner, const py::handle& op,
+             const py::handle& targets, double ttl, double wait, bool fair, const std::optional<Grant>& reenter,
+             const std::optional<std::string>& idempotency_key, const std::optional<std::stop_source>& stop) {
+            LockRequest req{text_arg(ns, "ns"), text_arg(owner, "owner"), text_arg(op, "op"), to_targets(targets),
+                            ttl_arg(ttl), wait_arg(wait), fair};
+            if (reenter) req.reenter(*reenter);
+            if (idempotency_key) req.idempotency_key = *idempotency_key;
+            return acquire_guarded(self.get(), req, stop.value_or(std::stop_source(std::nostopstate)));
+          },
+          py::arg("ns"), py::arg("owner"), py::arg("op"), py::arg("targets"), py::kw_only(), py::arg("ttl") = 30.0,
+          py::arg("wait") = 0.0, py::arg("fair") = true, py::arg("reenter") = py::none(),
+          py::arg("idempotency_key") = py::none(), py::arg("stop") = py::none(),
+          "Takes every target ({role: path} or [(role, path)]) of `op`, or none. Returns an AcquireResult: a grant, "
+          "or the conflict that refused it. `wait` (seconds) > 0 waits for a refused request, without the GIL; "
+          "Ctrl-C (any exception a signal handler raises) stops the wait and releases a grant that raced it. "
+          "`stop` (a StopSource) stops the wait from another thread: the result is then `cancelled` and nothing "
+          "is held. `reenter=grant` re-enters that lock (not_holder when it is gone); `idempotency_key` makes a "
+          "retry return the same lock. Raises InvalidRequest for bad input, BackendError on backend failure.")
+      .def(
+          "release", &id_token_call<&LockEngine::release>, py::arg("ns"), py::arg("id"), py::arg("token"),
+          "Drops one hold of lock `id`. False when no live lock has this id and token.")
+      .def(
+          "renew",
+          [](PyEngine& self, const std::string& ns, const std::string& id, const std::string& token,
+             std::optional<double> ttl) {
+            std::optional<Millis> ms;
+            if (ttl) ms = ttl_arg(*ttl);
+            py::gil_scoped_release nogil;
+            return self.get().renew(ns, id, token, ms);
+          },
+          py::arg("ns"), py::arg("id"), py::arg("token"), py::kw_only(), py::arg("ttl") = py::none(),
+          "Extends the lease to now + ttl seconds (the lock's own TTL when None). False when the lock is gone.")
+      .def(
+          "is_held", &id_token_call<&LockEngine::is_held>, py::arg("ns"), py::arg("id"), py::arg("token"),
+          "Am I still the holder? Read-only: for a storage write, next to the fence check.");
+  register_engine_reads(c);
+}
+
+// The engine: listings, blockers, administration.
+void register_engine_reads(EngineClass& c) {
+  c.def(
+          "list",
+          [](PyEngine& self, const std::string& ns, const std::string& prefix) {
+            py::gil_scoped_release nogil;
+            return self.get().list(ns, prefix);
+          },
+          py::arg("ns"), py::arg("prefix") = "/", "The live locks with a target at or inside `prefix`, by fence.")
+      .def(
+          "list_page",
+          [](PyEngine& self, const std::string& ns, const std::string& prefix, long long limit,
+             const std::string& after) {
+            const std::size_t n = to_limit(limit, "limit");
+            py::gil_scoped_release nogil;
+            return self.get().list_page(ns, prefix, n, after);
+          },
+          py::arg("ns"), py::arg("prefix") = "/", py::arg("limit") = 1000, py::arg("after") = "",
+          "One page of list(ns, prefix): pass the page's `next` as `after` until it is ''.")
+      .def(
+          "blockers",
+          [](PyEngine& self, const std::string& ns, const std::string& op, const py::handle& targets,
+             long long limit) {
+            const std::vector<Target> t = to_targets(targets);
+            const std::size_t n = to_limit(limit, "limit");
+            py::gil_scoped_release nogil;
+            return self.get().blockers(ns, op, t, n);
+          },
+          py::arg("ns"), py::arg("op"), py::arg("targets"), py::arg("limit") = static_cast<long long>(kMaxBlockers),
+          "Why is this blocked? Every held lock and waiting request that would refuse `op` on `targets` now. "
+          "Takes and changes nothing.")
+      .def(
+          "waiters",
+          [](PyEngine& self, const std::string& ns, const std::string& prefix, long long limit) {
+            const std::size_t n = to_limit(limit, "limit");
+            py::gil_scoped_release nogil;
+            return self.get().waiters(ns, prefix, n);
+          },
+          py::arg("ns"), py::arg("prefix") = "/", py::arg("limit") = static_cast<long long>(kMaxWaiters),
+          "The waiting requests with a place in line at or inside `prefix`, oldest first.")
+      .def(
+          "force_release",
+          [](PyEngine& self, const std::string& ns, const std::string& id) {
+            py::gil_scoped_release nogil;
+            return self.get().force_release(ns, id);
+          },
+          py::arg("ns"), py::arg("id"), "Administrator's release: drops lock `id` whatever its holds and token.")
+      .def_property_readonly(
+          "operations",
+          [](const PyEngine& self) {
+            std::vector<std::string> ops;
+            const MatrixTable& t = self.get().matrix();
+            for (std::size_t i = 0; i < t.op_count; ++i) ops.emplace_back(t.ops[i].name);
+            return ops;
+          },
+          "The operation names of the engine's matrix.");
+
+}
+
+void register_factories(py::module_& m) {
+  m.def(
+      "MemoryEngine",
+      [](const std::shared_ptr<PyMatrix>& mx) {
+        auto e = std::make_shared<PyEngine>();
+        if (mx) e->matrix = mx->compiled;
+        e->engine = make_memory_engine(MemoryOptions{table_of(mx), nullptr});
+        e->backend = "memory";
+        return e;
+      },
+      py::arg("matrix") = py::none(),
+      "The embedded (in-process) engine; `matrix` a Matrix (None: the shipped cloud-drive matrix).");
+
+#ifdef PATHLOCK_WITH_REDIS
+  m.def(
+      "RedisEngine",
+      [](const std::string& url, const std::shared_ptr<PyMatrix>& mx, double connect_timeout,
+         double command_timeout, long long pool_size, int replicas, const std::string& tls_ca_file,
+         const std::string& tls_ca_dir, const std::string& tls_cert_file, const std::string& tls_key_file,
+         const std::string& tls_server_name, const std::string& tls_min_version, bool tls_insecure_skip_verify) {
+        if (pool_size < 1) throw InvalidRequest("pool_size: must be at least 1");
+        RedisOptions o;
+        o.matrix = table_of(mx);
+        o.url = url;
+        o.connect_timeout = to_millis(connect_timeout, "connect_timeout");
+        o.command_timeout = to_millis(command_timeout, "command_timeout");
+        o.pool_size = static_cast<std::size_t>(pool_size);
+        o.replicas = replicas;
+        o.tls = RedisTlsOptions{tls_ca_file,     tls_ca_dir,      tls_cert_file,           tls_key_file,
+                                tls_server_name, tls_min_version, tls_insecure_skip_verify};
+        auto e = std::make_shared<PyEngine>();
+        if (mx) e->matrix = mx->compiled;
+        e->backend = "redis";
+        py::gil_scoped_release nogil;
+        e->engine = make_redis_engine(o);
+        return e;
+      },
+      py::arg("url") = "redis://127.0.0.1:6379", py::kw_only(), py::arg("matrix") = py::none(),
+      py::arg("connect_timeout") = 2.0, py::arg("command_timeout") = 2.0, py::arg("pool_size") = 4,
+      py::arg("replicas") = 0, py::arg("tls_ca_file") = "", py::arg("tls_ca_dir") = "",
+      py::arg("tls_cert_file") = "", py::arg("tls_key_file") = "", py::arg("tls_server_name") = "",
+      py::arg("tls_min_version") = "", py::arg("tls_insecure_skip_verify") = false,
+      "The Redis engine (RedisOptions): redis://, rediss://, redis-sentinel://, rediss-sentinel:// URLs, one "
+      "server or a Cluster (docs/operations.md). Connects once: raises InvalidRequest for bad options, "
+      "BackendError when the server cannot be used.");
+#endif
+
+}
+
+void register_keeper(py::module_& m) {
+  py::class_<Lease, std::shared_ptr<Lease>>(m, "Lease", "One lease kept alive by a LeaseKeeper.")
+      .def_property_readonly("ns", &Lease::ns)
+      .def_property_readonly("id", &Lease::id)
+      .def_property_readonly("lost", &Lease::lost, "True once the lease is known lost; never goes back.")
+      .def_property_readonly("renewals", &Lease::renewals, "Successful renewals so far.");
+
+  py::class_<PyKeeper, std::shared_ptr<PyKeeper>>(
+      m, "LeaseKeeper",
+      "Renews kept leases on a background thread and reports a lost one. Close it (or use it as a context "
+      "manager) when done.")
+      .def(py::init([](std::shared_ptr<PyEngine> engine, double renew_after, double retry_interval) {
+             if (!(renew_after > 0.0 && renew_after < 1.0))
+               throw InvalidRequest("renew_after: must be between 0 and 1 (a fraction of the TTL)");
+             KeeperOptions o{renew_after, to_millis(retry_interval, "retry_interval")};
+             auto k = std::make_shared<PyKeeper>();
+             k->engine = std::move(engine);
+             k->keeper = std::make_unique<LeaseKeeper>(*k->engine->engine, o);
+             return k;
+           }),
+           py::arg("engine"), py::kw_only(), py::arg("renew_after") = 1.0 / 3.0, py::arg("retry_interval") = 0.1)
+      .def(
+          "keep",
+          [](PyKeeper& self, const std::string& ns, const Grant& grant, double ttl, std::optional<py::function> on_lost) {
+            std::function<void(const Lease&)> cb;
+            if (on_lost) {
+              PyCallback call(std::move(*on_lost));
+              cb = [call](const Lease& lease) { call(lease.id()); };
+            }
+            return self.get().keep(ns, grant, ttl_arg(ttl), std::move(cb));
+          },
+          py::arg("ns"), py::arg("grant"), py::arg("ttl"), py::arg("on_lost") = py::none(),
+          "Keeps `grant`'s lease (TTL `ttl` seconds) alive. `on_lost(lock_id)` is called once, on the keeper's "
+          "thread (with the GIL), when the lease is lost.")
+      .def(
+          "stop",
+          [](PyKeeper& self, Lease& lease) {
+            LeaseKeeper& k = self.get();
+            py::gil_scoped_release nogil;
+            k.stop(lease);
+          },
+          py::arg("lease"), "Stops renewing `lease` (waits for a renewal in flight). Stop before you release.")
+      .def("close", &PyKeeper::close, "Stops every lease and joins the keeper's thread.")
+      .def("__enter__", [](const std::shared_ptr<PyKeeper>& self) { return self; })
+      .def("__exit__", [](PyKeeper& self, const py::args&) { self.close(); });
+
+  m.def(
+      "normalize_path",
+      [](const std::string& path) { return normalize_path(path); }, py::arg("path"),
+      "The canonical form of an absolute path, as every engine stores it; raises InvalidRequest for a bad one.");
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_pathlock, m) {
+  m.doc() = "pathlock: path locks for file-management services (the C++ engine, bound with pybind11).";
+  m.attr("__version__") = version();
+  register_errors(m);
+  register_results(m);
+  register_listings(m);
+  register_matrix(m);
+  register_engine_calls(m);
+  register_factories(m);
+  register_keeper(m);
+}
