@@ -52,6 +52,14 @@ TEST_CASE("console API: namespaces, locks, why and the refusal grid", "[console]
   REQUIRE(why["blockers"].size() == 1);
   CHECK(why["blockers"][0]["id"] == bob.id);
   CHECK(why["blockers"][0]["relation"] == "same");
+  // One shape per value, as the shell and admin print it (docs/json.md):
+  // targets by role, every blocker field on every blocker.
+  CHECK(get(c, "/api/locks?ns=web&limit=10&prefix=/team/old")["locks"][0]["targets"] ==
+        json({{"target", "/team/old"}}));
+  json keys = json::array();
+  for (const auto& [k, v] : why["blockers"][0].items()) keys.push_back(k);
+  CHECK(keys == json({"expires_in_ms", "fence", "holds", "id", "kind", "op", "owner", "path", "queued", "relation",
+                      "requested_path", "requested_role", "role", "waited_ms"}));
   // The dry run counted its first blocker; nothing was taken.
   CHECK(s.metrics->snapshot().refused("delete_folder", "delete_folder", 0) == 1);
   CHECK(s.engine->list("web").size() == 2);

@@ -21,8 +21,8 @@ def test_blockers_name_the_held_lock(driver, needs):
     answer = d.ask(f"blockers {c['requested_op']} {paths(c['requested_targets'])}")
     assert answer["truncated"] is False
     (b,) = answer["blockers"]
-    assert (b["queued"], b["id"], b["owner"], b["op"], b["role"], b["path"], b["relation"]) == (
-        False, g["id"], "a", c["held_op"], c["held_role"], c["held_path"], c["relation"])
+    assert (b["kind"], b["queued"], b["id"], b["owner"], b["op"], b["role"], b["path"], b["relation"]) == (
+        "lock", False, g["id"], "a", c["held_op"], c["held_role"], c["held_path"], c["relation"])
     assert (b["requested_role"], b["fence"], b["holds"], b["waited_ms"]) == (c["requested_role"], g["fence"], 1, 0)
     assert isinstance(b["expires_in_ms"], int) and 0 < b["expires_in_ms"] <= 30000
     assert d.ask(f"blockers {c['requested_op']} {paths(c['requested_targets'])} limit=0").keys() == {"error"}
@@ -57,7 +57,7 @@ def test_blockers_show_an_older_waiter_unless_unfair(driver, cpp, needs):
     b.send(acquire_line("b", r, {cases.role_of(r): path}, f"wait={LONG}"))
     in_line(observer, "b")
     (w,) = a.ask(f"blockers {x} {quote(path)}")["blockers"]
-    assert (w["queued"], w["owner"], w["op"], w["fence"], w["holds"]) == (True, "b", r, 0, 0)
+    assert (w["kind"], w["queued"], w["owner"], w["op"], w["fence"], w["holds"]) == ("waiter", True, "b", r, 0, 0)
     assert isinstance(w["waited_ms"], int) and isinstance(w["expires_in_ms"], int)
     assert a.ask(f"blockers {x} {quote(path)} fair=false") == {"blockers": [], "truncated": False}
     assert a.ask(f"release {g['id']} {quote(g['token'])}") == {"released": True}

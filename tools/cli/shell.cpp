@@ -1,4 +1,5 @@
 #include "shell.hpp"
+#include "json_codec.hpp"
 
 #include <pathlock/version.hpp>
 
@@ -63,27 +64,6 @@ std::string once(const std::string& current, const std::string& word, std::size_
   if (!current.empty()) throw InvalidRequest(fmt::format("{} is given twice", name));
   if (word.size() == skip) throw InvalidRequest(fmt::format("{} needs a value", name));
   return word.substr(skip);
-}
-
-json conflict_json(const Conflict& c) {
-  return json{{"id", c.id},
-              {"op", c.op},
-              {"role", c.role},
-              {"path", c.path},
-              {"owner", c.owner},
-              {"expires_in_ms", c.expires_in.count()},
-              {"requested_role", c.requested_role},
-              {"requested_path", c.requested_path},
-              {"relation", relation_name(c.relation)},
-              {"queued", c.queued}};
-}
-
-json lock_json(const LockInfo& l) {
-  json targets = json::object();
-  for (const Target& t : l.targets) targets[t.role] = t.path;
-  return json{{"id", l.id},       {"owner", l.owner}, {"op", l.op},
-              {"targets", targets}, {"fence", l.fence}, {"holds", l.holds},
-              {"expires_in_ms", l.expires_in.count()}};
 }
 
 // The acquire that waits now (an `acquire ... wait=MS` line being
@@ -178,13 +158,8 @@ json blockers(LockEngine& engine, const std::string& ns, const std::vector<std::
   const std::vector<Target> targets = targets_of(engine, positional[0], {positional.begin() + 1, positional.end()});
   const BlockersPage page = engine.blockers(ns, positional[0], targets, limit.value_or(kMaxBlockers));
   json rows = json::array();
-  for (const Blocker& b : page.blockers) {
-    if (b.queued && !fair.value_or(true)) continue;
-    rows.push_back(json{{"queued", b.queued}, {"id", b.id}, {"owner", b.owner}, {"op", b.op}, {"role", b.role},
-                        {"path", b.path}, {"requested_role", b.requested_role}, {"requested_path", b.requested_path},
-                        {"relation", relation_name(b.relation)}, {"fence", b.fence}, {"holds", b.holds},
-                        {"expires_in_ms", b.expires_in.count()}, {"waited_ms", b.waited.count()}});
-  }
+  for (const Blocker& b : page.blockers)
+    if (!b.queued || fair.value_or(true)) rows.push_back(json_codec::blocker(b));
   return json{{"blockers", rows}, {"truncated", page.truncated}};
 }
 
@@ -199,12 +174,8 @@ json waiters(LockEngine& engine, const std::string& ns, const std::vector<std::s
     else prefix = w[i];
   }
   json rows = json::array();
-  for (const WaiterInfo& x : engine.waiters(ns, prefix.value_or("/"), limit.value_or(kMaxWaiters))) {
-    json targets = json::object();
-    for (const Target& t : x.targets) targets[t.role] = t.path;
-    rows.push_back(json{{"id", x.id}, {"owner", x.owner}, {"op", x.op}, {"targets", targets},
-                        {"waited_ms", x.waited.count()}, {"expires_in_ms", x.expires_in.count()}});
-  }
+  for (const WaiterInfo& x : engine.waiters(ns, prefix.value_or("/"), limit.value_or(kMaxWaiters)))
+    rows.push_back(json_codec::waiter(x));
   return json{{"waiters", rows}};
 }
 
@@ -234,15 +205,7 @@ json acquire(LockEngine& engine, const std::string& ns, const std::vector<std::s
   req.op = positional[1];
   req.targets = targets_of(engine, req.op, {positional.begin() + 2, positional.end()});
   const AcquireResult res = acquire_stoppable(engine, req, waiting);
-  if (res.cancelled) return json{{"granted", false}, {"cancelled", true}};
-  if (res.not_holder) return json{{"granted", false}, {"not_holder", true}};
-  if (!res.granted) return json{{"granted", false}, {"conflict", conflict_json(res.conflict)}};
-  return json{{"granted", true},
-              {"id", res.grant.id},
-              {"token", res.grant.token},
-              {"fence", res.grant.fence},
-              {"holds", res.grant.holds},
-              {"expires_in_ms", res.grant.expires_in.count()}};
+  return json_codec::acquire_result(res);
 }
 
 // locks [PREFIX] [limit=N] [after=CURSOR]
@@ -267,11 +230,11 @@ json locks(LockEngine& engine, const std::string& ns, const std::vector<std::str
   json locks = json::array();
   if (!limit) {  // the whole list, as before paging existed
     if (after) throw InvalidRequest("after= needs limit=");
-    for (const LockInfo& l : engine.list(ns, prefix.value_or("/"))) locks.push_back(lock_json(l));
+    for (const LockInfo& l : engine.list(ns, prefix.value_or("/"))) locks.push_back(json_codec::lock(l));
     return json{{"locks", locks}};
   }
   const ListPage page = engine.list_page(ns, prefix.value_or("/"), *limit, after.value_or(""));
-  for (const LockInfo& l : page.locks) locks.push_back(lock_json(l));
+  for (const LockInfo& l : page.locks) locks.push_back(json_codec::lock(l));
   return json{{"locks", locks}, {"next", page.next.empty() ? json(nullptr) : json(page.next)}};
 }
 

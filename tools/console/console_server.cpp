@@ -3,7 +3,7 @@
 #include "console_server.hpp"
 
 #include "api.hpp"
-#include "blocker_json.hpp"
+#include "json_codec.hpp"
 
 #include <pathlock/admin.hpp>
 #include "console_assets.hpp"  // generated: the embedded pages (tools/console/embed.cmake)
@@ -27,19 +27,7 @@
 namespace pathlock::console {
 namespace {
 
-using cli::blocker_json;
-
-json targets_json(const std::vector<Target>& targets) {
-  json a = json::array();
-  for (const Target& t : targets) a.push_back({{"role", t.role}, {"path", t.path}});
-  return a;
-}
-
-json lock_json(const LockInfo& l) {
-  return {{"id", l.id},       {"owner", l.owner}, {"op", l.op},
-          {"targets", targets_json(l.targets)}, {"fence", l.fence}, {"holds", l.holds},
-          {"expires_in_ms", l.expires_in.count()}};
-}
+namespace codec = json_codec;
 
 std::size_t number_param(const httplib::Request& req, const char* name, std::size_t fallback, std::size_t max) {
   if (!req.has_param(name)) return fallback;
@@ -140,7 +128,7 @@ struct ConsoleServer::Impl {
     const std::string after = req.has_param("after") ? req.get_param_value("after") : "";
     const ListPage page = engine.list_page(ns, prefix_param(req), limit, after);
     json locks = json::array();
-    for (const LockInfo& l : page.locks) locks.push_back(lock_json(l));
+    for (const LockInfo& l : page.locks) locks.push_back(codec::lock(l));
     return {{"locks", locks}, {"next", page.next}};
   }
 
@@ -155,14 +143,10 @@ struct ConsoleServer::Impl {
       for (const Blocker& b : engine.blockers(ns, w.op, w.targets, 20).blockers)
         // Not itself, nor a younger waiter (behind it in line: no blocker
         // of a request already waiting, though of a new one like it).
-        if (b.id != w.id && !(b.queued && b.waited <= w.waited)) by.push_back(blocker_json(b));
-      out.push_back({{"id", w.id},
-                     {"owner", w.owner},
-                     {"op", w.op},
-                     {"targets", targets_json(w.targets)},
-                     {"waited_ms", w.waited.count()},
-                     {"expires_in_ms", w.expires_in.count()},
-                     {"blocked_by", by}});
+        if (b.id != w.id && !(b.queued && b.waited <= w.waited)) by.push_back(codec::blocker(b));
+      json row = codec::waiter(w);
+      row["blocked_by"] = std::move(by);
+      out.push_back(std::move(row));
     }
     return {{"waiters", out}};
   }
@@ -192,7 +176,7 @@ struct ConsoleServer::Impl {
         opt.metrics->count_refusal(op_i, held, b.queued ? kRefusalQueued : static_cast<std::size_t>(b.relation));
     }
     json list = json::array();
-    for (const admin::WhyBlocker& b : page.blockers) list.push_back(blocker_json(b.blocker));
+    for (const admin::WhyBlocker& b : page.blockers) list.push_back(codec::blocker(b.blocker));
     return {{"blockers", list}, {"truncated", page.truncated}};
   }
 

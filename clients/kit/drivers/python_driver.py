@@ -265,7 +265,7 @@ def lock_json(l):
 
 
 def blocker_json(b):
-    return {"queued": b.queued, "id": b.id, "owner": b.owner, "op": b.op, "role": b.role, "path": b.path,
+    return {"kind": "waiter" if b.queued else "lock", "queued": b.queued, "id": b.id, "owner": b.owner, "op": b.op, "role": b.role, "path": b.path,
             "requested_role": b.requested_role, "requested_path": b.requested_path, "relation": b.relation,
             "fence": b.fence, "holds": b.holds, "expires_in_ms": ms(b.expires_in), "waited_ms": ms(b.waited)}
 

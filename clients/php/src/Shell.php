@@ -307,6 +307,7 @@ final class Shell implements Cancellation
                 continue;   // a request that is not fair ignores the line
             }
             $rows[] = [
+                'kind' => $b->queued ? 'waiter' : 'lock',
                 'queued' => $b->queued,
                 'id' => $b->id,
                 'owner' => $b->owner,

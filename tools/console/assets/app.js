@@ -71,11 +71,19 @@ function markCurrentNamespace() {
   for (const a of document.querySelectorAll("#ns-list a")) a.classList.toggle("current", a.dataset.ns === st.ns);
 }
 
+// A lock's or a waiter's paths ({role: path}, docs/json.md) in its
+// operation's role order.
+function targetList(item) {
+  const op = st.info.matrix.ops.find((o) => o.name === item.op);
+  const roles = op ? op.roles : Object.keys(item.targets);
+  return roles.filter((r) => r in item.targets).map((role) => ({ role, path: item.targets[role] }));
+}
+
 // ---- the lock tree --------------------------------------------------------
 function buildTree() {
   const root = { name: "/", path: "/", kids: new Map(), here: [], count: 0 };
   for (const lock of st.locks) {
-    for (const t of lock.targets) {
+    for (const t of targetList(lock)) {
       let node = root;
       node.count++;
       for (const part of t.path.split("/").filter((p) => p !== "")) {
@@ -106,14 +114,14 @@ function lockRow(lock, role, waitersOf) {
     el("span", { class: "owner" }, lock.owner),
     el("span", { class: "meta" }, `fence ${lock.fence} · holds ${lock.holds} · lease left ${secs(lock.expires_in_ms)}`),
     el("span", { class: "meta" }, lock.id));
-  if (lock.targets.length > 1)
-    row.append(el("span", { class: "path" }, lock.targets.map((t) => `${t.role} ${t.path}`).join("  →  ")));
+  if (targetList(lock).length > 1)
+    row.append(el("span", { class: "path" }, targetList(lock).map((t) => `${t.role} ${t.path}`).join("  →  ")));
   if (st.blockers.has(lock.id)) row.classList.add("blocker");
   if (st.info.admin) row.append(forceButton(lock));
   const frag = el("div", {}, row);
   for (const w of waitersOf.get(lock.id) || [])
     frag.append(el("div", { class: "waiting", "data-waiter-id": w.id },
-      `${w.owner} waits to ${w.op} ${w.targets.map((t) => t.path).join(" → ")} (waited ${secs(w.waited_ms)})`));
+      `${w.owner} waits to ${w.op} ${targetList(w).map((t) => t.path).join(" → ")} (waited ${secs(w.waited_ms)})`));
   return frag;
 }
 
@@ -186,7 +194,7 @@ function renderWaiters() {
         " ", el("b", {}, b.owner), " ", el("span", { class: "path" }, b.path)));
     if (!w.blocked_by.length) by.append(el("li", { class: "muted" }, "nothing blocks it now"));
     list.append(el("li", { "data-waiter-id": w.id },
-      el("b", {}, w.owner), ` waits to ${w.op} `, el("span", { class: "path" }, w.targets.map((t) => t.path).join(" → ")),
+      el("b", {}, w.owner), ` waits to ${w.op} `, el("span", { class: "path" }, targetList(w).map((t) => t.path).join(" → ")),
       el("span", { class: "meta" }, ` · waited ${secs(w.waited_ms)} · blocked by:`), by));
   }
 }

@@ -642,7 +642,11 @@ func (s *shell) blockers(args []word) {
 		if b.Queued && !fair {
 			continue // an unfair request ignores the line
 		}
-		out = append(out, obj{{"queued", b.Queued}, {"id", b.ID}, {"owner", b.Owner}, {"op", b.Op}, {"role", b.Role},
+		kind := "lock"
+		if b.Queued {
+			kind = "waiter"
+		}
+		out = append(out, obj{{"kind", kind}, {"queued", b.Queued}, {"id", b.ID}, {"owner", b.Owner}, {"op", b.Op}, {"role", b.Role},
 			{"path", b.Path}, {"requested_role", b.RequestedRole}, {"requested_path", b.RequestedPath},
 			{"relation", string(b.Relation)}, {"fence", b.Fence}, {"holds", b.Holds},
 			{"expires_in_ms", b.ExpiresIn.Milliseconds()}, {"waited_ms", b.Waited.Milliseconds()}})
