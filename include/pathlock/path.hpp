@@ -45,6 +45,17 @@ std::string normalize_path(std::string_view path);
 // `text` ("invalid UTF-8 at byte 3"), or returns nullopt if there is none.
 std::optional<std::string> text_problem(std::string_view text);
 
+// Sets `part` to the component of canonical `path` that starts at `pos` and
+// moves `pos` past it; false when no component is left.
+inline bool next_path_component(std::string_view path, std::size_t& pos, std::string_view& part) {
+  if (pos >= path.size()) return false;
+  std::size_t end = path.find('/', pos);
+  if (end == std::string_view::npos) end = path.size();
+  part = path.substr(pos, end - pos);
+  pos = end + 1;
+  return true;
+}
+
 // Walks the components of a canonical path without allocating:
 //   PathCursor cursor(path); std::string_view part;
 //   while (cursor.next(part)) ...
@@ -53,14 +64,7 @@ class PathCursor {
  public:
   explicit PathCursor(std::string_view canonical) : path_(canonical) {}
   // Sets `part` to the next component; false when there is none left.
-  bool next(std::string_view& part) {
-    if (pos_ >= path_.size()) return false;
-    std::size_t end = path_.find('/', pos_);
-    if (end == std::string_view::npos) end = path_.size();
-    part = path_.substr(pos_, end - pos_);
-    pos_ = end + 1;
-    return true;
-  }
+  bool next(std::string_view& part) { return next_path_component(path_, pos_, part); }
 
  private:
   std::string_view path_;

@@ -19,30 +19,32 @@ Backend parse_backend(std::string_view name) {
   throw InvalidRequest(fmt::format("unknown backend '{}' (use memory, redis or postgres)", name));
 }
 
+namespace {
+
+// A backend's options with what EngineOptions sets for every backend.
+template <class BackendOptions>
+BackendOptions with_common(BackendOptions backend, const EngineOptions& options) {
+  if (options.matrix) backend.matrix = options.matrix;
+  if (options.observe) backend.observe = *options.observe;
+  return backend;
+}
+
+}  // namespace
+
 std::unique_ptr<LockEngine> make_engine(const EngineOptions& options) {
   switch (options.backend) {
-    case Backend::memory: {
-      MemoryOptions memory = options.memory;
-      if (options.matrix) memory.matrix = options.matrix;
-      if (options.observe) memory.observe = *options.observe;
-      return make_memory_engine(memory);
-    }
+    case Backend::memory:
+      return make_memory_engine(with_common(options.memory, options));
     case Backend::redis: {
 #ifdef PATHLOCK_WITH_REDIS
-      RedisOptions redis = options.redis;
-      if (options.matrix) redis.matrix = options.matrix;
-      if (options.observe) redis.observe = *options.observe;
-      return make_redis_engine(redis);
+      return make_redis_engine(with_common(options.redis, options));
 #else
       throw InvalidRequest("this build of pathlock has no Redis backend (PATHLOCK_WITH_REDIS=OFF)");
 #endif
     }
     case Backend::postgres: {
 #ifdef PATHLOCK_WITH_POSTGRES
-      PostgresOptions postgres = options.postgres;
-      if (options.matrix) postgres.matrix = options.matrix;
-      if (options.observe) postgres.observe = *options.observe;
-      return make_postgres_engine(postgres);
+      return make_postgres_engine(with_common(options.postgres, options));
 #else
       throw InvalidRequest("this build of pathlock has no PostgreSQL backend (PATHLOCK_WITH_POSTGRES=OFF)");
 #endif

@@ -4,19 +4,10 @@
 #include <cstdlib>
 #include <functional>
 
+#include <pathlock/path.hpp>
+
 namespace pathlock::memory {
 namespace {
-
-// Sets `part` to the component of canonical `path` starting at `pos` and
-// moves `pos` past it; false when no component is left (PathCursor's rule).
-bool next_component(std::string_view path, std::size_t& pos, std::string_view& part) {
-  if (pos >= path.size()) return false;
-  std::size_t end = path.find('/', pos);
-  if (end == std::string_view::npos) end = path.size();
-  part = path.substr(pos, end - pos);
-  pos = end + 1;
-  return true;
-}
 
 Slot& slot_for(Node& node, int code) {
   for (Slot& s : node.slots)
@@ -95,7 +86,7 @@ const Entry* PathIndex::find_refusal(std::string_view path, const Blockers& b, K
   std::string_view part;
   while (true) {
     const std::size_t before = pos;
-    if (!next_component(path, pos, part)) break;
+    if (!next_path_component(path, pos, part)) break;
     if (const CodeMask m = node->here_mask[kind] & b.ancestor) {
       rel = Relation::held_ancestor;
       return first_with(*node, m, kind);
@@ -145,7 +136,7 @@ void PathIndex::for_each_refusal(std::string_view path, const Blockers& b, Kind 
   const Node* node = &root_;
   std::size_t pos = 1;
   std::string_view part;
-  while (next_component(path, pos, part)) {
+  while (next_path_component(path, pos, part)) {
     if ((node->here_mask[kind] & b.ancestor) && !visit_slots(*node, b.ancestor, kind, Relation::held_ancestor, f))
       return;
     node = node->child(part);
@@ -161,7 +152,7 @@ PathProbe PathIndex::locate(std::string_view path) const {
   std::string_view part;
   while (true) {
     const std::size_t before = pos;
-    if (!next_component(path, pos, part)) return PathProbe{const_cast<Node*>(node), path.size(), true};
+    if (!next_path_component(path, pos, part)) return PathProbe{const_cast<Node*>(node), path.size(), true};
     const Node* next = node->child(part);
     if (!next) return PathProbe{const_cast<Node*>(node), before, false};
     node = next;
@@ -201,7 +192,7 @@ void PathIndex::link(Entry& e, Kind kind, const PathProbe* probe) {
   std::size_t pos = probe ? probe->offset : 1;
   for (Node* up = node->parent; up; up = up->parent) count_below(*up, e.code, kind);
   std::string_view part;
-  while (next_component(e.path, pos, part)) {
+  while (next_path_component(e.path, pos, part)) {
     count_below(*node, e.code, kind);
     node = child_for(node, part);
   }

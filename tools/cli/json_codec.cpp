@@ -19,18 +19,27 @@ json grant(const Grant& g) {
               {"fence", g.fence}, {"holds", g.holds}, {"expires_in_ms", g.expires_in.count()}};
 }
 
-json conflict(const Conflict& c) {
-  return json{{"id", c.id},
-              {"owner", c.owner},
-              {"op", c.op},
-              {"role", c.role},
-              {"path", c.path},
-              {"requested_role", c.requested_role},
-              {"requested_path", c.requested_path},
-              {"relation", relation_name(c.relation)},
-              {"queued", c.queued},
-              {"expires_in_ms", c.expires_in.count()}};
+namespace {
+
+// What refused (or would refuse) a request: the fields a Conflict and a
+// Blocker share, under the same names.
+template <class Refusal>
+json refusal(const Refusal& x) {
+  return json{{"id", x.id},
+              {"owner", x.owner},
+              {"op", x.op},
+              {"role", x.role},
+              {"path", x.path},
+              {"requested_role", x.requested_role},
+              {"requested_path", x.requested_path},
+              {"relation", relation_name(x.relation)},
+              {"queued", x.queued},
+              {"expires_in_ms", x.expires_in.count()}};
 }
+
+}  // namespace
+
+json conflict(const Conflict& c) { return refusal(c); }
 
 json acquire_result(const AcquireResult& r) {
   if (r.cancelled) return json{{"granted", false}, {"cancelled", true}};
@@ -40,20 +49,12 @@ json acquire_result(const AcquireResult& r) {
 }
 
 json blocker(const Blocker& b) {
-  return json{{"kind", b.queued ? "waiter" : "lock"},
-              {"id", b.id},
-              {"owner", b.owner},
-              {"op", b.op},
-              {"role", b.role},
-              {"path", b.path},
-              {"requested_role", b.requested_role},
-              {"requested_path", b.requested_path},
-              {"relation", relation_name(b.relation)},
-              {"queued", b.queued},
-              {"expires_in_ms", b.expires_in.count()},
-              {"fence", b.fence},
-              {"holds", b.holds},
-              {"waited_ms", b.waited.count()}};
+  json j = refusal(b);
+  j["kind"] = b.queued ? "waiter" : "lock";
+  j["fence"] = b.fence;
+  j["holds"] = b.holds;
+  j["waited_ms"] = b.waited.count();
+  return j;
 }
 
 json why_blocker(const admin::WhyBlocker& b, bool with_refuses) {
