@@ -137,64 +137,62 @@ class PrivateRedisServer {
     if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
     dir_ = tmpl;
     const std::string log = dir_ + "/redis.log";
-    for (int attempt = 0; attempt < 3 && url_.empty(); ++attempt) {
-      const int port = child_process::free_loopback_port();
-      if (port < 0) throw std::runtime_error("no free loopback port");
-      std::vector<std::string> args{binary,
-                                    "--port",
-                                    std::to_string(port),
-                                    "--bind",
-                                    "127.0.0.1",
-                                    "--save",
-                                    "",
-                                    "--appendonly",
-                                    "no",
-                                    "--maxmemory-policy",
-                                    "noeviction",
-                                    "--daemonize",
-                                    "no",
-                                    "--dir",
-                                    dir_,
-                                    "--logfile",
-                                    log};
-      std::vector<char*> argv;
-      for (std::string& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      pid_ = ::fork();
-      if (pid_ < 0) throw std::runtime_error("fork failed");
-      if (pid_ == 0) {
-        ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-        const int null_fd = ::open("/dev/null", O_RDWR);
-        if (null_fd >= 0) {
-          ::dup2(null_fd, STDIN_FILENO);
-          ::dup2(null_fd, STDOUT_FILENO);
-        }
-        ::execv(argv[0], argv.data());
-        ::_exit(127);
-      }
-      const std::string url = "redis://127.0.0.1:" + std::to_string(port);
-      const auto answers = [&] {
-        try {
-          EngineOptions probe;
-          probe.backend = Backend::redis;
-          probe.redis.url = url;
-          make_engine(probe);
-          return true;
-        } catch (const BackendError&) {
-          return false;
-        }
-      };
-      const auto startup = child_process::wait_until_ready(pid_, answers, std::chrono::milliseconds(20));
-      if (startup == child_process::Startup::ready) url_ = url;
-      if (startup == child_process::Startup::exited) pid_ = -1;
-      if (url_.empty() && pid_ > 0) break;  // running but never answered: give up
-    }
+    for (int attempt = 0; attempt < 3 && url_.empty(); ++attempt)
+      if (!start_on_free_port(binary, log)) break;
     if (url_.empty()) {
       std::ifstream in(log);
       std::stringstream text;
       text << in.rdbuf();
       stop();
       throw std::runtime_error("redis-server (" + binary + ") did not start; its log:\n" + text.str());
+    }
+  }
+
+  // One attempt: a server on a free port, url_ set when it answers. False
+  // when it runs but never answered (no use trying another port).
+  bool start_on_free_port(const std::string& binary, const std::string& log) {
+    const int port = child_process::free_loopback_port();
+    if (port < 0) throw std::runtime_error("no free loopback port");
+    spawn({binary, "--port", std::to_string(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+           "--maxmemory-policy", "noeviction", "--daemonize", "no", "--dir", dir_, "--logfile", log});
+    const std::string url = "redis://127.0.0.1:" + std::to_string(port);
+    const auto startup =
+        child_process::wait_until_ready(pid_, [&] { return answers(url); }, std::chrono::milliseconds(20));
+    if (startup == child_process::Startup::ready) url_ = url;
+    if (startup == child_process::Startup::exited) pid_ = -1;
+    return !(url_.empty() && pid_ > 0);
+  }
+
+  // Starts the server (pid_): stdin and stdout on /dev/null, stopped when
+  // this process dies.
+  void spawn(std::vector<std::string> args) {
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_ = ::fork();
+    if (pid_ < 0) throw std::runtime_error("fork failed");
+    if (pid_ == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      const int null_fd = ::open("/dev/null", O_RDWR);
+      if (null_fd >= 0) {
+        ::dup2(null_fd, STDIN_FILENO);
+        ::dup2(null_fd, STDOUT_FILENO);
+      }
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+  }
+
+  // Does a pathlock engine connect to the server at `url`?
+  static bool answers(const std::string& url) {
+    try {
+      EngineOptions probe;
+      probe.backend = Backend::redis;
+      probe.redis.url = url;
+      make_engine(probe);
+      return true;
+    } catch (const BackendError&) {
+      return false;
     }
   }
 
@@ -217,79 +215,113 @@ int usage() {
   return 2;
 }
 
+struct Args {
+  std::string backend, redis_url;
+};
+
+// The command line; false when it is bad.
+bool parse_args(int argc, char** argv, Args& args) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (i + 1 >= argc) return false;
+    if (a == "--backend")
+      args.backend = argv[++i];
+    else if (a == "--redis")
+      args.redis_url = argv[++i];
+    else
+      return false;
+  }
+  return !args.backend.empty();
+}
+
+// Where the cases run: the engine and the private redis-server it may use
+// (declared first: stopped after the engine is gone); without an engine,
+// why the run is skipped.
+struct Setup {
+  std::unique_ptr<PrivateRedisServer> server;
+  std::unique_ptr<LockEngine> engine;
+  std::string skipped;
+};
+
+// The URL of a private redis-server started for this run ("" and
+// setup.skipped when there is no redis-server to start).
+std::string start_private_server(Setup& setup) {
+  const char* env = std::getenv("PATHLOCK_REDIS_SERVER");
+  const std::string binary = find_program(env && *env ? env : "redis-server");
+  if (binary.empty()) {
+    setup.skipped = "no redis-server on PATH (set PATHLOCK_REDIS_SERVER)";
+    return "";
+  }
+  setup.server = std::make_unique<PrivateRedisServer>(binary);
+  return setup.server->url();
+}
+
+Setup set_up(const Args& args, const MatrixTable& matrix) {
+  Setup setup;
+  EngineOptions options;
+  options.backend = parse_backend(args.backend);
+  options.matrix = &matrix;
+  if (options.backend == Backend::redis) {
+    if (!PATHLOCK_MATRIX_HAS_REDIS) {
+      setup.skipped = "this pathlock was built without the Redis backend";
+      return setup;
+    }
+    options.redis.url = args.redis_url.empty() ? start_private_server(setup) : args.redis_url;
+    if (!setup.skipped.empty()) return setup;
+  }
+  try {
+    setup.engine = make_engine(options);
+  } catch (const InvalidRequest& e) {
+    setup.skipped = e.what();
+  }
+  return setup;
+}
+
+// Runs every case, each on a namespace of its own; prints the first
+// failures and the counts; returns the exit status.
+int run_cases(LockEngine& engine, const MatrixTable& matrix, const std::string& backend_name) {
+  const std::string run = std::to_string(::getpid()) + "-" +
+                          std::to_string(std::chrono::system_clock::now().time_since_epoch().count() % 1000000007);
+  std::size_t failed = 0, refused = 0, index = 0;
+  for (const MatrixCase& c : kCases) {
+    const std::string ns = "matrix-check-" + run + "-" + std::to_string(index++);
+    bool was_refused = false;
+    std::string why;
+    try {
+      why = run_case(engine, c, ns, was_refused);
+    } catch (const std::exception& e) {
+      why = std::string("threw: ") + e.what();
+    }
+    if (was_refused) ++refused;
+    if (!why.empty()) {
+      if (++failed <= 20)
+        std::cout << "FAIL held " << c.held_op << " {" << c.held_targets << "}, requested " << c.req_op << " {"
+                  << c.req_targets << "}, relation " << c.relation << ": " << why << "\n";
+    }
+  }
+  const std::size_t total = std::size(kCases);
+  std::cout << matrix.name << " " << matrix.version << " on " << backend_name << ": " << total << " cases, "
+            << refused << " refused, " << failed << " failed\n";
+  if (total != std::size_t{matrix.code_count} * matrix.code_count * kRelationCount) {
+    std::cout << "FAIL matrix_cases.inc does not match the compiled table (" << matrix.code_count << " codes)\n";
+    return 1;
+  }
+  return failed == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string backend_name, redis_url;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (i + 1 >= argc) return usage();
-    if (a == "--backend")
-      backend_name = argv[++i];
-    else if (a == "--redis")
-      redis_url = argv[++i];
-    else
-      return usage();
-  }
-  if (backend_name.empty()) return usage();
+  Args args;
+  if (!parse_args(argc, argv, args)) return usage();
   const MatrixTable& matrix = PATHLOCK_MATRIX_TABLE;
   try {
-    EngineOptions options;
-    options.backend = parse_backend(backend_name);
-    options.matrix = &matrix;
-    std::unique_ptr<PrivateRedisServer> server;
-    if (options.backend == Backend::redis) {
-      if (!PATHLOCK_MATRIX_HAS_REDIS) {
-        std::cout << "skipped: this pathlock was built without the Redis backend\n";
-        return kSkipped;
-      }
-      if (redis_url.empty()) {
-        const char* env = std::getenv("PATHLOCK_REDIS_SERVER");
-        const std::string binary = find_program(env && *env ? env : "redis-server");
-        if (binary.empty()) {
-          std::cout << "skipped: no redis-server on PATH (set PATHLOCK_REDIS_SERVER)\n";
-          return kSkipped;
-        }
-        server = std::make_unique<PrivateRedisServer>(binary);
-        redis_url = server->url();
-      }
-      options.redis.url = redis_url;
-    }
-    std::unique_ptr<LockEngine> engine;
-    try {
-      engine = make_engine(options);
-    } catch (const InvalidRequest& e) {
-      std::cout << "skipped: " << e.what() << "\n";
+    const Setup setup = set_up(args, matrix);
+    if (!setup.engine) {
+      std::cout << "skipped: " << setup.skipped << "\n";
       return kSkipped;
     }
-
-    const std::string run = std::to_string(::getpid()) + "-" +
-                            std::to_string(std::chrono::system_clock::now().time_since_epoch().count() % 1000000007);
-    std::size_t failed = 0, refused = 0, index = 0;
-    for (const MatrixCase& c : kCases) {
-      const std::string ns = "matrix-check-" + run + "-" + std::to_string(index++);
-      bool was_refused = false;
-      std::string why;
-      try {
-        why = run_case(*engine, c, ns, was_refused);
-      } catch (const std::exception& e) {
-        why = std::string("threw: ") + e.what();
-      }
-      if (was_refused) ++refused;
-      if (!why.empty()) {
-        if (++failed <= 20)
-          std::cout << "FAIL held " << c.held_op << " {" << c.held_targets << "}, requested " << c.req_op << " {"
-                    << c.req_targets << "}, relation " << c.relation << ": " << why << "\n";
-      }
-    }
-    const std::size_t total = std::size(kCases);
-    std::cout << matrix.name << " " << matrix.version << " on " << backend_name << ": " << total << " cases, "
-              << refused << " refused, " << failed << " failed\n";
-    if (total != std::size_t{matrix.code_count} * matrix.code_count * kRelationCount) {
-      std::cout << "FAIL matrix_cases.inc does not match the compiled table (" << matrix.code_count << " codes)\n";
-      return 1;
-    }
-    return failed == 0 ? 0 : 1;
+    return run_cases(*setup.engine, matrix, args.backend);
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;

@@ -23,8 +23,8 @@
 // measured (the most held, the most clients up to 32) and says so in the text;
 // a goal whose points are missing is SKIP.
 //
-// Adding a goal: one more block in evaluate_goals() (goals.cpp) and its line
-// above and in docs/benchmarks.md.
+// Adding a goal: one more function in goals.cpp, called from evaluate_goals(),
+// and its line above and in docs/benchmarks.md.
 #pragma once
 
 #include <string>

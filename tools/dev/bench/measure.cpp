@@ -27,66 +27,25 @@ class Runner {
   // `measure_s` seconds recorded (none when 0), after which a thread goes on
   // until it has `min_steps` recorded steps in all.
   void run(double warm_s, double measure_s, std::size_t min_steps) {
-    enum Phase : int { kWait, kWarm, kMeasure, kStop };
-    std::atomic<int> phase{kWait};
-    const std::size_t n = workers_.size();
-    std::vector<Clock::time_point> ended(n);
-    std::exception_ptr error;
-    std::mutex error_mutex;
-
-    auto body = [&](std::size_t w) {
-      try {
-        Worker& worker = *workers_[w];
-        Latencies& lat = lat_[w];
-        std::size_t& k = steps_[w];
-        while (phase.load() == kWait) std::this_thread::yield();
-        Clock::time_point t0 = Clock::now();
-        for (;;) {
-          const int ph = phase.load(std::memory_order_relaxed);
-          if (ph == kStop && (measure_s == 0 || lat.size() >= min_steps)) break;
-          if (interrupted()) break;
-          const bool expected = worker.step(k++);
-          const Clock::time_point t1 = Clock::now();
-          if (ph != kWarm) {
-            if (expected)
-              lat.add(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
-            else
-              ++unexpected_[w];
-          }
-          t0 = t1;
-        }
-        ended[w] = Clock::now();
-      } catch (...) {
-        std::lock_guard g(error_mutex);
-        if (!error) error = std::current_exception();
-        phase.store(kStop);
-        ended[w] = Clock::now();
-      }
-    };
+    Shared s(workers_.size(), measure_s, min_steps);
     std::vector<std::thread> threads;
-    for (std::size_t w = 0; w < n; ++w) threads.emplace_back(body, w);
-
-    auto sleep_for = [&](double s) {
-      const auto until = Clock::now() + std::chrono::duration<double>(s);
-      while (Clock::now() < until && !interrupted() && phase.load() != kStop)
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    };
-    phase.store(kWarm);
-    sleep_for(warm_s);
+    for (std::size_t w = 0; w < workers_.size(); ++w) threads.emplace_back([this, &s, w] { work(w, s); });
+    s.phase.store(kWarm);
+    sleep_for(s, warm_s);
     Clock::time_point start = Clock::now();
     if (measure_s > 0) {
       int expected = kWarm;
-      phase.compare_exchange_strong(expected, kMeasure);
+      s.phase.compare_exchange_strong(expected, kMeasure);
       start = Clock::now();
-      sleep_for(measure_s);
+      sleep_for(s, measure_s);
     }
-    phase.store(kStop);
+    s.phase.store(kStop);
     for (std::thread& t : threads) t.join();
-    if (error) std::rethrow_exception(error);
+    if (s.error) std::rethrow_exception(s.error);
     check_interrupted();
     if (measure_s > 0) {
       Clock::time_point end = start;
-      for (const Clock::time_point& e : ended) end = std::max(end, e);
+      for (const Clock::time_point& e : s.ended) end = std::max(end, e);
       seconds_ += std::chrono::duration<double>(end - start).count();
     }
   }
@@ -113,6 +72,62 @@ class Runner {
   }
 
  private:
+  enum Phase : int { kWait, kWarm, kMeasure, kStop };
+
+  // What the threads of one run() share.
+  struct Shared {
+    Shared(std::size_t workers, double measure, std::size_t min) : ended(workers), measure_s(measure), min_steps(min) {}
+    std::atomic<int> phase{kWait};
+    std::vector<Clock::time_point> ended;  // when each thread stopped
+    std::exception_ptr error;              // the first exception a worker threw
+    std::mutex error_mutex;
+    const double measure_s;
+    const std::size_t min_steps;
+  };
+
+  // Worker w's thread: steps until the run stops; an exception stops the run.
+  void work(std::size_t w, Shared& s) {
+    try {
+      steps(w, s);
+    } catch (...) {
+      std::lock_guard g(s.error_mutex);
+      if (!s.error) s.error = std::current_exception();
+      s.phase.store(kStop);
+    }
+    s.ended[w] = Clock::now();
+  }
+
+  // Worker w's steps, each timed from the end of the one before; recorded
+  // outside the warm-up.
+  void steps(std::size_t w, Shared& s) {
+    Worker& worker = *workers_[w];
+    Latencies& lat = lat_[w];
+    std::size_t& k = steps_[w];
+    while (s.phase.load() == kWait) std::this_thread::yield();
+    Clock::time_point t0 = Clock::now();
+    for (;;) {
+      const int ph = s.phase.load(std::memory_order_relaxed);
+      if (ph == kStop && (s.measure_s == 0 || lat.size() >= s.min_steps)) break;
+      if (interrupted()) break;
+      const bool expected = worker.step(k++);
+      const Clock::time_point t1 = Clock::now();
+      if (ph != kWarm) {
+        if (expected)
+          lat.add(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
+        else
+          ++unexpected_[w];
+      }
+      t0 = t1;
+    }
+  }
+
+  // Sleeps `seconds`, or less when interrupted or the run stopped.
+  static void sleep_for(const Shared& s, double seconds) {
+    const auto until = Clock::now() + std::chrono::duration<double>(seconds);
+    while (Clock::now() < until && !interrupted() && s.phase.load() != kStop)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+
   std::vector<std::unique_ptr<Worker>>& workers_;
   std::vector<Latencies> lat_;
   std::vector<std::size_t> unexpected_;

@@ -4,7 +4,7 @@
 // gnuplot-nox) to make the PNGs; without gnuplot the script is left for
 // later. A plot with no measured point is left out.
 //
-// Adding a plot: a plot() call in write_plots() (plots.cpp) for the sweep
+// Adding a plot: a plot() call in write_plot_commands() (plots.cpp) for the sweep
 // and the column (2 p50, 3 p99, 4 ops/s, 5 Redis CPU per op), after the axis
 // settings it needs.
 #pragma once

@@ -170,118 +170,172 @@ class Backoff {
   long delay_ms_ = 0;
 };
 
+// A run's settings (the options of `run`) and what its threads share.
+struct Run {
+  Run(const options::Parsed& opt, LockEngine& e)
+      : engine(e),
+        m(e.matrix()),
+        ns(opt.get("namespace")),
+        fingerprint(m.fingerprint),
+        ttl(opt.number_or("ttl", 10000)),
+        ttl_ns(static_cast<std::int64_t>(ttl.count()) * 1000000),
+        timed(opt.has("duration")),
+        ops(static_cast<long>(opt.number_or("ops", timed ? -1 : 2000))),
+        seed(static_cast<unsigned>(opt.number_or("seed", 1))),
+        stop_at(timed ? monotonic_ns() + opt.number_or("duration", 0) * 1000000 : 0),
+        log(opt.get("log"), std::ios::trunc) {}
+  // Does a thread make attempt i (counting from 0)?
+  bool more(long i) const { return (ops < 0 || i < ops) && (!timed || monotonic_ns() < stop_at); }
+  void anomaly(const std::string& what) {
+    ++n.anomalies;
+    std::lock_guard guard(out_mutex);
+    std::cerr << "anomaly: " << what << "\n";
+  }
+
+  LockEngine& engine;
+  const MatrixTable& m;
+  const std::string ns, fingerprint;
+  const Millis ttl;
+  const std::int64_t ttl_ns;
+  const bool timed;
+  const long ops;  // attempts per thread, -1: no limit
+  const unsigned seed;
+  const std::int64_t stop_at;  // with --duration: when the threads stop
+  std::mutex out_mutex;        // the log and stderr
+  std::ofstream log;
+  RunCounts n;
+};
+
+// One thread of a run: random requests on kTree, each hold it got logged
+// (the file comment has the rules).
+class StressThread {
+ public:
+  StressThread(Run& run, int id) : r_(run), id_(id), rng_(run.seed * 1000003u + static_cast<unsigned>(id)) {}
+
+  void loop() {
+    for (long i = 0; r_.more(i); ++i) {
+      ++r_.n.attempts;
+      attempt(random_request());
+    }
+    std::lock_guard guard(r_.out_mutex);
+    r_.log << lines_;
+  }
+
+ private:
+  std::size_t pick(std::size_t k) { return static_cast<std::size_t>(rng_() % k); }
+
+  // A random operation on random paths, sometimes waiting, mostly fair.
+  LockRequest random_request() {
+    const OpInfo& info = r_.m.ops[pick(r_.m.op_count)];
+    LockRequest req{r_.ns, fmt::format("{}:{}", getpid(), id_), std::string(info.name), {}, r_.ttl, Millis{0}};
+    for (std::size_t i = 0; i < info.role_count; ++i)
+      req.targets.push_back(Target{std::string(info.roles[i]), kTree[pick(kTree.size())]});
+    if (pick(3) == 0) req.wait = Millis{static_cast<long>(pick(30))};
+    req.fair = pick(4) != 0;
+    return req;
+  }
+
+  // One acquire; a grant is held, logged and released.
+  void attempt(const LockRequest& req) {
+    std::string targets;
+    for (const Target& t : req.targets)
+      targets += fmt::format("{}{}={}", targets.empty() ? "" : ",", t.role, normalize_path(t.path));
+    const std::int64_t sent = monotonic_ns();
+    AcquireResult got;
+    try {
+      got = r_.engine.acquire(req);
+      backoff_.succeeded();
+    } catch (const InvalidRequest&) {
+      ++r_.n.invalid;
+      return;  // a random move into its own subtree
+    } catch (const BackendError&) {
+      ++r_.n.backend_errors;
+      ++r_.n.unknown_acquires;
+      // Paths hold no tabs (control characters are refused), so tabs separate fields.
+      lines_ += fmt::format("maybe\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n", req.op, targets, sent, monotonic_ns(),
+                            r_.ttl.count(), req.owner, r_.fingerprint);
+      backoff_.failed(rng_);
+      return;
+    }
+    if (!got.granted) {
+      ++r_.n.refusals;
+      return;
+    }
+    ++r_.n.grants;
+    const std::int64_t from = monotonic_ns();
+    const std::int64_t lease_end = hold(got.grant, sent + r_.ttl_ns);  // the server's lease ends no earlier
+    const std::int64_t to = std::max(from, std::min(monotonic_ns(), lease_end));
+    lines_ += fmt::format("hold\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n", got.grant.fence, req.op, targets, from, to,
+                          req.owner, sent, got.grant.id, got.grant.holds, r_.fingerprint);
+    release(got.grant, lease_end);
+  }
+
+  // Holds a grant briefly, sometimes renewing it; returns the end of the
+  // lease the thread can vouch for (`lease_end`, or later after a renew).
+  std::int64_t hold(const Grant& grant, std::int64_t lease_end) {
+    if (pick(2)) std::this_thread::sleep_for(std::chrono::microseconds(pick(2000)));
+    if (pick(8) != 0) return lease_end;
+    ++r_.n.renews;
+    const std::int64_t renew_sent = monotonic_ns();
+    try {
+      const bool renewed = r_.engine.renew(r_.ns, grant.id, grant.token);
+      // The server answered before now: if now is inside the lease, the
+      // lock was surely live when the server looked.
+      if (renewed) lease_end = renew_sent + r_.ttl_ns;
+      else if (monotonic_ns() < lease_end)
+        r_.anomaly(fmt::format("renew refused for live lock fence {}", grant.fence));
+      backoff_.succeeded();
+    } catch (const BackendError&) {
+      ++r_.n.backend_errors;
+      ++r_.n.unknown_renews;  // renewed or not: the old lease still holds
+    }
+    if (pick(2)) std::this_thread::sleep_for(std::chrono::microseconds(pick(1000)));
+    return lease_end;
+  }
+
+  // Releases a grant, retrying after backend errors until it answers or
+  // the lease is surely over.
+  void release(const Grant& grant, std::int64_t lease_end) {
+    bool failed_before = false;
+    while (true) {
+      try {
+        const bool released = r_.engine.release(r_.ns, grant.id, grant.token);
+        backoff_.succeeded();
+        if (!released && !failed_before && monotonic_ns() < lease_end)  // answered inside the lease
+          r_.anomaly(fmt::format("release refused for live lock fence {}", grant.fence));
+        return;
+      } catch (const BackendError&) {
+        ++r_.n.backend_errors;
+        failed_before = true;
+        if (monotonic_ns() >= lease_end) {  // the lease is over: nothing left to release
+          ++r_.n.unknown_releases;
+          return;
+        }
+        backoff_.failed(rng_);
+      }
+    }
+  }
+
+  Run& r_;
+  const int id_;
+  std::mt19937 rng_;
+  Backoff backoff_;
+  std::string lines_;  // the log lines, written at the end
+};
+
 int run(const options::Parsed& opt) {
   const int threads = static_cast<int>(opt.number_or("threads", 4));
-  const bool timed = opt.has("duration");
-  const long ops = static_cast<long>(opt.number_or("ops", timed ? -1 : 2000));  // -1: no limit
-  const unsigned seed = static_cast<unsigned>(opt.number_or("seed", 1));
-  const Millis ttl{opt.number_or("ttl", 10000)};
   const long max_backend_errors = static_cast<long>(opt.number_or("max-backend-errors", 0));
-  const std::string ns = opt.get("namespace");
   // --matrix: compiled at run time, with the generator's parser and checks.
   std::unique_ptr<matrix::CompiledMatrix> compiled;
   if (opt.has("matrix")) compiled = matrix::compile_matrix_file(opt.get("matrix"));
   auto engine = connect_engine(opt, static_cast<std::size_t>(threads), compiled ? &compiled->table() : nullptr);
-  const MatrixTable& m = engine->matrix();
-  const std::string fingerprint(m.fingerprint);
-  const std::int64_t ttl_ns = static_cast<std::int64_t>(ttl.count()) * 1000000;
-  const std::int64_t stop_at = timed ? monotonic_ns() + opt.number_or("duration", 0) * 1000000 : 0;
-
-  std::mutex out_mutex;
-  std::ofstream log(opt.get("log"), std::ios::trunc);
-  RunCounts n;
-  auto anomaly = [&](const std::string& what) {
-    ++n.anomalies;
-    std::lock_guard guard(out_mutex);
-    std::cerr << "anomaly: " << what << "\n";
-  };
-  auto worker = [&](int id) {
-    std::mt19937 rng(seed * 1000003u + static_cast<unsigned>(id));
-    auto pick = [&](std::size_t k) { return static_cast<std::size_t>(rng() % k); };
-    Backoff backoff;
-    std::string lines;
-    for (long i = 0; (ops < 0 || i < ops) && (!timed || monotonic_ns() < stop_at); ++i) {
-      ++n.attempts;
-      const OpInfo& info = m.ops[pick(m.op_count)];
-      LockRequest req{ns, fmt::format("{}:{}", getpid(), id), std::string(info.name), {}, ttl, Millis{0}};
-      for (std::size_t r = 0; r < info.role_count; ++r)
-        req.targets.push_back(Target{std::string(info.roles[r]), kTree[pick(kTree.size())]});
-      if (pick(3) == 0) req.wait = Millis{static_cast<long>(pick(30))};
-      req.fair = pick(4) != 0;
-      std::string targets;
-      for (const Target& t : req.targets)
-        targets += fmt::format("{}{}={}", targets.empty() ? "" : ",", t.role, normalize_path(t.path));
-      const std::int64_t sent = monotonic_ns();
-      AcquireResult got;
-      try {
-        got = engine->acquire(req);
-        backoff.succeeded();
-      } catch (const InvalidRequest&) {
-        ++n.invalid;
-        continue;  // a random move into its own subtree
-      } catch (const BackendError&) {
-        ++n.backend_errors;
-        ++n.unknown_acquires;
-        // Paths hold no tabs (control characters are refused), so tabs separate fields.
-        lines += fmt::format("maybe\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n", req.op, targets, sent, monotonic_ns(),
-                             ttl.count(), req.owner, fingerprint);
-        backoff.failed(rng);
-        continue;
-      }
-      if (!got.granted) {
-        ++n.refusals;
-        continue;
-      }
-      ++n.grants;
-      const std::int64_t from = monotonic_ns();
-      std::int64_t lease_end = sent + ttl_ns;  // the server's lease ends no earlier
-      if (pick(2)) std::this_thread::sleep_for(std::chrono::microseconds(pick(2000)));
-      if (pick(8) == 0) {
-        ++n.renews;
-        const std::int64_t renew_sent = monotonic_ns();
-        try {
-          const bool renewed = engine->renew(ns, got.grant.id, got.grant.token);
-          // The server answered before now: if now is inside the lease, the
-          // lock was surely live when the server looked.
-          if (renewed) lease_end = renew_sent + ttl_ns;
-          else if (monotonic_ns() < lease_end)
-            anomaly(fmt::format("renew refused for live lock fence {}", got.grant.fence));
-          backoff.succeeded();
-        } catch (const BackendError&) {
-          ++n.backend_errors;
-          ++n.unknown_renews;  // renewed or not: the old lease still holds
-        }
-        if (pick(2)) std::this_thread::sleep_for(std::chrono::microseconds(pick(1000)));
-      }
-      const std::int64_t to = std::max(from, std::min(monotonic_ns(), lease_end));
-      lines += fmt::format("hold\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n", got.grant.fence, req.op, targets, from,
-                           to, req.owner, sent, got.grant.id, got.grant.holds, fingerprint);
-      bool failed_before = false;
-      while (true) {
-        try {
-          const bool released = engine->release(ns, got.grant.id, got.grant.token);
-          backoff.succeeded();
-          if (!released && !failed_before && monotonic_ns() < lease_end)  // answered inside the lease
-            anomaly(fmt::format("release refused for live lock fence {}", got.grant.fence));
-          break;
-        } catch (const BackendError&) {
-          ++n.backend_errors;
-          failed_before = true;
-          if (monotonic_ns() >= lease_end) {  // the lease is over: nothing left to release
-            ++n.unknown_releases;
-            break;
-          }
-          backoff.failed(rng);
-        }
-      }
-    }
-    std::lock_guard guard(out_mutex);
-    log << lines;
-  };
+  Run r(opt, *engine);
   std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) pool.emplace_back(worker, t);
+  for (int t = 0; t < threads; ++t) pool.emplace_back([&r, t] { StressThread(r, t).loop(); });
   for (auto& t : pool) t.join();
-  log.flush();
+  r.log.flush();
+  const RunCounts& n = r.n;
   std::cout << fmt::format(
       "pid {}: {} threads, {} attempts, {} grants, {} refusals, {} invalid, {} renews, {} backend errors "
       "({} acquires, {} releases, {} renews with unknown outcome), {} anomalies\n",
@@ -291,7 +345,7 @@ int run(const options::Parsed& opt) {
   if (n.backend_errors > max_backend_errors)
     std::cerr << fmt::format("{} backend errors, more than --max-backend-errors {}\n", n.backend_errors.load(),
                              max_backend_errors);
-  return n.anomalies == 0 && n.backend_errors <= max_backend_errors && log ? 0 : 1;
+  return n.anomalies == 0 && n.backend_errors <= max_backend_errors && r.log ? 0 : 1;
 }
 
 // One starvation round; returns the delete's wait in ms (or -1 if it never got in).
@@ -340,7 +394,6 @@ int starve(const options::Parsed& opt) {
   return 0;
 }
 
-// Parses a `hold` line; false if it is malformed.
 // The matrices a check knows, by fingerprint; the shipped one first.
 using Matrices = std::map<std::string, const MatrixTable*>;
 
@@ -352,6 +405,7 @@ const MatrixTable* matrix_of(const Matrices& known, const std::string& fp) {
   return it == known.end() ? nullptr : it->second;
 }
 
+// Parses a `hold` line; false if it is malformed.
 bool parse_hold(const std::vector<std::string>& f, const Matrices& known, Hold& h,
                 std::vector<std::pair<int, std::string>>& codes) {
   if ((f.size() != 7 && f.size() != 10 && f.size() != 11) || f[0] != "hold") return false;
@@ -429,74 +483,81 @@ long check_fences(const std::vector<Item>& items) {
   return violations;
 }
 
-int check(const options::Parsed& opt) {
-  std::vector<std::unique_ptr<matrix::CompiledMatrix>> compiled;
-  Matrices known{{std::string(default_matrix().fingerprint), &default_matrix()}};
-  for (const std::string& file : opt.all("matrix")) {
-    compiled.push_back(matrix::compile_matrix_file(file));
-    known[std::string(compiled.back()->table().fingerprint)] = &compiled.back()->table();
-  }
-  const std::vector<std::string>& files = opt.positional;
-  std::vector<Item> items;
-  long maybe = 0;
+// What a check read from its logs.
+struct LogLines {
+  std::vector<Item> items;  // the holds
+  long maybe = 0;           // the possible holds
   std::map<std::string, int> processes;
+};
+
+// Takes in one line of a log; false if it is malformed. Throws when it
+// names a matrix the check was not given.
+bool take_line(const std::string& line, const Matrices& known, LogLines& out) {
+  std::vector<std::string> f;
+  std::stringstream s(line);
+  for (std::string field; std::getline(s, field, '\t');) f.push_back(field);
+  try {
+    if ((f.size() == 7 || f.size() == 8) && f[0] == "maybe") {  // possibly held; see the file comment
+      const MatrixTable* m = matrix_of(known, f.size() == 8 ? f[7] : "");
+      if (!m) throw std::runtime_error("a line of matrix " + f[7] + ", which no --matrix FILE gives");
+      const bool ok = m->op_index(f[1]) >= 0 && std::stoll(f[3]) <= std::stoll(f[4]) && std::stol(f[5]) > 0;
+      ++out.maybe;
+      out.processes[f[6].substr(0, f[6].find(':'))]++;
+      return ok;
+    }
+    Item it;
+    if (!parse_hold(f, known, it.hold, it.codes)) return false;
+    out.processes[it.hold.who.substr(0, it.hold.who.find(':'))]++;
+    out.items.push_back(std::move(it));
+    return true;
+  } catch (const std::invalid_argument&) {  // a number that does not parse
+    return false;
+  } catch (const std::out_of_range&) {
+    return false;
+  }
+}
+
+// Reads every log into `out`; false (after saying why) when one cannot be
+// read or has a malformed line.
+bool read_logs(const std::vector<std::string>& files, const Matrices& known, LogLines& out) {
   for (const std::string& file : files) {
     std::ifstream in(file);
     if (!in) {
       std::cerr << "error: cannot read " << file << "\n";
-      return options::kExitFailure;
+      return false;
     }
-    for (std::string line; std::getline(in, line);) {
-      std::vector<std::string> f;
-      std::stringstream s(line);
-      for (std::string field; std::getline(s, field, '\t');) f.push_back(field);
-      bool ok = false;
-      try {
-        if ((f.size() == 7 || f.size() == 8) && f[0] == "maybe") {  // possibly held; see the file comment
-          const MatrixTable* m = matrix_of(known, f.size() == 8 ? f[7] : "");
-          if (!m) throw std::runtime_error("a line of matrix " + f[7] + ", which no --matrix FILE gives");
-          ok = m->op_index(f[1]) >= 0 && std::stoll(f[3]) <= std::stoll(f[4]) && std::stol(f[5]) > 0;
-          ++maybe;
-          processes[f[6].substr(0, f[6].find(':'))]++;
-        } else {
-          Item it;
-          ok = parse_hold(f, known, it.hold, it.codes);
-          if (ok) {
-            processes[it.hold.who.substr(0, it.hold.who.find(':'))]++;
-            items.push_back(std::move(it));
-          }
-        }
-      } catch (const std::invalid_argument&) {  // a number that does not parse
-        ok = false;
-      } catch (const std::out_of_range&) {
-        ok = false;
-      }
-      if (!ok) {
+    for (std::string line; std::getline(in, line);)
+      if (!take_line(line, known, out)) {
         std::cerr << "error: " << file << ": bad line: " << line << "\n";
-        return options::kExitFailure;
+        return false;
       }
-    }
   }
-  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.hold.from < b.hold.from; });
-  // Does `earlier`, while held, refuse `later`? Holds of one matrix: when
-  // that matrix refuses an overlapping pair of their targets. Holds of two
-  // matrices: when any of their targets overlap (which covers either matrix
-  // refusing).
-  auto refuses = [](const Item& earlier, const Item& later) {
-    const MatrixTable* m = earlier.hold.matrix;
-    const bool one_matrix = m == later.hold.matrix;
-    for (const auto& [hc, hp] : earlier.codes)
-      for (const auto& [rc, rp] : later.codes) {
-        if (!paths_overlap(hp, rp)) continue;
-        if (!one_matrix) return true;
-        const Relation rel = hp == rp ? Relation::same
-                             : path_within(rp, hp) ? Relation::held_ancestor
-                                                   : Relation::held_descendant;
-        if (m->refuses(rel, hc, rc)) return true;
-      }
-    return false;
-  };
-  long violations = 0, overlapping_pairs = 0;
+  return true;
+}
+
+// Does `earlier`, while held, refuse `later`? Holds of one matrix: when
+// that matrix refuses an overlapping pair of their targets. Holds of two
+// matrices: when any of their targets overlap (which covers either matrix
+// refusing).
+bool refuses(const Item& earlier, const Item& later) {
+  const MatrixTable* m = earlier.hold.matrix;
+  const bool one_matrix = m == later.hold.matrix;
+  for (const auto& [hc, hp] : earlier.codes)
+    for (const auto& [rc, rp] : later.codes) {
+      if (!paths_overlap(hp, rp)) continue;
+      if (!one_matrix) return true;
+      const Relation rel = hp == rp ? Relation::same
+                           : path_within(rp, hp) ? Relation::held_ancestor
+                                                 : Relation::held_descendant;
+      if (m->refuses(rel, hc, rc)) return true;
+    }
+  return false;
+}
+
+// The exclusion rule (file comment) over holds sorted by grant time;
+// prints the first few violations and returns how many it found.
+long check_exclusion(const std::vector<Item>& items, long& overlapping_pairs) {
+  long violations = 0;
   std::vector<const Item*> active;  // holds whose interval may still overlap
   for (const Item& it : items) {
     active.erase(std::remove_if(active.begin(), active.end(), [&](const Item* a) { return a->hold.to <= it.hold.from; }),
@@ -513,11 +574,27 @@ int check(const options::Parsed& opt) {
     }
     active.push_back(&it);
   }
+  return violations;
+}
+
+int check(const options::Parsed& opt) {
+  std::vector<std::unique_ptr<matrix::CompiledMatrix>> compiled;
+  Matrices known{{std::string(default_matrix().fingerprint), &default_matrix()}};
+  for (const std::string& file : opt.all("matrix")) {
+    compiled.push_back(matrix::compile_matrix_file(file));
+    known[std::string(compiled.back()->table().fingerprint)] = &compiled.back()->table();
+  }
+  LogLines logs;
+  if (!read_logs(opt.positional, known, logs)) return options::kExitFailure;
+  std::vector<Item>& items = logs.items;
+  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.hold.from < b.hold.from; });
+  long overlapping_pairs = 0;
+  const long violations = check_exclusion(items, overlapping_pairs);
   const long fence_violations = check_fences(items);
   std::cout << fmt::format(
       "{} holds and {} possible holds (acquires with unknown outcome) from {} processes, {} overlapping pairs "
       "checked, {} violations, {} fence violations\n",
-      items.size(), maybe, processes.size(), overlapping_pairs, violations, fence_violations);
+      items.size(), logs.maybe, logs.processes.size(), overlapping_pairs, violations, fence_violations);
   return violations == 0 && fence_violations == 0 ? options::kExitOk : options::kExitFailure;
 }
 
