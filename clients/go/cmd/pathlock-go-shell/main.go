@@ -564,6 +564,15 @@ func (s *shell) idToken(cmd string, args []word) {
 	}
 }
 
+// rowsOf: the JSON row of each item, in order (an empty list, never null).
+func rowsOf[T any](items []T, row func(T) obj) []obj {
+	out := make([]obj, 0, len(items))
+	for _, x := range items {
+		out = append(out, row(x))
+	}
+	return out
+}
+
 func targets(ts []pathlock.Target) obj {
 	o := make(obj, 0, len(ts))
 	for _, t := range ts {
@@ -588,11 +597,10 @@ func (s *shell) locks(args []word) {
 		s.fail(err)
 		return
 	}
-	out := make([]obj, 0, len(list))
-	for _, l := range list {
-		out = append(out, obj{{"id", l.ID}, {"owner", l.Owner}, {"op", l.Op}, {"targets", targets(l.Targets)},
-			{"fence", l.Fence}, {"holds", l.Holds}, {"expires_in_ms", l.ExpiresIn.Milliseconds()}})
-	}
+	out := rowsOf(list, func(l pathlock.LockInfo) obj {
+		return obj{{"id", l.ID}, {"owner", l.Owner}, {"op", l.Op}, {"targets", targets(l.Targets)},
+			{"fence", l.Fence}, {"holds", l.Holds}, {"expires_in_ms", l.ExpiresIn.Milliseconds()}}
+	})
 	if hasLimit {
 		s.reply(obj{{"locks", out}, {"next", next}})
 	} else {
@@ -681,10 +689,9 @@ func (s *shell) waiters(args []word) {
 		s.fail(err)
 		return
 	}
-	out := make([]obj, 0, len(ws))
-	for _, w := range ws {
-		out = append(out, obj{{"id", w.ID}, {"owner", w.Owner}, {"op", w.Op}, {"targets", targets(w.Targets)},
-			{"waited_ms", w.Waited.Milliseconds()}, {"expires_in_ms", w.ExpiresIn.Milliseconds()}})
-	}
+	out := rowsOf(ws, func(w pathlock.Waiter) obj {
+		return obj{{"id", w.ID}, {"owner", w.Owner}, {"op", w.Op}, {"targets", targets(w.Targets)},
+			{"waited_ms", w.Waited.Milliseconds()}, {"expires_in_ms", w.ExpiresIn.Milliseconds()}}
+	})
 	s.reply(obj{{"waiters", out}})
 }
