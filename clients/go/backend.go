@@ -408,11 +408,7 @@ func (s *sentinels) dialAddr(ctx context.Context, addr string) (redis.Conn, erro
 }
 
 func (s *sentinels) broken() {
-	s.mu.Lock()
-	p := s.pool
-	s.pool = nil
-	s.mu.Unlock()
-	if p != nil {
+	if p := swapLocked(&s.mu, &s.pool, nil); p != nil {
 		p.Close()
 	}
 }

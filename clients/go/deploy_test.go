@@ -80,11 +80,7 @@ func (s *scene) take() *pathlock.Lock {
 // namespace's node, and on no other master.
 func (s *scene) wait(ctx context.Context) chan result {
 	s.t.Helper()
-	done := make(chan result, 1)
-	go func() {
-		l, err := s.c.Acquire(ctx, pathlock.Request{Namespace: s.ns, Owner: "b", Op: "upload", Paths: []string{"/c/x"}, Wait: 10 * time.Minute})
-		done <- result{l, err}
-	}()
+	done := acquiring(ctx, s.c, pathlock.Request{Namespace: s.ns, Owner: "b", Op: "upload", Paths: []string{"/c/x"}, Wait: 10 * time.Minute})
 	waitInLine(s.t, s.c, s.ns, 1)
 	eventually(s.t, "the waiter subscribed on the namespace's master", func() bool { return shardSubscribers(s.t, s.node, s.ns) == 1 })
 	for _, o := range s.others {
@@ -199,15 +195,7 @@ func startCluster(t *testing.T) []string {
 // and its wake-ups on that master alone.
 func TestCluster(t *testing.T) {
 	addrs := startCluster(t)
-	ctx := context.Background()
-	c, err := pathlock.New(ctx, pathlock.Options{URL: "redis://" + strings.Join(addrs, ","), LibraryFile: library})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.LoadLibrary(ctx); err != nil {
-		t.Fatal(err)
-	}
+	c := connect(t, pathlock.Options{URL: "redis://" + strings.Join(addrs, ",")})
 	masters := map[string]bool{}
 	for i := 0; len(masters) < 3 && i < 100; i++ {
 		ns := fmt.Sprintf("cluster-%d", i)
@@ -279,26 +267,10 @@ func TestSentinel(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(stopSentinel)
-	ctx := context.Background()
-	url := fmt.Sprintf("redis-sentinel://127.0.0.1:%d#gomaster", sentinel)
-	c, err := pathlock.New(ctx, pathlock.Options{URL: url, LibraryFile: library})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.LoadLibrary(ctx); err != nil {
-		t.Fatal(err)
-	}
+	c := connect(t, pathlock.Options{URL: fmt.Sprintf("redis-sentinel://127.0.0.1:%d#gomaster", sentinel)})
 	deploymentScenario(t, c, newNS(t), dialObserver("127.0.0.1:"+strconv.Itoa(master)))
 	// A name the sentinel does not monitor is a backend error.
-	bad, err := pathlock.New(ctx, pathlock.Options{URL: fmt.Sprintf("redis-sentinel://127.0.0.1:%d#nobody", sentinel), LibraryFile: library})
-	if err == nil {
-		err = bad.LoadLibrary(ctx)
-		bad.Close()
-	}
-	if !errors.Is(err, pathlock.ErrBackend) {
-		t.Fatalf("unknown master name: want ErrBackend, got %v", err)
-	}
+	wantBackendError(t, "unknown master name", pathlock.Options{URL: fmt.Sprintf("redis-sentinel://127.0.0.1:%d#nobody", sentinel)})
 }
 
 // A server with a TLS port that asks for client certificates (made here by
@@ -329,26 +301,27 @@ func TestTLS(t *testing.T) {
 		}
 		return &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
 	}
-	ctx := context.Background()
 	url := fmt.Sprintf("rediss://127.0.0.1:%d", tlsPort)
-	c, err := pathlock.New(ctx, pathlock.Options{URL: url, LibraryFile: library, TLSConfig: tlsConfig("client")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.LoadLibrary(ctx); err != nil {
-		t.Fatal(err)
-	}
+	c := connect(t, pathlock.Options{URL: url, TLSConfig: tlsConfig("client")})
 	deploymentScenario(t, c, newNS(t), dialObserver("127.0.0.1:"+strconv.Itoa(plain)))
 	// A server certificate of another name is refused: a backend error.
 	other := tlsConfig("client")
 	other.ServerName = "other.example"
-	bad, err := pathlock.New(ctx, pathlock.Options{URL: url, LibraryFile: library, TLSConfig: other})
+	wantBackendError(t, "wrong server name", pathlock.Options{URL: url, TLSConfig: other})
+}
+
+// wantBackendError: a client with opts and the test library fails to open
+// or to load it, with ErrBackend.
+func wantBackendError(t *testing.T, what string, opts pathlock.Options) {
+	t.Helper()
+	ctx := context.Background()
+	opts.LibraryFile = library
+	bad, err := pathlock.New(ctx, opts)
 	if err == nil {
 		err = bad.LoadLibrary(ctx)
 		bad.Close()
 	}
 	if !errors.Is(err, pathlock.ErrBackend) {
-		t.Fatalf("wrong server name: want ErrBackend, got %v", err)
+		t.Fatalf("%s: want ErrBackend, got %v", what, err)
 	}
 }

@@ -40,11 +40,7 @@ func TestInteropWithCppShell(t *testing.T) {
 		t.Fatalf("list %+v %v", locks, err)
 	}
 	// Go waits; the C++ release wakes it.
-	done := make(chan result)
-	go func() {
-		l, err := c.Acquire(ctx, pathlock.Request{Namespace: ns, Owner: "go", Op: "upload", Paths: []string{"/i/x"}, Wait: time.Minute})
-		done <- result{l, err}
-	}()
+	done := acquiring(ctx, c, pathlock.Request{Namespace: ns, Owner: "go", Op: "upload", Paths: []string{"/i/x"}, Wait: time.Minute})
 	waitInLine(t, c, ns, 1)
 	if got := cpp.do(t, "release "+g.ID+" "+g.Token); got != `{"released":true}` {
 		t.Fatalf("C++ release: %s", got)

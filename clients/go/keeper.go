@@ -49,11 +49,7 @@ func (l *Lock) Keep(o KeepOptions) *Keeper {
 		}
 	}
 	k := &Keeper{lock: l, o: o, stop: make(chan struct{}), lost: make(chan struct{}), done: make(chan struct{})}
-	l.mu.Lock()
-	old := l.keeper
-	l.keeper = k
-	l.mu.Unlock()
-	if old != nil {
+	if old := swapLocked(&l.mu, &l.keeper, k); old != nil {
 		old.Stop()
 	}
 	go k.run()
@@ -136,3 +132,13 @@ type lostError struct{ err error }
 func (e *lostError) Error() string        { return ErrLeaseLost.Error() + ": " + e.err.Error() }
 func (e *lostError) Is(target error) bool { return target == ErrLeaseLost }
 func (e *lostError) Unwrap() error        { return e.err }
+
+// swapLocked sets *p to v under mu and returns the value it replaced, for
+// the caller to dispose of outside the lock.
+func swapLocked[T any](mu *sync.Mutex, p *T, v T) T {
+	mu.Lock()
+	defer mu.Unlock()
+	old := *p
+	*p = v
+	return old
+}

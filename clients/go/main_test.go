@@ -3,6 +3,7 @@ package pathlock_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -131,11 +132,20 @@ func newNS(t *testing.T) string {
 	return fmt.Sprintf("go-%s-%d-%d", strings.ReplaceAll(t.Name(), "/", "."), os.Getpid(), nsCounter)
 }
 
+// newClient: a client of the test server (connect).
 func newClient(t *testing.T) *pathlock.Client {
+	t.Helper()
+	return connect(t, pathlock.Options{URL: redisURL})
+}
+
+// connect opens a client with opts and the test library, loaded; it is
+// closed when the test ends.
+func connect(t *testing.T, opts pathlock.Options) *pathlock.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := pathlock.New(ctx, pathlock.Options{URL: redisURL, LibraryFile: library})
+	opts.LibraryFile = library
+	c, err := pathlock.New(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,6 +154,28 @@ func newClient(t *testing.T) *pathlock.Client {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// acquired: the lock req asks for, granted at once, or the test fails.
+func acquired(t *testing.T, c *pathlock.Client, req pathlock.Request) *pathlock.Lock {
+	t.Helper()
+	l, err := c.Acquire(context.Background(), req)
+	if err != nil {
+		t.Fatalf("acquire %s %v: %v", req.Op, req.Paths, err)
+	}
+	return l
+}
+
+// readVectors decodes the test vectors file name (PATHLOCK_VECTORS) into v.
+func readVectors(t *testing.T, name string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(vectors, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
 }
 
 // eventually polls cond (a condition on the server's state, never a

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -52,13 +51,7 @@ func TestPathVectors(t *testing.T) {
 			Reason   string `json:"reason"`
 		} `json:"invalid"`
 	}
-	b, err := os.ReadFile(filepath.Join(vectors, "paths.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatal(err)
-	}
+	readVectors(t, "paths.json", &v)
 	if len(v.Normalize) == 0 || len(v.Invalid) == 0 {
 		t.Fatal("no path vectors")
 	}
@@ -91,13 +84,7 @@ func TestMatrixCases(t *testing.T) {
 			Granted          bool           `json:"granted"`
 		} `json:"cases"`
 	}
-	b, err := os.ReadFile(filepath.Join(vectors, "matrix-cases.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &v); err != nil {
-		t.Fatal(err)
-	}
+	readVectors(t, "matrix-cases.json", &v)
 	if len(v.Cases) == 0 {
 		t.Fatal("no matrix cases")
 	}
@@ -130,12 +117,9 @@ func TestErrorsAndProofs(t *testing.T) {
 	c := newClient(t)
 	ctx := context.Background()
 	ns := newNS(t)
-	l, err := c.Acquire(ctx, pathlock.Request{Namespace: ns, Owner: "alice", Op: "delete_folder", Paths: []string{"/p//A/"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := acquired(t, c, pathlock.Request{Namespace: ns, Owner: "alice", Op: "delete_folder", Paths: []string{"/p//A/"}})
 	// The owner is no proof: a second acquire by alice is refused.
-	_, err = c.Acquire(ctx, pathlock.Request{Namespace: ns, Owner: "alice", Op: "delete_folder", Paths: []string{"/p/A"}})
+	_, err := c.Acquire(ctx, pathlock.Request{Namespace: ns, Owner: "alice", Op: "delete_folder", Paths: []string{"/p/A"}})
 	if !errors.Is(err, pathlock.ErrRefused) {
 		t.Fatalf("want ErrRefused, got %v", err)
 	}
@@ -183,10 +167,7 @@ func TestErrorsAndProofs(t *testing.T) {
 	}
 	// Idempotency key: the retry gets the same lock.
 	req := pathlock.Request{Namespace: ns, Owner: "bob", Op: "upload", Paths: []string{"/k/f"}, IdempotencyKey: "op-123"}
-	a, err := c.Acquire(ctx, req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := acquired(t, c, req)
 	b, err := c.Acquire(ctx, req)
 	if err != nil || b.ID() != a.ID() || b.Token() != a.Token() || b.Fence() != a.Fence() {
 		t.Fatalf("retry with the key: %v %v", b, err)
@@ -237,19 +218,30 @@ type result struct {
 	err  error
 }
 
-func TestWaitWokenByRelease(t *testing.T) {
-	c := newClient(t)
-	ctx := context.Background()
-	ns := newNS(t)
-	holder, err := c.Acquire(ctx, pathlock.Request{Namespace: ns, Owner: "a", Op: "delete_folder", Paths: []string{"/w"}, TTL: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan result)
+// acquiring starts req on c in a goroutine; its result arrives on the
+// channel (buffered: the goroutine never blocks on a test that stopped).
+func acquiring(ctx context.Context, c *pathlock.Client, req pathlock.Request) chan result {
+	done := make(chan result, 1)
 	go func() {
-		l, err := c.Acquire(ctx, pathlock.Request{Namespace: ns, Owner: "b", Op: "upload", Paths: []string{"/w/x"}, Wait: time.Minute})
+		l, err := c.Acquire(ctx, req)
 		done <- result{l, err}
 	}()
+	return done
+}
+
+// folderHeld: a client, a fresh namespace, and owner a's delete_folder lock
+// on folder for a minute.
+func folderHeld(t *testing.T, folder string) (*pathlock.Client, string, *pathlock.Lock) {
+	t.Helper()
+	c := newClient(t)
+	ns := newNS(t)
+	return c, ns, acquired(t, c, pathlock.Request{Namespace: ns, Owner: "a", Op: "delete_folder", Paths: []string{folder}, TTL: time.Minute})
+}
+
+func TestWaitWokenByRelease(t *testing.T) {
+	c, ns, holder := folderHeld(t, "/w")
+	ctx := context.Background()
+	done := acquiring(ctx, c, pathlock.Request{Namespace: ns, Owner: "b", Op: "upload", Paths: []string{"/w/x"}, Wait: time.Minute})
 	ws := waitInLine(t, c, ns, 1)
 	if ws[0].Owner != "b" || ws[0].Op != "upload" || ws[0].Targets[0].Path != "/w/x" {
 		t.Fatalf("waiter %+v", ws[0])
@@ -286,19 +278,10 @@ func TestWaitTimesOutRefused(t *testing.T) {
 }
 
 func TestCancelLeavesNothing(t *testing.T) {
-	c := newClient(t)
-	ns := newNS(t)
+	c, ns, holder := folderHeld(t, "/c")
 	bg := context.Background()
-	holder, err := c.Acquire(bg, pathlock.Request{Namespace: ns, Owner: "a", Op: "delete_folder", Paths: []string{"/c"}, TTL: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(bg)
-	done := make(chan result)
-	go func() {
-		l, err := c.Acquire(ctx, pathlock.Request{Namespace: ns, Owner: "b", Op: "upload", Paths: []string{"/c/x"}, Wait: time.Hour})
-		done <- result{l, err}
-	}()
+	done := acquiring(ctx, c, pathlock.Request{Namespace: ns, Owner: "b", Op: "upload", Paths: []string{"/c/x"}, Wait: time.Hour})
 	waitInLine(t, c, ns, 1)
 	cancel()
 	r := <-done
@@ -321,13 +304,8 @@ func TestCancelLeavesNothing(t *testing.T) {
 // A grant that arrives while the context is being cancelled is released,
 // never dropped.
 func TestGrantRacingCancelIsReleased(t *testing.T) {
-	c := newClient(t)
-	ns := newNS(t)
+	c, ns, holder := folderHeld(t, "/r")
 	bg := context.Background()
-	holder, err := c.Acquire(bg, pathlock.Request{Namespace: ns, Owner: "a", Op: "delete_folder", Paths: []string{"/r"}, TTL: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(bg)
 	granted := make(chan struct{}, 1)
 	pathlock.SetAfterAttempt(c, func(g bool) {
@@ -336,11 +314,7 @@ func TestGrantRacingCancelIsReleased(t *testing.T) {
 			granted <- struct{}{}
 		}
 	})
-	done := make(chan result)
-	go func() {
-		l, err := c.Acquire(ctx, pathlock.Request{Namespace: ns, Owner: "b", Op: "upload", Paths: []string{"/r/x"}, Wait: time.Hour})
-		done <- result{l, err}
-	}()
+	done := acquiring(ctx, c, pathlock.Request{Namespace: ns, Owner: "b", Op: "upload", Paths: []string{"/r/x"}, Wait: time.Hour})
 	waitInLine(t, c, ns, 1)
 	if err := holder.Release(bg); err != nil {
 		t.Fatal(err)
@@ -361,10 +335,7 @@ func TestKeeperRenewsAndReportsLoss(t *testing.T) {
 	c := newClient(t)
 	ctx := context.Background()
 	ns := newNS(t)
-	l, err := c.Acquire(ctx, pathlock.Request{Namespace: ns, Owner: "k", Op: "upload", Paths: []string{"/k"}, TTL: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := acquired(t, c, pathlock.Request{Namespace: ns, Owner: "k", Op: "upload", Paths: []string{"/k"}, TTL: 300 * time.Millisecond})
 	var mu sync.Mutex
 	var reported error
 	var k *pathlock.Keeper
@@ -408,10 +379,7 @@ func TestKeeperStopsOnRelease(t *testing.T) {
 	c := newClient(t)
 	ctx := context.Background()
 	ns := newNS(t)
-	l, err := c.Acquire(ctx, pathlock.Request{Namespace: ns, Owner: "k", Op: "upload", Paths: []string{"/k"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := acquired(t, c, pathlock.Request{Namespace: ns, Owner: "k", Op: "upload", Paths: []string{"/k"}})
 	k := l.Keep(pathlock.KeepOptions{Every: time.Millisecond})
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)

@@ -22,12 +22,20 @@ def held_and_refused():
     return (c["held_op"], c["held_targets"]), (c["requested_op"], c["requested_targets"])
 
 
-def test_a_release_wakes_the_waiter(driver, cpp):
+def held_and_waiting(driver, cpp):
+    """Driver a holds the conflict case's lock; driver b's refused request
+    waits in line (seen by the observer, a C++ shell). Returns a, b, the
+    observer and a's grant."""
     (h, ht), (r, rt) = held_and_refused()
     a, b, observer = driver(), driver(), cpp()
     g = check_grant(a.ask(acquire_line("a", h, ht)))
     b.send(acquire_line("b", r, rt, f"wait={LONG}"))
     in_line(observer, "b")
+    return a, b, observer, g
+
+
+def test_a_release_wakes_the_waiter(driver, cpp):
+    a, b, observer, g = held_and_waiting(driver, cpp)
     assert a.ask(f"release {g['id']} {quote(g['token'])}") == {"released": True}
     w = check_grant(b.answer())
     assert w["fence"] > g["fence"]
@@ -91,23 +99,15 @@ def test_cancel_leaves_nothing_held_and_nobody_in_line(driver, cpp, needs):
 
 def test_lines_during_a_wait_are_answered_after_it(driver, cpp, needs):
     needs("cancel")  # the driver reads its input while it waits
-    (h, ht), (r, rt) = held_and_refused()
-    a, b, observer = driver(), driver(), cpp()
-    g = check_grant(a.ask(acquire_line("a", h, ht)))
-    b.send(acquire_line("b", r, rt, f"wait={LONG}"))
+    a, b, observer, g = held_and_waiting(driver, cpp)
     b.send("held nosuch token")
-    in_line(observer, "b")
     assert a.ask(f"release {g['id']} {quote(g['token'])}") == {"released": True}
     check_grant(b.answer())
     assert b.answer() == {"held": False}
 
 
 def test_end_of_input_does_not_cancel_a_wait(driver, cpp):
-    (h, ht), (r, rt) = held_and_refused()
-    a, b, observer = driver(), driver(), cpp()
-    g = check_grant(a.ask(acquire_line("a", h, ht)))
-    b.send(acquire_line("b", r, rt, f"wait={LONG}"))
-    in_line(observer, "b")
+    a, b, observer, g = held_and_waiting(driver, cpp)
     b.proc.stdin.close()
     in_line(observer, "b")
     assert a.ask(f"release {g['id']} {quote(g['token'])}") == {"released": True}

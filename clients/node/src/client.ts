@@ -167,19 +167,19 @@ function abortReason(signal: AbortSignal): unknown {
   return signal.reason ?? new AbortError();
 }
 
-function conflictOf(r: unknown[]): Conflict {
-  return {
-    id: String(r[1]),
-    op: String(r[2]),
-    role: String(r[3]),
-    path: String(r[4]),
-    owner: String(r[5]),
-    expiresInMs: Number(r[6]),
-    requestedRole: String(r[7]),
-    requestedPath: String(r[8]),
-    relation: String(r[9]) as Conflict['relation'],
-    queued: Number(r[10]) === 1,
-  };
+// A reply row read by a table of its fields in the row's order
+// (docs/lua-protocol.md): each field's name and how its value reads.
+type RowFields<T> = { [K in keyof T]-?: (v: unknown) => T[K] };
+const str = (v: unknown): string => String(v);
+const num = (v: unknown): number => Number(v);
+const flag = (v: unknown): boolean => Number(v) === 1;
+const relation = (v: unknown): Conflict['relation'] => String(v) as Conflict['relation'];
+
+function rowOf<T>(fields: RowFields<T>, row: unknown[], from = 0): T {
+  const out: Partial<T> = {};
+  let i = from;
+  for (const k of Object.keys(fields) as (keyof T)[]) out[k] = fields[k](row[i++]);
+  return out as T;
 }
 
 function targetsOf(pairs: unknown): Target[] {
@@ -188,6 +188,16 @@ function targetsOf(pairs: unknown): Target[] {
   for (let i = 0; i + 1 < a.length; i += 2) out.push({ role: String(a[i]), path: String(a[i + 1]) });
   return out;
 }
+
+const CONFLICT_FIELDS: RowFields<Conflict> = {
+  id: str, op: str, role: str, path: str, owner: str, expiresInMs: num, requestedRole: str, requestedPath: str, relation, queued: flag,
+};
+const LOCK_FIELDS: RowFields<LockInfo> = { id: str, owner: str, op: str, fence: num, holds: num, expiresInMs: num, targets: targetsOf };
+const BLOCKER_FIELDS: RowFields<Blocker> = {
+  queued: flag, id: str, owner: str, op: str, role: str, path: str, requestedRole: str, requestedPath: str, relation,
+  fence: num, holds: num, expiresInMs: num, waitedMs: num,
+};
+const WAITER_FIELDS: RowFields<Waiter> = { id: str, owner: str, op: str, waitedMs: num, expiresInMs: num, targets: targetsOf };
 
 /**
  * A pathlock client for one namespace. Holds no global state: every client
@@ -475,7 +485,7 @@ export class PathLock {
           granted: true,
           grant: { id: String(r[1]), token: String(r[2]), fence: Number(r[3]), expiresInMs: Number(r[4]), holds: Number(r[5]), ttlMs },
         };
-      if (r[0] === 'refused') return { granted: false, conflict: conflictOf(r) };
+      if (r[0] === 'refused') return { granted: false, conflict: rowOf(CONFLICT_FIELDS, r, 1) };
       if (r[0] === 'not_holder') return { granted: false, notHolder: true };
       throw new BackendError(`redis: acquire: unexpected reply ${JSON.stringify(r)}`);
     };
@@ -616,17 +626,7 @@ export class PathLock {
     const after = o.after ?? '';
     if (after !== '' && !/^\d{1,16}$/.test(after)) throw new InvalidRequestError(`'${after}' is not a cursor`);
     const r = await this.fcall('list', [prefix, limit, after]);
-    const locks: LockInfo[] = [];
-    for (const l of r.slice(2) as unknown[][])
-      locks.push({
-        id: String(l[0]),
-        owner: String(l[1]),
-        op: String(l[2]),
-        fence: Number(l[3]),
-        holds: Number(l[4]),
-        expiresInMs: Number(l[5]),
-        targets: targetsOf(l[6]),
-      });
+    const locks = (r.slice(2) as unknown[][]).map((l) => rowOf(LOCK_FIELDS, l));
     const next = r[1] === '' || r[1] === null || r[1] === undefined ? null : String(r[1]);
     return { locks, next };
   }
@@ -648,21 +648,7 @@ export class PathLock {
     const paths = await this.pathsOf(o);
     const limit = wholeMs('limit', o.limit ?? 1000, 1, 1000);
     const r = await this.fcall('blockers', [o.op, ...paths, limit], true);
-    const blockers = (r.slice(2) as unknown[][]).map((b) => ({
-      queued: Number(b[0]) === 1,
-      id: String(b[1]),
-      owner: String(b[2]),
-      op: String(b[3]),
-      role: String(b[4]),
-      path: String(b[5]),
-      requestedRole: String(b[6]),
-      requestedPath: String(b[7]),
-      relation: String(b[8]) as Conflict['relation'],
-      fence: Number(b[9]),
-      holds: Number(b[10]),
-      expiresInMs: Number(b[11]),
-      waitedMs: Number(b[12]),
-    }));
+    const blockers = (r.slice(2) as unknown[][]).map((b) => rowOf(BLOCKER_FIELDS, b));
     return { blockers, truncated: Number(r[1]) === 1 };
   }
 
@@ -671,14 +657,7 @@ export class PathLock {
     const prefix = normalizePath(o.prefix ?? '/');
     const limit = wholeMs('limit', o.limit ?? 1000, 1, 1000);
     const r = await this.fcall('waiters', [prefix, limit], true);
-    return (r.slice(1) as unknown[][]).map((w) => ({
-      id: String(w[0]),
-      owner: String(w[1]),
-      op: String(w[2]),
-      waitedMs: Number(w[3]),
-      expiresInMs: Number(w[4]),
-      targets: targetsOf(w[5]),
-    }));
+    return (r.slice(1) as unknown[][]).map((w) => rowOf(WAITER_FIELDS, w));
   }
 
   // ---- wake-ups --------------------------------------------------------------

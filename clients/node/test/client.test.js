@@ -1,29 +1,13 @@
 'use strict';
-const { test, before, after } = require('node:test');
+const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const {
   PathLock, LockRefusedError, InvalidRequestError, NotHolderError, BackendError, LayoutError, parseLibrary,
 } = require('../dist/index.js');
-const { startRedis, connect, freshNamespace, library } = require('./support/server');
+const { freshNamespace, library, serverFixture } = require('./support/server');
 
-let server;
-let redis;
-const clients = [];
-function client(ns = freshNamespace()) {
-  const c = new PathLock({ redis, namespace: ns, library });
-  clients.push(c);
-  return c;
-}
-
-before(async () => {
-  server = await startRedis();
-  redis = connect(server.url);
-});
-after(async () => {
-  for (const c of clients) await c.close();
-  redis.disconnect();
-  await server.stop();
-});
+const fx = serverFixture();
+const client = fx.client;
 
 test('grant and refusal name the conflicting lock', async () => {
   const pl = client();
@@ -83,9 +67,9 @@ test('bad input is InvalidRequestError before or from Redis', async () => {
   await assert.rejects(pl.acquire({ owner: 'a', op: 'upload', paths: ['/p'], ttlMs: 1.5 }), InvalidRequestError);
   await assert.rejects(pl.acquire({ owner: 'a', op: 'move_folder', paths: ['/p/A', '/p/A/C'] }), InvalidRequestError);
   await assert.rejects(pl.acquire({ owner: 'a', op: 'upload', paths: ['/p'], idempotencyKey: 'bad key' }), InvalidRequestError);
-  assert.throws(() => new PathLock({ redis, namespace: 'has space', library }), InvalidRequestError);
+  assert.throws(() => new PathLock({ redis: fx.redis, namespace: 'has space', library }), InvalidRequestError);
   const Redis = require('ioredis');
-  const resending = new Redis(server.url, { lazyConnect: true });
+  const resending = new Redis(fx.server.url, { lazyConnect: true });
   assert.throws(() => new PathLock({ redis: resending, namespace: 'x', library }), /autoResendUnfulfilledCommands/);
   resending.disconnect();
 });
@@ -123,16 +107,17 @@ test('renew, force release, paged list, blockers', async () => {
 
 test('a server without the library gets it loaded and the call sent again', async () => {
   const pl = client();
-  await redis.call('FUNCTION', 'FLUSH');
+  await fx.redis.call('FUNCTION', 'FLUSH');
   const g = await pl.acquire({ owner: 'a', op: 'upload', paths: ['/f/x'] });
   assert.equal(await pl.held(g.id, g.token), true);
   // a second client loading the same text: "already exists" is success
   await client().load();
   // a client given only the prefix, and one that discovers the library
   const name = parseLibrary(library).prefix;
-  const byPrefix = new PathLock({ redis, namespace: pl.namespace, functionPrefix: name });
-  const discovered = new PathLock({ redis, namespace: pl.namespace });
-  clients.push(byPrefix, discovered);
+  const byPrefix = new PathLock({ redis: fx.redis, namespace: pl.namespace, functionPrefix: name });
+  const discovered = new PathLock({ redis: fx.redis, namespace: pl.namespace });
+  fx.onClose(() => byPrefix.close());
+  fx.onClose(() => discovered.close());
   assert.equal(await byPrefix.held(g.id, g.token), true);
   assert.equal(await discovered.held(g.id, g.token), true);
   assert.deepEqual(await discovered.rolesOf('move_folder'), ['src', 'dst']);
@@ -140,20 +125,20 @@ test('a server without the library gets it loaded and the call sent again', asyn
   assert.equal(d.prefix, name);
   assert.match(d.fingerprint, /^[0-9a-f]+$/);
   // without the text, a missing library is a BackendError
-  await redis.call('FUNCTION', 'FLUSH');
+  await fx.redis.call('FUNCTION', 'FLUSH');
   await assert.rejects(byPrefix.held(g.id, g.token), BackendError);
 });
 
 test('a namespace of another layout is a LayoutError', async () => {
   const pl = client();
-  await redis.hset(`pl:{${pl.namespace}}:meta`, 'layout', '9');
+  await fx.redis.hset(`pl:{${pl.namespace}}:meta`, 'layout', '9');
   await assert.rejects(pl.acquire({ owner: 'a', op: 'upload', paths: ['/x'] }), (e) => e instanceof LayoutError && e.stored === 9);
 });
 
 test('namespaces never interact, and forNamespace shares the connection', async () => {
   const a = client();
   const b = a.forNamespace(freshNamespace());
-  clients.push(b);
+  fx.onClose(() => b.close());
   await a.acquire({ owner: 'a', op: 'delete_folder', paths: ['/'] });
   await b.acquire({ owner: 'b', op: 'delete_folder', paths: ['/'] });
   assert.equal(b.redis, a.redis);

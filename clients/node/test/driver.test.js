@@ -1,43 +1,27 @@
 'use strict';
 // The driver (bin/pathlock-node-shell) and interoperation with the C++
 // `pathlock shell` on one namespace of one server.
-const { test, before, after } = require('node:test');
+const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { PathLock } = require('../dist/index.js');
-const { startRedis, connect, freshNamespace, until, library, libraryFile } = require('./support/server');
+const { freshNamespace, until, libraryFile, serverFixture } = require('./support/server');
 const { lineProcess } = require('./support/lines');
 
 const DRIVER = path.join(__dirname, '..', 'bin', 'pathlock-node-shell');
 const CLI = process.env.PATHLOCK_CLI ?? '/work/ref/bin/pathlock';
 
-let server;
-let redis;
-const closers = [];
-before(async () => {
-  server = await startRedis();
-  redis = connect(server.url);
-});
-after(async () => {
-  for (const c of closers) await c();
-  redis.disconnect();
-  await server.stop();
-});
+const fx = serverFixture();
 
 function driver(ns) {
-  const d = lineProcess(process.execPath, [DRIVER, '--redis', server.url, '--namespace', ns], {
+  const d = lineProcess(process.execPath, [DRIVER, '--redis', fx.server.url, '--namespace', ns], {
     ...process.env,
     PATHLOCK_LIBRARY: libraryFile,
   });
-  closers.push(() => d.end());
+  fx.onClose(() => d.end());
   return d;
 }
-function client(ns) {
-  const c = new PathLock({ redis, namespace: ns, library });
-  closers.push(() => c.close());
-  return c;
-}
+const client = fx.client;
 
 test('driver: hello, acquire, refusal, locks, errors', async () => {
   const ns = freshNamespace('d');
@@ -86,8 +70,8 @@ test('driver: cancel stops a wait while stdin is read; later lines answered in o
 test('interop: the C++ shell and the Node client share locks, wake-ups and the line', { skip: !fs.existsSync(CLI) && `no ${CLI} (set PATHLOCK_CLI)` }, async () => {
   const ns = freshNamespace('i');
   const pl = client(ns);
-  const cpp = lineProcess(CLI, ['shell', '--backend', 'redis', '--redis', server.url, '--namespace', ns]);
-  closers.push(() => cpp.end());
+  const cpp = lineProcess(CLI, ['shell', '--backend', 'redis', '--redis', fx.server.url, '--namespace', ns]);
+  fx.onClose(() => cpp.end());
   const held = await cpp.ask('acquire alice move_folder /p/A/C /p/B');
   assert.equal(held.granted, true);
   const refused = await pl.tryAcquire({ owner: 'bob', op: 'upload', paths: ['/p/A/C/x'] });

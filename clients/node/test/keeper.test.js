@@ -1,24 +1,13 @@
 'use strict';
-const { test, before, after } = require('node:test');
+const { test } = require('node:test');
 const assert = require('node:assert/strict');
-const { PathLock, LeaseKeeper, LockRefusedError } = require('../dist/index.js');
-const { startRedis, connect, freshNamespace, library } = require('./support/server');
+const { LeaseKeeper, LockRefusedError } = require('../dist/index.js');
+const { serverFixture } = require('./support/server');
 
-let server;
-let redis;
-let pl;
-before(async () => {
-  server = await startRedis();
-  redis = connect(server.url);
-  pl = new PathLock({ redis, namespace: freshNamespace('k'), library });
-});
-after(async () => {
-  await pl.close();
-  redis.disconnect();
-  await server.stop();
-});
+const fx = serverFixture('k');
 
 test('the keeper renews a kept lease', async () => {
+  const pl = fx.client();
   const keeper = new LeaseKeeper();
   const guard = await pl.lock({ owner: 'a', op: 'upload', paths: ['/k/1'], ttlMs: 600, keeper });
   let renewals = 0;
@@ -31,6 +20,7 @@ test('the keeper renews a kept lease', async () => {
 });
 
 test('a lost lease is reported; the listener may stop and release without deadlock', async () => {
+  const pl = fx.client();
   const keeper = new LeaseKeeper();
   let fromCallback;
   const guard = await pl.lock({
@@ -52,6 +42,7 @@ test('a lost lease is reported; the listener may stop and release without deadlo
 });
 
 test('the guard: try/finally and Symbol.asyncDispose release it', async () => {
+  const pl = fx.client();
   assert.equal(typeof Symbol.asyncDispose, 'symbol');
   const g = await pl.lock({ owner: 'a', op: 'delete_folder', paths: ['/k/3'] });
   try {

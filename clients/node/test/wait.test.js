@@ -1,31 +1,15 @@
 'use strict';
 // Waiting: woken by a release, cancelled by an AbortSignal (out of the line
 // at once, nothing held), and a grant that races the abort (released).
-const { test, before, after } = require('node:test');
+const { test } = require('node:test');
 const assert = require('node:assert/strict');
-const { PathLock, AbortError } = require('../dist/index.js');
-const { startRedis, connect, freshNamespace, until, library } = require('./support/server');
+const { AbortError } = require('../dist/index.js');
+const { until, serverFixture } = require('./support/server');
 
-let server;
-let redis;
-const clients = [];
-function client(ns = freshNamespace('w')) {
-  const c = new PathLock({ redis, namespace: ns, library });
-  clients.push(c);
-  return c;
-}
+const fx = serverFixture('w');
+const client = fx.client;
 const shardSubscribers = async (pl) =>
-  Number((await redis.call('PUBSUB', 'SHARDNUMSUB', `pl:{${pl.namespace}}:wake`))[1]);
-
-before(async () => {
-  server = await startRedis();
-  redis = connect(server.url);
-});
-after(async () => {
-  for (const c of clients) await c.close();
-  redis.disconnect();
-  await server.stop();
-});
+  Number((await fx.redis.call('PUBSUB', 'SHARDNUMSUB', `pl:{${pl.namespace}}:wake`))[1]);
 
 test('a waiting acquire takes a place in line, subscribes, and is granted after the release', async () => {
   const pl = client();
@@ -87,8 +71,8 @@ test('a grant that races the abort is released, never dropped', async () => {
   // The abort comes while bob's granting attempt is on the wire: the hook
   // aborts right after the real FCALL was sent, once alice has released.
   let armed = false;
-  const call = redis.call.bind(redis);
-  redis.call = (...args) => {
+  const call = fx.redis.call.bind(fx.redis);
+  fx.redis.call = (...args) => {
     const p = call(...args);
     if (armed && args[0] === 'FCALL' && String(args[1]).endsWith('_acquire')) {
       armed = false;
@@ -109,7 +93,7 @@ test('a grant that races the abort is released, never dropped', async () => {
     assert.deepEqual((await pl.list()).locks, []);
     assert.deepEqual(await pl.waiters(), []);
   } finally {
-    redis.call = call;
+    fx.redis.call = call;
   }
 });
 

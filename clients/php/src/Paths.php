@@ -26,13 +26,7 @@ final class Paths
         if ($path[0] !== '/') {
             throw new InvalidRequestException("path '$path' is not absolute (must start with '/')");
         }
-        if (strlen($path) > self::MAX_PATH_BYTES) {
-            throw new InvalidRequestException(sprintf(
-                'path is %d bytes long; the limit is %d',
-                strlen($path),
-                self::MAX_PATH_BYTES,
-            ));
-        }
+        self::checkLength($path, self::MAX_PATH_BYTES, 'path is %d bytes long; the limit is %d');
         $problem = self::textProblem($path);
         if ($problem !== null) {
             throw new InvalidRequestException("path has $problem");
@@ -45,16 +39,22 @@ final class Paths
             if ($component === '.' || $component === '..') {
                 throw new InvalidRequestException("path '$path' has a '$component' component; give the resolved path");
             }
-            if (strlen($component) > self::MAX_COMPONENT_BYTES) {
-                throw new InvalidRequestException(sprintf(
-                    'path component of %d bytes; the limit is %d',
-                    strlen($component),
-                    self::MAX_COMPONENT_BYTES,
-                ));
-            }
+            self::checkLength($component, self::MAX_COMPONENT_BYTES, 'path component of %d bytes; the limit is %d');
             $out .= '/' . $component;
         }
         return $out === '' ? '/' : $out;
+    }
+
+    /**
+     * $text longer than $max bytes is refused; $format names its length, then the limit.
+     *
+     * @throws InvalidRequestException
+     */
+    private static function checkLength(string $text, int $max, string $format): void
+    {
+        if (strlen($text) > $max) {
+            throw new InvalidRequestException(sprintf($format, strlen($text), $max));
+        }
     }
 
     /** A control character or malformed UTF-8 in $text, described, or null. */

@@ -239,10 +239,7 @@ final class Shell implements Cancellation
         $limit = null;
         for ($i = 1; $i < count($w); $i++) {
             if ($opt($i, 'limit=')) {
-                if ($limit !== null) {
-                    throw new InvalidRequestException('limit= is given twice');
-                }
-                $limit = self::limit($w[$i], LockEngine::MAX_LIST_LIMIT);
+                $limit = self::limit($limit, $w[$i], LockEngine::MAX_LIST_LIMIT);
             } elseif ($opt($i, 'after=')) {
                 if ($after !== null) {
                     throw new InvalidRequestException('after= is given twice');
@@ -276,10 +273,7 @@ final class Shell implements Cancellation
         $positional = [];
         for ($i = 1; $i < count($w); $i++) {
             if ($opt($i, 'limit=')) {
-                if ($limit !== null) {
-                    throw new InvalidRequestException('limit= is given twice');
-                }
-                $limit = self::limit($w[$i], LockEngine::MAX_BLOCKERS);
+                $limit = self::limit($limit, $w[$i], LockEngine::MAX_BLOCKERS);
             } elseif ($opt($i, 'fair=')) {
                 if ($w[$i] !== 'fair=true' && $w[$i] !== 'fair=false') {
                     throw new InvalidRequestException('fair= takes true or false');
@@ -333,10 +327,7 @@ final class Shell implements Cancellation
         $limit = null;
         for ($i = 1; $i < count($w); $i++) {
             if ($opt($i, 'limit=')) {
-                if ($limit !== null) {
-                    throw new InvalidRequestException('limit= is given twice');
-                }
-                $limit = self::limit($w[$i], LockEngine::MAX_WAITERS);
+                $limit = self::limit($limit, $w[$i], LockEngine::MAX_WAITERS);
             } else {
                 if ($prefix !== null) {
                     throw new InvalidRequestException('usage: waiters [PREFIX] [limit=N]');
@@ -346,14 +337,7 @@ final class Shell implements Cancellation
         }
         $rows = [];
         foreach ($this->engine->waiters($this->namespace, $prefix ?? '/', $limit ?? LockEngine::MAX_WAITERS) as $x) {
-            $rows[] = [
-                'id' => $x->id,
-                'owner' => $x->owner,
-                'op' => $x->op,
-                'targets' => (object) $x->targets,
-                'waited_ms' => $x->waitedMs,
-                'expires_in_ms' => $x->expiresInMs,
-            ];
+            $rows[] = self::whoJson($x) + ['waited_ms' => $x->waitedMs, 'expires_in_ms' => $x->expiresInMs];
         }
         return ['waiters' => $rows];
     }
@@ -361,15 +345,17 @@ final class Shell implements Cancellation
     /** @return array<string,mixed> */
     private static function lockJson(LockInfo $l): array
     {
-        return [
-            'id' => $l->id,
-            'owner' => $l->owner,
-            'op' => $l->op,
-            'targets' => (object) $l->targets,
-            'fence' => $l->fence,
-            'holds' => $l->holds,
-            'expires_in_ms' => $l->expiresInMs,
-        ];
+        return self::whoJson($l) + ['fence' => $l->fence, 'holds' => $l->holds, 'expires_in_ms' => $l->expiresInMs];
+    }
+
+    /**
+     * The fields that name a lock or a waiting request, first in its row.
+     *
+     * @return array<string,mixed>
+     */
+    private static function whoJson(LockInfo|WaiterInfo $x): array
+    {
+        return ['id' => $x->id, 'owner' => $x->owner, 'op' => $x->op, 'targets' => (object) $x->targets];
     }
 
     // --- words and numbers --------------------------------------------------------
@@ -458,8 +444,12 @@ final class Shell implements Cancellation
         return (int) $v;
     }
 
-    private static function limit(string $word, int $max): int
+    /** limit=N (at most once: $current is null the first time) from 1 to $max. */
+    private static function limit(?int $current, string $word, int $max): int
     {
+        if ($current !== null) {
+            throw new InvalidRequestException('limit= is given twice');
+        }
         $v = substr($word, 6);
         if (preg_match('/\A[0-9]{1,18}\z/', $v) !== 1 || (int) $v < 1 || (int) $v > $max) {
             throw new InvalidRequestException("'$word' needs a whole number from 1 to $max");

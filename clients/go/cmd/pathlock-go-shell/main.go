@@ -356,6 +356,28 @@ func number(name, v string, lo, hi int64) (int64, error) {
 	return n, nil
 }
 
+// prefixed parses `COMMAND [PREFIX] options`: the prefix ("/" when none is
+// given) and the options; more than one positional word is the usage error.
+func prefixed(args []word, allowed []string, usage string) (string, map[string]string, error) {
+	pos, o, err := parse(args, allowed)
+	if err == nil && len(pos) > 1 {
+		err = errors.New(usage)
+	}
+	if err != nil || len(pos) == 0 {
+		return "/", o, err
+	}
+	return pos[0], o, nil
+}
+
+// rowLimit is the limit=N of blockers and waiters: 1..1000, 1000 when absent.
+func rowLimit(o map[string]string) (int64, error) {
+	v, ok := o["limit"]
+	if !ok {
+		return 1000, nil
+	}
+	return number("limit", v, 1, 1000)
+}
+
 func boolean(name, v string) (bool, error) {
 	switch v {
 	case "true":
@@ -542,6 +564,15 @@ func (s *shell) idToken(cmd string, args []word) {
 	}
 }
 
+// rowsOf: the JSON row of each item, in order (an empty list, never null).
+func rowsOf[T any](items []T, row func(T) obj) []obj {
+	out := make([]obj, 0, len(items))
+	for _, x := range items {
+		out = append(out, row(x))
+	}
+	return out
+}
+
 func targets(ts []pathlock.Target) obj {
 	o := make(obj, 0, len(ts))
 	for _, t := range ts {
@@ -551,10 +582,7 @@ func targets(ts []pathlock.Target) obj {
 }
 
 func (s *shell) locks(args []word) {
-	pos, o, err := parse(args, []string{"limit", "after"})
-	if err == nil && len(pos) > 1 {
-		err = errors.New("locks [PREFIX] [limit=N [after=CURSOR]]")
-	}
+	prefix, o, err := prefixed(args, []string{"limit", "after"}, "locks [PREFIX] [limit=N [after=CURSOR]]")
 	_, hasLimit := o["limit"]
 	_, hasAfter := o["after"]
 	if err == nil && hasAfter && !hasLimit {
@@ -564,49 +592,43 @@ func (s *shell) locks(args []word) {
 		s.fail(err)
 		return
 	}
-	prefix := "/"
-	if len(pos) == 1 {
-		prefix = pos[0]
+	list, next, err := s.listLocks(prefix, o)
+	if err != nil {
+		s.fail(err)
+		return
 	}
-	var list []pathlock.LockInfo
-	var next interface{}
-	if hasLimit {
-		n, err := number("limit", o["limit"], 1, 10000)
-		if err != nil {
-			s.fail(err)
-			return
-		}
-		after := o["after"]
-		if hasAfter && (after == "" || strings.Trim(after, "0123456789") != "") {
-			s.fail(fmt.Errorf("after=%s is not a cursor", after))
-			return
-		}
-		p, err := s.c.List(ctx(), s.ns, prefix, int(n), after)
-		if err != nil {
-			s.fail(err)
-			return
-		}
-		list = p.Locks
-		if p.Next != "" {
-			next = p.Next
-		}
-	} else {
-		list, err = s.c.ListAll(ctx(), s.ns, prefix)
-		if err != nil {
-			s.fail(err)
-			return
-		}
-	}
-	out := make([]obj, 0, len(list))
-	for _, l := range list {
-		out = append(out, obj{{"id", l.ID}, {"owner", l.Owner}, {"op", l.Op}, {"targets", targets(l.Targets)},
-			{"fence", l.Fence}, {"holds", l.Holds}, {"expires_in_ms", l.ExpiresIn.Milliseconds()}})
-	}
+	out := rowsOf(list, func(l pathlock.LockInfo) obj {
+		return obj{{"id", l.ID}, {"owner", l.Owner}, {"op", l.Op}, {"targets", targets(l.Targets)},
+			{"fence", l.Fence}, {"holds", l.Holds}, {"expires_in_ms", l.ExpiresIn.Milliseconds()}}
+	})
 	if hasLimit {
 		s.reply(obj{{"locks", out}, {"next", next}})
 	} else {
 		s.reply(obj{{"locks", out}})
 	}
+}
+
+// listLocks: every lock at or inside prefix, or with limit= one page of them
+// and the next page's cursor (nil on the last page).
+func (s *shell) listLocks(prefix string, o map[string]string) ([]pathlock.LockInfo, interface{}, error) {
+	limit, paged := o["limit"]
+	if !paged {
+		list, err := s.c.ListAll(ctx(), s.ns, prefix)
+		return list, nil, err
+	}
+	n, err := number("limit", limit, 1, 10000)
+	if err != nil {
+		return nil, nil, err
+	}
+	after, hasAfter := o["after"]
+	if hasAfter && (after == "" || strings.Trim(after, "0123456789") != "") {
+		return nil, nil, fmt.Errorf("after=%s is not a cursor", after)
+	}
+	p, err := s.c.List(ctx(), s.ns, prefix, int(n), after)
+	if err != nil || p.Next == "" {
+		return p.Locks, nil, err
+	}
+	return p.Locks, p.Next, nil
 }
 
 func (s *shell) blockers(args []word) {
@@ -625,12 +647,10 @@ func (s *shell) blockers(args []word) {
 			return
 		}
 	}
-	limit := int64(1000)
-	if v, ok := o["limit"]; ok {
-		if limit, err = number("limit", v, 1, 1000); err != nil {
-			s.fail(err)
-			return
-		}
+	limit, err := rowLimit(o)
+	if err != nil {
+		s.fail(err)
+		return
 	}
 	rows, truncated, err := s.c.Blockers(ctx(), s.ns, pos[0], pos[1:], int(limit))
 	if err != nil {
@@ -655,34 +675,23 @@ func (s *shell) blockers(args []word) {
 }
 
 func (s *shell) waiters(args []word) {
-	pos, o, err := parse(args, []string{"limit"})
-	if err == nil && len(pos) > 1 {
-		err = errors.New("waiters [PREFIX] [limit=N]")
+	prefix, o, err := prefixed(args, []string{"limit"}, "waiters [PREFIX] [limit=N]")
+	var limit int64
+	if err == nil {
+		limit, err = rowLimit(o)
 	}
 	if err != nil {
 		s.fail(err)
 		return
-	}
-	prefix := "/"
-	if len(pos) == 1 {
-		prefix = pos[0]
-	}
-	limit := int64(1000)
-	if v, ok := o["limit"]; ok {
-		if limit, err = number("limit", v, 1, 1000); err != nil {
-			s.fail(err)
-			return
-		}
 	}
 	ws, err := s.c.Waiters(ctx(), s.ns, prefix, int(limit))
 	if err != nil {
 		s.fail(err)
 		return
 	}
-	out := make([]obj, 0, len(ws))
-	for _, w := range ws {
-		out = append(out, obj{{"id", w.ID}, {"owner", w.Owner}, {"op", w.Op}, {"targets", targets(w.Targets)},
-			{"waited_ms", w.Waited.Milliseconds()}, {"expires_in_ms", w.ExpiresIn.Milliseconds()}})
-	}
+	out := rowsOf(ws, func(w pathlock.Waiter) obj {
+		return obj{{"id", w.ID}, {"owner", w.Owner}, {"op", w.Op}, {"targets", targets(w.Targets)},
+			{"waited_ms", w.Waited.Milliseconds()}, {"expires_in_ms", w.ExpiresIn.Milliseconds()}}
+	})
 	s.reply(obj{{"waiters", out}})
 }

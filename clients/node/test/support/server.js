@@ -97,4 +97,37 @@ async function until(cond, what = 'condition', timeoutMs = 20000) {
   }
 }
 
-module.exports = { freePort, startRedis, connect, freshNamespace, until, library, libraryFile };
+/**
+ * One redis-server for a test file's tests: started before them, stopped
+ * after them once every client and closer it was given has closed.
+ * `fx.server` and `fx.redis` (a connection as the client requires it) are set
+ * before the first test; `fx.client(ns)` opens a PathLock on that connection;
+ * `fx.onClose(fn)` adds a closer.
+ */
+function serverFixture(prefix = 't') {
+  const { before, after } = require('node:test');
+  const { PathLock } = require('../../dist/index.js');
+  const closers = [];
+  const fx = {
+    server: undefined,
+    redis: undefined,
+    onClose: (fn) => closers.push(fn),
+    client(ns = freshNamespace(prefix)) {
+      const c = new PathLock({ redis: fx.redis, namespace: ns, library });
+      closers.push(() => c.close());
+      return c;
+    },
+  };
+  before(async () => {
+    fx.server = await startRedis();
+    fx.redis = connect(fx.server.url);
+  });
+  after(async () => {
+    for (const close of closers) await close();
+    fx.redis.disconnect();
+    await fx.server.stop();
+  });
+  return fx;
+}
+
+module.exports = { freePort, startRedis, connect, freshNamespace, until, library, libraryFile, serverFixture };
