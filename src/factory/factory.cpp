@@ -29,26 +29,26 @@ BackendOptions with_common(BackendOptions backend, const EngineOptions& options)
   return backend;
 }
 
+// What a build without a backend answers for it.
+[[noreturn, maybe_unused]] void not_built(const char* backend, const char* option) {
+  throw InvalidRequest(fmt::format("this build of pathlock has no {} backend ({}=OFF)", backend, option));
+}
+
 }  // namespace
 
 std::unique_ptr<LockEngine> make_engine(const EngineOptions& options) {
   switch (options.backend) {
-    case Backend::memory:
-      return make_memory_engine(with_common(options.memory, options));
-    case Backend::redis: {
+    case Backend::memory: return make_memory_engine(with_common(options.memory, options));
 #ifdef PATHLOCK_WITH_REDIS
-      return make_redis_engine(with_common(options.redis, options));
+    case Backend::redis: return make_redis_engine(with_common(options.redis, options));
 #else
-      throw InvalidRequest("this build of pathlock has no Redis backend (PATHLOCK_WITH_REDIS=OFF)");
+    case Backend::redis: not_built("Redis", "PATHLOCK_WITH_REDIS");
 #endif
-    }
-    case Backend::postgres: {
 #ifdef PATHLOCK_WITH_POSTGRES
-      return make_postgres_engine(with_common(options.postgres, options));
+    case Backend::postgres: return make_postgres_engine(with_common(options.postgres, options));
 #else
-      throw InvalidRequest("this build of pathlock has no PostgreSQL backend (PATHLOCK_WITH_POSTGRES=OFF)");
+    case Backend::postgres: not_built("PostgreSQL", "PATHLOCK_WITH_POSTGRES");
 #endif
-    }
   }
   throw InvalidRequest("unknown backend");
 }

@@ -34,12 +34,24 @@ AcquireResult answer_of(std::future<AcquireResult>& answer) {
   return answer.get();
 }
 
+// The lock the waiters below wait behind: a's delete of /p/A.
+Grant folder_held(Fixture& f) {
+  const AcquireResult held = f.one("a", "delete_folder", "/p/A");
+  REQUIRE(held.granted);
+  return held.grant;
+}
+
+// Releases it: then nothing is held (a stopped waiter took nothing).
+void release_leaves_nothing(Fixture& f, const Grant& held) {
+  REQUIRE(f.engine->release(f.ns, held.id, held.token));
+  CHECK(f.held() == 0);
+}
+
 }  // namespace
 
 TEST_CASE("a stopped wait leaves the line at once and holds nothing", "[cancel]") {
   Fixture f;
-  const auto held = f.one("a", "delete_folder", "/p/A");
-  REQUIRE(held.granted);
+  const Grant held = folder_held(f);
   std::stop_source stop;
   auto waiter = stoppable_upload(f, "b", "/p/A/x", stop.get_token());
   REQUIRE(test::until_waiting(f.ns, "b"));
@@ -48,24 +60,22 @@ TEST_CASE("a stopped wait leaves the line at once and holds nothing", "[cancel]"
   const AcquireResult got = answer_of(waiter);
   CHECK_FALSE(got.granted);
   CHECK(got.cancelled);
-  CHECK(got.conflict.id == held.grant.id);  // the last refusal it saw
+  CHECK(got.conflict.id == held.id);  // the last refusal it saw
   CHECK(f.engine->waiters(f.ns).empty());   // out of the line
   // Nobody in line: a newcomer at the same path is refused by the holder only.
   const auto newcomer = f.one("c", "upload", "/p/A/x");
   CHECK_FALSE(newcomer.conflict.queued);
-  REQUIRE(f.engine->release(f.ns, held.grant.id, held.grant.token));
-  CHECK(f.held() == 0);  // the release let nobody in
+  release_leaves_nothing(f, held);  // the release let nobody in
 }
 
 TEST_CASE("a grant that races the stop is given back", "[cancel]") {
   Fixture f;
-  const auto held = f.one("a", "delete_folder", "/p/A");
-  REQUIRE(held.granted);
+  const Grant held = folder_held(f);
   std::stop_source stop;
   test::when_granted(f.ns, "b", [&] { stop.request_stop(); });  // the stop comes just after the grant
   auto waiter = stoppable_upload(f, "b", "/p/A/x", stop.get_token());
   REQUIRE(test::until_waiting(f.ns, "b"));
-  REQUIRE(f.engine->release(f.ns, held.grant.id, held.grant.token));  // lets it in
+  REQUIRE(f.engine->release(f.ns, held.id, held.token));  // lets it in
   const AcquireResult got = answer_of(waiter);
   CHECK_FALSE(got.granted);
   CHECK(got.cancelled);
@@ -106,21 +116,18 @@ TEST_CASE("a stoppable acquire that does not wait gives back a grant that raced 
 
 TEST_CASE("an unfair wait stops too", "[cancel]") {
   Fixture f;
-  const auto held = f.one("a", "delete_folder", "/p/A");
-  REQUIRE(held.granted);
+  const Grant held = folder_held(f);
   std::stop_source stop;
   auto waiter = stoppable_upload(f, "b", "/p/A/x", stop.get_token(), /*fair=*/false);
   REQUIRE(test::until_waiting(f.ns, "b"));
   stop.request_stop();
   CHECK(answer_of(waiter).cancelled);
-  REQUIRE(f.engine->release(f.ns, held.grant.id, held.grant.token));
-  CHECK(f.held() == 0);
+  release_leaves_nothing(f, held);
 }
 
 TEST_CASE("a stopped LockGuard owns nothing and says it was cancelled", "[cancel]") {
   Fixture f;
-  const auto held = f.one("a", "delete_folder", "/p/A");
-  REQUIRE(held.granted);
+  const Grant held = folder_held(f);
   std::stop_source stop;
   auto guard = std::async(std::launch::async, [&] {
     return LockGuard(*f.engine, f.request("b", "upload", {{"target", "/p/A/x"}}, 30000ms, 60000ms),
@@ -132,6 +139,5 @@ TEST_CASE("a stopped LockGuard owns nothing and says it was cancelled", "[cancel
   const LockGuard g = guard.get();
   CHECK_FALSE(g.owns_lock());
   CHECK(g.cancelled());
-  REQUIRE(f.engine->release(f.ns, held.grant.id, held.grant.token));
-  CHECK(f.held() == 0);
+  release_leaves_nothing(f, held);
 }
