@@ -1,6 +1,7 @@
 --[[
-  lua/list.lua: the function list: one page of the live locks with a target
-  at or inside a prefix, in fence order. Keys, arguments and replies:
+  lua/list.lua: the functions list and list_ro: one page of the live locks
+  with a target at or inside a prefix, in fence order (list reaps what has
+  ended first; list_ro writes nothing and skips it). Keys, arguments and replies:
   docs/lua-protocol.md#list. Cost: at most PL_LIST_SCAN locks are looked at
   per call (one ZRANGEBYLEX of the fence-ordered members of ent and one HMGET
   of their records), so a page costs O(PL_LIST_SCAN + log n) however many
@@ -10,7 +11,7 @@
              Paths (path_problem, within, fence16), Records (unpack_lock, remaining),
              Removal (expired_locks, ended_waiters, remove_ended); PL_MAX_LIST,
              PL_LIST_SCAN, PL_FENCE_DIGITS
-  Provides:  List.list
+  Provides:  List.list, List.list_ro
 ]]
 local List
 do
@@ -57,25 +58,28 @@ do
     return reply, ""
   end
 
-  local function pl_list(keys, argv)
+  -- The call context and the checked arguments of list and list_ro:
+  -- c, prefix, limit, after; or nil and the "invalid" or "layout" reply.
+  local function arguments(keys, argv)
     local c, bad = begin(keys)
-    if not c then return bad end
-    if #argv ~= 3 then return { "invalid", "list takes prefix, limit, after" } end
+    if not c then return nil, bad end
+    if #argv ~= 3 then return nil, { "invalid", "list takes prefix, limit, after" } end
     local prefix, limit, after = argv[1], dec(argv[2]), argv[3]
     local problem = path_problem(prefix)
-    if problem then return { "invalid", "prefix '" .. tostring(prefix) .. "' " .. problem } end
+    if problem then return nil, { "invalid", "prefix '" .. tostring(prefix) .. "' " .. problem } end
     if not limit or limit < 1 or limit > PL_MAX_LIST then
-      return { "invalid", "limit must be decimal digits, 1.." .. PL_MAX_LIST }
+      return nil, { "invalid", "limit must be decimal digits, 1.." .. PL_MAX_LIST }
     end
     if after ~= "" and (not sfind(after, "^%d+$") or #after > PL_FENCE_DIGITS) then
-      return { "invalid", "after must be empty or a fence (decimal)" }
+      return nil, { "invalid", "after must be empty or a fence (decimal)" }
     end
     bad = check_meta(c)
-    if bad then return bad end
-    local reaped, stale = expired_locks(c)
-    local ended = ended_waiters(c)
-    bad = remove_ended(c, reaped, stale, ended)
-    if bad then return bad end
+    if bad then return nil, bad end
+    return c, prefix, limit, after
+  end
+
+  -- The page from the cursor `after` on (what has ended is skipped, reaped or not).
+  local function listing(c, prefix, limit, after)
     local from = after == "" and "[F" or "[F" .. fence16(tonum(after) + 1)
     local members = rcall("ZRANGEBYLEX", c.ent, from, "(G", "LIMIT", "0", tostring(PL_LIST_SCAN))
     local reply, next = page(c, members, prefix, limit)
@@ -84,5 +88,24 @@ do
     return reply
   end
 
-  List = { list = pl_list }
+  -- list: reaps what has ended first (a write), then lists.
+  local function pl_list(keys, argv)
+    local c, prefix, limit, after = arguments(keys, argv)
+    if not c then return prefix end
+    local reaped, stale = expired_locks(c)
+    local ended = ended_waiters(c)
+    local bad = remove_ended(c, reaped, stale, ended)
+    if bad then return bad end
+    return listing(c, prefix, limit, after)
+  end
+
+  -- list_ro: the same page, writing nothing (registered no-writes: a user
+  -- with read rights only may call it, and a replica may serve it).
+  local function pl_list_ro(keys, argv)
+    local c, prefix, limit, after = arguments(keys, argv)
+    if not c then return prefix end
+    return listing(c, prefix, limit, after)
+  end
+
+  List = { list = pl_list, list_ro = pl_list_ro }
 end

@@ -4,7 +4,7 @@
   and versions can share one server. allow-oom: dropping a hold, renewing,
   leaving the line, releasing and listing must work at maxmemory (they free
   memory, change records in place or only read and reap). no-writes: probe,
-  held, blockers and waiters only read (a user with read rights only may
+  held, list_ro, blockers and waiters only read (a user with read rights only may
   call them; replicas may serve them); info reads nothing at all (no keys:
   any node of a Cluster answers it).
 
@@ -19,6 +19,7 @@ do
     { "renew", Renew.renew, { "allow-oom" } },
     { "leave", Leave.leave, { "allow-oom" } },
     { "list", List.list, { "allow-oom" } },
+    { "list_ro", List.list_ro, { "no-writes" } },
     { "probe", Probe.probe, { "no-writes" } },
     { "held", Renew.held, { "no-writes" } },
     { "blockers", Blockers.blockers, { "no-writes" } },

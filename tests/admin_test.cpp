@@ -22,26 +22,9 @@ using json = nlohmann::json;
 
 namespace {
 
-struct Run {
-  int status = 0;
-  std::vector<json> lines;
-  std::string err;
-};
+using Run = test::AdminRun;
 
-Run admin(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  Run r;
-  try {
-    r.status = cli::run_admin(args, out, err);
-  } catch (const std::exception& e) {  // main() turns these into exit status 1
-    err << "error: " << e.what() << "\n";
-    r.status = 1;
-  }
-  r.err = err.str();
-  std::istringstream lines(out.str());
-  for (std::string line; std::getline(lines, line);) r.lines.push_back(json::parse(line));
-  return r;
-}
+Run admin(const std::vector<std::string>& args) { return test::admin_run(args); }
 
 void operator_story(const std::string& url) {
   const std::string ns = test::unique_namespace("admin");

@@ -179,6 +179,7 @@ TEST_CASE("stress survives connection kills, stalls and server restarts without 
   int reaping_calls = 0;
   while (reaping_calls < 20 && !test::keys_left_after_drain(server, ns).empty()) {
     CHECK(engine->list(ns).empty());
+    test::reap_by_a_write(*engine, ns);
     ++reaping_calls;
   }
   INFO("reaping calls: " << reaping_calls);

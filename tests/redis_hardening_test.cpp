@@ -254,6 +254,7 @@ TEST_CASE("a user lacking any one command never leaves a half-written namespace"
         {"release", {held.grant.id, held.grant.token}},
         {"renew", {held.grant.id, held.grant.token, "60000"}},
         {"list", {"/", "10", ""}},
+        {"list_ro", {"/", "10", ""}},
         {"leave", {"wA"}},
         {"force_release", {held.grant.id}},
     };
@@ -267,7 +268,9 @@ TEST_CASE("a user lacking any one command never leaves a half-written namespace"
     // The engine names the missing command up front (SPUBLISH: a warning).
     if (cmd != "SPUBLISH") {
       auto engine = redis_engine("redis://" + user + ":pw@" + hostport);
-      CHECK_THROWS_WITH(engine->list(ns), Catch::Contains(cmd) && Catch::Contains("may not run"));
+      // (Listing writes nothing and probes nothing: a writing call.)
+      CHECK_THROWS_WITH(engine->acquire(request(ns, "e", "upload", {{"target", "/probed/x"}})),
+                        Catch::Contains(cmd) && Catch::Contains("may not run"));
     }
     // Full rights again: everything can be cleaned up, leaving only meta.
     for (const LockInfo& l : full->list(ns)) CHECK(full->force_release(ns, l.id));

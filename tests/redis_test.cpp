@@ -3,6 +3,7 @@
 // Tests that need a server configured differently start a private one.
 #include "support/backends.hpp"
 #include "support/process.hpp"
+#include "support/namespace_keys.hpp"
 #include "support/redis_server.hpp"
 
 #include "core/waiting.hpp"
@@ -487,7 +488,7 @@ TEST_CASE("no lock data is left once every lock is gone - fences never go back",
   for (const Grant& g : held) engine->release(ns, g.id, g.token);
   for (const LockInfo& l : engine->list(ns)) CHECK(engine->force_release(ns, l.id));
   std::this_thread::sleep_for(60ms);  // the 30 ms leases have ended
-  for (int i = 0; i < 20 && ns_keys(server, ns) != kOnlyMeta; ++i) engine->list(ns, "/nowhere");
+  for (int i = 0; i < 20 && ns_keys(server, ns) != kOnlyMeta; ++i) test::reap_by_a_write(*engine, ns);
   CHECK(ns_keys(server, ns) == kOnlyMeta);
 
   const auto next = engine->acquire(request(ns, "o", "create", {{"target", "/p"}}));
@@ -512,10 +513,15 @@ TEST_CASE("expired leases are reaped in bounded steps, and never refuse anyone",
   const auto listed = engine->list(ns);
   REQUIRE(listed.size() == 1);
   CHECK(listed[0].id == live.grant.id);
-  // One call reaps at most redis::kReapLimit (32); that list reaped the first 32.
+  CHECK(server.command({"ZCARD", exp_key}).integer == 101);  // listing writes nothing: it reaps nothing
+  // One writing call reaps at most redis::kReapLimit (32): a release that
+  // finds nothing to release (a wrong token) reaps the first 32, then 32 more.
   REQUIRE(redis::kReapLimit == 32);  // the numbers of this test
+  std::string wrong_token = live.grant.token;
+  wrong_token[0] = wrong_token[0] == 'a' ? 'b' : 'a';
+  CHECK_FALSE(engine->release(ns, live.grant.id, wrong_token));
   CHECK(server.command({"ZCARD", exp_key}).integer == 101 - redis::kReapLimit);
-  engine->list(ns, "/live");
+  CHECK_FALSE(engine->release(ns, live.grant.id, wrong_token));
   CHECK(server.command({"ZCARD", exp_key}).integer == 101 - 2 * redis::kReapLimit);
 
   // A delete of /exp meets the 36 expired uploads still indexed below it:

@@ -126,6 +126,10 @@ void Connection::setup(const ConnectionSettings& settings, Role role, Warnings& 
   // memory pressure. Lock keys never get a TTL, so volatile-* policies
   // cannot pick them; allkeys-* policies can, and would silently free locks.
   const Reply r = run({"CONFIG", "GET", "maxmemory-policy"});
+  // A user the docs grant no +config|get (the read-only operator of
+  // docs/operations.md) skips the check without a warning: it cannot make
+  // Redis evict anything, and the services' users check the policy.
+  if (r.is_error() && r.str.rfind("NOPERM", 0) == 0) return;
   if (r.is_error() || r.type != Reply::Type::array || r.elements.size() != 2) {
     if (!warnings.config.exchange(true))
       warnings.warn(fmt::format("{}: cannot read maxmemory-policy (CONFIG GET: {}); make sure it is noeviction, or "

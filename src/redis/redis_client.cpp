@@ -157,6 +157,76 @@ int RedisClient::wait_replicas(Connection& c) {
   }
 }
 
+// Why an attempt of routed() did not run, and what the next one does about it.
+struct RedisClient::Missed {
+  std::string why;
+  bool relearn = false, back_off = false, lost_node = false;
+  bool fresh = false;                  // the next attempt takes a new connection
+  std::optional<Endpoint> ask_node{};  // the next attempt goes there, ASKING
+};
+
+void RedisClient::count_retry(RetryReason reason) const {
+  if (options_.metrics) options_.metrics->count_retry(reason);
+}
+
+// A redirect or a refusal that the next attempt answers (MOVED, ASK,
+// READONLY, BUSY).
+void RedisClient::redirected(const Redirect& d, Missed& m) {
+  switch (d.kind) {
+    case Redirect::Kind::moved:
+      slots_.assign(d.slot, d.node);
+      m.relearn = true;
+      count_retry(RetryReason::moved);
+      break;
+    case Redirect::Kind::ask:
+      m.ask_node = d.node;
+      count_retry(RetryReason::ask);
+      break;
+    case Redirect::Kind::read_only:
+      m.relearn = m.back_off = m.lost_node = true;
+      count_retry(RetryReason::read_only);
+      break;
+    case Redirect::Kind::busy:
+      m.back_off = true;
+      count_retry(RetryReason::busy);
+      break;
+    case Redirect::Kind::none: break;
+  }
+}
+
+// Called in a catch block of routed(): rethrows what no other attempt can
+// cure (one server: the node itself is gone), else notes the retry.
+void RedisClient::not_run(const BackendError& e, bool unreachable, int attempt, Missed& m) {
+  // A NotSent is usually a pooled connection the server had closed: once
+  // more at once on a fresh one. Again: the node itself may be gone.
+  if (mode_ == Mode::standalone && (unreachable || attempt > 1)) {
+    if (options_.metrics) options_.metrics->count_backend_error();
+    throw;
+  }
+  count_retry(unreachable ? RetryReason::unreachable : RetryReason::not_sent);
+  m.why = e.what();
+  m.fresh = !unreachable;
+  m.lost_node = unreachable;
+  m.relearn = m.back_off = unreachable || attempt > 1;
+}
+
+// Between attempts: gives up at the deadline, learns the topology again,
+// counts a failover, and backs off (`pause` doubles up to 200 ms).
+void RedisClient::between_attempts(int slot, const Endpoint& node, const Missed& m, int attempt,
+                                   Clock::time_point started, Clock::time_point deadline, Millis& pause) {
+  if (Clock::now() >= deadline)
+    fail(fmt::format("gave up after {} attempts in {} ms, none of which ran: {}", attempt,
+                     options_.command_timeout.count(), m.why));
+  if (m.relearn) rediscover(started);
+  // A node gone or demoted whose slot now has another master: a failover.
+  if (m.lost_node && mode_ == Mode::cluster && options_.metrics && slot >= 0 && !(target(slot) == node))
+    options_.metrics->count_failover(FailoverKind::cluster);
+  if (m.back_off) {
+    std::this_thread::sleep_for(std::min(pause, std::chrono::ceil<Millis>(deadline - Clock::now())));
+    pause = std::min(pause * 2, Millis{200});
+  }
+}
+
 template <class Body>
 Reply RedisClient::routed(int slot, int* acked, Body&& body) {
   const Clock::time_point begun = Clock::now();
@@ -169,22 +239,17 @@ Reply RedisClient::routed(int slot, int* acked, Body&& body) {
       if (m) m->observe_redis_call(Clock::now() - begun);
     }
   } timed{options_.metrics, begun};
-  auto retry = [&](RetryReason reason) {
-    if (options_.metrics) options_.metrics->count_retry(reason);
-  };
-  std::optional<Endpoint> ask_node;
-  bool fresh = false;
+  Missed last;
   Millis pause{5};
   for (int attempt = 1;; ++attempt) {
     const Clock::time_point started = Clock::now();
-    const bool asking = ask_node.has_value();
-    const Endpoint node = asking ? *std::exchange(ask_node, std::nullopt) : target(slot);
-    std::string why;  // why this attempt did not run
-    bool relearn = false, back_off = false, lost_node = false;
+    const bool asking = last.ask_node.has_value();
+    const Endpoint node = asking ? *last.ask_node : target(slot);
+    const bool fresh = last.fresh;
+    last = Missed{};
     try {
       NodePool& p = pool(node);
       NodePool::Lease lease = p.take(fresh);
-      fresh = false;
       Attempt x{*lease, p, asking};
       Reply r = body(x);
       const Redirect d = r.is_error() && mode_ != Mode::standalone ? parse_redirect(r.str, node) : Redirect{};
@@ -192,60 +257,14 @@ Reply RedisClient::routed(int slot, int* acked, Body&& body) {
         if (acked) *acked = options_.replicas > 0 ? wait_replicas(*lease) : 0;
         return r;
       }
-      why = r.str;
-      switch (d.kind) {
-        case Redirect::Kind::moved:
-          slots_.assign(d.slot, d.node);
-          relearn = true;
-          retry(RetryReason::moved);
-          break;
-        case Redirect::Kind::ask:
-          ask_node = d.node;
-          retry(RetryReason::ask);
-          break;
-        case Redirect::Kind::read_only:
-          relearn = back_off = true;
-          retry(RetryReason::read_only);
-          lost_node = true;
-          break;
-        case Redirect::Kind::busy:
-          back_off = true;
-          retry(RetryReason::busy);
-          break;
-        case Redirect::Kind::none: break;
-      }
+      last.why = r.str;
+      redirected(d, last);
     } catch (const NotSent& e) {
-      // Usually a pooled connection the server had closed: once more at
-      // once on a fresh one. Again: the node itself may be gone.
-      if (attempt > 1 && mode_ == Mode::standalone) {
-        if (options_.metrics) options_.metrics->count_backend_error();
-        throw;
-      }
-      retry(RetryReason::not_sent);
-      fresh = true;
-      why = e.what();
-      relearn = back_off = attempt > 1;
+      not_run(e, false, attempt, last);
     } catch (const Unreachable& e) {
-      if (mode_ == Mode::standalone) {
-        if (options_.metrics) options_.metrics->count_backend_error();
-        throw;
-      }
-      retry(RetryReason::unreachable);
-      lost_node = true;
-      why = e.what();
-      relearn = back_off = true;
+      not_run(e, true, attempt, last);
     }
-    if (Clock::now() >= deadline)
-      fail(fmt::format("gave up after {} attempts in {} ms, none of which ran: {}", attempt,
-                       options_.command_timeout.count(), why));
-    if (relearn) rediscover(started);
-    // A node gone or demoted whose slot now has another master: a failover.
-    if (lost_node && mode_ == Mode::cluster && options_.metrics && slot >= 0 && !(target(slot) == node))
-      options_.metrics->count_failover(FailoverKind::cluster);
-    if (back_off) {
-      std::this_thread::sleep_for(std::min(pause, std::chrono::ceil<Millis>(deadline - Clock::now())));
-      pause = std::min(pause * 2, Millis{200});
-    }
+    between_attempts(slot, node, last, attempt, started, deadline, pause);
   }
 }
 

@@ -153,8 +153,14 @@ class RedisClient final : private SubscriptionHost {
     warnings_.warn(message, std::move(fields));
   }
 
+  struct Missed;
   template <class Body>
   Reply routed(int slot, int* acked, Body&& body);
+  void count_retry(RetryReason reason) const;
+  void redirected(const Redirect& d, Missed& m);
+  void not_run(const BackendError& e, bool unreachable, int attempt, Missed& m);
+  void between_attempts(int slot, const Endpoint& node, const Missed& m, int attempt, Clock::time_point started,
+                        Clock::time_point deadline, Millis& pause);
   Endpoint target(int slot);
   NodePool& pool(const Endpoint& node);
   // Learns the topology again (slot map or sentinels) unless that happened

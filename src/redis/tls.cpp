@@ -126,8 +126,9 @@ std::string ssl_error_text() {
   return out;
 }
 
-std::unique_ptr<Stream> Stream::open(const Endpoint& node, TlsContext* tls, Clock::time_point deadline,
-                                     const std::string& name) {
+// A TCP connection to the first of `node`'s addresses that answers before
+// `deadline`. Throws Unreachable.
+std::unique_ptr<Stream> Stream::connect_tcp(const Endpoint& node, Clock::time_point deadline, const std::string& name) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -166,8 +167,13 @@ std::unique_ptr<Stream> Stream::open(const Endpoint& node, TlsContext* tls, Cloc
   ::freeaddrinfo(found);
   if (!s) throw Unreachable(fmt::format("{}: cannot connect: {}", name, why));
   set_socket_options(s->fd_);
-  if (!tls) return s;
+  return s;
+}
 
+std::unique_ptr<Stream> Stream::open(const Endpoint& node, TlsContext* tls, Clock::time_point deadline,
+                                     const std::string& name) {
+  std::unique_ptr<Stream> s = connect_tcp(node, deadline, name);
+  if (!tls) return s;
   // TLS: SNI and the name checked are the server_name option, else the host
   // connected to (an IP address is checked against the certificate's IP SANs).
   ERR_clear_error();
@@ -185,17 +191,22 @@ std::unique_ptr<Stream> Stream::open(const Endpoint& node, TlsContext* tls, Cloc
                       : X509_VERIFY_PARAM_set1_host(param, expected.c_str(), 0);
     if (ok != 1) throw Unreachable(fmt::format("{}: TLS set-up failed: bad server name '{}'", name, expected));
   }
+  s->handshake(deadline, name);
+  return s;
+}
+
+// SSL_connect until it is done or fails, waiting for the socket in between.
+void Stream::handshake(Clock::time_point deadline, const std::string& name) {
   while (true) {
     ERR_clear_error();
     errno = 0;
-    const int rc = SSL_connect(s->ssl_);
-    if (rc == 1) return s;
-    const int err = SSL_get_error(s->ssl_, rc);
+    const int rc = SSL_connect(ssl_);
+    if (rc == 1) return;
+    const int err = SSL_get_error(ssl_, rc);
     const short events = err == SSL_ERROR_WANT_READ ? POLLIN : err == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
     if (events == 0)
-      throw Unreachable(
-          fmt::format("{}: TLS handshake failed: {}", name, handshake_failure(s->ssl_, rc, ssl_error_text())));
-    const Io w = s->wait(events, deadline);
+      throw Unreachable(fmt::format("{}: TLS handshake failed: {}", name, handshake_failure(ssl_, rc, ssl_error_text())));
+    const Io w = wait(events, deadline);
     if (w == Io::timeout)
       throw Unreachable(fmt::format(
           "{}: TLS handshake failed: no answer within the connect timeout (is it a plain TCP port? a redis:// URL "

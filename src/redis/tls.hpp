@@ -112,6 +112,8 @@ class Stream {
 
  private:
   Stream(int fd) : fd_(fd) {}
+  static std::unique_ptr<Stream> connect_tcp(const Endpoint& node, Clock::time_point deadline, const std::string& name);
+  void handshake(Clock::time_point deadline, const std::string& name);
   Io wait(short events, Clock::time_point deadline, int wake_fd = -1) const;
   // What SSL_read's or SSL_write's result n <= 0 means: done, with `events`
   // set to what to poll for, or closed / failed with `why` set.

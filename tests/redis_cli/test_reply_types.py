@@ -44,6 +44,7 @@ def test_every_reply_element_has_its_documented_type(server):
     assert types(call("held", "id1", "tok1", ro=True)) == [B, I]
     assert types(call("renew", "id1", "tok1", "")) == [B, I]
     assert types(call("list", "/", "10", "")) == [B, B, [B, B, B, I, I, I, [B, B]]]
+    assert types(call("list_ro", "/", "10", "", ro=True)) == [B, B, [B, B, B, I, I, I, [B, B]]]
     assert types(call("blockers", "delete_folder", "/p/A", "10", ro=True)) == [
         B, I, [I, B, B, B, B, B, B, B, B, I, I, I, I], [I, B, B, B, B, B, B, B, B, I, I, I, I]]
     assert types(call("waiters", "/", "10", ro=True)) == [B, [B, B, B, I, I, [B, B]]]

@@ -1,5 +1,7 @@
 #include "support/namespace_keys.hpp"
 
+#include <catch2/catch.hpp>
+
 #include <algorithm>
 
 namespace pathlock::test {
@@ -19,6 +21,12 @@ std::vector<std::string> keys_left_after_drain(const RedisServer& server, const 
       left.push_back(key);
   }
   return left;
+}
+
+void reap_by_a_write(LockEngine& engine, const std::string& ns) {
+  const AcquireResult r = engine.acquire(LockRequest{ns, "reaper", "upload", {{"target", "/reaped/by/a/write"}}});
+  REQUIRE(r.granted);
+  REQUIRE(engine.release(ns, r.grant.id, r.grant.token));
 }
 
 }  // namespace pathlock::test

@@ -25,4 +25,10 @@ std::vector<std::string> tagged_keys(const RedisServer& server, const std::strin
 // drained.
 std::vector<std::string> keys_left_after_drain(const RedisServer& server, const std::string& ns);
 
+// One writing call that reaps what has ended in `ns` (a bounded number of
+// locks and places in line per call), and leaves nothing behind: a grant of
+// an upload of /reaped/by/a/write and its release. (Listing reaps nothing:
+// it writes nothing.)
+void reap_by_a_write(LockEngine& engine, const std::string& ns);
+
 }  // namespace pathlock::test

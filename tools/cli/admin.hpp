@@ -1,13 +1,16 @@
-// `pathlock admin status`: what a Redis server's namespaces hold, for
-// operators during a rolling deploy (docs/cli.md, docs/operations.md).
+// `pathlock admin ...`: what a backend's namespaces hold, for operators
+// during a rolling deploy and at 3 a.m. (docs/cli.md, docs/operations.md).
 //
 // Contract: run_admin({"status", options...}, out, err) prints one JSON
 // object per namespace on `out` (JSON lines) and returns the exit status
-// (0 ok, 1 a backend error, 2 bad usage). Read-only: it runs SCAN and HGETALL
-// on meta keys, never a library function, so it works whatever matrices or
-// layouts the namespaces use. Built only with the Redis backend
-// (PATHLOCK_WITH_REDIS); without it the command says so and fails.
+// (0 ok, 1 a backend error, 2 bad usage). Read-only: it asks the backend's
+// admin::Inspector (pathlock/admin.hpp), never a lock call, so it works
+// whatever matrices or layouts the namespaces use. Every command takes
+// --backend memory|redis|postgres (default redis: --redis URL required) or
+// --postgres URL with --backend postgres.
 #pragma once
+
+#include <pathlock/factory.hpp>
 
 #include <functional>
 #include <iosfwd>
@@ -16,11 +19,9 @@
 #include <vector>
 
 namespace pathlock::options {
+class Options;
 class Parsed;
-}
-namespace pathlock::redis {
-class RedisClient;
-}
+}  // namespace pathlock::options
 
 namespace pathlock::cli {
 
@@ -31,21 +32,24 @@ inline constexpr const char* kAdminUsage =
     "  pathlock admin waiters --redis URL --namespace NS [PREFIX] [--limit N]\n"
     "  pathlock admin force-release --redis URL --namespace NS ID\n"
     "  pathlock admin top --redis URL --namespace NS [--interval-ms MS] [--iterations N] [--rows N]\n"
-    "  (why, locks, waiters, force-release and top also take --matrix FILE and the --tls-... options)\n";
+    "  (why, locks, waiters, force-release and top also take --matrix FILE and the --tls-... options;\n"
+    "   every admin command takes --backend postgres --postgres URL instead of --redis URL)\n";
 
 int run_admin(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 // why, locks, waiters, force-release, top (admin_ops.cpp). Throws options::UsageError,
 // InvalidRequest (exit status 1), BackendError (1).
 int run_admin_op(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
-// Calls each(NS) for every namespace on the server (SCAN of pl:{*}:meta,
-// COUNT 1000 per step; on a cluster on every master in turn) until it
-// returns false. Used by `admin status` and the console. Redis builds only.
-void for_each_namespace(redis::RedisClient& client, const std::function<bool(const std::string&)>& each);
+// Adds --backend memory|redis|postgres, --redis URL, --postgres URL and the
+// --tls-... options to a command's table.
+options::Options& with_backend(options::Options& table);
+// The backend of those options: --backend (default redis; --redis is then
+// required when `require_url`, a UsageError otherwise) with its URL,
+// password and TLS options.
+EngineOptions backend_from(const options::Parsed& p, bool require_url = true);
 
-// The console's namespace list on Redis (--redis URL and the --tls-...
-// options of `opt`): every namespace, sorted (at most 100,000), read anew
-// at each call through one connection.
-std::function<std::vector<std::string>()> redis_namespace_lister(const options::Parsed& opt);
+// The console's namespace list (the backend options of `opt`): every
+// namespace, sorted (at most 100,000), read anew at each call.
+std::function<std::vector<std::string>()> namespace_lister(const options::Parsed& opt);
 
 }  // namespace pathlock::cli

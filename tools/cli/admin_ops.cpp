@@ -1,8 +1,8 @@
-// `pathlock admin why|locks|waiters|force-release` (admin.hpp): the
-// operator's reads and the administrator's release, through the Redis
-// engine, so they answer exactly what the services' engines see. why and
-// waiters call read-only functions (a user with read rights only may run
-// them); locks pages through `list` (bounded work per call); force-release
+// `pathlock admin why|locks|waiters|force-release|top` (admin.hpp): the
+// operator's reads and the administrator's release, through an engine of
+// the backend (--backend, default redis), so they answer exactly what the
+// services' engines see. The reads write nothing (a user with read rights
+// only may run them; locks pages with bounded work per call); force-release
 // is the one command that writes. Output: one JSON object per line, or
 // readable lines with --format text (why).
 #include "admin.hpp"
@@ -14,13 +14,6 @@
 
 #include "common/options.hpp"
 
-#ifdef PATHLOCK_CLI_WITH_REDIS
-#include <pathlock/redis.hpp>
-
-#include "core/request.hpp"
-#include "redis/redis_client.hpp"
-#include "redis/redis_url.hpp"
-#endif
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -34,7 +27,6 @@
 #include <map>
 #include <ostream>
 
-#ifdef PATHLOCK_CLI_WITH_REDIS
 namespace pathlock::cli {
 namespace {
 
@@ -43,8 +35,8 @@ using json = nlohmann::json;
 // The options every command here takes, and its own (tools/common/options.hpp:
 // an unknown, repeated or missing option, or a bad number, is a UsageError).
 options::Options table(const std::string& cmd) {
-  options::Options t = options::Options{}.command("admin " + cmd).required("redis").required("namespace").value("matrix");
-  return with_tls(t);
+  options::Options t = options::Options{}.command("admin " + cmd).required("namespace").value("matrix");
+  return with_backend(t);
 }
 
 json targets_json(const std::vector<Target>& targets) {
@@ -73,24 +65,19 @@ struct Engine {
 
 Engine engine_of(const options::Parsed& a) {
   Engine e;
-  RedisOptions ro;
-  ro.url = a.get("redis");
-  ro.password = redis_password(a);
-  ro.tls = tls_from_flags(a);
-  ro.pool_size = 1;
+  EngineOptions o = backend_from(a);
   if (a.has("matrix")) {
     e.compiled = load_matrix_option(a.get("matrix"));
-    ro.matrix = &e.compiled->table();
+    o.matrix = &e.compiled->table();
   }
-  e.engine = make_redis_engine(ro);
+  e.engine = make_engine(o);
   // An operator who mistypes a namespace must not read "nothing is locked":
-  // a namespace that was never used has no meta key (which no lock call
-  // ever deletes). Asked on the node that owns the namespace's slot.
+  // a namespace that was never used does not exist (no lock call ever
+  // deletes one).
   const std::string ns = a.get("namespace");
-  core::check_namespace(ns);
-  redis::RedisClient client(client_options_from(a));
-  if (client.command({"EXISTS", fmt::format("pl:{{{}}}:meta", ns)}).integer == 0)
-    throw InvalidRequest(fmt::format("namespace '{}' does not exist on this server (no pl:{{{}}}:meta key)", ns, ns));
+  admin::check_namespace(ns);
+  if (!admin::make_inspector(o)->exists(ns))
+    throw InvalidRequest(fmt::format("namespace '{}' does not exist on this server", ns));
   return e;
 }
 
@@ -183,13 +170,13 @@ int waiters(const std::vector<std::string>& args, std::ostream& out) {
 
 int force_release(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   const options::Parsed a = table("force-release").positional(1, 1).parse(rest(args));
-  core::check_lock_id(a.positional[0]);  // an id no engine makes: exit 1, nothing sent
+  admin::check_lock_id(a.positional[0]);  // an id no engine makes: exit 1, nothing sent
   Engine e = engine_of(a);
   const bool released = e.engine->force_release(a.get("namespace"), a.positional[0]);
   // The one write of the admin commands: say it where an operator's log is
   // (the values escaped, though checked: a log line is never forged).
   err << fmt::format("pathlock admin: force-release of lock {} in namespace {}: {}\n",
-                     core::log_escape(a.positional[0]), core::log_escape(a.get("namespace")),
+                     admin::log_escape(a.positional[0]), admin::log_escape(a.get("namespace")),
                      released ? "released" : "no such live lock");
   out << json{{"released", released}, {"id", a.positional[0]}}.dump() << "\n";
   return 0;
@@ -266,4 +253,3 @@ int run_admin_op(const std::vector<std::string>& args, std::ostream& out, std::o
 }
 
 }  // namespace pathlock::cli
-#endif

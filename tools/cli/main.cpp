@@ -3,7 +3,7 @@
 //   pathlock demo [--backend memory|redis|postgres] [--redis URL] [--postgres URL] [--matrix FILE]
 //   pathlock shell [--backend memory|redis|postgres] [--redis URL] [--postgres URL] [--namespace NAME] [--matrix FILE]
 //                  [--metrics-listen HOST:PORT]
-//   pathlock console [--backend memory|redis] [--redis URL] [--matrix FILE] [--listen HOST:PORT] [--admin]
+//   pathlock console [--backend memory|redis|postgres] [--redis URL] [--postgres URL] [--matrix FILE] [--listen HOST:PORT] [--admin]
 //                    [--scrape URL]...
 //   pathlock matrix lint|render|explain|diff|scaffold ... (matrix_cli.cpp)
 //   pathlock admin status --redis URL [--namespace NS] [--limit N] (admin.cpp)
@@ -27,7 +27,7 @@
 #endif
 
 #include "common/options.hpp"
-#include "core/request.hpp"
+#include <pathlock/admin.hpp>
 #include <pathlock/redis_secret.hpp>
 
 #include <fmt/format.h>
@@ -67,7 +67,8 @@ std::string usage_text() {
              "  pathlock shell [--backend memory|redis|postgres] [--redis URL] [--postgres URL] [--namespace NAME]\n"
              "                 [--matrix FILE]\n"
              "                 [--metrics-listen HOST:PORT] [--metrics-allow-host NAME]...\n"
-             "  pathlock console [--backend memory|redis] [--redis URL] [--matrix FILE] [--listen HOST:PORT] [--admin]\n"
+             "  pathlock console [--backend memory|redis|postgres] [--redis URL] [--postgres URL] [--matrix FILE]\n"
+             "                   [--listen HOST:PORT] [--admin]\n"
              "                   [--allow-host NAME]... [--scrape http://HOST:PORT/metrics]...\n") +
          cli::kMatrixUsage + cli::kAdminUsage + cli::kRedisUsage + cli::kTlsUsage + cli::kPasswordUsage + "FILE defaults to the shipped matrix:\n  " +
          default_matrix_file() +
@@ -107,6 +108,7 @@ options::Options console_options() {
                            .command("console")
                            .value("backend", kBackend)
                            .value("redis")
+                           .value("postgres")
                            .value("matrix")
                            .value("listen")
                            .flag("admin")
@@ -142,7 +144,7 @@ std::unique_ptr<LockEngine> engine_from(const options::Parsed& p, const matrix::
 int shell_command(int argc, char** argv) {
   const options::Parsed p = kShellOptions.parse(argc, argv, 2);
   const std::string ns = p.get("namespace", "default");
-  core::check_namespace(ns);  // before connecting or reading a line
+  admin::check_namespace(ns);  // before connecting or reading a line
   const auto compiled = matrix_from(p);
   // --metrics-listen: the exporter listens before the engine connects,
   // so a bad or busy address fails first; it serves until the shell ends.
@@ -190,12 +192,17 @@ int console_command(int argc, char** argv) {
   co.admin = p.has("admin");
   co.metrics = metrics;
   co.scrape = p.all("scrape");
-  const bool redis = p.has("backend") && parse_backend(p.get("backend")) == Backend::redis;
-  // Shown on the page: never the password (redact_redis_url's form).
-  co.backend = redis ? "redis " + redis::redact_redis_url(p.get("redis", "redis://127.0.0.1:6379"))
-                     : "memory (this process's own engine)";
-  if (redis)
-    co.namespaces = cli::redis_namespace_lister(p);
+  const Backend backend = p.has("backend") ? parse_backend(p.get("backend")) : Backend::memory;
+  // Shown on the page: never the password (redact_redis_url's form; a
+  // libpq key=value string, which may hold password=..., not at all).
+  const std::string pg = p.get("postgres", "postgresql://127.0.0.1:5432/postgres");
+  co.backend = backend == Backend::redis ? "redis " + redis::redact_redis_url(p.get("redis", "redis://127.0.0.1:6379"))
+               : backend == Backend::postgres
+                   ? "postgres " + (pg.find("://") == std::string::npos ? "(a key=value connection string)"
+                                                                         : redis::redact_redis_url(pg))
+                   : "memory (this process's own engine)";
+  if (backend != Backend::memory)
+    co.namespaces = cli::namespace_lister(p);
   else  // the console's own engine: nothing but the console uses it
     co.namespaces = [] { return std::vector<std::string>{"default"}; };
   console::ConsoleServer server(*engine, co);

@@ -9,10 +9,6 @@
 
 #include "common/options.hpp"
 #include <pathlock/redis_secret.hpp>
-#ifdef PATHLOCK_CLI_WITH_REDIS
-#include "redis/redis_client.hpp"
-#include "redis/redis_url.hpp"
-#endif
 
 #include <cstdlib>
 #include <fstream>
@@ -97,15 +93,15 @@ inline RedisTlsOptions tls_from_flags(const options::Parsed& p) {
   return tls;
 }
 
-#ifdef PATHLOCK_CLI_WITH_REDIS
-// One connection's options from --redis, the password options and --tls-*.
-inline redis::ClientOptions client_options_from(const options::Parsed& p) {
-  redis::ClientOptions co;
-  co.url = redis::parse_redis_url(p.get("redis"), redis_password(p));
-  co.tls = tls_from_flags(p);
-  co.pool_size = 1;
-  return co;
+// The RedisOptions of --redis, the password options and --tls-*, for a
+// program that needs one connection (admin, redis load|libraries).
+inline RedisOptions redis_options_from(const options::Parsed& p) {
+  RedisOptions ro;
+  ro.url = p.get("redis");
+  ro.password = redis_password(p);
+  ro.tls = tls_from_flags(p);
+  ro.pool_size = 1;
+  return ro;
 }
-#endif
 
 }  // namespace pathlock::cli

@@ -9,7 +9,6 @@
 #include "console_assets.hpp"  // generated: the embedded pages (tools/console/embed.cmake)
 #include "scrape.hpp"
 
-#include "core/request.hpp"    // check_lock_id, log_escape
 #include "metrics/http_guard.hpp"
 
 #include <fmt/format.h>
@@ -227,7 +226,7 @@ struct ConsoleServer::Impl {
     log(LogLevel::warning,
         fmt::format("console: listening on {}, beyond loopback, with --admin: whoever reaches this port may "
                     "force-release locks; the console has no login (put it behind one, docs/console.md)",
-                    core::log_escape(server->host())),
+                    admin::log_escape(server->host())),
         {{"event", "admin_beyond_loopback"}, {"listen", server->host()}});
   }
 
@@ -237,11 +236,11 @@ struct ConsoleServer::Impl {
     const std::string ns = ns_param(req);
     if (!req.has_param("id")) throw BadInput("missing parameter id (the lock)");
     const std::string id = req.get_param_value("id");
-    core::check_lock_id(id);
+    admin::check_lock_id(id);
     const bool released = engine.force_release(ns, id);
     log(LogLevel::warning,
-        fmt::format("console: force-release of lock {} in namespace {} from {}: {}", id, core::log_escape(ns),
-                    core::log_escape(req.remote_addr), released ? "released" : "no such live lock"),
+        fmt::format("console: force-release of lock {} in namespace {} from {}: {}", id, admin::log_escape(ns),
+                    admin::log_escape(req.remote_addr), released ? "released" : "no such live lock"),
         {{"event", "force_release"}, {"namespace", ns}, {"id", id}, {"client", req.remote_addr},
          {"released", released ? "true" : "false"}});
     return {{"released", released}, {"id", id}};
