@@ -11,6 +11,10 @@
 // immutable and cheap to copy (copies share one compiled matrix), so any
 // number of threads may read it. Every function is deterministic: the same
 // file gives the same bytes.
+//
+// Linking: the functions live in the build's pathlock_matrix_model library
+// (src/matrix), which the programs above link; the installed libpathlock.a
+// does not hold them yet.
 #pragma once
 
 #include <pathlock/matrix_table.hpp>
