@@ -166,6 +166,70 @@ TEST_CASE("matrix editor API: every problem of a bad file, linked", "[console][e
   CHECK(e.post("/api/matrix/check", {{"base", e.text}, {"edited", "{"}})["problems"].size() == 1);
 }
 
+TEST_CASE("matrix editor API: problems linked by the parser's fields, not their text", "[console][editor]") {
+  Editor e;
+  json doc = json::parse(e.text);
+  doc["operations"][1]["roles"][0]["role"] = "Bad";                   // upload's role: an operation's problem
+  doc["grid"]["delete_file"]["copy_file"] = "alow";                   // a bare cell
+  doc["grid"]["move_file"]["create"] = {{"dst", "allow"}, {"src", "alow"}};  // a held role's rule
+  // The file name starts every line and reads like a location: only fields can link right.
+  const std::string name = "operation 'purge', cell 'purge' held, purge.target requested.json";
+  const json r = e.post("/api/matrix/check", {{"base", e.text}, {"edited", doc.dump(2)}, {"name", name}});
+  REQUIRE(r["problems"].size() == 3);
+  const auto at = [&](std::size_t i) {
+    const json& p = r["problems"][i];
+    return std::vector<std::string>{p.value("op", ""), p.value("cell", ""), p.value("role", ""), p["severity"]};
+  };
+  CHECK(at(0) == std::vector<std::string>{"upload", "", "Bad", "error"});
+  CHECK(at(1) == std::vector<std::string>{"move_file", "create", "src", "error"});
+  CHECK(at(2) == std::vector<std::string>{"delete_file", "copy_file", "", "error"});
+}
+
+TEST_CASE("matrix editor API: a one-cell edit in place changes that cell's lines only", "[console][editor]") {
+  Editor e;
+  const std::vector<std::string> before = lines(e.text);
+  // One cell on a line shared with others, and one written over two lines.
+  for (const auto& [held, requested] : std::vector<std::pair<std::string, std::string>>{
+           {"create", "upload"}, {"move_file", "move_file"}}) {
+    const json value = held == "create" ? json{{"target", "deny"}} : json{{"src", "deny"}, {"dst", "deny"}};
+    const json r = e.post("/api/matrix/set", {{"text", e.text}, {"path", {"grid", held, requested}}, {"value", value}});
+    const std::vector<std::string> after = lines(r["text"]);
+    std::size_t head = 0, tail = 0;
+    while (head < before.size() && head < after.size() && before[head] == after[head]) ++head;
+    while (tail + head < before.size() && tail + head < after.size() &&
+           before[before.size() - 1 - tail] == after[after.size() - 1 - tail])
+      ++tail;
+    INFO(held << " x " << requested);
+    CHECK(after.size() - head - tail == 1);  // the cell, on one line
+    CHECK(before.size() - head - tail == (held == "create" ? 1u : 2u));
+    // The value on one line where the old one was (the key's alignment kept).
+    const std::string key = "\"" + requested + "\":";
+    const std::string one_line = held == "create" ? "{ \"target\": \"deny\" }" : "{ \"dst\": \"deny\", \"src\": \"deny\" }";
+    CHECK(after[head].find(key) != std::string::npos);
+    CHECK(after[head].find(one_line, after[head].find(key)) != std::string::npos);
+    const json c = e.post("/api/matrix/check", {{"base", e.text}, {"edited", r["text"]}});
+    REQUIRE(c["valid"] == true);
+  }
+  CHECK(e.post("/api/matrix/set", {{"text", e.text}, {"path", {"grid", "create", "nothing"}}, {"value", "deny"}}, 400)["error"] ==
+        "edited.json: no grid.create.nothing");
+}
+
+TEST_CASE("matrix editor API: each cell in words and each verdict's origin", "[console][editor]") {
+  Editor e;
+  const json r = e.post("/api/matrix/check", {{"base", e.text}, {"edited", e.text}});
+  const json& ops = r["grid"]["ops"];
+  std::size_t create = 0, move_folder = 0;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i]["name"] == "create") create = i;
+    if (ops[i]["name"] == "move_folder") move_folder = i;
+  }
+  CHECK(r["grid"]["cells"][move_folder][create]["words"] ==
+        json{"a held move_folder blocks a requested create wherever the paths overlap"});
+  CHECK(r["grid"]["cells"][create][create]["words"] ==
+        json{"a held create allows a requested create wherever the paths overlap"});
+  CHECK(r["grid"]["cells"][create][create]["credits"][0][0][0] == json{{"origin", "grid"}, {"decision", ""}});
+}
+
 TEST_CASE("matrix editor API: scaffold and try it", "[console][editor]") {
   Editor e;
   const json s = e.post("/api/matrix/scaffold", {{"text", e.text}, {"op", "share_link"}, {"roles", {"target"}}});

@@ -5,9 +5,12 @@ Starts `pathlock console` (embedded backend, the shipped matrix) and drives
 Debian's headless chromium through chromium-driver with python3-selenium:
 - the grid shows every cell with the original labels; a click shows the
   cell's explanation;
-- changing one verdict asks for a reason, records origin "owner", and the
-  page's diff names exactly that change, line for line what
-  `pathlock matrix diff` says of the downloaded file;
+- changing one verdict asks for a reason and credits it to that verdict
+  only (origin "owner" on it, the others keep the original grid's); the
+  edited text differs from the opened file in that cell's line only; the
+  cell reads in words beside its notation; and the page's diff names
+  exactly that change, line for line what `pathlock matrix diff` says of
+  the downloaded file;
 - two operations added with symbols mark every new rule for review, the
   grid still fits a 1600 px window, and the downloaded JSON passes
   `pathlock matrix lint` unchanged;
@@ -110,7 +113,25 @@ def main():
         doc = json.loads(json_text(d))
         rule = doc["grid"]["create"]["upload"]
         rule = rule.get("target", rule)
-        assert rule["origin"] == "owner" and rule["decision"] == "two creations of one name race", rule
+        # The reason goes to the changed verdict only; the rest stays the original grid's.
+        assert rule["origin"] == "grid", rule
+        assert rule["relation"]["same"] == {"verdict": "deny", "origin": "owner",
+                                            "decision": "two creations of one name race"}, rule
+        explain = wait_until("the new explanation", lambda: [
+            l.strip() for l in d.find_element(By.ID, "ed-explain").text.splitlines() if "vs requested" in l])
+        assert explain == ["held target vs requested target, on the same path: deny (owner's rule: two creations of "
+                           "one name race)",
+                           "held target vs requested target, requested inside the held path, requested on an ancestor "
+                           "of the held path: allow (the original grid)"], explain
+        # In words, beside the notation.
+        words = texts(d, "#ed-words li")
+        assert words == ["a held create blocks a requested upload at the same path; allows it below and above"], words
+        assert texts(d, "#ed-notation .piece-owner"), texts(d, "#ed-notation .piece")
+        # The edited text keeps the opened file's layout: only the cell's line differs.
+        orig, now = open(a.matrix, encoding="utf-8").read().split("\n"), json_text(d).split("\n")
+        assert len(orig) == len(now), (len(orig), len(now))
+        changed = [i for i in range(len(orig)) if orig[i] != now[i]]
+        assert len(changed) == 1 and '"create": {' in orig[changed[0] - 1] and '"upload": {' in now[changed[0]], changed
         diff = wait_until("the diff", lambda: texts(d, "#ed-diff li"))
         change = "changed: create.target held, upload.target requested, on the same path: allow -> deny (stricter)"
         assert change in diff, diff
@@ -135,7 +156,9 @@ def main():
         assert any(l.startswith("changed: move_folder.src held, move_file.dst requested, requested inside the held "
                                 f"path: {was} -> {now}") for l in diff), diff
         rule = json.loads(json_text(d))["grid"]["move_folder"]["move_file"]["src"]
-        assert rule["origin"] == "owner" and "requested_role" in rule, rule
+        assert rule["origin"] == "grid" and "requested_role" in rule, rule
+        assert rule["requested_role"]["dst"]["relation"]["held_ancestor"] == {
+            "verdict": now, "origin": "owner", "decision": "moving a file into a folder being moved"}, rule
 
         # Two operations, each rule marked for review; the grid fits 1600 px.
         add_operation(d, "share_link", "target", "A", "分享 share")

@@ -49,18 +49,38 @@ std::string CellView::label(Origin o) const {
   return parts_label(parts, o);
 }
 
+namespace {
+
+// The part of one held role's rule. A rule whose verdicts state origins of
+// their own (an owner's change to some verdicts only) is shown as the most
+// specific of them: the owner's, else a shipped decision, with its reason.
+CellPart rule_part(const Matrix& m, const RoleDef& role, const Rule& r, int requested_op) {
+  CellPart part{rule_label(m, role, r, requested_op), r.origin, r.decision, r.review};
+  const OpDef& req = m.ops[static_cast<std::size_t>(requested_op)];
+  for (const Origin o : {Origin::owner, Origin::decision}) {
+    if (part.origin == o) return part;
+    for (std::size_t rr = 0; rr < req.roles.size(); ++rr)
+      for (std::size_t rel = 0; rel < kRelationCount; ++rel)
+        if (const Credit c = resolve_credit(r, static_cast<int>(rr), static_cast<Relation>(rel)); c.origin == o) {
+          part.origin = o;
+          part.why = c.decision;
+          return part;
+        }
+  }
+  return part;
+}
+
+}  // namespace
+
 std::vector<CellPart> cell_parts(const Matrix& m, int held_op, int requested_op) {
   std::vector<CellPart> parts;
   const OpDef& held = m.ops[static_cast<std::size_t>(held_op)];
   const Cell& cell = m.grid[static_cast<std::size_t>(held_op)][static_cast<std::size_t>(requested_op)];
-  if (cell.bare) {
-    const Rule& r = cell.held_roles.front();  // a plain verdict is spelled "√", refinements "(×src √dst)"
-    parts.push_back(CellPart{rule_label(m, RoleDef{"", {""}, ""}, r, requested_op), r.origin, r.decision, r.review});
+  if (cell.bare) {  // a plain verdict is spelled "√", refinements "(×src √dst)"
+    parts.push_back(rule_part(m, RoleDef{"", {""}, ""}, cell.held_roles.front(), requested_op));
   } else {
-    for (std::size_t hr = 0; hr < held.roles.size(); ++hr) {
-      const Rule& r = cell.held_roles[hr];
-      parts.push_back(CellPart{rule_label(m, held.roles[hr], r, requested_op), r.origin, r.decision, r.review});
-    }
+    for (std::size_t hr = 0; hr < held.roles.size(); ++hr)
+      parts.push_back(rule_part(m, held.roles[hr], cell.held_roles[hr], requested_op));
   }
   return parts;
 }

@@ -64,6 +64,21 @@ std::vector<bool> codes_missing_from(const Matrix& m, const Matrix& other) {
   return out;
 }
 
+// Notes in `d.credited_to_grid` a changed or added rule of `after` whose
+// verdict at one of `rels` is still credited to the original grid.
+void note_grid_credit(const Matrix& after, const std::string& held, const std::string& req,
+                      const std::vector<Relation>& rels, MatrixDiff& d) {
+  const std::string pair = held + " held, " + req + " requested";
+  const int hc = code_by_name(after, held), rc = code_by_name(after, req);
+  const int rr = after.codes[static_cast<std::size_t>(rc)].role;
+  const bool grid = std::any_of(rels.begin(), rels.end(), [&](Relation rel) {
+    return resolve_credit(after.rule(hc, rc), rr, rel).origin == Origin::grid;
+  });
+  if (!grid || std::find(d.credited_to_grid.begin(), d.credited_to_grid.end(), pair) != d.credited_to_grid.end()) return;
+  d.credited_to_grid.push_back(pair);
+  d.credited_codes.emplace_back(held, req);
+}
+
 }  // namespace
 
 std::string added_rule_text(const RuleLine& r) {
@@ -120,53 +135,76 @@ MatrixDiff diff_matrices(const Matrix& before, const Matrix& after) {
   }
   d.added_rules = rules_naming(after, codes_missing_from(after, before));
   d.removed_rules = rules_naming(before, codes_missing_from(before, after));
-  const auto grid_origin = [&](const std::string& held, const std::string& req) {
-    const std::string pair = held + " held, " + req + " requested";
-    if (after.rule(code_by_name(after, held), code_by_name(after, req)).origin == Origin::grid &&
-        std::find(d.credited_to_grid.begin(), d.credited_to_grid.end(), pair) == d.credited_to_grid.end())
-      d.credited_to_grid.push_back(pair);
-  };
-  for (const CellChange& c : d.cells) grid_origin(c.held, c.requested);
-  for (const RuleLine& r : d.added_rules) grid_origin(r.held, r.requested);
+  for (const CellChange& c : d.cells) note_grid_credit(after, c.held, c.requested, c.relations, d);
+  for (const RuleLine& r : d.added_rules) note_grid_credit(after, r.held, r.requested, r.relations, d);
   return d;
 }
 
-std::string diff_report(const Matrix& before, const Matrix& after, const MatrixDiff& d) {
-  std::string out =
-      fmt::format("{} (version {}) -> {} (version {})\n", before.source, before.version, after.source, after.version);
+namespace {
+
+// A line of the report about no one cell.
+Problem plain_line(std::string text) { return Problem{"", "", "", Severity::error, std::move(text)}; }
+
+// A line about the cell of held code `held` and requested code `requested`
+// ("op.role" names): located by them, never by its text.
+Problem cell_line(const std::string& held, const std::string& requested, std::string text, Severity s = Severity::error) {
+  const std::size_t dot = held.find('.');
+  return Problem{held.substr(0, dot), requested.substr(0, requested.find('.')),
+                 dot == std::string::npos ? "" : held.substr(dot + 1), s, std::move(text)};
+}
+
+std::string summary_line(const MatrixDiff& d, std::size_t stricter, std::size_t looser) {
+  if (d.empty()) return "no changes to operations, roles or verdicts";
+  return fmt::format(
+      "{} operation(s) added, {} removed; {} changed cell line(s): {} stricter, {} looser; {} added rule line(s), "
+      "{} removed rule line(s)",
+      d.added_ops.size(), d.removed_ops.size(), d.cells.size(), stricter, looser, d.added_rules.size(),
+      d.removed_rules.size());
+}
+
+}  // namespace
+
+std::vector<Problem> diff_lines(const Matrix& before, const Matrix& after, const MatrixDiff& d) {
+  std::vector<Problem> out;
+  out.push_back(plain_line(
+      fmt::format("{} (version {}) -> {} (version {})", before.source, before.version, after.source, after.version)));
   const std::string fb = before.fingerprint(), fa = after.fingerprint();
-  out += fb == fa ? fmt::format("fingerprint {} (unchanged: the same rules)\n", fa)
-                  : fmt::format("fingerprint {} -> {} (the rules changed)\n", fb, fa);
-  for (const auto& op : d.added_ops) out += fmt::format("added operation: {}\n", op);
-  for (const auto& op : d.removed_ops) out += fmt::format("removed operation: {}\n", op);
-  for (const auto& r : d.added_roles) out += fmt::format("added role: {}\n", r);
-  for (const auto& r : d.removed_roles) out += fmt::format("removed role: {}\n", r);
-  for (const auto& c : d.constraints) out += fmt::format("constraint {}\n", c);
+  out.push_back(plain_line(fb == fa ? fmt::format("fingerprint {} (unchanged: the same rules)", fa)
+                                    : fmt::format("fingerprint {} -> {} (the rules changed)", fb, fa)));
+  for (const auto& op : d.added_ops) out.push_back(Problem{op, "", "", Severity::error, "added operation: " + op});
+  for (const auto& op : d.removed_ops) out.push_back(Problem{op, "", "", Severity::error, "removed operation: " + op});
+  for (const auto& r : d.added_roles) out.push_back(plain_line("added role: " + r));
+  for (const auto& r : d.removed_roles) out.push_back(plain_line("removed role: " + r));
+  for (const auto& c : d.constraints) out.push_back(plain_line("constraint " + c));
   std::size_t stricter = 0, looser = 0;
   for (const CellChange& c : d.cells) {
     const char* dir = direction(c.before, c.after);
     stricter += std::string_view(dir) == "stricter";
     looser += std::string_view(dir) == "looser";
-    out += fmt::format("changed: {} held, {} requested, {}: {} -> {} ({})\n", c.held, c.requested,
-                       relations_phrase(c.relations), verdict_name(c.before), verdict_name(c.after), dir);
+    out.push_back(cell_line(c.held, c.requested,
+                            fmt::format("changed: {} held, {} requested, {}: {} -> {} ({})", c.held, c.requested,
+                                        relations_phrase(c.relations), verdict_name(c.before), verdict_name(c.after), dir)));
   }
-  for (const RuleLine& r : d.added_rules) out += added_rule_text(r) + "\n";
-  for (const RuleLine& r : d.removed_rules) out += removed_rule_text(r) + "\n";
-  if (d.empty())
-    out += "no changes to operations, roles or verdicts\n";
-  else
-    out += fmt::format(
-        "{} operation(s) added, {} removed; {} changed cell line(s): {} stricter, {} looser; {} added rule line(s), "
-        "{} removed rule line(s)\n",
-        d.added_ops.size(), d.removed_ops.size(), d.cells.size(), stricter, looser, d.added_rules.size(),
-        d.removed_rules.size());
-  for (const std::string& pair : d.credited_to_grid)
-    out += fmt::format(
-        "warning: {}: changed or added, but credited to the original grid (\"origin\": \"grid\", maybe the file's "
-        "default): give the rule \"origin\": \"owner\" (or \"decision\" with its \"decision\" text)\n",
-        pair);
+  for (const RuleLine& r : d.added_rules) out.push_back(cell_line(r.held, r.requested, added_rule_text(r)));
+  for (const RuleLine& r : d.removed_rules) out.push_back(cell_line(r.held, r.requested, removed_rule_text(r)));
+  out.push_back(plain_line(summary_line(d, stricter, looser)));
+  for (std::size_t i = 0; i < d.credited_to_grid.size(); ++i)
+    out.push_back(cell_line(
+        d.credited_codes[i].first, d.credited_codes[i].second,
+        fmt::format("warning: {}: changed or added, but credited to the original grid (\"origin\": \"grid\", maybe "
+                    "the file's default): give the rule \"origin\": \"owner\" (or \"decision\" with its \"decision\" "
+                    "text)",
+                    d.credited_to_grid[i]),
+        Severity::warning));
   if (fb != fa && before.version == after.version)
-    out += fmt::format("warning: the rules changed but \"version\" is still {}\n", after.version);
+    out.push_back(Problem{"", "", "", Severity::warning,
+                          fmt::format("warning: the rules changed but \"version\" is still {}", after.version)});
+  return out;
+}
+
+std::string diff_report(const Matrix& before, const Matrix& after, const MatrixDiff& d) {
+  std::string out;
+  for (const Problem& line : diff_lines(before, after, d)) out += line.text + "\n";
   return out;
 }
 

@@ -55,6 +55,7 @@ struct MatrixDiff {
   // default): a rule that was changed or added is the owner's or a decision,
   // never the original grid's. Not a change in itself (empty() ignores it).
   std::vector<std::string> credited_to_grid;
+  std::vector<std::pair<std::string, std::string>> credited_codes;  // the same pairs as (held code, requested code)
   bool empty() const {
     return added_ops.empty() && removed_ops.empty() && added_roles.empty() && removed_roles.empty() &&
            constraints.empty() && cells.empty() && added_rules.empty() && removed_rules.empty();
@@ -73,6 +74,11 @@ MatrixDiff diff_matrices(const Matrix& before, const Matrix& after);
 //   warning: H held, R requested: changed or added, but credited to the original grid ...
 //   warning: the rules changed but "version" is still V
 std::string diff_report(const Matrix& before, const Matrix& after, const MatrixDiff& d);
+// The same lines (without newlines), each with the cell it names: a changed,
+// added or credited-to-grid line has operation (held op), cell (requested
+// op) and role (held role); an added or removed operation its operation.
+// Warnings have severity warning.
+std::vector<Problem> diff_lines(const Matrix& before, const Matrix& after, const MatrixDiff& d);
 // "added: share_link.target held, create.target requested, wherever the
 // paths overlap: deny (review: ...)", as diff_report writes it (no newline).
 std::string added_rule_text(const RuleLine& r);

@@ -13,22 +13,59 @@
 
 namespace pathlock::matrix {
 
-std::string origin_phrase(const Rule& rule) {
+std::string credit_phrase(const Credit& credit, const std::string& review) {
   std::string out;
-  switch (rule.origin) {
+  switch (credit.origin) {
     case Origin::grid:
       out = "the original grid";
       break;
     case Origin::decision:
-      out = "shipped decision: " + rule.decision;
+      out = "shipped decision: " + credit.decision;
       break;
     case Origin::owner:
-      out = rule.decision.empty() ? "owner's rule" : "owner's rule: " + rule.decision;
+      out = credit.decision.empty() ? "owner's rule" : "owner's rule: " + credit.decision;
       break;
   }
-  if (!rule.review.empty()) out += "; review: " + rule.review;
+  if (!review.empty()) out += "; review: " + review;
   return out;
 }
+
+std::string origin_phrase(const Rule& rule) { return credit_phrase(Credit{rule.origin, rule.decision}, rule.review); }
+
+std::string origin_phrase(const Rule& rule, int requested_role, Relation rel) {
+  return credit_phrase(resolve_credit(rule, requested_role, rel), rule.review);
+}
+
+namespace {
+
+// The lines of one (held role, requested role): relations grouped by verdict
+// and origin, in relation order.
+std::string role_pair_lines(const Matrix& m, const Rule& rule, int hc, int rc, const std::string& names) {
+  struct Group {
+    Verdict verdict;
+    std::string origin;
+    std::vector<Relation> relations;
+  };
+  std::vector<Group> groups;
+  const int rr = m.codes[static_cast<std::size_t>(rc)].role;
+  for (std::size_t i = 0; i < kRelationCount; ++i) {
+    const auto rel = static_cast<Relation>(i);
+    const Verdict v = m.verdict(hc, rc, rel);
+    const std::string origin = origin_phrase(rule, rr, rel);
+    auto it = groups.begin();
+    while (it != groups.end() && (it->verdict != v || it->origin != origin)) ++it;
+    if (it == groups.end())
+      groups.push_back({v, origin, {rel}});
+    else
+      it->relations.push_back(rel);
+  }
+  std::string out;
+  for (const Group& g : groups)
+    out += fmt::format("  {}, {}: {} ({})\n", names, relations_phrase(g.relations), verdict_name(g.verdict), g.origin);
+  return out;
+}
+
+}  // namespace
 
 std::string explain(const Matrix& m, int held_op, int requested_op, const std::vector<Asymmetry>& asym) {
   const OpDef& held = m.ops[static_cast<std::size_t>(held_op)];
@@ -49,23 +86,9 @@ std::string explain(const Matrix& m, int held_op, int requested_op, const std::v
   for (std::size_t hr = 0; hr < held.roles.size(); ++hr) {
     const Rule& rule = cell.held_roles[hr];
     const int hc = m.code_of(held_op, static_cast<int>(hr));
-    for (std::size_t rr = 0; rr < req.roles.size(); ++rr) {
-      const int rc = m.code_of(requested_op, static_cast<int>(rr));
-      // Group the relations by verdict, in relation order.
-      std::vector<std::pair<Verdict, std::vector<Relation>>> groups;
-      for (std::size_t rel = 0; rel < kRelationCount; ++rel) {
-        const Verdict v = m.verdict(hc, rc, static_cast<Relation>(rel));
-        auto it = groups.begin();
-        while (it != groups.end() && it->first != v) ++it;
-        if (it == groups.end())
-          groups.push_back({v, {static_cast<Relation>(rel)}});
-        else
-          it->second.push_back(static_cast<Relation>(rel));
-      }
-      for (const auto& [v, rels] : groups)
-        out += fmt::format("  held {} vs requested {}, {}: {} ({})\n", held.roles[hr].name, req.roles[rr].name,
-                           relations_phrase(rels), verdict_name(v), origin_phrase(rule));
-    }
+    for (std::size_t rr = 0; rr < req.roles.size(); ++rr)
+      out += role_pair_lines(m, rule, hc, m.code_of(requested_op, static_cast<int>(rr)),
+                             fmt::format("held {} vs requested {}", held.roles[hr].name, req.roles[rr].name));
   }
   for (const Asymmetry& a : asym) {
     const int fo = m.codes[static_cast<std::size_t>(a.first)].op, so = m.codes[static_cast<std::size_t>(a.second)].op;

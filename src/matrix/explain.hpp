@@ -14,6 +14,10 @@ namespace pathlock::matrix {
 // the rule's "origin" and "decision" in the file, plus "; review: TEXT"
 // while the rule is marked for review.
 std::string origin_phrase(const Rule& rule);
+// The same for the verdict of `rule` at (requested role, relation): that
+// verdict's own origin when it states one (resolve_credit).
+std::string origin_phrase(const Rule& rule, int requested_role, Relation rel);
+std::string credit_phrase(const Credit& credit, const std::string& review);
 
 // Every (held role, requested role) of the cell with its verdict by path
 // relation and where that verdict comes from, then the asymmetric pairs of

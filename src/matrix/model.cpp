@@ -18,16 +18,44 @@ std::string join_lines(const std::vector<std::string>& lines) {
   return out;
 }
 
+std::vector<Problem> of_file(const std::vector<std::string>& texts) {
+  std::vector<Problem> out;
+  for (const std::string& t : texts) out.push_back(Problem{"", "", "", Severity::error, t});
+  return out;
+}
+
+std::vector<std::string> texts_of(const std::vector<Problem>& problems) {
+  std::vector<std::string> out;
+  for (const Problem& p : problems) out.push_back(p.text);
+  return out;
+}
+
 }  // namespace
 
+std::string_view severity_name(Severity s) { return s == Severity::error ? "error" : "warning"; }
+
+MatrixError::MatrixError(const std::string& problem)
+    : std::runtime_error(problem), texts_{problem}, details_{Problem{"", "", "", Severity::error, problem}} {}
+
 MatrixError::MatrixError(std::vector<std::string> problems)
-    : std::runtime_error(join_lines(problems)), problems_(std::move(problems)) {}
+    : std::runtime_error(join_lines(problems)), texts_(std::move(problems)), details_(of_file(texts_)) {}
+
+MatrixError::MatrixError(std::vector<Problem> problems)
+    : std::runtime_error(join_lines(texts_of(problems))), texts_(texts_of(problems)), details_(std::move(problems)) {}
 
 std::optional<Verdict> resolve_rule(const Rule& rule, int requested_role, Relation rel) {
   if (const auto it = rule.by_requested_role.find(requested_role); it != rule.by_requested_role.end())
     if (const auto v = resolve_rule(it->second, requested_role, rel)) return v;
   if (const auto it = rule.by_relation.find(rel); it != rule.by_relation.end()) return it->second;
   return rule.verdict;
+}
+
+Credit resolve_credit(const Rule& rule, int requested_role, Relation rel) {
+  if (const auto it = rule.by_requested_role.find(requested_role);
+      it != rule.by_requested_role.end() && resolve_rule(it->second, requested_role, rel))
+    return resolve_credit(it->second, requested_role, rel);
+  if (const auto it = rule.relation_credit.find(rel); it != rule.relation_credit.end()) return it->second;
+  return Credit{rule.origin, rule.decision};
 }
 
 std::string_view origin_name(Origin o) {
@@ -164,19 +192,28 @@ std::vector<Asymmetry> asymmetric_pairs(const Matrix& m) {
   return out;
 }
 
-std::vector<std::string> warnings(const Matrix& m) {
-  std::vector<std::string> out;
+std::vector<Problem> warning_problems(const Matrix& m) {
+  std::vector<Problem> out;
   for (std::size_t h = 0; h < m.ops.size(); ++h)
     for (std::size_t r = 0; r < m.ops.size(); ++r) {
       const Cell& cell = m.grid[h][r];
       for (std::size_t hr = 0; hr < cell.held_roles.size(); ++hr) {
         const Rule& rule = cell.held_roles[hr];
         if (rule.review.empty()) continue;
-        out.push_back(fmt::format("{}: operation '{}', cell '{}', role '{}': review: {} (remove \"review\" once decided)",
-                                  m.source, m.ops[h].name, m.ops[r].name, m.ops[h].roles[hr].name, rule.review));
+        const std::string& role = m.ops[h].roles[hr].name;
+        out.push_back(Problem{m.ops[h].name, m.ops[r].name, role, Severity::warning,
+                              fmt::format("{}: operation '{}', cell '{}', role '{}': review: {} (remove \"review\" once "
+                                          "decided)",
+                                          m.source, m.ops[h].name, m.ops[r].name, role, rule.review)});
         if (cell.bare) break;  // one rule for every role: one warning
       }
     }
+  return out;
+}
+
+std::vector<std::string> warnings(const Matrix& m) {
+  std::vector<std::string> out;
+  for (const Problem& p : warning_problems(m)) out.push_back(p.text);
   return out;
 }
 

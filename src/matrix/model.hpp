@@ -5,6 +5,7 @@
 // Format: matrix/README.md. Private to pathlock's tools.
 #pragma once
 
+#include <pathlock/matrix.hpp>
 #include <pathlock/matrix_table.hpp>
 
 #include <map>
@@ -14,20 +15,6 @@
 #include <vector>
 
 namespace pathlock::matrix {
-
-// A matrix file that cannot be compiled. Each problem reads
-// "FILE: operation 'X', cell 'Y', role 'r': what is wrong"; what() is the
-// problems joined by newlines (one problem: exactly that line).
-class MatrixError : public std::runtime_error {
- public:
-  explicit MatrixError(const std::string& problem) : std::runtime_error(problem), problems_{problem} {}
-  explicit MatrixError(std::vector<std::string> problems);
-  // Every problem found, in file order; never empty.
-  const std::vector<std::string>& problems() const { return problems_; }
-
- private:
-  std::vector<std::string> problems_;
-};
 
 enum class Verdict { allow, deny, unrelated };
 
@@ -62,14 +49,25 @@ struct OpDef {
   std::vector<std::pair<int, int>> not_inside;  // (inner role, outer role)
 };
 
+// Where a verdict comes from, and why.
+struct Credit {
+  Origin origin = Origin::owner;
+  std::string decision;
+};
+
 // The rule for one held role in one cell.
 struct Rule {
   std::optional<Verdict> verdict;
-  Origin origin = Origin::owner;  // top-level rules only; sub-rules share it
+  // A sub-rule (requested_role) shares its rule's origin and decision unless
+  // it states its own (own_credit); so does a relation's verdict unless it
+  // is written as {verdict, origin, decision} (relation_credit).
+  Origin origin = Origin::owner;
   std::string decision;  // why (required for Origin::decision)
+  bool own_credit = false;
   std::string review;    // non-empty: written for review (scaffold); lint warns until removed
   std::map<int, Rule> by_requested_role;  // requested role index -> rule
   std::map<Relation, Verdict> by_relation;
+  std::map<Relation, Credit> relation_credit;  // relations whose verdict states its own origin
   bool refined() const { return !by_requested_role.empty() || !by_relation.empty(); }
 };
 
@@ -77,6 +75,9 @@ struct Rule {
 // requested operation's roles) for relation `rel`, or nullopt if the rule
 // does not say (validation refuses such rules).
 std::optional<Verdict> resolve_rule(const Rule& rule, int requested_role, Relation rel);
+// Where that verdict comes from: the relation's own credit, else the
+// sub-rule's, else the rule's.
+Credit resolve_credit(const Rule& rule, int requested_role, Relation rel);
 
 struct Cell {
   bool bare = false;              // one verdict for all held roles
@@ -139,5 +140,7 @@ Relation mirror(Relation rel);
 // Something valid but not finished, e.g. a rule still marked "review".
 // Lines read "FILE: operation 'X', cell 'Y', role 'r': review: TEXT".
 std::vector<std::string> warnings(const Matrix& m);
+// The same, located (severity warning).
+std::vector<Problem> warning_problems(const Matrix& m);
 
 }  // namespace pathlock::matrix

@@ -32,28 +32,53 @@ namespace {
 
 using json = nlohmann::json;
 
+// Where a problem is: the text that starts its message ("operation 'X',
+// cell 'Y', role 'r'") and the same location as fields.
 struct Where {
   std::string source;
   std::string text;
-  [[noreturn]] void fail(const std::string& what) const {
-    throw MatrixError(fmt::format("{}: {}{}{}", source, text, text.empty() ? "" : ": ", what));
+  std::string op, cell, role;
+  [[noreturn]] void fail(const std::string& what) const { throw MatrixError(std::vector<Problem>{problem(what)}); }
+  Problem problem(const std::string& what) const {
+    return Problem{op, cell, role, Severity::error,
+                   fmt::format("{}: {}{}{}", source, text, text.empty() ? "" : ": ", what)};
   }
-  Where at(const std::string& more) const { return Where{source, text.empty() ? more : text + ", " + more}; }
+  Where at(const std::string& more) const {
+    Where w = *this;
+    w.text = text.empty() ? more : text + ", " + more;
+    return w;
+  }
+  Where at_op(const std::string& name) const {
+    Where w = at(fmt::format("operation '{}'", name));
+    w.op = name;
+    return w;
+  }
+  Where at_cell(const std::string& name) const {
+    Where w = at(fmt::format("cell '{}'", name));
+    w.cell = name;
+    return w;
+  }
+  Where at_role(const std::string& name) const {
+    Where w = at(fmt::format("role '{}'", name));
+    w.role = name;
+    return w;
+  }
 };
 
 // Collects the problems of the units read so far.
 struct Problems {
-  std::vector<std::string> lines;
+  std::vector<Problem> lines;
   template <typename Fn>
   bool attempt(Fn&& fn) {  // false if `fn` reported a problem
     try {
       fn();
       return true;
     } catch (const MatrixError& e) {
-      lines.insert(lines.end(), e.problems().begin(), e.problems().end());
+      lines.insert(lines.end(), e.details().begin(), e.details().end());
       return false;
     }
   }
+  void add(const Where& where, const std::string& what) { lines.push_back(where.problem(what)); }
 };
 
 std::optional<Verdict> parse_verdict_name(const std::string& s) {
@@ -110,9 +135,46 @@ bool is_identifier(const std::string& s) {
   return s[0] >= 'a' && s[0] <= 'z';
 }
 
-Rule parse_rule(const json& j, const OpDef& requested, const Where& where, Origin default_origin, bool top) {
+// "origin" and "decision" of a rule (or of one verdict), checked together.
+Credit parse_credit(const json& j, Credit credit, const Where& where) {
+  if (j.contains("origin")) credit.origin = parse_origin(j.at("origin"), where);
+  if (j.contains("decision")) {
+    credit.decision = need_string(j, "decision", where);
+    if (credit.decision.empty()) where.fail("\"decision\" must say why (it is empty)");
+  } else if (j.contains("origin")) {
+    credit.decision.clear();  // a new origin does not inherit the enclosing rule's reason
+  }
+  if (credit.origin == Origin::decision && credit.decision.empty())
+    where.fail("a rule with \"origin\": \"decision\" needs \"decision\" saying why");
+  if (credit.origin == Origin::grid && !credit.decision.empty())
+    where.fail("\"decision\" on a rule whose origin is the original grid (add \"origin\": \"decision\" or \"owner\")");
+  return credit;
+}
+
+// "relation": relation -> verdict, or -> {verdict, origin, decision} for a
+// verdict with its own origin (the console's editor credits an owner's change
+// to the verdicts it changed only).
+void parse_relations(const json& rel, Rule& rule, const Where& where) {
+  if (!rel.is_object() || rel.empty()) where.fail("\"relation\" must be a non-empty object of relation -> verdict");
+  for (const auto& [name, v] : rel.items()) {
+    const auto r = parse_relation_name(name);
+    if (!r) where.fail(fmt::format("unknown relation \"{}\" (use \"same\", \"held_ancestor\", \"held_descendant\")", name));
+    const Where at = where.at(fmt::format("relation '{}'", name));
+    if (!v.is_object()) {
+      rule.by_relation[*r] = parse_verdict(v, at);
+      continue;
+    }
+    only_keys(v, {"verdict", "origin", "decision"}, at);
+    if (!v.contains("verdict")) at.fail("missing \"verdict\"");
+    rule.by_relation[*r] = parse_verdict(v.at("verdict"), at.at("verdict"));
+    rule.relation_credit[*r] = parse_credit(v, Credit{rule.origin, rule.decision}, at);
+  }
+}
+
+Rule parse_rule(const json& j, const OpDef& requested, const Where& where, const Credit& inherited, bool top) {
   Rule rule;
-  rule.origin = default_origin;
+  rule.origin = inherited.origin;
+  if (!top) rule.decision = inherited.decision;
   if (j.is_string()) {
     rule.verdict = parse_verdict(j, where);
     return rule;
@@ -121,17 +183,12 @@ Rule parse_rule(const json& j, const OpDef& requested, const Where& where, Origi
   if (top)
     only_keys(j, {"verdict", "origin", "decision", "review", "requested_role", "relation"}, where);
   else
-    only_keys(j, {"verdict", "relation"}, where);
+    only_keys(j, {"verdict", "relation", "origin", "decision"}, where);
   if (j.contains("verdict")) rule.verdict = parse_verdict(j.at("verdict"), where.at("verdict"));
-  if (j.contains("origin")) rule.origin = parse_origin(j.at("origin"), where);
-  if (j.contains("decision")) {
-    rule.decision = need_string(j, "decision", where);
-    if (rule.decision.empty()) where.fail("\"decision\" must say why (it is empty)");
-  }
-  if (rule.origin == Origin::decision && rule.decision.empty())
-    where.fail("a rule with \"origin\": \"decision\" needs \"decision\" saying why");
-  if (rule.origin == Origin::grid && !rule.decision.empty())
-    where.fail("\"decision\" on a rule whose origin is the original grid (add \"origin\": \"decision\" or \"owner\")");
+  const Credit credit = parse_credit(j, Credit{rule.origin, rule.decision}, where);
+  rule.own_credit = !top && (j.contains("origin") || j.contains("decision"));
+  rule.origin = credit.origin;
+  rule.decision = credit.decision;
   if (j.contains("review")) {
     rule.review = need_string(j, "review", where);
     if (rule.review.empty()) where.fail("\"review\" must say what to decide (it is empty; remove it once decided)");
@@ -144,19 +201,11 @@ Rule parse_rule(const json& j, const OpDef& requested, const Where& where, Origi
       for (std::size_t r = 0; r < requested.roles.size(); ++r)
         if (requested.roles[r].name == role) idx = static_cast<int>(r);
       if (idx < 0) where.fail(fmt::format("requested operation '{}' has no role '{}'", requested.name, role));
-      rule.by_requested_role[idx] =
-          parse_rule(sub, requested, where.at(fmt::format("requested role '{}'", role)), rule.origin, false);
+      rule.by_requested_role[idx] = parse_rule(sub, requested, where.at(fmt::format("requested role '{}'", role)),
+                                               Credit{rule.origin, rule.decision}, false);
     }
   }
-  if (j.contains("relation")) {
-    const json& rel = j.at("relation");
-    if (!rel.is_object() || rel.empty()) where.fail("\"relation\" must be a non-empty object of relation -> verdict");
-    for (const auto& [name, v] : rel.items()) {
-      const auto r = parse_relation_name(name);
-      if (!r) where.fail(fmt::format("unknown relation \"{}\" (use \"same\", \"held_ancestor\", \"held_descendant\")", name));
-      rule.by_relation[*r] = parse_verdict(v, where.at(fmt::format("relation '{}'", name)));
-    }
-  }
+  if (j.contains("relation")) parse_relations(j.at("relation"), rule, where);
   return rule;
 }
 
@@ -221,7 +270,7 @@ OpDef parse_operation(const json& o, const Where& file, std::size_t number, std:
   OpDef op;
   op.name = need_string(o, "op", file.at(fmt::format("operation #{}", number)));
   name_out = op.name;
-  const Where where = file.at(fmt::format("operation '{}'", op.name));
+  const Where where = file.at_op(op.name);
   only_keys(o, {"op", "label", "example", "roles", "not_inside"}, where);
   if (!is_identifier(op.name)) where.fail("operation names are [a-z][a-z0-9_]*, at most 64 bytes");
   op.label = o.contains("label") ? need_string(o, "label", where) : op.name;
@@ -232,7 +281,7 @@ OpDef parse_operation(const json& o, const Where& file, std::size_t number, std:
     if (!r.is_object()) where.fail("each role must be an object");
     RoleDef role;
     role.name = need_string(r, "role", where);
-    const Where rw = where.at(fmt::format("role '{}'", role.name));
+    const Where rw = where.at_role(role.name);
     only_keys(r, {"role", "symbols", "about"}, rw);
     if (r.contains("about")) role.about = need_string(r, "about", rw);
     if (!is_identifier(role.name)) rw.fail("role names are [a-z][a-z0-9_]*, at most 64 bytes");
@@ -276,7 +325,7 @@ Cell parse_cell(const json& cj, const Matrix& m, const OpDef& held, const OpDef&
   Cell cell;
   if (cj.is_string()) {
     cell.bare = true;
-    cell.held_roles.assign(held.roles.size(), parse_rule(cj, req, cw, m.default_origin, true));
+    cell.held_roles.assign(held.roles.size(), parse_rule(cj, req, cw, Credit{m.default_origin, ""}, true));
   } else if (cj.is_object()) {
     for (const auto& [role, v] : cj.items()) {
       bool known = false;
@@ -284,9 +333,9 @@ Cell parse_cell(const json& cj, const Matrix& m, const OpDef& held, const OpDef&
       if (!known) cw.fail(fmt::format("held operation '{}' has no role '{}'", held.name, role));
     }
     for (const RoleDef& hr : held.roles) {
-      const Where hw = cw.at(fmt::format("role '{}'", hr.name));
+      const Where hw = cw.at_role(hr.name);
       if (!cj.contains(hr.name)) hw.fail("missing (a cell given per role must give every held role)");
-      cell.held_roles.push_back(parse_rule(cj.at(hr.name), req, hw, m.default_origin, true));
+      cell.held_roles.push_back(parse_rule(cj.at(hr.name), req, hw, Credit{m.default_origin, ""}, true));
     }
   } else {
     cw.fail(fmt::format("a cell is a verdict string or an object of held role -> rule, got {}", cj.dump()));
@@ -295,21 +344,14 @@ Cell parse_cell(const json& cj, const Matrix& m, const OpDef& held, const OpDef&
     for (std::size_t rr = 0; rr < req.roles.size(); ++rr)
       for (std::size_t rel = 0; rel < kRelationCount; ++rel)
         if (!resolve_rule(cell.held_roles[hr], static_cast<int>(rr), static_cast<Relation>(rel)))
-          cw.at(fmt::format("role '{}'", held.roles[hr].name))
+          cw.at_role(held.roles[hr].name)
               .fail(fmt::format("no verdict for requested role '{}' with relation '{}' (add \"verdict\")",
                                 req.roles[rr].name, relation_name(static_cast<Relation>(rel))));
   return cell;
 }
 
-}  // namespace
-
-Matrix parse_matrix(const std::string& json_text, const std::string& source) {
-  const Where file{source, ""};
-  const json doc = parse_strict(json_text, file);
-  if (!doc.is_object()) file.fail("the document must be a JSON object");
-  Problems problems;
-  Matrix m;
-  m.source = source;
+// The file's own fields: name, version, description, default origin.
+void parse_identity(const json& doc, const Where& file, Matrix& m, Problems& problems) {
   problems.attempt([&] {
     only_keys(doc, {"$schema", "name", "version", "description", "origin", "operations", "grid"}, file);
   });
@@ -330,17 +372,19 @@ Matrix parse_matrix(const std::string& json_text, const std::string& source) {
   problems.attempt([&] {
     if (doc.contains("origin")) m.default_origin = parse_origin(doc.at("origin"), file.at("\"origin\""));
   });
+}
 
+// "operations": every entry read, or its name remembered in `broken`.
+void parse_operations(const json& doc, const Where& file, Matrix& m, Problems& problems, std::set<std::string>& broken) {
   if (!doc.contains("operations") || !doc.at("operations").is_array() || doc.at("operations").empty()) {
-    problems.lines.push_back(fmt::format("{}: \"operations\" must be a non-empty array", source));
+    problems.add(file, "\"operations\" must be a non-empty array");
     throw MatrixError(std::move(problems.lines));
   }
-  std::set<std::string> broken;  // operations that could not be read
   for (const json& o : doc.at("operations")) {
     std::string name;
     problems.attempt([&] {
       OpDef op = parse_operation(o, file, m.ops.size() + broken.size() + 1, name);
-      if (m.op_index(op.name) >= 0) file.at(fmt::format("operation '{}'", op.name)).fail("operation defined twice");
+      if (m.op_index(op.name) >= 0) file.at_op(op.name).fail("operation defined twice");
       for (std::size_t r = 0; r < op.roles.size(); ++r)
         m.codes.push_back(Code{static_cast<int>(m.ops.size()), static_cast<int>(r)});
       m.ops.push_back(std::move(op));
@@ -348,43 +392,69 @@ Matrix parse_matrix(const std::string& json_text, const std::string& source) {
     });
     if (!name.empty()) broken.insert(name);
   }
-  if (m.ops.size() > kMaxOps)
-    problems.lines.push_back(fmt::format("{}: {} operations; the limit is {}", source, m.ops.size(), kMaxOps));
+  if (m.ops.size() > kMaxOps) problems.add(file, fmt::format("{} operations; the limit is {}", m.ops.size(), kMaxOps));
   if (m.codes.size() > kMaxCodes)
-    problems.lines.push_back(
-        fmt::format("{}: {} (operation, role) pairs; the limit is {}", source, m.codes.size(), kMaxCodes));
+    problems.add(file, fmt::format("{} (operation, role) pairs; the limit is {}", m.codes.size(), kMaxCodes));
+}
 
+// The row of held operation `h`: every cell, each read on its own.
+void parse_row(const json& grid, const Where& file, std::size_t h, Matrix& m, Problems& problems,
+               const std::set<std::string>& broken) {
+  const OpDef& held = m.ops[h];
+  const Where rw = file.at_op(held.name);
+  m.grid[h].resize(m.ops.size());
+  const bool row_ok = problems.attempt([&] {
+    if (!grid.contains(held.name)) rw.fail("no grid row (every operation needs a row)");
+    if (!grid.at(held.name).is_object()) rw.fail("a grid row must be an object of requested operation -> cell");
+  });
+  if (!row_ok) return;
+  const json& row = grid.at(held.name);
+  for (const auto& [req_name, cell] : row.items())
+    if (m.op_index(req_name) < 0 && !broken.count(req_name)) {
+      Where at = rw;
+      at.cell = req_name;
+      problems.add(at, fmt::format("cell '{}' is not an operation", req_name));
+    }
+  for (std::size_t r = 0; r < m.ops.size(); ++r) {
+    const OpDef& req = m.ops[r];
+    const Where cw = rw.at_cell(req.name);
+    problems.attempt([&] {
+      if (!row.contains(req.name)) cw.fail("missing cell (every cell must be given; no default)");
+      m.grid[h][r] = parse_cell(row.at(req.name), m, held, req, cw);
+    });
+  }
+}
+
+// "grid": a row per operation, no row of an unknown one.
+void parse_grid(const json& doc, const Where& file, Matrix& m, Problems& problems, const std::set<std::string>& broken) {
   if (!doc.contains("grid") || !doc.at("grid").is_object()) {
-    problems.lines.push_back(fmt::format("{}: \"grid\" must be an object of held operation -> row", source));
+    problems.add(file, "\"grid\" must be an object of held operation -> row");
     throw MatrixError(std::move(problems.lines));
   }
   const json& grid = doc.at("grid");
   for (const auto& [held_name, row] : grid.items())
-    if (m.op_index(held_name) < 0 && !broken.count(held_name))
-      problems.lines.push_back(fmt::format("{}: grid row '{}' is not an operation", source, held_name));
-  m.grid.resize(m.ops.size());
-  for (std::size_t h = 0; h < m.ops.size(); ++h) {
-    const OpDef& held = m.ops[h];
-    const Where rw = file.at(fmt::format("operation '{}'", held.name));
-    m.grid[h].resize(m.ops.size());
-    const bool row_ok = problems.attempt([&] {
-      if (!grid.contains(held.name)) rw.fail("no grid row (every operation needs a row)");
-      if (!grid.at(held.name).is_object()) rw.fail("a grid row must be an object of requested operation -> cell");
-    });
-    if (!row_ok) continue;
-    const json& row = grid.at(held.name);
-    for (const auto& [req_name, cell] : row.items())
-      if (m.op_index(req_name) < 0 && !broken.count(req_name))
-        problems.lines.push_back(fmt::format("{}: operation '{}': cell '{}' is not an operation", source, held.name, req_name));
-    for (std::size_t r = 0; r < m.ops.size(); ++r) {
-      const OpDef& req = m.ops[r];
-      const Where cw = rw.at(fmt::format("cell '{}'", req.name));
-      problems.attempt([&] {
-        if (!row.contains(req.name)) cw.fail("missing cell (every cell must be given; no default)");
-        m.grid[h][r] = parse_cell(row.at(req.name), m, held, req, cw);
-      });
+    if (m.op_index(held_name) < 0 && !broken.count(held_name)) {
+      Where at = file;
+      at.op = held_name;
+      problems.add(at, fmt::format("grid row '{}' is not an operation", held_name));
     }
-  }
+  m.grid.resize(m.ops.size());
+  for (std::size_t h = 0; h < m.ops.size(); ++h) parse_row(grid, file, h, m, problems, broken);
+}
+
+}  // namespace
+
+Matrix parse_matrix(const std::string& json_text, const std::string& source) {
+  const Where file{source, "", "", "", ""};
+  const json doc = parse_strict(json_text, file);
+  if (!doc.is_object()) file.fail("the document must be a JSON object");
+  Problems problems;
+  Matrix m;
+  m.source = source;
+  parse_identity(doc, file, m, problems);
+  std::set<std::string> broken;  // operations that could not be read
+  parse_operations(doc, file, m, problems, broken);
+  parse_grid(doc, file, m, problems, broken);
   if (!problems.lines.empty()) throw MatrixError(std::move(problems.lines));
   return m;
 }

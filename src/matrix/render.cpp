@@ -207,10 +207,8 @@ std::string html_legend() {
 std::string cell_id(std::size_t h, std::size_t r) { return fmt::format("c-{}-{}", h, r); }
 std::string explanation_id(std::size_t h, std::size_t r) { return fmt::format("x-{}-{}", h, r); }
 
-}  // namespace
-
-std::string emit_html(const Matrix& m) {
-  std::string out = fmt::format(
+std::string html_head(const Matrix& m) {
+  return fmt::format(
       "<!DOCTYPE html>\n<!-- Generated from {} by pathlock-matrixc. Do not edit. -->\n"
       "<html lang=\"en\"><head><meta charset=\"utf-8\">"
       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>Matrix {} {}</title>\n"
@@ -222,32 +220,41 @@ std::string emit_html(const Matrix& m) {
       "explanation's.</p>\n",
       html_escape(m.source), html_escape(m.name), html_escape(m.version), html_style(), html_escape(m.name),
       html_escape(m.version), html_escape(m.description), m.fingerprint());
-  out += html_legend();
-  const auto views = cell_views(m);
+}
+
+std::string html_op_heading(const OpDef& op) {
+  const std::string name = "<code class=\"op\">" + breakable_name(op.name) + "</code>";
+  return op.label == op.name ? name : "<span class=\"label\">" + html_escape(op.label) + "</span>" + name;
+}
+
+// One <td> of the grid: the cell's pieces, linked to its explanation.
+std::string html_cell(const CellView& v, std::size_t h, std::size_t r, std::size_t n) {
+  std::string text;
+  for (const CellPiece& p : v.pieces)
+    text += (text.empty() ? "" : " ") + std::string("<span class=\"piece\">") + html_piece(p) + "</span>";
+  return fmt::format("<td id=\"{}\" class=\"{}{}\" title=\"{}\"><a href=\"#{}\">{}</a><sup class=\"n\">{}</sup></td>",
+                     cell_id(h, r), tone_name(v.tone), v.asymmetric ? " asymmetric" : "", html_escape(v.explain),
+                     explanation_id(h, r), text, h * n + r + 1);
+}
+
+std::string html_grid(const Matrix& m, const std::vector<std::vector<CellView>>& views) {
   const std::size_t n = m.ops.size();
-  auto label_and_name = [](const OpDef& op) {
-    const std::string name = "<code class=\"op\">" + breakable_name(op.name) + "</code>";
-    return op.label == op.name ? name : "<span class=\"label\">" + html_escape(op.label) + "</span>" + name;
-  };
-  out += "<table class=\"grid\">\n<tr><th>held \\ requested</th>";
-  for (const OpDef& op : m.ops) out += "<th scope=\"col\">" + label_and_name(op) + "</th>";
+  std::string out = "<table class=\"grid\">\n<tr><th>held \\ requested</th>";
+  for (const OpDef& op : m.ops) out += "<th scope=\"col\">" + html_op_heading(op) + "</th>";
   out += "</tr>\n";
   for (std::size_t h = 0; h < n; ++h) {
-    out += "<tr><th class=\"row\" scope=\"row\">" + label_and_name(m.ops[h]);
+    out += "<tr><th class=\"row\" scope=\"row\">" + html_op_heading(m.ops[h]);
     if (!m.ops[h].example.empty()) out += "<code class=\"ex\">" + html_escape(m.ops[h].example) + "</code>";
     out += "</th>";
-    for (std::size_t r = 0; r < n; ++r) {
-      const CellView& v = views[h][r];
-      std::string text;
-      for (const CellPiece& p : v.pieces)
-        text += (text.empty() ? "" : " ") + std::string("<span class=\"piece\">") + html_piece(p) + "</span>";
-      out += fmt::format("<td id=\"{}\" class=\"{}{}\" title=\"{}\"><a href=\"#{}\">{}</a><sup class=\"n\">{}</sup></td>",
-                         cell_id(h, r), tone_name(v.tone), v.asymmetric ? " asymmetric" : "", html_escape(v.explain),
-                         explanation_id(h, r), text, h * n + r + 1);
-    }
+    for (std::size_t r = 0; r < n; ++r) out += html_cell(views[h][r], h, r, n);
     out += "</tr>\n";
   }
-  out += "</table>\n";
+  return out + "</table>\n";
+}
+
+// The shipped decisions and the owner's rules (when there are any), as lists.
+std::string html_rule_lists(const Matrix& m) {
+  std::string out;
   for (const Origin o : {Origin::decision, Origin::owner}) {
     std::string items;
     for_rules(m, o, [&](std::size_t h, std::size_t r, std::size_t hr, const Rule& rule) {
@@ -261,6 +268,12 @@ std::string emit_html(const Matrix& m) {
     out += fmt::format("<h2>{}</h2>\n<ul>\n{}</ul>\n",
                        o == Origin::decision ? "Shipped decisions" : "The owner's own rules", items);
   }
+  return out;
+}
+
+// The rules marked for review, the asymmetric pairs, and every cell's explanation.
+std::string html_notes(const Matrix& m, const std::vector<std::vector<CellView>>& views) {
+  std::string out;
   if (const auto review = warnings(m); !review.empty()) {
     out += fmt::format("<h2>Marked for review <span class=\"review\">{}</span></h2>\n<ul>\n", kReviewMark);
     for (const std::string& w : review) out += "<li>" + html_escape(w) + "</li>\n";
@@ -269,12 +282,19 @@ std::string emit_html(const Matrix& m) {
   out += fmt::format("<h2>Asymmetric pairs <span class=\"asym\">{}</span></h2>\n<ul>\n", kAsymmetricMark);
   for (const Asymmetry& a : asymmetric_pairs(m)) out += "<li>" + html_escape(asymmetry_text(m, a)) + "</li>\n";
   out += "</ul>\n<h2 id=\"explanations\">Explanations, cell by cell</h2>\n<ol class=\"explanations\">\n";
-  for (std::size_t h = 0; h < n; ++h)
-    for (std::size_t r = 0; r < n; ++r)
+  for (std::size_t h = 0; h < m.ops.size(); ++h)
+    for (std::size_t r = 0; r < m.ops.size(); ++r)
       out += fmt::format("<li id=\"{}\"><a class=\"back\" href=\"#{}\">back to the cell</a><pre>{}</pre></li>\n",
                          explanation_id(h, r), cell_id(h, r), html_escape(views[h][r].explain));
-  out += "</ol>\n</body></html>\n";
-  return out;
+  return out + "</ol>\n";
+}
+
+}  // namespace
+
+std::string emit_html(const Matrix& m) {
+  const auto views = cell_views(m);
+  return html_head(m) + html_legend() + html_grid(m, views) + html_rule_lists(m) + html_notes(m, views) +
+         "</body></html>\n";
 }
 
 }  // namespace pathlock::matrix

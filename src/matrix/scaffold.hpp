@@ -22,16 +22,8 @@
 
 namespace pathlock::matrix {
 
-struct ScaffoldRequest {
-  std::string op;                  // the new operation's name
-  std::vector<std::string> roles;  // its roles, e.g. {"src", "dst"}
-  std::string label;               // optional; the rendering's label
-  std::string example;             // optional; the rendering's example
-  // Optional: the symbols of each role, one entry per role in role order
-  // ({{"A"}, {"B"}}; several per role as {{"A", "a"}}). Empty: every role
-  // gets default_symbols().
-  std::vector<std::vector<std::string>> symbols = {};
-};
+// ScaffoldRequest (the op, its roles, label, example and symbols per role;
+// none: default_symbols()) is declared in pathlock/matrix.hpp.
 
 // The symbols scaffold writes for a new role named `role` when the request
 // gives none: those of the first operation of `m` with a role of that name
@@ -44,6 +36,7 @@ std::vector<std::string> default_symbols(const Matrix& m, const std::string& rol
 // an identifier, a limit would be passed, or `symbols` is given with a
 // count other than one entry per role, an entry without symbols, or a
 // symbol the parser refuses (symbol_problem()). The result always parses.
+// (Declared in pathlock/matrix.hpp.)
 std::string scaffold(const std::string& json_text, const std::string& source, const ScaffoldRequest& request);
 
 }  // namespace pathlock::matrix

@@ -59,7 +59,7 @@ std::string blocker_text(const Blocker& b) {
 }
 
 struct Engine {
-  std::unique_ptr<matrix::CompiledMatrix> compiled;
+  std::unique_ptr<matrix::MatrixFile> compiled;
   std::unique_ptr<LockEngine> engine;
 };
 

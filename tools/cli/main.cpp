@@ -121,11 +121,11 @@ const options::Options kConsoleOptions = console_options();
 const options::Options kShellOptions = shell_options();
 
 // `--matrix FILE`: the table compiled at start (null: the built-in matrix).
-std::unique_ptr<matrix::CompiledMatrix> matrix_from(const options::Parsed& p) {
+std::unique_ptr<matrix::MatrixFile> matrix_from(const options::Parsed& p) {
   return p.has("matrix") ? cli::load_matrix_option(p.get("matrix")) : nullptr;
 }
 
-std::unique_ptr<LockEngine> engine_from(const options::Parsed& p, const matrix::CompiledMatrix* compiled,
+std::unique_ptr<LockEngine> engine_from(const options::Parsed& p, const matrix::MatrixFile* compiled,
                                         std::shared_ptr<Metrics> metrics = nullptr) {
   EngineOptions opts;
   if (compiled) opts.matrix = &compiled->table();
@@ -184,7 +184,7 @@ int console_command(int argc, char** argv) {
     co.matrix_file.error = e.what();  // the editor can still open an uploaded file
   }
   const auto compiled =
-      p.has("matrix") ? matrix::compile_matrix(co.matrix_file.text, co.matrix_file.name) : nullptr;
+      p.has("matrix") ? cli::parse_matrix_option(co.matrix_file.text, co.matrix_file.name) : nullptr;
   auto metrics = std::make_shared<Metrics>(compiled ? compiled->table() : default_matrix());
   auto engine = engine_from(p, compiled.get(), metrics);
   co.listen = p.get("listen", "127.0.0.1:0");

@@ -11,8 +11,9 @@
 #include <ostream>
 #include <sstream>
 
+#include <pathlock/matrix.hpp>
+
 #include "common/options.hpp"
-#include "matrix/emit.hpp"
 
 namespace pathlock::cli {
 
@@ -76,25 +77,25 @@ std::string take_file(Args& a, std::size_t wanted, const std::string& default_fi
 int lint(const std::vector<std::string>& words, const std::string& default_file, std::ostream& out, std::ostream& err) {
   Args a = parse_args(words, options::Options{}.value("against"));
   const std::string file = take_file(a, 0, default_file);
-  const matrix::Matrix m = matrix::load_matrix(file);
+  const matrix::MatrixFile m = matrix::MatrixFile::load(file);
   out << matrix::lint_report(m);
   if (a.has("against")) {
-    const matrix::Matrix old = matrix::load_matrix(a.option("against"));
+    const matrix::MatrixFile old = matrix::MatrixFile::load(a.option("against"));
     if (const auto problem = matrix::version_problem(old, m)) {
       err << "error: " << *problem << "\n";
       return 1;
     }
-    out << fmt::format("  against {}: {}\n", old.source,
+    out << fmt::format("  against {}: {}\n", old.source(),
                        old.fingerprint() == m.fingerprint()
                            ? "the same rules"
-                           : fmt::format("rules changed, version {} -> {}", old.version, m.version));
+                           : fmt::format("rules changed, version {} -> {}", old.version(), m.version()));
   }
   return 0;
 }
 
 int render(const std::vector<std::string>& words, const std::string& default_file, std::ostream& out) {
   Args a = parse_args(words, options::Options{}.value("format", kFormat).value("out").value("update"));
-  const matrix::Matrix m = matrix::load_matrix(take_file(a, 0, default_file));
+  const matrix::MatrixFile m = matrix::MatrixFile::load(take_file(a, 0, default_file));
   if (a.has("update")) {
     if (a.has("format") || a.has("out")) throw options::UsageError("--update takes no --format or --out");
     const std::string doc = a.option("update");
@@ -118,10 +119,10 @@ int render(const std::vector<std::string>& words, const std::string& default_fil
 
 int explain(const std::vector<std::string>& words, const std::string& default_file, std::ostream& out) {
   Args a = parse_args(words, options::Options{});
-  const matrix::Matrix m = matrix::load_matrix(take_file(a, 2, default_file));
+  const matrix::MatrixFile m = matrix::MatrixFile::load(take_file(a, 2, default_file));
   const int held = m.op_index(a.positional[0]), req = m.op_index(a.positional[1]);
-  if (held < 0) throw matrix::MatrixError(fmt::format("{}: unknown operation '{}'", m.source, a.positional[0]));
-  if (req < 0) throw matrix::MatrixError(fmt::format("{}: unknown operation '{}'", m.source, a.positional[1]));
+  if (held < 0) throw matrix::MatrixError(fmt::format("{}: unknown operation '{}'", m.source(), a.positional[0]));
+  if (req < 0) throw matrix::MatrixError(fmt::format("{}: unknown operation '{}'", m.source(), a.positional[1]));
   out << matrix::explain(m, held, req);
   return 0;
 }
@@ -129,8 +130,9 @@ int explain(const std::vector<std::string>& words, const std::string& default_fi
 int diff(const std::vector<std::string>& words, std::ostream& out) {
   Args a = parse_args(words, options::Options{});
   if (a.positional.size() != 2) throw ArgumentCount("diff takes OLD_FILE NEW_FILE");
-  const matrix::Matrix before = matrix::load_matrix(a.positional[0]), after = matrix::load_matrix(a.positional[1]);
-  out << matrix::diff_report(before, after, matrix::diff_matrices(before, after));
+  const matrix::MatrixFile before = matrix::MatrixFile::load(a.positional[0]);
+  const matrix::MatrixFile after = matrix::MatrixFile::load(a.positional[1]);
+  out << matrix::diff_report(before, after);
   return 0;
 }
 
@@ -160,9 +162,10 @@ int scaffold(const std::vector<std::string>& words, std::ostream& out) {
   const std::string file = a.positional[0], target = a.option("out", file);
   const std::string text = matrix::scaffold(matrix::read_text_file(file), file, req);
   write_text(target, text);
-  const matrix::Matrix m = matrix::parse_matrix(text, target);
+  const matrix::MatrixFile m = matrix::MatrixFile::parse(text, target);
   std::string symbols;
-  for (const matrix::RoleDef& r : m.ops.back().roles) {
+  const std::vector<matrix::OpView> ops = m.ops();
+  for (const matrix::RoleView& r : ops.back().roles) {
     std::string syms;
     for (const std::string& sym : r.symbols) syms += (syms.empty() ? "" : "/") + sym;
     symbols += fmt::format("{}{} {}", symbols.empty() ? "" : ", ", r.name, syms);
@@ -207,8 +210,12 @@ int run_matrix_command(const std::vector<std::string>& args, const std::string& 
   }
 }
 
-std::unique_ptr<matrix::CompiledMatrix> load_matrix_option(const std::string& file) {
-  return matrix::compile_matrix_file(file);
+std::unique_ptr<matrix::MatrixFile> load_matrix_option(const std::string& file) {
+  return std::make_unique<matrix::MatrixFile>(matrix::MatrixFile::load(file));
+}
+
+std::unique_ptr<matrix::MatrixFile> parse_matrix_option(const std::string& text, const std::string& name) {
+  return std::make_unique<matrix::MatrixFile>(matrix::MatrixFile::parse(text, name));
 }
 
 }  // namespace pathlock::cli

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "matrix/table.hpp"
+#include <pathlock/matrix.hpp>
 
 namespace pathlock::cli {
 
@@ -28,6 +28,8 @@ int run_matrix_command(const std::vector<std::string>& args, const std::string& 
 // Compiles FILE at run time for `--matrix FILE` (same validation as the
 // build). The returned object owns the table's strings: keep it alive while
 // an engine uses `table()`. Throws matrix::MatrixError with every problem.
-std::unique_ptr<matrix::CompiledMatrix> load_matrix_option(const std::string& file);
+std::unique_ptr<matrix::MatrixFile> load_matrix_option(const std::string& file);
+// The same for a file's text already read; `name` names it in problems.
+std::unique_ptr<matrix::MatrixFile> parse_matrix_option(const std::string& text, const std::string& name);
 
 }  // namespace pathlock::cli

@@ -4,15 +4,7 @@
 
 #include "api.hpp"
 
-#include "matrix/cells.hpp"
-#include "matrix/diff.hpp"
-#include "matrix/explain.hpp"
-#include "matrix/lint.hpp"  // version_problem
-#include "matrix/model.hpp"
-#include "matrix/scaffold.hpp"
-#include "matrix/table.hpp"
-#include "matrix/text.hpp"
-
+#include <pathlock/matrix.hpp>
 #include <pathlock/memory.hpp>
 
 #include <fmt/format.h>
@@ -25,8 +17,8 @@
 namespace pathlock::console {
 namespace {
 
-using matrix::Matrix;
 using matrix::MatrixError;
+using matrix::MatrixFile;
 
 constexpr std::size_t kMaxScenarioSteps = 100;
 
@@ -63,123 +55,79 @@ std::vector<std::string> list_field(const json& body, const char* name) {
   return out;
 }
 
-// The text between `start` and the next `end` after it in `line` ("" when
-// either is missing). Linear: lines may be long (a file's keys are quoted in
-// its problems), so no backtracking regex reads them.
-std::string_view between(std::string_view line, std::string_view start, std::string_view end) {
-  const std::size_t from = line.find(start);
-  if (from == std::string_view::npos) return {};
-  const std::size_t begin = from + start.size(), to = line.find(end, begin);
-  return to == std::string_view::npos ? std::string_view{} : line.substr(begin, to - begin);
-}
-
-// The operation of the code "op.role" that ends just before `line[end]`.
-std::string_view op_of_code_before(std::string_view line, std::size_t end) {
-  std::size_t begin = end;
-  while (begin > 0 && (std::isalnum(static_cast<unsigned char>(line[begin - 1])) || line[begin - 1] == '_' ||
-                       line[begin - 1] == '.'))
-    --begin;
-  const std::string_view code = line.substr(begin, end - begin);
-  return code.substr(0, code.find('.'));
-}
-
-// A message with the grid row ("op") and column ("cell") it names, so the
-// page can link it to its cell. Lint, diff and warnings all name cells as
-// "operation 'X', cell 'Y'" or "X.role held, Y.role requested".
-json located(const std::string& line) {
-  json j{{"text", line}};
-  const std::string_view l = line;
-  if (const std::size_t held = l.find(" held, "); held != std::string_view::npos) {
-    const std::size_t req = l.find(" requested", held);
-    if (req != std::string_view::npos) {
-      const std::string_view op = op_of_code_before(l, held), cell = op_of_code_before(l, req);
-      if (!op.empty() && !cell.empty()) {
-        j["op"] = std::string(op);
-        j["cell"] = std::string(cell);
-        return j;
-      }
-    }
-  }
-  std::string_view op = between(l, "operation '", "'");
-  if (op.empty()) op = between(l, "grid row '", "'");
-  if (!op.empty()) j["op"] = std::string(op);
-  if (const std::string_view cell = between(l, "cell '", "'"); !cell.empty()) j["cell"] = std::string(cell);
+// A problem, warning or diff line with the grid row ("op"), column
+// ("cell") and held role ("role") it names, as the matrix code located it
+// (never read back from the text), so the page can link it to its cell.
+json located(const matrix::Problem& p) {
+  json j{{"text", p.text}, {"severity", matrix::severity_name(p.severity)}};
+  if (!p.operation.empty()) j["op"] = p.operation;
+  if (!p.cell.empty()) j["cell"] = p.cell;
+  if (!p.role.empty()) j["role"] = p.role;
   return j;
 }
 
-json located_lines(const std::vector<std::string>& lines) {
+json located_lines(const std::vector<matrix::Problem>& lines) {
   json a = json::array();
-  for (const std::string& l : lines) a.push_back(located(l));
+  for (const matrix::Problem& l : lines) a.push_back(located(l));
   return a;
 }
 
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) out.push_back(line);
-  return out;
-}
-
 // Parses, or collects every problem into `problems`.
-std::optional<Matrix> parse(const std::string& text, const std::string& source, json& problems) {
+std::optional<MatrixFile> parse(const std::string& text, const std::string& source, json& problems) {
   try {
-    return matrix::parse_matrix(text, source);
+    return MatrixFile::parse(text, source);
   } catch (const MatrixError& e) {
-    problems = located_lines(e.problems());
+    problems = located_lines(e.details());
     return std::nullopt;
   }
 }
 
-// The grid as the page draws and edits it: the operations with their roles
-// and symbols, and per cell its labels by origin, colour, marks, the
-// explanation, and the verdict of every (held role, requested role,
-// relation), which the page edits and writes back as rules.
-json grid_json(const Matrix& m) {
+json ops_json(const MatrixFile& m) {
   json ops = json::array();
-  for (const matrix::OpDef& op : m.ops) {
+  for (const matrix::OpView& op : m.ops()) {
     json roles = json::array();
-    for (const matrix::RoleDef& r : op.roles) roles.push_back({{"role", r.name}, {"symbols", r.symbols}});
+    for (const matrix::RoleView& r : op.roles) roles.push_back({{"role", r.name}, {"symbols", r.symbols}});
     ops.push_back({{"name", op.name}, {"label", op.label}, {"example", op.example}, {"roles", roles}});
   }
-  json rows = json::array();
-  const auto views = matrix::cell_views(m);
-  for (std::size_t h = 0; h < m.ops.size(); ++h) {
+  return ops;
+}
+
+// One cell: its notation (pieces), its words, colour, marks, explanation,
+// and every verdict [held role][requested role][relation] with its origin.
+json cell_json(const matrix::CellSummary& c) {
+  json pieces = json::array();
+  for (const matrix::PieceView& p : c.pieces) pieces.push_back({{"kind", p.kind}, {"text", p.text}});
+  json credits = json::array();
+  for (const auto& by_req : c.credits) {
     json row = json::array();
-    for (std::size_t r = 0; r < m.ops.size(); ++r) {
-      const matrix::CellView& v = views[h][r];
-      json pieces = json::array();  // the cell's text as every rendering spells it
-      for (const matrix::CellPiece& p : v.pieces) pieces.push_back({{"kind", matrix::piece_kind_name(p.kind)}, {"text", p.text}});
-      json verdicts = json::array();  // [held role][requested role][relation]
-      for (std::size_t hr = 0; hr < m.ops[h].roles.size(); ++hr) {
-        json by_req = json::array();
-        for (std::size_t rr = 0; rr < m.ops[r].roles.size(); ++rr) {
-          json by_rel = json::array();
-          for (std::size_t rel = 0; rel < kRelationCount; ++rel)
-            by_rel.push_back(matrix::verdict_name(m.verdict(m.code_of(static_cast<int>(h), static_cast<int>(hr)),
-                                                            m.code_of(static_cast<int>(r), static_cast<int>(rr)),
-                                                            static_cast<Relation>(rel))));
-          by_req.push_back(by_rel);
-        }
-        verdicts.push_back(by_req);
-      }
-      row.push_back({{"tone", matrix::tone_name(v.tone)},
-                     {"asymmetric", v.asymmetric},
-                     {"review", v.review},
-                     {"explain", v.explain},
-                     {"pieces", pieces},
-                     {"verdicts", verdicts}});
+    for (const auto& by_rel : by_req) {
+      json rels = json::array();
+      for (const matrix::CreditView& cr : by_rel) rels.push_back({{"origin", cr.origin}, {"decision", cr.decision}});
+      row.push_back(rels);
     }
+    credits.push_back(row);
+  }
+  return {{"tone", c.tone},       {"asymmetric", c.asymmetric}, {"review", c.review},    {"explain", c.explain},
+          {"pieces", pieces},     {"words", c.words},           {"verdicts", c.verdicts}, {"credits", credits}};
+}
+
+// The grid as the page draws and edits it.
+json grid_json(const MatrixFile& m) {
+  json rows = json::array();
+  const int n = static_cast<int>(m.ops().size());
+  for (int h = 0; h < n; ++h) {
+    json row = json::array();
+    for (int r = 0; r < n; ++r) row.push_back(cell_json(m.cell(h, r)));
     rows.push_back(row);
   }
   json relations = json::array();
   for (std::size_t rel = 0; rel < kRelationCount; ++rel)
     relations.push_back(std::string(relation_name(static_cast<Relation>(rel))));
   json legend = json::array();
-  for (const matrix::LegendEntry& e : matrix::legend())
-    legend.push_back({{"kind", matrix::piece_kind_name(e.sample.kind)}, {"sample", e.sample.text}, {"meaning", e.meaning}});
-  return {{"name", m.name},     {"version", m.version},         {"fingerprint", m.fingerprint()}, {"ops", ops},
-          {"cells", rows},      {"relations", relations},       {"legend", legend}};
+  for (const matrix::LegendLine& e : matrix::legend_lines())
+    legend.push_back({{"kind", e.sample.kind}, {"sample", e.sample.text}, {"meaning", e.meaning}});
+  return {{"name", m.name()}, {"version", m.version()},   {"fingerprint", m.fingerprint()}, {"ops", ops_json(m)},
+          {"cells", rows},    {"relations", relations}, {"legend", legend}};
 }
 
 json check(const json& body) {
@@ -195,9 +143,24 @@ json check(const json& body) {
   out["grid"] = grid_json(*edited);
   if (!base) return out;
   if (const auto vp = matrix::version_problem(*base, *edited)) out["version_problem"] = *vp;
-  const matrix::MatrixDiff d = matrix::diff_matrices(*base, *edited);
-  out["diff"] = located_lines(split_lines(matrix::diff_report(*base, *edited, d)));
+  out["diff"] = located_lines(matrix::diff_lines(*base, *edited));
   return out;
+}
+
+// One value of the edited text replaced in place: {text, path: [keys], value}
+// (value: any JSON, written with its keys in the order sent). Answers {text};
+// the rest of the text is kept byte for byte, so a downloaded file differs
+// from the opened one only where edited.
+json set_value(const httplib::Request& req) {
+  const json body = body_of(req);
+  const std::vector<std::string> path = list_field(body, "path");
+  if (!body.contains("value")) throw BadInput("missing field \"value\"");
+  const std::string value = nlohmann::ordered_json::parse(req.body).at("value").dump();
+  try {
+    return {{"text", matrix::replace_value(text_field(body, "text"), path, value, name_field(body))}};
+  } catch (const MatrixError& e) {
+    throw BadInput(e.what());
+  }
 }
 
 json scaffold(const json& body) {
@@ -275,19 +238,13 @@ std::vector<Step> parse_scenario(const std::string& text) {
 
 // Why `c` refused step `step`: who holds what, how the paths relate, and
 // which rule of the matrix says so (its origin and decision).
-std::string refusal_reason(const Matrix& m, const Conflict& c, const Step& step, std::size_t holder_step) {
+std::string refusal_reason(const MatrixFile& m, const Conflict& c, const Step& step, std::size_t holder_step) {
   std::string rule_words;
-  const int held_op = m.op_index(c.op), req_op = m.op_index(step.op);
+  const MatrixTable& t = m.table();
+  const int held_op = t.op_index(c.op), req_op = t.op_index(step.op);
   if (held_op >= 0 && req_op >= 0) {
-    int hr = 0, rr = 0;
-    const auto& hroles = m.ops[static_cast<std::size_t>(held_op)].roles;
-    const auto& rroles = m.ops[static_cast<std::size_t>(req_op)].roles;
-    for (std::size_t i = 0; i < hroles.size(); ++i)
-      if (hroles[i].name == c.role) hr = static_cast<int>(i);
-    for (std::size_t i = 0; i < rroles.size(); ++i)
-      if (rroles[i].name == c.requested_role) rr = static_cast<int>(i);
-    const matrix::Rule& rule = m.rule(m.code_of(held_op, hr), m.code_of(req_op, rr));
-    rule_words = "; rule: " + matrix::origin_phrase(rule);
+    const int hc = t.code_of(held_op, c.role), rc = t.code_of(req_op, c.requested_role);
+    if (hc >= 0 && rc >= 0) rule_words = "; rule: " + matrix::origin_phrase(m, hc, rc, c.relation);
   }
   return fmt::format("step {} ({} {}) holds {} {}; {} {} is {}: {}.{} refuses {}.{}{}", holder_step, c.owner, c.op,
                      c.role, c.path, c.requested_role, c.requested_path, matrix::relation_phrase(c.relation), c.op,
@@ -295,18 +252,19 @@ std::string refusal_reason(const Matrix& m, const Conflict& c, const Step& step,
 }
 
 json run_scenario(const std::string& text, const std::string& source, const std::vector<Step>& steps) {
-  std::unique_ptr<matrix::CompiledMatrix> compiled;
+  std::optional<MatrixFile> compiled;
   try {
-    compiled = matrix::compile_matrix(text, source);
+    compiled = MatrixFile::parse(text, source);
   } catch (const MatrixError& e) {
     return {{"error", fmt::format("{} does not compile: {}", source, e.problems().front())}};
   }
-  const Matrix& m = compiled->model();
+  const MatrixFile& m = *compiled;
   MemoryOptions o;
-  o.matrix = &compiled->table();
+  o.matrix = &m.table();
   const auto engine = make_memory_engine(o);
   std::vector<std::optional<Grant>> grants(steps.size());
   std::map<std::string, std::size_t> step_of;  // lock id -> step (1-based)
+  const std::vector<matrix::OpView> all_ops = m.ops();
   json results = json::array();
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const Step& s = steps[i];
@@ -323,7 +281,7 @@ json run_scenario(const std::string& text, const std::string& source, const std:
       results.push_back({{"outcome", "error"}, {"reason", fmt::format("no operation '{}' in this matrix", s.op)}});
       continue;
     }
-    const auto& roles = m.ops[static_cast<std::size_t>(op)].roles;
+    const auto& roles = all_ops[static_cast<std::size_t>(op)].roles;
     if (roles.size() != s.paths.size()) {
       results.push_back(
           {{"outcome", "error"}, {"reason", fmt::format("{} takes {} path(s), got {}", s.op, roles.size(), s.paths.size())}});
@@ -364,6 +322,7 @@ void add_matrix_editor(httplib::Server& server, EditorOptions options) {
              }));
   server.Post("/api/matrix/check", api([](const httplib::Request& r) { return check(body_of(r)); }));
   server.Post("/api/matrix/scaffold", api([](const httplib::Request& r) { return scaffold(body_of(r)); }));
+  server.Post("/api/matrix/set", api([](const httplib::Request& r) { return set_value(r); }));
   server.Post("/api/matrix/try", api([](const httplib::Request& r) { return try_it(body_of(r)); }));
 }
 

@@ -10,6 +10,9 @@
 //   POST /api/matrix/check     {base, edited[, name]}: problems, warnings,
 //                              the grid of `edited`, the diff base -> edited
 //   POST /api/matrix/scaffold  {text, op, roles[, symbols, label, example]}
+//   POST /api/matrix/set       {text, path, value}: the text with the value at
+//                              `path` replaced in place (the rest kept byte
+//                              for byte, so a one-cell edit diffs as that cell)
 //   POST /api/matrix/try       {base, edited, scenario}: each request of the
 //                              scenario, granted or refused with the reason,
 //                              under both matrices

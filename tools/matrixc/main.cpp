@@ -10,15 +10,13 @@
 // JSON rebuilds exactly what depends on the changed outputs. An invalid file
 // fails the build with every problem, one "error: " line each; rules marked
 // "review" print "warning: " lines and build.
+#include <pathlock/matrix.hpp>
+
 #include "common/options.hpp"
-#include "matrix/emit.hpp"
-#include "matrix/table.hpp"
-#include "redis/library.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -78,21 +76,16 @@ int main(int argc, char** argv) {
         throw options::UsageError(fmt::format("--{} is required with --out, --namespace or --header", name));
     if (!cxx && !p.has("lua")) throw options::UsageError("nothing to write: give --out DIR --namespace --header, or --lua FILE");
     const std::string source_name = p.get("source-name", json), lua_file = p.get("lua"), stamp = p.get("stamp");
-    const Matrix m = parse_matrix(read_text_file(json), source_name);
-    for (const std::string& w : warnings(m)) std::cerr << "warning: " << w << "\n";
+    const MatrixFile m = MatrixFile::parse(read_text_file(json), source_name);
+    for (const Problem& w : warnings(m)) std::cerr << "warning: " << w.text << "\n";
     const fs::path dir(p.get("out"));
     if (cxx) write_if_changed(dir / "include" / p.get("header"), emit_header(m, p.get("namespace")));
-    if (!lua_file.empty()) {
-      std::deque<std::string> strings;  // the table's views point here
-      const pathlock::MatrixTable table =
-          build_table(m, [&](const std::string& text) -> std::string_view { return strings.emplace_back(text); });
-      write_if_changed(lua_file, pathlock::redis::library_for(table).code);
-    }
+    if (!lua_file.empty()) write_if_changed(lua_file, lua_library(m.table()));
     if (cxx) {
       write_if_changed(dir / "matrix_cases.inc", emit_cases(m));
       write_if_changed(dir / "matrix_cases.json", emit_cases_json(m));
-      write_if_changed(dir / (m.name + ".md"), emit_markdown(m));
-      write_if_changed(dir / (m.name + ".html"), emit_html(m));
+      write_if_changed(dir / (m.name() + ".md"), emit_markdown(m));
+      write_if_changed(dir / (m.name() + ".html"), emit_html(m));
     }
     if (!stamp.empty()) {
       std::ofstream s(stamp, std::ios::trunc);

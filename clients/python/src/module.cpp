@@ -20,7 +20,7 @@
 #include <pathlock/redis.hpp>
 #endif
 
-#include "matrix/table.hpp"
+#include <pathlock/matrix.hpp>
 
 #include <fmt/format.h>
 
@@ -113,7 +113,7 @@ AcquireResult acquire_guarded(LockEngine& engine, const LockRequest& req, std::s
 // A matrix compiled at run time, shared by every engine made with it (the
 // engine keeps it alive).
 struct PyMatrix {
-  std::shared_ptr<const matrix::CompiledMatrix> compiled;
+  std::shared_ptr<const matrix::MatrixFile> compiled;
   const MatrixTable& table() const { return compiled->table(); }
 };
 
@@ -121,7 +121,7 @@ struct PyMatrix {
 // sees to itself: a Redis engine makes new connections in the child, an
 // embedded one refuses with BackendError (docs/python.md#fork).
 struct PyEngine {
-  std::shared_ptr<const matrix::CompiledMatrix> matrix;  // null: the shipped matrix
+  std::shared_ptr<const matrix::MatrixFile> matrix;  // null: the shipped matrix
   std::unique_ptr<LockEngine> engine;
   std::string backend;
   LockEngine& get() const { return *engine; }
@@ -412,22 +412,22 @@ void register_matrix(py::module_& m) {
             const std::string path = text_arg(py::module_::import("os").attr("fspath")(file), "path");
             if (std::filesystem::is_directory(path))
               throw InvalidRequest("Matrix.from_file: " + py_quoted(path) + " is a directory, not a matrix file");
-            std::unique_ptr<matrix::CompiledMatrix> compiled;
+            std::shared_ptr<const matrix::MatrixFile> compiled;
             {
               py::gil_scoped_release nogil;
-              compiled = matrix::compile_matrix_file(path);
+              compiled = std::make_shared<const matrix::MatrixFile>(matrix::MatrixFile::load(path));
             }
             return std::make_shared<PyMatrix>(PyMatrix{std::move(compiled)});
           },
           py::arg("path"),
           "Reads and compiles a matrix JSON file (matrix/README.md). Raises MatrixError listing every problem.")
-      .def_property_readonly("name", [](const PyMatrix& mx) { return mx.compiled->model().name; })
-      .def_property_readonly("fingerprint", [](const PyMatrix& mx) { return mx.compiled->model().fingerprint(); })
+      .def_property_readonly("name", [](const PyMatrix& mx) { return mx.compiled->name(); })
+      .def_property_readonly("fingerprint", [](const PyMatrix& mx) { return mx.compiled->fingerprint(); })
       .def_property_readonly(
           "operations",
           [](const PyMatrix& mx) {
             std::vector<std::string> ops;
-            for (const auto& op : mx.compiled->model().ops) ops.push_back(op.name);
+            for (const auto& op : mx.compiled->ops()) ops.push_back(op.name);
             return ops;
           },
           "The operation names, in the matrix's order.");

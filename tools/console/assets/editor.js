@@ -8,7 +8,7 @@
 "use strict";
 
 const ed = {
-  baseText: "", baseName: "", name: "edited.json", doc: null, dirty: false, result: null, grid: null,
+  baseText: "", baseName: "", name: "edited.json", text: "", doc: null, result: null, grid: null,
   sel: null, pending: null, pendingReason: "", seq: 0, opened: false,
 };
 const MARK = { allow: "√", deny: "×", unrelated: "/" };
@@ -29,10 +29,20 @@ async function post(path, body) {
   });
 }
 
-// The file as opened until the first edit (so lint sees it as it is, duplicate
-// keys included), then the document written out.
-function editedText() { return ed.dirty ? JSON.stringify(ed.doc, null, 2) + "\n" : ed.baseText; }
-function edited() { ed.dirty = true; }
+// The edited file's text. Every edit replaces only the value it changes, in
+// place (/api/matrix/set), so the download keeps the opened file's layout and
+// its diff against the opened file is the edited cells' lines.
+function editedText() { return ed.text; }
+function setText(text) {
+  ed.text = text;
+  try { ed.doc = JSON.parse(text); } catch (e) { ed.doc = null; }
+}
+
+// Replaces the value at `path` (keys from the top) with `value`, in the text.
+async function setValue(path, value) {
+  const res = await post("/api/matrix/set", { text: ed.text, name: ed.name, path, value });
+  setText(res.text);
+}
 
 // ---- opening ------------------------------------------------------------
 async function openText(text, name) {
@@ -41,8 +51,7 @@ async function openText(text, name) {
   ed.name = name.split("/").pop() || "edited.json";
   ed.sel = null;
   ed.pending = null;
-  ed.dirty = false;
-  try { ed.doc = JSON.parse(text); } catch (e) { ed.doc = null; }
+  setText(text);
   $("ed-source").textContent = name;
   if (!ed.doc || typeof ed.doc !== "object" || Array.isArray(ed.doc)) {
     ed.doc = null;
@@ -127,8 +136,9 @@ function renderGrid() {
     const tr = el("tr", {}, th);
     g.ops.forEach((req, q) => {
       const c = g.cells[h][q];
+      const words = (c.words || []).join("\n");
       const td = el("td", { class: `cell tone-${c.tone}`, "data-held": held.name, "data-requested": req.name,
-        tabIndex: 0, title: "click for the explanation and to edit" });
+        tabIndex: 0, title: (words ? words + "\n" : "") + "click for the explanation and to edit" });
       for (const p of c.pieces) td.append(el("span", { class: `piece piece-${p.kind}` }, p.text));
       if (problemsAt(r.problems, held.name, req.name).length) td.classList.add("problem");
       if (problemsAt(r.warnings, held.name, req.name).length) td.classList.add("warned");
@@ -170,7 +180,7 @@ function renderCell() {
   if (cell.raw) { renderRawCell(box, held, req, cell); return; }
   if (!ed.pending) ed.pending = { held: held.name, requested: req.name, table: JSON.parse(JSON.stringify(cell.verdicts)) };
   const rels = ed.grid.relations;
-  const kids = [el("h3", {}, `${held.name} held × ${req.name} requested`),
+  const kids = [el("h3", {}, `${held.name} held × ${req.name} requested`), cellReading(cell),
     el("pre", { class: "explain", id: "ed-explain" }, cell.explain)];
   for (const p of problemsAt(ed.result.problems, held.name, req.name)) kids.push(el("p", { class: "bad" }, p.text));
   const changed = [];
@@ -208,6 +218,14 @@ function renderCell() {
   box.replaceChildren(...kids);
 }
 
+// The cell's notation and, beside it, the same cell in words.
+function cellReading(cell) {
+  const notation = el("div", { class: "notation", id: "ed-notation" },
+    ...cell.pieces.map((p) => el("span", { class: `piece piece-${p.kind}` }, p.text)));
+  const words = el("ul", { class: "words", id: "ed-words" }, ...(cell.words || []).map((w) => el("li", {}, w)));
+  return el("div", { class: "reading" }, notation, words);
+}
+
 // A cell of an invalid file: its problems and its JSON, to fix by hand.
 function renderRawCell(box, held, req, cell) {
   const text = el("textarea", { id: "ed-raw", rows: 8 });
@@ -216,16 +234,26 @@ function renderRawCell(box, held, req, cell) {
   fix.addEventListener("click", () => {
     let value;
     try { value = JSON.parse(text.value); } catch (e) { showError(`the cell is not JSON: ${e.message}`); return; }
-    if (!own(ed.doc, "grid") || typeof ed.doc.grid !== "object") setOwn(ed.doc, "grid", {});
-    if (!own(ed.doc.grid, held.name) || typeof ed.doc.grid[held.name] !== "object") setOwn(ed.doc.grid, held.name, {});
-    setOwn(ed.doc.grid[held.name], req.name, value);
-    edited();
-    check().then(() => showError(""), (e) => showError(e.message));
+    replaceCell(held.name, req.name, value).then(check).then(() => showError(""), (e) => showError(e.message));
   });
   box.replaceChildren(el("h3", {}, `${held.name} held × ${req.name} requested`),
     ...problemsAt(ed.result.problems, held.name, req.name).map((p) => el("p", { class: "bad" }, p.text)),
     el("p", { class: "muted" }, "The file is not valid, so the grid shows each cell as written. Fix this cell's JSON (matrix/README.md, \"Cells\"):"),
     text, el("div", { class: "actions" }, fix));
+}
+
+// Writes one cell: in place when the file has it, else (a cell or row the
+// file lacks) by adding it to the document and writing the whole document.
+async function replaceCell(held, requested, value) {
+  const row = own(own(ed.doc, "grid"), held);
+  if (row && typeof row === "object" && !Array.isArray(row) && Object.hasOwn(row, requested)) {
+    await setValue(["grid", held, requested], value);
+    return;
+  }
+  if (!own(ed.doc, "grid") || typeof ed.doc.grid !== "object") setOwn(ed.doc, "grid", {});
+  if (!own(ed.doc.grid, held) || typeof ed.doc.grid[held] !== "object") setOwn(ed.doc.grid, held, {});
+  setOwn(ed.doc.grid[held], requested, value);
+  setText(JSON.stringify(ed.doc, null, 2) + "\n");
 }
 
 function mostCommon(list) {
@@ -236,24 +264,51 @@ function mostCommon(list) {
 
 // The simplest rule that gives `table` ([requested role][relation]): one
 // verdict, or a verdict with "relation", or with "requested_role".
-function ruleFrom(table, reqRoles, rels, reason) {
+function ruleFrom(table, reqRoles, rels) {
   const flat = table.flat();
   const common = mostCommon(flat);
-  const meta = { origin: "owner", decision: reason };
-  if (flat.every((v) => v === common)) return { verdict: common, ...meta };
+  if (flat.every((v) => v === common)) return { verdict: common };
   const byRel = (row, d) => {
     const o = {};
     row.forEach((v, k) => { if (v !== d) setOwn(o, rels[k], v); });
     return o;
   };
-  if (table.every((row) => row.join() === table[0].join())) return { verdict: common, relation: byRel(table[0], common), ...meta };
+  if (table.every((row) => row.join() === table[0].join())) return { verdict: common, relation: byRel(table[0], common) };
   const byRole = {};
   table.forEach((row, j) => {
     if (row.every((v) => v === common)) return;
     const d = mostCommon(row), rel = byRel(row, d);
     setOwn(byRole, reqRoles[j].role, Object.keys(rel).length ? { verdict: d, relation: rel } : d);
   });
-  return { verdict: common, requested_role: byRole, ...meta };
+  return { verdict: common, requested_role: byRole };
+}
+
+const creditKey = (c) => `${c.origin}\u0000${c.decision || ""}`;
+const creditFields = (c) => (c.decision ? { origin: c.origin, decision: c.decision } : { origin: c.origin });
+
+// One held role's rule giving `table` ([requested role][relation]) with each
+// verdict credited as `credits` says ({origin, decision}): the most common
+// credit on the rule, every other verdict written out with its own. So an
+// owner's reason goes only to the verdicts the owner changed.
+function ruleWithCredits(table, credits, reqRoles, rels, fileOrigin) {
+  const flat = credits.flat(), keys = flat.map(creditKey), top = mostCommon(keys);
+  const rule = ruleFrom(table, reqRoles, rels);
+  Object.assign(rule, creditFields(flat[keys.indexOf(top)]));
+  credits.forEach((row, j) => {
+    if (row.every((c) => creditKey(c) === top)) return;
+    const pinned = (k) => (creditKey(row[k]) === top ? table[j][k] : { verdict: table[j][k], ...creditFields(row[k]) });
+    if (reqRoles.length === 1) {  // the rule's own relations
+      if (!rule.relation) rule.relation = {};
+      rels.forEach((rel, k) => { if (creditKey(row[k]) !== top) setOwn(rule.relation, rel, pinned(k)); });
+      return;
+    }
+    const d = mostCommon(table[j]), sub = { verdict: d, relation: {} };  // the role's own rule, every verdict
+    rels.forEach((rel, k) => { if (table[j][k] !== d || creditKey(row[k]) !== top) setOwn(sub.relation, rel, pinned(k)); });
+    if (!rule.requested_role) rule.requested_role = {};
+    setOwn(rule.requested_role, reqRoles[j].role, sub);
+  });
+  const plain = Object.keys(rule).length === 2 && rule.origin === fileOrigin;
+  return plain ? rule.verdict : rule;
 }
 
 // A cell as one rule per held role (a bare cell is copied to each role).
@@ -266,18 +321,25 @@ function perHeldRole(value, heldRoles) {
   return o;
 }
 
+// Writes the pending verdicts of the selected cell. Only the held roles with a
+// changed verdict (or a rule marked for review, now decided) are rewritten;
+// in them the owner's reason is credited to the changed verdicts (every
+// verdict of a decided review) and the others keep where they came from.
 async function applyCell(at, reason) {
   const { held, req, cell } = at;
-  const row = own(ed.doc.grid, held.name);
-  const rules = perHeldRole(own(row, req.name), held.roles);
+  const rules = perHeldRole(own(own(ed.doc.grid, held.name), req.name), held.roles);
+  const fileOrigin = typeof own(ed.doc, "origin") === "string" ? ed.doc.origin : "owner";
+  const owner = { origin: "owner", decision: reason };
   held.roles.forEach((hr, i) => {
     const old = own(rules, hr.role);
     const marked = old && typeof old === "object" && Object.hasOwn(old, "review");
-    if (JSON.stringify(ed.pending.table[i]) !== JSON.stringify(cell.verdicts[i]) || marked)
-      setOwn(rules, hr.role, ruleFrom(ed.pending.table[i], req.roles, ed.grid.relations, reason));
+    const table = ed.pending.table[i];
+    if (JSON.stringify(table) === JSON.stringify(cell.verdicts[i]) && !marked) return;
+    const credits = table.map((row, j) => row.map((v, k) =>
+      (marked || v !== cell.verdicts[i][j][k] ? owner : cell.credits[i][j][k])));
+    setOwn(rules, hr.role, ruleWithCredits(table, credits, req.roles, ed.grid.relations, fileOrigin));
   });
-  setOwn(row, req.name, rules);
-  edited();
+  await replaceCell(held.name, req.name, rules);
   ed.pending = null;
   ed.pendingReason = "";
   await check();
@@ -335,8 +397,7 @@ async function addOperation(ev) {
     label: $("add-label").value.trim(), example: $("add-example").value.trim(),
   });
   if (editedText() !== text) throw new Error(`the matrix changed while ${op} was being added: add it again`);
-  ed.doc = JSON.parse(res.text);
-  edited();
+  setText(res.text);
   $("add-form").reset();
   await check();
 }
@@ -373,11 +434,10 @@ function startEditor() {
   $("ed-open-loaded").addEventListener("click", guard(openLoaded));
   $("ed-upload").addEventListener("change", openUpload);
   $("ed-download").addEventListener("click", download);
-  $("ed-version").addEventListener("change", guard(() => {
-    if (!ed.doc) return null;
-    ed.doc.version = $("ed-version").value;
-    edited();
-    return check();
+  $("ed-version").addEventListener("change", guard(async () => {
+    if (!ed.doc) return;
+    await setValue(["version"], $("ed-version").value);
+    await check();
   }));
   $("add-form").addEventListener("submit", guard(addOperation));
   $("try-form").addEventListener("submit", guard(tryIt));

@@ -84,18 +84,20 @@
 #include <pathlock/path.hpp>
 
 #include "common/options.hpp"
-#include "matrix/table.hpp"
+#include <pathlock/matrix.hpp>
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <deque>
 #include <ctime>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -327,8 +329,8 @@ int run(const options::Parsed& opt) {
   const int threads = static_cast<int>(opt.number_or("threads", 4));
   const long max_backend_errors = static_cast<long>(opt.number_or("max-backend-errors", 0));
   // --matrix: compiled at run time, with the generator's parser and checks.
-  std::unique_ptr<matrix::CompiledMatrix> compiled;
-  if (opt.has("matrix")) compiled = matrix::compile_matrix_file(opt.get("matrix"));
+  std::optional<matrix::MatrixFile> compiled;
+  if (opt.has("matrix")) compiled = matrix::MatrixFile::load(opt.get("matrix"));
   auto engine = connect_engine(opt, static_cast<std::size_t>(threads), compiled ? &compiled->table() : nullptr);
   Run r(opt, *engine);
   std::vector<std::thread> pool;
@@ -578,11 +580,11 @@ long check_exclusion(const std::vector<Item>& items, long& overlapping_pairs) {
 }
 
 int check(const options::Parsed& opt) {
-  std::vector<std::unique_ptr<matrix::CompiledMatrix>> compiled;
+  std::deque<matrix::MatrixFile> compiled;
   Matrices known{{std::string(default_matrix().fingerprint), &default_matrix()}};
   for (const std::string& file : opt.all("matrix")) {
-    compiled.push_back(matrix::compile_matrix_file(file));
-    known[std::string(compiled.back()->table().fingerprint)] = &compiled.back()->table();
+    compiled.push_back(matrix::MatrixFile::load(file));
+    known[std::string(compiled.back().table().fingerprint)] = &compiled.back().table();
   }
   LogLines logs;
   if (!read_logs(opt.positional, known, logs)) return options::kExitFailure;
