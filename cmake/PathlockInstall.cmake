@@ -4,7 +4,7 @@
 #
 #   bin/pathlock, bin/pathlock-matrixc
 #   include/pathlock/*.hpp (with the generated version.hpp)
-#   <libdir>/libpathlock.a
+#   <libdir>/libpathlock.a, libpathlock_matrix.a (pathlock::matrix: pathlock/matrix.hpp)
 #   <libdir>/cmake/pathlock/   pathlockConfig*.cmake, pathlockTargets*.cmake,
 #                              PathlockMatrix.cmake, pathlock_matrix_check.cpp
 #                              and its two headers
@@ -29,7 +29,7 @@ set(PATHLOCK_INSTALL_MATRIXDIR "${CMAKE_INSTALL_DATADIR}/pathlock/matrix")
 
 # Libraries, programs and their export set.
 set_target_properties(pathlock_cli PROPERTIES EXPORT_NAME pathlock-cli)
-install(TARGETS pathlock pathlock_headers pathlock-matrixc pathlock_cli
+install(TARGETS pathlock pathlock_matrix_model pathlock_headers pathlock-matrixc pathlock_cli
         EXPORT pathlockTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}

@@ -13,7 +13,7 @@
 
 #include "redis/library.hpp"
 #include "redis/redis_client.hpp"
-#include "redis/redis_url.hpp"
+#include <pathlock/redis_url.hpp>
 
 #include <fmt/format.h>
 

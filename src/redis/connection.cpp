@@ -83,26 +83,29 @@ std::unique_ptr<Connection> Connection::open(const Endpoint& node, const Connect
   return c;
 }
 
+// One command of the set-up: a connection that breaks here has carried
+// nothing of the caller's, and says why in words.
+Reply Connection::setup_exchange(const std::vector<std::string>& argv) {
+  try {
+    return exchange(argv);
+  } catch (const BackendError& e) {
+    // A TLS port closes a plain connection at its first command; a server
+    // that wants a client certificate closes a TLS one right after the
+    // handshake (TLS 1.3 checks it after the client's last handshake message).
+    const std::string_view why = e.what();
+    const bool closed = why.find("connection closed by the server") != std::string_view::npos ||
+                        why.find("Connection reset") != std::string_view::npos ||
+                        why.find("Broken pipe") != std::string_view::npos || why.find("alert") != std::string_view::npos;
+    const char* hint = !closed ? ""
+                       : tls() ? " (the server refused the connection after the TLS handshake: it wants a client "
+                                 "certificate it did not get or does not trust; see tls cert_file and key_file)"
+                               : " (if that port serves TLS, use a rediss:// URL)";
+    throw Unreachable(fmt::format("{}: connection failed during set-up ({}): {}{}", name_, argv.front(), why, hint));
+  }
+}
+
 void Connection::setup(const ConnectionSettings& settings, Role role, Warnings& warnings) {
-  // A connection that breaks during set-up has carried nothing of the caller's.
-  const auto run = [&](const std::vector<std::string>& argv) {
-    try {
-      return exchange(argv);
-    } catch (const BackendError& e) {
-      // A TLS port closes a plain connection at its first command; a server
-      // that wants a client certificate closes a TLS one right after the
-      // handshake (TLS 1.3 checks it after the client's last handshake message).
-      const std::string_view why = e.what();
-      const bool closed = why.find("connection closed by the server") != std::string_view::npos ||
-                          why.find("Connection reset") != std::string_view::npos ||
-                          why.find("Broken pipe") != std::string_view::npos || why.find("alert") != std::string_view::npos;
-      const char* hint = !closed ? ""
-                         : tls() ? " (the server refused the connection after the TLS handshake: it wants a client "
-                                   "certificate it did not get or does not trust; see tls cert_file and key_file)"
-                                 : " (if that port serves TLS, use a rediss:// URL)";
-      throw Unreachable(fmt::format("{}: connection failed during set-up ({}): {}{}", name_, argv.front(), why, hint));
-    }
-  };
+  const auto run = [this](const std::vector<std::string>& argv) { return setup_exchange(argv); };
   if (settings.password) {
     const Reply r =
         settings.user ? run({"AUTH", *settings.user, *settings.password}) : run({"AUTH", *settings.password});
@@ -122,10 +125,14 @@ void Connection::setup(const ConnectionSettings& settings, Role role, Warnings& 
   // Names the connection for CLIENT LIST (best effort: an ACL may forbid it).
   run({"CLIENT", "SETNAME", fmt::format("pathlock-{}", ::getpid())});
   if (role == Role::listener) return;  // reads no lock data: the eviction policy is moot
-  // The eviction policy decides whether Redis may drop lock data under
-  // memory pressure. Lock keys never get a TTL, so volatile-* policies
-  // cannot pick them; allkeys-* policies can, and would silently free locks.
-  const Reply r = run({"CONFIG", "GET", "maxmemory-policy"});
+  check_eviction_policy(warnings);
+}
+
+// The eviction policy decides whether Redis may drop lock data under
+// memory pressure. Lock keys never get a TTL, so volatile-* policies
+// cannot pick them; allkeys-* policies can, and would silently free locks.
+void Connection::check_eviction_policy(Warnings& warnings) {
+  const Reply r = setup_exchange({"CONFIG", "GET", "maxmemory-policy"});
   // A user the docs grant no +config|get (the read-only operator of
   // docs/operations.md) skips the check without a warning: it cannot make
   // Redis evict anything, and the services' users check the policy.

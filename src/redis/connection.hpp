@@ -33,7 +33,7 @@
 // hands it out); Warnings is shared and thread-safe.
 #pragma once
 
-#include "redis/redis_url.hpp"
+#include <pathlock/redis_url.hpp>
 #include "redis/tls.hpp"
 
 #include <pathlock/engine.hpp>
@@ -140,6 +140,8 @@ class Connection {
  private:
   Connection(std::unique_ptr<Stream> stream, Endpoint node, int db, Millis command_timeout);
   void setup(const ConnectionSettings& settings, Role role, Warnings& warnings);
+  Reply setup_exchange(const std::vector<std::string>& argv);
+  void check_eviction_policy(Warnings& warnings);
 
   std::unique_ptr<Stream> stream_;
   redisReader* reader_;

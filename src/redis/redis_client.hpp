@@ -43,7 +43,7 @@
 #include "redis/cluster.hpp"
 #include "redis/connection.hpp"
 #include "redis/pool.hpp"
-#include "redis/redis_url.hpp"
+#include <pathlock/redis_url.hpp>
 #include "redis/subscription.hpp"
 
 #include <pathlock/engine.hpp>

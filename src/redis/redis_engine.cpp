@@ -9,7 +9,7 @@
 #include "core/waiting.hpp"
 #include "redis/library.hpp"
 #include "redis/redis_client.hpp"
-#include "redis/redis_url.hpp"
+#include <pathlock/redis_url.hpp>
 #include "redis/replies.hpp"
 
 #include <pathlock/path.hpp>

@@ -1,5 +1,5 @@
 // Parsing of redis[s]:// and redis[s]-sentinel:// URLs; see redis_url.hpp.
-#include "redis/redis_url.hpp"
+#include <pathlock/redis_url.hpp>
 
 #include <pathlock/engine.hpp>
 

@@ -20,7 +20,7 @@
 // Thread safety: one Subscription belongs to one thread.
 #pragma once
 
-#include "redis/redis_url.hpp"
+#include <pathlock/redis_url.hpp>
 
 #include "core/interrupt.hpp"
 

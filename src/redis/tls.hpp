@@ -23,7 +23,7 @@
 // thread at a time.
 #pragma once
 
-#include "redis/redis_url.hpp"
+#include <pathlock/redis_url.hpp>
 
 #include <pathlock/metrics.hpp>
 #include <pathlock/redis.hpp>

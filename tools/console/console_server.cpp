@@ -9,7 +9,7 @@
 #include "console_assets.hpp"  // generated: the embedded pages (tools/console/embed.cmake)
 #include "scrape.hpp"
 
-#include "metrics/http_guard.hpp"
+#include <pathlock/http_guard.hpp>
 
 #include <fmt/format.h>
 #include <httplib.h>

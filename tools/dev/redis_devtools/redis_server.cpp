@@ -8,7 +8,7 @@
 #include "redis_server.hpp"
 
 #include "cmake/pathlock_child_process.hpp"
-#include "redis/redis_url.hpp"
+#include <pathlock/redis_url.hpp>
 
 #include <fcntl.h>
 #include <hiredis/hiredis.h>

@@ -1,5 +1,6 @@
-// The HTTP server of pathlock's listening surfaces: MetricsServer (inside
-// services) and `pathlock console`, one implementation of what keeps a port
+// pathlock/http_guard.hpp (only with PATHLOCK_WITH_METRICS_SERVER; needs
+// cpp-httplib): the HTTP server of pathlock's listening surfaces:
+// MetricsServer (inside services) and `pathlock console`, one implementation of what keeps a port
 // that a browser or a stranger can reach from being misused or stalled.
 //
 // GuardedServer is a cpp-httplib Server (its routing, handlers and answers)

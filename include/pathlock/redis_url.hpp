@@ -1,5 +1,7 @@
-// Redis connection URLs for the Redis backend: one string names a whole
-// deployment (a single server, a Redis Cluster, or a Sentinel-watched master).
+// pathlock/redis_url.hpp: the Redis connection URLs of RedisOptions::url,
+// parsed (public so that a program can check and show a URL the way the
+// engine reads it): one string names a whole deployment (a single server, a
+// Redis Cluster, or a Sentinel-watched master).
 //
 // Accepted forms:
 //   redis://[[user]:password@]host[:port][,host[:port]...][/db]
