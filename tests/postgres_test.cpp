@@ -247,3 +247,25 @@ TEST_CASE("postgres: the listener hands a namespace's wake-ups to its waiters on
   listener.unsubscribe(a);
   listener.unsubscribe(b);
 }
+
+TEST_CASE("postgres: with a synchronous standby, the promoted standby keeps every answered grant", "[postgres]") {
+  devtools::PostgresServer primary({"synchronous_standby_names=*"});
+  devtools::PostgresServer standby(devtools::PostgresServer::standby_of, primary);
+  REQUIRE(test::Fixture::until([&] {
+    return primary.sql("SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'") == "1\n";
+  }));
+  auto engine = test::postgres_engine(nullptr, primary.url());
+  const std::string ns = "replica";
+  const AcquireResult a = engine->acquire(upload(ns, "/a/file"));
+  REQUIRE(a.granted);
+  primary.kill_hard();
+  standby.promote();
+  auto after = test::postgres_engine(nullptr, standby.url());
+  CHECK(after->is_held(ns, a.grant.id, a.grant.token));
+  const AcquireResult refused = after->acquire(test::one_target_request(ns, "bob", "delete_folder", "/a"));
+  REQUIRE_FALSE(refused.granted);
+  CHECK(refused.conflict.id == a.grant.id);
+  const AcquireResult b = after->acquire(upload(ns, "/b/file"));
+  REQUIRE(b.granted);
+  CHECK(b.grant.fence > a.grant.fence);
+}
