@@ -269,3 +269,23 @@ TEST_CASE("postgres: with a synchronous standby, the promoted standby keeps ever
   REQUIRE(b.granted);
   CHECK(b.grant.fence > a.grant.fence);
 }
+
+TEST_CASE("postgres: listen_url gives the listener a route of its own", "[postgres]") {
+  devtools::PostgresServer server;
+  PostgresOptions options;
+  options.url = server.url();
+  options.listen_url = server.url() + "?application_name=pathlock-own-route";
+  auto engine = make_postgres_engine(options);
+  const std::string ns = "route";
+  const AcquireResult folder = engine->acquire(test::one_target_request(ns, "bob", "delete_folder", "/d"));
+  REQUIRE(folder.granted);
+  LockRequest r = upload(ns, "/d/f");
+  r.wait = 120s;
+  auto waiting = std::async(std::launch::async, [&engine, r] { return engine->acquire(r); });
+  REQUIRE(test::Fixture::until([&] {
+    return count_of(server, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pathlock-own-route'") ==
+           1;
+  }));
+  REQUIRE(engine->release(ns, folder.grant.id, folder.grant.token));
+  CHECK(waiting.get().granted);
+}

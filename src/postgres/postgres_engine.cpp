@@ -425,8 +425,12 @@ class PostgresEngine final : public LockEngine {
   }
   void make_connections() {
     pool_ = std::make_unique<Pool>(options_.url, options_.connect_timeout, options_.pool_size);
-    listener_ = std::make_unique<Listener>([pool = pool_.get()] { return pool->open("pathlock-listener"); },
-                                           options_.command_timeout);
+    const std::string url = options_.listen_url.empty() ? options_.url : options_.listen_url;
+    listener_ = std::make_unique<Listener>(
+        [url, timeout = options_.connect_timeout] {
+          return std::make_unique<Connection>(url, timeout, "pathlock-listener");
+        },
+        options_.command_timeout);
   }
   Millis timeout() const { return options_.command_timeout; }
 
