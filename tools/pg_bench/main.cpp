@@ -18,7 +18,7 @@
 // `appendonly yes, appendfsync always` (every write on disk before the
 // reply, as a durable PostgreSQL commit), and pg-durable-commit is the
 // floor of one durable PostgreSQL commit: one autocommit statement that
-// writes a commit record (`SELECT txid_current()`), one round trip.
+// changes one row (so its commit waits for the WAL flush), one round trip.
 //
 // The PostgreSQL server runs with the defaults (fsync, synchronous_commit
 // on: a commit that must be durable waits for its WAL flush) plus
@@ -142,13 +142,16 @@ std::vector<std::string> pg_settings(int argc, char** argv) {
   return out;
 }
 
-// One durable commit per "pair": the floor under a durable grant.
-std::function<void(const std::string&)> durable_commit(const std::string& url) {
-  auto c = std::shared_ptr<PGconn>(PQconnectdb(url.c_str()), PQfinish);
+// One durable commit per "pair": the floor under a durable grant. (A
+// transaction that writes no row, such as SELECT txid_current(), commits
+// without waiting for the flush.)
+std::function<void(const std::string&)> durable_commit(const pathlock::devtools::PostgresServer& pg) {
+  pg.sql("CREATE TABLE bench_floor (n bigint NOT NULL); INSERT INTO bench_floor VALUES (0)");
+  auto c = std::shared_ptr<PGconn>(PQconnectdb(pg.url().c_str()), PQfinish);
   if (PQstatus(c.get()) != CONNECTION_OK) throw std::runtime_error(PQerrorMessage(c.get()));
   return [c](const std::string&) {
-    PGresult* r = PQexec(c.get(), "SELECT txid_current()");
-    const bool ok = PQresultStatus(r) == PGRES_TUPLES_OK;
+    PGresult* r = PQexec(c.get(), "UPDATE bench_floor SET n = n + 1");
+    const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
     PQclear(r);
     if (!ok) throw std::runtime_error("pg-durable-commit failed");
   };
@@ -199,7 +202,7 @@ int main(int argc, char** argv) try {
       {"pathlock-redis-fsync", engine_pair(pathlock::make_redis_engine(rof)), {}, 0},
       {"per-level-postgres", [level = std::make_shared<PerLevel>(pg.url())](const std::string& p) { level->pair(p); },
        {}, 0},
-      {"pg-durable-commit", durable_commit(pg.url()), {}, 0}};
+      {"pg-durable-commit", durable_commit(pg), {}, 0}};
   print_settings(pg);
   fmt::print("{:<22} {:>5} {:>10} {:>10} {:>10}\n", "subject", "depth", "p50_us", "pairs/s", "vs redis");
   long long next = 0;
