@@ -6,14 +6,18 @@
 #include "conformance/fixture.hpp"
 #include "support/backends.hpp"
 #include "support/postgres_server.hpp"
+#include "postgres/connection.hpp"
+#include "postgres/listener.hpp"
 
 #include <pathlock/postgres.hpp>
 
 #include <catch2/catch.hpp>
 
-#include <string>
 #include <future>
+#include <memory>
+#include <string>
 #include <thread>
+#include <vector>
 
 using namespace pathlock;
 using namespace std::chrono_literals;
@@ -22,6 +26,22 @@ namespace {
 
 LockRequest upload(const std::string& ns, const std::string& path) {
   return test::one_target_request(ns, "alice", "upload", path);
+}
+
+long long count_of(const devtools::PostgresServer& server, const std::string& query) {
+  return std::stoll(server.sql(query));
+}
+
+// Waits (at most a minute: a guard, not a measure) for payloads of `s`
+// until one equals `wanted` or, for "", until `times` "look again" came.
+bool woken_with(postgres::Subscription& s, const std::string& wanted, int times = 1) {
+  const auto guard = std::chrono::steady_clock::now() + 60s;
+  for (int seen = 0;;) {
+    std::vector<std::string> got;
+    if (!s.wait(guard, got)) return false;
+    for (const std::string& p : got) seen += p == wanted ? 1 : 0;
+    if (seen >= times) return true;
+  }
 }
 
 }  // namespace
@@ -174,4 +194,98 @@ TEST_CASE("postgres: bad options and unreachable servers are clear errors", "[po
   by_name.backend = parse_backend("postgres");
   by_name.postgres.url = test::shared_postgres_url();
   CHECK(make_engine(by_name) != nullptr);
+}
+
+TEST_CASE("postgres: the waiting calls of an engine share one listener connection, and all are woken", "[postgres]") {
+  devtools::PostgresServer server;  // private: its sessions are counted
+  auto engine = test::postgres_engine(nullptr, server.url());
+  const std::string ns = "listeners";
+  const AcquireResult folder = engine->acquire(test::one_target_request(ns, "bob", "delete_folder", "/d"));
+  REQUIRE(folder.granted);
+  constexpr int kWaiters = 16;
+  std::vector<std::future<AcquireResult>> waits;
+  for (int i = 0; i < kWaiters; ++i) {
+    LockRequest r = upload(ns, "/d/f" + std::to_string(i));
+    r.wait = 120s;
+    waits.push_back(std::async(std::launch::async, [&engine, r] { return engine->acquire(r); }));
+  }
+  REQUIRE(test::Fixture::until([&] { return engine->waiters(ns).size() == kWaiters; }));
+  const std::string listeners = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pathlock-listener'";
+  REQUIRE(test::Fixture::until([&] { return count_of(server, listeners) == 1; }));
+  // Each waiting call used to hold a LISTEN connection of its own.
+  CHECK(count_of(server, "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'pathlock%'") <
+        kWaiters);
+  REQUIRE(engine->release(ns, folder.grant.id, folder.grant.token));
+  for (auto& w : waits) CHECK(w.get().granted);
+  CHECK(count_of(server, listeners) == 1);
+}
+
+TEST_CASE("postgres: the listener hands a namespace's wake-ups to its waiters only, and reconnects", "[postgres]") {
+  devtools::PostgresServer server;
+  auto engine = test::postgres_engine(nullptr, server.url());  // the schema: pathlock.channel, pathlock.wake
+  postgres::Pool pool(server.url(), 5000ms, 1);
+  postgres::Listener listener([&pool] { return pool.open("pathlock-listener"); }, 5000ms);
+  auto a = std::make_shared<postgres::Subscription>("ns-a"), a2 = std::make_shared<postgres::Subscription>("ns-a"),
+       b = std::make_shared<postgres::Subscription>("ns-b");
+  for (const auto& s : {a, a2, b}) listener.subscribe(s);
+  server.sql("SELECT pathlock.wake('ns-a', ARRAY['/x'])");
+  CHECK(woken_with(*a, "/x"));
+  CHECK(woken_with(*a2, "/x"));
+  listener.unsubscribe(a2);  // after the hand-out of /x to every waiter of ns-a
+  b->interrupt();
+  std::vector<std::string> got;
+  CHECK_FALSE(b->wait(std::chrono::steady_clock::now() + 60s, got));
+  CHECK(got.empty());
+  // The listener's session ends: everyone looks again, once when it broke
+  // and once when it listens again on a new connection; then wake-ups flow.
+  server.sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pathlock-listener'");
+  CHECK(woken_with(*a, "", 2));
+  server.sql("SELECT pathlock.wake('ns-a', ARRAY['/y'])");
+  CHECK(woken_with(*a, "/y"));
+  a->interrupt();
+  CHECK_FALSE(a->wait(std::chrono::steady_clock::now() + 60s, got));
+  listener.unsubscribe(a);
+  listener.unsubscribe(b);
+}
+
+TEST_CASE("postgres: with a synchronous standby, the promoted standby keeps every answered grant", "[postgres]") {
+  devtools::PostgresServer primary({"synchronous_standby_names=*"});
+  devtools::PostgresServer standby(devtools::PostgresServer::standby_of, primary);
+  REQUIRE(test::Fixture::until([&] {
+    return primary.sql("SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'") == "1\n";
+  }));
+  auto engine = test::postgres_engine(nullptr, primary.url());
+  const std::string ns = "replica";
+  const AcquireResult a = engine->acquire(upload(ns, "/a/file"));
+  REQUIRE(a.granted);
+  primary.kill_hard();
+  standby.promote();
+  auto after = test::postgres_engine(nullptr, standby.url());
+  CHECK(after->is_held(ns, a.grant.id, a.grant.token));
+  const AcquireResult refused = after->acquire(test::one_target_request(ns, "bob", "delete_folder", "/a"));
+  REQUIRE_FALSE(refused.granted);
+  CHECK(refused.conflict.id == a.grant.id);
+  const AcquireResult b = after->acquire(upload(ns, "/b/file"));
+  REQUIRE(b.granted);
+  CHECK(b.grant.fence > a.grant.fence);
+}
+
+TEST_CASE("postgres: listen_url gives the listener a route of its own", "[postgres]") {
+  devtools::PostgresServer server;
+  PostgresOptions options;
+  options.url = server.url();
+  options.listen_url = server.url() + "?application_name=pathlock-own-route";
+  auto engine = make_postgres_engine(options);
+  const std::string ns = "route";
+  const AcquireResult folder = engine->acquire(test::one_target_request(ns, "bob", "delete_folder", "/d"));
+  REQUIRE(folder.granted);
+  LockRequest r = upload(ns, "/d/f");
+  r.wait = 120s;
+  auto waiting = std::async(std::launch::async, [&engine, r] { return engine->acquire(r); });
+  REQUIRE(test::Fixture::until([&] {
+    return count_of(server, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pathlock-own-route'") ==
+           1;
+  }));
+  REQUIRE(engine->release(ns, folder.grant.id, folder.grant.token));
+  CHECK(waiting.get().granted);
 }

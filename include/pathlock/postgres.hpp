@@ -4,10 +4,11 @@
 // server-side function in one transaction (schema `pathlock`, created by the
 // first engine that finds none), timed by the server's clock; a grant that
 // was answered is committed and survives a crash of the server. Waiting
-// requests are woken by LISTEN/NOTIFY. docs/postgres.md has the schema,
-// roles and grants, pooling and operations. Thread safety: the engine may be
-// called from any number of threads; it keeps up to pool_size idle
-// connections and opens more while more calls run at once.
+// requests are woken by LISTEN/NOTIFY on one listener connection per engine.
+// docs/postgres.md has the schema, roles and grants, pooling and
+// operations. Thread safety: the engine may be called from any number of
+// threads; it keeps up to pool_size idle connections and opens more while
+// more calls run at once, plus one listener while calls wait.
 #pragma once
 
 #include <pathlock/engine.hpp>
@@ -27,6 +28,11 @@ struct PostgresOptions {
   Millis connect_timeout{2000};  // libpq counts whole seconds, at least 2
   Millis command_timeout{2000};  // one call, waiting for the reply included
   std::size_t pool_size = 4;     // idle connections kept
+  // The engine's one listener connection (LISTEN for the waiting calls);
+  // "" = url. Through PgBouncer in transaction mode LISTEN delivers
+  // nothing: point this at a session-mode entry or at PostgreSQL itself
+  // (docs/postgres.md#connection-pooling-pgbouncer).
+  std::string listen_url;
   // Metrics, observer, logs (pathlock/metrics.hpp); backend calls are
   // counted as the Redis client counts its calls.
   ObserveOptions observe{};

@@ -25,11 +25,11 @@ std::string sqlstate_of(const PGresult* error) {
   return state ? state : "";
 }
 
-Connection::Connection(const std::string& conninfo, Millis connect_timeout) {
+Connection::Connection(const std::string& conninfo, Millis connect_timeout, const char* name) {
   // Our settings first: the URL's own (dbname expanded last) win over them.
   const std::string seconds = std::to_string(std::max<long long>(2, (connect_timeout.count() + 999) / 1000));
   const char* keys[] = {"connect_timeout", "client_encoding", "application_name", "dbname", nullptr};
-  const char* values[] = {seconds.c_str(), "UTF8", "pathlock", conninfo.c_str(), nullptr};
+  const char* values[] = {seconds.c_str(), "UTF8", name, conninfo.c_str(), nullptr};
   conn_ = PQconnectdbParams(keys, values, 1);
   if (!conn_) throw BackendError("postgres: out of memory");
   if (PQstatus(conn_) != CONNECTION_OK) {
@@ -124,20 +124,16 @@ void Connection::exec_script(const std::string& sql, Millis timeout) {
                                    sqlstate_of(first.get())));
 }
 
-bool Connection::wait_notify(Millis timeout, std::vector<std::string>& payloads, const core::Interrupt* interrupt) {
-  const auto deadline = SteadyClock::now() + timeout;
-  while (true) {
-    while (PGnotify* n = PQnotifies(conn_)) {
-      payloads.emplace_back(n->extra ? n->extra : "");
-      PQfreemem(n);
-    }
-    if (!payloads.empty()) return true;
-    if (broken_ || !wait_socket(POLLIN, deadline, interrupt)) return false;
-    if (!PQconsumeInput(conn_)) {
-      broken_ = true;
-      return false;
-    }
+bool Connection::read_notifications(std::vector<Notification>& out) noexcept {
+  if (broken_ || !PQconsumeInput(conn_)) {
+    broken_ = true;
+    return false;
   }
+  while (PGnotify* n = PQnotifies(conn_)) {
+    out.push_back(Notification{n->relname ? n->relname : "", n->extra ? n->extra : ""});
+    PQfreemem(n);
+  }
+  return PQstatus(conn_) == CONNECTION_OK;
 }
 
 bool Connection::still_open() noexcept {
@@ -160,7 +156,9 @@ Pool::Lease Pool::take() {
   return Lease(*this, open());
 }
 
-std::unique_ptr<Connection> Pool::open() const { return std::make_unique<Connection>(conninfo_, connect_timeout_); }
+std::unique_ptr<Connection> Pool::open(const char* name) const {
+  return std::make_unique<Connection>(conninfo_, connect_timeout_, name);
+}
 
 void Pool::give(std::unique_ptr<Connection> c) noexcept {
   if (!c || !c->usable()) return;

@@ -42,10 +42,16 @@ using Result = std::unique_ptr<PGresult, ResultDeleter>;
 // A statement parameter: text, or NULL.
 using Param = std::optional<std::string>;
 
+// A notification: its channel and payload.
+struct Notification {
+  std::string channel, payload;
+};
+
 class Connection {
  public:
-  // Connects (libpq URI or key=value string). Throws BackendError.
-  Connection(const std::string& conninfo, Millis connect_timeout);
+  // Connects (libpq URI or key=value string) as application `name`
+  // (unless the string names one). Throws BackendError.
+  Connection(const std::string& conninfo, Millis connect_timeout, const char* name = "pathlock");
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -56,10 +62,11 @@ class Connection {
   // Runs a script of several statements (simple query protocol).
   void exec_script(const std::string& sql, Millis timeout);
 
-  // Waits up to `timeout` for notifications (after LISTEN on this
-  // connection), appending their payloads. Returns false when the wait was
-  // cut short by `interrupt`, ended without one, or the connection broke.
-  bool wait_notify(Millis timeout, std::vector<std::string>& payloads, const core::Interrupt* interrupt);
+  // Reads what the server sent (after LISTEN on this connection) and
+  // appends its notifications. False when the connection broke.
+  bool read_notifications(std::vector<Notification>& out) noexcept;
+  // The socket, to wait for notifications with poll().
+  int socket() const noexcept { return PQsocket(conn_); }
 
   // False once a call found the connection unusable.
   bool usable() const noexcept { return !broken_ && PQstatus(conn_) == CONNECTION_OK; }
@@ -104,8 +111,8 @@ class Pool {
 
   // An idle connection that is still open, or a new one.
   Lease take();
-  // A new connection outside the pool (a waiting call's listener).
-  std::unique_ptr<Connection> open() const;
+  // A new connection outside the pool (the engine's listener: `name`).
+  std::unique_ptr<Connection> open(const char* name = "pathlock") const;
   // Forgets every idle connection without closing it (a forked child must
   // not end the parent's sessions).
   void abandon() noexcept;

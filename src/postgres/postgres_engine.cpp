@@ -8,6 +8,7 @@
 #include "core/request.hpp"
 #include "core/waiting.hpp"
 #include "postgres/connection.hpp"
+#include "postgres/listener.hpp"
 #include "postgres/schema.hpp"
 
 #include <pathlock/path.hpp>
@@ -105,14 +106,16 @@ class PostgresEngine final : public LockEngine {
  public:
   PostgresEngine(const MatrixTable& matrix, const PostgresOptions& options)
       : matrix_(matrix), instruments_(options.observe, matrix), options_(checked(options)) {
-    pool_ = std::make_unique<Pool>(options_.url, options_.connect_timeout, options_.pool_size);
+    make_connections();
     install_schema();
   }
 
   // In a child forked after the engine was made, the parent's connections
   // are left alone, never closed: closing would end the parent's sessions.
   ~PostgresEngine() override {
-    if (process_.forked()) pool_->abandon();
+    if (!process_.forked()) return;
+    pool_->abandon();
+    (void)listener_.release();  // its thread is not in this process
   }
 
   const MatrixTable& matrix() const override { return matrix_; }
@@ -274,28 +277,32 @@ class PostgresEngine final : public LockEngine {
   class Attempts final : public core::WaitingAttempts {
    public:
     Attempts(PostgresEngine& engine, std::string_view ns, const core::ResolvedRequest& req, std::vector<Param> params)
-        : engine_(engine), ns_(ns), req_(req), params_(std::move(params)) {}
+        : engine_(engine), ns_(ns), req_(req), params_(std::move(params)),
+          subscription_(std::make_shared<Subscription>(std::string(ns))) {}
+    ~Attempts() override {
+      if (listener_) listener_->unsubscribe(subscription_);
+    }
+    Attempts(const Attempts&) = delete;
+    Attempts& operator=(const Attempts&) = delete;
 
     AcquireResult attempt(Millis reserve) override {
       params_[kReserveParam] = std::to_string(reserve.count());
       return engine_.attempt(params_, req_);
     }
-    // LISTEN on a connection of its own, then look again at once: a removal
-    // between the first attempt and the LISTEN would otherwise be missed.
+    // Subscribe to the engine's listener (LISTEN in force when it returns),
+    // then look again at once: a removal between the first attempt and the
+    // LISTEN would otherwise be missed.
     bool listen() override {
-      listener_ = engine_.pool().open();
-      const Result ch = listener_->exec("SELECT pathlock.channel($1)", {std::string(ns_)}, engine_.timeout());
-      listener_->exec(fmt::format("LISTEN \"{}\"", text(ch.get(), 0, 0)), {}, engine_.timeout());
+      listener_ = &engine_.listener();
+      listener_->subscribe(subscription_);
       return true;
     }
     void sleep_until(Clock::time_point until) override {
       std::vector<std::string> payloads;
-      while (true) {
-        const Millis left = std::chrono::ceil<Millis>(until - std::chrono::steady_clock::now());
+      do {
         payloads.clear();
-        if (left <= Millis{0} || !listener_->wait_notify(left, payloads, &interrupt_)) return;
-        if (core::wake_concerns(payloads, req_)) return;
-      }
+        if (!subscription_->wait(until, payloads)) return;
+      } while (!core::wake_concerns(payloads, req_));
     }
     void leave() noexcept override {
       const std::optional<std::string>& waiter = params_[kReserveParam - 1];
@@ -305,7 +312,7 @@ class PostgresEngine final : public LockEngine {
       } catch (...) {
       }
     }
-    void interrupt() noexcept override { interrupt_.raise(); }
+    void interrupt() noexcept override { subscription_->interrupt(); }
     void give_back(const Grant& grant) noexcept override {
       try {
         engine_.release(ns_, grant.id, grant.token);
@@ -318,8 +325,8 @@ class PostgresEngine final : public LockEngine {
     std::string_view ns_;
     const core::ResolvedRequest& req_;
     std::vector<Param> params_;  // the acquire parameters; the last is reserve_ms
-    std::unique_ptr<Connection> listener_;
-    core::Interrupt interrupt_;  // raised by a stop (another thread)
+    std::shared_ptr<Subscription> subscription_;  // interrupted by a stop (another thread)
+    Listener* listener_ = nullptr;                // once subscribed
   };
 
   AcquireResult attempt(const std::vector<Param>& params, const core::ResolvedRequest& req) {
@@ -361,14 +368,29 @@ class PostgresEngine final : public LockEngine {
     }
   }
 
-  // Creates the schema when the database has none; checks its layout.
+  // The version of the functions installed, 0 when there is no schema.
+  int installed_functions(Connection& c) {
+    const Result found = c.exec(
+        "SELECT to_regclass('pathlock.meta') IS NOT NULL AND to_regproc('pathlock.functions_version') IS NOT NULL",
+        {}, options_.command_timeout);
+    if (text(found.get(), 0, 0) != "t") return 0;
+    const Result version = c.exec("SELECT pathlock.functions_version()", {}, options_.command_timeout);
+    return static_cast<int>(number(version.get(), 0, 0));
+  }
+
+  // Creates the schema when the database has none, or updates its
+  // functions when they are older than this library's; checks its layout.
   void install_schema() {
     Pool::Lease c = pool_->take();
-    const Result found = c->exec("SELECT to_regclass('pathlock.meta') IS NOT NULL", {}, options_.command_timeout);
-    if (text(found.get(), 0, 0) != "t")
-      c->exec_script(std::string("BEGIN; SELECT pg_advisory_xact_lock(hashtextextended('pathlock:schema', 0));\n") +
-                         kSchemaSql + "\nCOMMIT;",
-                     std::max(options_.command_timeout, Millis{30000}));
+    if (installed_functions(*c) < kFunctionsVersion) try {
+        c->exec_script(std::string("BEGIN; SELECT pg_advisory_xact_lock(hashtextextended('pathlock:schema', 0));\n") +
+                           kSchemaSql + "\nCOMMIT;",
+                       std::max(options_.command_timeout, Millis{30000}));
+      } catch (const BackendError& e) {
+        throw BackendError(fmt::format("{}; the schema pathlock needs functions version {}: run "
+                                       "src/postgres/schema.sql as its owner (docs/postgres.md#schema-roles-and-grants)",
+                                       e.what(), kFunctionsVersion));
+      }
     const Result layout = c->exec("SELECT max(layout) FROM pathlock.meta", {}, options_.command_timeout);
     if (is_null(layout.get(), 0, 0) || number(layout.get(), 0, 0) != kSchemaLayout)
       throw BackendError(fmt::format("postgres: schema pathlock has layout {}, this pathlock needs {} "
@@ -380,20 +402,35 @@ class PostgresEngine final : public LockEngine {
     core::hold_released(holds_, instruments_, ns, id, holds_left);
   }
 
-  // The pool of this process: a child forked after the engine was made
-  // opens connections of its own and leaves the parent's untouched
-  // (docs/design.md#fork).
+  // The pool and the listener of this process: a child forked after the
+  // engine was made opens connections of its own and leaves the parent's
+  // untouched (docs/design.md#fork).
   Pool& pool() {
-    if (process_.forked()) {
-      std::lock_guard guard(fork_mutex_);
-      if (process_.forked()) {
-        pool_->abandon();
-        (void)pool_.release();  // the parent's: never closed here
-        pool_ = std::make_unique<Pool>(options_.url, options_.connect_timeout, options_.pool_size);
-        process_.adopt();
-      }
-    }
+    adopt_if_forked();
     return *pool_;
+  }
+  Listener& listener() {
+    adopt_if_forked();
+    return *listener_;
+  }
+  void adopt_if_forked() {
+    if (!process_.forked()) return;
+    std::lock_guard guard(fork_mutex_);
+    if (!process_.forked()) return;
+    pool_->abandon();
+    (void)pool_.release();      // the parent's: never closed here
+    (void)listener_.release();  // its thread is not in this process
+    make_connections();
+    process_.adopt();
+  }
+  void make_connections() {
+    pool_ = std::make_unique<Pool>(options_.url, options_.connect_timeout, options_.pool_size);
+    const std::string url = options_.listen_url.empty() ? options_.url : options_.listen_url;
+    listener_ = std::make_unique<Listener>(
+        [url, timeout = options_.connect_timeout] {
+          return std::make_unique<Connection>(url, timeout, "pathlock-listener");
+        },
+        options_.command_timeout);
   }
   Millis timeout() const { return options_.command_timeout; }
 
@@ -409,6 +446,7 @@ class PostgresEngine final : public LockEngine {
   core::HoldTable holds_;  // grant times of this process's locks
   const PostgresOptions options_;
   std::unique_ptr<Pool> pool_;
+  std::unique_ptr<Listener> listener_;  // the one LISTEN connection of the waiting calls
   core::ProcessStamp process_;
   std::mutex fork_mutex_;
 };

@@ -8,6 +8,9 @@ namespace pathlock::postgres {
 // The version of the schema's layout, stored in pathlock.meta. An engine
 // refuses a database whose schema has another layout.
 inline constexpr int kSchemaLayout = 1;
+// The version of its functions (pathlock.functions_version()). An engine
+// that finds none, or an older one, runs the script again.
+inline constexpr int kFunctionsVersion = 2;
 
 // The whole of schema.sql: idempotent (CREATE ... IF NOT EXISTS, CREATE OR
 // REPLACE FUNCTION), run in one transaction.

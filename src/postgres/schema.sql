@@ -79,9 +79,18 @@ CREATE OR REPLACE FUNCTION pathlock.lo(p text) RETURNS text LANGUAGE sql IMMUTAB
 $$ SELECT CASE WHEN p = '/' THEN chr(1) ELSE pathlock.sk(p) || chr(1) END COLLATE "C" $$;
 CREATE OR REPLACE FUNCTION pathlock.hi(p text) RETURNS text LANGUAGE sql IMMUTABLE AS
 $$ SELECT CASE WHEN p = '/' THEN chr(2) ELSE pathlock.sk(p) || chr(2) END COLLATE "C" $$;
--- The codes whose bit is set in mask m.
-CREATE OR REPLACE FUNCTION pathlock.bits(m bigint) RETURNS int[] LANGUAGE sql IMMUTABLE AS
-$$ SELECT coalesce(array_agg(c ORDER BY c), '{}') FROM generate_series(0, 63) c WHERE (m >> c) & 1 = 1 $$;
+-- The codes whose bit is set in mask m, ascending (a loop up to the highest
+-- bit: half the cost of a 64-row generate_series for the usual small codes).
+CREATE OR REPLACE FUNCTION pathlock.bits(m bigint) RETURNS int[] LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE r int[] := '{}'; c int := 0; top boolean := m < 0;
+BEGIN
+  m := m & 9223372036854775807;
+  WHILE m <> 0 LOOP
+    IF m & 1 = 1 THEN r := r || c; END IF;
+    m := m >> 1; c := c + 1;
+  END LOOP;
+  RETURN CASE WHEN top THEN r || 63 ELSE r END;
+END $$;
 -- Is `p` at or inside `prefix`?
 CREATE OR REPLACE FUNCTION pathlock.within(p text, prefix text) RETURNS boolean LANGUAGE sql IMMUTABLE AS
 $$ SELECT prefix = '/' OR p = prefix OR starts_with(p, prefix || '/') $$;
@@ -107,6 +116,13 @@ BEGIN
     PERFORM pathlock.wake(p_ns, v);
   END LOOP;
 END $$;
+
+-- The rows of a request's targets as pathlock.held and pathlock.queued
+-- store them.
+CREATE OR REPLACE FUNCTION pathlock.targets(p_codes int[], p_roles text[], p_paths text[])
+RETURNS TABLE (code int, sk text, k text, role text, path text) LANGUAGE sql IMMUTABLE AS $$
+  SELECT p_codes[j], pathlock.sk(p_paths[j]), pathlock.k(pathlock.sk(p_paths[j])), p_roles[j], p_paths[j]
+    FROM generate_subscripts(p_paths, 1) j $$;
 
 -- The held target that refuses code masks (m_same, m_anc, m_desc) of a
 -- request of matrix p_fp at p_path, by the witness rule
@@ -171,13 +187,130 @@ CREATE OR REPLACE FUNCTION pathlock.others_present(p_ns text, p_fp text) RETURNS
   SELECT (SELECT h.fp FROM pathlock.held h WHERE h.ns = p_ns AND h.fp < p_fp ORDER BY h.fp DESC LIMIT 1) IS NOT NULL
       OR (SELECT h.fp FROM pathlock.held h WHERE h.ns = p_ns AND h.fp > p_fp ORDER BY h.fp LIMIT 1) IS NOT NULL $$;
 
+-- The place in line of waiter p_waiter (NULL: none, or its reservation
+-- ended); a place of another request under that id is bad input.
+CREATE OR REPLACE FUNCTION pathlock.my_place(p_ns text, p_waiter text, p_owner text, p_fp text, p_op text,
+    p_paths text[], p_now bigint) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE v_me pathlock.waiters;
+BEGIN
+  IF p_waiter = '' THEN RETURN NULL; END IF;
+  SELECT * INTO v_me FROM pathlock.waiters w WHERE w.ns = p_ns AND w.id = p_waiter;
+  IF NOT FOUND THEN RETURN NULL; END IF;
+  IF v_me.owner <> p_owner OR v_me.fp <> p_fp OR v_me.op <> p_op OR v_me.paths <> p_paths THEN
+    RAISE EXCEPTION 'waiter_id % is in use by another request', p_waiter USING ERRCODE = '22023';
+  END IF;
+  RETURN CASE WHEN v_me.expires > p_now THEN v_me.place END;
+END $$;
+
+-- A lock the request already holds: its reentry (p_reenter_id, one more
+-- hold) or the grant of its idempotency key (p_key, lease extended). NULL
+-- when there is none (for a reentry: the caller is not the holder).
+CREATE OR REPLACE FUNCTION pathlock.held_again(p_ns text, p_fp text, p_owner text, p_op text, p_paths text[],
+    p_ttl bigint, p_reenter_id text, p_reenter_token text, p_key text, p_now bigint)
+RETURNS pathlock.locks LANGUAGE plpgsql AS $$
+DECLARE v_lock pathlock.locks;
+BEGIN
+  IF p_reenter_id <> '' THEN
+    SELECT * INTO v_lock FROM pathlock.locks l WHERE l.ns = p_ns AND l.id = p_reenter_id;
+    IF NOT FOUND OR v_lock.token <> p_reenter_token THEN RETURN NULL; END IF;
+    IF v_lock.fp <> p_fp OR v_lock.op <> p_op OR v_lock.paths <> p_paths THEN
+      RAISE EXCEPTION 'reentry of lock %: the request must repeat its operation ''%'' and its targets',
+        v_lock.id, v_lock.op USING ERRCODE = '22023';
+    END IF;
+    UPDATE pathlock.locks l SET holds = l.holds + 1, ttl = p_ttl, expires = greatest(l.expires, p_now + p_ttl)
+     WHERE l.ns = p_ns AND l.id = p_reenter_id RETURNING * INTO v_lock;
+  ELSIF p_key <> '' THEN
+    SELECT * INTO v_lock FROM pathlock.locks l WHERE l.ns = p_ns AND l.idem = p_key;
+    IF NOT FOUND THEN RETURN NULL; END IF;
+    IF v_lock.owner <> p_owner OR v_lock.fp <> p_fp OR v_lock.op <> p_op OR v_lock.paths <> p_paths THEN
+      RAISE EXCEPTION 'idempotency_key is in use by another request (another owner, operation or targets)'
+        USING ERRCODE = '22023';
+    END IF;
+    UPDATE pathlock.locks l SET expires = greatest(l.expires, p_now + p_ttl)
+     WHERE l.ns = p_ns AND l.id = v_lock.id RETURNING * INTO v_lock;
+  END IF;
+  RETURN v_lock;
+END $$;
+
+-- What refuses a request's target at p_path: a held lock (p_queued false,
+-- pathlock.held_conflict) or an older place in line (pathlock.waiter_conflict),
+-- with the holder's operation, owner and lease end. NULL x_id: nothing.
+CREATE OR REPLACE FUNCTION pathlock.target_conflict(p_queued boolean, p_ns text, p_fp text, p_path text,
+    m_same bigint, m_anc bigint, m_desc bigint, p_others text[], p_place bigint, p_now bigint,
+    OUT x_id text, OUT x_role text, OUT x_path text, OUT rel int, OUT x_op text, OUT x_owner text, OUT x_end bigint)
+LANGUAGE plpgsql AS $$
+DECLARE v_code int;
+BEGIN
+  IF NOT p_queued THEN
+    SELECT * INTO x_id, v_code, x_role, x_path, rel
+      FROM pathlock.held_conflict(p_ns, p_fp, p_path, m_same, m_anc, m_desc, p_others);
+    IF x_id IS NOT NULL THEN
+      SELECT l.op, l.owner, l.expires INTO x_op, x_owner, x_end FROM pathlock.locks l WHERE l.ns = p_ns AND l.id = x_id;
+    END IF;
+  ELSE
+    SELECT * INTO x_id, v_code, x_role, x_path, rel
+      FROM pathlock.waiter_conflict(p_ns, p_fp, p_path, m_same, m_anc, m_desc, p_place, p_now);
+    IF x_id IS NOT NULL THEN
+      SELECT w.op, w.owner, w.expires INTO x_op, x_owner, x_end FROM pathlock.waiters w WHERE w.ns = p_ns AND w.id = x_id;
+    END IF;
+  END IF;
+END $$;
+
+-- The first conflict of a request, target by target: a held lock (by the
+-- witness rule), else, for a fair request, an older place in line. NULL
+-- c_id: none. c_index is the request's target it hit (1-based).
+CREATE OR REPLACE FUNCTION pathlock.first_conflict(p_ns text, p_fp text, p_paths text[], p_masks bigint[],
+    p_fair boolean, p_place bigint, p_now bigint,
+    OUT c_id text, OUT c_op text, OUT c_role text, OUT c_path text, OUT c_owner text, OUT c_expires_in bigint,
+    OUT c_index int, OUT c_relation int, OUT c_queued boolean)
+LANGUAGE plpgsql AS $$
+DECLARE v_others text[]; k int; v_queued boolean;
+BEGIN
+  v_others := CASE WHEN pathlock.others_present(p_ns, p_fp) THEN pathlock.other_matrices(p_ns, p_fp) ELSE '{}' END;
+  FOREACH v_queued IN ARRAY ARRAY[false, true] LOOP
+    IF v_queued AND (NOT p_fair OR NOT EXISTS (SELECT 1 FROM pathlock.waiters w
+                                                WHERE w.ns = p_ns AND w.expires > p_now)) THEN
+      RETURN;
+    END IF;
+    FOR k IN 1 .. array_length(p_paths, 1) LOOP
+      SELECT x.x_id, x.x_op, x.x_role, x.x_path, x.x_owner, x.x_end - p_now, k, x.rel, v_queued
+        INTO c_id, c_op, c_role, c_path, c_owner, c_expires_in, c_index, c_relation, c_queued
+        FROM pathlock.target_conflict(v_queued, p_ns, p_fp, p_paths[k], p_masks[3 * k - 2], p_masks[3 * k - 1],
+                                      p_masks[3 * k], v_others, p_place, p_now) x;
+      IF c_id IS NOT NULL THEN RETURN; END IF;
+    END LOOP;
+  END LOOP;
+END $$;
+
+-- A new lock and its targets; replies its fence: one more than the last,
+-- and at least the server clock in microseconds (never back, even after a
+-- restore).
+CREATE OR REPLACE FUNCTION pathlock.new_lock(p_ns text, p_fp text, p_owner text, p_op text, p_roles text[],
+    p_codes int[], p_paths text[], p_ttl bigint, p_id text, p_token text, p_key text, p_now bigint)
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE v_fence bigint;
+BEGIN
+  INSERT INTO pathlock.namespaces AS n (ns, fence) VALUES (p_ns, pathlock.now_us())
+    ON CONFLICT (ns) DO UPDATE SET fence = greatest(n.fence + 1, pathlock.now_us()) RETURNING n.fence INTO v_fence;
+  INSERT INTO pathlock.locks (ns, id, token, owner, fp, op, roles, paths, fence, holds, ttl, expires, idem)
+    VALUES (p_ns, p_id, p_token, p_owner, p_fp, p_op, p_roles, p_paths, v_fence, 1, p_ttl, p_now + p_ttl,
+            nullif(p_key, ''));
+  INSERT INTO pathlock.held (ns, id, code, sk, k, fp, role, path, fence)
+    SELECT p_ns, p_id, t.code, t.sk, t.k, p_fp, t.role, t.path, v_fence FROM pathlock.targets(p_codes, p_roles, p_paths) t;
+  RETURN v_fence;
+END $$;
+
 -- acquire: one call per attempt (docs/postgres.md#functions). p_masks holds,
 -- per target k, the refusal masks of its code for the relations same,
 -- held_ancestor and held_descendant at 3k-2, 3k-1, 3k (bit c: held code c
 -- of the same matrix refuses). Replies one row: status 'granted' (id,
 -- token, fence, expires_in, holds), 'refused' (the conflict's fields,
 -- c_index the request's target it hit, 1-based) or 'not_holder'. Bad input
--- found here raises SQLSTATE 22023 and changes nothing.
+-- found here raises SQLSTATE 22023 and changes nothing. A grant commits
+-- with the server's synchronous_commit (durable by default); a refusal
+-- changes only places in line and reaped leases, so it commits without
+-- waiting for its WAL flush. Plans are generic: the statements are the same
+-- every call, only their parameters change.
 CREATE OR REPLACE FUNCTION pathlock.acquire(
     p_ns text, p_fp text, p_owner text, p_op text, p_roles text[], p_codes int[], p_masks bigint[], p_paths text[],
     p_ttl bigint, p_new_id text, p_new_token text, p_reenter_id text, p_reenter_token text, p_key text,
@@ -185,87 +318,33 @@ CREATE OR REPLACE FUNCTION pathlock.acquire(
     OUT status text, OUT id text, OUT token text, OUT fence bigint, OUT expires_in bigint, OUT holds int,
     OUT c_id text, OUT c_op text, OUT c_role text, OUT c_path text, OUT c_owner text, OUT c_expires_in bigint,
     OUT c_index int, OUT c_relation int, OUT c_queued boolean)
-LANGUAGE plpgsql AS $$
-DECLARE
-  v_now bigint; v_place bigint; v_me pathlock.waiters; v_lock pathlock.locks; v_others text[]; k int;
-  v_hid text; v_code int; v_role text; v_path text; v_rel int;
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+DECLARE v_now bigint; v_place bigint; v_lock pathlock.locks;
 BEGIN
   PERFORM pathlock.serialise(p_ns);
   v_now := pathlock.now_ms();
-  IF p_waiter <> '' THEN
-    SELECT * INTO v_me FROM pathlock.waiters w WHERE w.ns = p_ns AND w.id = p_waiter;
-    IF FOUND AND (v_me.owner <> p_owner OR v_me.fp <> p_fp OR v_me.op <> p_op OR v_me.paths <> p_paths) THEN
-      RAISE EXCEPTION 'waiter_id % is in use by another request', p_waiter USING ERRCODE = '22023';
-    END IF;
-    IF FOUND AND v_me.expires > v_now THEN v_place := v_me.place; END IF;
-  END IF;
+  v_place := pathlock.my_place(p_ns, p_waiter, p_owner, p_fp, p_op, p_paths, v_now);
   PERFORM pathlock.reap(p_ns, v_now);
-  IF p_reenter_id <> '' THEN
-    SELECT * INTO v_lock FROM pathlock.locks l WHERE l.ns = p_ns AND l.id = p_reenter_id;
-    IF NOT FOUND OR v_lock.token <> p_reenter_token THEN status := 'not_holder'; RETURN; END IF;
-    IF v_lock.fp <> p_fp OR v_lock.op <> p_op OR v_lock.paths <> p_paths THEN
-      RAISE EXCEPTION 'reentry of lock %: the request must repeat its operation ''%'' and its targets',
-        v_lock.id, v_lock.op USING ERRCODE = '22023';
-    END IF;
-    UPDATE pathlock.locks l SET holds = l.holds + 1, ttl = p_ttl, expires = greatest(l.expires, v_now + p_ttl)
-     WHERE l.ns = p_ns AND l.id = p_reenter_id RETURNING * INTO v_lock;
-  ELSIF p_key <> '' THEN
-    SELECT * INTO v_lock FROM pathlock.locks l WHERE l.ns = p_ns AND l.idem = p_key;
-    IF FOUND AND (v_lock.owner <> p_owner OR v_lock.fp <> p_fp OR v_lock.op <> p_op OR v_lock.paths <> p_paths) THEN
-      RAISE EXCEPTION 'idempotency_key is in use by another request (another owner, operation or targets)'
-        USING ERRCODE = '22023';
-    END IF;
-    IF FOUND THEN
-      UPDATE pathlock.locks l SET expires = greatest(l.expires, v_now + p_ttl)
-       WHERE l.ns = p_ns AND l.id = v_lock.id RETURNING * INTO v_lock;
-    END IF;
-  END IF;
+  v_lock := pathlock.held_again(p_ns, p_fp, p_owner, p_op, p_paths, p_ttl, p_reenter_id, p_reenter_token, p_key,
+                                v_now);
+  IF p_reenter_id <> '' AND v_lock.id IS NULL THEN status := 'not_holder'; RETURN; END IF;
   IF v_lock.id IS NOT NULL THEN
     IF v_place IS NOT NULL THEN PERFORM pathlock.leave(p_ns, p_waiter); END IF;
     SELECT 'granted', v_lock.id, v_lock.token, v_lock.fence, v_lock.expires - v_now, v_lock.holds
       INTO status, id, token, fence, expires_in, holds;
     RETURN;
   END IF;
-  v_others := CASE WHEN pathlock.others_present(p_ns, p_fp) THEN pathlock.other_matrices(p_ns, p_fp) ELSE '{}' END;
-  FOR k IN 1 .. array_length(p_paths, 1) LOOP
-    SELECT * INTO v_hid, v_code, v_role, v_path, v_rel FROM pathlock.held_conflict(p_ns, p_fp, p_paths[k],
-      p_masks[3 * k - 2], p_masks[3 * k - 1], p_masks[3 * k], v_others);
-    IF v_hid IS NOT NULL THEN
-      SELECT l.id, l.op, v_role, v_path, l.owner, l.expires - v_now, k, v_rel, false
-        INTO c_id, c_op, c_role, c_path, c_owner, c_expires_in, c_index, c_relation, c_queued
-        FROM pathlock.locks l WHERE l.ns = p_ns AND l.id = v_hid;
-      EXIT;
-    END IF;
-  END LOOP;
-  IF c_id IS NULL AND p_fair AND EXISTS (SELECT 1 FROM pathlock.waiters w WHERE w.ns = p_ns AND w.expires > v_now) THEN
-    FOR k IN 1 .. array_length(p_paths, 1) LOOP
-      SELECT * INTO v_hid, v_code, v_role, v_path, v_rel FROM pathlock.waiter_conflict(p_ns, p_fp, p_paths[k],
-        p_masks[3 * k - 2], p_masks[3 * k - 1], p_masks[3 * k], v_place, v_now);
-      IF v_hid IS NOT NULL THEN
-        SELECT w.id, w.op, v_role, v_path, w.owner, w.expires - v_now, k, v_rel, true
-          INTO c_id, c_op, c_role, c_path, c_owner, c_expires_in, c_index, c_relation, c_queued
-          FROM pathlock.waiters w WHERE w.ns = p_ns AND w.id = v_hid;
-        EXIT;
-      END IF;
-    END LOOP;
-  END IF;
+  SELECT * INTO c_id, c_op, c_role, c_path, c_owner, c_expires_in, c_index, c_relation, c_queued
+    FROM pathlock.first_conflict(p_ns, p_fp, p_paths, p_masks, p_fair, v_place, v_now);
   IF c_id IS NOT NULL THEN
     status := 'refused';
+    PERFORM set_config('synchronous_commit', 'off', true);
     PERFORM pathlock.keep_place(p_ns, p_fp, p_owner, p_op, p_roles, p_codes, p_paths, p_waiter, p_reserve,
                                 v_place, v_now);
     RETURN;
   END IF;
-  -- Granted: a new lock. Its fence: one more than the last, and at least
-  -- the server clock in microseconds (never back, even after a restore).
-  INSERT INTO pathlock.namespaces AS n (ns, fence) VALUES (p_ns, pathlock.now_us())
-    ON CONFLICT (ns) DO UPDATE SET fence = greatest(n.fence + 1, pathlock.now_us()) RETURNING n.fence INTO fence;
-  INSERT INTO pathlock.locks (ns, id, token, owner, fp, op, roles, paths, fence, holds, ttl, expires, idem)
-    VALUES (p_ns, p_new_id, p_new_token, p_owner, p_fp, p_op, p_roles, p_paths, fence, 1, p_ttl, v_now + p_ttl,
-            nullif(p_key, ''));
-  INSERT INTO pathlock.held (ns, id, code, sk, k, fp, role, path, fence)
-    SELECT p_ns, p_new_id, p_codes[j], pathlock.sk(p_paths[j]), pathlock.k(pathlock.sk(p_paths[j])), p_fp,
-           p_roles[j], p_paths[j], fence
-      FROM generate_subscripts(p_paths, 1) j;
+  fence := pathlock.new_lock(p_ns, p_fp, p_owner, p_op, p_roles, p_codes, p_paths, p_ttl, p_new_id, p_new_token,
+                             p_key, v_now);
   IF v_place IS NOT NULL THEN PERFORM pathlock.leave(p_ns, p_waiter); END IF;
   SELECT 'granted', p_new_id, p_new_token, p_ttl, 1 INTO status, id, token, expires_in, holds;
 END $$;
@@ -290,9 +369,8 @@ BEGIN
       VALUES (p_ns, p_waiter, p_owner, p_fp, p_op, p_roles, p_paths, v_place, p_now,
               p_now + least(p_reserve, 2000));
     INSERT INTO pathlock.queued (ns, id, code, sk, k, fp, role, path, place)
-      SELECT p_ns, p_waiter, p_codes[j], pathlock.sk(p_paths[j]), pathlock.k(pathlock.sk(p_paths[j])), p_fp,
-             p_roles[j], p_paths[j], v_place
-        FROM generate_subscripts(p_paths, 1) j;
+      SELECT p_ns, p_waiter, t.code, t.sk, t.k, p_fp, t.role, t.path, v_place
+        FROM pathlock.targets(p_codes, p_roles, p_paths) t;
   END IF;
 END $$;
 
@@ -309,10 +387,15 @@ END $$;
 
 -- Drops one hold of lock p_id (p_token NULL: every hold, force_release).
 -- Replies the holds left, or NULL when no live lock has this id and token.
-CREATE OR REPLACE FUNCTION pathlock.release(p_ns text, p_id text, p_token text) RETURNS int LANGUAGE plpgsql AS $$
+-- Commits without waiting for its WAL flush: a release lost by a crash of
+-- the server leaves the lock held until its lease ends (what a client that
+-- died would leave), and the next durable commit (a grant) flushes it.
+CREATE OR REPLACE FUNCTION pathlock.release(p_ns text, p_id text, p_token text) RETURNS int
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE v pathlock.locks;
 BEGIN
   PERFORM pathlock.serialise(p_ns);
+  PERFORM set_config('synchronous_commit', 'off', true);
   PERFORM pathlock.reap(p_ns, pathlock.now_ms());
   SELECT * INTO v FROM pathlock.locks l WHERE l.ns = p_ns AND l.id = p_id;
   IF NOT FOUND OR (p_token IS NOT NULL AND v.token <> p_token) THEN RETURN NULL; END IF;
@@ -327,8 +410,10 @@ END $$;
 
 -- Extends lock p_id's lease to now + ttl (p_ttl NULL: its own TTL; a given
 -- one becomes its TTL). Replies the lease left, or NULL (no such lock).
+-- Durable like a grant: a renewal lost by a crash would end the lease
+-- before the time its holder was told.
 CREATE OR REPLACE FUNCTION pathlock.renew(p_ns text, p_id text, p_token text, p_ttl bigint) RETURNS bigint
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE v_now bigint; v_left bigint;
 BEGIN
   PERFORM pathlock.serialise(p_ns);
@@ -379,5 +464,9 @@ LANGUAGE sql STABLE AS $$
    ORDER BY i, queued, CASE rel WHEN 1 THEN 0 WHEN 0 THEN 1 ELSE 2 END,
             CASE WHEN rel = 1 THEN octet_length(path) ELSE 0 END, path COLLATE "C", fence, id COLLATE "C"
    LIMIT p_limit + 1 $$;
+
+-- The version of the functions above: an engine that finds an older one
+-- runs this script again (every statement in it can be repeated).
+CREATE OR REPLACE FUNCTION pathlock.functions_version() RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT 2 $$;
 
 INSERT INTO pathlock.meta (layout) SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM pathlock.meta);

@@ -1,6 +1,6 @@
 // pathlock-pg-bench: the PostgreSQL backend against the Redis backend and
 // against a per-level row lock in the same database, in one run
-// (docs/postgres.md#measured). Starts its own PostgreSQL and redis-server.
+// (docs/postgres.md#measured). Starts its own PostgreSQL and redis-servers.
 //
 // A pair is one acquire (an upload at a fresh path of the given depth) and
 // its release, from one client thread. The per-level lock is the method of
@@ -9,15 +9,25 @@
 // exclusive holder), one autocommit statement per level, ancestors shared,
 // the leaf exclusive; the release undoes each level. The subjects run in
 // alternating slices of `--slice` pairs so that they share the machine's
-// weather; the report is one line per subject and depth: pair p50 (µs) and
-// pairs/s (pairs over the time spent in that subject's slices).
+// weather; the report is one line per subject and depth: pair p50 (µs),
+// pairs/s (pairs over the time spent in that subject's slices) and the p50
+// as a multiple of pathlock-redis's in the same run.
 //
-// The PostgreSQL server commits with the defaults (fsync, synchronous_commit
-// on: every commit waits for its WAL flush); --async-commit runs it with
-// synchronous_commit=off (a crash may lose the last commits) to show what
-// the flush costs.
+// Two more subjects say what durability costs on this machine:
+// pathlock-redis-fsync is the Redis backend on a redis-server with
+// `appendonly yes, appendfsync always` (every write on disk before the
+// reply, as a durable PostgreSQL commit), and pg-durable-commit is the
+// floor of one durable PostgreSQL commit: one autocommit statement that
+// changes one row (so its commit waits for the WAL flush), one round trip.
 //
-//   pathlock-pg-bench [--pairs N] [--slice N] [--async-commit]
+// The PostgreSQL server runs with the defaults (fsync, synchronous_commit
+// on: a commit that must be durable waits for its WAL flush) plus
+// `--pg-setting name=value` (repeatable; e.g. wal_sync_method=fdatasync);
+// --async-commit adds synchronous_commit=off (a crash may lose the last
+// commits, grants included) to show what the flush costs. The report
+// starts with the server's settings that bear on commits.
+//
+//   pathlock-pg-bench [--pairs N] [--slice N] [--async-commit] [--pg-setting name=value]...
 #include "pg_devtools/postgres_server.hpp"
 #include "redis_devtools/redis_server.hpp"
 
@@ -121,44 +131,82 @@ int option(int argc, char** argv, const std::string& name, int fallback) {
   return fallback;
 }
 
+// The server settings from the command line.
+std::vector<std::string> pg_settings(int argc, char** argv) {
+  std::vector<std::string> out;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--async-commit") out.emplace_back("synchronous_commit=off");
+    if (a == "--pg-setting" && i + 1 < argc) out.emplace_back(argv[++i]);
+  }
+  return out;
+}
+
+// One durable commit per "pair": the floor under a durable grant. (A
+// transaction that writes no row, such as SELECT txid_current(), commits
+// without waiting for the flush.)
+std::function<void(const std::string&)> durable_commit(const pathlock::devtools::PostgresServer& pg) {
+  pg.sql("CREATE TABLE bench_floor (n bigint NOT NULL); INSERT INTO bench_floor VALUES (0)");
+  auto c = std::shared_ptr<PGconn>(PQconnectdb(pg.url().c_str()), PQfinish);
+  if (PQstatus(c.get()) != CONNECTION_OK) throw std::runtime_error(PQerrorMessage(c.get()));
+  return [c](const std::string&) {
+    PGresult* r = PQexec(c.get(), "UPDATE bench_floor SET n = n + 1");
+    const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    PQclear(r);
+    if (!ok) throw std::runtime_error("pg-durable-commit failed");
+  };
+}
+
+void print_settings(const pathlock::devtools::PostgresServer& pg) {
+  std::string out = pg.sql(
+      "SELECT string_agg(name || '=' || setting, ' ' ORDER BY name) FROM pg_settings WHERE name IN ('fsync', "
+      "'synchronous_commit', 'wal_sync_method', 'full_page_writes', 'commit_delay', 'wal_writer_delay', "
+      "'shared_buffers', 'server_version')");
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  fmt::print("postgres: {}\nredis: no persistence; redis-fsync: appendonly yes, appendfsync always\n", out);
+}
+
+// Runs every subject at `depth` in alternating slices; prints its lines.
+void run_depth(std::vector<Subject>& subjects, int depth, int pairs, int slice, long long& next) {
+  for (Subject& s : subjects) s.micros.clear(), s.seconds = 0;
+  for (int done = 0; done < pairs; done += slice)
+    for (Subject& s : subjects) {
+      const auto slice_start = SteadyClock::now();
+      for (int i = 0; i < slice; ++i) {
+        const auto t0 = SteadyClock::now();
+        s.pair(path_at(depth, next++));
+        s.micros.push_back(std::chrono::duration<double, std::micro>(SteadyClock::now() - t0).count());
+      }
+      s.seconds += std::chrono::duration<double>(SteadyClock::now() - slice_start).count();
+    }
+  const double redis = p50(subjects[1].micros);
+  for (const Subject& s : subjects)
+    fmt::print("{:<22} {:>5} {:>10.0f} {:>10.0f} {:>9.1f}x\n", s.name, depth, p50(s.micros),
+               static_cast<double>(s.micros.size()) / s.seconds, p50(s.micros) / redis);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
   const int pairs = option(argc, argv, "pairs", 2000), slice = option(argc, argv, "slice", 100);
-  std::vector<int> depths{3, 5, 8};
-  bool async_commit = false;
-  for (int i = 1; i < argc; ++i) async_commit = async_commit || std::string(argv[i]) == "--async-commit";
-  pathlock::devtools::PostgresServer pg(async_commit ? std::vector<std::string>{"synchronous_commit=off"}
-                                                     : std::vector<std::string>{});
-  pathlock::devtools::RedisServer redis;
+  pathlock::devtools::PostgresServer pg(pg_settings(argc, argv));
+  pathlock::devtools::RedisServer redis, redis_fsync({"--appendonly", "yes", "--appendfsync", "always"});
   pathlock::PostgresOptions po;
   po.url = pg.url();
-  pathlock::RedisOptions ro;
+  pathlock::RedisOptions ro, rof;
   ro.url = redis.url();
-  std::vector<Subject> subjects{{"pathlock-postgres", engine_pair(pathlock::make_postgres_engine(po)), {}, 0},
-                                {"pathlock-redis", engine_pair(pathlock::make_redis_engine(ro)), {}, 0},
-                                {"per-level-postgres", [level = std::make_shared<PerLevel>(pg.url())](
-                                                           const std::string& p) { level->pair(p); },
-                                 {}, 0}};
-  fmt::print("synchronous_commit={}\n{:<20} {:>5} {:>10} {:>10}\n", async_commit ? "off" : "on", "subject", "depth",
-             "p50_us", "pairs/s");
+  rof.url = redis_fsync.url();
+  std::vector<Subject> subjects{
+      {"pathlock-postgres", engine_pair(pathlock::make_postgres_engine(po)), {}, 0},
+      {"pathlock-redis", engine_pair(pathlock::make_redis_engine(ro)), {}, 0},
+      {"pathlock-redis-fsync", engine_pair(pathlock::make_redis_engine(rof)), {}, 0},
+      {"per-level-postgres", [level = std::make_shared<PerLevel>(pg.url())](const std::string& p) { level->pair(p); },
+       {}, 0},
+      {"pg-durable-commit", durable_commit(pg), {}, 0}};
+  print_settings(pg);
+  fmt::print("{:<22} {:>5} {:>10} {:>10} {:>10}\n", "subject", "depth", "p50_us", "pairs/s", "vs redis");
   long long next = 0;
-  for (const int depth : depths) {
-    for (Subject& s : subjects) s.micros.clear(), s.seconds = 0;
-    for (int done = 0; done < pairs; done += slice)
-      for (Subject& s : subjects) {
-        const auto slice_start = SteadyClock::now();
-        for (int i = 0; i < slice; ++i) {
-          const auto t0 = SteadyClock::now();
-          s.pair(path_at(depth, next++));
-          s.micros.push_back(std::chrono::duration<double, std::micro>(SteadyClock::now() - t0).count());
-        }
-        s.seconds += std::chrono::duration<double>(SteadyClock::now() - slice_start).count();
-      }
-    for (const Subject& s : subjects)
-      fmt::print("{:<20} {:>5} {:>10.0f} {:>10.0f}\n", s.name, depth, p50(s.micros),
-                 static_cast<double>(s.micros.size()) / s.seconds);
-  }
+  for (const int depth : {3, 5, 8}) run_depth(subjects, depth, pairs, slice, next);
   return 0;
 } catch (const std::exception& e) {
   std::cerr << "error: " << e.what() << "\n";

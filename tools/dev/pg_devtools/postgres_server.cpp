@@ -67,9 +67,20 @@ std::string slurp(const std::string& file) {
 
 bool group_alive(pid_t pid) { return ::kill(-pid, 0) == 0 || errno != ESRCH; }
 
+// Runs a program of the server's binaries to its end (as the server's
+// user); throws with its output when it fails.
+void run_tool(const std::vector<std::string>& argv, const std::string& log) {
+  const pid_t pid = spawn(argv, log, false);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw std::runtime_error("PostgresServer: " + argv.front() + " failed: " + slurp(log));
+}
+
 }  // namespace
 
-PostgresServer::PostgresServer(const std::vector<std::string>& settings) : settings_(settings) {
+// A fresh directory for the server (given to the server's user) and the binaries' place.
+void PostgresServer::prepare() {
   const char* bin = std::getenv("PATHLOCK_PG_BIN");
   bin_ = bin && *bin ? bin : "/usr/lib/postgresql/15/bin";
   char tmpl[] = "/tmp/pathlock-pg-XXXXXX";
@@ -78,17 +89,29 @@ PostgresServer::PostgresServer(const std::vector<std::string>& settings) : setti
   if (const passwd* pw = server_user()) {
     if (::chown(dir_.c_str(), pw->pw_uid, pw->pw_gid) != 0) throw std::runtime_error("PostgresServer: chown failed");
   }
-  const std::string log = dir_ + "/initdb.log";
-  const pid_t init = spawn({bin_ + "/initdb", "-D", dir_ + "/data", "-U", "postgres", "--auth=trust", "-E", "UTF8",
-                            "--locale=C", "--no-sync"},
-                           log, false);
-  int status = 0;
-  ::waitpid(init, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw std::runtime_error("PostgresServer: initdb failed: " + slurp(log));
+}
+
+PostgresServer::PostgresServer(const std::vector<std::string>& settings) : settings_(settings) {
+  prepare();
+  run_tool({bin_ + "/initdb", "-D", dir_ + "/data", "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C",
+            "--no-sync"},
+           dir_ + "/initdb.log");
   port_ = free_loopback_port();
   start();
 }
+
+PostgresServer::PostgresServer(StandbyOf, const PostgresServer& primary) {
+  prepare();
+  // A copy of the primary that streams its WAL from it (-R: standby.signal
+  // and primary_conninfo), by the replication line initdb's trust setup has.
+  run_tool({bin_ + "/pg_basebackup", "-D", dir_ + "/data", "-d", primary.url(), "-R", "-X", "stream", "--no-sync",
+            "--checkpoint=fast"},
+           dir_ + "/basebackup.log");
+  port_ = free_loopback_port();
+  start();
+}
+
+void PostgresServer::promote() { sql("SELECT pg_promote(true, 60)"); }
 
 PostgresServer::~PostgresServer() {
   stop();

@@ -12,6 +12,13 @@
 // dies with a parent that started it from the main thread
 // (PR_SET_PDEATHSIG), and is stopped (fast shutdown, then SIGKILL) and its
 // directory removed when the object is destroyed.
+//
+// A streaming standby: PostgresServer(standby_of, primary) copies a running
+// primary with pg_basebackup -R (as the same unprivileged user) and starts
+// it on a port of its own: a hot standby that streams the primary's WAL.
+// Start the primary with synchronous_standby_names=* to make every durable
+// commit wait for the standby (then commits block until a standby is up).
+// promote() makes the standby a primary (pg_promote).
 #pragma once
 
 #include <sys/types.h>
@@ -25,6 +32,10 @@ class PostgresServer {
  public:
   // Starts a private server; `settings` are extra "-c name=value" pairs.
   explicit PostgresServer(const std::vector<std::string>& settings = {});
+  // Starts a streaming standby of `primary`.
+  struct StandbyOf {};
+  static constexpr StandbyOf standby_of{};
+  PostgresServer(StandbyOf, const PostgresServer& primary);
   ~PostgresServer();
   PostgresServer(const PostgresServer&) = delete;
   PostgresServer& operator=(const PostgresServer&) = delete;
@@ -47,8 +58,11 @@ class PostgresServer {
   void restart();
   // Fast shutdown; idempotent.
   void stop();
+  // A standby becomes a primary; returns once it accepts writes.
+  void promote();
 
  private:
+  void prepare();
   void start();
 
   std::string dir_;   // the data directory is dir_/data, the socket dir_
