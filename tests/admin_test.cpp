@@ -150,6 +150,8 @@ TEST_CASE("admin: bad input exits 1 or 2 with a message and changes nothing", "[
       {{"force-release", "--redis", url, "--namespace", ns, ""}, 1},
       {{"force-release", "--redis", url, "--namespace", ns, std::string(5000, 'a')}, 1},
       {{"force-release", "--redis", url, "--namespace", ns, "zz\npathlock: warning: x released\x1b[2J"}, 1},
+      {{"status", "--redis", url, "--namespace", "bad name!"}, 1},                        // as the other commands
+      {{"status", "--redis", url, "--namespace", "a*"}, 1},
       {{"status", "--redis", url, "--tls-min-version", "1.4"}, 2},                        // not a TLS word
       {{"status", "--redis", url, "--tls-insecure-skip-verify", "maybe"}, 2},
   };

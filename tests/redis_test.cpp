@@ -279,9 +279,8 @@ TEST_CASE("two matrices share a namespace: another matrix's lock refuses whateve
   // every overlapping request (same path, ancestor, descendant), named by
   // its own record; the other matrix can list, release and force-release it.
   const RedisServer& server = shared_redis_server();
-  const std::string ns = test::unique_namespace("fp");
-  auto cloud = redis_engine(server.url());
-  auto other = redis_engine(server.url(), &impostor_matrix());
+  test::TwoMatrices versions(impostor_matrix(), "fp");
+  auto& [ns, cloud, other] = versions;
   const auto held = cloud->acquire(request(ns, "o", "upload", {{"target", "/a/f"}}));
   REQUIRE(held.granted);
 
@@ -323,9 +322,8 @@ TEST_CASE("two matrices share a namespace: another matrix's lock refuses whateve
 
 TEST_CASE("once another matrix's locks are gone, this matrix's own rules alone decide", "[redis][matrix]") {
   const RedisServer& server = shared_redis_server();
-  const std::string ns = test::unique_namespace("fp");
-  auto cloud = redis_engine(server.url());
-  auto other = redis_engine(server.url(), &impostor_matrix());
+  test::TwoMatrices versions(impostor_matrix(), "fp");
+  auto& [ns, cloud, other] = versions;
   // An operation the shipped matrix lets overlap a held upload exactly (found
   // by asking the engine, so the test follows the shipped matrix), which
   // "any overlap" refuses while the other matrix holds the same path.

@@ -48,10 +48,8 @@ LockRequest request(const std::string& ns, const std::string& owner, const std::
 }  // namespace
 
 TEST_CASE("rollout: a lock of one matrix refuses every overlapping request of another", "[rollout][redis]") {
-  const auto& server = test::shared_redis_server();
-  const std::string ns = test::unique_namespace("roll");
-  auto a = test::redis_engine(server.url());                         // the shipped matrix
-  auto b = test::redis_engine(server.url(), &refined().table());      // the product owner's new one
+  test::TwoMatrices versions(refined().table(), "roll");
+  auto& [ns, a, b] = versions;  // the shipped matrix, the product owner's new one
   const auto held = a->acquire(request(ns, "alice", "upload", {{"target", "/p/A/f"}}));
   REQUIRE(held.granted);
   // refined.json lets a scan share anything with a scan, and its "write"
@@ -84,9 +82,8 @@ TEST_CASE("rollout: a lock of one matrix refuses every overlapping request of an
 
 TEST_CASE("rollout: once the old matrix's locks are gone, the new matrix alone decides", "[rollout][redis]") {
   const auto& server = test::shared_redis_server();
-  const std::string ns = test::unique_namespace("roll");
-  auto a = test::redis_engine(server.url());
-  auto b = test::redis_engine(server.url(), &refined().table());
+  test::TwoMatrices versions(refined().table(), "roll");
+  auto& [ns, a, b] = versions;
   const auto old_lock = a->acquire(request(ns, "alice", "upload", {{"target", "/x"}}));
   REQUIRE(old_lock.granted);
   const auto scan1 = b->acquire(request(ns, "bob", "scan", {{"target", "/y"}}));

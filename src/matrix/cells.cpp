@@ -1,6 +1,7 @@
 // The cell model of the renderings (see cells.hpp).
 #include "matrix/cells.hpp"
 
+#include <array>
 #include <set>
 
 #include "matrix/explain.hpp"
@@ -8,34 +9,15 @@
 
 namespace pathlock::matrix {
 
+// Names in the order of the enumerators (cells.hpp).
 std::string_view tone_name(Tone t) {
-  switch (t) {
-    case Tone::allow:
-      return "allow";
-    case Tone::deny:
-      return "deny";
-    case Tone::unrelated:
-      return "unrelated";
-    case Tone::mixed:
-      return "mixed";
-  }
-  return "?";
+  static constexpr std::array<std::string_view, 4> kNames{"allow", "deny", "unrelated", "mixed"};
+  return kNames.at(static_cast<std::size_t>(t));
 }
 
 std::string_view piece_kind_name(PieceKind k) {
-  switch (k) {
-    case PieceKind::grid:
-      return "grid";
-    case PieceKind::decision:
-      return "decision";
-    case PieceKind::owner:
-      return "owner";
-    case PieceKind::review:
-      return "review";
-    case PieceKind::asymmetric:
-      return "asymmetric";
-  }
-  return "?";
+  static constexpr std::array<std::string_view, 5> kNames{"grid", "decision", "owner", "review", "asymmetric"};
+  return kNames.at(static_cast<std::size_t>(k));
 }
 
 std::string parts_label(const std::vector<CellPart>& parts, Origin o) {

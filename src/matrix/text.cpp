@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <map>
 #include <optional>
 
@@ -53,15 +54,9 @@ std::string markdown_grid(const Matrix& m, const std::function<std::string(std::
 }
 
 std::string relation_phrase(Relation rel) {
-  switch (rel) {
-    case Relation::same:
-      return "on the same path";
-    case Relation::held_ancestor:
-      return "requested inside the held path";
-    case Relation::held_descendant:
-      return "requested on an ancestor of the held path";
-  }
-  return "";
+  static constexpr std::array<std::string_view, kRelationCount> kPhrases{
+      "on the same path", "requested inside the held path", "requested on an ancestor of the held path"};
+  return std::string(kPhrases.at(static_cast<std::size_t>(rel)));
 }
 
 std::string relations_phrase(const std::vector<Relation>& rels) {
@@ -72,15 +67,8 @@ std::string relations_phrase(const std::vector<Relation>& rels) {
 }
 
 std::string_view relation_word(Relation rel) {
-  switch (rel) {
-    case Relation::same:
-      return "same";
-    case Relation::held_ancestor:
-      return "inside";
-    case Relation::held_descendant:
-      return "above";
-  }
-  return "?";
+  static constexpr std::array<std::string_view, kRelationCount> kWords{"same", "inside", "above"};
+  return kWords.at(static_cast<std::size_t>(rel));
 }
 
 namespace {

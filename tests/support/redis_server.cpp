@@ -1,6 +1,7 @@
 #include "support/redis_server.hpp"
 
 #include "redis/library.hpp"
+#include "support/backends.hpp"
 
 #include <cstdlib>
 
@@ -61,6 +62,11 @@ std::unique_ptr<LockEngine> redis_engine(const std::string& url, const MatrixTab
   opts.redis.command_timeout = command_timeout;
   return make_engine(opts);
 }
+
+TwoMatrices::TwoMatrices(const MatrixTable& other_matrix, const std::string& hint)
+    : ns(unique_namespace(hint)),
+      shipped(redis_engine(shared_redis_server().url())),
+      other(redis_engine(shared_redis_server().url(), &other_matrix)) {}
 
 std::string prefix_of(const std::string& ns) { return "pl:{" + ns + "}:"; }
 

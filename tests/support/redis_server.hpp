@@ -65,6 +65,15 @@ std::unique_ptr<LockEngine> redis_tls_engine(const std::string& url, const Redis
 std::unique_ptr<LockEngine> redis_engine(const std::string& url, const MatrixTable* matrix = nullptr,
                                          std::size_t pool_size = 4, Millis command_timeout = Millis{2000});
 
+// A rolling deploy's two versions on the shared server, in one fresh
+// namespace (named from `hint`): an engine of the shipped matrix and one of
+// `other` (take them apart with `auto& [ns, shipped, next] = versions;`).
+struct TwoMatrices {
+  TwoMatrices(const MatrixTable& other, const std::string& hint);
+  std::string ns;
+  std::unique_ptr<LockEngine> shipped, other;
+};
+
 // "pl:{NS}:", the prefix of every key of namespace `ns`.
 std::string prefix_of(const std::string& ns);
 

@@ -3,6 +3,7 @@
 // per step) and reads each one's status; at most --limit of them are shown,
 // so the command does bounded work on a big server. This file only prints.
 #include "admin.hpp"
+#include "json_codec.hpp"
 #include "tls_flags.hpp"
 
 #include <pathlock/admin.hpp>
@@ -44,39 +45,20 @@ std::function<std::vector<std::string>()> namespace_lister(const options::Parsed
 
 namespace {
 
-// The JSON line of a namespace's status (the shape of docs/cli.md).
-nlohmann::json status_json(const admin::NamespaceStatus& s) {
-  nlohmann::json out{{"namespace", s.ns}};
-  if (!s.exists) {
-    out["exists"] = false;
-    return out;
-  }
-  out["layout"] = s.layout;
-  if (s.fence) out["fence"] = *s.fence;
-  nlohmann::json matrices = nlohmann::json::array();
-  for (const admin::MatrixInUse& m : s.matrices) {
-    nlohmann::json j{{"fingerprint", m.fingerprint}, {"name", m.name}, {"version", m.version}};
-    if (m.tag > 0) j["tag"] = m.tag;
-    if (m.locks) j["locks"] = *m.locks;
-    if (m.waiters) j["waiters"] = *m.waiters;
-    matrices.push_back(std::move(j));
-  }
-  out["matrices"] = std::move(matrices);
-  return out;
-}
-
 int status(const options::Parsed& opt, std::ostream& out) {
   const auto limit = static_cast<std::size_t>(opt.number_or("limit", 10000));
+  // A malformed name exits 1 before connecting, as in the other admin commands.
+  if (opt.has("namespace")) admin::check_namespace(opt.get("namespace"));
   const std::unique_ptr<admin::Inspector> inspector = admin::make_inspector(backend_from(opt));
   if (opt.has("namespace")) {
-    out << status_json(inspector->status(opt.get("namespace"))).dump() << "\n";
+    out << json_codec::namespace_status(inspector->status(opt.get("namespace"))).dump() << "\n";
     return options::kExitOk;
   }
   std::size_t shown = 0;
   bool truncated = false;
   inspector->for_each_namespace([&](const std::string& ns) {
     if (shown == limit) return !(truncated = true);
-    out << status_json(inspector->status(ns)).dump() << "\n";
+    out << json_codec::namespace_status(inspector->status(ns)).dump() << "\n";
     ++shown;
     return true;
   });
@@ -87,8 +69,7 @@ int status(const options::Parsed& opt, std::ostream& out) {
 }  // namespace
 
 int run_admin(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  if (!args.empty() && (args[0] == "why" || args[0] == "locks" || args[0] == "waiters" || args[0] == "force-release" ||
-                         args[0] == "top")) {
+  if (!args.empty() && is_admin_op(args[0])) {
     try {
       return run_admin_op(args, out, err);
     } catch (const options::UsageError& e) {

@@ -38,6 +38,8 @@ inline constexpr const char* kAdminUsage =
 int run_admin(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 // why, locks, waiters, force-release, top (admin_ops.cpp). Throws options::UsageError,
 // InvalidRequest (exit status 1), BackendError (1).
+// Whether NAME is one of run_admin_op's commands.
+bool is_admin_op(const std::string& name);
 int run_admin_op(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 // Adds --backend memory|redis|postgres, --redis URL, --postgres URL and the

@@ -8,7 +8,7 @@
 #include "admin.hpp"
 
 #include <pathlock/admin.hpp>
-#include "blocker_json.hpp"
+#include "json_codec.hpp"
 #include "matrix_cli.hpp"
 #include "tls_flags.hpp"
 
@@ -37,12 +37,6 @@ using json = nlohmann::json;
 options::Options table(const std::string& cmd) {
   options::Options t = options::Options{}.command("admin " + cmd).required("namespace").value("matrix");
   return with_backend(t);
-}
-
-json targets_json(const std::vector<Target>& targets) {
-  json t = json::object();
-  for (const Target& x : targets) t[x.role] = x.path;
-  return t;
 }
 
 std::string blocker_text(const Blocker& b) {
@@ -118,11 +112,7 @@ int why(const std::vector<std::string>& args, std::ostream& out) {
     if (w.truncated) out << "(more blockers: raise --limit)\n";
     return 0;
   }
-  for (const admin::WhyBlocker& b : w.blockers) {
-    json j = blocker_json(b.blocker);
-    if (!a.has("op")) j["refuses"] = b.refuses;
-    out << j.dump() << "\n";
-  }
+  for (const admin::WhyBlocker& b : w.blockers) out << json_codec::why_blocker(b, !a.has("op")).dump() << "\n";
   out << json{{"blocked", !w.blockers.empty()}, {"blockers", w.blockers.size()}, {"truncated", w.truncated}}.dump()
       << "\n";
   return 0;
@@ -139,10 +129,7 @@ int locks(const std::vector<std::string>& args, std::ostream& out) {
     const ListPage page =
         e.engine->list_page(a.get("namespace"), prefix, std::min(limit - shown, kMaxListLimit), after);
     for (const LockInfo& l : page.locks)
-      out << json{{"id", l.id},         {"owner", l.owner}, {"op", l.op},
-                  {"targets", targets_json(l.targets)}, {"fence", l.fence}, {"holds", l.holds},
-                  {"expires_in_ms", l.expires_in.count()}}
-                 .dump()
+      out << json_codec::lock(l).dump()
           << "\n";
     shown += page.locks.size();
     after = page.next;
@@ -157,13 +144,7 @@ int waiters(const std::vector<std::string>& args, std::ostream& out) {
   Engine e = engine_of(a);
   const auto limit = static_cast<std::size_t>(a.number_or("limit", kMaxWaiters));
   for (const WaiterInfo& w : e.engine->waiters(a.get("namespace"), a.positional.empty() ? "/" : a.positional[0], limit))
-    out << json{{"id", w.id},
-                {"owner", w.owner},
-                {"op", w.op},
-                {"targets", targets_json(w.targets)},
-                {"waited_ms", w.waited.count()},
-                {"expires_in_ms", w.expires_in.count()}}
-               .dump()
+    out << json_codec::waiter(w).dump()
         << "\n";
   return 0;
 }
@@ -242,14 +223,39 @@ int top(const std::vector<std::string>& args, std::ostream& out) {
 
 }  // namespace
 
+namespace {
+
+using Args = std::vector<std::string>;
+
+// The admin commands of this file: name and handler (their usage lines are
+// kAdminUsage, admin.hpp).
+struct AdminOp {
+  const char* name;
+  int (*run)(const Args& args, std::ostream& out, std::ostream& err);
+};
+
+const AdminOp kAdminOps[] = {
+    {"why", [](const Args& a, std::ostream& out, std::ostream&) { return why(a, out); }},
+    {"locks", [](const Args& a, std::ostream& out, std::ostream&) { return locks(a, out); }},
+    {"waiters", [](const Args& a, std::ostream& out, std::ostream&) { return waiters(a, out); }},
+    {"force-release", [](const Args& a, std::ostream& out, std::ostream& err) { return force_release(a, out, err); }},
+    {"top", [](const Args& a, std::ostream& out, std::ostream&) { return top(a, out); }},
+};
+
+const AdminOp* find_admin_op(const std::string& name) {
+  for (const AdminOp& op : kAdminOps)
+    if (name == op.name) return &op;
+  return nullptr;
+}
+
+}  // namespace
+
+bool is_admin_op(const std::string& name) { return find_admin_op(name) != nullptr; }
+
 int run_admin_op(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  const std::string& cmd = args.at(0);
-  if (cmd == "why") return why(args, out);
-  if (cmd == "locks") return locks(args, out);
-  if (cmd == "waiters") return waiters(args, out);
-  if (cmd == "force-release") return force_release(args, out, err);
-  if (cmd == "top") return top(args, out);
-  throw options::UsageError(fmt::format("unknown admin command '{}'", cmd));
+  const AdminOp* op = args.empty() ? nullptr : find_admin_op(args[0]);
+  if (!op) throw options::UsageError(fmt::format("unknown admin command '{}'", args.empty() ? "" : args[0]));
+  return op->run(args, out, err);
 }
 
 }  // namespace pathlock::cli

@@ -72,4 +72,24 @@ json waiter(const WaiterInfo& w) {
               {"expires_in_ms", w.expires_in.count()}};
 }
 
+json namespace_status(const admin::NamespaceStatus& s) {
+  json out{{"namespace", s.ns}};
+  if (!s.exists) {
+    out["exists"] = false;
+    return out;
+  }
+  out["layout"] = s.layout;
+  if (s.fence) out["fence"] = *s.fence;
+  json matrices = json::array();
+  for (const admin::MatrixInUse& m : s.matrices) {
+    json j{{"fingerprint", m.fingerprint}, {"name", m.name}, {"version", m.version}};
+    if (m.tag > 0) j["tag"] = m.tag;
+    if (m.locks) j["locks"] = *m.locks;
+    if (m.waiters) j["waiters"] = *m.waiters;
+    matrices.push_back(std::move(j));
+  }
+  out["matrices"] = std::move(matrices);
+  return out;
+}
+
 }  // namespace pathlock::json_codec

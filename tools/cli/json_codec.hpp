@@ -35,5 +35,8 @@ json blocker(const Blocker& blocker);
 json why_blocker(const admin::WhyBlocker& blocker, bool with_refuses);
 // {"id","owner","op","targets","waited_ms","expires_in_ms"}
 json waiter(const WaiterInfo& waiter);
+// {"namespace","exists":false} or {"namespace","layout","fence","matrices":[{"tag",
+// "fingerprint","name","version","locks","waiters"}]} (`admin status`).
+json namespace_status(const admin::NamespaceStatus& status);
 
 }  // namespace pathlock::json_codec

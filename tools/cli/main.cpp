@@ -1,14 +1,8 @@
-// pathlock: command-line front end (docs/cli.md).
-//   pathlock --version
-//   pathlock demo [--backend memory|redis|postgres] [--redis URL] [--postgres URL] [--matrix FILE]
-//   pathlock shell [--backend memory|redis|postgres] [--redis URL] [--postgres URL] [--namespace NAME] [--matrix FILE]
-//                  [--metrics-listen HOST:PORT]
-//   pathlock console [--backend memory|redis|postgres] [--redis URL] [--postgres URL] [--matrix FILE] [--listen HOST:PORT] [--admin]
-//                    [--scrape URL]...
-//   pathlock matrix lint|render|explain|diff|scaffold ... (matrix_cli.cpp)
-//   pathlock admin status --redis URL [--namespace NS] [--limit N] (admin.cpp)
-//   pathlock redis load|libraries --redis URL [--matrix FILE] (redis_cmd.cpp)
-//   and with a rediss:// URL, the --tls-* options (tls_flags.hpp)
+// pathlock: command-line front end (docs/cli.md). Its commands are the
+// table kCommands below (name, usage, options, handler): `pathlock --help`
+// prints the usage lines of that table, so each is written once; a command
+// with subcommands (admin, redis, matrix) keeps its own usage beside its
+// own table.
 #include "admin.hpp"
 #include "demo.hpp"
 #include "matrix_cli.hpp"
@@ -57,29 +51,6 @@ std::string default_matrix_file() {
   }
 #endif
   return PATHLOCK_DEFAULT_MATRIX_JSON;
-}
-
-std::string usage_text() {
-  return std::string(
-             "usage:\n"
-             "  pathlock --version\n"
-             "  pathlock demo  [--backend memory|redis|postgres] [--redis URL] [--postgres URL] [--matrix FILE]\n"
-             "  pathlock shell [--backend memory|redis|postgres] [--redis URL] [--postgres URL] [--namespace NAME]\n"
-             "                 [--matrix FILE]\n"
-             "                 [--metrics-listen HOST:PORT] [--metrics-allow-host NAME]...\n"
-             "  pathlock console [--backend memory|redis|postgres] [--redis URL] [--postgres URL] [--matrix FILE]\n"
-             "                   [--listen HOST:PORT] [--admin]\n"
-             "                   [--allow-host NAME]... [--scrape http://HOST:PORT/metrics]...\n") +
-         cli::kMatrixUsage + cli::kAdminUsage + cli::kRedisUsage + cli::kTlsUsage + cli::kPasswordUsage + "FILE defaults to the shipped matrix:\n  " +
-         default_matrix_file() +
-         "\n"
-         "--matrix FILE compiles FILE at start instead (see matrix/README.md).\n"
-         "Exit status: 0 done, 1 failed (the error on stderr), 2 bad usage (docs/cli.md).\n";
-}
-
-int usage() {
-  std::cerr << usage_text();
-  return options::kExitUsage;
 }
 
 // The option tables (tools/common/options.hpp); a bad command line exits
@@ -215,30 +186,94 @@ int console_command(int argc, char** argv) {
 #endif
 }
 
+namespace {
+
+int demo_command(int argc, char** argv) {
+  const options::Parsed p = kDemoOptions.parse(argc, argv, 2);
+  const auto compiled = matrix_from(p);
+  return cli::run_demo(*engine_from(p, compiled.get()), std::cout);
+}
+
+std::vector<std::string> rest_of(int argc, char** argv) { return {argv + 2, argv + argc}; }
+
+int admin_command(int argc, char** argv) { return cli::run_admin(rest_of(argc, argv), std::cout, std::cerr); }
+int redis_command(int argc, char** argv) {
+  return cli::run_redis_command(rest_of(argc, argv), std::cout, std::cerr);
+}
+int matrix_command(int argc, char** argv) {
+  return cli::run_matrix_command(rest_of(argc, argv), default_matrix_file(), std::cout, std::cerr);
+}
+int version_command(int argc, char** argv);
+int help_command(int argc, char** argv);
+
+// The commands: name, usage lines (each "  pathlock ..." line; a command's
+// options are its table above or its subcommands' own), handler.
+struct Command {
+  const char* name;
+  const char* usage;
+  int (*run)(int argc, char** argv);
+};
+
+const Command kCommands[] = {
+    {"--version", "  pathlock --version\n", version_command},
+    {"demo", "  pathlock demo  [--backend memory|redis|postgres] [--redis URL] [--postgres URL] [--matrix FILE]\n",
+     demo_command},
+    {"shell",
+     "  pathlock shell [--backend memory|redis|postgres] [--redis URL] [--postgres URL] [--namespace NAME]\n"
+     "                 [--matrix FILE]\n"
+     "                 [--metrics-listen HOST:PORT] [--metrics-allow-host NAME]...\n",
+     shell_command},
+    {"console",
+     "  pathlock console [--backend memory|redis|postgres] [--redis URL] [--postgres URL] [--matrix FILE]\n"
+     "                   [--listen HOST:PORT] [--admin]\n"
+     "                   [--allow-host NAME]... [--scrape http://HOST:PORT/metrics]...\n",
+     console_command},
+    {"matrix", cli::kMatrixUsage, matrix_command},
+    {"admin", cli::kAdminUsage, admin_command},
+    {"redis", cli::kRedisUsage, redis_command},
+    {"--help", "", help_command},
+    {"help", "", help_command},
+};
+
+std::string usage_text() {
+  std::string text = "usage:\n";
+  for (const Command& c : kCommands) text += c.usage;
+  return text + cli::kTlsUsage + cli::kPasswordUsage + "FILE defaults to the shipped matrix:\n  " +
+         default_matrix_file() +
+         "\n"
+         "--matrix FILE compiles FILE at start instead (see matrix/README.md).\n"
+         "Exit status: 0 done, 1 failed (the error on stderr), 2 bad usage (docs/cli.md).\n";
+}
+
+int usage() {
+  std::cerr << usage_text();
+  return options::kExitUsage;
+}
+
+int version_command(int argc, char**) {
+  if (argc != 2) return usage();
+  std::cout << "pathlock " << kVersionString << "\n";
+  return options::kExitOk;
+}
+
+int help_command(int, char**) {
+  std::cout << usage_text();
+  return options::kExitOk;
+}
+
+const Command* find_command(const std::string& name) {
+  for (const Command& c : kCommands)
+    if (name == c.name) return &c;
+  return nullptr;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  if (argc < 2) return usage();
-  const std::string cmd = argv[1];
+  const Command* command = argc < 2 ? nullptr : find_command(argv[1]);
+  if (!command) return usage();
   try {
-    if (cmd == "demo") {
-      const options::Parsed p = kDemoOptions.parse(argc, argv, 2);
-      const auto compiled = matrix_from(p);
-      return cli::run_demo(*engine_from(p, compiled.get()), std::cout);
-    }
-    if (cmd == "shell") return shell_command(argc, argv);
-    if (cmd == "console") return console_command(argc, argv);
-    if (cmd == "admin") return cli::run_admin({argv + 2, argv + argc}, std::cout, std::cerr);
-    if (cmd == "redis") return cli::run_redis_command({argv + 2, argv + argc}, std::cout, std::cerr);
-    if (cmd == "matrix")
-      return cli::run_matrix_command({argv + 2, argv + argc}, default_matrix_file(), std::cout, std::cerr);
-    if (cmd == "--version") {
-      if (argc != 2) return usage();
-      std::cout << "pathlock " << kVersionString << "\n";
-      return options::kExitOk;
-    }
-    if (cmd == "--help" || cmd == "help") {
-      std::cout << usage_text();
-      return options::kExitOk;
-    }
+    return command->run(argc, argv);
   } catch (const options::UsageError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return options::kExitUsage;
@@ -249,5 +284,4 @@ int main(int argc, char** argv) {
     std::cerr << "error: " << e.what() << "\n";
     return options::kExitFailure;
   }
-  return usage();
 }
