@@ -94,6 +94,23 @@ TEST_CASE("postgres: the conflict check reads the indexes, never the whole locks
   CHECK(scans().first == before.first);
 }
 
+namespace {
+
+// After a crash (and a restart or a failover), as seen by a new engine:
+// `grant` (an upload of /a/file) is still held, refuses what overlaps it,
+// and the next fence is higher.
+void still_held(LockEngine& after, const std::string& ns, const Grant& grant) {
+  CHECK(after.is_held(ns, grant.id, grant.token));
+  const AcquireResult refused = after.acquire(test::one_target_request(ns, "bob", "delete_folder", "/a"));
+  REQUIRE_FALSE(refused.granted);
+  CHECK(refused.conflict.id == grant.id);
+  const AcquireResult b = after.acquire(upload(ns, "/b/file"));
+  REQUIRE(b.granted);
+  CHECK(b.grant.fence > grant.fence);
+}
+
+}  // namespace
+
 TEST_CASE("postgres: a grant survives kill -9 of the postmaster and fences go on upward", "[postgres]") {
   devtools::PostgresServer server;
   auto engine = test::postgres_engine(nullptr, server.url());
@@ -103,13 +120,7 @@ TEST_CASE("postgres: a grant survives kill -9 of the postmaster and fences go on
   server.kill_hard();
   server.restart();
   auto after = test::postgres_engine(nullptr, server.url());
-  CHECK(after->is_held(ns, a.grant.id, a.grant.token));
-  const AcquireResult refused = after->acquire(test::one_target_request(ns, "bob", "delete_folder", "/a"));
-  REQUIRE_FALSE(refused.granted);
-  CHECK(refused.conflict.id == a.grant.id);
-  const AcquireResult b = after->acquire(upload(ns, "/b/file"));
-  REQUIRE(b.granted);
-  CHECK(b.grant.fence > a.grant.fence);
+  still_held(*after, ns, a.grant);
   // The first engine's pooled connections died with the server: it finds
   // out and connects again.
   CHECK(engine->release(ns, a.grant.id, a.grant.token));
@@ -261,13 +272,7 @@ TEST_CASE("postgres: with a synchronous standby, the promoted standby keeps ever
   primary.kill_hard();
   standby.promote();
   auto after = test::postgres_engine(nullptr, standby.url());
-  CHECK(after->is_held(ns, a.grant.id, a.grant.token));
-  const AcquireResult refused = after->acquire(test::one_target_request(ns, "bob", "delete_folder", "/a"));
-  REQUIRE_FALSE(refused.granted);
-  CHECK(refused.conflict.id == a.grant.id);
-  const AcquireResult b = after->acquire(upload(ns, "/b/file"));
-  REQUIRE(b.granted);
-  CHECK(b.grant.fence > a.grant.fence);
+  still_held(*after, ns, a.grant);
 }
 
 TEST_CASE("postgres: listen_url gives the listener a route of its own", "[postgres]") {

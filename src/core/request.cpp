@@ -252,6 +252,14 @@ std::uint64_t check_page(std::size_t limit, std::string_view after) {
   return fence;
 }
 
+PageQuery check_list_page(std::string_view ns, std::string_view prefix, std::size_t limit, std::string_view after) {
+  check_namespace(ns);
+  PageQuery q;
+  q.prefix = resolve_prefix(prefix);
+  q.after = check_page(limit, after);
+  return q;
+}
+
 std::vector<LockInfo> list_by_pages(LockEngine& engine, std::string_view ns, std::string_view prefix) {
   std::vector<LockInfo> out;
   std::string after;

@@ -56,6 +56,13 @@ void order_blockers(std::vector<Blocker>& blockers, std::size_t from);
 // Checks list_page's limit and cursor; returns the fence the cursor names
 // (0 for the first page). Throws InvalidRequest.
 std::uint64_t check_page(std::size_t limit, std::string_view after);
+// A list_page call's arguments, checked: the canonical prefix and the fence
+// its cursor names (0 for the first page). Throws InvalidRequest.
+struct PageQuery {
+  std::string prefix;
+  std::uint64_t after = 0;
+};
+PageQuery check_list_page(std::string_view ns, std::string_view prefix, std::size_t limit, std::string_view after);
 // list(ns, prefix) of a backend that pages: list_page() with the largest
 // limit until the last page.
 std::vector<LockInfo> list_by_pages(LockEngine& engine, std::string_view ns, std::string_view prefix);

@@ -201,9 +201,7 @@ class PostgresEngine final : public LockEngine {
   // have a `next`: the fence of the last lock looked at.
   ListPage list_page(std::string_view ns, std::string_view prefix, std::size_t limit,
                      std::string_view after) override {
-    core::check_namespace(ns);
-    const std::string canonical = core::resolve_prefix(prefix);
-    const std::uint64_t from = core::check_page(limit, after);
+    const auto [canonical, from] = core::check_list_page(ns, prefix, limit, after);
     const Result r = call(
         "WITH looked AS (SELECT * FROM pathlock.locks l WHERE l.ns = $1 AND l.fence > $2::bigint "
         "ORDER BY l.fence LIMIT $3::int) "

@@ -133,9 +133,7 @@ class RedisEngine final : public LockEngine {
   // rights only may list.
   ListPage list_page(std::string_view ns, std::string_view prefix, std::size_t limit,
                      std::string_view after) override {
-    core::check_namespace(ns);
-    const std::string canonical = core::resolve_prefix(prefix);
-    core::check_page(limit, after);
+    const std::string canonical = core::check_list_page(ns, prefix, limit, after).prefix;
     const Reply r = run("list_ro", ns, {canonical, std::to_string(limit), std::string(after)});
     if (r.at(reply::list::status).text() != "locks") unexpected("list", r.at(reply::list::status).text());
     ListPage page;
