@@ -14,6 +14,13 @@
 
 namespace pathlock::core {
 
+void release_quietly(LockEngine& engine, std::string_view ns, const Grant& grant) noexcept {
+  try {
+    engine.release(ns, grant.id, grant.token);
+  } catch (...) {
+  }
+}
+
 namespace {
 
 std::atomic<WaitObserver*> wait_observer{nullptr};  // the test hook; see waiting.hpp

@@ -63,6 +63,10 @@ class WaitingAttempts {
   virtual void give_back(const Grant& grant) noexcept = 0;
 };
 
+// What every backend's give_back() does: releases `grant` through the
+// engine's own release(), swallowing a failure (the lease then ends at its TTL).
+void release_quietly(LockEngine& engine, std::string_view ns, const Grant& grant) noexcept;
+
 // Does a wake-up concern `req`? `payloads` are the messages of a backend's
 // wake-up channel: each the removed paths, LF-separated, or empty ("look
 // again"). Only a removal that overlaps one of the request's targets can let

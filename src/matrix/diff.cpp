@@ -50,7 +50,7 @@ std::vector<RuleLine> rules_naming(const Matrix& m, const std::vector<bool>& onl
         if (same != out.end())
           same->relations.push_back(relation);
         else
-          out.push_back(RuleLine{m.code_name(held), m.code_name(req), {relation}, v, rule.origin, rule.review});
+          out.push_back(RuleLine{{m.code_name(held), m.code_name(req), {relation}}, v, rule.origin, rule.review});
       }
     }
   return out;
@@ -129,7 +129,7 @@ MatrixDiff diff_matrices(const Matrix& before, const Matrix& after) {
             d.cells.back().before == b && d.cells.back().after == a)
           d.cells.back().relations.push_back(relation);
         else
-          d.cells.push_back(CellChange{held, req, {relation}, b, a});
+          d.cells.push_back(CellChange{{held, req, {relation}}, b, a});
       }
     }
   }

@@ -22,20 +22,22 @@
 
 namespace pathlock::matrix {
 
-struct CellChange {
+// A held role against a requested role, over some relations: where a diff
+// line applies.
+struct CellSpan {
   std::string held;       // "move_file.src"
   std::string requested;  // "create.target"
   std::vector<Relation> relations;
+};
+
+struct CellChange : CellSpan {
   Verdict before = Verdict::allow;
   Verdict after = Verdict::allow;
 };
 
 // One rule of a code present on one side only: what it says (added) or
 // said (removed), over the relations where the verdict is the same.
-struct RuleLine {
-  std::string held;       // "share_link.target"
-  std::string requested;  // "create.target"
-  std::vector<Relation> relations;
+struct RuleLine : CellSpan {
   Verdict verdict = Verdict::allow;
   Origin origin = Origin::owner;
   std::string review;  // the rule's "review" text: non-empty while it waits for a decision

@@ -191,12 +191,7 @@ class MemoryEngine final : public LockEngine {
       interrupted_ = true;
       ns_.changed.notify_all();
     }
-    void give_back(const Grant& grant) noexcept override {
-      try {
-        engine_.release(request_.ns, grant.id, grant.token);
-      } catch (...) {
-      }
-    }
+    void give_back(const Grant& grant) noexcept override { core::release_quietly(engine_, request_.ns, grant); }
     void leave() noexcept override {
       if (!me_) return;
       std::lock_guard guard(ns_.mutex);

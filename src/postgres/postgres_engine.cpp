@@ -311,12 +311,7 @@ class PostgresEngine final : public LockEngine {
       }
     }
     void interrupt() noexcept override { subscription_->interrupt(); }
-    void give_back(const Grant& grant) noexcept override {
-      try {
-        engine_.release(ns_, grant.id, grant.token);
-      } catch (...) {
-      }
-    }
+    void give_back(const Grant& grant) noexcept override { core::release_quietly(engine_, ns_, grant); }
 
    private:
     PostgresEngine& engine_;

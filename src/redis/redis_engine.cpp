@@ -218,12 +218,7 @@ class RedisEngine final : public LockEngine {
       if (!waiter_.empty()) engine_.leave(ns_, waiter_);
     }
     void interrupt() noexcept override { interrupt_.raise(); }
-    void give_back(const Grant& grant) noexcept override {
-      try {
-        engine_.release(ns_, grant.id, grant.token);
-      } catch (...) {
-      }
-    }
+    void give_back(const Grant& grant) noexcept override { core::release_quietly(engine_, ns_, grant); }
 
    private:
     RedisEngine& engine_;
