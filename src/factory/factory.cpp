@@ -4,19 +4,22 @@
 //
 // Adding a backend: give it a public header with its options struct and
 // make_<name>_engine() (like pathlock/redis.hpp), a Backend enumerator and
-// an EngineOptions member here, a case in make_engine and parse_backend, and
-// a row in the conformance table (tests/support/backends.cpp).
+// an EngineOptions member, a row in kBackends below (engine and Inspector),
+// and a row in the conformance table (tests/support/backends.cpp).
+#include <pathlock/admin.hpp>
 #include <pathlock/factory.hpp>
 
 #include <fmt/format.h>
 
 namespace pathlock {
-
-Backend parse_backend(std::string_view name) {
-  if (name == "memory") return Backend::memory;
-  if (name == "redis") return Backend::redis;
-  if (name == "postgres") return Backend::postgres;
-  throw InvalidRequest(fmt::format("unknown backend '{}' (use memory, redis or postgres)", name));
+namespace redis {
+std::unique_ptr<admin::Inspector> make_redis_inspector(const RedisOptions& options);  // src/redis/admin.cpp
+}
+namespace postgres {
+std::unique_ptr<admin::Inspector> make_postgres_inspector(const PostgresOptions& options);  // src/postgres/admin.cpp
+}
+namespace admin {
+std::unique_ptr<Inspector> make_memory_inspector();  // inspector.cpp
 }
 
 namespace {
@@ -29,28 +32,63 @@ BackendOptions with_common(BackendOptions backend, const EngineOptions& options)
   return backend;
 }
 
-// What a build without a backend answers for it.
-[[noreturn, maybe_unused]] void not_built(const char* backend, const char* option) {
-  throw InvalidRequest(fmt::format("this build of pathlock has no {} backend ({}=OFF)", backend, option));
+using EngineMaker = std::unique_ptr<LockEngine> (*)(const EngineOptions&);
+using InspectorMaker = std::unique_ptr<admin::Inspector> (*)(const EngineOptions&);
+
+// The backends: name, what makes its engine and its Inspector, and for a
+// backend this build leaves out (no makers), the option that adds it.
+struct BackendRow {
+  Backend backend;
+  const char* name;
+  const char* title;
+  EngineMaker engine;
+  InspectorMaker inspector;
+  const char* build_option;
+};
+
+const BackendRow kBackends[] = {
+    {Backend::memory, "memory", "memory",
+     [](const EngineOptions& o) { return make_memory_engine(with_common(o.memory, o)); },
+     [](const EngineOptions&) { return admin::make_memory_inspector(); }, nullptr},
+#ifdef PATHLOCK_WITH_REDIS
+    {Backend::redis, "redis", "Redis", [](const EngineOptions& o) { return make_redis_engine(with_common(o.redis, o)); },
+     [](const EngineOptions& o) { return redis::make_redis_inspector(o.redis); }, "PATHLOCK_WITH_REDIS"},
+#else
+    {Backend::redis, "redis", "Redis", nullptr, nullptr, "PATHLOCK_WITH_REDIS"},
+#endif
+#ifdef PATHLOCK_WITH_POSTGRES
+    {Backend::postgres, "postgres", "PostgreSQL",
+     [](const EngineOptions& o) { return make_postgres_engine(with_common(o.postgres, o)); },
+     [](const EngineOptions& o) { return postgres::make_postgres_inspector(o.postgres); }, "PATHLOCK_WITH_POSTGRES"},
+#else
+    {Backend::postgres, "postgres", "PostgreSQL", nullptr, nullptr, "PATHLOCK_WITH_POSTGRES"},
+#endif
+};
+
+// The row of `backend`; InvalidRequest when this build leaves it out.
+const BackendRow& built(Backend backend) {
+  for (const BackendRow& row : kBackends) {
+    if (row.backend != backend) continue;
+    if (!row.engine)
+      throw InvalidRequest(
+          fmt::format("this build of pathlock has no {} backend ({}=OFF)", row.title, row.build_option));
+    return row;
+  }
+  throw InvalidRequest("unknown backend");
 }
 
 }  // namespace
 
-std::unique_ptr<LockEngine> make_engine(const EngineOptions& options) {
-  switch (options.backend) {
-    case Backend::memory: return make_memory_engine(with_common(options.memory, options));
-#ifdef PATHLOCK_WITH_REDIS
-    case Backend::redis: return make_redis_engine(with_common(options.redis, options));
-#else
-    case Backend::redis: not_built("Redis", "PATHLOCK_WITH_REDIS");
-#endif
-#ifdef PATHLOCK_WITH_POSTGRES
-    case Backend::postgres: return make_postgres_engine(with_common(options.postgres, options));
-#else
-    case Backend::postgres: not_built("PostgreSQL", "PATHLOCK_WITH_POSTGRES");
-#endif
-  }
-  throw InvalidRequest("unknown backend");
+Backend parse_backend(std::string_view name) {
+  for (const BackendRow& row : kBackends)
+    if (name == row.name) return row.backend;
+  throw InvalidRequest(fmt::format("unknown backend '{}' (use memory, redis or postgres)", name));
+}
+
+std::unique_ptr<LockEngine> make_engine(const EngineOptions& options) { return built(options.backend).engine(options); }
+
+std::unique_ptr<admin::Inspector> admin::make_inspector(const EngineOptions& options) {
+  return built(options.backend).inspector(options);
 }
 
 }  // namespace pathlock

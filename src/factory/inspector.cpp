@@ -1,5 +1,5 @@
-// admin::make_inspector and the operator's input checks (pathlock/admin.hpp):
-// like factory.cpp, the one place that names every backend's Inspector.
+// The memory backend's Inspector and the operator's input checks
+// (pathlock/admin.hpp); admin::make_inspector is in factory.cpp's backend table.
 #include <pathlock/admin.hpp>
 #include <pathlock/redis_admin.hpp>
 
@@ -8,13 +8,6 @@
 #include <algorithm>
 
 namespace pathlock {
-namespace redis {
-std::unique_ptr<admin::Inspector> make_redis_inspector(const RedisOptions& options);  // src/redis/admin.cpp
-}
-namespace postgres {
-std::unique_ptr<admin::Inspector> make_postgres_inspector(const PostgresOptions& options);  // src/postgres/admin.cpp
-}
-
 namespace admin {
 namespace {
 
@@ -34,24 +27,8 @@ class MemoryInspector final : public Inspector {
 
 }  // namespace
 
-std::unique_ptr<Inspector> make_inspector(const EngineOptions& options) {
-  switch (options.backend) {
-    case Backend::memory: return std::make_unique<MemoryInspector>();
-    case Backend::redis:
-#ifdef PATHLOCK_WITH_REDIS
-      return redis::make_redis_inspector(options.redis);
-#else
-      throw InvalidRequest("this build of pathlock has no Redis backend (PATHLOCK_WITH_REDIS=OFF)");
-#endif
-    case Backend::postgres:
-#ifdef PATHLOCK_WITH_POSTGRES
-      return postgres::make_postgres_inspector(options.postgres);
-#else
-      throw InvalidRequest("this build of pathlock has no PostgreSQL backend (PATHLOCK_WITH_POSTGRES=OFF)");
-#endif
-  }
-  throw InvalidRequest("unknown backend");
-}
+// The memory backend's Inspector (factory.cpp's table names it).
+std::unique_ptr<Inspector> make_memory_inspector() { return std::make_unique<MemoryInspector>(); }
 
 NamespaceList list_namespaces(Inspector& inspector, std::size_t limit) {
   NamespaceList out;

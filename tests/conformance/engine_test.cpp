@@ -42,18 +42,17 @@ TEST_CASE("the article's story: a folder move against work under it", "[engine]"
 TEST_CASE("while a folder moves, ancestors and descendants are locked, siblings are not", "[engine]") {
   Fixture f;
   REQUIRE(f.two("alice", "move_folder", "/p/A/C", "/p/X").granted);
-  CHECK_FALSE(f.one("b", "upload", "/p/A/C/D").granted);
-  CHECK_FALSE(f.one("b", "create", "/p/A").granted);
-  CHECK_FALSE(f.one("b", "create", "/p").granted);
-  CHECK_FALSE(f.one("b", "delete_folder", "/p").granted);
-  CHECK(f.one("b", "rename_file", "/p/A/a.txt").granted);
-  CHECK(f.one("b", "upload", "/p/B").granted);
-  CHECK(f.one("b", "upload", "/p/A/CD").granted);
-  CHECK(f.one("b", "upload", "/p/X2").granted);
-  CHECK(f.one("b", "upload", "/q/A/C").granted);
+  f.expect("b", {{"upload", "/p/A/C/D", false},
+                 {"create", "/p/A", false},
+                 {"create", "/p", false},
+                 {"delete_folder", "/p", false},
+                 {"rename_file", "/p/A/a.txt", true},
+                 {"upload", "/p/B", true},
+                 {"upload", "/p/A/CD", true},
+                 {"upload", "/p/X2", true},
+                 {"upload", "/q/A/C", true}});
   // The destination: B× for create, B√ for rename_file (row move_folder).
-  CHECK_FALSE(f.one("c", "create", "/p/X").granted);
-  CHECK(f.one("c", "rename_file", "/p/X/f.txt").granted);
+  f.expect("c", {{"create", "/p/X", false}, {"rename_file", "/p/X/f.txt", true}});
 }
 
 TEST_CASE("two uploads into one folder run in parallel, a delete of it waits", "[engine]") {
@@ -228,17 +227,16 @@ TEST_CASE("force_release drops a lock whatever its holds", "[engine]") {
 TEST_CASE("unicode and metacharacters are plain names", "[engine]") {
   Fixture f;
   const std::string meta = "/p/-.%()[]*+?^$";
-  REQUIRE(f.one("a", "delete_folder", meta).granted);
-  CHECK_FALSE(f.one("b", "upload", meta + "/x").granted);
-  CHECK(f.one("b", "upload", "/p/-.%()[]*+?^").granted);   // a prefix string, another name
-  CHECK(f.one("b", "upload", "/p/x-.%()[]*+?^$").granted);  // a suffix string, another name
-  CHECK(f.one("b", "upload", "/p/.%").granted);
-  REQUIRE(f.one("a", "delete_folder", "/项目/文件夹").granted);
-  CHECK_FALSE(f.one("b", "upload", "/项目/文件夹/子").granted);
-  CHECK(f.one("b", "upload", "/项目/文件").granted);
-  REQUIRE(f.one("a", "delete_folder", "/p/{x}/A C").granted);
-  CHECK_FALSE(f.one("b", "upload", "/p/{x}/A C/d").granted);
-  CHECK(f.one("b", "upload", "/p/{x}/A").granted);
+  f.expect("a", {{"delete_folder", meta, true}, {"delete_folder", "/项目/文件夹", true},
+                 {"delete_folder", "/p/{x}/A C", true}});
+  f.expect("b", {{"upload", meta + "/x", false},
+                 {"upload", "/p/-.%()[]*+?^", true},    // a prefix string, another name
+                 {"upload", "/p/x-.%()[]*+?^$", true},  // a suffix string, another name
+                 {"upload", "/p/.%", true},
+                 {"upload", "/项目/文件夹/子", false},
+                 {"upload", "/项目/文件", true},
+                 {"upload", "/p/{x}/A C/d", false},
+                 {"upload", "/p/{x}/A", true}});
 }
 
 TEST_CASE("the root path is a lock path like any other", "[engine]") {

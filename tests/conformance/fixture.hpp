@@ -97,6 +97,18 @@ struct Fixture {
   AcquireResult two(const std::string& owner, const std::string& op, const std::string& src, const std::string& dst) {
     return take(owner, op, {{"src", src}, {"dst", dst}});
   }
+  // One-target requests of `owner` asked in turn, each checked against the
+  // answer it must get (a grant stays held): a stretch of the matrix as a table.
+  struct Ask {
+    std::string op, path;
+    bool granted;
+  };
+  void expect(const std::string& owner, const std::vector<Ask>& asks) {
+    for (const Ask& a : asks) {
+      INFO(owner << " asks " << a.op << " " << a.path);
+      CHECK(one(owner, a.op, a.path).granted == a.granted);
+    }
+  }
   std::size_t held() { return engine->list(ns).size(); }
   // True if nothing is held at or around `path` (a delete_folder probe gets in).
   bool free(const std::string& path) {
