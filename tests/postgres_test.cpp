@@ -115,15 +115,13 @@ TEST_CASE("postgres: a grant survives kill -9 of the postmaster and fences go on
   devtools::PostgresServer server;
   auto engine = test::postgres_engine(nullptr, server.url());
   const std::string ns = "durable";
-  const AcquireResult a = engine->acquire(upload(ns, "/a/file"));
-  REQUIRE(a.granted);
+  const Grant a = test::granted(*engine, upload(ns, "/a/file"));
   server.kill_hard();
   server.restart();
-  auto after = test::postgres_engine(nullptr, server.url());
-  still_held(*after, ns, a.grant);
+  still_held(*test::postgres_engine(nullptr, server.url()), ns, a);
   // The first engine's pooled connections died with the server: it finds
   // out and connects again.
-  CHECK(engine->release(ns, a.grant.id, a.grant.token));
+  CHECK(engine->release(ns, a.id, a.token));
 }
 
 TEST_CASE("postgres: a connection dropped by the server is an error, and the engine goes on", "[postgres]") {
@@ -267,12 +265,10 @@ TEST_CASE("postgres: with a synchronous standby, the promoted standby keeps ever
   }));
   auto engine = test::postgres_engine(nullptr, primary.url());
   const std::string ns = "replica";
-  const AcquireResult a = engine->acquire(upload(ns, "/a/file"));
-  REQUIRE(a.granted);
+  const Grant a = test::granted(*engine, upload(ns, "/a/file"));
   primary.kill_hard();
   standby.promote();
-  auto after = test::postgres_engine(nullptr, standby.url());
-  still_held(*after, ns, a.grant);
+  still_held(*test::postgres_engine(nullptr, standby.url()), ns, a);
 }
 
 TEST_CASE("postgres: listen_url gives the listener a route of its own", "[postgres]") {

@@ -281,16 +281,14 @@ TEST_CASE("two matrices share a namespace: another matrix's lock refuses whateve
   const RedisServer& server = shared_redis_server();
   test::TwoMatrices versions(impostor_matrix(), "fp");
   auto& [ns, cloud, other] = versions;
-  const auto held = cloud->acquire(request(ns, "o", "upload", {{"target", "/a/f"}}));
-  REQUIRE(held.granted);
+  const Grant held = test::granted(*cloud, request(ns, "o", "upload", {{"target", "/a/f"}}));
 
   // Paths that do not overlap: granted across matrices.
-  const auto beside = other->acquire(request(ns, "p", "upload", {{"target", "/a/g"}}));
-  REQUIRE(beside.granted);
+  const Grant beside = test::granted(*other, request(ns, "p", "upload", {{"target", "/a/g"}}));
   // An overlapping request of the other matrix is refused, whatever its cell says.
   const auto same = other->acquire(request(ns, "p", "upload", {{"target", "/a/f"}}));
   REQUIRE_FALSE(same.granted);
-  CHECK(same.conflict.id == held.grant.id);
+  CHECK(same.conflict.id == held.id);
   CHECK(same.conflict.op == "upload");
   CHECK(same.conflict.role == "target");
   CHECK(same.conflict.relation == Relation::same);
@@ -303,10 +301,10 @@ TEST_CASE("two matrices share a namespace: another matrix's lock refuses whateve
   // Each matrix's own lock is refused to the other too (both directions).
   const auto back = cloud->acquire(request(ns, "o", "upload", {{"target", "/a/g"}}));
   REQUIRE_FALSE(back.granted);
-  CHECK(back.conflict.id == beside.grant.id);
+  CHECK(back.conflict.id == beside.id);
   // The other matrix may release the lock by its token, or force it.
-  CHECK(other->release(ns, held.grant.id, held.grant.token));
-  CHECK(cloud->force_release(ns, beside.grant.id));
+  CHECK(other->release(ns, held.id, held.token));
+  CHECK(cloud->force_release(ns, beside.id));
   CHECK(cloud->list(ns).empty());
   // Nothing left: only meta, and no matrix is in use any more.
   CHECK(ns_keys(server, ns) == kOnlyMeta);
@@ -327,10 +325,8 @@ TEST_CASE("once another matrix's locks are gone, this matrix's own rules alone d
   // An operation the shipped matrix lets overlap a held upload exactly (found
   // by asking the engine, so the test follows the shipped matrix), which
   // "any overlap" refuses while the other matrix holds the same path.
-  const auto mine = cloud->acquire(request(ns, "o", "upload", {{"target", "/d/f"}}));
-  REQUIRE(mine.granted);
-  const auto foreign = other->acquire(request(ns, "p", "upload", {{"target", "/e/f"}}));
-  REQUIRE(foreign.granted);
+  const Grant mine = test::granted(*cloud, request(ns, "o", "upload", {{"target", "/d/f"}}));
+  const Grant foreign = test::granted(*other, request(ns, "p", "upload", {{"target", "/e/f"}}));
   // While the impostor holds /e/f, cloud's own rules apply to cloud's own
   // lock and "any overlap" to the impostor's.
   std::string allowed_op;
@@ -348,8 +344,8 @@ TEST_CASE("once another matrix's locks are gone, this matrix's own rules alone d
   REQUIRE_FALSE(allowed_op.empty());
   const auto refused = cloud->acquire(request(ns, "q", allowed_op, {{"target", "/e/f"}}));
   REQUIRE_FALSE(refused.granted);  // the impostor's lock: any overlap conflicts
-  CHECK(refused.conflict.id == foreign.grant.id);
-  REQUIRE(other->release(ns, foreign.grant.id, foreign.grant.token));
+  CHECK(refused.conflict.id == foreign.id);
+  REQUIRE(other->release(ns, foreign.id, foreign.token));
   // The impostor's tag left meta; now the shipped matrix alone decides.
   const auto now = cloud->acquire(request(ns, "q", allowed_op, {{"target", "/e/f"}}));
   CHECK(now.granted);

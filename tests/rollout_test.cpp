@@ -50,8 +50,7 @@ LockRequest request(const std::string& ns, const std::string& owner, const std::
 TEST_CASE("rollout: a lock of one matrix refuses every overlapping request of another", "[rollout][redis]") {
   test::TwoMatrices versions(refined().table(), "roll");
   auto& [ns, a, b] = versions;  // the shipped matrix, the product owner's new one
-  const auto held = a->acquire(request(ns, "alice", "upload", {{"target", "/p/A/f"}}));
-  REQUIRE(held.granted);
+  const Grant held = test::granted(*a, request(ns, "alice", "upload", {{"target", "/p/A/f"}}));
   // refined.json lets a scan share anything with a scan, and its "write"
   // never meets "upload": B's own rules know nothing of A's operations, so
   // any overlap is a conflict, in every relation.
@@ -60,15 +59,14 @@ TEST_CASE("rollout: a lock of one matrix refuses every overlapping request of an
     INFO(path);
     const auto r = b->acquire(request(ns, "bob", "scan", {{"target", path}}));
     REQUIRE_FALSE(r.granted);
-    CHECK(r.conflict.id == held.grant.id);
+    CHECK(r.conflict.id == held.id);
     CHECK(r.conflict.op == "upload");  // from the lock's own record
     CHECK(r.conflict.role == "target");
     CHECK(r.conflict.path == "/p/A/f");
     CHECK(r.conflict.relation == relation);
   }
   // Beside it: granted. And the other way round, B's lock refuses A.
-  const auto beside = b->acquire(request(ns, "bob", "scan", {{"target", "/p/B"}}));
-  REQUIRE(beside.granted);
+  const Grant beside = test::granted(*b, request(ns, "bob", "scan", {{"target", "/p/B"}}));
   const auto back = a->acquire(request(ns, "alice", "create", {{"target", "/p/B/new"}}));
   REQUIRE_FALSE(back.granted);
   CHECK(back.conflict.op == "scan");
@@ -76,18 +74,16 @@ TEST_CASE("rollout: a lock of one matrix refuses every overlapping request of an
   // Each engine lists both matrices' locks, with their own operation names.
   CHECK(a->list(ns).size() == 2);
   CHECK(b->list(ns).size() == 2);
-  CHECK(a->release(ns, held.grant.id, held.grant.token));
-  CHECK(b->release(ns, beside.grant.id, beside.grant.token));
+  CHECK(a->release(ns, held.id, held.token));
+  CHECK(b->release(ns, beside.id, beside.token));
 }
 
 TEST_CASE("rollout: once the old matrix's locks are gone, the new matrix alone decides", "[rollout][redis]") {
   const auto& server = test::shared_redis_server();
   test::TwoMatrices versions(refined().table(), "roll");
   auto& [ns, a, b] = versions;
-  const auto old_lock = a->acquire(request(ns, "alice", "upload", {{"target", "/x"}}));
-  REQUIRE(old_lock.granted);
-  const auto scan1 = b->acquire(request(ns, "bob", "scan", {{"target", "/y"}}));
-  REQUIRE(scan1.granted);
+  const Grant old_lock = test::granted(*a, request(ns, "alice", "upload", {{"target", "/x"}}));
+  const Grant scan1 = test::granted(*b, request(ns, "bob", "scan", {{"target", "/y"}}));
   // B's own rules: a scan does not refuse a scan on the same path.
   const auto scan2 = b->acquire(request(ns, "carol", "scan", {{"target", "/y"}}));
   CHECK(scan2.granted);
@@ -107,7 +103,7 @@ TEST_CASE("rollout: once the old matrix's locks are gone, the new matrix alone d
     CHECK(by_name.at("refined-test")["waiters"] == 0);
   }
   // The old build's last lock goes: its matrix leaves the namespace.
-  REQUIRE(a->release(ns, old_lock.grant.id, old_lock.grant.token));
+  REQUIRE(a->release(ns, old_lock.id, old_lock.token));
   const auto now = b->acquire(request(ns, "carol", "scan", {{"target", "/x"}}));
   CHECK(now.granted);
   const auto again = b->acquire(request(ns, "dave", "scan", {{"target", "/x"}}));

@@ -129,4 +129,10 @@ LockRequest one_target_request(const std::string& ns, const std::string& owner, 
   return LockRequest{ns, owner, op, {{"target", path}}, Millis{30000}, wait};
 }
 
+Grant granted(LockEngine& engine, const LockRequest& request) {
+  const AcquireResult r = engine.acquire(request);
+  REQUIRE(r.granted);
+  return r.grant;
+}
+
 }  // namespace pathlock::test

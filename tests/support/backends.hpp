@@ -57,6 +57,9 @@ std::unique_ptr<LockEngine> make_test_engine(const std::string& name, const Matr
 // A namespace name no other test uses (backends may share one server).
 std::string unique_namespace(const std::string& hint = "t");
 
+// engine.acquire(request), which must be granted (a failed REQUIRE if not): its grant.
+Grant granted(LockEngine& engine, const LockRequest& request);
+
 // A request of `owner` for `op` on one target of role "target" at `path`,
 // with a 30 s lease, waiting up to `wait`.
 LockRequest one_target_request(const std::string& ns, const std::string& owner, const std::string& op,
