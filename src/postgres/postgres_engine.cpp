@@ -104,8 +104,10 @@ namespace {
 
 class PostgresEngine final : public LockEngine {
  public:
-  PostgresEngine(const MatrixTable& matrix, const PostgresOptions& options)
-      : matrix_(matrix), instruments_(options.observe, matrix), options_(checked(options)) {
+  explicit PostgresEngine(const PostgresOptions& options)
+      : matrix_(options.matrix ? *options.matrix : default_matrix()),
+        instruments_(options.observe, matrix_),
+        options_(checked(options)) {
     make_connections();
     install_schema();
   }
@@ -451,7 +453,7 @@ class PostgresEngine final : public LockEngine {
 namespace pathlock {
 
 std::unique_ptr<LockEngine> make_postgres_engine(const PostgresOptions& options) {
-  return std::make_unique<postgres::PostgresEngine>(options.matrix ? *options.matrix : default_matrix(), options);
+  return std::make_unique<postgres::PostgresEngine>(options);
 }
 
 }  // namespace pathlock

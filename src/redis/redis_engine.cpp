@@ -48,10 +48,10 @@ ClientOptions client_options(const RedisOptions& options, const core::Instrument
 
 class RedisEngine final : public LockEngine {
  public:
-  RedisEngine(const MatrixTable& matrix, const RedisOptions& options)
-      : matrix_(matrix),
-        instruments_(options.observe, matrix),
-        library_(library_for(matrix)),
+  explicit RedisEngine(const RedisOptions& options)
+      : matrix_(options.matrix ? *options.matrix : default_matrix()),
+        instruments_(options.observe, matrix_),
+        library_(library_for(matrix_)),
         options_(options),
         client_(std::make_unique<RedisClient>(client_options(options, instruments_))),
         replicas_(options.replicas) {
@@ -402,7 +402,7 @@ class RedisEngine final : public LockEngine {
 namespace pathlock {
 
 std::unique_ptr<LockEngine> make_redis_engine(const RedisOptions& options) {
-  return std::make_unique<redis::RedisEngine>(options.matrix ? *options.matrix : default_matrix(), options);
+  return std::make_unique<redis::RedisEngine>(options);
 }
 
 }  // namespace pathlock
