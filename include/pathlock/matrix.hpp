@@ -12,9 +12,9 @@
 // number of threads may read it. Every function is deterministic: the same
 // file gives the same bytes.
 //
-// Linking: the functions live in the build's pathlock_matrix_model library
-// (src/matrix), which the programs above link; the installed libpathlock.a
-// does not hold them yet.
+// Linking: the functions live in libpathlock_matrix.a (CMake target
+// pathlock::matrix, which links pathlock::pathlock; pkg-config's Libs list
+// both), built from src/matrix.
 #pragma once
 
 #include <pathlock/matrix_table.hpp>
