@@ -13,8 +13,8 @@
 // file gives the same bytes.
 //
 // Linking: the functions live in libpathlock_matrix.a (CMake target
-// pathlock::matrix, which links pathlock::pathlock; pkg-config's Libs list
-// both), built from src/matrix.
+// pathlock::matrix; pkg-config's Libs list it), built from src/matrix; it
+// needs no other pathlock library.
 #pragma once
 
 #include <pathlock/matrix_table.hpp>
