@@ -19,6 +19,7 @@
 // matrix/matrix.schema.json, and add a message test to
 // tests/matrix_model_test.cpp.
 #include "matrix/model.hpp"
+#include "matrix/strict_json.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -209,62 +210,6 @@ Rule parse_rule(const json& j, const OpDef& requested, const Where& where, const
   return rule;
 }
 
-constexpr int kMaxJsonDepth = 32;
-
-// nlohmann/json keeps the last of two equal keys; we refuse them instead
-// (all of them, with their locations).
-json parse_strict(const std::string& text, const Where& where) {
-  std::vector<std::set<std::string>> keys;
-  std::vector<std::string> path;  // key path of the current value
-  std::string last_key;
-  std::vector<std::string> duplicates;
-  auto callback = [&](int depth, json::parse_event_t event, json& parsed) {
-    // A matrix is a few levels deep; a deeper document is refused before it
-    // is built (printing or walking it would recurse that deep).
-    if (depth > kMaxJsonDepth)
-      where.fail(fmt::format("nested more than {} levels deep; a matrix file needs far fewer", kMaxJsonDepth));
-    switch (event) {
-      case json::parse_event_t::object_start:
-        keys.emplace_back();
-        path.push_back(last_key);
-        break;
-      case json::parse_event_t::object_end:
-        keys.pop_back();
-        path.pop_back();
-        break;
-      case json::parse_event_t::key: {
-        last_key = parsed.get<std::string>();
-        if (!keys.back().insert(last_key).second) {
-          std::string at;
-          for (const auto& p : path)
-            if (!p.empty()) at += (at.empty() ? "" : ".") + p;
-          duplicates.push_back(fmt::format("{}: duplicate key \"{}\"{}", where.source, last_key,
-                                           at.empty() ? "" : " in " + at));
-        }
-        break;
-      }
-      case json::parse_event_t::array_start:
-        path.push_back(last_key);
-        last_key.clear();
-        break;
-      case json::parse_event_t::array_end:
-        path.pop_back();
-        break;
-      case json::parse_event_t::value:
-        break;
-    }
-    return true;
-  };
-  json doc;
-  try {
-    doc = json::parse(text, callback);
-  } catch (const json::parse_error& e) {
-    where.fail(fmt::format("not valid JSON: {}", e.what()));
-  }
-  if (!duplicates.empty()) throw MatrixError(std::move(duplicates));
-  return doc;
-}
-
 OpDef parse_operation(const json& o, const Where& file, std::size_t number, std::string& name_out) {
   if (!o.is_object()) file.fail("each entry of \"operations\" must be an object");
   OpDef op;
@@ -446,7 +391,7 @@ void parse_grid(const json& doc, const Where& file, Matrix& m, Problems& problem
 
 Matrix parse_matrix(const std::string& json_text, const std::string& source) {
   const Where file{source, "", "", "", ""};
-  const json doc = parse_strict(json_text, file);
+  const json doc = parse_strict_json(json_text, source);
   if (!doc.is_object()) file.fail("the document must be a JSON object");
   Problems problems;
   Matrix m;

@@ -8,14 +8,11 @@
 #include <pathlock/postgres.hpp>
 
 #include "postgres/connection.hpp"
+#include "postgres/values.hpp"
 
-#include <fmt/format.h>
 
 namespace pathlock::postgres {
 namespace {
-
-// The server's clock in ms, as the engine's functions read it.
-constexpr const char* kNowMs = "floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint";
 
 class PostgresInspector final : public admin::Inspector {
  public:
@@ -28,7 +25,7 @@ class PostgresInspector final : public admin::Inspector {
                                timeout_);
       const int rows = PQntuples(r.get());
       for (int i = 0; i < rows; ++i)
-        if (!each(after = PQgetvalue(r.get(), i, 0))) return;
+        if (!each(after = text(r.get(), i, 0))) return;
       if (rows < 1000) return;
     }
   }
@@ -46,18 +43,18 @@ class PostgresInspector final : public admin::Inspector {
                                {out.ns}, timeout_);
     if (PQntuples(row.get()) == 0) return out;
     out.exists = true;
-    out.fence = std::stoull(PQgetvalue(row.get(), 0, 0));
-    if (!PQgetisnull(row.get(), 0, 1)) out.layout = std::stoi(PQgetvalue(row.get(), 0, 1));
+    out.fence = static_cast<std::uint64_t>(number(row.get(), 0, 0));
+    if (!is_null(row.get(), 0, 1)) out.layout = static_cast<int>(number(row.get(), 0, 1));
+    // Live only: by the server's clock, as the engine's functions read it.
     const Result m = c_.exec(
-        fmt::format("SELECT fp, sum(l)::bigint, sum(w)::bigint FROM ("
-                    "SELECT fp, 1 AS l, 0 AS w FROM pathlock.locks WHERE ns = $1 AND expires > {0} UNION ALL "
-                    "SELECT fp, 0, 1 FROM pathlock.waiters WHERE ns = $1 AND expires > {0}) live "
-                    "GROUP BY fp ORDER BY fp",
-                    kNowMs),
+        "SELECT fp, sum(l)::bigint, sum(w)::bigint FROM ("
+        "SELECT fp, 1 AS l, 0 AS w FROM pathlock.locks WHERE ns = $1 AND expires > pathlock.now_ms() UNION ALL "
+        "SELECT fp, 0, 1 FROM pathlock.waiters WHERE ns = $1 AND expires > pathlock.now_ms()) live "
+        "GROUP BY fp ORDER BY fp",
         {out.ns}, timeout_);
     for (int i = 0; i < PQntuples(m.get()); ++i)
-      out.matrices.push_back({0, PQgetvalue(m.get(), i, 0), "", "", std::stoull(PQgetvalue(m.get(), i, 1)),
-                              std::stoull(PQgetvalue(m.get(), i, 2))});
+      out.matrices.push_back({0, text(m.get(), i, 0), "", "", static_cast<std::uint64_t>(number(m.get(), i, 1)),
+                              static_cast<std::uint64_t>(number(m.get(), i, 2))});
     return out;
   }
 

@@ -10,13 +10,13 @@
 #include "postgres/connection.hpp"
 #include "postgres/listener.hpp"
 #include "postgres/schema.hpp"
+#include "postgres/values.hpp"
 
 #include <pathlock/path.hpp>
 
 #include <fmt/format.h>
 
 #include <atomic>
-#include <cstring>
 #include <iterator>
 #include <mutex>
 
@@ -26,71 +26,6 @@ namespace {
 constexpr std::size_t kIdBytes = 12;     // 24 hex characters
 constexpr std::size_t kTokenBytes = 16;  // 32 hex characters
 constexpr std::size_t kListLook = 512;   // locks one list_page call looks at
-
-// A text[] (or int[], bigint[]) literal of `items`.
-std::string array_literal(const std::vector<std::string>& items) {
-  std::string out = "{";
-  for (const std::string& item : items) {
-    if (out.size() > 1) out += ',';
-    out += '"';
-    for (const char c : item) {
-      if (c == '"' || c == '\\') out += '\\';
-      out += c;
-    }
-    out += '"';
-  }
-  return out + "}";
-}
-
-// Splits a field joined by chr(1) (array_to_string(..., chr(1))).
-std::vector<std::string> split_fields(std::string_view s) {
-  std::vector<std::string> out;
-  for (std::size_t at = 0; at <= s.size();) {
-    const std::size_t end = std::min(s.find('\1', at), s.size());
-    out.emplace_back(s.substr(at, end - at));
-    at = end + 1;
-  }
-  return out;
-}
-
-std::string text(const PGresult* r, int row, int col) { return PQgetvalue(r, row, col); }
-long long number(const PGresult* r, int row, int col) { return std::atoll(PQgetvalue(r, row, col)); }
-bool is_null(const PGresult* r, int row, int col) { return PQgetisnull(r, row, col) != 0; }
-
-std::vector<Target> targets_of(std::string_view roles, std::string_view paths) {
-  const std::vector<std::string> r = split_fields(roles), p = split_fields(paths);
-  std::vector<Target> out;
-  for (std::size_t i = 0; i < r.size() && i < p.size(); ++i) out.push_back(Target{r[i], p[i]});
-  return out;
-}
-
-Relation relation_of(long long rel) {
-  return rel == 1 ? Relation::held_ancestor : rel == 2 ? Relation::held_descendant : Relation::same;
-}
-
-// The request's matrix data: role names, codes and refusal masks per target.
-struct MatrixArgs {
-  std::string roles, codes, masks;
-};
-MatrixArgs matrix_args(const MatrixTable& m, const core::ResolvedRequest& req) {
-  std::vector<std::string> roles, codes, masks;
-  for (const core::ResolvedTarget& t : req.targets) {
-    roles.emplace_back(m.role_name_of_code(t.code));
-    codes.push_back(std::to_string(t.code));
-    for (std::size_t rel = 0; rel < kRelationCount; ++rel) {
-      std::int64_t mask = 0;
-      std::memcpy(&mask, &m.blockers[rel][static_cast<std::size_t>(t.code)], sizeof mask);
-      masks.push_back(std::to_string(mask));
-    }
-  }
-  return {array_literal(roles), array_literal(codes), array_literal(masks)};
-}
-
-std::string paths_literal(const core::ResolvedRequest& req) {
-  std::vector<std::string> paths;
-  for (const core::ResolvedTarget& t : req.targets) paths.push_back(t.path);
-  return array_literal(paths);
-}
 
 const char* const kAcquire =
     "SELECT status, id, token, fence, expires_in, holds, c_id, c_op, c_role, c_path, c_owner, c_expires_in, "
