@@ -26,33 +26,26 @@ using Run = test::AdminRun;
 
 Run admin(const std::vector<std::string>& args) { return test::admin_run(args); }
 
-void operator_story(const std::string& url) {
-  const std::string ns = test::unique_namespace("admin");
-  auto engine = test::redis_engine(url);
-  const auto mover = engine->acquire({ns, "alice", "move_folder", {{"src", "/p/A"}, {"dst", "/p/B"}}});
-  REQUIRE(mover.granted);
-  const auto upload = engine->acquire({ns, "bob", "upload", {{"target", "/q/x"}}});
-  REQUIRE(upload.granted);
-
-  // why: /p/A/C is blocked by the move on /p/A, which `locks /p/A/C` (at or
-  // inside the prefix) does not show.
+// why: /p/A/C is blocked by the move on /p/A, which `locks /p/A/C` (at or
+// inside the prefix) does not show; without --op, which operations it refuses.
+void check_why(const std::string& url, const std::string& ns, const Grant& mover) {
   const Run why = admin({"why", "--redis", url, "--namespace", ns, "--op", "upload", "/p/A/C"});
   REQUIRE(why.status == 0);
   REQUIRE(why.lines.size() == 2);
   CHECK(why.lines[0]["kind"] == "lock");
-  CHECK(why.lines[0]["id"] == mover.grant.id);
+  CHECK(why.lines[0]["id"] == mover.id);
   CHECK(why.lines[0]["owner"] == "alice");
   CHECK(why.lines[0]["op"] == "move_folder");
   CHECK(why.lines[0]["role"] == "src");
   CHECK(why.lines[0]["path"] == "/p/A");
   CHECK(why.lines[0]["relation"] == "held_ancestor");
-  CHECK(why.lines[0]["fence"] == mover.grant.fence);
+  CHECK(why.lines[0]["fence"] == mover.fence);
   CHECK(why.lines[1] == json{{"blocked", true}, {"blockers", 1}, {"truncated", false}});
   // Without --op: what refuses any operation on the path, and which.
   const Run any = admin({"why", "--redis", url, "--namespace", ns, "/p/A/C"});
   REQUIRE(any.status == 0);
   REQUIRE(any.lines.size() == 2);
-  CHECK(any.lines[0]["id"] == mover.grant.id);
+  CHECK(any.lines[0]["id"] == mover.id);
   const auto refuses = any.lines[0]["refuses"].get<std::vector<std::string>>();
   CHECK(std::find(refuses.begin(), refuses.end(), "upload") != refuses.end());
   CHECK(std::find(refuses.begin(), refuses.end(), "delete_folder") != refuses.end());
@@ -63,24 +56,24 @@ void operator_story(const std::string& url) {
   REQUIRE(cli::run_admin({"why", "--redis", url, "--namespace", ns, "--op", "upload", "/p/A/C", "--format", "text"},
                          text, err) == 0);
   CHECK(text.str().find("held by alice: move_folder src /p/A (above it)") != std::string::npos);
+}
 
-  // locks: exactly what the engine lists.
+// locks: exactly what the engine lists, paged by --limit, under a prefix.
+void check_locks(const std::string& url, const std::string& ns, LockEngine& engine) {
   const Run locks = admin({"locks", "--redis", url, "--namespace", ns});
   REQUIRE(locks.status == 0);
-  const auto listed = engine->list(ns);
+  const auto listed = engine.list(ns);
   REQUIRE(locks.lines.size() == listed.size());
   for (std::size_t i = 0; i < listed.size(); ++i) CHECK(locks.lines[i]["id"] == listed[i].id);
   const Run page = admin({"locks", "--redis", url, "--namespace", ns, "--limit", "1"});
   REQUIRE(page.lines.size() == 2);
   CHECK(page.lines[1]["truncated"] == true);
   CHECK(admin({"locks", "--redis", url, "--namespace", ns, "/q"}).lines.size() == 1);
+}
 
-  // waiters: a waiting delete of /q, exactly as the engine lists it.
-  AcquireResult waited;
-  std::thread waiter([&] {  // asserts after join
-    auto own = test::redis_engine(url);
-    waited = own->acquire({ns, "carol", "delete_folder", {{"target", "/q"}}, 30000ms, 10000ms});
-  });
+// waiters: the one waiting request (carol's delete of /q), exactly as the
+// engine lists it, once it is in line.
+void check_waiter(const std::string& url, const std::string& ns, LockEngine& engine) {
   std::vector<json> line;
   for (int i = 0; i < 500 && line.empty(); ++i) {
     line = admin({"waiters", "--redis", url, "--namespace", ns}).lines;
@@ -90,9 +83,11 @@ void operator_story(const std::string& url) {
   CHECK(line[0]["owner"] == "carol");
   CHECK(line[0]["op"] == "delete_folder");
   CHECK(line[0]["targets"]["target"] == "/q");
-  CHECK(line[0]["id"] == engine->waiters(ns)[0].id);
+  CHECK(line[0]["id"] == engine.waiters(ns)[0].id);
+}
 
-  // top: one screen (--iterations 1: no clearing) with the wait and its blocker.
+// top: one screen (--iterations 1: no clearing) with the wait and its blocker.
+void check_top(const std::string& url, const std::string& ns) {
   std::ostringstream screen, screen_err;
   REQUIRE(cli::run_admin({"top", "--redis", url, "--namespace", ns, "--iterations", "1"}, screen, screen_err) == 0);
   INFO(screen.str());
@@ -100,15 +95,33 @@ void operator_story(const std::string& url) {
   CHECK(screen.str().find("carol delete_folder /q") != std::string::npos);
   CHECK(screen.str().find("blocked by target /q: held by bob: upload target /q/x (below it)") != std::string::npos);
   CHECK(screen.str().find("\x1b[2J") == std::string::npos);
+}
+
+void operator_story(const std::string& url) {
+  const std::string ns = test::unique_namespace("admin");
+  auto engine = test::redis_engine(url);
+  const Grant mover = test::granted(*engine, {ns, "alice", "move_folder", {{"src", "/p/A"}, {"dst", "/p/B"}}});
+  const Grant upload = test::granted(*engine, {ns, "bob", "upload", {{"target", "/q/x"}}});
+  check_why(url, ns, mover);
+  check_locks(url, ns, *engine);
+
+  // A waiting delete of /q, blocked by the upload.
+  AcquireResult waited;
+  std::thread waiter([&] {  // asserts after join
+    auto own = test::redis_engine(url);
+    waited = own->acquire({ns, "carol", "delete_folder", {{"target", "/q"}}, 30000ms, 10000ms});
+  });
+  check_waiter(url, ns, *engine);
+  check_top(url, ns);
 
   // force-release: the upload goes, the waiter gets in; said on stderr.
-  const Run forced = admin({"force-release", "--redis", url, "--namespace", ns, upload.grant.id});
+  const Run forced = admin({"force-release", "--redis", url, "--namespace", ns, upload.id});
   CHECK(forced.status == 0);
   CHECK(forced.lines.at(0)["released"] == true);
-  CHECK(forced.err.find("force-release of lock " + upload.grant.id) != std::string::npos);
+  CHECK(forced.err.find("force-release of lock " + upload.id) != std::string::npos);
   waiter.join();
   CHECK(waited.granted);
-  CHECK(admin({"force-release", "--redis", url, "--namespace", ns, upload.grant.id}).lines.at(0)["released"] == false);
+  CHECK(admin({"force-release", "--redis", url, "--namespace", ns, upload.id}).lines.at(0)["released"] == false);
   CHECK(admin({"waiters", "--redis", url, "--namespace", ns}).lines.empty());
 }
 

@@ -64,46 +64,44 @@ std::string spell(const std::string& path) {
   return s;
 }
 
-// Recomputes the index (idx counts, entry members, expiry, idempotency keys,
-// line) of namespace `ns` from its lock and waiter records and compares it
-// with what is stored. Returns the differences ("" when consistent).
-std::string inconsistencies(RedisConnection& c, const MatrixTable& /*m*/, const std::string& ns) {
-  const std::string p = prefix_of(ns);
-  std::string out;
-  std::map<std::string, std::map<int, long long>> want_idx;
-  std::set<std::string> want_ent, want_exp, want_waiters;
-  std::map<std::string, std::string> want_keys;  // "k:" key -> lock id
-  const auto add_target = [&](int code, const std::string& path, const char* here, const char* below) {
-    want_idx[here + path][code] += 1;
+// What the index of a namespace must hold (idx counts, entry members,
+// expiry, idempotency keys, line, per-tag counts), recomputed from its lock
+// and waiter records. Records (layouts 3 and 4) describe themselves:
+// tag \0 first \0 roles \0 ...
+struct ExpectedIndex {
+  std::map<std::string, std::map<int, long long>> idx;
+  std::set<std::string> ent, exp, waiters;
+  std::map<std::string, std::string> keys;          // "k:" key -> lock id
+  std::map<std::string, std::string> keys_stored;   // the idempotency key fields found
+  std::map<int, std::pair<long long, long long>> tags;  // per tag: locks, places
+  std::string problems;                             // records that could not be read
+
+  void add_target(int code, const std::string& path, const char* here, const char* below) {
+    idx[here + path][code] += 1;
     std::string node = path;
     while (node != "/") {
       node = node.substr(0, node.rfind('/'));
       if (node.empty()) node = "/";
-      want_idx[below + node][code] += 1;
+      idx[below + node][code] += 1;
     }
-  };
-  // Records (layouts 3 and 4) describe themselves: tag \0 first \0 roles \0 ...
-  // Counts per tag of locks and places, to compare with meta l:TAG / w:TAG.
-  std::map<int, std::pair<long long, long long>> want_tags;
-  const auto head = [](const std::vector<std::string>& parts, int& tag, int& first, std::size_t& roles) {
+  }
+
+  static void head(const std::vector<std::string>& parts, int& tag, int& first, std::size_t& roles) {
     tag = std::stoi(parts.at(0));
     first = std::stoi(parts.at(1));
     roles = static_cast<std::size_t>(std::count(parts.at(2).begin(), parts.at(2).end(), ',')) + 1;
-  };
-  const RedisReply locks = c.command({"HGETALL", p + "locks"});
-  std::map<std::string, std::string> keys_stored;
-  for (std::size_t i = 0; i + 1 < locks.elements.size(); i += 2) {
-    const std::string& field = locks.elements[i].str;
-    const std::string& value = locks.elements[i + 1].str;
+  }
+
+  // tag first roles op fence holds ttl exp #token #owner #key token+owner+key+path1 \0 path2 ...
+  void add_lock(const std::string& field, const std::string& value) {
     if (field.find(':') != std::string::npos) {  // an idempotency key field
       keys_stored[field] = value;
-      continue;
+      return;
     }
-    // tag first roles op fence holds ttl exp #token #owner #key token+owner+key+path1 \0 path2 ...
     const std::vector<std::string> parts = split0(value);
     if (parts.size() < 12) {
-      out += "malformed record " + field + "\n";
-      continue;
+      problems += "malformed record " + field + "\n";
+      return;
     }
     int tag = 0, first = 0;
     std::size_t roles = 0;
@@ -115,80 +113,104 @@ std::string inconsistencies(RedisConnection& c, const MatrixTable& /*m*/, const 
     const std::string key = rest.substr(tl + ol, kl);
     const std::vector<std::string> paths = split0(rest.substr(tl + ol + kl));
     if (paths.size() != roles) {
-      out += "record " + field + " has the wrong number of paths\n";
-      continue;
+      problems += "record " + field + " has the wrong number of paths\n";
+      return;
     }
-    want_tags[tag].first += 1;
+    tags[tag].first += 1;
     for (std::size_t r = 0; r < paths.size(); ++r) {
       const int code = tag * 100 + first + static_cast<int>(r);
       add_target(code, paths[r], "h", "b");
-      want_ent.insert(fmt::format("{:04d}", code) + spell(paths[r]) + std::string(1, '\0') + parts[4] + field);
+      ent.insert(fmt::format("{:04d}", code) + spell(paths[r]) + std::string(1, '\0') + parts[4] + field);
     }
-    want_ent.insert("F" + parts[4] + field);
-    want_exp.insert(field + "@" + parts[7]);
-    if (!key.empty()) want_keys["k:" + key] = field;
+    ent.insert("F" + parts[4] + field);
+    exp.insert(field + "@" + parts[7]);
+    if (!key.empty()) keys["k:" + key] = field;
   }
-  const RedisReply waiters = c.command({"HGETALL", p + "wrec"});
-  for (std::size_t i = 0; i + 1 < waiters.elements.size(); i += 2) {
-    const std::string& id = waiters.elements[i].str;
-    const std::string& value = waiters.elements[i + 1].str;
+
+  // tag first roles op since #owner owner+path1 \0 path2 ...
+  void add_waiter(const std::string& id, const std::string& value) {
     const std::vector<std::string> parts = split0(value);
     int tag = 0, first = 0;
     std::size_t roles = 0;
     head(parts, tag, first, roles);
-    // tag first roles op since #owner owner+path1 \0 path2 ...
     std::size_t body = 0;
     for (int k = 0; k < 6; ++k) body = value.find('\0', body) + 1;
     const std::size_t ol = std::stoul(parts.at(5));
     const std::vector<std::string> paths = split0(value.substr(body + ol));
     for (std::size_t r = 0; r < paths.size(); ++r) add_target(tag * 100 + first + static_cast<int>(r), paths[r], "wh", "wb");
-    want_tags[tag].second += 1;
-    want_waiters.insert(id);
+    tags[tag].second += 1;
+    waiters.insert(id);
   }
-  // meta: one tag per matrix in use, with its counts; none for a matrix
-  // that has nothing left.
-  std::map<int, std::pair<long long, long long>> have_tags;
-  const RedisReply meta = c.command({"HGETALL", p + "meta"});
-  for (std::size_t i = 0; i + 1 < meta.elements.size(); i += 2) {
-    const std::string& f = meta.elements[i].str;
+};
+
+// The field -> value pairs of hash `key`.
+std::vector<std::pair<std::string, std::string>> hash_of(RedisConnection& c, const std::string& key) {
+  const RedisReply r = c.command({"HGETALL", key});
+  std::vector<std::pair<std::string, std::string>> out;
+  for (std::size_t i = 0; i + 1 < r.elements.size(); i += 2) out.emplace_back(r.elements[i].str, r.elements[i + 1].str);
+  return out;
+}
+
+// meta: one tag per matrix in use, with its counts; none for a matrix that
+// has nothing left.
+std::string meta_differences(RedisConnection& c, const std::string& p, const ExpectedIndex& want) {
+  std::map<int, std::pair<long long, long long>> have;
+  for (const auto& [f, v] : hash_of(c, p + "meta"))
     if (f.size() > 2 && (f[0] == 'l' || f[0] == 'w') && f[1] == ':') {
-      auto& counts = have_tags[std::stoi(f.substr(2))];
-      (f[0] == 'l' ? counts.first : counts.second) = std::stoll(meta.elements[i + 1].str);
+      auto& counts = have[std::stoi(f.substr(2))];
+      (f[0] == 'l' ? counts.first : counts.second) = std::stoll(v);
     }
-  }
-  if (have_tags != want_tags) out += "meta's per-matrix counts do not match the records\n";
-  // idx
+  return have == want.tags ? "" : "meta's per-matrix counts do not match the records\n";
+}
+
+// idx: "code:count,..." per node, nothing more.
+std::string idx_differences(RedisConnection& c, const std::string& p, const ExpectedIndex& want) {
   std::map<std::string, std::string> want_text;
-  for (const auto& [field, counts] : want_idx) {
+  for (const auto& [field, counts] : want.idx) {
     std::string text;
     for (const auto& [code, n] : counts) text += (text.empty() ? "" : ",") + fmt::format("{}:{}", code, n);
     want_text[field] = text;
   }
   std::map<std::string, std::string> have_text;
-  const RedisReply idx = c.command({"HGETALL", p + "idx"});
-  for (std::size_t i = 0; i + 1 < idx.elements.size(); i += 2) have_text[idx.elements[i].str] = idx.elements[i + 1].str;
+  for (const auto& [f, v] : hash_of(c, p + "idx")) have_text[f] = v;
+  std::string out;
   for (const auto& [f, v] : want_text)
     if (have_text.count(f) == 0 || have_text[f] != v)
       out += "idx " + f + " is '" + have_text[f] + "', expected '" + v + "'\n";
   for (const auto& [f, v] : have_text)
     if (want_text.count(f) == 0) out += "idx " + f + " = '" + v + "' counts nothing\n";
-  // ent
-  std::set<std::string> have_ent;
-  for (const RedisReply& e : c.command({"ZRANGE", p + "ent", "0", "-1"}).elements) have_ent.insert(e.str);
-  if (have_ent != want_ent) out += fmt::format("ent has {} members, expected {}\n", have_ent.size(), want_ent.size());
-  // exp
+  return out;
+}
+
+// ent, exp, the idempotency keys and the line.
+std::string set_differences(RedisConnection& c, const std::string& p, const ExpectedIndex& want) {
+  const auto members = [&](const std::string& key) {
+    std::set<std::string> out;
+    for (const RedisReply& e : c.command({"ZRANGE", p + key, "0", "-1"}).elements) out.insert(e.str);
+    return out;
+  };
+  std::string out;
+  const std::set<std::string> have_ent = members("ent");
+  if (have_ent != want.ent) out += fmt::format("ent has {} members, expected {}\n", have_ent.size(), want.ent.size());
   std::set<std::string> have_exp;
   const RedisReply exp = c.command({"ZRANGE", p + "exp", "0", "-1", "WITHSCORES"});
   for (std::size_t i = 0; i + 1 < exp.elements.size(); i += 2)
     have_exp.insert(exp.elements[i].str + "@" + exp.elements[i + 1].str);
-  if (have_exp != want_exp) out += "exp does not match the records\n";
-  if (keys_stored != want_keys) out += "idempotency key fields do not match the records\n";
-  // line
-  std::set<std::string> have_wq, have_wexp;
-  for (const RedisReply& e : c.command({"ZRANGE", p + "wq", "0", "-1"}).elements) have_wq.insert(e.str);
-  for (const RedisReply& e : c.command({"ZRANGE", p + "wexp", "0", "-1"}).elements) have_wexp.insert(e.str);
-  if (have_wq != want_waiters || have_wexp != want_waiters) out += "the line does not match the waiter records\n";
+  if (have_exp != want.exp) out += "exp does not match the records\n";
+  if (want.keys_stored != want.keys) out += "idempotency key fields do not match the records\n";
+  if (members("wq") != want.waiters || members("wexp") != want.waiters)
+    out += "the line does not match the waiter records\n";
   return out;
+}
+
+// Recomputes the index of namespace `ns` from its records and compares it
+// with what is stored. Returns the differences ("" when consistent).
+std::string inconsistencies(RedisConnection& c, const MatrixTable& /*m*/, const std::string& ns) {
+  const std::string p = prefix_of(ns);
+  ExpectedIndex want;
+  for (const auto& [field, value] : hash_of(c, p + "locks")) want.add_lock(field, value);
+  for (const auto& [id, value] : hash_of(c, p + "wrec")) want.add_waiter(id, value);
+  return want.problems + meta_differences(c, p, want) + idx_differences(c, p, want) + set_differences(c, p, want);
 }
 
 RedisReply fcall(RedisConnection& c, const MatrixTable& m, const std::string& function, const std::string& ns,

@@ -292,81 +292,97 @@ std::vector<std::string> shell_backends() {
 
 }  // namespace
 
+namespace {
+
+// A shell on one backend with the locks it took: id -> token, ids in order.
+struct PagingShell {
+  explicit PagingShell(std::vector<std::string> args) : sh(std::move(args)) {}
+  ShellProcess sh;
+  std::map<std::string, std::string> token_of;
+  std::vector<std::string> ids;
+
+  std::string take(const std::string& owner, const std::string& path) {
+    const json g = sh.ask("acquire " + owner + " upload " + path);
+    REQUIRE(g["granted"] == true);
+    token_of[g["id"]] = g["token"];
+    ids.push_back(g["id"]);
+    return g["id"].get<std::string>();
+  }
+};
+
+// Pages of 4 under `prefix` give the whole list, each lock exactly once, in
+// fence order.
+void pages_match_the_whole(ShellProcess& sh, const std::string& prefix) {
+  INFO("prefix " << prefix);
+  std::vector<std::string> whole;
+  const json listed = sh.ask("locks " + prefix);
+  for (const json& l : listed["locks"]) whole.push_back(l["id"]);
+  std::vector<std::string> paged;
+  std::string after;
+  for (int pages = 0; pages < 100; ++pages) {
+    const json page = sh.ask(fmt::format("locks {} limit=4{}", prefix, after.empty() ? "" : " after=" + after));
+    REQUIRE(page.contains("next"));
+    CHECK(page["locks"].size() <= 4);
+    for (const json& l : page["locks"]) paged.push_back(l["id"]);
+    if (page["next"].is_null()) break;
+    after = page["next"].get<std::string>();
+    REQUIRE_FALSE(after.empty());
+  }
+  CHECK(paged == whole);
+}
+
+// Locks come and go between pages: every lock live throughout (of the
+// first `first` taken) still appears exactly once, and none appears twice.
+void pages_survive_churn(PagingShell& s, std::size_t first) {
+  std::vector<std::string> seen;
+  std::set<std::string> gone;
+  std::string after;
+  int pages = 0;
+  for (; pages < 100; ++pages) {
+    const json page = s.sh.ask("locks limit=3" + (after.empty() ? std::string() : " after=" + after));
+    for (const json& l : page["locks"]) seen.push_back(l["id"]);
+    if (pages == 1) {  // release one lock already listed and one not yet listed, take two new ones
+      for (const std::string& id : {seen.front(), s.ids.back()}) {
+        CHECK(s.sh.ask("release " + id + " " + s.token_of[id])["released"] == true);
+        gone.insert(id);
+      }
+      s.take("late1", "/q/late1");
+      s.take("late2", "/p/A/late2");
+    }
+    if (page["next"].is_null()) break;
+    after = page["next"].get<std::string>();
+  }
+  CHECK(pages < 100);
+  std::map<std::string, int> times;
+  for (const std::string& id : seen) ++times[id];
+  for (const auto& [id, n] : times) {
+    INFO("lock " << id);
+    CHECK(n == 1);
+    CHECK(s.token_of.count(id) == 1);
+  }
+  for (std::size_t i = 0; i < first; ++i) {
+    if (gone.count(s.ids[i])) continue;
+    INFO("lock " << s.ids[i] << " was live throughout");
+    CHECK(times[s.ids[i]] == 1);
+  }
+}
+
+}  // namespace
+
 TEST_CASE("shell: locks with limit= pages through every live lock exactly once", "[shell][redis]") {
   for (const std::string& backend : shell_backends()) {
     DYNAMIC_SECTION(backend) {
-      ShellProcess sh(shell_args(backend, "pages"));
-      CHECK(sh.ask("locks limit=5") == json::parse(R"({"locks":[],"next":null})"));
-
-      std::map<std::string, std::string> token_of;  // id -> token of every lock taken
-      std::vector<std::string> ids;                 // in the order taken
-      auto take = [&](const std::string& owner, const std::string& path) {
-        const json g = sh.ask("acquire " + owner + " upload " + path);
-        REQUIRE(g["granted"] == true);
-        token_of[g["id"]] = g["token"];
-        ids.push_back(g["id"]);
-        return g["id"].get<std::string>();
-      };
-      for (int i = 0; i < 23; ++i) take(fmt::format("u{}", i), fmt::format("/p/{}/f{}", i % 3 == 0 ? "B" : "A", i));
+      PagingShell s(shell_args(backend, "pages"));
+      CHECK(s.sh.ask("locks limit=5") == json::parse(R"({"locks":[],"next":null})"));
+      for (int i = 0; i < 23; ++i) s.take(fmt::format("u{}", i), fmt::format("/p/{}/f{}", i % 3 == 0 ? "B" : "A", i));
 
       // Without limit= the answer is the whole list, with no "next".
-      const json everything = sh.ask("locks");
+      const json everything = s.sh.ask("locks");
       REQUIRE(everything["locks"].size() == 23);
       CHECK_FALSE(everything.contains("next"));
 
-      // Pages of 4 under "/" and under "/p/A", compared with the whole list.
-      for (const std::string prefix : {"/", "/p/A"}) {
-        INFO("prefix " << prefix);
-        std::vector<std::string> whole;
-        const json listed = sh.ask("locks " + prefix);
-        for (const json& l : listed["locks"]) whole.push_back(l["id"]);
-        std::vector<std::string> paged;
-        std::string after;
-        for (int pages = 0; pages < 100; ++pages) {
-          const json page = sh.ask(fmt::format("locks {} limit=4{}", prefix, after.empty() ? "" : " after=" + after));
-          REQUIRE(page.contains("next"));
-          CHECK(page["locks"].size() <= 4);
-          for (const json& l : page["locks"]) paged.push_back(l["id"]);
-          if (page["next"].is_null()) break;
-          after = page["next"].get<std::string>();
-          REQUIRE_FALSE(after.empty());
-        }
-        CHECK(paged == whole);  // each exactly once, in fence order
-      }
-
-      // Locks come and go between pages: every lock live throughout still
-      // appears exactly once, and no lock appears twice.
-      std::vector<std::string> seen;
-      std::set<std::string> gone;
-      std::string after;
-      int pages = 0;
-      for (; pages < 100; ++pages) {
-        const json page = sh.ask("locks limit=3" + (after.empty() ? std::string() : " after=" + after));
-        for (const json& l : page["locks"]) seen.push_back(l["id"]);
-        if (pages == 1) {  // release one lock already listed and one not yet listed, take two new ones
-          for (const std::string& id : {seen.front(), ids.back()}) {
-            CHECK(sh.ask("release " + id + " " + token_of[id])["released"] == true);
-            gone.insert(id);
-          }
-          take("late1", "/q/late1");
-          take("late2", "/p/A/late2");
-        }
-        if (page["next"].is_null()) break;
-        after = page["next"].get<std::string>();
-      }
-      CHECK(pages < 100);
-      std::map<std::string, int> times;
-      for (const std::string& id : seen) ++times[id];
-      for (const auto& [id, n] : times) {
-        INFO("lock " << id);
-        CHECK(n == 1);
-        CHECK(token_of.count(id) == 1);
-      }
-      for (std::size_t i = 0; i < 23; ++i) {
-        if (gone.count(ids[i])) continue;
-        INFO("lock " << ids[i] << " was live throughout");
-        CHECK(times[ids[i]] == 1);
-      }
+      for (const std::string prefix : {"/", "/p/A"}) pages_match_the_whole(s.sh, prefix);
+      pages_survive_churn(s, 23);
     }
   }
 }
