@@ -186,3 +186,16 @@ TEST_CASE("the runtime restates no number of the layout: each comes from the dat
     }
   }
 }
+
+TEST_CASE("a namespace's keys are named in one place, and read back from a key", "[redis][keys]") {
+  const std::vector<std::string> keys = redis::namespace_keys("web");
+  REQUIRE(keys.size() == std::size(redis::kKeySuffixes));
+  CHECK(keys.front() == "pl:{web}:meta");
+  CHECK(redis::namespace_key("web", "wake") == keys.back());
+  CHECK(redis::namespace_of_key("pl:{web}:meta", "meta") == "web");
+  CHECK(redis::namespace_of_key("pl:{a:b}:meta", "meta") == "a:b");
+  CHECK(redis::namespace_of_key("pl:{web}:idx", "meta").empty());
+  CHECK(redis::namespace_of_key("xx:{web}:meta", "meta").empty());
+  CHECK(redis::namespace_of_key("pl:{}:meta", "meta").empty());
+  CHECK(redis::namespace_of_key("meta", "meta").empty());
+}

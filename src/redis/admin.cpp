@@ -28,14 +28,6 @@ ClientOptions admin_client_options(const RedisOptions& o) {
                        o.observe.log};
 }
 
-std::string key_of(std::string_view ns, std::string_view suffix) { return fmt::format("pl:{{{}}}:{}", ns, suffix); }
-
-// "pl:{NS}:meta" -> "NS" ("" if the key is not a namespace's meta).
-std::string namespace_of(const std::string& key) {
-  if (key.size() < 10 || key.rfind("pl:{", 0) != 0 || key.compare(key.size() - 6, 6, "}:meta") != 0) return "";
-  return key.substr(4, key.size() - 10);
-}
-
 // Runs `argv` on master `node` (a Cluster) or through the client's routing
 // (one server or a Sentinel's master, which follows a failover).
 Reply on_master(RedisClient& client, const Endpoint& node, const std::vector<std::string>& argv) {
@@ -50,10 +42,10 @@ std::map<std::string, long long> ended_by_tag(RedisClient& client, std::string_v
   const Reply t = client.command({"TIME"});
   const long long now_ms = std::stoll(t.at(0).text()) * 1000 + std::stoll(t.at(1).text()) / 1000;
   const Reply ids =
-      client.command({"ZRANGEBYSCORE", key_of(ns, zset), "-inf", std::to_string(now_ms), "LIMIT", "0", "100000"});
+      client.command({"ZRANGEBYSCORE", namespace_key(ns, zset), "-inf", std::to_string(now_ms), "LIMIT", "0", "100000"});
   std::map<std::string, long long> out;
   if (ids.elements.empty()) return out;
-  std::vector<std::string> hmget{"HMGET", key_of(ns, records)};
+  std::vector<std::string> hmget{"HMGET", namespace_key(ns, records)};
   for (const Reply& id : ids.elements) hmget.push_back(id.str);
   for (const Reply& rec : client.command(hmget).elements)
     if (!rec.str.empty()) ++out[rec.str.substr(0, rec.str.find('\0'))];
@@ -116,11 +108,11 @@ class RedisInspector final : public admin::Inspector {
     for (const Endpoint& node : client_.masters()) {
       std::string cursor = "0";
       do {
-        const Reply r = on_master(client_, node, {"SCAN", cursor, "MATCH", "pl:{*}:meta", "COUNT", "1000"});
+        const Reply r = on_master(client_, node, {"SCAN", cursor, "MATCH", namespace_key("*", "meta"), "COUNT", "1000"});
         if (r.is_error()) client_.fail(fmt::format("SCAN on {} failed: {}", node.describe(), r.str));
         cursor = r.at(0).text();
         for (const Reply& key : r.at(1).elements) {
-          const std::string ns = namespace_of(key.str);
+          const std::string ns = namespace_of_key(key.str, "meta");
           if (!ns.empty() && !each(ns)) return;
         }
       } while (cursor != "0");
@@ -128,7 +120,7 @@ class RedisInspector final : public admin::Inspector {
   }
 
   admin::NamespaceStatus status(std::string_view ns) override {
-    const Reply r = client_.command({"HGETALL", key_of(ns, "meta")});
+    const Reply r = client_.command({"HGETALL", namespace_key(ns, "meta")});
     Meta meta;
     for (std::size_t i = 0; i + 1 < r.elements.size(); i += 2) meta[r.elements[i].str] = r.elements[i + 1].str;
     return status_of(client_, ns, meta);
@@ -136,7 +128,7 @@ class RedisInspector final : public admin::Inspector {
 
   // A namespace that was never used has no meta key (no lock call ever
   // deletes it). Asked on the node that owns the namespace's slot.
-  bool exists(std::string_view ns) override { return client_.command({"EXISTS", key_of(ns, "meta")}).integer != 0; }
+  bool exists(std::string_view ns) override { return client_.command({"EXISTS", namespace_key(ns, "meta")}).integer != 0; }
 
  private:
   RedisClient client_;

@@ -155,8 +155,19 @@ Library library_for(const MatrixTable& table) {
 std::vector<std::string> namespace_keys(std::string_view ns) {
   std::vector<std::string> keys;
   keys.reserve(std::size(kKeySuffixes));
-  for (const std::string_view suffix : kKeySuffixes) keys.push_back(fmt::format("pl:{{{}}}:{}", ns, suffix));
+  for (const std::string_view suffix : kKeySuffixes) keys.push_back(namespace_key(ns, suffix));
   return keys;
+}
+
+std::string namespace_key(std::string_view ns, std::string_view suffix) {
+  return fmt::format("pl:{{{}}}:{}", ns, suffix);
+}
+
+std::string namespace_of_key(std::string_view key, std::string_view suffix) {
+  const std::string tail = fmt::format("}}:{}", suffix);
+  if (key.size() <= 4 + tail.size() || key.substr(0, 4) != "pl:{" || key.substr(key.size() - tail.size()) != tail)
+    return "";
+  return std::string(key.substr(4, key.size() - 4 - tail.size()));
 }
 
 }  // namespace pathlock::redis

@@ -76,6 +76,11 @@ Library library_for(const MatrixTable& table);
 // "pl:{NS}:meta", "pl:{NS}:idx", ...: the KEYS of every function, for
 // namespace `ns` (already validated).
 std::vector<std::string> namespace_keys(std::string_view ns);
+// One of them: "pl:{NS}:" + suffix (one of kKeySuffixes).
+std::string namespace_key(std::string_view ns, std::string_view suffix);
+// The namespace whose key `key` is with `suffix` ("pl:{NS}:meta" -> "NS"),
+// or "" if `key` is not such a key.
+std::string namespace_of_key(std::string_view key, std::string_view suffix);
 
 struct LuaSource {
   std::string_view name;  // file name without ".lua"
