@@ -24,12 +24,9 @@ options::Options& with_backend(options::Options& table) {
 }
 
 EngineOptions backend_from(const options::Parsed& p, bool require_url) {
-  EngineOptions o;
-  o.backend = parse_backend(p.get("backend", "redis"));
+  EngineOptions o = engine_options_from(p, Backend::redis);
   if (require_url && o.backend == Backend::redis && !p.has("redis")) throw options::UsageError("--redis is required");
-  if (p.has("redis")) o.redis = redis_options_from(p);
-  o.redis.tls = tls_from_flags(p);
-  if (p.has("postgres")) o.postgres.url = p.get("postgres");
+  o.redis.pool_size = 1;  // one command at a time
   o.postgres.pool_size = 1;
   return o;
 }

@@ -98,14 +98,9 @@ std::unique_ptr<matrix::MatrixFile> matrix_from(const options::Parsed& p) {
 
 std::unique_ptr<LockEngine> engine_from(const options::Parsed& p, const matrix::MatrixFile* compiled,
                                         std::shared_ptr<Metrics> metrics = nullptr) {
-  EngineOptions opts;
+  EngineOptions opts = cli::engine_options_from(p, Backend::memory);
   if (compiled) opts.matrix = &compiled->table();
   if (metrics) opts.observe = ObserveOptions{.metrics = std::move(metrics)};
-  if (p.has("backend")) opts.backend = parse_backend(p.get("backend"));
-  if (p.has("redis")) opts.redis.url = p.get("redis");
-  if (p.has("postgres")) opts.postgres.url = p.get("postgres");
-  if (p.has("redis")) opts.redis.password = cli::redis_password(p);
-  opts.redis.tls = cli::tls_from_flags(p);
   return make_engine(opts);
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <pathlock/engine.hpp>
+#include <pathlock/factory.hpp>
 #include <pathlock/redis.hpp>
 
 #include "common/options.hpp"
@@ -102,6 +103,21 @@ inline RedisOptions redis_options_from(const options::Parsed& p) {
   ro.tls = tls_from_flags(p);
   ro.pool_size = 1;
   return ro;
+}
+
+// The engine options of a command line: --backend (default `fallback`),
+// --redis with its password and TLS flags, --postgres. Callers add what is
+// theirs (a matrix, metrics, pool sizes).
+inline EngineOptions engine_options_from(const options::Parsed& p, Backend fallback) {
+  EngineOptions o;
+  o.backend = p.has("backend") ? parse_backend(p.get("backend")) : fallback;
+  if (p.has("redis")) {
+    o.redis.url = p.get("redis");
+    o.redis.password = redis_password(p);
+  }
+  o.redis.tls = tls_from_flags(p);
+  if (p.has("postgres")) o.postgres.url = p.get("postgres");
+  return o;
 }
 
 }  // namespace pathlock::cli
