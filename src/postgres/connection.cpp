@@ -55,19 +55,15 @@ void Connection::lost(const std::string& what) {
                                  trimmed(PQerrorMessage(conn_))));
 }
 
-// Waits until the socket is ready for `events`, the deadline passes (false)
-// or `interrupt` is raised (false).
-bool Connection::wait_socket(short events, SteadyClock::time_point deadline, const core::Interrupt* interrupt) {
-  pollfd fds[2] = {{PQsocket(conn_), events, 0}, {interrupt ? interrupt->fd() : -1, POLLIN, 0}};
+// Waits until the socket is ready for `events` (true) or the deadline passes.
+bool Connection::wait_socket(short events, SteadyClock::time_point deadline) {
+  pollfd fd{PQsocket(conn_), events, 0};
   while (true) {
-    if (interrupt && interrupt->raised()) return false;
     const auto left = std::chrono::ceil<Millis>(deadline - SteadyClock::now()).count();
     if (left <= 0) return false;
-    const int n = ::poll(fds, interrupt && interrupt->fd() >= 0 ? 2 : 1, static_cast<int>(left));
+    const int n = ::poll(&fd, 1, static_cast<int>(left));
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return false;
-    if (fds[0].revents) return true;
-    if (n > 0) return false;  // the interrupt
+    return n > 0 && fd.revents != 0;
   }
 }
 

@@ -3,8 +3,8 @@
 //
 // Why libpq and not libpqxx: the engine needs libpq's asynchronous API
 // (PQsendQueryParams, PQconsumeInput, PQnotifies) to wait on the socket with
-// poll() together with a stop's eventfd and a deadline, and to read
-// LISTEN/NOTIFY wake-ups on the same loop; libpqxx wraps these only
+// poll() and a deadline, and to read LISTEN/NOTIFY wake-ups (the listener's
+// thread, listener.cpp); libpqxx wraps these only
 // partially, throws from places where this library promises noexcept
 // (leave, give_back, destructors), and would be one more dependency.
 //
@@ -19,7 +19,6 @@
 // be used from any thread.
 #pragma once
 
-#include "core/interrupt.hpp"
 
 #include <pathlock/engine.hpp>
 
@@ -79,8 +78,7 @@ class Connection {
   [[noreturn]] void lost(const std::string& what);
   void send_and_wait(Millis timeout);
   Result collect();
-  bool wait_socket(short events, std::chrono::steady_clock::time_point deadline,
-                   const core::Interrupt* interrupt = nullptr);
+  bool wait_socket(short events, std::chrono::steady_clock::time_point deadline);
 
   PGconn* conn_ = nullptr;
   bool broken_ = false;
