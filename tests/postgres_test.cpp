@@ -62,11 +62,16 @@ TEST_CASE("postgres: the conflict check reads the indexes, never the whole locks
       "INSERT INTO pathlock.held SELECT l.ns, l.id, " + std::to_string(upload_code) +
       ", pathlock.sk(l.paths[1]), pathlock.k(pathlock.sk(l.paths[1])), l.fp, 'target', l.paths[1], l.fence FROM l; "
       "ANALYZE pathlock.held; ANALYZE pathlock.locks;");
-  // The lookups of pathlock.held_conflict, as it writes them.
+  // The lookups of pathlock.first_conflict, as it writes them: the
+  // ancestors and the path itself, whether anything is below, and below it
+  // per code.
   const std::string plan = server.sql(
       "EXPLAIN (COSTS OFF) SELECT * FROM pathlock.held h WHERE h.ns = 'explain' AND "
-      "h.k = ANY (pathlock.ks(pathlock.above('/f7/x/y/z'))) AND h.sk = ANY (pathlock.above('/f7/x/y/z')) "
+      "h.k = ANY (pathlock.above('/f7/x/y/z') || pathlock.sk('/f7/x/y/z')) "
+      "AND h.sk = ANY (pathlock.above('/f7/x/y/z') || pathlock.sk('/f7/x/y/z')) "
       "ORDER BY length(h.sk), h.code, h.fence DESC LIMIT 1; "
+      "EXPLAIN (COSTS OFF) SELECT 1 FROM pathlock.held b WHERE b.ns = 'explain' "
+      "AND b.k >= pathlock.k(pathlock.lo('/f7')) AND b.k <= pathlock.k(pathlock.hi('/f7')); "
       "EXPLAIN (COSTS OFF) SELECT * FROM pathlock.held h WHERE h.ns = 'explain' AND h.fp = 'x' AND h.code = 3 "
       "AND h.k >= pathlock.k(pathlock.lo('/f7')) AND h.k <= pathlock.k(pathlock.hi('/f7')) "
       "AND h.sk > pathlock.lo('/f7') AND h.sk < pathlock.hi('/f7') ORDER BY h.k, h.sk, h.fence DESC LIMIT 1;");
@@ -122,6 +127,21 @@ TEST_CASE("postgres: a grant survives kill -9 of the postmaster and fences go on
   // The first engine's pooled connections died with the server: it finds
   // out and connects again.
   CHECK(engine->release(ns, a.id, a.token));
+}
+
+TEST_CASE("postgres: an engine brings older functions up to date and keeps the locks", "[postgres]") {
+  devtools::PostgresServer server;  // private: its functions are changed
+  const std::string ns = "upgrade";
+  const Grant a = test::granted(*test::postgres_engine(nullptr, server.url()), upload(ns, "/a/file"));
+  // A database at functions version 2: that version, and a helper that
+  // version 3 no longer has.
+  server.sql(
+      "CREATE OR REPLACE FUNCTION pathlock.functions_version() RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT 2 $$; "
+      "CREATE FUNCTION pathlock.held_conflict(text, text, text, bigint, bigint, bigint, text[]) RETURNS int "
+      "LANGUAGE sql AS $$ SELECT 0 $$;");
+  still_held(*test::postgres_engine(nullptr, server.url()), ns, a);
+  CHECK(count_of(server, "SELECT pathlock.functions_version()") == 3);
+  CHECK(count_of(server, "SELECT count(*) FROM pg_proc WHERE proname = 'held_conflict'") == 0);
 }
 
 TEST_CASE("postgres: a connection dropped by the server is an error, and the engine goes on", "[postgres]") {

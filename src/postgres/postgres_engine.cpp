@@ -313,12 +313,14 @@ class PostgresEngine final : public LockEngine {
   void install_schema() {
     Pool::Lease c = pool_->take();
     if (installed_functions(*c) < kFunctionsVersion) try {
-        c->exec_script(std::string("BEGIN; SELECT pg_advisory_xact_lock(hashtextextended('pathlock:schema', 0));\n") +
+        c->exec_script(std::string("BEGIN; SET LOCAL client_min_messages = warning; "  // no "already exists" notices
+                                   "SELECT pg_advisory_xact_lock(hashtextextended('pathlock:schema', 0));\n") +
                            kSchemaSql + "\nCOMMIT;",
                        std::max(options_.command_timeout, Millis{30000}));
       } catch (const BackendError& e) {
         throw BackendError(fmt::format("{}; the schema pathlock needs functions version {}: run "
-                                       "src/postgres/schema.sql as its owner (docs/postgres.md#schema-roles-and-grants)",
+                                       "src/postgres/schema.sql and functions.sql as its owner "
+                                       "(docs/postgres.md#schema-roles-and-grants)",
                                        e.what(), kFunctionsVersion));
       }
     const Result layout = c->exec("SELECT max(layout) FROM pathlock.meta", {}, options_.command_timeout);

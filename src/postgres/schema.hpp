@@ -1,5 +1,6 @@
 // The pathlock schema in PostgreSQL: tables, indexes and functions
-// (src/postgres/schema.sql, embedded at build time; docs/postgres.md).
+// (src/postgres/schema.sql and functions.sql, embedded at build time;
+// docs/postgres.md).
 // Private to the library.
 #pragma once
 
@@ -10,9 +11,9 @@ namespace pathlock::postgres {
 inline constexpr int kSchemaLayout = 1;
 // The version of its functions (pathlock.functions_version()). An engine
 // that finds none, or an older one, runs the script again.
-inline constexpr int kFunctionsVersion = 2;
+inline constexpr int kFunctionsVersion = 3;
 
-// The whole of schema.sql: idempotent (CREATE ... IF NOT EXISTS, CREATE OR
+// schema.sql, then functions.sql: idempotent (CREATE ... IF NOT EXISTS, CREATE OR
 // REPLACE FUNCTION), run in one transaction.
 extern const char* const kSchemaSql;
 

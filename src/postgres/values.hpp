@@ -1,5 +1,5 @@
 // The values the PostgreSQL backend sends to its server-side functions and
-// reads back (src/postgres/schema.sql): array literals of a request's roles,
+// reads back (src/postgres/functions.sql): array literals of a request's roles,
 // codes, refusal masks and paths; fields joined by chr(1); a reply's cells.
 // No connection here: postgres_engine.cpp and admin.cpp call these, and
 // tests/postgres_values_test.cpp checks them without a server.

@@ -158,6 +158,29 @@ TEST_CASE("identity: an idempotency key gets the same lock back, and nothing els
   CHECK(f.held() == 1);
 }
 
+TEST_CASE("identity: a lock whose lease ended answers neither its proof nor its key", "[engine][identity][expiry]") {
+  Fixture f{test::manual_time};
+  const Millis lease = 500ms;
+  auto req = f.request("alice", "upload", {{"target", "/p/A"}}, lease);
+  req.idempotency_key = "key-of-an-ended-lease";
+  const auto first = f.engine->acquire(req);
+  REQUIRE(first.granted);
+  REQUIRE(f.until_expired(first.grant, lease));
+  // The ended lock's id and token no longer re-enter it.
+  auto again = f.request_on("alice", "upload", "/p/A");
+  again.reenter_id = first.grant.id;
+  again.reenter_token = first.grant.token;
+  const auto reentry = f.engine->acquire(again);
+  CHECK_FALSE(reentry.granted);
+  CHECK(reentry.not_holder);
+  // Its key gets a new lock, not the ended one back.
+  const auto fresh = f.engine->acquire(req);
+  REQUIRE(fresh.granted);
+  CHECK(fresh.grant.id != first.grant.id);
+  CHECK(fresh.grant.fence > first.grant.fence);
+  CHECK(f.held() == 1);
+}
+
 TEST_CASE("identity: bad proofs and keys are InvalidRequest and change nothing", "[engine][identity]") {
   Fixture f;
   const auto g = f.one("alice", "upload", "/p/A");

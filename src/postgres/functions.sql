@@ -1,0 +1,346 @@
+-- The functions of the pathlock schema (docs/postgres.md#functions), run
+-- after schema.sql (the tables, indexes and small helpers) and again by an
+-- engine that finds an older pathlock.functions_version(): every statement
+-- in it can be repeated. Each public call is one function, one statement,
+-- one transaction, serialised per namespace (pathlock.serialise).
+
+-- Functions version 2 had these (now first_conflict and queued_conflict,
+-- with fewer calls of PL/pgSQL functions: each costs about as much as a
+-- small query).
+DROP FUNCTION IF EXISTS pathlock.others_present(text, text);
+DROP FUNCTION IF EXISTS pathlock.target_conflict(boolean, text, text, text, bigint, bigint, bigint, text[], bigint,
+  bigint);
+DROP FUNCTION IF EXISTS pathlock.held_conflict(text, text, text, bigint, bigint, bigint, text[]);
+DROP FUNCTION IF EXISTS pathlock.waiter_conflict(text, text, text, bigint, bigint, bigint, bigint, bigint);
+DROP FUNCTION IF EXISTS pathlock.other_matrices(text, text);
+
+-- The oldest place in line (older than p_place when set) that refuses one
+-- of a request's targets as if it held its lock, target by target: x_index
+-- is the target (1-based), x_rel the relation (0 same, 1 above, 2 below).
+CREATE OR REPLACE FUNCTION pathlock.queued_conflict(p_ns text, p_fp text, p_paths text[], p_masks bigint[],
+    p_place bigint, p_now bigint, OUT x_id text, OUT x_role text, OUT x_path text, OUT x_rel int, OUT x_index int)
+LANGUAGE plpgsql STABLE AS $$
+DECLARE v_sk text COLLATE "C"; v_above text[]; v_lo text COLLATE "C"; v_hi text COLLATE "C";
+BEGIN
+  FOR t IN 1 .. array_length(p_paths, 1) LOOP
+    v_sk := pathlock.sk(p_paths[t]); v_above := pathlock.above(p_paths[t]);
+    v_lo := pathlock.lo(p_paths[t]); v_hi := pathlock.hi(p_paths[t]);
+    SELECT q.id, q.role, q.path, x.rel, t INTO x_id, x_role, x_path, x_rel, x_index
+      FROM pathlock.queued q
+      JOIN pathlock.waiters w ON w.ns = q.ns AND w.id = q.id
+      CROSS JOIN LATERAL (SELECT CASE WHEN q.sk = v_sk THEN 0 WHEN q.sk = ANY (v_above) THEN 1 ELSE 2 END AS rel) x
+     WHERE q.ns = p_ns AND w.expires > p_now AND (p_place IS NULL OR q.place < p_place)
+       AND ((q.k = ANY (pathlock.ks(v_above)) AND q.sk = ANY (v_above))
+            OR (q.k = pathlock.k(v_sk) AND q.sk = v_sk)
+            OR (q.k >= pathlock.k(v_lo) AND q.k <= pathlock.k(v_hi) AND q.sk > v_lo AND q.sk < v_hi))
+       AND (q.fp <> p_fp OR ((CASE x.rel WHEN 0 THEN p_masks[3 * t - 2] WHEN 1 THEN p_masks[3 * t - 1]
+                                          ELSE p_masks[3 * t] END) >> q.code) & 1 = 1)
+     ORDER BY q.place, q.code LIMIT 1;
+    IF FOUND THEN RETURN; END IF;
+  END LOOP;
+END $$;
+
+-- The place in line of waiter p_waiter (NULL: none, or its reservation
+-- ended, as if reaped); a live place of another request under that id is
+-- bad input.
+CREATE OR REPLACE FUNCTION pathlock.my_place(p_ns text, p_waiter text, p_owner text, p_fp text, p_op text,
+    p_paths text[], p_now bigint) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE v_me pathlock.waiters;
+BEGIN
+  IF p_waiter = '' THEN RETURN NULL; END IF;
+  SELECT * INTO v_me FROM pathlock.waiters w WHERE w.ns = p_ns AND w.id = p_waiter;
+  IF NOT FOUND OR v_me.expires <= p_now THEN RETURN NULL; END IF;
+  IF v_me.owner <> p_owner OR v_me.fp <> p_fp OR v_me.op <> p_op OR v_me.paths <> p_paths THEN
+    RAISE EXCEPTION 'waiter_id % is in use by another request', p_waiter USING ERRCODE = '22023';
+  END IF;
+  RETURN v_me.place;
+END $$;
+
+-- A lock the request already holds: its reentry (p_reenter_id, one more
+-- hold) or the grant of its idempotency key (p_key, lease extended). NULL
+-- when there is none (for a reentry: the caller is not the holder). A lock
+-- whose lease ended counts as none, as if reaped (an ended grant of the
+-- key is reaped here, so that a new grant can take the key).
+CREATE OR REPLACE FUNCTION pathlock.held_again(p_ns text, p_fp text, p_owner text, p_op text, p_paths text[],
+    p_ttl bigint, p_reenter_id text, p_reenter_token text, p_key text, p_now bigint)
+RETURNS pathlock.locks LANGUAGE plpgsql AS $$
+DECLARE v_lock pathlock.locks;
+BEGIN
+  IF p_reenter_id <> '' THEN
+    SELECT * INTO v_lock FROM pathlock.locks l WHERE l.ns = p_ns AND l.id = p_reenter_id;
+    IF NOT FOUND OR v_lock.token <> p_reenter_token OR v_lock.expires <= p_now THEN RETURN NULL; END IF;
+    IF v_lock.fp <> p_fp OR v_lock.op <> p_op OR v_lock.paths <> p_paths THEN
+      RAISE EXCEPTION 'reentry of lock %: the request must repeat its operation ''%'' and its targets',
+        v_lock.id, v_lock.op USING ERRCODE = '22023';
+    END IF;
+    UPDATE pathlock.locks l SET holds = l.holds + 1, ttl = p_ttl, expires = greatest(l.expires, p_now + p_ttl)
+     WHERE l.ns = p_ns AND l.id = p_reenter_id RETURNING * INTO v_lock;
+  ELSIF p_key <> '' THEN
+    SELECT * INTO v_lock FROM pathlock.locks l WHERE l.ns = p_ns AND l.idem = p_key;
+    IF NOT FOUND THEN RETURN NULL; END IF;
+    IF v_lock.expires <= p_now THEN PERFORM pathlock.reap(p_ns, p_now); RETURN NULL; END IF;
+    IF v_lock.owner <> p_owner OR v_lock.fp <> p_fp OR v_lock.op <> p_op OR v_lock.paths <> p_paths THEN
+      RAISE EXCEPTION 'idempotency_key is in use by another request (another owner, operation or targets)'
+        USING ERRCODE = '22023';
+    END IF;
+    UPDATE pathlock.locks l SET expires = greatest(l.expires, p_now + p_ttl)
+     WHERE l.ns = p_ns AND l.id = v_lock.id RETURNING * INTO v_lock;
+  END IF;
+  RETURN v_lock;
+END $$;
+
+-- The first conflict of a request, target by target: a held lock, by the
+-- witness rule (docs/lua-protocol.md#the-conflicting-lock): the ancestors,
+-- shortest first, then the path itself (one lookup of held_path); then,
+-- when anything is held below the path (one probe), below it: one range of
+-- held_code per refusing code, and for a target of another matrix, which
+-- refuses every overlap, per code of each matrix present (found by a loose
+-- index scan, one probe per matrix). Else, for a fair request, an older
+-- place in line. With the holder's operation, owner and lease left. NULL
+-- c_id: none. c_index is the request's target it hit (1-based).
+CREATE OR REPLACE FUNCTION pathlock.first_conflict(p_ns text, p_fp text, p_paths text[], p_masks bigint[],
+    p_fair boolean, p_place bigint, p_now bigint,
+    OUT c_id text, OUT c_op text, OUT c_role text, OUT c_path text, OUT c_owner text, OUT c_expires_in bigint,
+    OUT c_index int, OUT c_relation int, OUT c_queued boolean)
+LANGUAGE plpgsql AS $$
+DECLARE v_sk text COLLATE "C"; v_at text[]; v_lo text COLLATE "C"; v_hi text COLLATE "C"; r record;
+BEGIN
+  FOR t IN 1 .. array_length(p_paths, 1) LOOP
+    v_sk := pathlock.sk(p_paths[t]); v_at := pathlock.above(p_paths[t]) || v_sk;
+    v_lo := pathlock.lo(p_paths[t]); v_hi := pathlock.hi(p_paths[t]); c_index := t; c_queued := false;
+    SELECT h.id, h.role, h.path, CASE WHEN h.sk = v_sk THEN 0 ELSE 1 END INTO c_id, c_role, c_path, c_relation
+      FROM pathlock.held h
+     WHERE h.ns = p_ns AND h.k = ANY (CASE WHEN octet_length(v_sk) <= 500 THEN v_at ELSE pathlock.ks(v_at) END)
+       AND h.sk = ANY (v_at) AND (h.fp <> p_fp OR ((CASE WHEN h.sk = v_sk THEN p_masks[3 * t - 2]
+                                                         ELSE p_masks[3 * t - 1] END) >> h.code) & 1 = 1)
+     ORDER BY length(h.sk), h.fp <> p_fp, h.fp, h.code, h.fence DESC LIMIT 1;
+    EXIT WHEN FOUND;
+    CONTINUE WHEN NOT EXISTS (SELECT 1 FROM pathlock.held b
+                               WHERE b.ns = p_ns AND b.k >= pathlock.k(v_lo) AND b.k <= pathlock.k(v_hi));
+    WITH RECURSIVE fps(fp) AS (
+      (SELECT h.fp FROM pathlock.held h WHERE h.ns = p_ns ORDER BY h.fp LIMIT 1)
+      UNION ALL
+      SELECT (SELECT h.fp FROM pathlock.held h WHERE h.ns = p_ns AND h.fp > fps.fp ORDER BY h.fp LIMIT 1)
+        FROM fps WHERE fps.fp IS NOT NULL),
+    kc AS (SELECT p_fp AS f, c FROM unnest(pathlock.bits(p_masks[3 * t])) c
+           UNION ALL SELECT fps.fp, c FROM fps, generate_series(0, 63) c WHERE fps.fp <> p_fp)
+    SELECT x.id, x.role, x.path, 2 INTO c_id, c_role, c_path, c_relation
+      FROM kc CROSS JOIN LATERAL (SELECT h.* FROM pathlock.held h
+                                   WHERE h.ns = p_ns AND h.fp = kc.f AND h.code = kc.c AND h.k >= pathlock.k(v_lo)
+                                     AND h.k <= pathlock.k(v_hi) AND h.sk > v_lo AND h.sk < v_hi
+                                   ORDER BY h.k, h.sk, h.fence DESC LIMIT 1) x
+     ORDER BY x.sk, x.fp <> p_fp, x.fp, x.code, x.fence DESC LIMIT 1;
+    EXIT WHEN FOUND;
+  END LOOP;
+  IF c_id IS NULL AND p_fair AND EXISTS (SELECT 1 FROM pathlock.waiters w WHERE w.ns = p_ns AND w.expires > p_now) THEN
+    r := pathlock.queued_conflict(p_ns, p_fp, p_paths, p_masks, p_place, p_now);
+    c_id := r.x_id; c_role := r.x_role; c_path := r.x_path; c_relation := r.x_rel; c_index := r.x_index; c_queued := true;
+  END IF;
+  IF c_id IS NULL THEN c_index := NULL; c_queued := NULL; RETURN; END IF;
+  SELECT x.op, x.owner, x.expires - p_now INTO c_op, c_owner, c_expires_in
+    FROM (SELECT l.op, l.owner, l.expires FROM pathlock.locks l WHERE NOT c_queued AND l.ns = p_ns AND l.id = c_id
+          UNION ALL
+          SELECT w.op, w.owner, w.expires FROM pathlock.waiters w WHERE c_queued AND w.ns = p_ns AND w.id = c_id) x;
+END $$;
+
+-- A new lock and its targets, in one statement; replies its fence: one
+-- more than the last, and at least the server clock in microseconds (never
+-- back, even after a restore).
+CREATE OR REPLACE FUNCTION pathlock.new_lock(p_ns text, p_fp text, p_owner text, p_op text, p_roles text[],
+    p_codes int[], p_paths text[], p_ttl bigint, p_id text, p_token text, p_key text, p_now bigint)
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE v_fence bigint;
+BEGIN
+  WITH n AS (INSERT INTO pathlock.namespaces AS n (ns, fence) VALUES (p_ns, pathlock.now_us())
+               ON CONFLICT (ns) DO UPDATE SET fence = greatest(n.fence + 1, pathlock.now_us()) RETURNING n.fence),
+       l AS (INSERT INTO pathlock.locks (ns, id, token, owner, fp, op, roles, paths, fence, holds, ttl, expires, idem)
+               SELECT p_ns, p_id, p_token, p_owner, p_fp, p_op, p_roles, p_paths, n.fence, 1, p_ttl, p_now + p_ttl,
+                      nullif(p_key, '') FROM n RETURNING fence),
+       h AS (INSERT INTO pathlock.held (ns, id, code, sk, k, fp, role, path, fence)
+               SELECT p_ns, p_id, t.code, t.sk, t.k, p_fp, t.role, t.path, l.fence
+                 FROM l, pathlock.targets(p_codes, p_roles, p_paths) t)
+  SELECT l.fence INTO v_fence FROM l;
+  RETURN v_fence;
+END $$;
+
+-- acquire: one call per attempt (docs/postgres.md#functions). p_masks holds,
+-- per target k, the refusal masks of its code for the relations same,
+-- held_ancestor and held_descendant at 3k-2, 3k-1, 3k (bit c: held code c
+-- of the same matrix refuses). Replies one row: status 'granted' (id,
+-- token, fence, expires_in, holds), 'refused' (the conflict's fields,
+-- c_index the request's target it hit, 1-based) or 'not_holder'. Bad input
+-- found here raises SQLSTATE 22023 and changes nothing. A grant commits
+-- with the server's synchronous_commit (durable by default); a refusal
+-- changes only places in line and reaped leases, so it commits without
+-- waiting for its WAL flush. Plans are generic: the statements are the same
+-- every call, only their parameters change. A lease or place that ended
+-- counts as gone; it is reaped when it is in the way (a conflict, a
+-- reentry, a key, a waiter id), by a refusal or by a release, so a grant
+-- that meets none spends no statement on reaping.
+CREATE OR REPLACE FUNCTION pathlock.acquire(
+    p_ns text, p_fp text, p_owner text, p_op text, p_roles text[], p_codes int[], p_masks bigint[], p_paths text[],
+    p_ttl bigint, p_new_id text, p_new_token text, p_reenter_id text, p_reenter_token text, p_key text,
+    p_fair boolean, p_waiter text, p_reserve bigint,
+    OUT status text, OUT id text, OUT token text, OUT fence bigint, OUT expires_in bigint, OUT holds int,
+    OUT c_id text, OUT c_op text, OUT c_role text, OUT c_path text, OUT c_owner text, OUT c_expires_in bigint,
+    OUT c_index int, OUT c_relation int, OUT c_queued boolean)
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+DECLARE v_now bigint; v_place bigint; v_lock pathlock.locks; v_sync text; c record;
+BEGIN
+  PERFORM pathlock.serialise(p_ns);
+  v_now := pathlock.now_ms();
+  IF p_waiter <> '' THEN v_place := pathlock.my_place(p_ns, p_waiter, p_owner, p_fp, p_op, p_paths, v_now); END IF;
+  IF p_reenter_id <> '' OR p_key <> '' THEN
+    v_lock := pathlock.held_again(p_ns, p_fp, p_owner, p_op, p_paths, p_ttl, p_reenter_id, p_reenter_token, p_key,
+                                  v_now);
+  END IF;
+  IF p_reenter_id <> '' AND v_lock.id IS NULL THEN status := 'not_holder'; RETURN; END IF;
+  IF v_lock.id IS NOT NULL THEN
+    IF v_place IS NOT NULL THEN PERFORM pathlock.leave(p_ns, p_waiter); END IF;
+    status := 'granted'; id := v_lock.id; token := v_lock.token; fence := v_lock.fence;
+    expires_in := v_lock.expires - v_now; holds := v_lock.holds;
+    RETURN;
+  END IF;
+  c := pathlock.first_conflict(p_ns, p_fp, p_paths, p_masks, p_fair, v_place, v_now);
+  IF c.c_id IS NOT NULL AND NOT c.c_queued AND c.c_expires_in <= 0 THEN  -- an ended lease: reap, look again
+    PERFORM pathlock.reap(p_ns, v_now);
+    c := pathlock.first_conflict(p_ns, p_fp, p_paths, p_masks, p_fair, v_place, v_now);
+  END IF;
+  IF c.c_id IS NOT NULL THEN
+    status := 'refused'; c_id := c.c_id; c_op := c.c_op; c_role := c.c_role; c_path := c.c_path;
+    c_owner := c.c_owner; c_expires_in := c.c_expires_in; c_index := c.c_index; c_relation := c.c_relation;
+    c_queued := c.c_queued;
+    v_sync := set_config('synchronous_commit', 'off', true);
+    PERFORM pathlock.keep_place(p_ns, p_fp, p_owner, p_op, p_roles, p_codes, p_paths, p_waiter, p_reserve,
+                                v_place, v_now);
+    RETURN;
+  END IF;
+  fence := pathlock.new_lock(p_ns, p_fp, p_owner, p_op, p_roles, p_codes, p_paths, p_ttl, p_new_id, p_new_token,
+                             p_key, v_now);
+  IF v_place IS NOT NULL THEN PERFORM pathlock.leave(p_ns, p_waiter); END IF;
+  status := 'granted'; id := p_new_id; token := p_new_token; expires_in := p_ttl; holds := 1;
+END $$;
+
+-- A refused attempt: keeps (or takes, at the back of the line) the place
+-- p_waiter for p_reserve ms (at most 2000), or, on the last attempt
+-- (p_reserve = 0), gives it up.
+CREATE OR REPLACE FUNCTION pathlock.keep_place(p_ns text, p_fp text, p_owner text, p_op text, p_roles text[],
+    p_codes int[], p_paths text[], p_waiter text, p_reserve bigint, p_place bigint, p_now bigint)
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE v_place bigint;
+BEGIN
+  PERFORM pathlock.reap(p_ns, p_now);  -- ended leases, and an ended place under p_waiter
+  IF p_waiter = '' THEN RETURN; END IF;
+  IF p_reserve <= 0 THEN
+    IF p_place IS NOT NULL THEN PERFORM pathlock.leave(p_ns, p_waiter); END IF;
+  ELSIF p_place IS NOT NULL THEN
+    UPDATE pathlock.waiters w SET expires = p_now + least(p_reserve, 2000) WHERE w.ns = p_ns AND w.id = p_waiter;
+  ELSE
+    INSERT INTO pathlock.namespaces AS n (ns, place) VALUES (p_ns, 1)
+      ON CONFLICT (ns) DO UPDATE SET place = n.place + 1 RETURNING n.place INTO v_place;
+    INSERT INTO pathlock.waiters (ns, id, owner, fp, op, roles, paths, place, since, expires)
+      VALUES (p_ns, p_waiter, p_owner, p_fp, p_op, p_roles, p_paths, v_place, p_now,
+              p_now + least(p_reserve, 2000));
+    INSERT INTO pathlock.queued (ns, id, code, sk, k, fp, role, path, place)
+      SELECT p_ns, p_waiter, t.code, t.sk, t.k, p_fp, t.role, t.path, v_place
+        FROM pathlock.targets(p_codes, p_roles, p_paths) t;
+  END IF;
+END $$;
+
+-- Takes place p_id out of the line; true when there was one.
+CREATE OR REPLACE FUNCTION pathlock.leave(p_ns text, p_id text) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE v text[];
+BEGIN
+  PERFORM pathlock.serialise(p_ns);
+  DELETE FROM pathlock.waiters w WHERE w.ns = p_ns AND w.id = p_id RETURNING w.paths INTO v;
+  IF NOT FOUND THEN RETURN false; END IF;
+  PERFORM pathlock.wake(p_ns, v);
+  RETURN true;
+END $$;
+
+-- Drops one hold of lock p_id (p_token NULL: every hold, force_release).
+-- Replies the holds left, or NULL when no live lock has this id and token.
+-- Commits without waiting for its WAL flush: a release lost by a crash of
+-- the server leaves the lock held until its lease ends (what a client that
+-- died would leave), and the next durable commit (a grant) flushes it.
+CREATE OR REPLACE FUNCTION pathlock.release(p_ns text, p_id text, p_token text) RETURNS int
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+DECLARE v_paths text[]; v_left int; v_now bigint := pathlock.now_ms();
+  v_sync text := set_config('synchronous_commit', 'off', true);
+BEGIN
+  PERFORM pathlock.serialise(p_ns);
+  IF EXISTS (SELECT 1 FROM pathlock.locks l WHERE l.ns = p_ns AND l.expires <= v_now)
+     OR EXISTS (SELECT 1 FROM pathlock.waiters w WHERE w.ns = p_ns AND w.expires <= v_now) THEN
+    PERFORM pathlock.reap(p_ns, v_now);  -- a probe of each expiry index first: reaping costs more than looking
+  END IF;
+  DELETE FROM pathlock.locks l WHERE l.ns = p_ns AND l.id = p_id AND (p_token IS NULL OR (l.token = p_token AND l.holds <= 1))
+  RETURNING l.paths INTO v_paths;
+  IF FOUND THEN
+    PERFORM pathlock.wake(p_ns, v_paths);
+    RETURN 0;
+  END IF;
+  UPDATE pathlock.locks l SET holds = l.holds - 1 WHERE l.ns = p_ns AND l.id = p_id AND l.token = p_token
+  RETURNING l.holds INTO v_left;
+  RETURN v_left;
+END $$;
+
+-- Extends lock p_id's lease to now + ttl (p_ttl NULL: its own TTL; a given
+-- one becomes its TTL). Replies the lease left, or NULL (no such lock).
+-- Durable like a grant: a renewal lost by a crash would end the lease
+-- before the time its holder was told.
+CREATE OR REPLACE FUNCTION pathlock.renew(p_ns text, p_id text, p_token text, p_ttl bigint) RETURNS bigint
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+DECLARE v_now bigint; v_left bigint;
+BEGIN
+  PERFORM pathlock.serialise(p_ns);
+  v_now := pathlock.now_ms();
+  PERFORM pathlock.reap(p_ns, v_now);
+  UPDATE pathlock.locks l SET ttl = coalesce(p_ttl, l.ttl), expires = v_now + coalesce(p_ttl, l.ttl)
+   WHERE l.ns = p_ns AND l.id = p_id AND l.token = p_token RETURNING l.expires - v_now INTO v_left;
+  RETURN v_left;
+END $$;
+
+-- Read-only: every live held lock and place in line that refuses a request
+-- (docs: LockEngine::blockers), ordered like core::order_blockers, at most
+-- p_limit + 1 rows (the extra one says "truncated").
+CREATE OR REPLACE FUNCTION pathlock.blockers(p_ns text, p_fp text, p_roles text[], p_paths text[], p_masks bigint[],
+    p_fair boolean, p_limit int)
+RETURNS TABLE (queued boolean, id text, owner text, op text, role text, path text, requested_role text,
+               requested_path text, relation int, fence bigint, holds int, expires_in bigint, waited bigint)
+LANGUAGE sql STABLE AS $$
+  WITH t AS (SELECT pathlock.now_ms() AS now),
+  req0 AS (SELECT i, p_roles[i] AS rrole, p_paths[i] AS rpath, pathlock.sk(p_paths[i]) AS rsk,
+                  pathlock.above(p_paths[i]) AS above, pathlock.lo(p_paths[i]) AS lo, pathlock.hi(p_paths[i]) AS hi,
+                  p_masks[3 * i - 2] AS m0, p_masks[3 * i - 1] AS m1, p_masks[3 * i] AS m2
+             FROM generate_subscripts(p_paths, 1) i),
+  req AS (SELECT r.*, pathlock.k(r.rsk) AS rk, pathlock.ks(r.above) AS above_k, pathlock.k(r.lo) AS lo_k,
+                 pathlock.k(r.hi) AS hi_k FROM req0 r),
+  rows AS (
+    SELECT r.i, false AS queued, l.id, l.owner, l.op, h.role, h.path, r.rrole, r.rpath, x.rel, l.fence, l.holds,
+           l.expires - t.now AS expires_in, 0::bigint AS waited
+      FROM req r CROSS JOIN t
+      JOIN pathlock.held h ON h.ns = p_ns AND ((h.k = ANY (r.above_k) AND h.sk = ANY (r.above))
+                                               OR (h.k = r.rk AND h.sk = r.rsk)
+                                               OR (h.k >= r.lo_k AND h.k <= r.hi_k AND h.sk > r.lo AND h.sk < r.hi))
+      CROSS JOIN LATERAL (SELECT CASE WHEN h.sk = r.rsk THEN 0 WHEN h.sk = ANY (r.above) THEN 1 ELSE 2 END AS rel) x
+      JOIN pathlock.locks l ON l.ns = h.ns AND l.id = h.id AND l.expires > t.now
+     WHERE h.fp <> p_fp OR ((CASE x.rel WHEN 0 THEN r.m0 WHEN 1 THEN r.m1 ELSE r.m2 END) >> h.code) & 1 = 1
+    UNION ALL
+    SELECT r.i, true, w.id, w.owner, w.op, q.role, q.path, r.rrole, r.rpath, x.rel, 0, 0,
+           w.expires - t.now, t.now - w.since
+      FROM req r CROSS JOIN t
+      JOIN pathlock.queued q ON p_fair AND q.ns = p_ns
+                             AND ((q.k = ANY (r.above_k) AND q.sk = ANY (r.above))
+                                  OR (q.k = r.rk AND q.sk = r.rsk)
+                                  OR (q.k >= r.lo_k AND q.k <= r.hi_k AND q.sk > r.lo AND q.sk < r.hi))
+      CROSS JOIN LATERAL (SELECT CASE WHEN q.sk = r.rsk THEN 0 WHEN q.sk = ANY (r.above) THEN 1 ELSE 2 END AS rel) x
+      JOIN pathlock.waiters w ON w.ns = q.ns AND w.id = q.id AND w.expires > t.now
+     WHERE q.fp <> p_fp OR ((CASE x.rel WHEN 0 THEN r.m0 WHEN 1 THEN r.m1 ELSE r.m2 END) >> q.code) & 1 = 1)
+  SELECT queued, id, owner, op, role, path, rrole, rpath, rel, fence, holds, expires_in, waited FROM rows
+   ORDER BY i, queued, CASE rel WHEN 1 THEN 0 WHEN 0 THEN 1 ELSE 2 END,
+            CASE WHEN rel = 1 THEN octet_length(path) ELSE 0 END, path COLLATE "C", fence, id COLLATE "C"
+   LIMIT p_limit + 1 $$;
+
+-- The version of the functions above: an engine that finds an older one
+-- runs this script again (every statement in it can be repeated).
+CREATE OR REPLACE FUNCTION pathlock.functions_version() RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT 3 $$;
