@@ -18,32 +18,32 @@ do
     return value
   end
 
+  -- A conversion that keeps its results in a cache of its own: the kept
+  -- value of x, else convert(x), kept when recurs(x, value) says x comes back.
+  -- convert calls the library's aliases of Lua functions when it runs, never
+  -- when it is made (they are set by init() at every call).
+  local function kept(convert, recurs)
+    local c = cache(4096)
+    return function(x)
+      local v = c.t[x]
+      if v then return v end
+      v = convert(x)
+      if recurs(x, v) then keep(c, x, v) end
+      return v
+    end
+  end
+
   -- Numbers as Redis arguments: exact decimal strings (never "1e+15").
   -- Converting a number to text is one of the costliest steps of a call, so
-  -- small integers (codes, small counts, lengths) are converted once and kept in
-  -- NUMSTR, a table of the library that lives as long as the library.
-  -- Counts (up to a million) are kept too. Numbers that never recur (times,
-  -- fences) are not kept.
-  local NUMSTR = cache(4096)
-  local function num(x)
-    local s = NUMSTR.t[x]
-    if s then return s end
-    s = sformat("%.0f", x)
-    if x >= 0 and x < 1000000 then keep(NUMSTR, x, s) end
-    return s
-  end
+  -- small integers (codes, small counts, lengths) are converted once and kept
+  -- for as long as the library lives. Counts (up to a million) are kept too.
+  -- Numbers that never recur (times, fences) are not kept.
+  local num = kept(function(x) return sformat("%.0f", x) end, function(x) return x >= 0 and x < 1000000 end)
   -- The other way: short numeric texts (record fields, codes, counts, ttls)
   -- are kept once converted (tonumber parses with strtod, one of the costliest
   -- steps of a call); longer texts (times, fences) never recur and are not
   -- kept.
-  local INTS = cache(4096)
-  local function int(s)
-    local n = INTS.t[s]
-    if n then return n end
-    n = tonum(s)
-    if n and #s <= 9 then keep(INTS, s, n) end
-    return n
-  end
+  local int = kept(function(s) return tonum(s) end, function(s, n) return n and #s <= 9 end)
   -- A number argument: plain decimal digits only (no sign, exponent, hex
   -- prefix or blank; docs/lua-protocol.md#conventions), at most PL_MAX_DIGITS of
   -- them (exact in a double). nil for anything else.

@@ -6,10 +6,8 @@
 
 #include "support/admin_status.hpp"
 #include "support/backends.hpp"
-#include "support/postgres_server.hpp"
-#ifdef PATHLOCK_TEST_WITH_METRICS_SERVER
 #include "support/console_process.hpp"
-#endif
+#include "support/postgres_server.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

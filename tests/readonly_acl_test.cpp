@@ -5,10 +5,8 @@
 // real processes: each answers, none writes a key, none warns about a right
 // the page does not grant, and writes are refused.
 #include "support/backends.hpp"
-#include "support/process.hpp"
-#ifdef PATHLOCK_TEST_WITH_METRICS_SERVER
 #include "support/console_process.hpp"
-#endif
+#include "support/process.hpp"
 #include "support/redis_server.hpp"
 
 #include <pathlock/redis.hpp>

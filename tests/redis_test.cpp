@@ -74,6 +74,16 @@ const MatrixTable& impostor_matrix() {
   return table;
 }
 
+// Two engines on one fresh namespace of the shared server: `cloud` with the
+// shipped matrix and `other` with impostor_matrix().
+struct ImpostorShare {
+  const RedisServer& server = shared_redis_server();
+  test::TwoMatrices versions{impostor_matrix(), "fp"};
+  const std::string& ns = versions.ns;
+  const std::unique_ptr<LockEngine>& cloud = versions.shipped;
+  const std::unique_ptr<LockEngine>& other = versions.other;
+};
+
 }  // namespace
 
 TEST_CASE("redis urls: every accepted form", "[redis][url]") {
@@ -274,13 +284,11 @@ TEST_CASE("a server with CONFIG renamed away works, with a warning", "[redis][co
   CHECK(engine->acquire(request("cfg", "o", "upload", {{"target", "/x"}})).granted);
 }
 
-TEST_CASE("two matrices share a namespace: another matrix's lock refuses whatever overlaps it", "[redis][matrix]") {
+TEST_CASE_METHOD(ImpostorShare, "two matrices share a namespace: another matrix's lock refuses whatever overlaps it",
+                 "[redis][matrix]") {
   // Layout 3: no "mismatch" error. A lock of another matrix conflicts with
   // every overlapping request (same path, ancestor, descendant), named by
   // its own record; the other matrix can list, release and force-release it.
-  const RedisServer& server = shared_redis_server();
-  test::TwoMatrices versions(impostor_matrix(), "fp");
-  auto& [ns, cloud, other] = versions;
   const Grant held = test::granted(*cloud, request(ns, "o", "upload", {{"target", "/a/f"}}));
 
   // Paths that do not overlap: granted across matrices.
@@ -318,10 +326,8 @@ TEST_CASE("two matrices share a namespace: another matrix's lock refuses whateve
   CHECK(fields == std::vector<std::string>{"fence", "layout"});
 }
 
-TEST_CASE("once another matrix's locks are gone, this matrix's own rules alone decide", "[redis][matrix]") {
-  const RedisServer& server = shared_redis_server();
-  test::TwoMatrices versions(impostor_matrix(), "fp");
-  auto& [ns, cloud, other] = versions;
+TEST_CASE_METHOD(ImpostorShare, "once another matrix's locks are gone, this matrix's own rules alone decide",
+                 "[redis][matrix]") {
   // An operation the shipped matrix lets overlap a held upload exactly (found
   // by asking the engine, so the test follows the shipped matrix), which
   // "any overlap" refuses while the other matrix holds the same path.

@@ -160,13 +160,9 @@ func startCluster(t *testing.T) []string {
 	var addrs []string
 	for i := 0; i < 3; i++ {
 		port := freePort()
-		stop, err := startRedis(dir, port, "--cluster-enabled", "yes",
+		serveRedis(t, dir, "", port, "--cluster-enabled", "yes",
 			"--cluster-config-file", fmt.Sprintf("nodes-%d.conf", port), "--cluster-node-timeout", "5000")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(stop)
-		addrs = append(addrs, "127.0.0.1:"+strconv.Itoa(port))
+		addrs = append(addrs, loopback(port))
 	}
 	cli := os.Getenv("REDIS_CLI")
 	if cli == "" {
@@ -251,24 +247,16 @@ func ownerOf(t *testing.T, addr string, slot int) string {
 func TestSentinel(t *testing.T) {
 	dir := t.TempDir()
 	master := freePort()
-	stop, err := startRedis(dir, master)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
+	serveRedis(t, dir, "", master)
 	sentinel := freePort()
 	conf := filepath.Join(dir, "sentinel.conf")
 	text := fmt.Sprintf("sentinel monitor gomaster 127.0.0.1 %d 1\n", master)
 	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	stopSentinel, err := startRedisConf(dir, conf, sentinel, "--sentinel")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stopSentinel)
+	serveRedis(t, dir, conf, sentinel, "--sentinel")
 	c := connect(t, pathlock.Options{URL: fmt.Sprintf("redis-sentinel://127.0.0.1:%d#gomaster", sentinel)})
-	deploymentScenario(t, c, newNS(t), dialObserver("127.0.0.1:"+strconv.Itoa(master)))
+	deploymentScenario(t, c, newNS(t), dialObserver(loopback(master)))
 	// A name the sentinel does not monitor is a backend error.
 	wantBackendError(t, "unknown master name", pathlock.Options{URL: fmt.Sprintf("redis-sentinel://127.0.0.1:%d#nobody", sentinel)})
 }
@@ -282,13 +270,9 @@ func TestTLS(t *testing.T) {
 		t.Fatalf("make_test_certs.sh: %v\n%s", err, out)
 	}
 	plain, tlsPort := freePort(), freePort()
-	stop, err := startRedis(t.TempDir(), plain, "--tls-port", strconv.Itoa(tlsPort),
+	serveRedis(t, t.TempDir(), "", plain, "--tls-port", strconv.Itoa(tlsPort),
 		"--tls-cert-file", filepath.Join(certs, "server.crt"), "--tls-key-file", filepath.Join(certs, "server.key"),
 		"--tls-ca-cert-file", filepath.Join(certs, "ca.crt"), "--tls-auth-clients", "yes")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
 	tlsConfig := func(cert string) *tls.Config {
 		roots := x509.NewCertPool()
 		pem, err := os.ReadFile(filepath.Join(certs, "ca.crt"))
@@ -303,7 +287,7 @@ func TestTLS(t *testing.T) {
 	}
 	url := fmt.Sprintf("rediss://127.0.0.1:%d", tlsPort)
 	c := connect(t, pathlock.Options{URL: url, TLSConfig: tlsConfig("client")})
-	deploymentScenario(t, c, newNS(t), dialObserver("127.0.0.1:"+strconv.Itoa(plain)))
+	deploymentScenario(t, c, newNS(t), dialObserver(loopback(plain)))
 	// A server certificate of another name is refused: a backend error.
 	other := tlsConfig("client")
 	other.ServerName = "other.example"

@@ -60,14 +60,13 @@ func freePort() int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// startRedis starts redis-server with extra arguments in dir and waits for
-// its PING; the returned function stops it.
-func startRedis(dir string, port int, extra ...string) (func(), error) {
-	return startRedisConf(dir, "", port, extra...)
-}
+// loopback: the address of a port on 127.0.0.1.
+func loopback(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
 
-// startRedisConf: startRedis with a configuration file (a sentinel's).
-func startRedisConf(dir, conf string, port int, extra ...string) (func(), error) {
+// startRedis starts redis-server in dir, with a configuration file when conf
+// is not "" (a sentinel's) and extra arguments, and waits for its PING; the
+// returned function stops it.
+func startRedis(dir, conf string, port int, extra ...string) (func(), error) {
 	bin := os.Getenv("REDIS_SERVER")
 	if bin == "" {
 		bin = "redis-server"
@@ -84,7 +83,7 @@ func startRedisConf(dir, conf string, port int, extra ...string) (func(), error)
 		return nil, err
 	}
 	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
-	addr := "127.0.0.1:" + strconv.Itoa(port)
+	addr := loopback(port)
 	for i := 0; ; i++ {
 		c, err := redis.Dial("tcp", addr)
 		if err == nil {
@@ -102,6 +101,17 @@ func startRedisConf(dir, conf string, port int, extra ...string) (func(), error)
 	}
 }
 
+// serveRedis: startRedis for one test, which fails at once when the
+// server does not answer and stops it when the test ends.
+func serveRedis(t *testing.T, dir, conf string, port int, extra ...string) {
+	t.Helper()
+	stop, err := startRedis(dir, conf, port, extra...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+}
+
 func TestMain(m *testing.M) {
 	library = need("PATHLOCK_LIBRARY")
 	vectors = need("PATHLOCK_VECTORS")
@@ -111,12 +121,12 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	port := freePort()
-	stop, err := startRedis(dir, port)
+	stop, err := startRedis(dir, "", port)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	redisAddr = "127.0.0.1:" + strconv.Itoa(port)
+	redisAddr = loopback(port)
 	redisURL = "redis://" + redisAddr
 	code := m.Run()
 	stop()

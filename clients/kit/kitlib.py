@@ -213,6 +213,14 @@ def acquire_line(owner, op, targets, extra=""):
     return f"acquire {quote(owner)} {op} {paths} {extra}".rstrip()
 
 
+def answers(d, grant, *lines):
+    """The answers of driver d to `lines` about one grant, asked in order: in
+    each line {id} stands for the grant's id and {proof} for its id and
+    quoted token (`release {proof}`, `force-release {id}`)."""
+    proof = f"{grant['id']} {quote(grant['token'])}"
+    return [d.ask(line.format(id=grant["id"], proof=proof)) for line in lines]
+
+
 def wait_until(what, check, patience=PATIENCE_S):
     """Polls check() until it is true (a sync point on observable state, not a timed assertion)."""
     deadline = time.monotonic() + patience

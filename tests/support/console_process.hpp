@@ -1,5 +1,7 @@
 // A real `pathlock console ARGS...` child process for tests that read its
-// HTTP API as an operator's browser would (needs the metrics server build).
+// HTTP API as an operator's browser would. Declarations only, so any test may
+// include it; its definition is built, and tests use it, only in the metrics
+// server build (#ifdef PATHLOCK_TEST_WITH_METRICS_SERVER around the uses).
 #pragma once
 
 #include "support/process.hpp"

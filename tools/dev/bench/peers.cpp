@@ -1,4 +1,5 @@
-// Two peers pathlock is measured against; see subject.hpp.
+// Two peers pathlock is measured against, and the setup every Redis-key peer
+// shares (RedisPeerSubject); see subject.hpp.
 //
 // bare: SET key token NX PX ttl, then EVALSHA of
 //   if redis.call('get',KEYS[1])==ARGV[1] then return redis.call('del',KEYS[1]) end return 0
@@ -28,9 +29,6 @@
 namespace pathlock::bench {
 namespace {
 
-constexpr long long kHeldTtlMs = 6LL * 3600 * 1000;
-constexpr long long kPairTtlMs = 30000;
-
 long long wall_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -40,18 +38,13 @@ long long wall_ms() {
 constexpr const char* kCompareAndDelete =
     "if redis.call('get',KEYS[1])==ARGV[1] then return redis.call('del',KEYS[1]) end return 0";
 
-class BareSubject final : public Subject {
+class BareSubject final : public RedisPeerSubject {
  public:
-  BareSubject(std::string url, std::string run) : url_(std::move(url)), run_(std::move(run)) {
-    RedisConnection c(url_);
-    sha_ = load_script(c, kCompareAndDelete);
-  }
-  std::string name() const override { return "bare"; }
-  bool in_redis() const override { return true; }
-  std::vector<std::string> key_patterns() const override { return {"bare:" + run_ + ":*"}; }
+  BareSubject(std::string url, std::string run)
+      : RedisPeerSubject("bare", "bare", std::move(url), std::move(run), {kCompareAndDelete}) {}
 
   void fill(const World& w, std::size_t from, std::size_t to) override {
-    const std::string prefix = key_prefix(w.tag), ttl = std::to_string(kHeldTtlMs);
+    const std::string prefix = key_prefix(w.tag), ttl = std::to_string(kPeerHeldTtlMs);
     pipelined(url_, to - from, [&](std::size_t j) {
       return std::vector<std::string>{"SET", prefix + held_path(w.depth, from + j), "filler-token", "PX", ttl};
     });
@@ -59,7 +52,7 @@ class BareSubject final : public Subject {
 
   std::vector<std::unique_ptr<Worker>> workers(const World& w, std::size_t held, unsigned clients, Task task) override {
     return one_worker_per_client(clients, [&](unsigned c) {
-      return std::make_unique<BareWorker>(url_, sha_, key_prefix(w.tag), w.depth, held, c, task);
+      return std::make_unique<BareWorker>(url_, shas_[0], key_prefix(w.tag), w.depth, held, c, task);
     });
   }
 
@@ -76,7 +69,7 @@ class BareSubject final : public Subject {
     bool step(std::size_t k) override {
       const std::string& key = keys_[k % kRing];
       const std::string token = fmt::format("t{}-{}", client_, k);
-      const RedisReply r = conn_.command({"SET", key, token, "NX", "PX", std::to_string(kPairTtlMs)});
+      const RedisReply r = conn_.command({"SET", key, token, "NX", "PX", std::to_string(kPeerPairTtlMs)});
       if (r.is_error()) throw std::runtime_error("SET: " + r.str);
       const bool granted = r.type == RedisReply::Type::status;
       if (granted) {
@@ -95,9 +88,7 @@ class BareSubject final : public Subject {
     std::vector<std::string> keys_;
   };
 
-  std::string key_prefix(const std::string& tag) const { return fmt::format("bare:{}:{}:", run_, tag); }
-
-  std::string url_, run_, sha_;
+  std::string key_prefix(const std::string& tag) const { return world_key(tag) + ":"; }
 };
 
 // ---- scan (the original implementation) -------------------------------------
@@ -119,20 +110,14 @@ return 1
 constexpr const char* kScanRelease =
     "if redis.call('hget',KEYS[1],ARGV[1])==ARGV[2] then return redis.call('hdel',KEYS[1],ARGV[1]) end return 0";
 
-class ScanSubject final : public Subject {
+class ScanSubject final : public RedisPeerSubject {
  public:
-  ScanSubject(std::string url, std::string run) : url_(std::move(url)), run_(std::move(run)) {
-    RedisConnection c(url_);
-    acquire_sha_ = load_script(c, kScanAcquire);
-    release_sha_ = load_script(c, kScanRelease);
-  }
-  std::string name() const override { return "scan"; }
-  bool in_redis() const override { return true; }
-  std::vector<std::string> key_patterns() const override { return {"scan:" + run_ + ":*"}; }
+  ScanSubject(std::string url, std::string run)
+      : RedisPeerSubject("scan", "scan", std::move(url), std::move(run), {kScanAcquire, kScanRelease}) {}
 
   void fill(const World& w, std::size_t from, std::size_t to) override {
     constexpr std::size_t kPerCommand = 256;  // field/value pairs per HSET
-    const std::string key = hash_key(w.tag), value = fmt::format("filler|{}", wall_ms() + kHeldTtlMs);
+    const std::string key = hash_key(w.tag), value = fmt::format("filler|{}", wall_ms() + kPeerHeldTtlMs);
     pipelined(url_, (to - from + kPerCommand - 1) / kPerCommand, [&](std::size_t j) {
       std::vector<std::string> argv{"HSET", key};
       for (std::size_t i = from + j * kPerCommand; i < std::min(to, from + (j + 1) * kPerCommand); ++i) {
@@ -145,7 +130,7 @@ class ScanSubject final : public Subject {
 
   std::vector<std::unique_ptr<Worker>> workers(const World& w, std::size_t held, unsigned clients, Task task) override {
     return one_worker_per_client(clients, [&](unsigned c) {
-      return std::make_unique<ScanWorker>(url_, acquire_sha_, release_sha_, hash_key(w.tag), w.depth, held, c, task);
+      return std::make_unique<ScanWorker>(url_, shas_[0], shas_[1], hash_key(w.tag), w.depth, held, c, task);
     });
   }
 
@@ -166,7 +151,7 @@ class ScanSubject final : public Subject {
     bool step(std::size_t k) override {
       const std::string& path = paths_[k % kRing];
       const long long now = wall_ms();
-      const std::string value = fmt::format("client-{}|{}", client_, now + kPairTtlMs);
+      const std::string value = fmt::format("client-{}|{}", client_, now + kPeerPairTtlMs);
       const RedisReply r = conn_.command({"EVALSHA", acquire_, "1", key_, path, value, std::to_string(now)});
       if (r.is_error()) throw std::runtime_error("scan acquire: " + r.str);
       const bool granted = r.integer == 1;
@@ -186,12 +171,18 @@ class ScanSubject final : public Subject {
     std::vector<std::string> paths_;
   };
 
-  std::string hash_key(const std::string& tag) const { return fmt::format("scan:{}:{}", run_, tag); }
-
-  std::string url_, run_, acquire_sha_, release_sha_;
+  std::string hash_key(const std::string& tag) const { return world_key(tag); }
 };
 
 }  // namespace
+
+RedisPeerSubject::RedisPeerSubject(std::string name, std::string prefix, std::string url, std::string run,
+                                   const std::vector<std::string>& scripts)
+    : url_(std::move(url)), run_(std::move(run)), name_(std::move(name)), prefix_(std::move(prefix)) {
+  RedisConnection c(url_);
+  command_ok(c, {"PING"});
+  for (const std::string& source : scripts) shas_.push_back(load_script(c, source));
+}
 
 std::unique_ptr<Subject> make_bare_subject(const std::string& redis_url, const std::string& run) {
   return std::make_unique<BareSubject>(redis_url, run);

@@ -19,7 +19,6 @@
 // Fill: per batch of held locks, one INCRBY per distinct ancestor (the sum
 // of that batch's INCRs) and one SET per leaf, pipelined: the same keys and
 // values as taking each lock one by one.
-#include <fmt/format.h>
 
 #include <map>
 
@@ -29,23 +28,16 @@
 namespace pathlock::bench {
 namespace {
 
-constexpr long long kHeldTtlMs = 6LL * 3600 * 1000;
-constexpr long long kPairTtlMs = 30000;
 constexpr const char* kExclusive = "exclusive";
 
-class PerLevelSubject final : public Subject {
+class PerLevelSubject final : public RedisPeerSubject {
  public:
-  PerLevelSubject(std::string url, std::string run) : url_(std::move(url)), run_(std::move(run)) {
-    RedisConnection c(url_);
-    command_ok(c, {"PING"});
-  }
-  std::string name() const override { return "per-level"; }
-  bool in_redis() const override { return true; }
-  std::vector<std::string> key_patterns() const override { return {"lvl:" + run_ + ":*"}; }
+  PerLevelSubject(std::string url, std::string run)
+      : RedisPeerSubject("per-level", "lvl", std::move(url), std::move(run)) {}
 
   void fill(const World& w, std::size_t from, std::size_t to) override {
     constexpr std::size_t kBatch = 4096;
-    const std::string prefix = key_prefix(w.tag), ttl = std::to_string(kHeldTtlMs);
+    const std::string prefix = key_prefix(w.tag), ttl = std::to_string(kPeerHeldTtlMs);
     for (std::size_t b = from; b < to; b += kBatch) {
       std::map<std::string, long long> ancestors;
       std::vector<std::vector<std::string>> commands;
@@ -97,7 +89,7 @@ class PerLevelSubject final : public Subject {
           return false;
         }
       }
-      const RedisReply r = conn_.command({"SET", keys.back(), kExclusive, "NX", "PX", std::to_string(kPairTtlMs)});
+      const RedisReply r = conn_.command({"SET", keys.back(), kExclusive, "NX", "PX", std::to_string(kPeerPairTtlMs)});
       if (r.is_error()) throw std::runtime_error("per-level SET: " + r.str);
       if (r.type != RedisReply::Type::status) {
         release(keys, keys.size() - 1, false);
@@ -122,9 +114,7 @@ class PerLevelSubject final : public Subject {
     std::vector<std::vector<std::string>> ring_;
   };
 
-  std::string key_prefix(const std::string& tag) const { return fmt::format("lvl:{}:{}:", run_, tag); }
-
-  std::string url_, run_;
+  std::string key_prefix(const std::string& tag) const { return world_key(tag) + ":"; }
 };
 
 }  // namespace

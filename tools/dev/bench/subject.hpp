@@ -84,6 +84,36 @@ class Subject {
   virtual std::vector<std::string> key_patterns() const = 0;
 };
 
+// The lease of a peer's held locks (longer than any run) and of a measured
+// pair's lock (released at once, unless a worker dies).
+constexpr long long kPeerHeldTtlMs = 6LL * 3600 * 1000;
+constexpr long long kPeerPairTtlMs = 30000;
+
+// What the peers whose locks are plain Redis keys share (bare, scan,
+// per-level): a name, the server at url_ with the peer's Lua scripts loaded,
+// and keys named "<prefix>:<run>:<tag>..." (world_key(tag) and what follows
+// it), which are all the SCAN pattern "<prefix>:<run>:*" cleans up.
+class RedisPeerSubject : public Subject {
+ public:
+  std::string name() const final { return name_; }
+  bool in_redis() const final { return true; }
+  std::vector<std::string> key_patterns() const final { return {prefix_ + ":" + run_ + ":*"}; }
+
+ protected:
+  // Checks that the server answers and loads `scripts` (SCRIPT LOAD): their
+  // sha1s are shas_, in the same order. Throws when the server fails.
+  RedisPeerSubject(std::string name, std::string prefix, std::string url, std::string run,
+                   const std::vector<std::string>& scripts = {});
+  // "<prefix>:<run>:<tag>", the key or key prefix of world `tag`.
+  std::string world_key(const std::string& tag) const { return prefix_ + ":" + run_ + ":" + tag; }
+
+  std::string url_, run_;
+  std::vector<std::string> shas_;
+
+ private:
+  std::string name_, prefix_;
+};
+
 enum class Engine { redis, memory };
 
 // Each throws (pathlock::BackendError, std::runtime_error) when the subject

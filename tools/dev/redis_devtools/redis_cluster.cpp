@@ -62,7 +62,7 @@ std::unique_ptr<RedisServer> start_node(const TlsCertificates* tls) {
 
 }  // namespace
 
-ClusterServers::ClusterServers(const TlsCertificates* tls) {
+ClusterServers::ClusterServers(const TlsCertificates* tls) : SeedListDeployment("redis", "rediss") {
   for (int i = 0; i < 6; ++i) nodes_.push_back(start_node(tls));
   const char* env_cli = std::getenv("PATHLOCK_REDIS_CLI");
   std::vector<std::string> create{env_cli && *env_cli ? env_cli : "redis-cli", "--cluster", "create"};
@@ -89,20 +89,6 @@ ClusterServers::ClusterServers(const TlsCertificates* tls) {
 }
 
 ClusterServers::~ClusterServers() = default;
-
-std::string ClusterServers::url() const {
-  std::string out = "redis://";
-  for (std::size_t i = 0; i < nodes_.size(); ++i)
-    out += (i ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(nodes_[i]->port());
-  return out;
-}
-
-std::string ClusterServers::tls_url() const {
-  std::string out = "rediss://";
-  for (std::size_t i = 0; i < nodes_.size(); ++i)
-    out += (i ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(nodes_[i]->tls_port());
-  return out;
-}
 
 std::size_t ClusterServers::index_of_port(int port) const {
   for (std::size_t i = 0; i < nodes_.size(); ++i)

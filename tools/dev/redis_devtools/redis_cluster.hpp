@@ -15,6 +15,7 @@
 #pragma once
 
 #include "redis_devtools/redis_server.hpp"
+#include "redis_devtools/seed_list.hpp"
 #include "redis_devtools/tls_certs.hpp"
 
 #include <memory>
@@ -23,7 +24,9 @@
 
 namespace pathlock::devtools {
 
-class ClusterServers {
+// url(): redis://127.0.0.1:P1,...,127.0.0.1:P6 (every node a seed);
+// tls_url(): rediss://127.0.0.1:T1,...,127.0.0.1:T6 (a cluster started with `tls`).
+class ClusterServers : public SeedListDeployment {
  public:
   // Starts and joins the cluster; throws std::runtime_error (with the
   // servers' or redis-cli's output) if it does not come up within 30 s.
@@ -32,14 +35,8 @@ class ClusterServers {
   // and replication run over TLS, and CLUSTER SLOTS/MOVED name the TLS ports
   // to TLS clients (plain clients, the devtools, still get the plain ones).
   explicit ClusterServers(const TlsCertificates* tls = nullptr);
-  ~ClusterServers();
-  ClusterServers(const ClusterServers&) = delete;
-  ClusterServers& operator=(const ClusterServers&) = delete;
+  ~ClusterServers() override;
 
-  // redis://127.0.0.1:P1,...,127.0.0.1:P6 (every node a seed).
-  std::string url() const;
-  // rediss://127.0.0.1:T1,...,127.0.0.1:T6 (a cluster started with `tls`).
-  std::string tls_url() const;
   std::size_t size() const { return nodes_.size(); }
   RedisServer& node(std::size_t i) const { return *nodes_.at(i); }
   // Index of the node listening on `port`.
@@ -75,6 +72,8 @@ class ClusterServers {
   void wait_until_agreed() const;
 
  private:
+  const std::vector<std::unique_ptr<RedisServer>>& seeds() const override { return nodes_; }
+
   std::vector<std::unique_ptr<RedisServer>> nodes_;
   int migrating_slot_ = -1;
   std::size_t migration_from_ = 0, migration_to_ = 0;

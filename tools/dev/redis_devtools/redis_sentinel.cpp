@@ -24,7 +24,8 @@ int named_master_port(const RedisServer& s) {
 
 }  // namespace
 
-SentinelServers::SentinelServers(const TlsCertificates* tls) : tls_(tls != nullptr) {
+SentinelServers::SentinelServers(const TlsCertificates* tls)
+    : SeedListDeployment("redis-sentinel", "rediss-sentinel", std::string("#") + kMasterName), tls_(tls != nullptr) {
   // No 5 s wait for more replicas before a diskless full sync.
   const auto with_tls = [&](std::vector<std::string> args) {
     if (!tls) return args;
@@ -55,20 +56,6 @@ SentinelServers::SentinelServers(const TlsCertificates* tls) : tls_(tls != nullp
 }
 
 SentinelServers::~SentinelServers() = default;
-
-std::string SentinelServers::url() const {
-  std::string out = "redis-sentinel://";
-  for (std::size_t i = 0; i < sentinels_.size(); ++i)
-    out += (i ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(sentinels_[i]->port());
-  return out + "#" + kMasterName;
-}
-
-std::string SentinelServers::tls_url() const {
-  std::string out = "rediss-sentinel://";
-  for (std::size_t i = 0; i < sentinels_.size(); ++i)
-    out += (i ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(sentinels_[i]->tls_port());
-  return out + "#" + kMasterName;
-}
 
 void SentinelServers::failover() {
   const RedisReply r = sentinels_[0]->command({"SENTINEL", "FAILOVER", kMasterName});

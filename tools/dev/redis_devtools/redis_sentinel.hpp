@@ -11,6 +11,7 @@
 #pragma once
 
 #include "redis_devtools/redis_server.hpp"
+#include "redis_devtools/seed_list.hpp"
 #include "redis_devtools/tls_certs.hpp"
 
 #include <memory>
@@ -19,21 +20,18 @@
 
 namespace pathlock::devtools {
 
-class SentinelServers {
+// url(): redis-sentinel://127.0.0.1:S1,127.0.0.1:S2,127.0.0.1:S3#pathlock;
+// tls_url(): rediss-sentinel://127.0.0.1:T1,...#pathlock (a deployment
+// started with `tls`).
+class SentinelServers : public SeedListDeployment {
  public:
   // Throws std::runtime_error if the deployment is not ready within 30 s.
   // With `tls`, every server also serves TLS on its tls_port() with
   // tls-replication on: the replica and the sentinels reach the master over
   // TLS, and the sentinels name the master's TLS port.
   explicit SentinelServers(const TlsCertificates* tls = nullptr);
-  ~SentinelServers();
-  SentinelServers(const SentinelServers&) = delete;
-  SentinelServers& operator=(const SentinelServers&) = delete;
+  ~SentinelServers() override;
 
-  // redis-sentinel://127.0.0.1:S1,127.0.0.1:S2,127.0.0.1:S3#pathlock
-  std::string url() const;
-  // rediss-sentinel://127.0.0.1:T1,...#pathlock (a deployment started with `tls`).
-  std::string tls_url() const;
   static constexpr const char* kMasterName = "pathlock";
 
   // The data servers as they are now (swapped by failover()).
@@ -46,6 +44,8 @@ class SentinelServers {
   void failover();
 
  private:
+  const std::vector<std::unique_ptr<RedisServer>>& seeds() const override { return sentinels_; }
+
   std::vector<std::unique_ptr<RedisServer>> data_;
   std::vector<std::unique_ptr<RedisServer>> sentinels_;
   std::size_t master_ = 0;
