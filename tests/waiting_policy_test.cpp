@@ -3,8 +3,11 @@
 // and the test takes no real time.
 #include "core/waiting.hpp"
 
+#include "support/waiting_probe.hpp"
+
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <stdexcept>
 #include <functional>
 #include <stop_token>
@@ -27,6 +30,7 @@ struct ScriptedBackend final : core::WaitingAttempts {
   int listens = 0, leaves = 0, interrupts = 0, given_back = 0;
   std::function<void()> on_sleep;    // runs at the start of each sleep
   std::function<void()> on_attempt;  // runs inside each attempt (a stop racing it)
+  Millis woken_after{0};             // > 0: every sleep is cut short (a wake-up) after this long
 
   explicit ScriptedBackend(ManualClock& c) : clock(c) {}
 
@@ -45,7 +49,8 @@ struct ScriptedBackend final : core::WaitingAttempts {
   }
   void sleep_until(Clock::time_point until) override {
     if (on_sleep) on_sleep();
-    const auto d = std::chrono::duration_cast<Millis>(until - clock.now());
+    auto d = std::chrono::duration_cast<Millis>(until - clock.now());
+    if (woken_after > Millis{0}) d = std::min(d, woken_after);
     sleeps.push_back(d);
     clock.advance(d);
   }
@@ -187,4 +192,24 @@ TEST_CASE("policy: without a stop token nothing changes", "[waiting]") {
   CHECK(r.granted);
   CHECK_FALSE(r.cancelled);
   CHECK(b.interrupts == 0);
+}
+
+TEST_CASE("policy: a sleep cut short by a wake-up is told to the observer, one that ran to its time is not",
+          "[waiting]") {
+  ManualClock clock;
+  ScriptedBackend timer(clock);
+  timer.grant_at = 4;
+  LockRequest r = waiting(5000ms);
+  r.ns = "policy-woken";
+  r.owner = "timer";
+  REQUIRE(core::wait_for_grant(r, clock, timer).granted);
+  CHECK(timer.sleeps == std::vector<Millis>{core::kRecheck, core::kRecheck});
+  CHECK(test::times_woken(r.ns, "timer") == 0);
+  ScriptedBackend woken(clock);
+  woken.grant_at = 4;
+  woken.woken_after = 5ms;
+  r.owner = "woken";
+  REQUIRE(core::wait_for_grant(r, clock, woken).granted);
+  CHECK(woken.sleeps == std::vector<Millis>{5ms, 5ms});
+  CHECK(test::times_woken(r.ns, "woken") == 2);
 }

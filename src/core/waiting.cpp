@@ -145,7 +145,10 @@ AcquireResult wait_loop(const LockRequest& request, const Clock& clock, WaitingA
     if (WaitObserver* observer = wait_observer.load(std::memory_order_acquire)) observer->waiting(request);
     if (stop.stop_requested()) continue;  // leave at the top of the loop
     const Clock::time_point now = clock.now();
-    backend.sleep_until(std::min({deadline, now + kRecheck, now + out.conflict.expires_in + Millis{1}}));
+    const Clock::time_point until = std::min({deadline, now + kRecheck, now + out.conflict.expires_in + Millis{1}});
+    backend.sleep_until(until);
+    if (WaitObserver* observer = wait_observer.load(std::memory_order_acquire); observer && clock.now() < until)
+      observer->woken(request);
   }
 }
 

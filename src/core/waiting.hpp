@@ -104,6 +104,11 @@ class WaitObserver {
   // can be stopped) was granted, before the policy looks at the token: the
   // place where a test stops the call to make the grant race the stop.
   virtual void granted(const LockRequest& request) noexcept { (void)request; }
+  // Called when a sleep of a waiting request ended before the time it was
+  // given: a wake-up from the backend (a notification, a "look again") or a
+  // stop cut it short, not the re-check timer, the lease's end or the
+  // deadline. Tests tell a woken waiter from one that re-checked by it.
+  virtual void woken(const LockRequest& request) noexcept { (void)request; }
 
  protected:
   ~WaitObserver() = default;

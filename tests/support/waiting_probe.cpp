@@ -26,6 +26,19 @@ class Probe final : public core::WaitObserver {
     }
   }
 
+  void woken(const LockRequest& request) noexcept override {
+    try {
+      std::lock_guard guard(mutex_);
+      ++woken_[{request.ns, request.owner}];
+    } catch (...) {  // out of memory: the count is missed, and a test reading it fails
+    }
+  }
+
+  int times_woken(const std::string& ns, const std::string& owner) {
+    std::lock_guard guard(mutex_);
+    return count_in(woken_, ns, owner);
+  }
+
   void granted(const LockRequest& request) noexcept override {
     std::function<void()> action;
     {
@@ -54,14 +67,17 @@ class Probe final : public core::WaitObserver {
   }
 
  private:
-  int count(const std::string& ns, const std::string& owner) const {
-    const auto it = counts_.find({ns, owner});
-    return it == counts_.end() ? 0 : it->second;
+  using Counts = std::map<std::pair<std::string, std::string>, int>;
+  static int count_in(const Counts& counts, const std::string& ns, const std::string& owner) {
+    const auto it = counts.find({ns, owner});
+    return it == counts.end() ? 0 : it->second;
   }
+  int count(const std::string& ns, const std::string& owner) const { return count_in(counts_, ns, owner); }
 
   std::mutex mutex_;
   std::condition_variable changed_;
-  std::map<std::pair<std::string, std::string>, int> counts_;
+  Counts counts_;
+  Counts woken_;  // sleeps cut short by a wake-up
   std::map<std::pair<std::string, std::string>, std::function<void()>> on_granted_;
 };
 
@@ -75,6 +91,8 @@ Probe& probe() {
 }  // namespace
 
 int times_waited(const std::string& ns, const std::string& owner) { return probe().times(ns, owner); }
+
+int times_woken(const std::string& ns, const std::string& owner) { return probe().times_woken(ns, owner); }
 
 void when_granted(const std::string& ns, const std::string& owner, std::function<void()> action) {
   probe().when_granted(ns, owner, std::move(action));

@@ -6,7 +6,8 @@
 //
 // The observer is registered when the test process starts and lives as long
 // as it, so no waiting thread can outlast it. It counts, per namespace and
-// owner, the refused attempts after which a request went to sleep; test
+// owner, the refused attempts after which a request went to sleep, and the
+// sleeps that a wake-up cut short; test
 // namespaces are unique (unique_namespace), so counts never mix across tests.
 // Thread safety: any thread may call these; Catch2 assertions stay with the
 // caller (the functions return what they saw).
@@ -23,6 +24,11 @@ namespace pathlock::test {
 // How many times a request of `owner` in `ns` has gone to sleep after a
 // refused attempt so far.
 int times_waited(const std::string& ns, const std::string& owner);
+
+// How many sleeps of a request of `owner` in `ns` ended before their time:
+// cut short by a wake-up from the backend (or a stop), not by the re-check
+// timer, the conflicting lease's end or the deadline (core::WaitObserver::woken).
+int times_woken(const std::string& ns, const std::string& owner);
 
 // Blocks until times_waited(ns, owner) >= `times` and returns true, or
 // returns false after `timeout` of real time (the request never waited: the

@@ -19,8 +19,8 @@
 namespace pathlock::cli {
 
 options::Options& with_backend(options::Options& table) {
-  table.value("backend", [](const std::string& v) { parse_backend(v); }).value("redis").value("postgres");
-  return with_tls(table);
+  table.value("backend", [](const std::string& v) { parse_backend(v); }).value("redis");
+  return with_tls(with_postgres(table));
 }
 
 EngineOptions backend_from(const options::Parsed& p, bool require_url) {

@@ -7,7 +7,7 @@
 // admin::Inspector (pathlock/admin.hpp), never a lock call, so it works
 // whatever matrices or layouts the namespaces use. Every command takes
 // --backend memory|redis|postgres (default redis: --redis URL required) or
-// --postgres URL with --backend postgres.
+// --postgres URL (and --postgres-listen URL) with --backend postgres.
 #pragma once
 
 #include <pathlock/factory.hpp>
@@ -33,7 +33,7 @@ inline constexpr const char* kAdminUsage =
     "  pathlock admin force-release --redis URL --namespace NS ID\n"
     "  pathlock admin top --redis URL --namespace NS [--interval-ms MS] [--iterations N] [--rows N]\n"
     "  (why, locks, waiters, force-release and top also take --matrix FILE and the --tls-... options;\n"
-    "   every admin command takes --backend postgres --postgres URL instead of --redis URL)\n";
+    "   every admin command takes --backend postgres --postgres URL [--postgres-listen URL] instead of --redis URL)\n";
 
 int run_admin(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 // why, locks, waiters, force-release, top (admin_ops.cpp). Throws options::UsageError,
@@ -42,8 +42,8 @@ int run_admin(const std::vector<std::string>& args, std::ostream& out, std::ostr
 bool is_admin_op(const std::string& name);
 int run_admin_op(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
-// Adds --backend memory|redis|postgres, --redis URL, --postgres URL and the
-// --tls-... options to a command's table.
+// Adds --backend memory|redis|postgres, --redis URL, --postgres URL,
+// --postgres-listen URL and the --tls-... options to a command's table.
 options::Options& with_backend(options::Options& table);
 // The backend of those options: --backend (default redis; --redis is then
 // required when `require_url`, a UsageError otherwise) with its URL,

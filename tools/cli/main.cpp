@@ -65,27 +65,26 @@ const options::Check kScrapeUrl = [](const std::string&) {
 #endif
 
 options::Options demo_options() {
-  options::Options t = options::Options{}.command("demo").value("backend", kBackend).value("redis").value("postgres").value("matrix");
-  return cli::with_tls(t);
+  options::Options t = options::Options{}.command("demo").value("backend", kBackend).value("redis").value("matrix");
+  return cli::with_tls(cli::with_postgres(t));
 }
 options::Options shell_options() {
   options::Options t =
-      options::Options{}.command("shell").value("backend", kBackend).value("redis").value("postgres").value("namespace").value(
+      options::Options{}.command("shell").value("backend", kBackend).value("redis").value("namespace").value(
           "matrix").value("metrics-listen").repeated("metrics-allow-host");
-  return cli::with_tls(t);
+  return cli::with_tls(cli::with_postgres(t));
 }
 options::Options console_options() {
   options::Options t = options::Options{}
                            .command("console")
                            .value("backend", kBackend)
                            .value("redis")
-                           .value("postgres")
                            .value("matrix")
                            .value("listen")
                            .flag("admin")
                            .repeated("allow-host")
                            .repeated("scrape", kScrapeUrl);
-  return cli::with_tls(t);
+  return cli::with_tls(cli::with_postgres(t));
 }
 const options::Options kDemoOptions = demo_options();
 const options::Options kConsoleOptions = console_options();
@@ -233,7 +232,7 @@ const Command kCommands[] = {
 std::string usage_text() {
   std::string text = "usage:\n";
   for (const Command& c : kCommands) text += c.usage;
-  return text + cli::kTlsUsage + cli::kPasswordUsage + "FILE defaults to the shipped matrix:\n  " +
+  return text + cli::kTlsUsage + cli::kPasswordUsage + cli::kPostgresUsage + "FILE defaults to the shipped matrix:\n  " +
          default_matrix_file() +
          "\n"
          "--matrix FILE compiles FILE at start instead (see matrix/README.md).\n"

@@ -1,7 +1,8 @@
 // The connection options of the pathlock command (docs/cli.md): --tls-*
 // flags into RedisTlsOptions, for demo, shell and admin with a rediss://
-// --redis URL, and the Redis password kept out of the URL
-// (--redis-password-file FILE, or the environment's PATHLOCK_REDIS_PASSWORD).
+// --redis URL, the Redis password kept out of the URL
+// (--redis-password-file FILE, or the environment's PATHLOCK_REDIS_PASSWORD),
+// and --postgres URL with --postgres-listen URL (the listener's own route).
 #pragma once
 
 #include <pathlock/engine.hpp>
@@ -32,6 +33,25 @@ inline constexpr const char* kTlsFlags[] = {"tls-ca-file",     "tls-ca-dir",    
 inline constexpr const char* kPasswordUsage =
     "Redis password apart from the URL (redis://user@host or redis://host): --redis-password-file FILE,\n"
     "  else the environment's PATHLOCK_REDIS_PASSWORD when the URL has none\n";
+
+inline constexpr const char* kPostgresUsage =
+    "PostgreSQL (with --backend postgres): --postgres URL, --postgres-listen URL (the LISTEN connection's own\n"
+    "  route, e.g. PostgreSQL itself when --postgres is a PgBouncer in transaction mode; default: --postgres)\n";
+
+// --postgres-listen takes a libpq connection string, as --postgres does: a
+// postgresql:// (or postgres://) URL or key=value pairs; anything else is a
+// bad command line (2) instead of a listener that never connects.
+inline void check_postgres_listen(const std::string& v) {
+  const bool uri = v.rfind("postgresql://", 0) == 0 || v.rfind("postgres://", 0) == 0;
+  if (!uri && v.find('=') == std::string::npos)
+    throw std::invalid_argument("takes a postgresql:// URL or key=value pairs (a libpq connection string), not '" +
+                                v + "'");
+}
+
+// Adds --postgres and --postgres-listen to a command's option table.
+inline options::Options& with_postgres(options::Options& table) {
+  return table.value("postgres").value("postgres-listen", check_postgres_listen);
+}
 
 // Adds the --tls-* options and --redis-password-file to a command's option
 // table; a word not among a TLS option's words is a bad command line (2).
@@ -106,8 +126,9 @@ inline RedisOptions redis_options_from(const options::Parsed& p) {
 }
 
 // The engine options of a command line: --backend (default `fallback`),
-// --redis with its password and TLS flags, --postgres. Callers add what is
-// theirs (a matrix, metrics, pool sizes).
+// --redis with its password and TLS flags, --postgres and --postgres-listen
+// (a UsageError unless the backend is postgres). Callers add what is theirs
+// (a matrix, metrics, pool sizes).
 inline EngineOptions engine_options_from(const options::Parsed& p, Backend fallback) {
   EngineOptions o;
   o.backend = p.has("backend") ? parse_backend(p.get("backend")) : fallback;
@@ -117,6 +138,10 @@ inline EngineOptions engine_options_from(const options::Parsed& p, Backend fallb
   }
   o.redis.tls = tls_from_flags(p);
   if (p.has("postgres")) o.postgres.url = p.get("postgres");
+  if (p.has("postgres-listen")) {
+    if (o.backend != Backend::postgres) throw options::UsageError("--postgres-listen needs --backend postgres");
+    o.postgres.listen_url = p.get("postgres-listen");
+  }
   return o;
 }
 

@@ -7,9 +7,9 @@
 // locale C), then postgres on a free 127.0.0.1 port with its unix socket in
 // that directory. PostgreSQL refuses to run as root: started by root, the
 // directory is given to the unprivileged user `nobody` and initdb and the
-// server run as that user (setuid in the child), so CI (root, a fresh
-// clone) needs nothing prepared. The server runs in its own process group,
-// dies with a parent that started it from the main thread
+// server run as that user (setuid in the child: server_process.hpp), so CI
+// (root, a fresh clone) needs nothing prepared. The server runs in its own
+// process group, dies with a parent that started it from the main thread
 // (PR_SET_PDEATHSIG), and is stopped (fast shutdown, then SIGKILL) and its
 // directory removed when the object is destroyed.
 //
@@ -50,6 +50,9 @@ class PostgresServer {
   // std::runtime_error with psql's output when it fails. Returns the output
   // (unaligned, tuples only).
   std::string sql(const std::string& statements) const;
+  // The same through another connection string (a pooler in front of this
+  // server, another user).
+  std::string psql(const std::string& conninfo, const std::string& statements) const;
 
   // kill -9 of the postmaster; returns once every process of the server has
   // exited. restart() starts it again on the same port and directory
