@@ -12,7 +12,10 @@
 //   RedisClient            backend errors, retries, failovers, call latency.
 #pragma once
 
+#include "core/request.hpp"
+
 #include <pathlock/clock.hpp>
+#include <pathlock/engine.hpp>
 #include <pathlock/metrics.hpp>
 
 #include <algorithm>
@@ -87,6 +90,11 @@ class HoldTable {
   // lease `lease` left, TTL `ttl`.
   void granted(std::string_view ns, std::string_view id, int op, std::string_view owner, std::string_view path,
                std::uint32_t holds, Clock::time_point now, Millis lease, Millis ttl);
+  // The same for what an acquire of `request` (resolved: `resolved`)
+  // answered: nothing unless it was granted; the lock is noted at its first
+  // resolved target.
+  void granted(const LockRequest& request, const ResolvedRequest& resolved, const AcquireResult& out,
+               Clock::time_point now);
   // A successful release leaving `holds_left`; returns the lock's record
   // when it is gone (holds_left == 0) and this process granted it.
   std::optional<Held> released(std::string_view ns, std::string_view id, std::uint32_t holds_left);

@@ -84,9 +84,7 @@ class PostgresEngine final : public LockEngine {
     Attempts attempts(*this, request.ns, req, std::move(params));
     AcquireResult out =
         core::wait_for_grant(request, *steady_clock(), attempts, &instruments_, req.op, std::move(stop));
-    if (out.granted)
-      holds_.granted(request.ns, out.grant.id, req.op, request.owner, req.targets.front().path, out.grant.holds,
-                     steady_clock()->now(), out.grant.expires_in, request.ttl);
+    holds_.granted(request, req, out, steady_clock()->now());
     return out;
   }
 
@@ -387,10 +385,6 @@ class PostgresEngine final : public LockEngine {
 
 }  // namespace pathlock::postgres
 
-namespace pathlock {
-
-std::unique_ptr<LockEngine> make_postgres_engine(const PostgresOptions& options) {
+std::unique_ptr<pathlock::LockEngine> pathlock::make_postgres_engine(const PostgresOptions& options) {
   return std::make_unique<postgres::PostgresEngine>(options);
 }
-
-}  // namespace pathlock

@@ -93,9 +93,7 @@ class RedisEngine final : public LockEngine {
     Attempts attempts(*this, request.ns, req, std::move(args), waiter);
     AcquireResult out =
         core::wait_for_grant(request, *steady_clock(), attempts, &instruments_, req.op, std::move(stop));
-    if (out.granted)
-      holds_.granted(request.ns, out.grant.id, req.op, request.owner, req.targets.front().path, out.grant.holds,
-                     steady_clock()->now(), out.grant.expires_in, request.ttl);
+    holds_.granted(request, req, out, steady_clock()->now());
     return out;
   }
 

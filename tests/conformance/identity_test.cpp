@@ -18,6 +18,16 @@ bool empty(const Conflict& c) {
          c.requested_path.empty() && c.expires_in == Millis{0};
 }
 
+// Once the lock of `req`'s key is gone: the key gets a new lock, with a
+// higher fence, and it is the only one held.
+void key_gets_a_new_lock(Fixture& f, const LockRequest& req, const Grant& gone) {
+  const auto fresh = f.engine->acquire(req);
+  REQUIRE(fresh.granted);
+  CHECK(fresh.grant.id != gone.id);
+  CHECK(fresh.grant.fence > gone.fence);
+  CHECK(f.held() == 1);
+}
+
 TEST_CASE("identity: the same owner asking again, elsewhere, is refused like anyone", "[engine][identity]") {
   Fixture f;
   const auto first = f.two("alice", "move_folder", "/p/A", "/p/B");
@@ -151,11 +161,7 @@ TEST_CASE("identity: an idempotency key gets the same lock back, and nothing els
   CHECK(there.grant.token != first.grant.token);
   // Once the lock is gone, the key is free: a new lock.
   CHECK(f.engine->release(f.ns, first.grant.id, first.grant.token));
-  const auto fresh = f.engine->acquire(req);
-  REQUIRE(fresh.granted);
-  CHECK(fresh.grant.id != first.grant.id);
-  CHECK(fresh.grant.fence > first.grant.fence);
-  CHECK(f.held() == 1);
+  key_gets_a_new_lock(f, req, first.grant);
 }
 
 TEST_CASE("identity: a lock whose lease ended answers neither its proof nor its key", "[engine][identity][expiry]") {
@@ -174,11 +180,7 @@ TEST_CASE("identity: a lock whose lease ended answers neither its proof nor its 
   CHECK_FALSE(reentry.granted);
   CHECK(reentry.not_holder);
   // Its key gets a new lock, not the ended one back.
-  const auto fresh = f.engine->acquire(req);
-  REQUIRE(fresh.granted);
-  CHECK(fresh.grant.id != first.grant.id);
-  CHECK(fresh.grant.fence > first.grant.fence);
-  CHECK(f.held() == 1);
+  key_gets_a_new_lock(f, req, first.grant);
 }
 
 TEST_CASE("identity: bad proofs and keys are InvalidRequest and change nothing", "[engine][identity]") {
