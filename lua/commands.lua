@@ -13,7 +13,7 @@ do
   -- Every command the functions run, with the key (a field of the call
   -- context) and arguments its ACL check uses: the one list of them. pl_probe
   -- checks them all; writable() checks the write commands before a call's
-  -- first write. tests/redis_test.cpp fails when a function runs a command
+  -- first write. tests/redis_lua_test.cpp fails when a function runs a command
   -- that is not listed here.
   local COMMANDS = {
     { "TIME" }, { "EXISTS", "locks" }, { "HMGET", "meta", "f" }, { "HGET", "locks", "f" },

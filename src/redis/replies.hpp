@@ -2,7 +2,7 @@
 // the position of every field the C++ engine reads (0-based, as
 // Reply::at(); in Lua, position + 1). docs/lua-protocol.md documents the
 // same layouts for other clients; the Lua files build them (lua/*.lua, at
-// the sites named below), and tests/redis_test.cpp ("every reply has the
+// the sites named below), and tests/redis_lua_test.cpp ("every reply has the
 // layout of src/redis/replies.hpp") calls each function directly and
 // checks each field by these names, so a reply that moves a field fails
 // there.

@@ -1,7 +1,7 @@
 // Every limit a backend enforces is the C++ constant that names it: the
 // constant is accepted and constant + 1 refused, on every backend. (The
 // Redis functions enforce the same limits for direct callers:
-// redis_test.cpp, "the functions enforce the C++ limits".)
+// redis_lua_test.cpp, "the functions enforce the C++ limits".)
 #include <algorithm>
 #include <pathlock/path.hpp>
 
