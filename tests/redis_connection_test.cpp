@@ -46,9 +46,8 @@ int kill_engine_connections(const RedisServer& server) {
   return killed;
 }
 
-}  // namespace
-
-TEST_CASE("redis urls: every accepted form", "[redis][url]") {
+// One host: its default port, user and password (percent-decoded), database, IPv6.
+void check_single_host_urls() {
   using redis::parse_redis_url;
   auto u = parse_redis_url("redis://127.0.0.1:6379");
   CHECK(u.host == "127.0.0.1");
@@ -79,9 +78,13 @@ TEST_CASE("redis urls: every accepted form", "[redis][url]") {
   CHECK(u.port == 6380);
   CHECK(u.db == 15);
   CHECK(u.describe() == "[::1]:6380/15");
+}
 
+// Several seed nodes, sentinels with a master name, and both over TLS.
+void check_multi_node_urls() {
+  using redis::parse_redis_url;
   // Several seed nodes (a cluster, or standalone: the first that answers).
-  u = parse_redis_url("redis://:pw@10.0.0.1:7000,10.0.0.2,[::1]:7002/0");
+  auto u = parse_redis_url("redis://:pw@10.0.0.1:7000,10.0.0.2,[::1]:7002/0");
   REQUIRE(u.nodes.size() == 3);
   CHECK(u.kind == redis::RedisUrl::Kind::redis);
   CHECK(u.nodes[0] == redis::Endpoint{"10.0.0.1", 7000});
@@ -116,6 +119,13 @@ TEST_CASE("redis urls: every accepted form", "[redis][url]") {
   CHECK(u.kind == redis::RedisUrl::Kind::sentinel);
   CHECK(u.nodes == std::vector<redis::Endpoint>{{"s1", 26379}, {"s2", 26380}});
   CHECK(u.master_name == "m");
+}
+
+}  // namespace
+
+TEST_CASE("redis urls: every accepted form", "[redis][url]") {
+  check_single_host_urls();
+  check_multi_node_urls();
 }
 
 TEST_CASE("redis urls: bad ones are InvalidRequest before any connection", "[redis][url]") {
