@@ -40,14 +40,13 @@ BEGIN
   END LOOP;
 END $$;
 
--- The place in line of waiter p_waiter (NULL: none, or its reservation
--- ended, as if reaped); a live place of another request under that id is
--- bad input.
+-- The place in line of waiter p_waiter (not empty: acquire asks only
+-- then), NULL when there is none or its reservation ended (as if reaped);
+-- a live place of another request under that id is bad input.
 CREATE OR REPLACE FUNCTION pathlock.my_place(p_ns text, p_waiter text, p_owner text, p_fp text, p_op text,
     p_paths text[], p_now bigint) RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE v_me pathlock.waiters;
 BEGIN
-  IF p_waiter = '' THEN RETURN NULL; END IF;
   SELECT * INTO v_me FROM pathlock.waiters w WHERE w.ns = p_ns AND w.id = p_waiter;
   IF NOT FOUND OR v_me.expires <= p_now THEN RETURN NULL; END IF;
   IF v_me.owner <> p_owner OR v_me.fp <> p_fp OR v_me.op <> p_op OR v_me.paths <> p_paths THEN
@@ -265,15 +264,12 @@ END $$;
 -- died would leave), and the next durable commit (a grant) flushes it.
 CREATE OR REPLACE FUNCTION pathlock.release(p_ns text, p_id text, p_token text) RETURNS int
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
-DECLARE v_paths text[]; v_left int; v_now bigint := pathlock.now_ms();
-  v_sync text := set_config('synchronous_commit', 'off', true);
+DECLARE v_paths text[]; v_left int; v_sync text := set_config('synchronous_commit', 'off', true);
 BEGIN
   PERFORM pathlock.serialise(p_ns);
-  IF EXISTS (SELECT 1 FROM pathlock.locks l WHERE l.ns = p_ns AND l.expires <= v_now)
-     OR EXISTS (SELECT 1 FROM pathlock.waiters w WHERE w.ns = p_ns AND w.expires <= v_now) THEN
-    PERFORM pathlock.reap(p_ns, v_now);  -- a probe of each expiry index first: reaping costs more than looking
-  END IF;
-  DELETE FROM pathlock.locks l WHERE l.ns = p_ns AND l.id = p_id AND (p_token IS NULL OR (l.token = p_token AND l.holds <= 1))
+  PERFORM pathlock.reap(p_ns, pathlock.now_ms());  -- the clock read once the namespace is ours
+  DELETE FROM pathlock.locks l
+   WHERE l.ns = p_ns AND l.id = p_id AND (p_token IS NULL OR (l.token = p_token AND l.holds <= 1))
   RETURNING l.paths INTO v_paths;
   IF FOUND THEN
     PERFORM pathlock.wake(p_ns, v_paths);

@@ -124,10 +124,15 @@ CREATE OR REPLACE FUNCTION pathlock.wake(p_ns text, p_paths text[]) RETURNS void
 CREATE OR REPLACE FUNCTION pathlock.serialise(p_ns text) RETURNS void LANGUAGE sql AS
 $$ SELECT pg_advisory_xact_lock(hashtextextended('pathlock:' || p_ns, 0)) $$;
 -- Removes the locks whose lease ended and the places whose reservation
--- ended, and wakes their waiters.
+-- ended, and wakes their waiters. One probe of each expiry index first:
+-- deleting nothing costs more than looking.
 CREATE OR REPLACE FUNCTION pathlock.reap(p_ns text, p_now bigint) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE v text[];
 BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pathlock.locks l WHERE l.ns = p_ns AND l.expires <= p_now)
+     AND NOT EXISTS (SELECT 1 FROM pathlock.waiters w WHERE w.ns = p_ns AND w.expires <= p_now) THEN
+    RETURN;
+  END IF;
   FOR v IN WITH l AS (DELETE FROM pathlock.locks l WHERE l.ns = p_ns AND l.expires <= p_now RETURNING l.paths),
                 w AS (DELETE FROM pathlock.waiters w WHERE w.ns = p_ns AND w.expires <= p_now RETURNING w.paths)
            SELECT paths FROM l UNION ALL SELECT paths FROM w LOOP
