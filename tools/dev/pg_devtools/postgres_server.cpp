@@ -76,6 +76,8 @@ void PostgresServer::start() {
 
 std::string PostgresServer::sql(const std::string& statements) const { return psql(url(), statements); }
 
+std::string PostgresServer::log() const { return read_whole_file(dir_ + "/server.log"); }
+
 std::string PostgresServer::psql(const std::string& conninfo, const std::string& statements) const {
   std::string out;
   const int status = run_program({bin_ + "/psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", conninfo, "-c",

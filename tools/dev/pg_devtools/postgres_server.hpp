@@ -45,6 +45,12 @@ class PostgresServer {
   // The same for another user (and password, if any).
   std::string url_as(const std::string& user, const std::string& password = "") const;
   int port() const { return port_; }
+  // The server's directory (given to the server's user; the data directory
+  // is dir()/data), the path of one of its programs (initdb, postgres, ...)
+  // and the whole of its log so far.
+  const std::string& dir() const { return dir_; }
+  std::string program(const std::string& name) const { return bin_ + "/" + name; }
+  std::string log() const;
 
   // Runs SQL as the superuser (psql -v ON_ERROR_STOP=1); throws
   // std::runtime_error with psql's output when it fails. Returns the output
