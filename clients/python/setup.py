@@ -12,7 +12,6 @@ inside setuptools' build_temp), used by the test of this file.
 """
 import glob
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -21,12 +20,12 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.environ.get("PATHLOCK_SOURCE_DIR") or os.path.dirname(HERE)
+ROOT = os.environ.get("PATHLOCK_SOURCE_DIR") or os.path.dirname(os.path.dirname(HERE))
 
 
 def version():
-    with open(os.path.join(ROOT, "CMakeLists.txt"), encoding="utf-8") as f:
-        return re.search(r"project\(pathlock VERSION ([0-9.]+)", f.read()).group(1)
+    with open(os.path.join(ROOT, "VERSION"), encoding="utf-8") as f:
+        return f.read().strip()
 
 
 class CMakeBuild(build_ext):
