@@ -10,7 +10,11 @@
 #include <pathlock/memory.hpp>
 #include <pathlock/redis.hpp>
 
+#include "support/process.hpp"
 #include "support/redis_server.hpp"
+#ifdef PATHLOCK_TEST_WITH_POSTGRES
+#include "support/postgres_server.hpp"
+#endif
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -44,7 +48,8 @@ int child_work(LockEngine& engine, const std::string& ns, int n) {
 }
 
 // Forks; the child runs `work` (its result is the exit status, 255 on an
-// exception); returns the child's exit status.
+// exception); returns the child's exit status. A child that runs longer
+// than a minute fails the test with its stacks printed (test::wait_exit).
 template <class Work>
 int in_child(Work work) {
   const pid_t pid = ::fork();
@@ -56,9 +61,7 @@ int in_child(Work work) {
     }
     ::_exit(status);
   }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 254;
+  return test::wait_exit(pid, std::chrono::seconds(60));
 }
 
 }  // namespace
@@ -98,6 +101,57 @@ TEST_CASE("a Redis engine forked under load: the child's grants are real, the pa
   const AcquireResult after = engine->acquire(LockRequest{ns, "parent", "upload", {{"target", "/after"}}});
   CHECK(after.granted);
 }
+
+namespace {
+
+// Runs pathlock_fork_probe (tests/fork_probe.cpp) in `runs` fresh processes
+// whose forks are spread over the first call: spin 0, step, 2*step, ...
+// Each must exit 0 (the child's lock real, nobody hung).
+void probe_first_calls(const std::vector<std::string>& target, const std::string& race, int runs, long step) {
+  int failures = 0;
+  for (int i = 0; i < runs; ++i) {
+    std::vector<std::string> argv{PATHLOCK_FORK_PROBE};
+    argv.insert(argv.end(), target.begin(), target.end());
+    for (const std::string& s : {std::string("--race"), race, std::string("--spin"), std::to_string(i * step)})
+      argv.push_back(s);
+    const int status = test::wait_exit(test::spawn(argv), std::chrono::seconds(60));
+    if (status != 0) {
+      UNSCOPED_INFO("probe " << race << " spin " << i * step << " exited " << status
+                             << " (1 child failed, 2 parent failed, 3 child hung)");
+      ++failures;
+    }
+  }
+  CHECK(failures == 0);
+}
+
+}  // namespace
+
+// The fork lands in the middle of an engine's first call in another thread
+// (or of the library's first use, when that thread also makes the engine):
+// nothing lazily initialised may leave the child stuck or wrong. The bug
+// this pins: a child asleep for ever in __cxa_guard_acquire under
+// random_hex's function-local static (docs/design.md#fork).
+TEST_CASE("a fork at the moment of another thread's first call leaves a working child: Redis", "[.][fork-probe]") {
+  const std::vector<std::string> target{"--backend", "redis", "--url", test::shared_redis_server().url()};
+  // Fine steps: before the fix, 3 of 400 such probes (steps of 25) hung.
+  probe_first_calls(target, "call", 240, 30);
+  probe_first_calls(target, "make", 60, 2000);
+}
+
+TEST_CASE("a fork at the moment of another thread's first call leaves a working child: Redis over TLS", "[.][fork-probe]") {
+  const std::vector<std::string> target{"--backend", "redis", "--url", test::shared_tls_redis_server().tls_url(),
+                                        "--ca", test::test_tls_options().ca_file};
+  probe_first_calls(target, "call", 40, 2000);
+  probe_first_calls(target, "make", 40, 10000);
+}
+
+#ifdef PATHLOCK_TEST_WITH_POSTGRES
+TEST_CASE("a fork at the moment of another thread's first call leaves a working child: PostgreSQL", "[.][fork-probe]") {
+  const std::vector<std::string> target{"--backend", "postgres", "--url", test::shared_postgres_url()};
+  probe_first_calls(target, "call", 40, 2000);
+  probe_first_calls(target, "make", 40, 10000);
+}
+#endif
 
 TEST_CASE("an embedded engine and a keeper refuse to work in a forked child", "[fork]") {
   auto engine = make_memory_engine();

@@ -11,6 +11,8 @@
 // `+Inf` bucket always equals `_count` even while engines count.
 #include <pathlock/metrics.hpp>
 
+#include "core/process.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -233,6 +235,7 @@ struct Metrics::Impl {
     const auto now = std::chrono::steady_clock::now();
     s.waiting.assign(n, 0);
     s.oldest_wait.assign(n, 0.0);
+    const core::NoForkSection no_fork;
     std::lock_guard guard(waits_mutex);
     for (std::size_t op = 0; op < n; ++op) {
       const auto& set = waiting[op];
@@ -253,6 +256,7 @@ struct Metrics::Impl {
     thread_local std::unordered_map<std::uint64_t, Block*> known;
     Block*& b = known[id];
     if (!b) {
+      const core::NoForkSection no_fork;  // a child of a fork here would find `mutex` held for ever
       std::lock_guard guard(mutex);
       blocks.push_back(std::make_unique<Block>(n));
       b = blocks.back().get();
@@ -305,6 +309,7 @@ void Metrics::observe_redis_call(std::chrono::nanoseconds took) noexcept { impl_
 void Metrics::wait_began(int op, std::chrono::steady_clock::time_point since) noexcept {
   if (!impl_->has(op)) return;
   try {
+    const core::NoForkSection no_fork;
     std::lock_guard guard(impl_->waits_mutex);
     impl_->waiting[static_cast<std::size_t>(op)].insert(since);
   } catch (...) {  // out of memory: this wait is not shown in progress
@@ -312,6 +317,7 @@ void Metrics::wait_began(int op, std::chrono::steady_clock::time_point since) no
 }
 void Metrics::wait_ended(int op, std::chrono::steady_clock::time_point since) noexcept {
   if (!impl_->has(op)) return;
+  const core::NoForkSection no_fork;
   std::lock_guard guard(impl_->waits_mutex);
   auto& set = impl_->waiting[static_cast<std::size_t>(op)];
   if (const auto it = set.find(since); it != set.end()) set.erase(it);
@@ -331,6 +337,7 @@ MetricsSnapshot Metrics::snapshot() const {
     into.sum += static_cast<double>(get(h.sum_ns)) / 1e9;
   };
   m.in_progress(s);
+  const core::NoForkSection no_fork;
   std::lock_guard guard(m.mutex);
   for (const std::unique_ptr<Block>& bp : m.blocks) {
     const Block& b = *bp;

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <new>
+
 namespace pathlock::core {
 
 Instruments::Instruments(const ObserveOptions& options, const MatrixTable& matrix)
@@ -134,6 +136,16 @@ std::optional<HoldTable::Held> HoldTable::released(std::string_view ns, std::str
   std::optional<Held> out(std::move(it->second));
   s.map.erase(it);
   return out;
+}
+
+void HoldTable::forget_after_fork() noexcept {
+  for (Shard& s : shards_) {
+    // Each member made anew over the inherited one, which is not destroyed:
+    // its destructor could touch memory a parent thread was changing.
+    new (&s.mutex) std::mutex();
+    new (&s.map) std::unordered_map<std::string, Held>();
+    s.swept_at = 64;
+  }
 }
 
 std::size_t HoldTable::size() {

@@ -113,6 +113,12 @@ class HoldTable {
     f(h);
   }
   std::size_t size();
+  // In a forked child, before its first use there: starts empty, with
+  // fresh mutexes. A thread of the parent may have held a shard's mutex, or
+  // been changing its map, when the fork landed; the child's copies are
+  // left as they are (leaked, never locked or destroyed). The parent's
+  // grant times mean nothing to the child's locks.
+  void forget_after_fork() noexcept;
 
  private:
   struct Shard {

@@ -183,10 +183,11 @@ thread_local Pool t_pool;
 void forget_pool() { t_pool.used = sizeof t_pool.bytes; }
 
 // False when the fork handler could not be registered (out of memory).
-bool fork_handler_registered() {
-  static const bool registered = pthread_atfork(nullptr, nullptr, &forget_pool) == 0;
-  return registered;
-}
+// Registered when the library is loaded, not at the first random_hex():
+// a function-local static here once left a child forked during another
+// thread's first call asleep for ever on its initialisation guard
+// (docs/design.md#fork).
+const bool fork_handler_registered = pthread_atfork(nullptr, nullptr, &forget_pool) == 0;
 
 }  // namespace
 
@@ -198,7 +199,7 @@ std::string random_hex(std::size_t bytes) {
   // needs two or three), and never reused: a process that forks draws
   // afresh, so parent and child never hand out the same token.
   static constexpr char kHex[] = "0123456789abcdef";
-  if (!fork_handler_registered()) forget_pool();  // without it, nothing is drawn ahead
+  if (!fork_handler_registered) forget_pool();  // without it, nothing is drawn ahead
   Pool& pool = t_pool;
   std::string out;
   out.reserve(bytes * 2);

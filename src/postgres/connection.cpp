@@ -1,6 +1,8 @@
 // One libpq connection and a pool: see connection.hpp.
 #include "postgres/connection.hpp"
 
+#include "core/process.hpp"
+
 #include <fmt/format.h>
 #include <poll.h>
 
@@ -30,11 +32,15 @@ Connection::Connection(const std::string& conninfo, Millis connect_timeout, cons
   const std::string seconds = std::to_string(std::max<long long>(2, (connect_timeout.count() + 999) / 1000));
   const char* keys[] = {"connect_timeout", "client_encoding", "application_name", "dbname", nullptr};
   const char* values[] = {seconds.c_str(), "UTF8", name, conninfo.c_str(), nullptr};
-  conn_ = PQconnectdbParams(keys, values, 1);
+  {
+    // libpq's connect takes its and OpenSSL's process-wide locks: a fork waits for it.
+    const core::NoForkSection no_fork;
+    conn_ = PQconnectdbParams(keys, values, 1);
+  }
   if (!conn_) throw BackendError("postgres: out of memory");
   if (PQstatus(conn_) != CONNECTION_OK) {
     const std::string message = trimmed(PQerrorMessage(conn_));
-    PQfinish(conn_);
+    finish();
     conn_ = nullptr;
     throw BackendError(fmt::format("postgres: cannot connect: {}", message));
   }
@@ -42,7 +48,12 @@ Connection::Connection(const std::string& conninfo, Millis connect_timeout, cons
 }
 
 Connection::~Connection() {
-  if (conn_) PQfinish(conn_);
+  if (conn_) finish();
+}
+
+void Connection::finish() noexcept {
+  const core::NoForkSection no_fork;  // PQfinish may end a TLS session under libpq's lock
+  PQfinish(conn_);
 }
 
 std::string Connection::server() const {

@@ -75,6 +75,7 @@ class Connection {
   std::string server() const;
 
  private:
+  void finish() noexcept;  // PQfinish inside a NoForkSection
   [[noreturn]] void lost(const std::string& what);
   void send_and_wait(Millis timeout);
   Result collect();

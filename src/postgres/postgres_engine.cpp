@@ -52,6 +52,7 @@ class PostgresEngine final : public LockEngine {
   ~PostgresEngine() override {
     if (!process_.forked()) return;
     pool_->abandon();
+    holds_.forget_after_fork();
     (void)listener_.release();  // its thread is not in this process
   }
 
@@ -345,9 +346,11 @@ class PostgresEngine final : public LockEngine {
   }
   void adopt_if_forked() {
     if (!process_.forked()) return;
+    const core::NoForkSection no_fork;  // a fork in the middle would leave fork_mutex_ held in its child
     std::lock_guard guard(fork_mutex_);
     if (!process_.forked()) return;
     pool_->abandon();
+    holds_.forget_after_fork();
     (void)pool_.release();      // the parent's: never closed here
     (void)listener_.release();  // its thread is not in this process
     make_connections();

@@ -62,7 +62,9 @@ class RedisEngine final : public LockEngine {
   // sockets, TLS sessions, Sentinel thread) is left alone, never closed:
   // closing would end the parent's TLS sessions.
   ~RedisEngine() override {
-    if (process_.forked()) (void)client_.release();
+    if (!process_.forked()) return;
+    (void)client_.release();
+    holds_.forget_after_fork();  // the inherited table may be mid-change: not destroyed
   }
 
   const MatrixTable& matrix() const override { return matrix_; }
@@ -372,9 +374,13 @@ class RedisEngine final : public LockEngine {
     return *client_;
   }
   void reconnect_after_fork() {
+    // A fork that lands while a thread of this child reconnects would leave
+    // fork_mutex_ held in the grandchild: it waits instead.
+    const core::NoForkSection no_fork;
     std::lock_guard guard(fork_mutex_);
     if (!process_.forked()) return;           // another thread of the child did it
     (void)client_.release();                  // the parent's: never closed here
+    holds_.forget_after_fork();
     client_ = std::make_unique<RedisClient>(client_options(options_, instruments_));
     client_->load_library(library_.name, library_.code);
     probed_ = false;

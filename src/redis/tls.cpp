@@ -1,6 +1,7 @@
 // The socket/TLS stream; see tls.hpp (the context: tls_context.cpp).
 #include "redis/tls.hpp"
 
+#include "core/process.hpp"
 #include "redis/connection.hpp"
 
 #include <fmt/format.h>
@@ -174,6 +175,9 @@ std::unique_ptr<Stream> Stream::open(const Endpoint& node, TlsContext* tls, Cloc
                                      const std::string& name) {
   std::unique_ptr<Stream> s = connect_tcp(node, deadline, name);
   if (!tls) return s;
+  // OpenSSL's global locks and first-use set-up (BIO method, providers) are
+  // taken from here to the end of the handshake: a fork waits for it.
+  const core::NoForkSection no_fork;
   // TLS: SNI and the name checked are the server_name option, else the host
   // connected to (an IP address is checked against the certificate's IP SANs).
   ERR_clear_error();
@@ -217,7 +221,10 @@ void Stream::handshake(Clock::time_point deadline, const std::string& name) {
 }
 
 Stream::~Stream() {
-  if (ssl_) SSL_free(ssl_);  // no close_notify: the socket is closed right after, as hiredis does
+  if (ssl_) {
+    const core::NoForkSection no_fork;
+    SSL_free(ssl_);
+  }  // no close_notify: the socket is closed right after, as hiredis does
   ::close(fd_);
 }
 

@@ -1,6 +1,8 @@
 // The OpenSSL context of a client, reloaded when its files change; see tls.hpp.
 #include "redis/tls.hpp"
 
+#include "core/process.hpp"
+
 #include <fmt/format.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -74,7 +76,10 @@ TlsContext::TlsContext(RedisTlsOptions options, LogSink log) : options_(std::mov
   if (o.cert_file.empty() != o.key_file.empty())
     throw InvalidRequest("tls cert_file and key_file go together (mutual TLS needs both)");
   stamp_ = stamp();
-  ctx_ = build_context(o);
+  {
+    const core::NoForkSection no_fork;  // OpenSSL's first-use initialisation and CA loading
+    ctx_ = build_context(o);
+  }
   loads_ = 1;
   if (o.insecure_skip_verify)
     warn("redis tls: insecure_skip_verify is set: the server's certificate is NOT checked, anyone on the network "
@@ -88,7 +93,10 @@ void TlsContext::warn(const std::string& message) const {
   }
 }
 
-TlsContext::~TlsContext() { SSL_CTX_free(ctx_); }
+TlsContext::~TlsContext() {
+  const core::NoForkSection no_fork;
+  SSL_CTX_free(ctx_);
+}
 
 std::vector<std::string> TlsContext::stamp() const {
   std::vector<std::string> out;
@@ -109,6 +117,7 @@ unsigned TlsContext::loads() const {
 }
 
 SSL* TlsContext::new_ssl() {
+  const core::NoForkSection no_fork;  // before mutex_: the order every caller takes them in
   std::lock_guard guard(mutex_);
   if (std::vector<std::string> now = stamp(); now != stamp_) {
     try {

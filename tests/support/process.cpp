@@ -12,7 +12,9 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <string>
 #include <system_error>
+#include <thread>
 
 extern char** environ;
 
@@ -46,10 +48,28 @@ pid_t spawn(std::vector<std::string> argv, int stdin_fd, int stdout_fd, int stde
   return pid;
 }
 
-int wait_exit(pid_t pid) {
+int wait_exit(pid_t pid, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
   int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
+  pid_t done = 0;
+  while ((done = waitpid(pid, &status, WNOHANG)) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      print_stacks(pid);
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      FAIL("child " << pid << " still ran after " << limit.count() << " s: hung (its stacks are on stderr)");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // polling for an exit, not a sync point
+  }
+  REQUIRE(done == pid);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+void print_stacks(pid_t pid) {
+  std::fprintf(stderr, "stacks of every thread of process %d:\n", static_cast<int>(pid));
+  std::fflush(stderr);
+  const std::string gdb = "gdb -nx -q -batch -p " + std::to_string(pid) + " -ex 'thread apply all bt' 1>&2";
+  [[maybe_unused]] const int rc = std::system(gdb.c_str());
 }
 
 std::string read_line(int fd) {

@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <functional>
 #include <string>
 #include <vector>
@@ -16,7 +17,12 @@ namespace pathlock::test {
 pid_t spawn(std::vector<std::string> argv, int stdin_fd = -1, int stdout_fd = -1, int stderr_fd = -1);
 
 // Waits for `pid`; returns its exit status, or 128 + signal if it was killed.
-int wait_exit(pid_t pid);
+// A child still running after `limit` is hung: the stacks of its threads are
+// printed (print_stacks), it is killed, and the test fails.
+int wait_exit(pid_t pid, std::chrono::seconds limit = std::chrono::seconds(120));
+
+// Prints the stack of every thread of process `pid` to stderr (gdb, batch mode).
+void print_stacks(pid_t pid);
 
 // Reads one line from `fd` (without the newline), waiting at most 10 s;
 // returns what was read so far on timeout or end of input.

@@ -27,7 +27,7 @@
 #   rewrites only outputs whose content changed.
 #   LUA_DIR (from earlier versions) is accepted and ignored.
 #
-# pathlock_add_matrix_tests(TARGET name [BACKENDS memory redis])
+# pathlock_add_matrix_tests(TARGET name [BACKENDS memory redis] [TIMEOUT seconds])
 #
 #   For a target made by pathlock_compile_matrix: builds `<name>_matrix_check`
 #   (pathlock_matrix_check.cpp with this matrix compiled in; links only
@@ -36,7 +36,8 @@
 #   relation). The redis test starts its own redis-server on a free loopback
 #   port ($PATHLOCK_REDIS_SERVER, else redis-server from PATH) and is reported
 #   as skipped when there is none. BACKENDS defaults to every backend the
-#   library has. Call enable_testing() (or include(CTest)) first.
+#   library has. Each test has CTest's TIMEOUT (default 300 s). Call
+#   enable_testing() (or include(CTest)) first.
 #
 include_guard(GLOBAL)
 
@@ -94,7 +95,10 @@ function(pathlock_compile_matrix)
 endfunction()
 
 function(pathlock_add_matrix_tests)
-  cmake_parse_arguments(PT "" "TARGET" "BACKENDS" ${ARGN})
+  cmake_parse_arguments(PT "" "TARGET;TIMEOUT" "BACKENDS" ${ARGN})
+  if(NOT PT_TIMEOUT)
+    set(PT_TIMEOUT 300)  # seconds; a hung backend fails the test instead of the whole run
+  endif()
   if(NOT PT_TARGET)
     message(FATAL_ERROR "pathlock_add_matrix_tests: TARGET is required")
   endif()
@@ -137,6 +141,7 @@ function(pathlock_add_matrix_tests)
   target_link_libraries(${check} PRIVATE pathlock::pathlock ${PT_TARGET})
   foreach(backend IN LISTS PT_BACKENDS)
     add_test(NAME ${PT_TARGET}_matrix_${backend} COMMAND ${check} --backend ${backend})
-    set_tests_properties(${PT_TARGET}_matrix_${backend} PROPERTIES SKIP_RETURN_CODE 77 LABELS "pathlock;matrix")
+    set_tests_properties(${PT_TARGET}_matrix_${backend} PROPERTIES SKIP_RETURN_CODE 77 LABELS "pathlock;matrix"
+                                                                        TIMEOUT ${PT_TIMEOUT})
   endforeach()
 endfunction()
