@@ -140,7 +140,7 @@ TEST_CASE("postgres: an engine brings older functions up to date and keeps the l
       "CREATE FUNCTION pathlock.held_conflict(text, text, text, bigint, bigint, bigint, text[]) RETURNS int "
       "LANGUAGE sql AS $$ SELECT 0 $$;");
   still_held(*test::postgres_engine(nullptr, server.url()), ns, a);
-  CHECK(count_of(server, "SELECT pathlock.functions_version()") == 3);
+  CHECK(count_of(server, "SELECT pathlock.functions_version()") == 4);
   CHECK(count_of(server, "SELECT count(*) FROM pg_proc WHERE proname = 'held_conflict'") == 0);
 }
 

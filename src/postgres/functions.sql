@@ -13,6 +13,15 @@ DROP FUNCTION IF EXISTS pathlock.target_conflict(boolean, text, text, text, bigi
 DROP FUNCTION IF EXISTS pathlock.held_conflict(text, text, text, bigint, bigint, bigint, text[]);
 DROP FUNCTION IF EXISTS pathlock.waiter_conflict(text, text, text, bigint, bigint, bigint, bigint, bigint);
 DROP FUNCTION IF EXISTS pathlock.other_matrices(text, text);
+-- Version 3's acquire had no p_budget: dropped so that the version with it
+-- (p_budget DEFAULT NULL) answers the calls of version 3 engines too.
+DROP FUNCTION IF EXISTS pathlock.acquire(text, text, text, text, text[], int[], bigint[], text[], bigint, text, text,
+  text, text, text, boolean, text, bigint);
+
+-- Takes what a call on paths p_paths of namespace p_ns must hold before it
+-- looks: for now the namespace's lock (serialise).
+CREATE OR REPLACE FUNCTION pathlock.lock_paths(p_ns text, p_paths text[]) RETURNS void LANGUAGE sql AS
+$$ SELECT pathlock.serialise(p_ns) $$;
 
 -- The oldest place in line (older than p_place when set) that refuses one
 -- of a request's targets as if it held its lock, target by target: x_index
@@ -131,7 +140,7 @@ BEGIN
      ORDER BY x.sk, x.fp <> p_fp, x.fp, x.code, x.fence DESC LIMIT 1;
     EXIT WHEN FOUND;
   END LOOP;
-  IF c_id IS NULL AND p_fair AND EXISTS (SELECT 1 FROM pathlock.waiters w WHERE w.ns = p_ns AND w.expires > p_now) THEN
+  IF c_id IS NULL AND p_fair AND (SELECT max(w.expires) FROM pathlock.waiters w WHERE w.ns = p_ns) > p_now THEN
     r := pathlock.queued_conflict(p_ns, p_fp, p_paths, p_masks, p_place, p_now);
     c_id := r.x_id; c_role := r.x_role; c_path := r.x_path; c_relation := r.x_rel; c_index := r.x_index; c_queued := true;
   END IF;
@@ -162,13 +171,28 @@ BEGIN
   RETURN v_fence;
 END $$;
 
+-- A grant's last check: a call that ran longer than p_budget ms (its
+-- client's timeout less a margin, docs/postgres.md#timeouts) gives up
+-- before it writes, so a grant its client stopped waiting for is never
+-- committed. NULL: no budget (a version 3 engine's call).
+CREATE OR REPLACE FUNCTION pathlock.in_time(p_budget bigint) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  IF p_budget IS NOT NULL AND clock_timestamp() - statement_timestamp() > p_budget * interval '1 ms' THEN
+    RAISE EXCEPTION 'pathlock: the call ran past its budget of % ms and was abandoned', p_budget
+      USING ERRCODE = '57014';
+  END IF;
+END $$;
+
 -- acquire: one call per attempt (docs/postgres.md#functions). p_masks holds,
 -- per target k, the refusal masks of its code for the relations same,
 -- held_ancestor and held_descendant at 3k-2, 3k-1, 3k (bit c: held code c
 -- of the same matrix refuses). Replies one row: status 'granted' (id,
 -- token, fence, expires_in, holds), 'refused' (the conflict's fields,
 -- c_index the request's target it hit, 1-based) or 'not_holder'. Bad input
--- found here raises SQLSTATE 22023 and changes nothing. A grant commits
+-- found here raises SQLSTATE 22023 and changes nothing. p_budget (ms, the
+-- engine's command timeout less a margin) bounds every lock wait of the call
+-- (lock_timeout) and is checked again before a grant writes (in_time): past
+-- it the call fails and changes nothing. A grant commits
 -- with the server's synchronous_commit (durable by default); a refusal
 -- changes only places in line and reaped leases, so it commits without
 -- waiting for its WAL flush. Plans are generic: the statements are the same
@@ -179,14 +203,15 @@ END $$;
 CREATE OR REPLACE FUNCTION pathlock.acquire(
     p_ns text, p_fp text, p_owner text, p_op text, p_roles text[], p_codes int[], p_masks bigint[], p_paths text[],
     p_ttl bigint, p_new_id text, p_new_token text, p_reenter_id text, p_reenter_token text, p_key text,
-    p_fair boolean, p_waiter text, p_reserve bigint,
+    p_fair boolean, p_waiter text, p_reserve bigint, p_budget bigint DEFAULT NULL,
     OUT status text, OUT id text, OUT token text, OUT fence bigint, OUT expires_in bigint, OUT holds int,
     OUT c_id text, OUT c_op text, OUT c_role text, OUT c_path text, OUT c_owner text, OUT c_expires_in bigint,
     OUT c_index int, OUT c_relation int, OUT c_queued boolean)
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE v_now bigint; v_place bigint; v_lock pathlock.locks; v_sync text; c record;
 BEGIN
-  PERFORM pathlock.serialise(p_ns);
+  IF p_budget IS NOT NULL THEN v_sync := set_config('lock_timeout', greatest(p_budget, 1) || 'ms', true); END IF;
+  PERFORM pathlock.lock_paths(p_ns, p_paths);
   v_now := pathlock.now_ms();
   IF p_waiter <> '' THEN v_place := pathlock.my_place(p_ns, p_waiter, p_owner, p_fp, p_op, p_paths, v_now); END IF;
   IF p_reenter_id <> '' OR p_key <> '' THEN
@@ -195,6 +220,7 @@ BEGIN
   END IF;
   IF p_reenter_id <> '' AND v_lock.id IS NULL THEN status := 'not_holder'; RETURN; END IF;
   IF v_lock.id IS NOT NULL THEN
+    PERFORM pathlock.in_time(p_budget);
     IF v_place IS NOT NULL THEN PERFORM pathlock.leave(p_ns, p_waiter); END IF;
     status := 'granted'; id := v_lock.id; token := v_lock.token; fence := v_lock.fence;
     expires_in := v_lock.expires - v_now; holds := v_lock.holds;
@@ -214,6 +240,7 @@ BEGIN
                                 v_place, v_now);
     RETURN;
   END IF;
+  PERFORM pathlock.in_time(p_budget);
   fence := pathlock.new_lock(p_ns, p_fp, p_owner, p_op, p_roles, p_codes, p_paths, p_ttl, p_new_id, p_new_token,
                              p_key, v_now);
   IF v_place IS NOT NULL THEN PERFORM pathlock.leave(p_ns, p_waiter); END IF;
@@ -339,4 +366,4 @@ LANGUAGE sql STABLE AS $$
 
 -- The version of the functions above: an engine that finds an older one
 -- runs this script again (every statement in it can be repeated).
-CREATE OR REPLACE FUNCTION pathlock.functions_version() RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT 3 $$;
+CREATE OR REPLACE FUNCTION pathlock.functions_version() RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT 4 $$;
