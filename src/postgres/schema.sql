@@ -3,10 +3,12 @@
 -- Run once per database by the first engine that finds no schema (under an
 -- advisory lock, so engines starting together do not race), or by an
 -- administrator.
--- Every write function serialises the calls of one namespace with a
--- transaction-scoped advisory lock on the namespace's hash and runs as one
--- transaction: check and write are one atomic step, never a check followed
--- by an insert another caller can interleave with.
+-- Every write function runs as one transaction, and an acquire first locks
+-- its paths (pathlock.lock_paths in functions.sql: transaction-scoped
+-- advisory locks, exclusive on the paths, shared on their ancestors), so
+-- its check and write are one atomic step for every request that overlaps
+-- it, never a check followed by an insert an overlapping caller can
+-- interleave with.
 --
 -- Paths are stored with a sort key `sk`: the path with every '/' written as
 -- chr(1) (the root is chr(1) alone). In the "C" collation chr(1) sorts below
@@ -121,6 +123,8 @@ CREATE OR REPLACE FUNCTION pathlock.wake(p_ns text, p_paths text[]) RETURNS void
   SELECT pg_notify(pathlock.channel(p_ns),
                    CASE WHEN octet_length(array_to_string(p_paths, E'\n')) < 7900
                         THEN array_to_string(p_paths, E'\n') ELSE '' END) $$;
+-- The namespace-wide lock of functions version 3 (kept for scripts; no call
+-- of version 4 takes it).
 CREATE OR REPLACE FUNCTION pathlock.serialise(p_ns text) RETURNS void LANGUAGE sql AS
 $$ SELECT pg_advisory_xact_lock(hashtextextended('pathlock:' || p_ns, 0)) $$;
 -- Removes the locks whose lease ended and the places whose reservation
@@ -133,8 +137,14 @@ BEGIN
      AND NOT EXISTS (SELECT 1 FROM pathlock.waiters w WHERE w.ns = p_ns AND w.expires <= p_now) THEN
     RETURN;
   END IF;
-  FOR v IN WITH l AS (DELETE FROM pathlock.locks l WHERE l.ns = p_ns AND l.expires <= p_now RETURNING l.paths),
-                w AS (DELETE FROM pathlock.waiters w WHERE w.ns = p_ns AND w.expires <= p_now RETURNING w.paths)
+  FOR v IN WITH l AS (DELETE FROM pathlock.locks l
+                      WHERE l.ns = p_ns AND l.id IN (SELECT x.id FROM pathlock.locks x
+                                                      WHERE x.ns = p_ns AND x.expires <= p_now FOR UPDATE SKIP LOCKED)
+                      RETURNING l.paths),
+                w AS (DELETE FROM pathlock.waiters w
+                      WHERE w.ns = p_ns AND w.id IN (SELECT x.id FROM pathlock.waiters x
+                                                      WHERE x.ns = p_ns AND x.expires <= p_now FOR UPDATE SKIP LOCKED)
+                      RETURNING w.paths)
            SELECT paths FROM l UNION ALL SELECT paths FROM w LOOP
     PERFORM pathlock.wake(p_ns, v);
   END LOOP;
