@@ -59,19 +59,23 @@ BEGIN
             GROUP BY r.k ORDER BY r.k) x;
 END $$;
 
--- The next fence: one more than the last given (in any namespace), and at
--- least the server clock in microseconds (never back, even after a restore).
--- The sequence and the clock are read and the sequence moved in a short
--- critical section (a session advisory lock, released before the function
--- returns, and on any error), so fences are unique and rise in the order
--- they are given; no commit waits inside it.
+-- The next fence: larger than every fence given before (in any namespace),
+-- and at least the server clock in microseconds (never back, even after a
+-- restore). Usually one nextval. When the clock has passed the sequence, the
+-- sequence is moved one second ahead of the clock, in a short critical
+-- section (a session advisory lock, released before the function returns
+-- and on any error) so that moves never go back: that is about once a second
+-- (a grant rate below a million a second), not once a grant, and no commit
+-- waits inside it. Fences are unique and rise in the order they are given.
 CREATE OR REPLACE FUNCTION pathlock.next_fence() RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE v bigint; c bigint; k bigint := hashtextextended('pathlock:fences', 0); got boolean := false;
+DECLARE v bigint := nextval('pathlock.fences'); c bigint := pathlock.now_us();
+  k bigint := hashtextextended('pathlock:fences', 0); got boolean := false;
 BEGIN
+  IF v >= c THEN RETURN v; END IF;
   BEGIN
     got := pg_advisory_lock(k)::text = '';
     v := nextval('pathlock.fences'); c := pathlock.now_us();
-    IF v < c THEN v := setval('pathlock.fences', c); END IF;
+    IF v < c THEN v := setval('pathlock.fences', c + 1000000); END IF;
     got := NOT pg_advisory_unlock(k);
   EXCEPTION WHEN OTHERS OR query_canceled THEN
     IF got THEN PERFORM pg_advisory_unlock(k); END IF;

@@ -62,6 +62,11 @@ CREATE TABLE IF NOT EXISTS pathlock.queued (
   PRIMARY KEY (ns, id, code),
   FOREIGN KEY (ns, id) REFERENCES pathlock.waiters (ns, id) ON DELETE CASCADE);
 CREATE INDEX IF NOT EXISTS queued_path ON pathlock.queued (ns, k);
+-- The sessions LISTENing for a namespace's wake-ups (engines' listeners,
+-- functions version 4): a removal notifies only when there is one.
+CREATE TABLE IF NOT EXISTS pathlock.watchers (
+  ns text COLLATE "C" NOT NULL, pid int NOT NULL,
+  PRIMARY KEY (ns, pid));
 
 CREATE OR REPLACE FUNCTION pathlock.now_us() RETURNS bigint LANGUAGE sql VOLATILE AS
 $$ SELECT floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint $$;
@@ -117,12 +122,38 @@ CREATE OR REPLACE FUNCTION pathlock.within(p text, prefix text) RETURNS boolean 
 $$ SELECT prefix = '/' OR p = prefix OR starts_with(p, prefix || '/') $$;
 CREATE OR REPLACE FUNCTION pathlock.channel(p_ns text) RETURNS text LANGUAGE sql IMMUTABLE AS
 $$ SELECT 'pathlock_' || md5(p_ns) $$;
+CREATE OR REPLACE FUNCTION pathlock.watch_key(p_ns text) RETURNS bigint LANGUAGE sql IMMUTABLE AS
+$$ SELECT hashtextextended('pathlock-watch:' || p_ns, 0) $$;
 -- Wakes the waiters of p_ns: the payload is the removed paths, joined by
--- newlines (empty, "look again", when too long for a notification).
-CREATE OR REPLACE FUNCTION pathlock.wake(p_ns text, p_paths text[]) RETURNS void LANGUAGE sql AS $$
-  SELECT pg_notify(pathlock.channel(p_ns),
-                   CASE WHEN octet_length(array_to_string(p_paths, E'\n')) < 7900
-                        THEN array_to_string(p_paths, E'\n') ELSE '' END) $$;
+-- newlines (empty, "look again", when too long for a notification). Only
+-- when a session listens for the namespace (pathlock.watchers): pg_notify
+-- queues at commit under one database-wide lock, which every notifying
+-- commit waits for. The shared lock of the namespace's watch key, held to
+-- commit, orders this look against pathlock.watch (docs/postgres.md#concurrency).
+CREATE OR REPLACE FUNCTION pathlock.wake(p_ns text, p_paths text[]) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_advisory_xact_lock_shared(pathlock.watch_key(p_ns));
+  IF EXISTS (SELECT 1 FROM pathlock.watchers w WHERE w.ns = p_ns) THEN
+    PERFORM pg_notify(pathlock.channel(p_ns),
+                      CASE WHEN octet_length(array_to_string(p_paths, E'\n')) < 7900
+                           THEN array_to_string(p_paths, E'\n') ELSE '' END);
+  END IF;
+END $$;
+-- A listener's session watches namespace p_ns (then LISTENs on the channel
+-- it replies): its row is committed once every removal that did not see it
+-- has committed (the watch key, exclusive), so a waiter that looks again
+-- after its LISTEN either sees such a removal or is notified of it. Rows of
+-- sessions that ended are dropped here.
+CREATE OR REPLACE FUNCTION pathlock.watch(p_ns text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_advisory_xact_lock(pathlock.watch_key(p_ns));
+  INSERT INTO pathlock.watchers (ns, pid) VALUES (p_ns, pg_backend_pid()) ON CONFLICT DO NOTHING;
+  DELETE FROM pathlock.watchers w
+   WHERE w.ns = p_ns AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = w.pid);
+  RETURN pathlock.channel(p_ns);
+END $$;
+CREATE OR REPLACE FUNCTION pathlock.unwatch(p_ns text) RETURNS void LANGUAGE sql AS
+$$ DELETE FROM pathlock.watchers w WHERE w.ns = p_ns AND w.pid = pg_backend_pid() $$;
 -- The namespace-wide lock of functions version 3 (kept for scripts; no call
 -- of version 4 takes it).
 CREATE OR REPLACE FUNCTION pathlock.serialise(p_ns text) RETURNS void LANGUAGE sql AS

@@ -20,6 +20,7 @@
 #include <pathlock/redis.hpp>
 
 #include <fmt/format.h>
+#include <libpq-fe.h>
 
 #include <algorithm>
 #include <atomic>
@@ -28,6 +29,7 @@
 #include <random>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 namespace pathlock::bench {
 namespace {
@@ -94,6 +96,51 @@ Point run_point(LockEngine& engine, const ClientsArgs& a, bool hot, int clients)
   return p;
 }
 
+// What the engine's backends wait on while a point runs: pg_stat_activity
+// sampled every 20 ms; per wait event, the mean number of backends in it.
+class WaitSampler {
+ public:
+  explicit WaitSampler(const std::string& url) : c_(PQconnectdb(url.c_str())) {
+    thread_ = std::thread([this] {
+      while (!stop_) {
+        PGresult* r = PQexec(c_, "SELECT coalesce(wait_event_type || ':' || wait_event, 'running') FROM "
+                                 "pg_stat_activity WHERE application_name = 'pathlock' AND state = 'active'");
+        for (int i = 0; i < PQntuples(r); ++i) ++counts_[PQgetvalue(r, i, 0)];
+        PQclear(r);
+        ++samples_;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    });
+  }
+  ~WaitSampler() {
+    stop_ = true;
+    thread_.join();
+    PQfinish(c_);
+  }
+  WaitSampler(const WaitSampler&) = delete;
+  WaitSampler& operator=(const WaitSampler&) = delete;
+  std::string top() {
+    stop_ = true;
+    thread_.join();
+    thread_ = std::thread([] {});
+    std::vector<std::pair<long, std::string>> by;
+    for (const auto& [event, n] : counts_) by.emplace_back(n, event);
+    std::sort(by.rbegin(), by.rend());
+    std::string out;
+    for (std::size_t i = 0; i < by.size() && i < 4; ++i)
+      out += fmt::format("{}{} {:.1f}", i ? ", " : "", by[i].second,
+                         static_cast<double>(by[i].first) / static_cast<double>(std::max(1L, samples_)));
+    return out;
+  }
+
+ private:
+  PGconn* c_;
+  std::atomic<bool> stop_{false};
+  std::map<std::string, long> counts_;
+  long samples_ = 0;
+  std::thread thread_;
+};
+
 int max_clients(const ClientsArgs& a) { return *std::max_element(a.clients.begin(), a.clients.end()); }
 
 std::unique_ptr<LockEngine> engine_of(const std::string& backend, const std::string& url, const ClientsArgs& a) {
@@ -151,10 +198,11 @@ int run_clients(const ClientsArgs& a) {
     std::map<std::pair<std::string, int>, Point> points;
     for (const int c : a.clients)
       for (auto& [name, engine] : engines) {
+        std::unique_ptr<WaitSampler> waits = name == "postgres" ? std::make_unique<WaitSampler>(pg.url()) : nullptr;
         const Point p = run_point(*engine, a, mode == "hot", c);
         points[{name, c}] = p;
-        fmt::print("{:<9} {:<11} {:>7} {:>10.0f} {:>10.0f} {:>10.0f} {:>9} {:>9}\n", mode, name, c, p.pairs_per_s,
-                   p.p50_us, p.p99_us, p.min_client, p.max_client);
+        fmt::print("{:<9} {:<11} {:>7} {:>10.0f} {:>10.0f} {:>10.0f} {:>9} {:>9}{}\n", mode, name, c, p.pairs_per_s,
+                   p.p50_us, p.p99_us, p.min_client, p.max_client, waits ? "  waits: " + waits->top() : "");
         std::fflush(stdout);
       }
     print_goals(points, a);
