@@ -56,6 +56,14 @@ class PathsHeld {
   std::thread thread_;
 };
 
+// Is a path of `x` at, above or below a path of `y`?
+bool overlaps(const std::vector<std::string>& x, const std::vector<std::string>& y) {
+  for (const std::string& p : x)
+    for (const std::string& q : y)
+      if (p == q || p == "/" || q == "/" || q.rfind(p + "/", 0) == 0 || p.rfind(q + "/", 0) == 0) return true;
+  return false;
+}
+
 }  // namespace
 
 TEST_CASE("postgres: a request waits only for requests that overlap it", "[postgres][concurrency]") {
@@ -99,12 +107,6 @@ TEST_CASE("postgres: many threads on overlapping multi-target requests never dea
   std::vector<std::vector<std::string>> holding;  // the targets of the locks held now
   int violations = 0, grants = 0, attempts = 0;
   std::vector<std::string> errors;  // a deadlock would be one (SQLSTATE 40P01)
-  const auto overlaps = [](const std::vector<std::string>& x, const std::vector<std::string>& y) {
-    for (const std::string& p : x)
-      for (const std::string& q : y)
-        if (p == q || p == "/" || q == "/" || q.rfind(p + "/", 0) == 0 || p.rfind(q + "/", 0) == 0) return true;
-    return false;
-  };
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t)
     threads.emplace_back([&, t] {
@@ -117,10 +119,9 @@ TEST_CASE("postgres: many threads on overlapping multi-target requests never dea
         if (overlaps({paths[0]}, {paths[1]})) continue;
         LockRequest r{ns, "t" + std::to_string(t), "move_folder", {{"src", paths[0]}, {"dst", paths[1]}}};
         r.wait = 20s;
-        {
-          std::lock_guard guard(mutex);
-          ++attempts;
-        }
+        std::unique_lock counting(mutex);
+        ++attempts;
+        counting.unlock();
         AcquireResult got;
         try {
           got = engine->acquire(r);
@@ -137,10 +138,9 @@ TEST_CASE("postgres: many threads on overlapping multi-target requests never dea
           ++grants;
         }
         std::this_thread::yield();
-        {
-          std::lock_guard guard(mutex);
-          holding.erase(std::find(holding.begin(), holding.end(), paths));
-        }
+        std::unique_lock releasing(mutex);
+        holding.erase(std::find(holding.begin(), holding.end(), paths));
+        releasing.unlock();
         engine->release(ns, got.grant.id, got.grant.token);
       }
     });
