@@ -133,32 +133,41 @@ TEST_CASE("postgres: an engine brings older functions up to date and keeps the l
   devtools::PostgresServer server;  // private: its functions are changed
   const std::string ns = "upgrade";
   const Grant a = test::granted(*test::postgres_engine(nullptr, server.url()), upload(ns, "/a/file"));
-  // A database at functions version 2: that version, and a helper that
-  // version 3 no longer has.
+  // A database at an older version of the functions: a helper version 3
+  // no longer has, no sequences (before version 4, fences and places were
+  // the namespace's row, here far ahead) and an acquire of 17 arguments.
   server.sql(
       "CREATE OR REPLACE FUNCTION pathlock.functions_version() RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT 2 $$; "
       "CREATE FUNCTION pathlock.held_conflict(text, text, text, bigint, bigint, bigint, text[]) RETURNS int "
-      "LANGUAGE sql AS $$ SELECT 0 $$;");
+      "LANGUAGE sql AS $$ SELECT 0 $$; "
+      "DROP SEQUENCE pathlock.fences; DROP SEQUENCE pathlock.places; "
+      "UPDATE pathlock.namespaces SET fence = 9000000000000000000, place = 77 WHERE ns = 'upgrade'; "
+      "CREATE FUNCTION pathlock.acquire(text, text, text, text, text[], int[], bigint[], text[], bigint, text, text, "
+      "text, text, text, boolean, text, bigint) RETURNS int LANGUAGE sql AS $$ SELECT 0 $$;");
   still_held(*test::postgres_engine(nullptr, server.url()), ns, a);
-  CHECK(count_of(server, "SELECT pathlock.functions_version()") == 3);
+  CHECK(count_of(server, "SELECT pathlock.functions_version()") == 4);
   CHECK(count_of(server, "SELECT count(*) FROM pg_proc WHERE proname = 'held_conflict'") == 0);
+  CHECK(count_of(server, "SELECT count(*) FROM pg_proc WHERE proname = 'acquire'") == 1);
+  // Fences go on above the row's, places above its last place.
+  CHECK(server.sql("SELECT max(fence) > 9000000000000000000 FROM pathlock.locks") == "t\n");
+  CHECK(count_of(server, "SELECT nextval('pathlock.places')") > 77);
 }
 
 TEST_CASE("postgres: a connection dropped by the server is an error, and the engine goes on", "[postgres]") {
   devtools::PostgresServer server;
   PostgresOptions options;
   options.url = server.url();
-  options.command_timeout = 5000ms;
+  options.command_timeout = 20000ms;
   auto engine = make_postgres_engine(options);
   const std::string ns = "dropped";
   REQUIRE(engine->acquire(upload(ns, "/x")).granted);
   // A call in flight when its session is terminated: another session holds
-  // the namespace's lock, so the acquire is mid-call (waiting for it) when
+  // the lock of its path, so the acquire is mid-call (waiting for it) when
   // its session goes.
   const auto count = [&](const std::string& query) { return std::stoll(server.sql(query)); };
   std::thread holder([&] {
     try {
-      server.sql("BEGIN; SELECT pathlock.serialise('dropped'); SELECT pg_sleep(60); COMMIT;");
+      server.sql("BEGIN; SELECT pathlock.lock_paths('dropped', ARRAY['/y']); SELECT pg_sleep(60); COMMIT;");
     } catch (const std::exception&) {  // terminated below
     }
   });

@@ -8,7 +8,8 @@
 // docs/postgres.md has the schema, roles and grants, pooling and
 // operations. Thread safety: the engine may be called from any number of
 // threads; it keeps up to pool_size idle connections and opens more while
-// more calls run at once, plus one listener while calls wait.
+// more calls run at once (at most max_connections), plus one listener while
+// calls wait.
 #pragma once
 
 #include <pathlock/engine.hpp>
@@ -28,6 +29,10 @@ struct PostgresOptions {
   Millis connect_timeout{2000};  // libpq counts whole seconds, at least 2
   Millis command_timeout{2000};  // one call, waiting for the reply included
   std::size_t pool_size = 4;     // idle connections kept
+  // Connections open at once (calls in flight), not counting the listener.
+  // A call that finds them all in use waits for one up to command_timeout,
+  // then throws BackendError ("all N connections of the pool are in use").
+  std::size_t max_connections = 64;
   // The engine's one listener connection (LISTEN for the waiting calls);
   // "" = url. Through PgBouncer in transaction mode LISTEN delivers
   // nothing: point this at a session-mode entry or at PostgreSQL itself

@@ -38,8 +38,10 @@ class PostgresInspector final : public admin::Inspector {
   admin::NamespaceStatus status(std::string_view ns) override {
     admin::NamespaceStatus out;
     out.ns = std::string(ns);
-    const Result row = c_.exec("SELECT fence, (SELECT max(layout) FROM pathlock.meta) FROM pathlock.namespaces "
-                               "WHERE ns = $1",
+    // The row's fence is updated only when no other call is updating it
+    // (functions version 4, pathlock.touch): the live locks' may be larger.
+    const Result row = c_.exec("SELECT greatest(n.fence, (SELECT max(l.fence) FROM pathlock.locks l WHERE l.ns = n.ns)), "
+                               "(SELECT max(layout) FROM pathlock.meta) FROM pathlock.namespaces n WHERE n.ns = $1",
                                {out.ns}, timeout_);
     if (PQntuples(row.get()) == 0) return out;
     out.exists = true;

@@ -66,6 +66,17 @@ void Connection::lost(const std::string& what) {
                                  trimmed(PQerrorMessage(conn_))));
 }
 
+// Asks the server to cancel the statement in flight (a new connection to
+// it, PQcancel): a call its caller stopped waiting for ends there too,
+// rolled back unless it was already committing.
+void Connection::cancel() noexcept {
+  if (PGcancel* c = PQgetCancel(conn_)) {
+    char error[256];
+    (void)PQcancel(c, error, sizeof error);
+    PQfreeCancel(c);
+  }
+}
+
 // Waits until the socket is ready for `events` (true) or the deadline passes.
 bool Connection::wait_socket(short events, SteadyClock::time_point deadline) {
   pollfd fd{PQsocket(conn_), events, 0};
@@ -85,7 +96,10 @@ void Connection::send_and_wait(Millis timeout) {
     if (!wait_socket(POLLOUT, deadline)) lost("timed out sending");
   }
   while (PQisBusy(conn_)) {
-    if (!wait_socket(POLLIN, deadline)) lost(fmt::format("no reply within {} ms", timeout.count()));
+    if (!wait_socket(POLLIN, deadline)) {
+      cancel();
+      lost(fmt::format("no reply within {} ms (cancel requested)", timeout.count()));
+    }
     if (!PQconsumeInput(conn_)) lost("connection lost");
   }
 }
@@ -102,6 +116,7 @@ Result Connection::collect() {
   if (PQstatus(conn_) != CONNECTION_OK) lost("connection lost");
   const std::string message = trimmed(PQresultErrorField(first.get(), PG_DIAG_MESSAGE_PRIMARY));
   if (sqlstate_of(first.get()) == "22023") throw InvalidRequest(message);
+  broken_ = true;  // not pooled again: whatever the failed call left in its session ends with it
   throw BackendError(fmt::format("postgres at {}: {} (SQLSTATE {})", server(), message, sqlstate_of(first.get())));
 }
 
@@ -151,16 +166,33 @@ bool Connection::still_open() noexcept {
   return false;
 }
 
-Pool::Lease Pool::take() {
+Pool::Lease Pool::take(Millis wait) {
   {
-    std::lock_guard guard(mutex_);
-    while (!idle_.empty()) {
-      std::unique_ptr<Connection> c = std::move(idle_.back());
-      idle_.pop_back();
-      if (c->still_open()) return Lease(*this, std::move(c));
+    std::unique_lock guard(mutex_);
+    const auto deadline = SteadyClock::now() + wait;
+    while (true) {
+      while (!idle_.empty()) {
+        std::unique_ptr<Connection> c = std::move(idle_.back());
+        idle_.pop_back();
+        if (c->still_open()) return Lease(*this, std::move(c));
+        --open_;
+      }
+      if (max_open_ == 0 || open_ < max_open_) break;
+      if (freed_.wait_until(guard, deadline) == std::cv_status::timeout && idle_.empty() && open_ >= max_open_)
+        throw BackendError(fmt::format("postgres: all {} connections of the pool are in use, none was free "
+                                       "within {} ms (PostgresOptions::max_connections)",
+                                       max_open_, wait.count()));
     }
+    ++open_;
   }
-  return Lease(*this, open());
+  try {
+    return Lease(*this, open());
+  } catch (...) {
+    std::lock_guard guard(mutex_);
+    --open_;
+    freed_.notify_one();
+    throw;
+  }
 }
 
 std::unique_ptr<Connection> Pool::open(const char* name) const {
@@ -168,14 +200,20 @@ std::unique_ptr<Connection> Pool::open(const char* name) const {
 }
 
 void Pool::give(std::unique_ptr<Connection> c) noexcept {
-  if (!c || !c->usable()) return;
-  std::lock_guard guard(mutex_);
-  if (idle_.size() < max_idle_) idle_.push_back(std::move(c));
+  if (!c) return;
+  std::unique_ptr<Connection> closed;  // closed outside the mutex
+  {
+    std::lock_guard guard(mutex_);
+    if (c->usable() && idle_.size() < max_idle_) idle_.push_back(std::move(c));
+    else --open_, closed = std::move(c);
+  }
+  freed_.notify_one();
 }
 
 void Pool::abandon() noexcept {
   std::lock_guard guard(mutex_);
   for (std::unique_ptr<Connection>& c : idle_) (void)c.release();
+  open_ -= idle_.size();
   idle_.clear();
 }
 

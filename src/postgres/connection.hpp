@@ -9,8 +9,10 @@
 // (leave, give_back, destructors), and would be one more dependency.
 //
 // Every call is one statement sent with its parameters as text, waited for
-// with poll() up to the command timeout; a timeout or a broken connection
-// marks the connection broken (it is closed, never pooled again) and throws
+// with poll() up to the command timeout; a timeout sends a cancel request
+// (PQcancel) for the statement still running, so the server abandons it
+// (docs/postgres.md#timeouts); a timeout or a broken connection marks the
+// connection broken (it is closed, never pooled again) and throws
 // BackendError. An error the server answered (SQLSTATE) leaves the
 // connection usable: 22023 (invalid_parameter_value, raised by the
 // functions for bad input) is InvalidRequest, everything else BackendError.
@@ -25,6 +27,7 @@
 #include <libpq-fe.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -77,6 +80,7 @@ class Connection {
  private:
   void finish() noexcept;  // PQfinish inside a NoForkSection
   [[noreturn]] void lost(const std::string& what);
+  void cancel() noexcept;
   void send_and_wait(Millis timeout);
   Result collect();
   bool wait_socket(short events, std::chrono::steady_clock::time_point deadline);
@@ -88,11 +92,14 @@ class Connection {
 // The SQLSTATE of `error` (5 characters), or "".
 std::string sqlstate_of(const PGresult* error);
 
-// Idle connections, at most `max_idle` kept; more are opened when needed.
+// Idle connections, at most `max_idle` kept; more are opened when needed,
+// at most `max_open` at once (0: no bound). A take() that finds them all in
+// use waits for one up to its timeout, then throws BackendError saying so.
 class Pool {
  public:
-  Pool(std::string conninfo, Millis connect_timeout, std::size_t max_idle)
-      : conninfo_(std::move(conninfo)), connect_timeout_(connect_timeout), max_idle_(max_idle) {}
+  Pool(std::string conninfo, Millis connect_timeout, std::size_t max_idle, std::size_t max_open = 0)
+      : conninfo_(std::move(conninfo)), connect_timeout_(connect_timeout), max_idle_(max_idle),
+        max_open_(max_open) {}
 
   class Lease {
    public:
@@ -108,8 +115,9 @@ class Pool {
     std::unique_ptr<Connection> c_;
   };
 
-  // An idle connection that is still open, or a new one.
-  Lease take();
+  // An idle connection that is still open, or a new one; waits up to
+  // `wait` when max_open are in use.
+  Lease take(Millis wait = Millis{0});
   // A new connection outside the pool (the engine's listener: `name`).
   std::unique_ptr<Connection> open(const char* name = "pathlock") const;
   // Forgets every idle connection without closing it (a forked child must
@@ -123,7 +131,10 @@ class Pool {
   const std::string conninfo_;
   const Millis connect_timeout_;
   const std::size_t max_idle_;
+  const std::size_t max_open_;
   std::mutex mutex_;
+  std::condition_variable freed_;
+  std::size_t open_ = 0;  // leased and idle
   std::vector<std::unique_ptr<Connection>> idle_;
 };
 

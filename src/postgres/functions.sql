@@ -2,7 +2,9 @@
 -- after schema.sql (the tables, indexes and small helpers) and again by an
 -- engine that finds an older pathlock.functions_version(): every statement
 -- in it can be repeated. Each public call is one function, one statement,
--- one transaction, serialised per namespace (pathlock.serialise).
+-- one transaction. Calls whose paths overlap run one after the other
+-- (pathlock.lock_paths: intention locks on the paths), the others at once
+-- (docs/postgres.md#concurrency).
 
 -- Functions version 2 had these (now first_conflict and queued_conflict,
 -- with fewer calls of PL/pgSQL functions: each costs about as much as a
@@ -13,6 +15,90 @@ DROP FUNCTION IF EXISTS pathlock.target_conflict(boolean, text, text, text, bigi
 DROP FUNCTION IF EXISTS pathlock.held_conflict(text, text, text, bigint, bigint, bigint, text[]);
 DROP FUNCTION IF EXISTS pathlock.waiter_conflict(text, text, text, bigint, bigint, bigint, bigint, bigint);
 DROP FUNCTION IF EXISTS pathlock.other_matrices(text, text);
+-- Version 3's acquire had no p_budget: dropped so that the version with it
+-- (p_budget DEFAULT NULL) answers the calls of version 3 engines too.
+DROP FUNCTION IF EXISTS pathlock.acquire(text, text, text, text, text[], int[], bigint[], text[], bigint, text, text,
+  text, text, text, boolean, text, bigint);
+
+-- The sequences of fences and places (version 4; before, a row per
+-- namespace held both, and its row lock made every grant of a namespace
+-- wait for the previous one's commit). Created once, above every value the
+-- namespaces' rows gave.
+DO $$
+BEGIN
+  IF to_regclass('pathlock.fences') IS NULL THEN
+    CREATE SEQUENCE pathlock.fences;
+    PERFORM setval('pathlock.fences', greatest(1, pathlock.now_us(), (SELECT max(n.fence) FROM pathlock.namespaces n)));
+  END IF;
+  IF to_regclass('pathlock.places') IS NULL THEN
+    CREATE SEQUENCE pathlock.places;
+    PERFORM setval('pathlock.places', greatest(1, (SELECT max(n.place) FROM pathlock.namespaces n)));
+  END IF;
+END $$;
+
+-- The advisory lock key of path sort key p_sk in namespace p_ns.
+CREATE OR REPLACE FUNCTION pathlock.path_key(p_ns text, p_sk text) RETURNS bigint LANGUAGE sql IMMUTABLE AS
+$$ SELECT hashtextextended('pathlock/' || p_ns || p_sk, 0) $$;
+
+-- Takes what a call on paths p_paths of namespace p_ns must hold before it
+-- looks, until its transaction ends: the lock of each requested path
+-- exclusive, of each strict ancestor shared (an intention), each key once
+-- (exclusive wins), in ascending key order. Two requests whose paths
+-- overlap (one at or above a path of the other) meet on one key with at
+-- least one exclusive hold, so the second waits until the first committed;
+-- disjoint requests share only ancestors, shared, and do not wait. One
+-- order for every caller: no deadlock (docs/postgres.md#concurrency).
+CREATE OR REPLACE FUNCTION pathlock.lock_paths(p_ns text, p_paths text[]) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM CASE WHEN x.ex THEN pg_advisory_xact_lock(x.k)::text ELSE pg_advisory_xact_lock_shared(x.k)::text END
+     FROM (SELECT r.k, bool_or(r.ex) AS ex
+             FROM (SELECT pathlock.path_key(p_ns, a) AS k, false AS ex
+                     FROM unnest(p_paths) p, unnest(pathlock.above(p)) a
+                   UNION ALL
+                   SELECT pathlock.path_key(p_ns, pathlock.sk(p)), true FROM unnest(p_paths) p) r
+            GROUP BY r.k ORDER BY r.k) x;
+END $$;
+
+-- The next fence: larger than every fence given before (in any namespace),
+-- and at least the server clock in microseconds (never back, even after a
+-- restore). Usually one nextval. When the clock has passed the sequence, the
+-- sequence is moved one second ahead of the clock, in a short critical
+-- section (a session advisory lock, released before the function returns
+-- and on any error) so that moves never go back: that is about once a second
+-- (a grant rate below a million a second), not once a grant, and no commit
+-- waits inside it. Fences are unique and rise in the order they are given.
+CREATE OR REPLACE FUNCTION pathlock.next_fence() RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE v bigint := nextval('pathlock.fences'); c bigint := pathlock.now_us();
+  k bigint := hashtextextended('pathlock:fences', 0); got boolean := false;
+BEGIN
+  IF v >= c THEN RETURN v; END IF;
+  BEGIN
+    got := pg_advisory_lock(k)::text = '';
+    v := nextval('pathlock.fences'); c := pathlock.now_us();
+    IF v < c THEN v := setval('pathlock.fences', c + 1000000); END IF;
+    got := NOT pg_advisory_unlock(k);
+  EXCEPTION WHEN OTHERS OR query_canceled THEN
+    IF got THEN PERFORM pg_advisory_unlock(k); END IF;
+    RAISE;
+  END;
+  RETURN v;
+END $$;
+
+-- Keeps pathlock.namespaces (the namespaces known, and the last fence given
+-- in each, for `admin status`) without waiting: a row another call is
+-- updating is left to it; a new namespace gets its row.
+CREATE OR REPLACE FUNCTION pathlock.touch(p_ns text, p_fence bigint) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  IF p_fence IS NOT NULL THEN
+    UPDATE pathlock.namespaces n SET fence = p_fence
+     WHERE n.ns = (SELECT x.ns FROM pathlock.namespaces x WHERE x.ns = p_ns FOR UPDATE SKIP LOCKED)
+       AND n.fence < p_fence;
+    IF FOUND THEN RETURN; END IF;
+  END IF;
+  IF NOT EXISTS (SELECT 1 FROM pathlock.namespaces n WHERE n.ns = p_ns) THEN
+    INSERT INTO pathlock.namespaces (ns, fence) VALUES (p_ns, coalesce(p_fence, 0)) ON CONFLICT DO NOTHING;
+  END IF;
+END $$;
 
 -- The oldest place in line (older than p_place when set) that refuses one
 -- of a request's targets as if it held its lock, target by target: x_index
@@ -131,7 +217,7 @@ BEGIN
      ORDER BY x.sk, x.fp <> p_fp, x.fp, x.code, x.fence DESC LIMIT 1;
     EXIT WHEN FOUND;
   END LOOP;
-  IF c_id IS NULL AND p_fair AND EXISTS (SELECT 1 FROM pathlock.waiters w WHERE w.ns = p_ns AND w.expires > p_now) THEN
+  IF c_id IS NULL AND p_fair AND (SELECT max(w.expires) FROM pathlock.waiters w WHERE w.ns = p_ns) > p_now THEN
     r := pathlock.queued_conflict(p_ns, p_fp, p_paths, p_masks, p_place, p_now);
     c_id := r.x_id; c_role := r.x_role; c_path := r.x_path; c_relation := r.x_rel; c_index := r.x_index; c_queued := true;
   END IF;
@@ -142,24 +228,31 @@ BEGIN
           SELECT w.op, w.owner, w.expires FROM pathlock.waiters w WHERE c_queued AND w.ns = p_ns AND w.id = c_id) x;
 END $$;
 
--- A new lock and its targets, in one statement; replies its fence: one
--- more than the last, and at least the server clock in microseconds (never
--- back, even after a restore).
+-- A new lock and its targets; replies its fence (pathlock.next_fence).
 CREATE OR REPLACE FUNCTION pathlock.new_lock(p_ns text, p_fp text, p_owner text, p_op text, p_roles text[],
     p_codes int[], p_paths text[], p_ttl bigint, p_id text, p_token text, p_key text, p_now bigint)
 RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE v_fence bigint;
+DECLARE v_fence bigint := pathlock.next_fence();
 BEGIN
-  WITH n AS (INSERT INTO pathlock.namespaces AS n (ns, fence) VALUES (p_ns, pathlock.now_us())
-               ON CONFLICT (ns) DO UPDATE SET fence = greatest(n.fence + 1, pathlock.now_us()) RETURNING n.fence),
-       l AS (INSERT INTO pathlock.locks (ns, id, token, owner, fp, op, roles, paths, fence, holds, ttl, expires, idem)
-               SELECT p_ns, p_id, p_token, p_owner, p_fp, p_op, p_roles, p_paths, n.fence, 1, p_ttl, p_now + p_ttl,
-                      nullif(p_key, '') FROM n RETURNING fence),
-       h AS (INSERT INTO pathlock.held (ns, id, code, sk, k, fp, role, path, fence)
-               SELECT p_ns, p_id, t.code, t.sk, t.k, p_fp, t.role, t.path, l.fence
-                 FROM l, pathlock.targets(p_codes, p_roles, p_paths) t)
-  SELECT l.fence INTO v_fence FROM l;
+  WITH l AS (INSERT INTO pathlock.locks (ns, id, token, owner, fp, op, roles, paths, fence, holds, ttl, expires, idem)
+               VALUES (p_ns, p_id, p_token, p_owner, p_fp, p_op, p_roles, p_paths, v_fence, 1, p_ttl, p_now + p_ttl,
+                       nullif(p_key, '')))
+  INSERT INTO pathlock.held (ns, id, code, sk, k, fp, role, path, fence)
+    SELECT p_ns, p_id, t.code, t.sk, t.k, p_fp, t.role, t.path, v_fence FROM pathlock.targets(p_codes, p_roles, p_paths) t;
+  PERFORM pathlock.touch(p_ns, v_fence);
   RETURN v_fence;
+END $$;
+
+-- A grant's last check: a call that ran longer than p_budget ms (its
+-- client's timeout less a margin, docs/postgres.md#timeouts) gives up
+-- before it writes, so a grant its client stopped waiting for is never
+-- committed. NULL: no budget (a version 3 engine's call).
+CREATE OR REPLACE FUNCTION pathlock.in_time(p_budget bigint) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  IF p_budget IS NOT NULL AND clock_timestamp() - statement_timestamp() > p_budget * interval '1 ms' THEN
+    RAISE EXCEPTION 'pathlock: the call ran past its budget of % ms and was abandoned', p_budget
+      USING ERRCODE = '57014';
+  END IF;
 END $$;
 
 -- acquire: one call per attempt (docs/postgres.md#functions). p_masks holds,
@@ -168,7 +261,10 @@ END $$;
 -- of the same matrix refuses). Replies one row: status 'granted' (id,
 -- token, fence, expires_in, holds), 'refused' (the conflict's fields,
 -- c_index the request's target it hit, 1-based) or 'not_holder'. Bad input
--- found here raises SQLSTATE 22023 and changes nothing. A grant commits
+-- found here raises SQLSTATE 22023 and changes nothing. p_budget (ms, the
+-- engine's command timeout less a margin) bounds every lock wait of the call
+-- (lock_timeout) and is checked again before a grant writes (in_time): past
+-- it the call fails and changes nothing. A grant commits
 -- with the server's synchronous_commit (durable by default); a refusal
 -- changes only places in line and reaped leases, so it commits without
 -- waiting for its WAL flush. Plans are generic: the statements are the same
@@ -179,14 +275,15 @@ END $$;
 CREATE OR REPLACE FUNCTION pathlock.acquire(
     p_ns text, p_fp text, p_owner text, p_op text, p_roles text[], p_codes int[], p_masks bigint[], p_paths text[],
     p_ttl bigint, p_new_id text, p_new_token text, p_reenter_id text, p_reenter_token text, p_key text,
-    p_fair boolean, p_waiter text, p_reserve bigint,
+    p_fair boolean, p_waiter text, p_reserve bigint, p_budget bigint DEFAULT NULL,
     OUT status text, OUT id text, OUT token text, OUT fence bigint, OUT expires_in bigint, OUT holds int,
     OUT c_id text, OUT c_op text, OUT c_role text, OUT c_path text, OUT c_owner text, OUT c_expires_in bigint,
     OUT c_index int, OUT c_relation int, OUT c_queued boolean)
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE v_now bigint; v_place bigint; v_lock pathlock.locks; v_sync text; c record;
 BEGIN
-  PERFORM pathlock.serialise(p_ns);
+  IF p_budget IS NOT NULL THEN v_sync := set_config('lock_timeout', greatest(p_budget, 1) || 'ms', true); END IF;
+  PERFORM pathlock.lock_paths(p_ns, p_paths);
   v_now := pathlock.now_ms();
   IF p_waiter <> '' THEN v_place := pathlock.my_place(p_ns, p_waiter, p_owner, p_fp, p_op, p_paths, v_now); END IF;
   IF p_reenter_id <> '' OR p_key <> '' THEN
@@ -195,7 +292,8 @@ BEGIN
   END IF;
   IF p_reenter_id <> '' AND v_lock.id IS NULL THEN status := 'not_holder'; RETURN; END IF;
   IF v_lock.id IS NOT NULL THEN
-    IF v_place IS NOT NULL THEN PERFORM pathlock.leave(p_ns, p_waiter); END IF;
+    PERFORM pathlock.in_time(p_budget);
+    IF v_place IS NOT NULL THEN PERFORM pathlock.drop_place(p_ns, p_waiter, false); END IF;
     status := 'granted'; id := v_lock.id; token := v_lock.token; fence := v_lock.fence;
     expires_in := v_lock.expires - v_now; holds := v_lock.holds;
     RETURN;
@@ -214,9 +312,10 @@ BEGIN
                                 v_place, v_now);
     RETURN;
   END IF;
+  PERFORM pathlock.in_time(p_budget);
   fence := pathlock.new_lock(p_ns, p_fp, p_owner, p_op, p_roles, p_codes, p_paths, p_ttl, p_new_id, p_new_token,
                              p_key, v_now);
-  IF v_place IS NOT NULL THEN PERFORM pathlock.leave(p_ns, p_waiter); END IF;
+  IF v_place IS NOT NULL THEN PERFORM pathlock.drop_place(p_ns, p_waiter, false); END IF;
   status := 'granted'; id := p_new_id; token := p_new_token; expires_in := p_ttl; holds := 1;
 END $$;
 
@@ -231,12 +330,12 @@ BEGIN
   PERFORM pathlock.reap(p_ns, p_now);  -- ended leases, and an ended place under p_waiter
   IF p_waiter = '' THEN RETURN; END IF;
   IF p_reserve <= 0 THEN
-    IF p_place IS NOT NULL THEN PERFORM pathlock.leave(p_ns, p_waiter); END IF;
+    IF p_place IS NOT NULL THEN PERFORM pathlock.drop_place(p_ns, p_waiter, true); END IF;
   ELSIF p_place IS NOT NULL THEN
     UPDATE pathlock.waiters w SET expires = p_now + least(p_reserve, 2000) WHERE w.ns = p_ns AND w.id = p_waiter;
   ELSE
-    INSERT INTO pathlock.namespaces AS n (ns, place) VALUES (p_ns, 1)
-      ON CONFLICT (ns) DO UPDATE SET place = n.place + 1 RETURNING n.place INTO v_place;
+    v_place := nextval('pathlock.places');
+    PERFORM pathlock.touch(p_ns, NULL);
     INSERT INTO pathlock.waiters (ns, id, owner, fp, op, roles, paths, place, since, expires)
       VALUES (p_ns, p_waiter, p_owner, p_fp, p_op, p_roles, p_paths, v_place, p_now,
               p_now + least(p_reserve, 2000));
@@ -246,53 +345,62 @@ BEGIN
   END IF;
 END $$;
 
--- Takes place p_id out of the line; true when there was one.
-CREATE OR REPLACE FUNCTION pathlock.leave(p_ns text, p_id text) RETURNS boolean LANGUAGE plpgsql AS $$
+-- Takes place p_id out of the line; true when there was one. Wakes the
+-- namespace's waiters when p_wake: a place given up frees what it held
+-- back; one left for the grant of its request frees nothing (the new lock
+-- refuses what the place refused). Needs no lock of the paths: a removal
+-- only ever lets others in, and a call that did not see it yet is woken.
+CREATE OR REPLACE FUNCTION pathlock.drop_place(p_ns text, p_id text, p_wake boolean) RETURNS boolean
+LANGUAGE plpgsql AS $$
 DECLARE v text[];
 BEGIN
-  PERFORM pathlock.serialise(p_ns);
   DELETE FROM pathlock.waiters w WHERE w.ns = p_ns AND w.id = p_id RETURNING w.paths INTO v;
   IF NOT FOUND THEN RETURN false; END IF;
-  PERFORM pathlock.wake(p_ns, v);
+  IF p_wake THEN PERFORM pathlock.wake(p_ns, v); END IF;
   RETURN true;
 END $$;
+CREATE OR REPLACE FUNCTION pathlock.leave(p_ns text, p_id text) RETURNS boolean LANGUAGE sql AS
+$$ SELECT pathlock.drop_place(p_ns, p_id, true) $$;
 
 -- Drops one hold of lock p_id (p_token NULL: every hold, force_release).
 -- Replies the holds left, or NULL when no live lock has this id and token.
 -- Commits without waiting for its WAL flush: a release lost by a crash of
 -- the server leaves the lock held until its lease ends (what a client that
 -- died would leave), and the next durable commit (a grant) flushes it.
+-- Takes no lock of the paths: a removal only lets others in (a call that
+-- read before it is woken by its notification), and two calls on the same
+-- lock meet on its row.
 CREATE OR REPLACE FUNCTION pathlock.release(p_ns text, p_id text, p_token text) RETURNS int
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE v_paths text[]; v_left int; v_sync text := set_config('synchronous_commit', 'off', true);
+  v_now bigint := pathlock.now_ms();
 BEGIN
-  PERFORM pathlock.serialise(p_ns);
-  PERFORM pathlock.reap(p_ns, pathlock.now_ms());  -- the clock read once the namespace is ours
+  PERFORM pathlock.reap(p_ns, v_now);
   DELETE FROM pathlock.locks l
-   WHERE l.ns = p_ns AND l.id = p_id AND (p_token IS NULL OR (l.token = p_token AND l.holds <= 1))
+   WHERE l.ns = p_ns AND l.id = p_id AND l.expires > v_now
+     AND (p_token IS NULL OR (l.token = p_token AND l.holds <= 1))
   RETURNING l.paths INTO v_paths;
   IF FOUND THEN
     PERFORM pathlock.wake(p_ns, v_paths);
     RETURN 0;
   END IF;
-  UPDATE pathlock.locks l SET holds = l.holds - 1 WHERE l.ns = p_ns AND l.id = p_id AND l.token = p_token
-  RETURNING l.holds INTO v_left;
+  UPDATE pathlock.locks l SET holds = l.holds - 1
+   WHERE l.ns = p_ns AND l.id = p_id AND l.token = p_token AND l.expires > v_now RETURNING l.holds INTO v_left;
   RETURN v_left;
 END $$;
 
 -- Extends lock p_id's lease to now + ttl (p_ttl NULL: its own TTL; a given
 -- one becomes its TTL). Replies the lease left, or NULL (no such lock).
 -- Durable like a grant: a renewal lost by a crash would end the lease
--- before the time its holder was told.
+-- before the time its holder was told. Touches its own row only (a lease
+-- that ended is not renewed, as if reaped): it waits for no other call.
 CREATE OR REPLACE FUNCTION pathlock.renew(p_ns text, p_id text, p_token text, p_ttl bigint) RETURNS bigint
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE v_now bigint; v_left bigint;
 BEGIN
-  PERFORM pathlock.serialise(p_ns);
   v_now := pathlock.now_ms();
-  PERFORM pathlock.reap(p_ns, v_now);
   UPDATE pathlock.locks l SET ttl = coalesce(p_ttl, l.ttl), expires = v_now + coalesce(p_ttl, l.ttl)
-   WHERE l.ns = p_ns AND l.id = p_id AND l.token = p_token RETURNING l.expires - v_now INTO v_left;
+   WHERE l.ns = p_ns AND l.id = p_id AND l.token = p_token AND l.expires > v_now RETURNING l.expires - v_now INTO v_left;
   RETURN v_left;
 END $$;
 
@@ -339,4 +447,4 @@ LANGUAGE sql STABLE AS $$
 
 -- The version of the functions above: an engine that finds an older one
 -- runs this script again (every statement in it can be repeated).
-CREATE OR REPLACE FUNCTION pathlock.functions_version() RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT 3 $$;
+CREATE OR REPLACE FUNCTION pathlock.functions_version() RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT 4 $$;

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <utility>
 
 namespace pathlock::postgres {
 namespace {
@@ -145,12 +146,13 @@ bool Listener::connect_and_listen(std::unique_lock<std::mutex>& lock) {
 // LISTENs on the namespaces subscribed to and not yet listened on, and
 // UNLISTENs those no one waits in any more. False when the connection broke.
 bool Listener::apply_changes(std::unique_lock<std::mutex>& lock) {
-  std::vector<std::string> add, drop;
+  std::vector<std::string> add;
+  std::vector<std::pair<std::string, std::string>> drop;  // namespace, channel
   for (auto it = subs_.begin(); it != subs_.end(); it = subs_.upper_bound(it->first))
     if (listened_.count(it->first) == 0) add.push_back(it->first);
   for (auto it = listened_.begin(); it != listened_.end();)
     if (subs_.count(it->first) == 0) {
-      drop.push_back(it->second);
+      drop.emplace_back(it->first, it->second);
       by_channel_.erase(it->second);
       it = listened_.erase(it);
     } else {
@@ -161,11 +163,15 @@ bool Listener::apply_changes(std::unique_lock<std::mutex>& lock) {
   std::vector<std::string> channels;
   try {
     for (const std::string& ns : add) {
-      const Result ch = conn_->exec("SELECT pathlock.channel($1)", {ns}, timeout_);
+      // Watched first (a row removals look for), then listened on.
+      const Result ch = conn_->exec("SELECT pathlock.watch($1)", {ns}, timeout_);
       channels.emplace_back(PQgetvalue(ch.get(), 0, 0));
       conn_->exec(fmt::format("LISTEN \"{}\"", channels.back()), {}, timeout_);
     }
-    for (const std::string& channel : drop) conn_->exec(fmt::format("UNLISTEN \"{}\"", channel), {}, timeout_);
+    for (const auto& [ns, channel] : drop) {
+      conn_->exec(fmt::format("UNLISTEN \"{}\"", channel), {}, timeout_);
+      conn_->exec("SELECT pathlock.unwatch($1)", {ns}, timeout_);
+    }
   } catch (const std::exception&) {
     lock.lock();
     return false;

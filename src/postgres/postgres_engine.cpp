@@ -30,8 +30,16 @@ constexpr std::size_t kListLook = 512;   // locks one list_page call looks at
 const char* const kAcquire =
     "SELECT status, id, token, fence, expires_in, holds, c_id, c_op, c_role, c_path, c_owner, c_expires_in, "
     "c_index, c_relation, c_queued FROM pathlock.acquire($1, $2, $3, $4, $5::text[], $6::int[], $7::bigint[], "
-    "$8::text[], $9::bigint, $10, $11, $12, $13, $14, $15::boolean, $16, $17::bigint)";
+    "$8::text[], $9::bigint, $10, $11, $12, $13, $14, $15::boolean, $16, $17::bigint, $18::bigint)";
 constexpr int kReserveParam = 16;  // index of $17 in the acquire parameters
+
+// The server's budget for one acquire (p_budget): three quarters of the
+// client's command timeout, so the server gives up (lock_timeout, and
+// pathlock.in_time before a grant writes) before the client stops waiting
+// (docs/postgres.md#timeouts).
+std::string server_budget(Millis command_timeout) {
+  return std::to_string(std::max<long long>(1, command_timeout.count() * 3 / 4));
+}
 
 }  // namespace
 
@@ -81,7 +89,8 @@ class PostgresEngine final : public LockEngine {
                               request.idempotency_key,
                               request.fair ? "true" : "false",
                               in_line ? "w" + core::random_hex(kIdBytes) : std::string(),
-                              "0"};
+                              "0",
+                              server_budget(options_.command_timeout)};
     Attempts attempts(*this, request.ns, req, std::move(params));
     AcquireResult out =
         core::wait_for_grant(request, *steady_clock(), attempts, &instruments_, req.op, std::move(stop));
@@ -286,7 +295,7 @@ class PostgresEngine final : public LockEngine {
   Result call(const std::string& sql, const std::vector<Param>& params) {
     const auto begun = std::chrono::steady_clock::now();
     try {
-      Pool::Lease c = pool().take();
+      Pool::Lease c = pool().take(options_.command_timeout);
       Result r = c->exec(sql, params, options_.command_timeout);
       if (Metrics* m = instruments_.metrics()) m->observe_redis_call(std::chrono::steady_clock::now() - begun);
       return r;
@@ -357,7 +366,8 @@ class PostgresEngine final : public LockEngine {
     process_.adopt();
   }
   void make_connections() {
-    pool_ = std::make_unique<Pool>(options_.url, options_.connect_timeout, options_.pool_size);
+    pool_ = std::make_unique<Pool>(options_.url, options_.connect_timeout, options_.pool_size,
+                                   options_.max_connections);
     const std::string url = options_.listen_url.empty() ? options_.url : options_.listen_url;
     listener_ = std::make_unique<Listener>(
         [url, timeout = options_.connect_timeout] {
@@ -371,6 +381,7 @@ class PostgresEngine final : public LockEngine {
     if (options.url.empty()) throw InvalidRequest("postgres url must not be empty");
     if (options.connect_timeout <= Millis{0} || options.command_timeout <= Millis{0})
       throw InvalidRequest("postgres connect_timeout and command_timeout must be positive");
+    if (options.max_connections == 0) throw InvalidRequest("postgres max_connections must be positive");
     return options;
   }
 

@@ -3,10 +3,12 @@
 -- Run once per database by the first engine that finds no schema (under an
 -- advisory lock, so engines starting together do not race), or by an
 -- administrator.
--- Every write function serialises the calls of one namespace with a
--- transaction-scoped advisory lock on the namespace's hash and runs as one
--- transaction: check and write are one atomic step, never a check followed
--- by an insert another caller can interleave with.
+-- Every write function runs as one transaction, and an acquire first locks
+-- its paths (pathlock.lock_paths in functions.sql: transaction-scoped
+-- advisory locks, exclusive on the paths, shared on their ancestors), so
+-- its check and write are one atomic step for every request that overlaps
+-- it, never a check followed by an insert an overlapping caller can
+-- interleave with.
 --
 -- Paths are stored with a sort key `sk`: the path with every '/' written as
 -- chr(1) (the root is chr(1) alone). In the "C" collation chr(1) sorts below
@@ -60,6 +62,11 @@ CREATE TABLE IF NOT EXISTS pathlock.queued (
   PRIMARY KEY (ns, id, code),
   FOREIGN KEY (ns, id) REFERENCES pathlock.waiters (ns, id) ON DELETE CASCADE);
 CREATE INDEX IF NOT EXISTS queued_path ON pathlock.queued (ns, k);
+-- The sessions LISTENing for a namespace's wake-ups (engines' listeners,
+-- functions version 4): a removal notifies only when there is one.
+CREATE TABLE IF NOT EXISTS pathlock.watchers (
+  ns text COLLATE "C" NOT NULL, pid int NOT NULL,
+  PRIMARY KEY (ns, pid));
 
 CREATE OR REPLACE FUNCTION pathlock.now_us() RETURNS bigint LANGUAGE sql VOLATILE AS
 $$ SELECT floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint $$;
@@ -115,12 +122,40 @@ CREATE OR REPLACE FUNCTION pathlock.within(p text, prefix text) RETURNS boolean 
 $$ SELECT prefix = '/' OR p = prefix OR starts_with(p, prefix || '/') $$;
 CREATE OR REPLACE FUNCTION pathlock.channel(p_ns text) RETURNS text LANGUAGE sql IMMUTABLE AS
 $$ SELECT 'pathlock_' || md5(p_ns) $$;
+CREATE OR REPLACE FUNCTION pathlock.watch_key(p_ns text) RETURNS bigint LANGUAGE sql IMMUTABLE AS
+$$ SELECT hashtextextended('pathlock-watch:' || p_ns, 0) $$;
 -- Wakes the waiters of p_ns: the payload is the removed paths, joined by
--- newlines (empty, "look again", when too long for a notification).
-CREATE OR REPLACE FUNCTION pathlock.wake(p_ns text, p_paths text[]) RETURNS void LANGUAGE sql AS $$
-  SELECT pg_notify(pathlock.channel(p_ns),
-                   CASE WHEN octet_length(array_to_string(p_paths, E'\n')) < 7900
-                        THEN array_to_string(p_paths, E'\n') ELSE '' END) $$;
+-- newlines (empty, "look again", when too long for a notification). Only
+-- when a session listens for the namespace (pathlock.watchers): pg_notify
+-- queues at commit under one database-wide lock, which every notifying
+-- commit waits for. The shared lock of the namespace's watch key, held to
+-- commit, orders this look against pathlock.watch (docs/postgres.md#concurrency).
+CREATE OR REPLACE FUNCTION pathlock.wake(p_ns text, p_paths text[]) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_advisory_xact_lock_shared(pathlock.watch_key(p_ns));
+  IF EXISTS (SELECT 1 FROM pathlock.watchers w WHERE w.ns = p_ns) THEN
+    PERFORM pg_notify(pathlock.channel(p_ns),
+                      CASE WHEN octet_length(array_to_string(p_paths, E'\n')) < 7900
+                           THEN array_to_string(p_paths, E'\n') ELSE '' END);
+  END IF;
+END $$;
+-- A listener's session watches namespace p_ns (then LISTENs on the channel
+-- it replies): its row is committed once every removal that did not see it
+-- has committed (the watch key, exclusive), so a waiter that looks again
+-- after its LISTEN either sees such a removal or is notified of it. Rows of
+-- sessions that ended are dropped here.
+CREATE OR REPLACE FUNCTION pathlock.watch(p_ns text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_advisory_xact_lock(pathlock.watch_key(p_ns));
+  INSERT INTO pathlock.watchers (ns, pid) VALUES (p_ns, pg_backend_pid()) ON CONFLICT DO NOTHING;
+  DELETE FROM pathlock.watchers w
+   WHERE w.ns = p_ns AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = w.pid);
+  RETURN pathlock.channel(p_ns);
+END $$;
+CREATE OR REPLACE FUNCTION pathlock.unwatch(p_ns text) RETURNS void LANGUAGE sql AS
+$$ DELETE FROM pathlock.watchers w WHERE w.ns = p_ns AND w.pid = pg_backend_pid() $$;
+-- The namespace-wide lock of functions version 3 (kept for scripts; no call
+-- of version 4 takes it).
 CREATE OR REPLACE FUNCTION pathlock.serialise(p_ns text) RETURNS void LANGUAGE sql AS
 $$ SELECT pg_advisory_xact_lock(hashtextextended('pathlock:' || p_ns, 0)) $$;
 -- Removes the locks whose lease ended and the places whose reservation
@@ -133,8 +168,14 @@ BEGIN
      AND NOT EXISTS (SELECT 1 FROM pathlock.waiters w WHERE w.ns = p_ns AND w.expires <= p_now) THEN
     RETURN;
   END IF;
-  FOR v IN WITH l AS (DELETE FROM pathlock.locks l WHERE l.ns = p_ns AND l.expires <= p_now RETURNING l.paths),
-                w AS (DELETE FROM pathlock.waiters w WHERE w.ns = p_ns AND w.expires <= p_now RETURNING w.paths)
+  FOR v IN WITH l AS (DELETE FROM pathlock.locks l
+                      WHERE l.ns = p_ns AND l.id IN (SELECT x.id FROM pathlock.locks x
+                                                      WHERE x.ns = p_ns AND x.expires <= p_now FOR UPDATE SKIP LOCKED)
+                      RETURNING l.paths),
+                w AS (DELETE FROM pathlock.waiters w
+                      WHERE w.ns = p_ns AND w.id IN (SELECT x.id FROM pathlock.waiters x
+                                                      WHERE x.ns = p_ns AND x.expires <= p_now FOR UPDATE SKIP LOCKED)
+                      RETURNING w.paths)
            SELECT paths FROM l UNION ALL SELECT paths FROM w LOOP
     PERFORM pathlock.wake(p_ns, v);
   END LOOP;

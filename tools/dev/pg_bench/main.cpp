@@ -27,7 +27,10 @@
 // commits, grants included) to show what the flush costs. The report
 // starts with the server's settings that bear on commits.
 //
-//   pathlock-pg-bench [--pairs N] [--slice N] [--async-commit] [--pg-setting name=value]...
+// With --clients (clients.cpp): many clients at once, disjoint paths and a
+// hot folder, PostgreSQL beside Redis at each concurrency. Unknown
+// arguments are refused (exit 2, with the usage); --help prints it.
+#include "pg_bench/clients.hpp"
 #include "pg_devtools/postgres_server.hpp"
 #include "redis_devtools/redis_server.hpp"
 
@@ -43,6 +46,7 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -125,21 +129,67 @@ double p50(std::vector<double> v) {
   return v.empty() ? 0 : v[(v.size() - 1) / 2];
 }
 
-int option(int argc, char** argv, const std::string& name, int fallback) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (argv[i] == "--" + name) return std::atoi(argv[i + 1]);
-  return fallback;
+const char* const kUsage =
+    "usage: pathlock-pg-bench [--pairs N] [--slice N] [--async-commit] [--pg-setting name=value]...\n"
+    "       pathlock-pg-bench --clients 1,4,16,32 [--namespaces N] [--seconds S] [--mode disjoint|hot|both]\n"
+    "                         [--no-redis] [--async-commit] [--pg-setting name=value]...\n"
+    "The first form: one client, pairs at depths 3, 5 and 8, PostgreSQL beside Redis, a per-level row lock\n"
+    "and one durable commit. The second: that many clients at once per point (docs/benchmarks.md).\n";
+
+struct Args {
+  int pairs = 2000, slice = 100;
+  bool multi = false;
+  pathlock::bench::ClientsArgs clients;
+};
+
+struct BadArgs : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+int positive(const std::string& name, const std::string& value) {
+  std::size_t used = 0;
+  int n = 0;
+  try {
+    n = std::stoi(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != value.size() || n <= 0) throw BadArgs(name + " wants a positive number, not '" + value + "'");
+  return n;
 }
 
-// The server settings from the command line.
-std::vector<std::string> pg_settings(int argc, char** argv) {
-  std::vector<std::string> out;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--async-commit") out.emplace_back("synchronous_commit=off");
-    if (a == "--pg-setting" && i + 1 < argc) out.emplace_back(argv[++i]);
-  }
+std::vector<int> client_counts(const std::string& list) {
+  std::vector<int> out;
+  std::stringstream in(list);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(positive("--clients", item));
+  if (out.empty()) throw BadArgs("--clients wants a list such as 1,4,16,32");
   return out;
+}
+
+// Parses the command line; throws BadArgs for anything it does not know.
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw BadArgs(arg + " wants a value");
+      return argv[++i];
+    };
+    if (arg == "--pairs") a.pairs = positive(arg, value());
+    else if (arg == "--slice") a.slice = positive(arg, value());
+    else if (arg == "--async-commit") a.clients.pg_settings.emplace_back("synchronous_commit=off");
+    else if (arg == "--pg-setting") a.clients.pg_settings.push_back(value());
+    else if (arg == "--clients") a.clients.clients = client_counts(value()), a.multi = true;
+    else if (arg == "--namespaces") a.clients.namespaces = positive(arg, value());
+    else if (arg == "--seconds") a.clients.seconds = positive(arg, value());
+    else if (arg == "--no-redis") a.clients.no_redis = true;
+    else if (arg == "--mode") {
+      const std::string m = value();
+      if (m != "disjoint" && m != "hot" && m != "both") throw BadArgs("--mode is disjoint, hot or both, not " + m);
+      a.clients.modes = m == "both" ? std::vector<std::string>{"disjoint", "hot"} : std::vector<std::string>{m};
+    } else throw BadArgs("unknown argument '" + arg + "'");
+  }
+  return a;
 }
 
 // One durable commit per "pair": the floor under a durable grant. (A
@@ -185,11 +235,9 @@ void run_depth(std::vector<Subject>& subjects, int depth, int pairs, int slice, 
                static_cast<double>(s.micros.size()) / s.seconds, p50(s.micros) / redis);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) try {
-  const int pairs = option(argc, argv, "pairs", 2000), slice = option(argc, argv, "slice", 100);
-  pathlock::devtools::PostgresServer pg(pg_settings(argc, argv));
+int single_client(const Args& args) {
+  const int pairs = args.pairs, slice = args.slice;
+  pathlock::devtools::PostgresServer pg(args.clients.pg_settings);
   pathlock::devtools::RedisServer redis, redis_fsync({"--appendonly", "yes", "--appendfsync", "always"});
   pathlock::PostgresOptions po;
   po.url = pg.url();
@@ -208,6 +256,24 @@ int main(int argc, char** argv) try {
   long long next = 0;
   for (const int depth : {3, 5, 8}) run_depth(subjects, depth, pairs, slice, next);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
+      std::cout << kUsage;
+      return 0;
+    }
+  Args args;
+  try {
+    args = parse(argc, argv);
+  } catch (const BadArgs& e) {
+    std::cerr << "pathlock-pg-bench: " << e.what() << "\n" << kUsage;
+    return 2;
+  }
+  return args.multi ? pathlock::bench::run_clients(args.clients) : single_client(args);
 } catch (const std::exception& e) {
   std::cerr << "error: " << e.what() << "\n";
   return 1;

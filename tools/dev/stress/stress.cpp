@@ -1,6 +1,6 @@
 // pathlock-stress: a multi-process stress run and its checker (issue 4).
 //
-//   pathlock-stress run   --backend memory|redis [--redis URL] --namespace NS
+//   pathlock-stress run   --backend memory|redis|postgres [--redis URL] [--postgres URL] --namespace NS
 //                         [--threads N] [--ops N] [--duration MS] [--seed N]
 //                         [--ttl MS] [--command-timeout MS] [--matrix FILE]
 //                         [--max-backend-errors N] --log FILE
@@ -139,8 +139,11 @@ std::unique_ptr<LockEngine> connect_engine(const options::Parsed& opt, std::size
   eo.backend = parse_backend(opt.get("backend", "memory"));
   eo.matrix = matrix;
   if (opt.has("redis")) eo.redis.url = opt.get("redis");
+  if (opt.has("postgres")) eo.postgres.url = opt.get("postgres");
   eo.redis.pool_size = pool_size;
-  if (opt.has("command-timeout")) eo.redis.command_timeout = Millis{opt.number_or("command-timeout", 0)};
+  eo.postgres.pool_size = pool_size;
+  if (opt.has("command-timeout"))
+    eo.redis.command_timeout = eo.postgres.command_timeout = Millis{opt.number_or("command-timeout", 0)};
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (true) {
     try {
@@ -608,6 +611,7 @@ const options::Options kRunOptions = options::Options{}
                                          .command("run")
                                          .required("backend", kBackend)
                                          .value("redis")
+                                         .value("postgres")
                                          .required("namespace")
                                          .number("threads", 1, 1024)
                                          .number("ops", -1, 1000000000000)
@@ -624,6 +628,7 @@ const options::Options kStarveOptions = options::Options{}
                                             .command("starve")
                                             .value("backend", kBackend)
                                             .value("redis")
+                                            .value("postgres")
                                             .number("creators", 1, 1024)
                                             .number("hold", 1, kMaxMs)
                                             .number("run", 1, kMaxMs);
@@ -632,11 +637,13 @@ const options::Options kStarveOptions = options::Options{}
 
 int main(int argc, char** argv) {
   const std::string usage =
-      "usage: pathlock-stress run --backend memory|redis [--redis URL] --namespace NS [--threads N] [--ops N]\n"
+      "usage: pathlock-stress run --backend memory|redis|postgres [--redis URL] [--postgres URL] --namespace NS\n"
+      "                           [--threads N] [--ops N]\n"
       "                           [--duration MS] [--seed N] [--ttl MS] [--command-timeout MS]\n"
       "                           [--matrix FILE] [--max-backend-errors N] --log FILE\n"
       "       pathlock-stress check [--matrix FILE]... FILE...\n"
-      "       pathlock-stress starve --backend memory|redis [--redis URL] [--creators N] [--hold MS] [--run MS]\n"
+      "       pathlock-stress starve --backend memory|redis|postgres [--redis URL] [--postgres URL] [--creators N]\n"
+      "                              [--hold MS] [--run MS]\n"
       "Exit status: 0 done (no violation, no anomaly), 1 failed or found a problem, 2 bad usage.\n";
   const std::string cmd = argc < 2 ? "" : argv[1];
   try {

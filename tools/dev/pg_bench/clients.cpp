@@ -1,0 +1,213 @@
+// pathlock-pg-bench --clients: many clients at once on the PostgreSQL and
+// the Redis backends, in one run (docs/benchmarks.md#postgresql-under-many-clients).
+//
+// A point is one mode, one client count and one backend: that many threads
+// share one engine (one service instance; its pool as large as the client
+// count) and do pairs (acquire, release) for `seconds`. Modes:
+// - disjoint: client c works in its own folder /c<c>/d/f<i> of namespace
+//   bench-<c mod namespaces>: no two requests conflict, so every wait is
+//   the backend's own;
+// - hot: every client uploads one of four files of one folder, /hot/f<0..3>
+//   of one namespace, waiting fairly (wait 30 s): conflicts on every pair;
+//   the min/max pairs per client shows whether waiting stays fair.
+// The backends run point by point, alternating, so they share the weather.
+#include "pg_bench/clients.hpp"
+
+#include "pg_devtools/postgres_server.hpp"
+#include "redis_devtools/redis_server.hpp"
+
+#include <pathlock/postgres.hpp>
+#include <pathlock/redis.hpp>
+
+#include <fmt/format.h>
+#include <libpq-fe.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <random>
+#include <stdexcept>
+#include <thread>
+#include <utility>
+
+namespace pathlock::bench {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+struct Point {
+  double pairs_per_s = 0, p50_us = 0, p99_us = 0;
+  long long min_client = 0, max_client = 0;
+};
+
+double quantile(std::vector<double>& v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))];
+}
+
+// One client's loop: pairs until `end`; its pair times (µs) in `micros`.
+void client(LockEngine& engine, const ClientsArgs& a, bool hot, int c, SteadyClock::time_point end,
+            std::vector<double>& micros) {
+  std::mt19937 random(static_cast<unsigned>(c) + 1);
+  const std::string ns = hot ? "bench-hot" : fmt::format("bench-{}", c % a.namespaces);
+  for (long long i = 0; SteadyClock::now() < end; ++i) {
+    LockRequest r{ns, fmt::format("client{}", c), "upload",
+                  {{"target", hot ? fmt::format("/hot/f{}", random() % 4) : fmt::format("/c{}/d/f{}", c, i)}}};
+    if (hot) r.wait = Millis{30000};
+    const auto t0 = SteadyClock::now();
+    const AcquireResult got = engine.acquire(r);
+    if (!got.granted || !engine.release(ns, got.grant.id, got.grant.token))
+      throw std::runtime_error("a pair failed");
+    micros.push_back(std::chrono::duration<double, std::micro>(SteadyClock::now() - t0).count());
+  }
+}
+
+Point run_point(LockEngine& engine, const ClientsArgs& a, bool hot, int clients) {
+  std::vector<std::vector<double>> micros(static_cast<std::size_t>(clients));
+  std::vector<std::thread> threads;
+  std::atomic<bool> failed{false};
+  const auto start = SteadyClock::now();
+  const auto end = start + std::chrono::milliseconds(static_cast<long long>(a.seconds * 1000));
+  for (int c = 0; c < clients; ++c)
+    threads.emplace_back([&, c] {
+      try {
+        client(engine, a, hot, c, end, micros[static_cast<std::size_t>(c)]);
+      } catch (const std::exception& e) {
+        fmt::print(stderr, "client {}: {}\n", c, e.what());
+        failed = true;
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  if (failed) throw std::runtime_error("a client failed");
+  const double seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
+  Point p;
+  std::vector<double> all;
+  p.min_client = static_cast<long long>(micros[0].size());
+  for (const auto& m : micros) {
+    all.insert(all.end(), m.begin(), m.end());
+    p.min_client = std::min(p.min_client, static_cast<long long>(m.size()));
+    p.max_client = std::max(p.max_client, static_cast<long long>(m.size()));
+  }
+  p.pairs_per_s = static_cast<double>(all.size()) / seconds;
+  p.p50_us = quantile(all, 0.5);
+  p.p99_us = quantile(all, 0.99);
+  return p;
+}
+
+// What the engine's backends wait on while a point runs: pg_stat_activity
+// sampled every 20 ms; per wait event, the mean number of backends in it.
+class WaitSampler {
+ public:
+  explicit WaitSampler(const std::string& url) : c_(PQconnectdb(url.c_str())) {
+    thread_ = std::thread([this] {
+      while (!stop_) {
+        PGresult* r = PQexec(c_, "SELECT coalesce(wait_event_type || ':' || wait_event, 'running') FROM "
+                                 "pg_stat_activity WHERE application_name = 'pathlock' AND state = 'active'");
+        for (int i = 0; i < PQntuples(r); ++i) ++counts_[PQgetvalue(r, i, 0)];
+        PQclear(r);
+        ++samples_;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    });
+  }
+  ~WaitSampler() {
+    stop_ = true;
+    thread_.join();
+    PQfinish(c_);
+  }
+  WaitSampler(const WaitSampler&) = delete;
+  WaitSampler& operator=(const WaitSampler&) = delete;
+  std::string top() {
+    stop_ = true;
+    thread_.join();
+    thread_ = std::thread([] {});
+    std::vector<std::pair<long, std::string>> by;
+    for (const auto& [event, n] : counts_) by.emplace_back(n, event);
+    std::sort(by.rbegin(), by.rend());
+    std::string out;
+    for (std::size_t i = 0; i < by.size() && i < 4; ++i)
+      out += fmt::format("{}{} {:.1f}", i ? ", " : "", by[i].second,
+                         static_cast<double>(by[i].first) / static_cast<double>(std::max(1L, samples_)));
+    return out;
+  }
+
+ private:
+  PGconn* c_;
+  std::atomic<bool> stop_{false};
+  std::map<std::string, long> counts_;
+  long samples_ = 0;
+  std::thread thread_;
+};
+
+int max_clients(const ClientsArgs& a) { return *std::max_element(a.clients.begin(), a.clients.end()); }
+
+std::unique_ptr<LockEngine> engine_of(const std::string& backend, const std::string& url, const ClientsArgs& a) {
+  const auto n = static_cast<std::size_t>(max_clients(a));
+  if (backend == "postgres") {
+    PostgresOptions o;
+    o.url = url;
+    o.pool_size = n;
+    o.max_connections = std::max<std::size_t>(n, 64);
+    o.command_timeout = Millis{10000};
+    return make_postgres_engine(o);
+  }
+  RedisOptions o;
+  o.url = url;
+  o.pool_size = n;
+  return make_redis_engine(o);
+}
+
+// The goals of issue 39 for one mode, from the table's points.
+void print_goals(const std::map<std::pair<std::string, int>, Point>& points, const ClientsArgs& a) {
+  const auto at = [&](const std::string& b, int c) -> const Point* {
+    const auto it = points.find({b, c});
+    return it == points.end() ? nullptr : &it->second;
+  };
+  const Point* one = at("postgres", 1);
+  for (const int c : a.clients) {
+    const Point* pg = at("postgres", c);
+    const Point* redis = at("redis", c);
+    const Point* fsync = at("redis-fsync", c);
+    if (!pg) continue;
+    fmt::print("  {:>2} clients: postgres {:.2f}x of its 1-client pairs/s, {:.2f} of redis's and {:.2f} of "
+               "redis-fsync's pairs/s, p99 {:.1f}x of its 1-client p50\n",
+               c, one ? pg->pairs_per_s / one->pairs_per_s : 0, redis ? pg->pairs_per_s / redis->pairs_per_s : 0,
+               fsync ? pg->pairs_per_s / fsync->pairs_per_s : 0, one ? pg->p99_us / one->p50_us : 0);
+  }
+}
+
+}  // namespace
+
+int run_clients(const ClientsArgs& a) {
+  devtools::PostgresServer pg(a.pg_settings);
+  devtools::RedisServer redis, redis_fsync({"--appendonly", "yes", "--appendfsync", "always"});
+  std::vector<std::pair<std::string, std::unique_ptr<LockEngine>>> engines;
+  engines.emplace_back("postgres", engine_of("postgres", pg.url(), a));
+  if (!a.no_redis) {
+    engines.emplace_back("redis", engine_of("redis", redis.url(), a));
+    engines.emplace_back("redis-fsync", engine_of("redis", redis_fsync.url(), a));
+  }
+  fmt::print("{} s per point; postgres: {}; redis: no persistence; redis-fsync: appendfsync always\n", a.seconds,
+             a.pg_settings.empty() ? std::string("defaults (fsync, synchronous_commit on)")
+                                   : fmt::format("{}", fmt::join(a.pg_settings, " ")));
+  fmt::print("{:<9} {:<11} {:>7} {:>10} {:>10} {:>10} {:>9} {:>9}\n", "mode", "backend", "clients", "pairs/s",
+             "p50_us", "p99_us", "min/cl", "max/cl");
+  for (const std::string& mode : a.modes) {
+    std::map<std::pair<std::string, int>, Point> points;
+    for (const int c : a.clients)
+      for (auto& [name, engine] : engines) {
+        std::unique_ptr<WaitSampler> waits = name == "postgres" ? std::make_unique<WaitSampler>(pg.url()) : nullptr;
+        const Point p = run_point(*engine, a, mode == "hot", c);
+        points[{name, c}] = p;
+        fmt::print("{:<9} {:<11} {:>7} {:>10.0f} {:>10.0f} {:>10.0f} {:>9} {:>9}{}\n", mode, name, c, p.pairs_per_s,
+                   p.p50_us, p.p99_us, p.min_client, p.max_client, waits ? "  waits: " + waits->top() : "");
+        std::fflush(stdout);
+      }
+    print_goals(points, a);
+  }
+  return 0;
+}
+
+}  // namespace pathlock::bench
