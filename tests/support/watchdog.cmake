@@ -10,7 +10,8 @@
 #
 #   pathlock_test(NAME n SECONDS s COMMAND cmd [args...] [WORKING_DIRECTORY d])
 #     add_test() under the watchdog; cmd may be the name of a target defined
-#     before the call (else write $<TARGET_FILE:target>).
+#     before the call (else write $<TARGET_FILE:target>). A `;` inside an
+#     argument splits it (CMake lists): in `sh -c` scripts use newlines.
 #   pathlock_watch_target(target SECONDS s)
 #     for tests that CMake or Catch2 register with a target as the command
 #     (add_test(COMMAND target), catch_discover_tests, pathlock_add_matrix_tests):
