@@ -3,7 +3,9 @@
 // pathlock Functions library (docs/lua-protocol.md).
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import Redis, { Cluster, RedisOptions } from 'ioredis';
+import calculateSlot = require('cluster-key-slot');
 
 import {
   AbortError,
@@ -20,6 +22,20 @@ import { WakeChannel } from './wake';
 import type { LeaseKeeper, Lease } from './keeper';
 
 export type RedisClient = Redis | Cluster;
+
+/**
+ * The default matrix's Functions library shipped in this package (also
+ * `require.resolve('pathlock/library.lua')`): pass it as `libraryFile`.
+ */
+export const defaultLibraryFile: string = join(__dirname, '..', '..', 'library', 'pathlock_library.lua');
+
+/**
+ * Is this ioredis client a Cluster? Read from ioredis's `isCluster` flag, so
+ * that a client made by the application's own copy of ioredis is recognised.
+ */
+export function isCluster(r: RedisClient): r is Cluster {
+  return (r as { isCluster?: boolean }).isCluster === true;
+}
 
 export interface PathLockOptions {
   /**
@@ -238,7 +254,7 @@ export class PathLock {
     } else {
       const r = options.redis;
       const resend =
-        r instanceof Cluster ? r.options.redisOptions?.autoResendUnfulfilledCommands : r.options.autoResendUnfulfilledCommands;
+        isCluster(r) ? r.options.redisOptions?.autoResendUnfulfilledCommands : r.options.autoResendUnfulfilledCommands;
       if (resend !== false)
         throw new InvalidRequestError(
           'the ioredis client must be created with autoResendUnfulfilledCommands: false ' +
@@ -295,7 +311,7 @@ export class PathLock {
   }
 
   private masters(): Redis[] {
-    return this.redis instanceof Cluster ? this.redis.nodes('master') : [this.redis];
+    return isCluster(this.redis) ? this.redis.nodes('master') : [this.redis];
   }
 
   // Finds the loaded pathlock library: FUNCTION LIST LIBRARYNAME pathlock_v4_*
@@ -303,7 +319,7 @@ export class PathLock {
   // chooses among them (read from `info` when the library has it, else from
   // the text's data chunk).
   private async discover(): Promise<LibraryInfo> {
-    if (this.redis instanceof Cluster && this.redis.status !== 'ready') await this.redis.call('PING');
+    if (isCluster(this.redis) && this.redis.status !== 'ready') await this.redis.call('PING');
     const node = this.masters()[0];
     let reply: unknown[];
     try {
@@ -370,17 +386,26 @@ export class PathLock {
   async load(): Promise<void> {
     const lib = await this.library();
     if (!lib.text) throw new BackendError(`the library ${lib.name} is not loaded on the server and its text was not given`);
-    if (this.redis instanceof Cluster && this.redis.status !== 'ready') await this.redis.call('PING');
+    if (isCluster(this.redis) && this.redis.status !== 'ready') await this.redis.call('PING');
     await Promise.all(
       this.masters().map(async (node) => {
         try {
           await node.call('FUNCTION', 'LOAD', lib.text!);
         } catch (e) {
-          if (isReplyError(e) && /already exists/.test(e.message)) return;
+          if (isReplyError(e) && /already exists/.test(e.message)) return this.sameLibrary(node, lib);
           throw new BackendError(`FUNCTION LOAD of ${lib.name} failed: ${e instanceof Error ? e.message : e}`, { cause: e });
         }
       }),
     );
+  }
+
+  // A library of this name is loaded: it must be this text, else refused.
+  private async sameLibrary(node: Redis, lib: LibraryInfo): Promise<void> {
+    const reply = (await node.call('FUNCTION', 'LIST', 'LIBRARYNAME', lib.name, 'WITHCODE')) as unknown[][];
+    const entry = reply.find((f) => String(f[f.indexOf('library_name') + 1]) === lib.name);
+    const code = entry ? String(entry[entry.indexOf('library_code') + 1]) : undefined;
+    if (code !== undefined && code.trimEnd() !== lib.text!.trimEnd())
+      throw new BackendError(`another library named ${lib.name} is loaded (its code differs from the one given); not replaced`);
   }
 
   // One function call. A call answered `Function not found` never ran: load
@@ -662,27 +687,28 @@ export class PathLock {
 
   // ---- wake-ups --------------------------------------------------------------
 
-  private openSubscriber(): Redis {
+  private async openSubscriber(): Promise<Redis> {
     if (this.subscriberFactory) return this.subscriberFactory();
     const r = this.redis;
-    if (!(r instanceof Cluster)) return r.duplicate();
-    // Sharded pub/sub: subscribe on the master serving the namespace's slot.
-    const slot = clusterSlot(this.namespace);
-    const nodeKey = (r as unknown as { slots: string[][] }).slots[slot]?.[0];
-    const node = nodeKey ? r.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === nodeKey) : undefined;
-    if (!node) throw new BackendError(`no master known for slot ${slot} of namespace ${this.namespace}`);
-    return node.duplicate();
+    if (!isCluster(r)) return r.duplicate();
+    return (await this.slotMaster(r)).duplicate();
   }
-}
 
-// CRC16 (XMODEM) of the hash tag, mod 16384: the namespace's Cluster slot.
-function clusterSlot(tag: string): number {
-  let crc = 0;
-  for (const b of Buffer.from(tag, 'utf8')) {
-    crc ^= b << 8;
-    for (let i = 0; i < 8; i++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+  // Sharded pub/sub: the master serving the namespace's slot, found with
+  // public calls only (CLUSTER SLOTS, and the slot of the hash tag as
+  // cluster-key-slot computes it for ioredis).
+  private async slotMaster(r: Cluster): Promise<Redis> {
+    const slot = calculateSlot(this.namespace);
+    if (r.status !== 'ready') await r.call('PING');
+    const ranges = (await r.call('CLUSTER', 'SLOTS')) as [number, number, [string, number, ...unknown[]]][];
+    const range = ranges.find(([lo, hi]) => slot >= Number(lo) && slot <= Number(hi));
+    const masters = r.nodes('master');
+    const node = range
+      ? masters.find((n) => n.options.port === Number(range[2][1]) && [range[2][0], 'localhost'].includes(String(n.options.host)))
+      : undefined;
+    if (!node) throw new BackendError(`no master known for slot ${slot} of namespace ${this.namespace}`);
+    return node;
   }
-  return crc % 16384;
 }
 
 /**

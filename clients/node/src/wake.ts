@@ -6,7 +6,7 @@ import type Redis from 'ioredis';
 type Listener = (payload: string) => void;
 
 interface Subscription {
-  conn: Redis;
+  conn?: Redis;
   ready: Promise<void>;
 }
 
@@ -16,7 +16,7 @@ export class WakeChannel {
 
   constructor(
     private readonly channel: string,
-    private readonly open: () => Redis,
+    private readonly open: () => Promise<Redis>,
   ) {}
 
   /**
@@ -45,21 +45,25 @@ export class WakeChannel {
   }
 
   private subscribe(): Subscription {
-    const conn = this.open();
-    conn.on('error', () => undefined); // reconnects are ioredis's; errors are not fatal to a wait
-    conn.on('smessage', (channel: string, message: string) => {
-      if (channel !== this.channel) return;
-      for (const l of [...this.listeners]) l(message);
+    const sub: Subscription = { ready: Promise.resolve() };
+    sub.ready = this.open().then((conn) => {
+      sub.conn = conn;
+      if (this.sub !== sub) return void conn.disconnect(); // shut down meanwhile
+      conn.on('error', () => undefined); // reconnects are ioredis's; errors are not fatal to a wait
+      conn.on('smessage', (channel: string, message: string) => {
+        if (channel !== this.channel) return;
+        for (const l of [...this.listeners]) l(message);
+      });
+      return conn.ssubscribe(this.channel).then(() => undefined);
     });
-    const ready = conn.ssubscribe(this.channel).then(() => undefined);
-    ready.catch(() => undefined);
-    return { conn, ready };
+    sub.ready.catch(() => undefined);
+    return sub;
   }
 
   private shutdown(): void {
     const sub = this.sub;
     this.sub = undefined;
-    if (sub) sub.conn.disconnect();
+    sub?.conn?.disconnect();
   }
 
   async close(): Promise<void> {

@@ -3,7 +3,7 @@ const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const {
   PathLock, LockRefusedError, InvalidRequestError, NotHolderError, BackendError, LayoutError, parseLibrary,
-} = require('../dist/index.js');
+} = require('../dist/cjs/index.js');
 const { freshNamespace, library, serverFixture } = require('./support/server');
 
 const fx = serverFixture();

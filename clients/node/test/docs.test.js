@@ -22,7 +22,7 @@ test('the example of docs/node.md runs', async () => {
   });
   assert.deepEqual(out.diagnostics, []);
   const mod = { exports: {} };
-  const req = (name) => (name === 'pathlock' ? require('../dist/index.js') : require(name));
+  const req = (name) => (name === 'pathlock' ? require('../dist/cjs/index.js') : require(name));
   const logged = [];
   const con = { log: (s) => logged.push(s), error: (s) => logged.push(s) };
   new Function('require', 'module', 'exports', 'console', out.outputText)(req, mod, mod.exports, con);

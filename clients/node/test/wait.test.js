@@ -3,7 +3,7 @@
 // at once, nothing held), and a grant that races the abort (released).
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
-const { AbortError } = require('../dist/index.js');
+const { AbortError } = require('../dist/cjs/index.js');
 const { until, serverFixture } = require('./support/server');
 
 const fx = serverFixture('w');
