@@ -1,6 +1,6 @@
 #!/bin/sh
 # Writes the npm tarball of the Node client (clients/node) into DIST_DIR:
-# installs its build tools from the committed lockfile (npm ci), then
+# installs its build tools from the committed lockfile (npm ci) if absent, then
 # `npm pack`, whose prepack script builds dist/ (CommonJS, ES module wrapper,
 # types) and copies in the default Functions library. The library is made by
 # the C++ build: run this after it (the file is taken from PATHLOCK_LIBRARY,
@@ -21,5 +21,6 @@ if [ ! -f "$PATHLOCK_LIBRARY" ]; then
 fi
 export PATHLOCK_LIBRARY
 cd "$root/clients/node"
-npm ci --no-audit --no-fund --prefer-offline
+# The build tools from the lockfile, unless a checkout already has them.
+[ -x node_modules/.bin/tsc ] || npm ci --no-audit --no-fund --prefer-offline
 npm pack --pack-destination "$dist"
