@@ -66,6 +66,11 @@ export interface PathLockOptions {
   subscriber?: () => Redis;
 }
 
+/** Options of a single call: `signal` rejects it with `signal.reason` when aborted, even in flight. */
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
 export interface Target {
   role: string;
   path: string;
@@ -88,7 +93,12 @@ export interface AcquireOptions {
   reenter?: { id: string; token: string };
   /** 1..128 of [A-Za-z0-9._:-], random per logical acquire: makes a retry safe. */
   idempotencyKey?: string;
-  /** Aborts a wait: out of the line at once; a grant that raced the abort is released. */
+  /**
+   * Ends the call when aborted, also while a call is in flight on a stalled
+   * server: rejects with `signal.reason` (AbortSignal.timeout: a
+   * `TimeoutError`; abort(): an `AbortError`), out of the line at once; a
+   * grant that arrives after the abort is released.
+   */
   signal?: AbortSignal;
 }
 
@@ -181,6 +191,35 @@ function isReplyError(e: unknown): e is Error {
 
 function abortReason(signal: AbortSignal): unknown {
   return signal.reason ?? new AbortError();
+}
+
+/**
+ * `call`'s answer, or a rejection with the signal's reason as soon as the
+ * signal aborts (the call itself goes on; `onLate` gets its answer then).
+ */
+export function untilAborted<T>(call: Promise<T>, signal: AbortSignal | undefined, onLate?: (value: T) => void): Promise<T> {
+  if (!signal) return call;
+  if (signal.aborted) {
+    call.then(onLate, () => undefined);
+    return Promise.reject(abortReason(signal));
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => {
+      call.then(onLate, () => undefined);
+      reject(abortReason(signal));
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    call.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
 }
 
 // A reply row read by a table of its fields in the row's order
@@ -495,7 +534,9 @@ export class PathLock {
       const args = o.reenter ? head : [...head, fair ? '1' : '0', waiterId, String(reserve)];
       for (let tries = 0; ; tries++) {
         try {
-          return await this.fcall('acquire', args);
+          // In flight too, the signal ends the wait for the answer; a grant
+          // that arrives after it is released.
+          return await untilAborted(this.fcall('acquire', args), signal, (r) => this.releaseLate(r));
         } catch (e) {
           // Only an acquire with an idempotency key may be sent again after
           // its reply was lost: the retry gets the lock the first one made.
@@ -551,7 +592,7 @@ export class PathLock {
         const res = result(r);
         if (signal?.aborted) {
           // A grant that raced the abort is released, never dropped.
-          if (res.granted) await this.release(res.grant.id, res.grant.token);
+          this.releaseLate(r);
           throw abortReason(signal);
         }
         if (res.granted || res.notHolder) return res;
@@ -584,13 +625,23 @@ export class PathLock {
         if (signal?.aborted) throw abortReason(signal);
       }
     } catch (e) {
-      // Cancelled, or an error: leave the line now, before answering.
-      if (placeMayExist) await this.leave(waiterId).catch(() => undefined);
+      // Cancelled, or an error: leave the line now. After an error, the
+      // answer waits for it; an abort does not wait for a server that may
+      // stall (the call is sent first, so this client's next calls see it).
+      if (placeMayExist) {
+        const left = this.leave(waiterId).catch(() => undefined);
+        if (!signal?.aborted) await left;
+      }
       throw e;
     } finally {
       signal?.removeEventListener('abort', onAbort);
       detach?.();
     }
+  }
+
+  // A grant whose caller gave up: released (a lost reply leaves it to its TTL).
+  private releaseLate(r: unknown[]): void {
+    if (r[0] === 'granted') this.release(String(r[1]), String(r[2])).catch(() => undefined);
   }
 
   /** Acquires or throws: LockRefusedError (with the conflict), NotHolderError for a failed reentry. */
@@ -613,22 +664,30 @@ export class PathLock {
     return guard;
   }
 
-  /** Drops one hold; true when a live lock had this id and token. */
-  async release(id: string, token: string): Promise<boolean> {
-    const r = await this.fcall('release', [id, token]);
+  /**
+   * Drops one hold; true when a live lock had this id and token. An aborted
+   * `signal` stops waiting for the answer (the release may still run).
+   */
+  async release(id: string, token: string, options: CallOptions = {}): Promise<boolean> {
+    const r = await untilAborted(this.fcall('release', [id, token]), options.signal);
     return r[0] === 'released';
   }
 
   /** Renews the lease to now + ttl (default: the lock's own TTL). */
-  async renew(id: string, token: string, ttlMs?: number): Promise<{ renewed: true; expiresInMs: number } | { renewed: false }> {
+  async renew(
+    id: string,
+    token: string,
+    ttlMs?: number,
+    options: CallOptions = {},
+  ): Promise<{ renewed: true; expiresInMs: number } | { renewed: false }> {
     const ttl = ttlMs === undefined ? '' : wholeMs('ttlMs', ttlMs, 1, MAX_TTL_MS);
-    const r = await this.fcall('renew', [id, token, ttl]);
+    const r = await untilAborted(this.fcall('renew', [id, token, ttl]), options.signal);
     return r[0] === 'renewed' ? { renewed: true, expiresInMs: Number(r[1]) } : { renewed: false };
   }
 
   /** Is lock `id` live with `token`? Read-only (FCALL_RO). */
-  async held(id: string, token: string): Promise<boolean> {
-    const r = await this.fcall('held', [id, token], true);
+  async held(id: string, token: string, options: CallOptions = {}): Promise<boolean> {
+    const r = await untilAborted(this.fcall('held', [id, token], true), options.signal);
     return Number(r[1]) === 1;
   }
 
@@ -734,6 +793,10 @@ export class LockGuard {
   /** true once the keeper found the lease lost. */
   get lost(): boolean {
     return this.lease?.lost ?? false;
+  }
+  /** Aborted when the keeper loses the lease (never without a keeper). */
+  get signal(): AbortSignal {
+    return this.lease?.signal ?? new AbortController().signal;
   }
   /** Is the lock still held with its token (read-only check before a storage commit)? */
   held(): Promise<boolean> {
