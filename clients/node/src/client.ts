@@ -18,7 +18,7 @@ import {
 } from './errors';
 import { LibraryInfo, parseLibrary, prefixOfName } from './library';
 import { normalizePath, pathsOverlap } from './paths';
-import { WakeChannel } from './wake';
+import { WakeHub, WakeNode } from './wake';
 import type { LeaseKeeper, Lease } from './keeper';
 
 export type RedisClient = Redis | Cluster;
@@ -268,8 +268,8 @@ export class PathLock {
     library?: LibraryInfo;
     resolving?: Promise<LibraryInfo>;
     fingerprint?: string;
+    wake: WakeHub;
   };
-  private readonly wake: WakeChannel;
   private readonly subscriberFactory?: () => Redis;
   /**
    * @internal The longest sleep of a wait between attempts (RECHECK_MS). A
@@ -305,7 +305,7 @@ export class PathLock {
     this.subscriberFactory = options.subscriber;
     if (shared) this.shared = shared;
     else {
-      this.shared = { fingerprint: options.fingerprint };
+      this.shared = { fingerprint: options.fingerprint, wake: new WakeHub() };
       let text = options.library;
       if (options.libraryFile !== undefined) text = readFileSync(options.libraryFile, 'utf8');
       if (text !== undefined) this.shared.library = parseLibrary(text);
@@ -315,7 +315,6 @@ export class PathLock {
         this.shared.library = { name: 'pathlock_' + options.functionPrefix.slice(3, -1), prefix: options.functionPrefix };
       }
     }
-    this.wake = new WakeChannel(this.keys[8], () => this.openSubscriber());
   }
 
   /** A client of another namespace sharing this one's connection and library. */
@@ -326,9 +325,12 @@ export class PathLock {
     );
   }
 
-  /** Closes the subscriber, and the connection when this client opened it. */
+  /**
+   * Closes the wake-up connections (shared with the clients of
+   * `forNamespace()`), and the connection when this client opened it.
+   */
   async close(): Promise<void> {
-    await this.wake.close();
+    await this.shared.wake.close();
     if (this.ownsRedis) await this.redis.quit().catch(() => this.redis.disconnect());
   }
 
@@ -603,7 +605,7 @@ export class PathLock {
         if (!detach) {
           // Subscribe, then try again at once: a removal between the first
           // attempt and the subscription would otherwise be missed.
-          detach = await this.wake.attach(onMessage);
+          detach = await this.shared.wake.attach(this.keys[8], () => this.wakeNode(), onMessage);
           if (signal?.aborted) throw abortReason(signal);
           continue;
         }
@@ -746,11 +748,21 @@ export class PathLock {
 
   // ---- wake-ups --------------------------------------------------------------
 
-  private async openSubscriber(): Promise<Redis> {
-    if (this.subscriberFactory) return this.subscriberFactory();
+  /** Open wake-up subscription connections of this client and its forNamespace() clients. */
+  get wakeConnections(): number {
+    return this.shared.wake.connections;
+  }
+
+  // Where this namespace's wake-ups are subscribed: the one subscriber of a
+  // standalone or Sentinel client (or the `subscriber` factory's), or the
+  // master serving the namespace's slot.
+  private async wakeNode(): Promise<WakeNode> {
+    const factory = this.subscriberFactory;
+    if (factory) return { key: 'subscriber', open: () => factory() };
     const r = this.redis;
-    if (!isCluster(r)) return r.duplicate();
-    return (await this.slotMaster(r)).duplicate();
+    if (!isCluster(r)) return { key: 'redis', open: () => r.duplicate() };
+    const node = await this.slotMaster(r);
+    return { key: `${node.options.host}:${node.options.port}`, open: () => node.duplicate() };
   }
 
   // Sharded pub/sub: the master serving the namespace's slot, found with

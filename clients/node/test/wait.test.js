@@ -108,3 +108,34 @@ test('fair=false waits without a place in line', async () => {
   await pl.release(a.id, a.token);
   assert.equal((await waiting).granted, true);
 });
+
+test('one wake-up connection per client, shared by the waits of all its namespaces', async () => {
+  const pl = client();
+  const other = pl.forNamespace(`${pl.namespace}-2`);
+  fx.onClose(() => other.close());
+  const held = [
+    await pl.acquire({ owner: 'alice', op: 'delete_folder', paths: ['/s'] }),
+    await other.acquire({ owner: 'alice', op: 'delete_folder', paths: ['/s'] }),
+  ];
+  const waits = [
+    pl.acquire({ owner: 'bob', op: 'upload', paths: ['/s/1'], waitMs: 60000 }),
+    pl.acquire({ owner: 'carol', op: 'upload', paths: ['/s/2'], waitMs: 60000 }),
+    other.acquire({ owner: 'dave', op: 'upload', paths: ['/s/3'], waitMs: 60000 }),
+  ];
+  // Subscribed connections of the server: CLIENT LIST's ssub field.
+  const subscribed = async () =>
+    String(await fx.redis.call('CLIENT', 'LIST')).split('\n').map((l) => Number(/ ssub=(\d+)/.exec(l)?.[1] ?? 0)).filter((n) => n > 0);
+  await until(async () => (await pl.waiters()).length === 2 && (await other.waiters()).length === 1 &&
+    (await shardSubscribers(pl)) === 1 && (await shardSubscribers(other)) === 1, 'three waiting, both channels subscribed');
+  assert.deepEqual(await subscribed(), [2], 'one connection holding both channels');
+  assert.equal(pl.wakeConnections, 1);
+  assert.equal(other.wakeConnections, 1);
+  await pl.release(held[0].id, held[0].token);
+  await Promise.all(waits.slice(0, 2));
+  await until(async () => (await shardSubscribers(pl)) === 0, 'the first namespace unsubscribed');
+  assert.deepEqual(await subscribed(), [1], 'the connection stays for the other namespace');
+  await other.release(held[1].id, held[1].token);
+  await waits[2];
+  await until(async () => (await subscribed()).length === 0, 'the connection closed after the last wait');
+  assert.equal(pl.wakeConnections, 0);
+});
