@@ -17,7 +17,7 @@ import {
   NotHolderError,
 } from './errors';
 import { LibraryInfo, parseLibrary, prefixOfName } from './library';
-import { normalizePath, pathsOverlap } from './paths';
+import { normalizePath, pathsOverlap, textProblem } from './paths';
 import { WakeHub, WakeNode } from './wake';
 import type { LeaseKeeper, Lease } from './keeper';
 
@@ -183,6 +183,24 @@ function wholeMs(what: string, v: number, lo: number, hi: number): string {
   if (!Number.isSafeInteger(v) || v < lo || v > hi)
     throw new InvalidRequestError(`${what} must be a whole number of ms from ${lo} to ${hi}, got ${v}`);
   return String(v);
+}
+
+export const MAX_OWNER_BYTES = 256;
+
+/**
+ * The engine's rules for an owner (src/core/request.cpp): 1..256 bytes of
+ * well-formed UTF-8 without control characters (below 0x20, and 0x7F).
+ */
+export function checkOwner(owner: unknown): void {
+  if (typeof owner !== 'string') throw new InvalidRequestError('owner must be a string');
+  if (owner === '') throw new InvalidRequestError('owner is empty');
+  if (!(owner as unknown as { isWellFormed(): boolean }).isWellFormed())
+    throw new InvalidRequestError('owner has invalid UTF-8 (a lone surrogate)');
+  const bytes = Buffer.from(owner, 'utf8');
+  if (bytes.length > MAX_OWNER_BYTES)
+    throw new InvalidRequestError(`owner is ${bytes.length} bytes; the limit is ${MAX_OWNER_BYTES}`);
+  const problem = textProblem(bytes);
+  if (problem) throw new InvalidRequestError(`owner has ${problem}`);
 }
 
 function isReplyError(e: unknown): e is Error {
@@ -503,7 +521,7 @@ export class PathLock {
    * when Redis fails, and the signal's reason when aborted.
    */
   async tryAcquire(o: AcquireOptions): Promise<AcquireResult> {
-    if (typeof o.owner !== 'string' || o.owner === '') throw new InvalidRequestError('owner must be 1..256 bytes');
+    checkOwner(o.owner);
     if (typeof o.op !== 'string' || o.op === '') throw new InvalidRequestError('op is empty');
     const ttlMs = o.ttlMs ?? DEFAULT_TTL_MS;
     const ttl = wholeMs('ttlMs', ttlMs, 1, MAX_TTL_MS);

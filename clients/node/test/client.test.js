@@ -143,3 +143,25 @@ test('namespaces never interact, and forNamespace shares the connection', async 
   await b.acquire({ owner: 'b', op: 'delete_folder', paths: ['/'] });
   assert.equal(b.redis, a.redis);
 });
+
+test('owners follow the engine\'s rules: control characters, bad UTF-8 and over 256 bytes are refused', async () => {
+  const pl = client();
+  const refused = {
+    'f\x01z': 'owner has control character 0x01 at byte 1',
+    'tab\there': 'owner has control character 0x09 at byte 3',
+    'del\x7f': 'owner has control character 0x7F at byte 3',
+    'nul\x00': 'owner has control character 0x00 at byte 3',
+    'lone\ud800': 'owner has invalid UTF-8 (a lone surrogate)',
+    ['é'.repeat(129)]: 'owner is 258 bytes; the limit is 256',
+    '': 'owner is empty',
+  };
+  for (const [owner, message] of Object.entries(refused))
+    await assert.rejects(pl.acquire({ owner, op: 'upload', paths: ['/o/x'] }), (e) => e instanceof InvalidRequestError && e.message === message);
+  assert.deepEqual((await pl.list()).locks, [], 'nothing taken');
+  for (const owner of ['x'.repeat(256), 'Zoë Ünïcode 名前', 'bob smith']) {
+    const g = await pl.acquire({ owner, op: 'upload', paths: ['/o/x'] });
+    const [lock] = (await pl.list()).locks;
+    assert.equal(lock.owner, owner);
+    await pl.release(g.id, g.token);
+  }
+});
