@@ -16,10 +16,29 @@ const path = require('node:path');
 const root = path.join(__dirname, '..');
 const pack = process.argv.includes('--pack');
 
+// Compiles in place and then removes what this compile did not write, so
+// that a test running the driver meanwhile (CTest runs them in parallel)
+// never finds dist/ missing.
 function compile() {
-  fs.rmSync(path.join(root, 'dist'), { recursive: true, force: true });
   const tsc = require.resolve('typescript/bin/tsc');
-  execFileSync(process.execPath, [tsc, '-p', path.join(root, 'tsconfig.json')], { stdio: 'inherit' });
+  let out;
+  try {
+    out = execFileSync(process.execPath, [tsc, '-p', path.join(root, 'tsconfig.json'), '--listEmittedFiles'], {
+      encoding: 'utf8',
+    });
+  } catch (e) {
+    process.stderr.write(e.stdout ?? '');
+    throw new Error('tsc failed');
+  }
+  return new Set(out.split('\n').filter((l) => l.startsWith('TSFILE: ')).map((l) => path.resolve(l.slice(8).trim())));
+}
+
+function removeStale(dir, keep) {
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const file = path.join(dir, entry.name);
+    if (entry.isDirectory()) removeStale(file, keep);
+    else if (!keep.has(file)) fs.rmSync(file);
+  }
 }
 
 function esmWrapper() {
@@ -32,6 +51,7 @@ function esmWrapper() {
     `${head}import cjs from '../cjs/index.js';\n\nexport const {\n${names.map((n) => `  ${n},\n`).join('')}} = cjs;\n`,
   );
   fs.writeFileSync(path.join(dir, 'index.d.mts'), `${head}export * from '../cjs/index.js';\n`);
+  return [path.join(dir, 'index.mjs'), path.join(dir, 'index.d.mts')];
 }
 
 function copyLibrary() {
@@ -55,6 +75,7 @@ function copyLibrary() {
   fs.writeFileSync(to, text);
 }
 
-compile();
-esmWrapper();
+const written = compile();
+for (const f of esmWrapper()) written.add(f);
+removeStale(path.join(root, 'dist'), written);
 copyLibrary();

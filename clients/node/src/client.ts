@@ -588,16 +588,13 @@ export class PathLock {
     attempt: (reserve: number) => Promise<unknown[]>,
     result: (r: unknown[]) => AcquireResult,
   ): Promise<AcquireResult> {
-    let woken = false; // a relevant wake-up arrived since the last attempt began
-    let wakeSleeper: (() => void) | undefined;
+    const sleeper = new Sleeper();
     const onMessage = (payload: string) => {
-      // A message none of whose paths overlaps ours cannot let us in; an
-      // empty one means "look again".
+      // Only a message naming an overlapping path (or an empty one) counts.
       if (payload !== '' && !payload.split('\n').some((p) => paths.some((q) => pathsOverlap(p, q)))) return;
-      woken = true;
-      wakeSleeper?.();
+      sleeper.wake();
     };
-    const onAbort = () => wakeSleeper?.();
+    const onAbort = () => sleeper.interrupt();
     signal?.addEventListener('abort', onAbort);
     let detach: (() => void) | undefined;
     let placeMayExist = false;
@@ -605,7 +602,7 @@ export class PathLock {
       for (;;) {
         const left = deadline - Date.now();
         const last = left <= 0;
-        woken = false;
+        sleeper.woken = false;
         placeMayExist = waiterId !== '';
         const r = await attempt(last ? 0 : Math.min(left + RECHECK_MS, MAX_RESERVATION_MS));
         if (r[0] === 'granted') placeMayExist = false;
@@ -621,33 +618,18 @@ export class PathLock {
           return res;
         }
         if (!detach) {
-          // Subscribe, then try again at once: a removal between the first
-          // attempt and the subscription would otherwise be missed.
+          // Subscribe, then try again at once (a removal before it is not missed).
           detach = await this.shared.wake.attach(this.keys[8], () => this.wakeNode(), onMessage);
           if (signal?.aborted) throw abortReason(signal);
           continue;
         }
-        if (woken) continue;
-        const sleepMs = Math.max(
-          0,
-          Math.min(deadline - Date.now(), this.recheckMs, res.conflict.expiresInMs + 1),
-        );
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(done, sleepMs);
-          function done() {
-            clearTimeout(timer);
-            wakeSleeper = undefined;
-            resolve();
-          }
-          wakeSleeper = done;
-          if (woken || signal?.aborted) done();
-        });
+        if (sleeper.woken) continue;
+        const sleepMs = Math.min(deadline - Date.now(), this.recheckMs, res.conflict.expiresInMs + 1);
+        await sleeper.sleep(Math.max(0, sleepMs), signal);
         if (signal?.aborted) throw abortReason(signal);
       }
     } catch (e) {
-      // Cancelled, or an error: leave the line now. After an error, the
-      // answer waits for it; an abort does not wait for a server that may
-      // stall (the call is sent first, so this client's next calls see it).
+      // Leave the line (an abort does not wait for a server that may stall).
       if (placeMayExist) {
         const left = this.leave(waiterId).catch(() => undefined);
         if (!signal?.aborted) await left;
@@ -797,6 +779,34 @@ export class PathLock {
       : undefined;
     if (!node) throw new BackendError(`no master known for slot ${slot} of namespace ${this.namespace}`);
     return node;
+  }
+}
+
+// The sleep of a wait between attempts: ended early by a relevant wake-up
+// (which also marks `woken`, so a wake-up during an attempt is not lost) or
+// by the abort.
+class Sleeper {
+  /** A relevant wake-up arrived since the last attempt began. */
+  woken = false;
+  private wakeUp?: () => void;
+  wake(): void {
+    this.woken = true;
+    this.wakeUp?.();
+  }
+  interrupt(): void {
+    this.wakeUp?.();
+  }
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.wakeUp = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.wakeUp = done;
+      if (this.woken || signal?.aborted) done();
+    });
   }
 }
 
