@@ -165,3 +165,17 @@ test('owners follow the engine\'s rules: control characters, bad UTF-8 and over 
     await pl.release(g.id, g.token);
   }
 });
+
+test('load() accepts its own library already loaded and refuses another under the same name', async () => {
+  const pl = client();
+  await pl.load();
+  await pl.load(); // idempotent
+  const changed = `${library.trimEnd()}\n-- another build of the same name\n`;
+  await fx.redis.call('FUNCTION', 'LOAD', 'REPLACE', changed);
+  try {
+    await assert.rejects(pl.load(), (e) => e instanceof BackendError && /another library named pathlock_v4_/.test(e.message));
+  } finally {
+    await fx.redis.call('FUNCTION', 'LOAD', 'REPLACE', library);
+  }
+  await pl.load();
+});
