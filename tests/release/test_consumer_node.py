@@ -61,8 +61,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def redis_url(tmp_path_factory):
+def start_redis(tmp_path_factory):
     folder = tmp_path_factory.mktemp("redis")
     port = free_port()
     proc = subprocess.Popen(
@@ -75,10 +74,16 @@ def redis_url(tmp_path_factory):
                 break
             assert proc.poll() is None, "redis-server exited"
             time.sleep(0.01)
-        yield f"redis://127.0.0.1:{port}"
+        yield port
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory):
+    for port in start_redis(tmp_path_factory):
+        yield f"redis://127.0.0.1:{port}"
 
 
 @pytest.fixture(scope="module")
@@ -139,3 +144,27 @@ def test_the_typescript_example_compiles_and_runs(project, redis_url, kind):
         "moving with fence N",
         "dave gave up: AbortError",
     ], out
+
+
+DISCOVERS = """import { Redis } from 'ioredis';
+import { PathLock } from 'pathlock';
+const redis = new Redis(process.argv[2], { autoResendUnfulfilledCommands: false });
+const locks = new PathLock({ redis, namespace: 'cli-loaded' });
+const grant = await locks.acquire({ owner: 'worker-1', op: 'upload', paths: ['/docs/a.txt'] });
+console.log(`${(await locks.describe()).library} fence ${grant.fence} released ${await locks.release(grant.id, grant.token)}`);
+await locks.close();
+redis.disconnect();
+"""
+
+
+def test_a_server_where_only_redis_cli_loaded_the_library(project, tmp_path_factory):
+    """The doc's redis-cli line loads the packaged file; the client finds it."""
+    lua = project / "node_modules" / "pathlock" / "library" / "pathlock_library.lua"
+    for port in start_redis(tmp_path_factory):
+        with lua.open("rb") as text:
+            loaded = subprocess.run(["redis-cli", "-p", str(port), "-x", "FUNCTION", "LOAD"], stdin=text,
+                                    capture_output=True, text=True, timeout=30)
+        assert loaded.returncode == 0 and loaded.stdout.startswith("pathlock_v4_"), loaded
+        (project / "discover.mjs").write_text(DISCOVERS, encoding="utf-8")
+        out = run(["node", "discover.mjs", f"redis://127.0.0.1:{port}"], cwd=project, timeout=60)
+        assert re.fullmatch(rf"{loaded.stdout.strip()} fence \d+ released true\n", out), out
