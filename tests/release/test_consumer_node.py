@@ -28,7 +28,6 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "node.md").read_text(encoding="utf-8")
-TIMEOUT = 280
 NPM_FLAGS = ["--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error"]
 
 
