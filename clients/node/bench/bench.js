@@ -5,7 +5,7 @@
 'use strict';
 const path = require('node:path');
 const Redis = require('ioredis');
-const { PathLock } = require(path.join(__dirname, '..', 'dist', 'index.js'));
+const { PathLock } = require(path.join(__dirname, '..', 'dist', 'cjs', 'index.js'));
 
 const args = process.argv.slice(2);
 const opt = (name, def) => {

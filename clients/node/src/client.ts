@@ -3,7 +3,9 @@
 // pathlock Functions library (docs/lua-protocol.md).
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import Redis, { Cluster, RedisOptions } from 'ioredis';
+import calculateSlot = require('cluster-key-slot');
 
 import {
   AbortError,
@@ -15,11 +17,25 @@ import {
   NotHolderError,
 } from './errors';
 import { LibraryInfo, parseLibrary, prefixOfName } from './library';
-import { normalizePath, pathsOverlap } from './paths';
-import { WakeChannel } from './wake';
+import { normalizePath, pathsOverlap, textProblem } from './paths';
+import { WakeHub, WakeNode } from './wake';
 import type { LeaseKeeper, Lease } from './keeper';
 
 export type RedisClient = Redis | Cluster;
+
+/**
+ * The default matrix's Functions library shipped in this package (also
+ * `require.resolve('pathlock/library.lua')`): pass it as `libraryFile`.
+ */
+export const defaultLibraryFile: string = join(__dirname, '..', '..', 'library', 'pathlock_library.lua');
+
+/**
+ * Is this ioredis client a Cluster? Read from ioredis's `isCluster` flag, so
+ * that a client made by the application's own copy of ioredis is recognised.
+ */
+export function isCluster(r: RedisClient): r is Cluster {
+  return (r as { isCluster?: boolean }).isCluster === true;
+}
 
 export interface PathLockOptions {
   /**
@@ -50,6 +66,11 @@ export interface PathLockOptions {
   subscriber?: () => Redis;
 }
 
+/** Options of a single call: `signal` rejects it with `signal.reason` when aborted, even in flight. */
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
 export interface Target {
   role: string;
   path: string;
@@ -72,7 +93,12 @@ export interface AcquireOptions {
   reenter?: { id: string; token: string };
   /** 1..128 of [A-Za-z0-9._:-], random per logical acquire: makes a retry safe. */
   idempotencyKey?: string;
-  /** Aborts a wait: out of the line at once; a grant that raced the abort is released. */
+  /**
+   * Ends the call when aborted, also while a call is in flight on a stalled
+   * server: rejects with `signal.reason` (AbortSignal.timeout: a
+   * `TimeoutError`; abort(): an `AbortError`), out of the line at once; a
+   * grant that arrives after the abort is released.
+   */
   signal?: AbortSignal;
 }
 
@@ -159,12 +185,59 @@ function wholeMs(what: string, v: number, lo: number, hi: number): string {
   return String(v);
 }
 
+export const MAX_OWNER_BYTES = 256;
+
+/**
+ * The engine's rules for an owner (src/core/request.cpp): 1..256 bytes of
+ * well-formed UTF-8 without control characters (below 0x20, and 0x7F).
+ */
+export function checkOwner(owner: unknown): void {
+  if (typeof owner !== 'string') throw new InvalidRequestError('owner must be a string');
+  if (owner === '') throw new InvalidRequestError('owner is empty');
+  if (!(owner as unknown as { isWellFormed(): boolean }).isWellFormed())
+    throw new InvalidRequestError('owner has invalid UTF-8 (a lone surrogate)');
+  const bytes = Buffer.from(owner, 'utf8');
+  if (bytes.length > MAX_OWNER_BYTES)
+    throw new InvalidRequestError(`owner is ${bytes.length} bytes; the limit is ${MAX_OWNER_BYTES}`);
+  const problem = textProblem(bytes);
+  if (problem) throw new InvalidRequestError(`owner has ${problem}`);
+}
+
 function isReplyError(e: unknown): e is Error {
   return e instanceof Error && e.name === 'ReplyError';
 }
 
 function abortReason(signal: AbortSignal): unknown {
   return signal.reason ?? new AbortError();
+}
+
+/**
+ * `call`'s answer, or a rejection with the signal's reason as soon as the
+ * signal aborts (the call itself goes on; `onLate` gets its answer then).
+ */
+export function untilAborted<T>(call: Promise<T>, signal: AbortSignal | undefined, onLate?: (value: T) => void): Promise<T> {
+  if (!signal) return call;
+  if (signal.aborted) {
+    call.then(onLate, () => undefined);
+    return Promise.reject(abortReason(signal));
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => {
+      call.then(onLate, () => undefined);
+      reject(abortReason(signal));
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    call.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
 }
 
 // A reply row read by a table of its fields in the row's order
@@ -213,8 +286,8 @@ export class PathLock {
     library?: LibraryInfo;
     resolving?: Promise<LibraryInfo>;
     fingerprint?: string;
+    wake: WakeHub;
   };
-  private readonly wake: WakeChannel;
   private readonly subscriberFactory?: () => Redis;
   /**
    * @internal The longest sleep of a wait between attempts (RECHECK_MS). A
@@ -238,7 +311,7 @@ export class PathLock {
     } else {
       const r = options.redis;
       const resend =
-        r instanceof Cluster ? r.options.redisOptions?.autoResendUnfulfilledCommands : r.options.autoResendUnfulfilledCommands;
+        isCluster(r) ? r.options.redisOptions?.autoResendUnfulfilledCommands : r.options.autoResendUnfulfilledCommands;
       if (resend !== false)
         throw new InvalidRequestError(
           'the ioredis client must be created with autoResendUnfulfilledCommands: false ' +
@@ -250,7 +323,7 @@ export class PathLock {
     this.subscriberFactory = options.subscriber;
     if (shared) this.shared = shared;
     else {
-      this.shared = { fingerprint: options.fingerprint };
+      this.shared = { fingerprint: options.fingerprint, wake: new WakeHub() };
       let text = options.library;
       if (options.libraryFile !== undefined) text = readFileSync(options.libraryFile, 'utf8');
       if (text !== undefined) this.shared.library = parseLibrary(text);
@@ -260,7 +333,6 @@ export class PathLock {
         this.shared.library = { name: 'pathlock_' + options.functionPrefix.slice(3, -1), prefix: options.functionPrefix };
       }
     }
-    this.wake = new WakeChannel(this.keys[8], () => this.openSubscriber());
   }
 
   /** A client of another namespace sharing this one's connection and library. */
@@ -271,9 +343,12 @@ export class PathLock {
     );
   }
 
-  /** Closes the subscriber, and the connection when this client opened it. */
+  /**
+   * Closes the wake-up connections (shared with the clients of
+   * `forNamespace()`), and the connection when this client opened it.
+   */
   async close(): Promise<void> {
-    await this.wake.close();
+    await this.shared.wake.close();
     if (this.ownsRedis) await this.redis.quit().catch(() => this.redis.disconnect());
   }
 
@@ -295,7 +370,7 @@ export class PathLock {
   }
 
   private masters(): Redis[] {
-    return this.redis instanceof Cluster ? this.redis.nodes('master') : [this.redis];
+    return isCluster(this.redis) ? this.redis.nodes('master') : [this.redis];
   }
 
   // Finds the loaded pathlock library: FUNCTION LIST LIBRARYNAME pathlock_v4_*
@@ -303,7 +378,7 @@ export class PathLock {
   // chooses among them (read from `info` when the library has it, else from
   // the text's data chunk).
   private async discover(): Promise<LibraryInfo> {
-    if (this.redis instanceof Cluster && this.redis.status !== 'ready') await this.redis.call('PING');
+    if (isCluster(this.redis) && this.redis.status !== 'ready') await this.redis.call('PING');
     const node = this.masters()[0];
     let reply: unknown[];
     try {
@@ -370,17 +445,26 @@ export class PathLock {
   async load(): Promise<void> {
     const lib = await this.library();
     if (!lib.text) throw new BackendError(`the library ${lib.name} is not loaded on the server and its text was not given`);
-    if (this.redis instanceof Cluster && this.redis.status !== 'ready') await this.redis.call('PING');
+    if (isCluster(this.redis) && this.redis.status !== 'ready') await this.redis.call('PING');
     await Promise.all(
       this.masters().map(async (node) => {
         try {
           await node.call('FUNCTION', 'LOAD', lib.text!);
         } catch (e) {
-          if (isReplyError(e) && /already exists/.test(e.message)) return;
+          if (isReplyError(e) && /already exists/.test(e.message)) return this.sameLibrary(node, lib);
           throw new BackendError(`FUNCTION LOAD of ${lib.name} failed: ${e instanceof Error ? e.message : e}`, { cause: e });
         }
       }),
     );
+  }
+
+  // A library of this name is loaded: it must be this text, else refused.
+  private async sameLibrary(node: Redis, lib: LibraryInfo): Promise<void> {
+    const reply = (await node.call('FUNCTION', 'LIST', 'LIBRARYNAME', lib.name, 'WITHCODE')) as unknown[][];
+    const entry = reply.find((f) => String(f[f.indexOf('library_name') + 1]) === lib.name);
+    const code = entry ? String(entry[entry.indexOf('library_code') + 1]) : undefined;
+    if (code !== undefined && code.trimEnd() !== lib.text!.trimEnd())
+      throw new BackendError(`another library named ${lib.name} is loaded (its code differs from the one given); not replaced`);
   }
 
   // One function call. A call answered `Function not found` never ran: load
@@ -437,7 +521,7 @@ export class PathLock {
    * when Redis fails, and the signal's reason when aborted.
    */
   async tryAcquire(o: AcquireOptions): Promise<AcquireResult> {
-    if (typeof o.owner !== 'string' || o.owner === '') throw new InvalidRequestError('owner must be 1..256 bytes');
+    checkOwner(o.owner);
     if (typeof o.op !== 'string' || o.op === '') throw new InvalidRequestError('op is empty');
     const ttlMs = o.ttlMs ?? DEFAULT_TTL_MS;
     const ttl = wholeMs('ttlMs', ttlMs, 1, MAX_TTL_MS);
@@ -470,7 +554,9 @@ export class PathLock {
       const args = o.reenter ? head : [...head, fair ? '1' : '0', waiterId, String(reserve)];
       for (let tries = 0; ; tries++) {
         try {
-          return await this.fcall('acquire', args);
+          // In flight too, the signal ends the wait for the answer; a grant
+          // that arrives after it is released.
+          return await untilAborted(this.fcall('acquire', args), signal, (r) => this.releaseLate(r));
         } catch (e) {
           // Only an acquire with an idempotency key may be sent again after
           // its reply was lost: the retry gets the lock the first one made.
@@ -502,16 +588,13 @@ export class PathLock {
     attempt: (reserve: number) => Promise<unknown[]>,
     result: (r: unknown[]) => AcquireResult,
   ): Promise<AcquireResult> {
-    let woken = false; // a relevant wake-up arrived since the last attempt began
-    let wakeSleeper: (() => void) | undefined;
+    const sleeper = new Sleeper();
     const onMessage = (payload: string) => {
-      // A message none of whose paths overlaps ours cannot let us in; an
-      // empty one means "look again".
+      // Only a message naming an overlapping path (or an empty one) counts.
       if (payload !== '' && !payload.split('\n').some((p) => paths.some((q) => pathsOverlap(p, q)))) return;
-      woken = true;
-      wakeSleeper?.();
+      sleeper.wake();
     };
-    const onAbort = () => wakeSleeper?.();
+    const onAbort = () => sleeper.interrupt();
     signal?.addEventListener('abort', onAbort);
     let detach: (() => void) | undefined;
     let placeMayExist = false;
@@ -519,14 +602,14 @@ export class PathLock {
       for (;;) {
         const left = deadline - Date.now();
         const last = left <= 0;
-        woken = false;
+        sleeper.woken = false;
         placeMayExist = waiterId !== '';
         const r = await attempt(last ? 0 : Math.min(left + RECHECK_MS, MAX_RESERVATION_MS));
         if (r[0] === 'granted') placeMayExist = false;
         const res = result(r);
         if (signal?.aborted) {
           // A grant that raced the abort is released, never dropped.
-          if (res.granted) await this.release(res.grant.id, res.grant.token);
+          this.releaseLate(r);
           throw abortReason(signal);
         }
         if (res.granted || res.notHolder) return res;
@@ -535,37 +618,32 @@ export class PathLock {
           return res;
         }
         if (!detach) {
-          // Subscribe, then try again at once: a removal between the first
-          // attempt and the subscription would otherwise be missed.
-          detach = await this.wake.attach(onMessage);
+          // Subscribe, then try again at once (a removal before it is not missed).
+          detach = await this.shared.wake.attach(this.keys[8], () => this.wakeNode(), onMessage);
           if (signal?.aborted) throw abortReason(signal);
           continue;
         }
-        if (woken) continue;
-        const sleepMs = Math.max(
-          0,
-          Math.min(deadline - Date.now(), this.recheckMs, res.conflict.expiresInMs + 1),
-        );
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(done, sleepMs);
-          function done() {
-            clearTimeout(timer);
-            wakeSleeper = undefined;
-            resolve();
-          }
-          wakeSleeper = done;
-          if (woken || signal?.aborted) done();
-        });
+        if (sleeper.woken) continue;
+        const sleepMs = Math.min(deadline - Date.now(), this.recheckMs, res.conflict.expiresInMs + 1);
+        await sleeper.sleep(Math.max(0, sleepMs), signal);
         if (signal?.aborted) throw abortReason(signal);
       }
     } catch (e) {
-      // Cancelled, or an error: leave the line now, before answering.
-      if (placeMayExist) await this.leave(waiterId).catch(() => undefined);
+      // Leave the line (an abort does not wait for a server that may stall).
+      if (placeMayExist) {
+        const left = this.leave(waiterId).catch(() => undefined);
+        if (!signal?.aborted) await left;
+      }
       throw e;
     } finally {
       signal?.removeEventListener('abort', onAbort);
       detach?.();
     }
+  }
+
+  // A grant whose caller gave up: released (a lost reply leaves it to its TTL).
+  private releaseLate(r: unknown[]): void {
+    if (r[0] === 'granted') this.release(String(r[1]), String(r[2])).catch(() => undefined);
   }
 
   /** Acquires or throws: LockRefusedError (with the conflict), NotHolderError for a failed reentry. */
@@ -588,22 +666,30 @@ export class PathLock {
     return guard;
   }
 
-  /** Drops one hold; true when a live lock had this id and token. */
-  async release(id: string, token: string): Promise<boolean> {
-    const r = await this.fcall('release', [id, token]);
+  /**
+   * Drops one hold; true when a live lock had this id and token. An aborted
+   * `signal` stops waiting for the answer (the release may still run).
+   */
+  async release(id: string, token: string, options: CallOptions = {}): Promise<boolean> {
+    const r = await untilAborted(this.fcall('release', [id, token]), options.signal);
     return r[0] === 'released';
   }
 
   /** Renews the lease to now + ttl (default: the lock's own TTL). */
-  async renew(id: string, token: string, ttlMs?: number): Promise<{ renewed: true; expiresInMs: number } | { renewed: false }> {
+  async renew(
+    id: string,
+    token: string,
+    ttlMs?: number,
+    options: CallOptions = {},
+  ): Promise<{ renewed: true; expiresInMs: number } | { renewed: false }> {
     const ttl = ttlMs === undefined ? '' : wholeMs('ttlMs', ttlMs, 1, MAX_TTL_MS);
-    const r = await this.fcall('renew', [id, token, ttl]);
+    const r = await untilAborted(this.fcall('renew', [id, token, ttl]), options.signal);
     return r[0] === 'renewed' ? { renewed: true, expiresInMs: Number(r[1]) } : { renewed: false };
   }
 
   /** Is lock `id` live with `token`? Read-only (FCALL_RO). */
-  async held(id: string, token: string): Promise<boolean> {
-    const r = await this.fcall('held', [id, token], true);
+  async held(id: string, token: string, options: CallOptions = {}): Promise<boolean> {
+    const r = await untilAborted(this.fcall('held', [id, token], true), options.signal);
     return Number(r[1]) === 1;
   }
 
@@ -662,27 +748,66 @@ export class PathLock {
 
   // ---- wake-ups --------------------------------------------------------------
 
-  private openSubscriber(): Redis {
-    if (this.subscriberFactory) return this.subscriberFactory();
+  /** Open wake-up subscription connections of this client and its forNamespace() clients. */
+  get wakeConnections(): number {
+    return this.shared.wake.connections;
+  }
+
+  // Where this namespace's wake-ups are subscribed: the one subscriber of a
+  // standalone or Sentinel client (or the `subscriber` factory's), or the
+  // master serving the namespace's slot.
+  private async wakeNode(): Promise<WakeNode> {
+    const factory = this.subscriberFactory;
+    if (factory) return { key: 'subscriber', open: () => factory() };
     const r = this.redis;
-    if (!(r instanceof Cluster)) return r.duplicate();
-    // Sharded pub/sub: subscribe on the master serving the namespace's slot.
-    const slot = clusterSlot(this.namespace);
-    const nodeKey = (r as unknown as { slots: string[][] }).slots[slot]?.[0];
-    const node = nodeKey ? r.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === nodeKey) : undefined;
+    if (!isCluster(r)) return { key: 'redis', open: () => r.duplicate() };
+    const node = await this.slotMaster(r);
+    return { key: `${node.options.host}:${node.options.port}`, open: () => node.duplicate() };
+  }
+
+  // Sharded pub/sub: the master serving the namespace's slot, found with
+  // public calls only (CLUSTER SLOTS, and the slot of the hash tag as
+  // cluster-key-slot computes it for ioredis).
+  private async slotMaster(r: Cluster): Promise<Redis> {
+    const slot = calculateSlot(this.namespace);
+    if (r.status !== 'ready') await r.call('PING');
+    const ranges = (await r.call('CLUSTER', 'SLOTS')) as [number, number, [string, number, ...unknown[]]][];
+    const range = ranges.find(([lo, hi]) => slot >= Number(lo) && slot <= Number(hi));
+    const masters = r.nodes('master');
+    const node = range
+      ? masters.find((n) => n.options.port === Number(range[2][1]) && [range[2][0], 'localhost'].includes(String(n.options.host)))
+      : undefined;
     if (!node) throw new BackendError(`no master known for slot ${slot} of namespace ${this.namespace}`);
-    return node.duplicate();
+    return node;
   }
 }
 
-// CRC16 (XMODEM) of the hash tag, mod 16384: the namespace's Cluster slot.
-function clusterSlot(tag: string): number {
-  let crc = 0;
-  for (const b of Buffer.from(tag, 'utf8')) {
-    crc ^= b << 8;
-    for (let i = 0; i < 8; i++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+// The sleep of a wait between attempts: ended early by a relevant wake-up
+// (which also marks `woken`, so a wake-up during an attempt is not lost) or
+// by the abort.
+class Sleeper {
+  /** A relevant wake-up arrived since the last attempt began. */
+  woken = false;
+  private wakeUp?: () => void;
+  wake(): void {
+    this.woken = true;
+    this.wakeUp?.();
   }
-  return crc % 16384;
+  interrupt(): void {
+    this.wakeUp?.();
+  }
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.wakeUp = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.wakeUp = done;
+      if (this.woken || signal?.aborted) done();
+    });
+  }
 }
 
 /**
@@ -708,6 +833,10 @@ export class LockGuard {
   /** true once the keeper found the lease lost. */
   get lost(): boolean {
     return this.lease?.lost ?? false;
+  }
+  /** Aborted when the keeper loses the lease (never without a keeper). */
+  get signal(): AbortSignal {
+    return this.lease?.signal ?? new AbortController().signal;
   }
   /** Is the lock still held with its token (read-only check before a storage commit)? */
   held(): Promise<boolean> {

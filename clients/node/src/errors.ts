@@ -70,6 +70,17 @@ export class LayoutError extends BackendError {
   }
 }
 
+/** The reason of a lost lease's `signal`: the lock is gone ('missing') or its end passed unrenewed ('expired'). */
+export class LeaseLostError extends PathLockError {
+  readonly id: string;
+  readonly reason: 'missing' | 'expired';
+  constructor(id: string, reason: 'missing' | 'expired') {
+    super(`the lease of lock ${id} was lost (${reason})`);
+    this.id = id;
+    this.reason = reason;
+  }
+}
+
 /** The error an aborted wait rejects with when its signal carries no reason. */
 export class AbortError extends PathLockError {
   readonly code = 'ABORT_ERR';

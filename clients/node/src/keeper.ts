@@ -6,6 +6,7 @@
 import { EventEmitter } from 'node:events';
 
 import type { Grant, PathLock } from './client';
+import { LeaseLostError } from './errors';
 
 export type LostReason = 'missing' | 'expired';
 
@@ -16,6 +17,12 @@ export interface Lease {
   readonly lostReason?: LostReason;
   /** The last renewal error, if renewals fail. */
   readonly lastError?: unknown;
+  /**
+   * Aborted when the lease is lost (its reason a `LeaseLostError`), never
+   * otherwise: pass it to the work the lock protects, so that work stops
+   * when the lock is gone (etcd's `Session.Done()`).
+   */
+  readonly signal: AbortSignal;
   /** Stops keeping it: waits for a renewal in flight; none follows. */
   stop(): Promise<void>;
 }
@@ -29,6 +36,10 @@ class KeptLease implements Lease {
   timer?: NodeJS.Timeout;
   endTimer?: NodeJS.Timeout;
   inflight?: Promise<void>;
+  readonly lostController = new AbortController();
+  get signal(): AbortSignal {
+    return this.lostController.signal;
+  }
   constructor(
     readonly keeper: LeaseKeeper,
     readonly client: PathLock,
@@ -59,9 +70,14 @@ export class LeaseKeeper extends EventEmitter<LeaseKeeperEvents> {
     super();
   }
 
-  /** Starts keeping a granted lock's lease. */
-  keep(client: PathLock, grant: Grant, options: { onLost?: (lease: Lease) => void } = {}): Lease {
+  /**
+   * Starts keeping a granted lock's lease; `options.signal` stops keeping it
+   * when aborted (like `stop()`: the lock stays until released or expired).
+   */
+  keep(client: PathLock, grant: Grant, options: { onLost?: (lease: Lease) => void; signal?: AbortSignal } = {}): Lease {
     const lease = new KeptLease(this, client, grant, options.onLost);
+    if (options.signal?.aborted) return lease;
+    options.signal?.addEventListener('abort', () => void this.stop(lease), { once: true });
     this.leases.add(lease);
     this.schedule(lease, grant.ttlMs * this.fraction);
     this.armEnd(lease);
@@ -147,7 +163,11 @@ export class LeaseKeeper extends EventEmitter<LeaseKeeperEvents> {
     try {
       l.onLost?.(l);
     } finally {
-      this.emit('lost', l, reason);
+      try {
+        this.emit('lost', l, reason);
+      } finally {
+        l.lostController.abort(new LeaseLostError(l.grant.id, reason));
+      }
     }
   }
 }

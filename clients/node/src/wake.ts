@@ -1,69 +1,103 @@
-// The wake-up channel of one namespace: a dedicated connection that
-// SSUBSCRIBEs `pl:{NS}:wake` while at least one acquire of this client waits,
-// shared by those waits, and closed when the last one ends.
+// The wake-up channels of a client: one dedicated connection per Redis node
+// (one for standalone and Sentinel, one per Cluster master serving a waiting
+// namespace), shared by every waiting acquire of the client and of the
+// clients `forNamespace()` made from it. A namespace's channel
+// `pl:{NS}:wake` is SSUBSCRIBEd while at least one of its acquires waits;
+// a node's connection is closed when no channel on it is left.
 import type Redis from 'ioredis';
 
 type Listener = (payload: string) => void;
 
-interface Subscription {
-  conn: Redis;
-  ready: Promise<void>;
+/** Where a namespace's wake-ups are subscribed: a node's key and how to connect to it. */
+export interface WakeNode {
+  key: string;
+  open: () => Redis;
 }
 
-export class WakeChannel {
-  private readonly listeners = new Set<Listener>();
-  private sub?: Subscription;
+interface Channel {
+  listeners: Set<Listener>;
+  ready: Promise<unknown>;
+}
 
-  constructor(
-    private readonly channel: string,
-    private readonly open: () => Redis,
-  ) {}
+interface NodeConnection {
+  conn: Redis;
+  channels: Map<string, Channel>;
+}
+
+export class WakeHub {
+  private readonly nodes = new Map<string, NodeConnection>();
+
+  /** Open subscription connections (one per node with a waiting namespace). */
+  get connections(): number {
+    return this.nodes.size;
+  }
 
   /**
-   * Adds a listener and resolves once the subscription is confirmed by the
-   * server (so a removal published after this resolves is seen). Returns the
-   * function that removes the listener.
+   * Adds a listener of `channel` and resolves once the subscription is
+   * confirmed by the server (so a removal published after this resolves is
+   * seen). Returns the function that removes the listener. A subscription
+   * that fails costs only quick wake-ups: the timed re-check still finds
+   * every change.
    */
-  async attach(listener: Listener): Promise<() => void> {
-    this.listeners.add(listener);
-    let detached = false;
-    const detach = () => {
-      if (detached) return;
-      detached = true;
-      this.listeners.delete(listener);
-      if (this.listeners.size === 0) this.shutdown();
-    };
+  async attach(channel: string, locate: () => Promise<WakeNode>, listener: Listener): Promise<() => void> {
+    let node: WakeNode;
     try {
-      if (!this.sub) this.sub = this.subscribe();
-      await this.sub.ready;
-    } catch (e) {
-      // A failed subscription costs only quick wake-ups: the timed re-check
-      // still finds every change, so waiting goes on without messages.
-      if (this.sub && this.listeners.size === 1) this.shutdown();
+      node = await locate();
+    } catch {
+      return () => undefined;
     }
+    const nc = this.connection(node);
+    let ch = nc.channels.get(channel);
+    if (!ch) {
+      ch = { listeners: new Set(), ready: nc.conn.ssubscribe(channel) };
+      ch.ready.catch(() => undefined);
+      nc.channels.set(channel, ch);
+    }
+    ch.listeners.add(listener);
+    const detach = once(() => this.detach(node.key, channel, listener));
+    await ch.ready.catch(() => undefined);
     return detach;
   }
 
-  private subscribe(): Subscription {
-    const conn = this.open();
-    conn.on('error', () => undefined); // reconnects are ioredis's; errors are not fatal to a wait
-    conn.on('smessage', (channel: string, message: string) => {
-      if (channel !== this.channel) return;
-      for (const l of [...this.listeners]) l(message);
+  private connection(node: WakeNode): NodeConnection {
+    const known = this.nodes.get(node.key);
+    if (known) return known;
+    const nc: NodeConnection = { conn: node.open(), channels: new Map() };
+    nc.conn.on('error', () => undefined); // reconnects are ioredis's; errors are not fatal to a wait
+    nc.conn.on('smessage', (channel: string, message: string) => {
+      for (const l of [...(nc.channels.get(channel)?.listeners ?? [])]) l(message);
     });
-    const ready = conn.ssubscribe(this.channel).then(() => undefined);
-    ready.catch(() => undefined);
-    return { conn, ready };
+    this.nodes.set(node.key, nc);
+    return nc;
   }
 
-  private shutdown(): void {
-    const sub = this.sub;
-    this.sub = undefined;
-    if (sub) sub.conn.disconnect();
+  private detach(key: string, channel: string, listener: Listener): void {
+    const nc = this.nodes.get(key);
+    const ch = nc?.channels.get(channel);
+    if (!nc || !ch) return;
+    ch.listeners.delete(listener);
+    if (ch.listeners.size > 0) return;
+    nc.channels.delete(channel);
+    if (nc.channels.size > 0) {
+      nc.conn.sunsubscribe(channel).catch(() => undefined);
+      return;
+    }
+    this.nodes.delete(key);
+    nc.conn.disconnect();
   }
 
+  /** Closes every subscription connection (waits go on with timed re-checks). */
   async close(): Promise<void> {
-    this.listeners.clear();
-    this.shutdown();
+    for (const nc of this.nodes.values()) nc.conn.disconnect();
+    this.nodes.clear();
   }
+}
+
+function once(fn: () => void): () => void {
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    fn();
+  };
 }

@@ -3,7 +3,7 @@ const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const {
   PathLock, LockRefusedError, InvalidRequestError, NotHolderError, BackendError, LayoutError, parseLibrary,
-} = require('../dist/index.js');
+} = require('../dist/cjs/index.js');
 const { freshNamespace, library, serverFixture } = require('./support/server');
 
 const fx = serverFixture();
@@ -142,4 +142,40 @@ test('namespaces never interact, and forNamespace shares the connection', async 
   await a.acquire({ owner: 'a', op: 'delete_folder', paths: ['/'] });
   await b.acquire({ owner: 'b', op: 'delete_folder', paths: ['/'] });
   assert.equal(b.redis, a.redis);
+});
+
+test('owners follow the engine\'s rules: control characters, bad UTF-8 and over 256 bytes are refused', async () => {
+  const pl = client();
+  const refused = {
+    'f\x01z': 'owner has control character 0x01 at byte 1',
+    'tab\there': 'owner has control character 0x09 at byte 3',
+    'del\x7f': 'owner has control character 0x7F at byte 3',
+    'nul\x00': 'owner has control character 0x00 at byte 3',
+    'lone\ud800': 'owner has invalid UTF-8 (a lone surrogate)',
+    ['é'.repeat(129)]: 'owner is 258 bytes; the limit is 256',
+    '': 'owner is empty',
+  };
+  for (const [owner, message] of Object.entries(refused))
+    await assert.rejects(pl.acquire({ owner, op: 'upload', paths: ['/o/x'] }), (e) => e instanceof InvalidRequestError && e.message === message);
+  assert.deepEqual((await pl.list()).locks, [], 'nothing taken');
+  for (const owner of ['x'.repeat(256), 'Zoë Ünïcode 名前', 'bob smith']) {
+    const g = await pl.acquire({ owner, op: 'upload', paths: ['/o/x'] });
+    const [lock] = (await pl.list()).locks;
+    assert.equal(lock.owner, owner);
+    await pl.release(g.id, g.token);
+  }
+});
+
+test('load() accepts its own library already loaded and refuses another under the same name', async () => {
+  const pl = client();
+  await pl.load();
+  await pl.load(); // idempotent
+  const changed = `${library.trimEnd()}\n-- another build of the same name\n`;
+  await fx.redis.call('FUNCTION', 'LOAD', 'REPLACE', changed);
+  try {
+    await assert.rejects(pl.load(), (e) => e instanceof BackendError && /another library named pathlock_v4_/.test(e.message));
+  } finally {
+    await fx.redis.call('FUNCTION', 'LOAD', 'REPLACE', library);
+  }
+  await pl.load();
 });

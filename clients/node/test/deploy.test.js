@@ -11,7 +11,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const Redis = require('ioredis');
-const { PathLock, BackendError } = require('../dist/index.js');
+const { PathLock, BackendError } = require('../dist/cjs/index.js');
 const { freePort, startRedis, freshNamespace, until, library } = require('./support/server');
 
 const cleanups = [];

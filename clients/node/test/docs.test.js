@@ -6,7 +6,7 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
 const ts = require('typescript');
-const { startRedis, libraryFile } = require('./support/server');
+const { startRedis } = require('./support/server');
 
 let server;
 before(async () => (server = await startRedis()));
@@ -22,11 +22,11 @@ test('the example of docs/node.md runs', async () => {
   });
   assert.deepEqual(out.diagnostics, []);
   const mod = { exports: {} };
-  const req = (name) => (name === 'pathlock' ? require('../dist/index.js') : require(name));
+  const req = (name) => (name === 'pathlock' ? require('../dist/cjs/index.js') : require(name));
   const logged = [];
   const con = { log: (s) => logged.push(s), error: (s) => logged.push(s) };
   new Function('require', 'module', 'exports', 'console', out.outputText)(req, mod, mod.exports, con);
-  await mod.exports.main(server.url, libraryFile);
+  await mod.exports.main(server.url);
   assert.deepEqual(logged.map((s) => s.replace(/\d+/g, 'N')), [
     "refused by alice's move_folder (held_ancestor)",
     'moving with fence N',

@@ -9,7 +9,7 @@ const { freshNamespace, until, libraryFile, serverFixture } = require('./support
 const { lineProcess } = require('./support/lines');
 
 const DRIVER = path.join(__dirname, '..', 'bin', 'pathlock-node-shell');
-const CLI = process.env.PATHLOCK_CLI ?? '/work/ref/bin/pathlock';
+const CLI = process.env.PATHLOCK_CLI ?? '';
 
 const fx = serverFixture();
 
@@ -26,7 +26,7 @@ const client = fx.client;
 test('driver: hello, acquire, refusal, locks, errors', async () => {
   const ns = freshNamespace('d');
   const d = driver(ns);
-  assert.deepEqual(await d.ask('hello'), { client: 'pathlock-node', version: '0.2.0', features: ['cancel', 'blockers', 'waiters'] });
+  assert.deepEqual(await d.ask('hello'), { client: 'pathlock-node', version: require('../package.json').version, features: ['cancel', 'blockers', 'waiters'] });
   const g = await d.ask('acquire "bob smith" delete_folder "/p/My Documents"');
   assert.equal(g.granted, true);
   assert.deepEqual(Object.keys(g), ['granted', 'id', 'token', 'fence', 'holds', 'expires_in_ms']);
@@ -67,7 +67,7 @@ test('driver: cancel stops a wait while stdin is read; later lines answered in o
   assert.equal(await code, 0);
 });
 
-test('interop: the C++ shell and the Node client share locks, wake-ups and the line', { skip: !fs.existsSync(CLI) && `no ${CLI} (set PATHLOCK_CLI)` }, async () => {
+test('interop: the C++ shell and the Node client share locks, wake-ups and the line', { skip: !(CLI && fs.existsSync(CLI)) && `no C++ pathlock '${CLI}' (set PATHLOCK_CLI)` }, async () => {
   const ns = freshNamespace('i');
   const pl = client(ns);
   const cpp = lineProcess(CLI, ['shell', '--backend', 'redis', '--redis', fx.server.url, '--namespace', ns]);

@@ -1,7 +1,7 @@
 'use strict';
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
-const { LeaseKeeper, LockRefusedError } = require('../dist/index.js');
+const { LeaseKeeper, LockRefusedError } = require('../dist/cjs/index.js');
 const { serverFixture } = require('./support/server');
 
 const fx = serverFixture('k');

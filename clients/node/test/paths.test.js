@@ -5,7 +5,7 @@ const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { normalizePath, InvalidRequestError, pathsOverlap } = require('../dist/index.js');
+const { normalizePath, InvalidRequestError, pathsOverlap } = require('../dist/cjs/index.js');
 
 const dir = process.env.PATHLOCK_VECTORS_DIR ?? path.join(__dirname, '..', '..', '..', 'tests', 'vectors');
 const vectors = JSON.parse(fs.readFileSync(path.join(dir, 'paths.json'), 'utf8'));

@@ -3,7 +3,7 @@
 // at once, nothing held), and a grant that races the abort (released).
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
-const { AbortError } = require('../dist/index.js');
+const { AbortError } = require('../dist/cjs/index.js');
 const { until, serverFixture } = require('./support/server');
 
 const fx = serverFixture('w');
@@ -84,12 +84,15 @@ test('a grant that races the abort is released, never dropped', async () => {
   const sent = {};
   try {
     const waiting = pl.tryAcquire({ owner: 'bob', op: 'upload', paths: ['/r/x'], waitMs: 60000, signal: controller.signal });
+    waiting.catch(() => undefined); // it may reject (at the abort) before the release below returns
     await until(async () => (await pl.waiters()).length === 1, 'bob in line');
     armed = true;
     await pl.release(a.id, a.token);
     await assert.rejects(waiting, (e) => e.name === 'AbortError');
+    // The promise rejected at the abort; the grant that arrived after it is released.
+    await until(async () => sent.reply !== undefined, 'the raced reply');
     assert.equal(sent.reply[0], 'granted', 'the raced attempt was granted');
-    assert.equal(await pl.held(sent.reply[1], sent.reply[2]), false);
+    await until(async () => !(await pl.held(sent.reply[1], sent.reply[2])), 'the raced grant released');
     assert.deepEqual((await pl.list()).locks, []);
     assert.deepEqual(await pl.waiters(), []);
   } finally {
@@ -105,4 +108,35 @@ test('fair=false waits without a place in line', async () => {
   assert.deepEqual(await pl.waiters(), []);
   await pl.release(a.id, a.token);
   assert.equal((await waiting).granted, true);
+});
+
+test('one wake-up connection per client, shared by the waits of all its namespaces', async () => {
+  const pl = client();
+  const other = pl.forNamespace(`${pl.namespace}-2`);
+  fx.onClose(() => other.close());
+  const held = [
+    await pl.acquire({ owner: 'alice', op: 'delete_folder', paths: ['/s'] }),
+    await other.acquire({ owner: 'alice', op: 'delete_folder', paths: ['/s'] }),
+  ];
+  const waits = [
+    pl.acquire({ owner: 'bob', op: 'upload', paths: ['/s/1'], waitMs: 60000 }),
+    pl.acquire({ owner: 'carol', op: 'upload', paths: ['/s/2'], waitMs: 60000 }),
+    other.acquire({ owner: 'dave', op: 'upload', paths: ['/s/3'], waitMs: 60000 }),
+  ];
+  // Subscribed connections of the server: CLIENT LIST's ssub field.
+  const subscribed = async () =>
+    String(await fx.redis.call('CLIENT', 'LIST')).split('\n').map((l) => Number(/ ssub=(\d+)/.exec(l)?.[1] ?? 0)).filter((n) => n > 0);
+  await until(async () => (await pl.waiters()).length === 2 && (await other.waiters()).length === 1 &&
+    (await shardSubscribers(pl)) === 1 && (await shardSubscribers(other)) === 1, 'three waiting, both channels subscribed');
+  assert.deepEqual(await subscribed(), [2], 'one connection holding both channels');
+  assert.equal(pl.wakeConnections, 1);
+  assert.equal(other.wakeConnections, 1);
+  await pl.release(held[0].id, held[0].token);
+  await Promise.all(waits.slice(0, 2));
+  await until(async () => (await shardSubscribers(pl)) === 0, 'the first namespace unsubscribed');
+  assert.deepEqual(await subscribed(), [1], 'the connection stays for the other namespace');
+  await other.release(held[1].id, held[1].token);
+  await waits[2];
+  await until(async () => (await subscribed()).length === 0, 'the connection closed after the last wait');
+  assert.equal(pl.wakeConnections, 0);
 });

@@ -106,7 +106,7 @@ async function until(cond, what = 'condition', timeoutMs = 20000) {
  */
 function serverFixture(prefix = 't') {
   const { before, after } = require('node:test');
-  const { PathLock } = require('../../dist/index.js');
+  const { PathLock } = require('../../dist/cjs/index.js');
   const closers = [];
   const fx = {
     server: undefined,
