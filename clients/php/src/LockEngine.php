@@ -17,7 +17,7 @@ use Pathlock\Exception\LockRefusedException;
  * It holds no global state: one instance per connection, as many as you
  * like. Not for use by several threads at once (neither is \Redis).
  */
-final class LockEngine
+final class LockEngine implements LockEngineInterface
 {
     public const VERSION = '0.2.0';
     public const DEFAULT_TTL_MS = 30000;
@@ -44,10 +44,20 @@ final class LockEngine
         $this->wakeEndpoint = $wakeEndpoint;
     }
 
-    /** Connects to `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]` (or `rediss://`). */
-    public static function connect(string $url, Library $library, float $connectTimeout = 2.0, float $commandTimeout = 2.0): self
-    {
-        $endpoint = Endpoint::fromUrl($url, $connectTimeout, $commandTimeout);
+    /**
+     * Connects to `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]` (or `rediss://`).
+     *
+     * @param array<string,mixed> $tlsOptions PHP's SSL context options for `rediss://` (`cafile`, `local_cert`,
+     *   `local_pk`, ...), used on the command connection and the wake-up subscription alike
+     */
+    public static function connect(
+        string $url,
+        Library $library,
+        float $connectTimeout = 2.0,
+        float $commandTimeout = 2.0,
+        array $tlsOptions = [],
+    ): self {
+        $endpoint = Endpoint::fromUrl($url, $connectTimeout, $commandTimeout, $tlsOptions);
         return new self($endpoint->connect(), $library, $endpoint);
     }
 
@@ -196,9 +206,10 @@ final class LockEngine
     }
 
     /**
-     * acquire() as a guard: granted, or LockRefusedException naming the
-     * conflict (after waiting $waitMs). Release it in `finally`; its
-     * destructor releases it too.
+     * acquire() as a guard: granted, or a LockRefusedException saying why
+     * (LockConflictedException naming the conflict, after waiting $waitMs;
+     * NotHolderException; AcquireCancelledException). Release it in
+     * `finally`; its destructor releases it too.
      *
      * @param array<string,string>|list<string> $targets
      * @throws LockRefusedException|InvalidRequestException|BackendException
@@ -217,13 +228,14 @@ final class LockEngine
     ): LockGuard {
         $r = $this->acquire($namespace, $owner, $op, $targets, $ttlMs, $waitMs, $fair, $reenter, $idempotencyKey, $cancellation);
         if ($r->grant === null) {
-            throw new LockRefusedException($r->conflict, $r->notHolder, $r->cancelled);
+            throw LockRefusedException::fromResult($r);
         }
         return new LockGuard($this, $namespace, $r->grant);
     }
 
     /**
-     * Runs $work(Grant) under the lock and releases it afterwards, whatever
+     * Runs $work(Grant) under the lock (every option of lock(): reentry,
+     * idempotency key, cancellation) and releases it afterwards, whatever
      * happens; returns what $work returns.
      *
      * @template T
@@ -240,8 +252,11 @@ final class LockEngine
         int $ttlMs = self::DEFAULT_TTL_MS,
         int $waitMs = 0,
         bool $fair = true,
+        ?Grant $reenter = null,
+        ?string $idempotencyKey = null,
+        ?Cancellation $cancellation = null,
     ): mixed {
-        $guard = $this->lock($namespace, $owner, $op, $targets, $ttlMs, $waitMs, $fair);
+        $guard = $this->lock($namespace, $owner, $op, $targets, $ttlMs, $waitMs, $fair, $reenter, $idempotencyKey, $cancellation);
         try {
             return $work($guard->grant);
         } finally {
