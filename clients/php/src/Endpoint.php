@@ -112,7 +112,7 @@ final readonly class Endpoint
     {
         $redis = new \Redis();
         try {
-            $ok = $redis->connect(
+            $ok = @$redis->connect(   // a TLS failure is a warning too: the exception says it
                 ($this->tls ? 'tls://' : '') . $this->host,
                 $this->port,
                 $this->connectTimeout,
