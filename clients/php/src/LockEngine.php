@@ -114,6 +114,37 @@ final class LockEngine implements LockEngineInterface
         ?string $idempotencyKey = null,
         ?Cancellation $cancellation = null,
     ): AcquireResult {
+        $this->checkAcquire($namespace, $owner, $ttlMs, $waitMs, $reenter, $idempotencyKey);
+        $paths = $this->resolveTargets($op, $targets);
+        $inLine = $fair && $waitMs > 0 && $reenter === null;
+        $waiter = $inLine ? 'w' . bin2hex(random_bytes(12)) : '';
+        $args = [
+            $owner, $op, (string) $ttlMs,
+            bin2hex(random_bytes(12)), bin2hex(random_bytes(16)),   // new id and token (used only by a grant)
+            $reenter?->id ?? '', $reenter?->token ?? '', $idempotencyKey ?? '',
+            ...$paths,
+            $fair ? '1' : '0', $waiter, '0',
+        ];
+        if ($waitMs === 0 || $reenter !== null) {
+            return $this->attempt($namespace, $args);   // one attempt, no place in line
+        }
+        try {
+            return $this->wait($namespace, $args, $paths, self::nowMs() + $waitMs, $waiter, $cancellation);
+        } catch (\Throwable $e) {
+            if ($inLine) {
+                try {
+                    $this->leave($namespace, $waiter);
+                } catch (\Throwable) {
+                    // best effort: the reservation ends within 2 s anyway
+                }
+            }
+            throw $e;
+        }
+    }
+
+    /** acquire()'s input checks, before Redis is called. */
+    private function checkAcquire(string $namespace, string $owner, int $ttlMs, int $waitMs, ?Grant $reenter, ?string $idempotencyKey): void
+    {
         self::checkNamespace($namespace);
         self::checkOwner($owner);
         if ($ttlMs < 1 || $ttlMs > self::MAX_TTL_MS) {
@@ -132,26 +163,21 @@ final class LockEngine implements LockEngineInterface
         if ($idempotencyKey !== null) {
             self::checkIdempotencyKey($idempotencyKey);
         }
-        $paths = $this->resolveTargets($op, $targets);
+    }
 
-        $inLine = $fair && $waitMs > 0 && $reenter === null;
-        $waiter = $inLine ? 'w' . bin2hex(random_bytes(12)) : '';
-        $args = [
-            $owner, $op, (string) $ttlMs,
-            bin2hex(random_bytes(12)), bin2hex(random_bytes(16)),   // new id and token (used only by a grant)
-            $reenter?->id ?? '', $reenter?->token ?? '', $idempotencyKey ?? '',
-            ...$paths,
-            $fair ? '1' : '0', $waiter, '0',
-        ];
+    /**
+     * The waiting part of acquire() (docs/php.md "Waiting"): attempts until
+     * granted, the deadline, or the cancellation; a fair request ($waiter
+     * not '') keeps its place in line meanwhile. The caller leaves the line
+     * when this throws.
+     *
+     * @param list<string> $args the acquire call's arguments; the last one is reserve_ms
+     * @param list<string> $paths
+     */
+    private function wait(string $namespace, array $args, array $paths, float $deadline, string $waiter, ?Cancellation $cancellation): AcquireResult
+    {
         $last = count($args) - 1;
-        if ($waitMs === 0 || $reenter !== null) {
-            return $this->attempt($namespace, $args);   // one attempt, no place in line
-        }
-
-        $deadline = self::nowMs() + $waitMs;
-        /** @var WakeSubscription|null $sub */
         $sub = null;
-        $listening = false;
         $waited = false;
         try {
             while (true) {
@@ -159,7 +185,7 @@ final class LockEngine implements LockEngineInterface
                 $final = $left <= 0;   // a refusal now is the answer
                 // The reservation outlasts the deadline by one re-check, so the
                 // last attempt still finds its own place.
-                $args[$last] = (string) ($final || !$inLine ? 0 : min($left + self::RECHECK_MS, self::MAX_RESERVATION_MS));
+                $args[$last] = (string) ($final || $waiter === '' ? 0 : min($left + self::RECHECK_MS, self::MAX_RESERVATION_MS));
                 $out = $this->attempt($namespace, $args);
                 if ($out->grant !== null && $waited && $cancellation?->isCancelled()) {
                     // a grant that raced the cancellation: given back, never dropped
@@ -169,37 +195,23 @@ final class LockEngine implements LockEngineInterface
                 if ($out->conflict === null || $final) {
                     return $out;
                 }
-                $waited = true;
-                if (!$listening) {
-                    // Subscribe, then look again at once: a removal between the
-                    // first attempt and the subscription would be missed.
-                    $listening = true;
+                if (!$waited || ($sub !== null && $sub->isBroken())) {
+                    // Subscribe (again), then look again at once: a removal between
+                    // the attempt and the subscription would be missed.
+                    $waited = true;
+                    $sub?->close();
                     $sub = $this->subscribe($namespace);
                     continue;
                 }
                 $now = self::nowMs();
                 $until = min($deadline, $now + self::RECHECK_MS, $now + $out->conflict->expiresInMs + 1);
-                if ($sub !== null && $sub->isBroken()) {
-                    $sub->close();
-                    $sub = $this->subscribe($namespace);   // messages may have been lost: look again now
-                    continue;
-                }
                 if ($this->sleepUntil($until, $sub, $paths, $cancellation) || $cancellation?->isCancelled()) {
-                    if ($inLine) {
+                    if ($waiter !== '') {
                         $this->leave($namespace, $waiter);
                     }
                     return AcquireResult::cancelled();
                 }
             }
-        } catch (\Throwable $e) {
-            if ($inLine) {
-                try {
-                    $this->leave($namespace, $waiter);
-                } catch (\Throwable) {
-                    // best effort: the reservation ends within 2 s anyway
-                }
-            }
-            throw $e;
         } finally {
             $sub?->close();
         }
