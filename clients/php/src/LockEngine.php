@@ -7,6 +7,7 @@ namespace Pathlock;
 use Pathlock\Exception\BackendException;
 use Pathlock\Exception\InvalidRequestException;
 use Pathlock\Exception\LockRefusedException;
+use Pathlock\Exception\TimeoutException;
 
 /**
  * A client of the pathlock Redis protocol (docs/lua-protocol.md): every
@@ -473,6 +474,7 @@ final class LockEngine implements LockEngineInterface
     {
         $keys = self::keys($namespace);
         for ($try = 0; ; $try++) {
+            $start = self::nowMs();
             try {
                 $this->redis->clearLastError();
                 $r = $this->redis->rawCommand(
@@ -483,7 +485,7 @@ final class LockEngine implements LockEngineInterface
                     ...$args,
                 );
             } catch (\RedisException $e) {
-                throw new BackendException("redis: $fn: " . $e->getMessage(), 0, $e);
+                throw $this->lostReply($fn, $start, $e);
             }
             if ($r === false) {
                 $err = (string) ($this->redis->getLastError() ?? '');
@@ -510,6 +512,30 @@ final class LockEngine implements LockEngineInterface
             }
             return $r;
         }
+    }
+
+    /**
+     * The exception of a call that got no reply: TimeoutException when it
+     * waited its whole read timeout (phpredis says "read error" either way).
+     */
+    private function lostReply(string $fn, float $start, \RedisException $e): BackendException
+    {
+        $timeout = (float) $this->redis->getReadTimeout();
+        $waited = (self::nowMs() - $start) / 1000;
+        if ($timeout > 0 && $waited >= $timeout * 0.9) {
+            // The late reply would be read as the next call's: drop the
+            // connection; phpredis opens it again (and logs in) on the next call.
+            try {
+                $this->redis->close();
+            } catch (\RedisException) {
+            }
+            return new TimeoutException(
+                sprintf('redis: %s: no reply within %.3f s (the call may have run): %s', $fn, $timeout, $e->getMessage()),
+                0,
+                $e,
+            );
+        }
+        return new BackendException("redis: $fn: " . $e->getMessage(), 0, $e);
     }
 
     private function subscribe(string $namespace): ?WakeSubscription
