@@ -642,27 +642,7 @@ final class LockEngine implements LockEngineInterface
         if ($targets === []) {
             throw new InvalidRequestException("operation '$op' needs at least one target");
         }
-        $ordered = [];
-        if (array_is_list($targets)) {
-            foreach ($targets as $i => $path) {
-                $ordered[] = [$roles[$i] ?? "#$i", $path];
-            }
-        } else {
-            if ($roles === null) {
-                throw new InvalidRequestException(
-                    'the roles of the operations are unknown (library given by prefix): give the paths as a list in role order',
-                );
-            }
-            foreach ($roles as $role) {
-                if (!array_key_exists($role, $targets)) {
-                    $unknown = array_diff(array_keys($targets), $roles);
-                    throw new InvalidRequestException($unknown !== []
-                        ? sprintf("operation '%s' has no role '%s'", $op, (string) reset($unknown))
-                        : sprintf("operation '%s' needs a '%s' target", $op, $role));
-                }
-                $ordered[] = [$role, $targets[$role]];
-            }
-        }
+        $ordered = self::orderTargets($op, $targets, $roles);
         $paths = [];
         foreach ($ordered as [$role, $path]) {
             if (!is_string($path)) {
@@ -688,6 +668,39 @@ final class LockEngine implements LockEngineInterface
             }
         }
         return $paths;
+    }
+
+    /**
+     * [role, path] pairs in role order, from a list (role order already) or a role => path map.
+     *
+     * @param array<string,string>|list<string> $targets
+     * @param list<string>|null $roles
+     * @return list<array{string, mixed}>
+     */
+    private static function orderTargets(string $op, array $targets, ?array $roles): array
+    {
+        $ordered = [];
+        if (array_is_list($targets)) {
+            foreach ($targets as $i => $path) {
+                $ordered[] = [$roles[$i] ?? "#$i", $path];
+            }
+        } else {
+            if ($roles === null) {
+                throw new InvalidRequestException(
+                    'the roles of the operations are unknown (library given by prefix): give the paths as a list in role order',
+                );
+            }
+            foreach ($roles as $role) {
+                if (!array_key_exists($role, $targets)) {
+                    $unknown = array_diff(array_keys($targets), $roles);
+                    throw new InvalidRequestException($unknown !== []
+                        ? sprintf("operation '%s' has no role '%s'", $op, (string) reset($unknown))
+                        : sprintf("operation '%s' needs a '%s' target", $op, $role));
+                }
+                $ordered[] = [$role, $targets[$role]];
+            }
+        }
+        return $ordered;
     }
 
     /** @return array<string,string> role => path from a flat [role, path, ...] reply */
