@@ -67,3 +67,5 @@ def test_debian_package(tmp_path):
     root = tmp_path / "root"
     subprocess.run(["dpkg-deb", "-x", deb, str(root)], check=True)
     _smoke(str(root / "usr" / "lib" / "python3" / "dist-packages"))
+    with open(os.path.join(SOURCE, "LICENSE"), "rb") as f:
+        assert (root / "usr" / "share" / "doc" / "python3-pathlock" / "copyright").read_bytes() == f.read()
