@@ -19,7 +19,7 @@ case "$mode" in demo|test|asan|tsan) ;; *) echo "usage: tools/build.sh demo|test
 packages=(cmake g++ make pkg-config libhiredis-dev libssl-dev openssl nlohmann-json3-dev catch2 libvalijson-dev libfmt-dev libcpp-httplib-dev redis-server gnuplot-nox
           python3-dev python3-setuptools python3-pytest pybind11-dev chromium chromium-driver python3-selenium
           fonts-noto-cjk golang-go golang-github-gomodule-redigo-dev golang-github-mna-redisc-dev nodejs
-          php-cli php-redis composer phpunit prometheus postgresql libpq-dev pgbouncer universal-ctags valgrind gdb)
+          php-cli php-redis php-zip composer phpunit prometheus postgresql libpq-dev pgbouncer universal-ctags valgrind gdb)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

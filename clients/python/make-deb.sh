@@ -15,7 +15,7 @@ pkg="$build/python/pathlock"
 so=$(ls "$pkg"/_pathlock*.so 2>/dev/null | head -n1 || true)
 [ -n "$so" ] || { echo "no $pkg/_pathlock*.so: build the target pathlock_python first" >&2; exit 1; }
 
-version=$(sed -n 's/^project(pathlock VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLists.txt")
+version=$(cat "$src/VERSION")   # the one place of the version
 arch=$(dpkg --print-architecture)
 # The Python the module was built for: cpython-311-... -> 3.11.
 pyver=$(basename "$so" | sed -n 's/.*cpython-\([0-9]\)\([0-9]*\)-.*/\1.\2/p')
@@ -31,6 +31,7 @@ cp "$pkg"/*.py "$pkg"/*.pyi "$pkg"/py.typed "$dest/"
 install -m 644 "$so" "$dest/"
 strip --strip-unneeded "$dest/$(basename "$so")"
 cp "$src/docs/python.md" "$root/usr/share/doc/python3-pathlock/"
+cp "$src/LICENSE" "$root/usr/share/doc/python3-pathlock/copyright"   # Debian's place of the license (MIT)
 
 # dpkg-shlibdeps wants a debian/control beside it.
 mkdir -p "$work/debian"

@@ -41,7 +41,7 @@ final class PathlockLockingProvider
         $r = $this->engine->acquire($this->namespace, $this->owner, self::OPS[$type], [$path],
             ttlMs: $this->ttlMs, waitMs: isset($this->held[$key]) ? 0 : $this->waitMs, reenter: $this->held[$key] ?? null);
         if ($r->grant === null) {
-            throw new LockRefusedException($r->conflict, $r->notHolder);
+            throw LockRefusedException::fromResult($r);
         }
         $this->held[$key] = $r->grant;
     }

@@ -12,6 +12,11 @@ use Pathlock\Exception\InvalidRequestException;
  * `rediss://` URL (`redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]`), or read
  * back from a connected \Redis. The engine uses it to open the dedicated
  * connection of the wake-up subscription.
+ *
+ * $tlsOptions: PHP's SSL context options (https://www.php.net/manual/en/context.ssl.php:
+ * `cafile`, `local_cert`, `local_pk`, `verify_peer`, `peer_name`, ...), used
+ * for a `rediss://` endpoint on every socket: the command connection
+ * (phpredis's `stream` context) and the wake-up subscription alike.
  */
 final readonly class Endpoint
 {
@@ -24,10 +29,12 @@ final readonly class Endpoint
         public int $db = 0,
         public float $connectTimeout = 2.0,
         public float $commandTimeout = 2.0,
+        public array $tlsOptions = [],
     ) {
     }
 
-    public static function fromUrl(string $url, float $connectTimeout = 2.0, float $commandTimeout = 2.0): self
+    /** @param array<string,mixed> $tlsOptions SSL context options for rediss:// */
+    public static function fromUrl(string $url, float $connectTimeout = 2.0, float $commandTimeout = 2.0, array $tlsOptions = []): self
     {
         $parts = parse_url($url);
         $scheme = is_array($parts) ? strtolower($parts['scheme'] ?? '') : '';
@@ -56,11 +63,18 @@ final readonly class Endpoint
             $db,
             $connectTimeout,
             $commandTimeout,
+            $tlsOptions,
         );
     }
 
-    /** The endpoint a connected phpredis client talks to. */
-    public static function fromRedis(\Redis $redis): self
+    /**
+     * The endpoint a connected phpredis client talks to. phpredis does not
+     * tell the SSL context it was connected with: give $tlsOptions again (or pass
+     * an Endpoint to LockEngine's constructor) when it uses one.
+     *
+     * @param array<string,mixed> $tlsOptions
+     */
+    public static function fromRedis(\Redis $redis, array $tlsOptions = []): self
     {
         $host = (string) $redis->getHost();
         $tls = false;
@@ -89,6 +103,7 @@ final readonly class Endpoint
             (int) $redis->getDBNum(),
             $timeout > 0 ? $timeout : 2.0,
             $read > 0 ? $read : 2.0,
+            $tlsOptions,
         );
     }
 
@@ -97,13 +112,14 @@ final readonly class Endpoint
     {
         $redis = new \Redis();
         try {
-            $ok = $redis->connect(
+            $ok = @$redis->connect(   // a TLS failure is a warning too: the exception says it
                 ($this->tls ? 'tls://' : '') . $this->host,
                 $this->port,
                 $this->connectTimeout,
                 null,
                 0,
                 $this->commandTimeout,
+                $this->tlsOptions ? ['stream' => $this->tlsOptions] : [],
             );
             if (!$ok) {
                 throw new BackendException("redis at {$this->host}:{$this->port}: cannot connect");

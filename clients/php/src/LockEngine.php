@@ -7,6 +7,7 @@ namespace Pathlock;
 use Pathlock\Exception\BackendException;
 use Pathlock\Exception\InvalidRequestException;
 use Pathlock\Exception\LockRefusedException;
+use Pathlock\Exception\TimeoutException;
 
 /**
  * A client of the pathlock Redis protocol (docs/lua-protocol.md): every
@@ -17,7 +18,7 @@ use Pathlock\Exception\LockRefusedException;
  * It holds no global state: one instance per connection, as many as you
  * like. Not for use by several threads at once (neither is \Redis).
  */
-final class LockEngine
+final class LockEngine implements LockEngineInterface
 {
     public const VERSION = '0.2.0';
     public const DEFAULT_TTL_MS = 30000;
@@ -44,10 +45,20 @@ final class LockEngine
         $this->wakeEndpoint = $wakeEndpoint;
     }
 
-    /** Connects to `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]` (or `rediss://`). */
-    public static function connect(string $url, Library $library, float $connectTimeout = 2.0, float $commandTimeout = 2.0): self
-    {
-        $endpoint = Endpoint::fromUrl($url, $connectTimeout, $commandTimeout);
+    /**
+     * Connects to `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]` (or `rediss://`).
+     *
+     * @param array<string,mixed> $tlsOptions PHP's SSL context options for `rediss://` (`cafile`, `local_cert`,
+     *   `local_pk`, ...), used on the command connection and the wake-up subscription alike
+     */
+    public static function connect(
+        string $url,
+        Library $library,
+        float $connectTimeout = 2.0,
+        float $commandTimeout = 2.0,
+        array $tlsOptions = [],
+    ): self {
+        $endpoint = Endpoint::fromUrl($url, $connectTimeout, $commandTimeout, $tlsOptions);
         return new self($endpoint->connect(), $library, $endpoint);
     }
 
@@ -104,6 +115,37 @@ final class LockEngine
         ?string $idempotencyKey = null,
         ?Cancellation $cancellation = null,
     ): AcquireResult {
+        $this->checkAcquire($namespace, $owner, $ttlMs, $waitMs, $reenter, $idempotencyKey);
+        $paths = $this->resolveTargets($op, $targets);
+        $inLine = $fair && $waitMs > 0 && $reenter === null;
+        $waiter = $inLine ? 'w' . bin2hex(random_bytes(12)) : '';
+        $args = [
+            $owner, $op, (string) $ttlMs,
+            bin2hex(random_bytes(12)), bin2hex(random_bytes(16)),   // new id and token (used only by a grant)
+            $reenter?->id ?? '', $reenter?->token ?? '', $idempotencyKey ?? '',
+            ...$paths,
+            $fair ? '1' : '0', $waiter, '0',
+        ];
+        if ($waitMs === 0 || $reenter !== null) {
+            return $this->attempt($namespace, $args);   // one attempt, no place in line
+        }
+        try {
+            return $this->wait($namespace, $args, $paths, self::nowMs() + $waitMs, $waiter, $cancellation);
+        } catch (\Throwable $e) {
+            if ($inLine) {
+                try {
+                    $this->leave($namespace, $waiter);
+                } catch (\Throwable) {
+                    // best effort: the reservation ends within 2 s anyway
+                }
+            }
+            throw $e;
+        }
+    }
+
+    /** acquire()'s input checks, before Redis is called. */
+    private function checkAcquire(string $namespace, string $owner, int $ttlMs, int $waitMs, ?Grant $reenter, ?string $idempotencyKey): void
+    {
         self::checkNamespace($namespace);
         self::checkOwner($owner);
         if ($ttlMs < 1 || $ttlMs > self::MAX_TTL_MS) {
@@ -122,26 +164,21 @@ final class LockEngine
         if ($idempotencyKey !== null) {
             self::checkIdempotencyKey($idempotencyKey);
         }
-        $paths = $this->resolveTargets($op, $targets);
+    }
 
-        $inLine = $fair && $waitMs > 0 && $reenter === null;
-        $waiter = $inLine ? 'w' . bin2hex(random_bytes(12)) : '';
-        $args = [
-            $owner, $op, (string) $ttlMs,
-            bin2hex(random_bytes(12)), bin2hex(random_bytes(16)),   // new id and token (used only by a grant)
-            $reenter?->id ?? '', $reenter?->token ?? '', $idempotencyKey ?? '',
-            ...$paths,
-            $fair ? '1' : '0', $waiter, '0',
-        ];
+    /**
+     * The waiting part of acquire() (docs/php.md "Waiting"): attempts until
+     * granted, the deadline, or the cancellation; a fair request ($waiter
+     * not '') keeps its place in line meanwhile. The caller leaves the line
+     * when this throws.
+     *
+     * @param list<string> $args the acquire call's arguments; the last one is reserve_ms
+     * @param list<string> $paths
+     */
+    private function wait(string $namespace, array $args, array $paths, float $deadline, string $waiter, ?Cancellation $cancellation): AcquireResult
+    {
         $last = count($args) - 1;
-        if ($waitMs === 0 || $reenter !== null) {
-            return $this->attempt($namespace, $args);   // one attempt, no place in line
-        }
-
-        $deadline = self::nowMs() + $waitMs;
-        /** @var WakeSubscription|null $sub */
         $sub = null;
-        $listening = false;
         $waited = false;
         try {
             while (true) {
@@ -149,7 +186,7 @@ final class LockEngine
                 $final = $left <= 0;   // a refusal now is the answer
                 // The reservation outlasts the deadline by one re-check, so the
                 // last attempt still finds its own place.
-                $args[$last] = (string) ($final || !$inLine ? 0 : min($left + self::RECHECK_MS, self::MAX_RESERVATION_MS));
+                $args[$last] = (string) ($final || $waiter === '' ? 0 : min($left + self::RECHECK_MS, self::MAX_RESERVATION_MS));
                 $out = $this->attempt($namespace, $args);
                 if ($out->grant !== null && $waited && $cancellation?->isCancelled()) {
                     // a grant that raced the cancellation: given back, never dropped
@@ -159,46 +196,33 @@ final class LockEngine
                 if ($out->conflict === null || $final) {
                     return $out;
                 }
-                $waited = true;
-                if (!$listening) {
-                    // Subscribe, then look again at once: a removal between the
-                    // first attempt and the subscription would be missed.
-                    $listening = true;
+                if (!$waited || ($sub !== null && $sub->isBroken())) {
+                    // Subscribe (again), then look again at once: a removal between
+                    // the attempt and the subscription would be missed.
+                    $waited = true;
+                    $sub?->close();
                     $sub = $this->subscribe($namespace);
                     continue;
                 }
                 $now = self::nowMs();
                 $until = min($deadline, $now + self::RECHECK_MS, $now + $out->conflict->expiresInMs + 1);
-                if ($sub !== null && $sub->isBroken()) {
-                    $sub->close();
-                    $sub = $this->subscribe($namespace);   // messages may have been lost: look again now
-                    continue;
-                }
                 if ($this->sleepUntil($until, $sub, $paths, $cancellation) || $cancellation?->isCancelled()) {
-                    if ($inLine) {
+                    if ($waiter !== '') {
                         $this->leave($namespace, $waiter);
                     }
                     return AcquireResult::cancelled();
                 }
             }
-        } catch (\Throwable $e) {
-            if ($inLine) {
-                try {
-                    $this->leave($namespace, $waiter);
-                } catch (\Throwable) {
-                    // best effort: the reservation ends within 2 s anyway
-                }
-            }
-            throw $e;
         } finally {
             $sub?->close();
         }
     }
 
     /**
-     * acquire() as a guard: granted, or LockRefusedException naming the
-     * conflict (after waiting $waitMs). Release it in `finally`; its
-     * destructor releases it too.
+     * acquire() as a guard: granted, or a LockRefusedException saying why
+     * (LockConflictedException naming the conflict, after waiting $waitMs;
+     * NotHolderException; AcquireCancelledException). Release it in
+     * `finally`; its destructor releases it too.
      *
      * @param array<string,string>|list<string> $targets
      * @throws LockRefusedException|InvalidRequestException|BackendException
@@ -217,13 +241,14 @@ final class LockEngine
     ): LockGuard {
         $r = $this->acquire($namespace, $owner, $op, $targets, $ttlMs, $waitMs, $fair, $reenter, $idempotencyKey, $cancellation);
         if ($r->grant === null) {
-            throw new LockRefusedException($r->conflict, $r->notHolder, $r->cancelled);
+            throw LockRefusedException::fromResult($r);
         }
         return new LockGuard($this, $namespace, $r->grant);
     }
 
     /**
-     * Runs $work(Grant) under the lock and releases it afterwards, whatever
+     * Runs $work(Grant) under the lock (every option of lock(): reentry,
+     * idempotency key, cancellation) and releases it afterwards, whatever
      * happens; returns what $work returns.
      *
      * @template T
@@ -240,8 +265,11 @@ final class LockEngine
         int $ttlMs = self::DEFAULT_TTL_MS,
         int $waitMs = 0,
         bool $fair = true,
+        ?Grant $reenter = null,
+        ?string $idempotencyKey = null,
+        ?Cancellation $cancellation = null,
     ): mixed {
-        $guard = $this->lock($namespace, $owner, $op, $targets, $ttlMs, $waitMs, $fair);
+        $guard = $this->lock($namespace, $owner, $op, $targets, $ttlMs, $waitMs, $fair, $reenter, $idempotencyKey, $cancellation);
         try {
             return $work($guard->grant);
         } finally {
@@ -446,6 +474,7 @@ final class LockEngine
     {
         $keys = self::keys($namespace);
         for ($try = 0; ; $try++) {
+            $start = self::nowMs();
             try {
                 $this->redis->clearLastError();
                 $r = $this->redis->rawCommand(
@@ -456,7 +485,7 @@ final class LockEngine
                     ...$args,
                 );
             } catch (\RedisException $e) {
-                throw new BackendException("redis: $fn: " . $e->getMessage(), 0, $e);
+                throw $this->lostReply($fn, $start, $e);
             }
             if ($r === false) {
                 $err = (string) ($this->redis->getLastError() ?? '');
@@ -483,6 +512,30 @@ final class LockEngine
             }
             return $r;
         }
+    }
+
+    /**
+     * The exception of a call that got no reply: TimeoutException when it
+     * waited its whole read timeout (phpredis says "read error" either way).
+     */
+    private function lostReply(string $fn, float $start, \RedisException $e): BackendException
+    {
+        $timeout = (float) $this->redis->getReadTimeout();
+        $waited = (self::nowMs() - $start) / 1000;
+        if ($timeout > 0 && $waited >= $timeout * 0.9) {
+            // The late reply would be read as the next call's: drop the
+            // connection; phpredis opens it again (and logs in) on the next call.
+            try {
+                $this->redis->close();
+            } catch (\RedisException) {
+            }
+            return new TimeoutException(
+                sprintf('redis: %s: no reply within %.3f s (the call may have run): %s', $fn, $timeout, $e->getMessage()),
+                0,
+                $e,
+            );
+        }
+        return new BackendException("redis: $fn: " . $e->getMessage(), 0, $e);
     }
 
     private function subscribe(string $namespace): ?WakeSubscription
@@ -589,27 +642,7 @@ final class LockEngine
         if ($targets === []) {
             throw new InvalidRequestException("operation '$op' needs at least one target");
         }
-        $ordered = [];
-        if (array_is_list($targets)) {
-            foreach ($targets as $i => $path) {
-                $ordered[] = [$roles[$i] ?? "#$i", $path];
-            }
-        } else {
-            if ($roles === null) {
-                throw new InvalidRequestException(
-                    'the roles of the operations are unknown (library given by prefix): give the paths as a list in role order',
-                );
-            }
-            foreach ($roles as $role) {
-                if (!array_key_exists($role, $targets)) {
-                    $unknown = array_diff(array_keys($targets), $roles);
-                    throw new InvalidRequestException($unknown !== []
-                        ? sprintf("operation '%s' has no role '%s'", $op, (string) reset($unknown))
-                        : sprintf("operation '%s' needs a '%s' target", $op, $role));
-                }
-                $ordered[] = [$role, $targets[$role]];
-            }
-        }
+        $ordered = self::orderTargets($op, $targets, $roles);
         $paths = [];
         foreach ($ordered as [$role, $path]) {
             if (!is_string($path)) {
@@ -635,6 +668,39 @@ final class LockEngine
             }
         }
         return $paths;
+    }
+
+    /**
+     * [role, path] pairs in role order, from a list (role order already) or a role => path map.
+     *
+     * @param array<string,string>|list<string> $targets
+     * @param list<string>|null $roles
+     * @return list<array{string, mixed}>
+     */
+    private static function orderTargets(string $op, array $targets, ?array $roles): array
+    {
+        $ordered = [];
+        if (array_is_list($targets)) {
+            foreach ($targets as $i => $path) {
+                $ordered[] = [$roles[$i] ?? "#$i", $path];
+            }
+        } else {
+            if ($roles === null) {
+                throw new InvalidRequestException(
+                    'the roles of the operations are unknown (library given by prefix): give the paths as a list in role order',
+                );
+            }
+            foreach ($roles as $role) {
+                if (!array_key_exists($role, $targets)) {
+                    $unknown = array_diff(array_keys($targets), $roles);
+                    throw new InvalidRequestException($unknown !== []
+                        ? sprintf("operation '%s' has no role '%s'", $op, (string) reset($unknown))
+                        : sprintf("operation '%s' needs a '%s' target", $op, $role));
+                }
+                $ordered[] = [$role, $targets[$role]];
+            }
+        }
+        return $ordered;
     }
 
     /** @return array<string,string> role => path from a flat [role, path, ...] reply */

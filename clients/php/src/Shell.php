@@ -192,21 +192,17 @@ final class Shell implements Cancellation
         $reenter = $reenterId !== null ? new Grant($reenterId, (string) $token, 0, 0, 0) : null;
         $this->waiting = $wait > 0;
         try {
-            $r = $this->engine->acquire(
-                $this->namespace,
-                $owner,
-                $op,
-                array_slice($positional, 2),
-                $ttl,
-                $wait,
-                $fair,
-                $reenter,
-                $key,
-                $wait > 0 ? $this : null,
-            );
+            $r = $this->engine->acquire($this->namespace, $owner, $op, array_slice($positional, 2), ttlMs: $ttl,
+                waitMs: $wait, fair: $fair, reenter: $reenter, idempotencyKey: $key, cancellation: $wait > 0 ? $this : null);
         } finally {
             $this->waiting = false;
         }
+        return self::acquireReply($r);
+    }
+
+    /** @return array<string,mixed> the answer line of an acquire */
+    private static function acquireReply(\Pathlock\AcquireResult $r): array
+    {
         if ($r->cancelled) {
             return ['granted' => false, 'cancelled' => true];
         }

@@ -41,7 +41,9 @@ final class WakeSubscription
             (str_contains($endpoint->host, ':') ? "[{$endpoint->host}]" : $endpoint->host) . ':' . $endpoint->port;
         $errno = 0;
         $errstr = '';
-        $socket = @stream_socket_client($address, $errno, $errstr, $endpoint->connectTimeout);
+        // The same SSL context options as the command connection (Endpoint::$tlsOptions).
+        $context = stream_context_create($endpoint->tlsOptions ? ['ssl' => $endpoint->tlsOptions] : []);
+        $socket = @stream_socket_client($address, $errno, $errstr, $endpoint->connectTimeout, STREAM_CLIENT_CONNECT, $context);
         if ($socket === false) {
             throw new BackendException("wake-up subscription: cannot connect to $address: $errstr");
         }

@@ -4,7 +4,12 @@ declare(strict_types=1);
 
 namespace Pathlock\Tests;
 
+use Pathlock\Exception\ExceptionInterface;
+use Pathlock\Exception\LockConflictedException;
 use Pathlock\Exception\LockRefusedException;
+use Pathlock\Exception\NotHolderException;
+use Pathlock\Grant;
+use Pathlock\LockEngineInterface;
 use Pathlock\LockGuard;
 use Pathlock\Tests\Support\RedisTestCase;
 
@@ -61,7 +66,9 @@ final class GuardTest extends RedisTestCase
         try {
             $this->engine->lock($this->ns, 'bob', 'upload', ['/p/A/x'], waitMs: 250);
             $this->fail('granted');
-        } catch (LockRefusedException $e) {
+        } catch (LockConflictedException $e) {
+            $this->assertInstanceOf(LockRefusedException::class, $e);
+            $this->assertInstanceOf(ExceptionInterface::class, $e);
             $this->assertSame($held->grant->id, $e->conflict->id);
             $this->assertSame('held_ancestor', $e->conflict->relation);
             $this->assertStringContainsString("locked by delete_folder 'alice' on /p/A", $e->getMessage());
@@ -86,5 +93,25 @@ final class GuardTest extends RedisTestCase
         $this->assertFalse($guard->renew(), 'a lost lock is not renewed');
         $this->assertFalse($guard->isHeld());
         $this->assertInstanceOf(LockGuard::class, $guard);
+    }
+
+    public function testWithLockTakesReentryAndIdempotency(): void
+    {
+        $this->assertInstanceOf(LockEngineInterface::class, $this->engine);
+        $outer = $this->engine->lock($this->ns, 'ann', 'upload', ['/p/A']);
+        $holds = $this->engine->withLock($this->ns, 'ann', 'upload', ['/p/A'], fn(Grant $g) => $g->holds,
+            reenter: $outer->grant);
+        $this->assertSame(2, $holds, 'withLock re-entered the lock by its proof');
+        $this->assertTrue($outer->isHeld(), 'withLock gave back its own hold only');
+        $outer->release();
+
+        $first = $this->engine->withLock($this->ns, 'ann', 'upload', ['/p/B'], fn(Grant $g) => $g->id,
+            idempotencyKey: 'k-1');
+        $this->assertNotSame('', $first);
+        $this->assertSame([], $this->engine->list($this->ns));
+
+        $gone = new Grant($outer->grant->id, $outer->grant->token, 0, 0, 0);
+        $this->expectException(NotHolderException::class);
+        $this->engine->withLock($this->ns, 'ann', 'upload', ['/p/A'], fn() => null, reenter: $gone);
     }
 }

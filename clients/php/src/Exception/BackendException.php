@@ -9,6 +9,6 @@ namespace Pathlock\Exception;
  * or a reply was lost. A call whose reply was lost may have run: it is
  * never sent again by this library.
  */
-final class BackendException extends PathlockException
+class BackendException extends PathlockException
 {
 }

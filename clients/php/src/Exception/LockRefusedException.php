@@ -4,37 +4,25 @@ declare(strict_types=1);
 
 namespace Pathlock\Exception;
 
-use Pathlock\Conflict;
+use Pathlock\AcquireResult;
 
 /**
- * Thrown by LockEngine::lock() when the request was refused (after waiting,
- * when it waited). `conflict` names the lock or older waiter that refused
- * it; it is null when a reentry's proof named no live lock (`notHolder`).
+ * LockEngine::lock() and withLock() gave no lock. One subclass per outcome:
+ * LockConflictedException (a lock or an older waiter refused it; after
+ * waiting, when it waited), NotHolderException (a reentry's proof named no
+ * live lock), AcquireCancelledException (a Cancellation stopped the wait).
+ * acquire() answers these outcomes as an AcquireResult instead.
  */
-final class LockRefusedException extends PathlockException
+abstract class LockRefusedException extends PathlockException
 {
-    public function __construct(
-        public readonly ?Conflict $conflict,
-        public readonly bool $notHolder = false,
-        public readonly bool $cancelled = false,
-    ) {
-        if ($conflict !== null) {
-            $what = sprintf(
-                'refused: %s %s %s by %s \'%s\' on %s (%s%s)',
-                $conflict->requestedRole,
-                $conflict->requestedPath,
-                $conflict->queued ? 'is awaited' : 'is locked',
-                $conflict->op,
-                $conflict->owner,
-                $conflict->path,
-                $conflict->relation,
-                $conflict->queued ? ', queued' : '',
-            );
-        } elseif ($notHolder) {
-            $what = 'refused: the reentry proof names no live lock';
-        } else {
-            $what = 'cancelled while waiting';
-        }
-        parent::__construct($what);
+    /** The exception for a result that holds no grant. */
+    public static function fromResult(AcquireResult $result): self
+    {
+        return match (true) {
+            $result->conflict !== null => new LockConflictedException($result->conflict),
+            $result->notHolder => new NotHolderException(),
+            $result->cancelled => new AcquireCancelledException(),
+            default => throw new \LogicException('a granted result is no refusal'),
+        };
     }
 }

@@ -4,7 +4,7 @@ declare(strict_types=1);
 
 namespace Pathlock\Exception;
 
-/** Base of every exception this library throws. */
-class PathlockException extends \RuntimeException
+/** Base class of every exception this library throws; see ExceptionInterface. */
+abstract class PathlockException extends \RuntimeException implements ExceptionInterface
 {
 }

@@ -14,9 +14,15 @@ final class RedisServer
     private $process;
     public readonly int $port;
     public readonly string $url;
+    /** The TLS port (0 without $tlsDir). */
+    public readonly int $tlsPort;
     private string $dir;
 
-    public function __construct()
+    /**
+     * @param string|null $tlsDir a folder of make_test_certs.sh's certificates: also listen with TLS on
+     *   $tlsPort (server.crt, signed by ca.crt), asking clients for a certificate signed by ca.crt
+     */
+    public function __construct(?string $tlsDir = null)
     {
         $binary = getenv('PATHLOCK_REDIS_SERVER') ?: 'redis-server';
         $this->dir = sys_get_temp_dir() . '/pathlock-php-redis-' . bin2hex(random_bytes(6));
@@ -25,6 +31,11 @@ final class RedisServer
             $port = self::freePort();
             $cmd = [$binary, '--port', (string) $port, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
                 '--dir', $this->dir, '--logfile', $this->dir . '/redis.log'];
+            $tlsPort = $tlsDir === null ? 0 : self::freePort();
+            if ($tlsDir !== null) {
+                array_push($cmd, '--tls-port', (string) $tlsPort, '--tls-cert-file', "$tlsDir/server.crt",
+                    '--tls-key-file', "$tlsDir/server.key", '--tls-ca-cert-file', "$tlsDir/ca.crt", '--tls-auth-clients', 'yes');
+            }
             $process = proc_open($cmd, [0 => ['file', '/dev/null', 'r'], 1 => ['file', '/dev/null', 'w'], 2 => ['file', '/dev/null', 'w']], $pipes);
             if ($process === false) {
                 throw new \RuntimeException("cannot start $binary");
@@ -32,6 +43,7 @@ final class RedisServer
             if (self::waitReady($port, $process)) {
                 $this->process = $process;
                 $this->port = $port;
+                $this->tlsPort = $tlsPort;
                 $this->url = "redis://127.0.0.1:$port";
                 return;
             }

@@ -1,0 +1,118 @@
+"""A new user's PHP project adds pathlock with composer (docs/php.md, "From
+an empty project"): in a fresh folder outside the checkout, the doc's
+composer.json names the artifact repository that tools/release/php.sh
+wrote, `composer require pathlock/pathlock` installs it (packagist stays
+enabled and is unreachable here: composer must not need it), and the doc's
+example runs against a real redis-server on a free loopback port, with the
+library file the release ships.
+
+PATHLOCK_DIST_DIR: the folder the release command wrote (CTest's fixture
+`release_php_package`), else tools/release/php.sh writes one into a
+temporary folder. PATHLOCK_LIBRARY: the Functions library file (.lua).
+"""
+import os
+import pathlib
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+VERSION = (ROOT / "VERSION").read_text(encoding="utf-8").strip()
+
+
+def doc_blocks():
+    text = (ROOT / "docs" / "php.md").read_text(encoding="utf-8")
+    section = text.split("## From an empty project", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```(\w+)\n(.*?)```", section, re.S)
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory):
+    d = os.environ.get("PATHLOCK_DIST_DIR")
+    if not d:
+        d = str(tmp_path_factory.mktemp("dist"))
+        subprocess.run([str(ROOT / "tools" / "release" / "php.sh"), d], check=True, stdout=subprocess.DEVNULL)
+    assert os.path.isfile(os.path.join(d, "composer", f"pathlock-pathlock-{VERSION}.zip"))
+    return d
+
+
+@pytest.fixture
+def redis_url():
+    exe = shutil.which("redis-server")
+    assert exe, "no redis-server"
+    with tempfile.TemporaryDirectory(prefix="pathlock-consumer-redis-") as d:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                                 "--dir", d], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_ready(proc, port)
+            yield f"redis://127.0.0.1:{port}"
+        finally:
+            proc.terminate()
+            proc.wait()
+
+
+def wait_ready(proc, port):
+    for _ in range(200):
+        assert proc.poll() is None, "redis-server exited"
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+                s.sendall(b"PING\r\n")
+                if s.recv(16).startswith(b"+PONG"):
+                    return
+        except OSError:
+            pass
+        try:
+            proc.wait(0.05)
+        except subprocess.TimeoutExpired:
+            pass
+    pytest.fail("redis-server did not answer PING")
+
+
+@pytest.fixture(scope="module")
+def project(dist):
+    with tempfile.TemporaryDirectory(prefix="pathlock-consumer-php-") as d:
+        proj = pathlib.Path(d) / "myservice"
+        proj.mkdir()
+        assert not str(proj).startswith(str(ROOT))
+        # composer's cache and home inside the temporary folder: nothing of this machine's composer
+        env = dict(os.environ, COMPOSER_HOME=str(pathlib.Path(d) / "composer-home"))
+        blocks = doc_blocks()
+        shell = [b for lang, b in blocks if lang == "sh"]
+        assert shell, "docs/php.md: no sh block under 'From an empty project'"
+        script = "set -e\n" + shell[0].replace("/path/to/dist", dist)
+        subprocess.run(["sh", "-c", script], cwd=proj, env=env, check=True, timeout=240,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        php = [b for lang, b in blocks if lang == "php"]
+        assert php, "docs/php.md: no php block under 'From an empty project'"
+        (proj / "app.php").write_text(php[0], encoding="utf-8")
+        yield proj, env
+
+
+def test_installed_from_the_artifact(project):
+    proj, _ = project
+    pkg = proj / "vendor" / "pathlock" / "pathlock"
+    assert (pkg / "LICENSE").read_bytes() == (ROOT / "LICENSE").read_bytes()
+    lock = (proj / "composer.lock").read_text(encoding="utf-8")
+    assert f'"version": "{VERSION}"' in lock and '"type": "zip"' in lock and '"MIT"' in lock
+
+
+def test_example_on_redis(project, redis_url):
+    proj, env = project
+    library = os.environ.get("PATHLOCK_LIBRARY")
+    assert library, "PATHLOCK_LIBRARY (the library file of the release) is not set"
+    shutil.copy(library, proj / "pathlock_library.lua")
+    for _ in range(2):   # a second run: the library is loaded already, nothing was left held
+        out = subprocess.run(["php", "app.php", redis_url], cwd=proj, env=env, capture_output=True, text=True,
+                             timeout=60)
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert out.stdout.splitlines() == [
+            "bob: refused: target /p/A/C/x is locked by move_folder 'alice' on /p/A/C (held_ancestor)",
+            "bob after the release: granted",
+        ]
