@@ -83,8 +83,8 @@ install(FILES ${PATHLOCK_VECTORS_DIR}/paths.json ${PATHLOCK_VECTORS_DIR}/matrix-
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs FILES_MATCHING PATTERN "*.md" PATTERN "*.png"
         PATTERN "*.cpp" PATTERN "*.yml")
-foreach(linked matrix/README.md matrix/cloud-drive.json matrix/matrix.schema.json src/README.md tests/README.md
-               tools/dev/bench/README.md)
+foreach(linked CHANGELOG.md matrix/README.md matrix/cloud-drive.json matrix/matrix.schema.json src/README.md tests/README.md
+               tools/dev/bench/README.md tools/release/README.md tests/release/README.md)
   get_filename_component(linked_dir ${linked} DIRECTORY)
   install(FILES ${PROJECT_SOURCE_DIR}/${linked} DESTINATION ${CMAKE_INSTALL_DOCDIR}/${linked_dir})
 endforeach()
