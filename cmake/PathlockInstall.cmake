@@ -47,9 +47,15 @@ configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/pathlockConfig.cmake.i
                               INSTALL_DESTINATION ${PATHLOCK_INSTALL_CMAKEDIR}
                               PATH_VARS PATHLOCK_INSTALL_LUADIR PATHLOCK_INSTALL_REDISDIR PATHLOCK_INSTALL_MATRIXDIR)
 # 0.x: a new minor version may break the API, so only the same major.minor
-# satisfies find_package(pathlock 0.2).
+# satisfies find_package(pathlock 0.2); from 1.0 on, any 1.x satisfies
+# find_package(pathlock 1.y) for y up to its own minor (semantic versioning).
+if(PROJECT_VERSION_MAJOR EQUAL 0)
+  set(pathlock_version_compatibility SameMinorVersion)
+else()
+  set(pathlock_version_compatibility SameMajorVersion)
+endif()
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/pathlockConfigVersion.cmake
-                                 COMPATIBILITY SameMinorVersion)
+                                 COMPATIBILITY ${pathlock_version_compatibility})
 install(FILES ${PROJECT_BINARY_DIR}/pathlockConfig.cmake ${PROJECT_BINARY_DIR}/pathlockConfigVersion.cmake
               ${PROJECT_SOURCE_DIR}/tools/cmake/PathlockMatrix.cmake
               ${PROJECT_SOURCE_DIR}/tools/cmake/pathlock_matrix_check.cpp
@@ -77,11 +83,56 @@ install(FILES ${PATHLOCK_VECTORS_DIR}/paths.json ${PATHLOCK_VECTORS_DIR}/matrix-
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs FILES_MATCHING PATTERN "*.md" PATTERN "*.png"
         PATTERN "*.cpp" PATTERN "*.yml")
-foreach(linked matrix/README.md matrix/cloud-drive.json matrix/matrix.schema.json src/README.md tests/README.md
-               tools/dev/bench/README.md)
+foreach(linked CHANGELOG.md matrix/README.md matrix/cloud-drive.json matrix/matrix.schema.json src/README.md tests/README.md
+               tools/dev/bench/README.md tools/release/README.md tests/release/README.md)
   get_filename_component(linked_dir ${linked} DIRECTORY)
   install(FILES ${PROJECT_SOURCE_DIR}/${linked} DESTINATION ${CMAKE_INSTALL_DOCDIR}/${linked_dir})
 endforeach()
+
+# The license: LICENSE as it is, and Debian's copyright file (machine-readable
+# format, License: MIT with the full text) at share/doc/pathlock/copyright.
+file(READ ${PROJECT_SOURCE_DIR}/LICENSE pathlock_license_text)
+string(REGEX MATCH "Copyright \\(c\\) [^\n]*" pathlock_copyright_line "${pathlock_license_text}")
+string(REGEX REPLACE "^Copyright \\(c\\) " "" pathlock_copyright_holder "${pathlock_copyright_line}")
+string(REGEX REPLACE "\n\n" "\n.\n" pathlock_license_deb "${pathlock_license_text}")
+string(REGEX REPLACE "\n([^\n])" "\n \\1" pathlock_license_deb "${pathlock_license_deb}")
+file(WRITE ${PROJECT_BINARY_DIR}/debian-copyright
+"Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
+Upstream-Name: pathlock
+
+Files: *
+Copyright: ${pathlock_copyright_holder}
+License: MIT
+
+License: MIT
+ ${pathlock_license_deb}")
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES ${PROJECT_BINARY_DIR}/debian-copyright DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME copyright)
+
+# The Functions library of every matrix under matrix/ (the shipped one
+# included), as share/pathlock/redis/<file name>.lua: the text pathlock-matrixc
+# writes, loadable with `redis-cli -x FUNCTION LOAD < FILE` (tools/release.sh
+# copies them into dist/redis/, docs/release.md).
+file(GLOB pathlock_matrix_files CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/matrix/*.json)
+list(FILTER pathlock_matrix_files EXCLUDE REGEX "/matrix\\.schema\\.json$")
+set(pathlock_matrix_libraries "")
+foreach(matrix_json ${pathlock_matrix_files})
+  get_filename_component(matrix_stem ${matrix_json} NAME_WE)
+  set(matrix_lua ${PROJECT_BINARY_DIR}/matrix-libraries/${matrix_stem}.lua)
+  add_custom_command(OUTPUT ${matrix_lua}
+                     COMMAND pathlock-matrixc --json ${matrix_json} --source-name matrix/${matrix_stem}.json
+                             --lua ${matrix_lua}
+                     DEPENDS pathlock-matrixc ${matrix_json}
+                     COMMENT "Functions library of matrix/${matrix_stem}.json" VERBATIM)
+  list(APPEND pathlock_matrix_libraries ${matrix_lua})
+endforeach()
+add_custom_target(pathlock_matrix_libraries ALL DEPENDS ${pathlock_matrix_libraries})
+install(FILES ${pathlock_matrix_libraries} DESTINATION ${PATHLOCK_INSTALL_REDISDIR})
+# The matrix files themselves beside the shipped one (installed above).
+list(FILTER pathlock_matrix_files EXCLUDE REGEX "/cloud-drive\\.json$")
+if(pathlock_matrix_files)
+  install(FILES ${pathlock_matrix_files} DESTINATION ${PATHLOCK_INSTALL_MATRIXDIR})
+endif()
 
 # pathlock.pc: written at install time, so its prefix is the one installed
 # into (cmake --install --prefix DIR, or /usr inside the Debian package).
@@ -125,6 +176,7 @@ set(CPACK_PACKAGE_NAME pathlock)
 set(CPACK_PACKAGE_VENDOR "pathlock")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_DESCRIPTION}")
 set(CPACK_PACKAGE_VERSION "${PROJECT_VERSION}")
+set(CPACK_RESOURCE_FILE_LICENSE "${PROJECT_SOURCE_DIR}/LICENSE")  # MIT; the .deb carries it as share/doc/pathlock/copyright
 set(CPACK_PACKAGE_CONTACT "pathlock maintainers <dev@pathlock.invalid>" CACHE STRING "Debian Maintainer field")
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)

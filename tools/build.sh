@@ -16,10 +16,19 @@ cd "$(dirname "$0")/.."
 mode=${1:-}
 case "$mode" in demo|test|asan|tsan) ;; *) echo "usage: tools/build.sh demo|test|asan|tsan" >&2; exit 2 ;; esac
 
-packages=(cmake g++ make pkg-config libhiredis-dev libssl-dev openssl nlohmann-json3-dev catch2 libvalijson-dev libfmt-dev libcpp-httplib-dev redis-server gnuplot-nox
-          python3-dev python3-setuptools python3-pytest pybind11-dev chromium chromium-driver python3-selenium
+# demo: what configuring the tree and building the `pathlock` command need
+# (the C++ core with its Redis, PostgreSQL and metrics-server parts; catch2 and
+# libvalijson-dev are two header-only packages the configure step of the test
+# folder asks for). The other modes: everything the whole suite runs.
+packages=(cmake g++ make pkg-config libhiredis-dev libssl-dev nlohmann-json3-dev libfmt-dev libcpp-httplib-dev libpq-dev
+          catch2 libvalijson-dev)
+if [ "$mode" != demo ]; then
+  packages+=(openssl redis-server gnuplot-nox
+          python3-dev python3-setuptools python3-pytest python3-pip python3-wheel pybind11-dev chromium chromium-driver python3-selenium
           fonts-noto-cjk golang-go golang-github-gomodule-redigo-dev golang-github-mna-redisc-dev nodejs
-          php-cli php-redis php-zip composer phpunit prometheus postgresql libpq-dev pgbouncer universal-ctags valgrind gdb)
+          php-cli php-redis php-zip composer phpunit prometheus postgresql pgbouncer universal-ctags valgrind
+          dpkg-dev nftables iproute2 gdb)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
@@ -52,7 +61,8 @@ fi
 
 # The Node.js client (clients/node, docs/node.md): its npm dependencies from
 # the committed lockfile, then compiled, before CMake registers the node_tests and kit_node tests.
-(cd clients/node && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build)
+# The demo does not need it.
+[ "$mode" = demo ] || (cd clients/node && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build)
 
 # The Python package and its tests use Debian's python3 (where python3-pytest
 # and pybind11-dev are), not another python3 that may come first in PATH.
