@@ -140,7 +140,7 @@ endif()
 # packages the .deb recommends (below).
 set(PATHLOCK_PC_REQUIRES "fmt")
 set(pathlock_optional_dev "")
-foreach(part "REDIS;hiredis libssl;libhiredis-dev, libssl-dev, " "METRICS_SERVER;cpp-httplib;libcpp-httplib-dev, "
+foreach(part "REDIS;hiredis libssl libcrypto;libhiredis-dev, libssl-dev, " "METRICS_SERVER;cpp-httplib;libcpp-httplib-dev, "
             "POSTGRES;libpq;libpq-dev, ")
   list(GET part 0 option)
   list(GET part 1 modules)
