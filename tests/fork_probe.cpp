@@ -91,15 +91,20 @@ void spin(long n) {
   while (turns.load(std::memory_order_relaxed) < n) turns.fetch_add(1, std::memory_order_relaxed);
 }
 
-[[noreturn]] void child(const Args& a, LockEngine* before) {
-  int status = 1;
+// One lock on /probe/<pid>/<who>, through `before` or an engine made here
+// (--race make); false, with the reason on stderr, when anything failed.
+bool lock_once(const Args& a, LockEngine* before, const char* who) {
   try {
     std::unique_ptr<LockEngine> own = before ? nullptr : make(a);
-    LockEngine& engine = before ? *before : *own;
-    status = take_check_release(engine, fmt::format("/probe/{}/child", ::getpid())) ? 0 : 1;
+    return take_check_release(before ? *before : *own, fmt::format("/probe/{}/{}", ::getpid(), who));
   } catch (const std::exception& e) {
-    fmt::print(stderr, "fork probe child: {}\n", e.what());
+    fmt::print(stderr, "fork probe {}: {}\n", who, e.what());
+    return false;
   }
+}
+
+[[noreturn]] void child(const Args& a, LockEngine* before) {
+  const int status = lock_once(a, before, "child") ? 0 : 1;
   std::fflush(stderr);
   ::_exit(status);  // no destructors of the parent's objects here
 }
@@ -139,14 +144,7 @@ int main(int argc, char** argv) {
   std::thread first([&] {
     while (!go.load(std::memory_order_acquire)) {
     }
-    try {
-      std::unique_ptr<LockEngine> made = before ? nullptr : make(a);
-      LockEngine& engine = before ? *before : *made;
-      parent_result = take_check_release(engine, fmt::format("/probe/{}/parent", ::getpid())) ? 0 : 2;
-    } catch (const std::exception& e) {
-      fmt::print(stderr, "fork probe parent thread: {}\n", e.what());
-      parent_result = 2;
-    }
+    parent_result = lock_once(a, before.get(), "parent") ? 0 : 2;
   });
   go.store(true, std::memory_order_release);
   spin(a.spin);

@@ -14,7 +14,6 @@ import os
 import pathlib
 import re
 import shutil
-import socket
 import subprocess
 import tempfile
 
@@ -38,41 +37,6 @@ def dist(tmp_path_factory):
         subprocess.run([str(ROOT / "tools" / "release" / "php.sh"), d], check=True, stdout=subprocess.DEVNULL)
     assert os.path.isfile(os.path.join(d, "composer", f"pathlock-pathlock-{VERSION}.zip"))
     return d
-
-
-@pytest.fixture
-def redis_url():
-    exe = shutil.which("redis-server")
-    assert exe, "no redis-server"
-    with tempfile.TemporaryDirectory(prefix="pathlock-consumer-redis-") as d:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                                 "--dir", d], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            wait_ready(proc, port)
-            yield f"redis://127.0.0.1:{port}"
-        finally:
-            proc.terminate()
-            proc.wait()
-
-
-def wait_ready(proc, port):
-    for _ in range(200):
-        assert proc.poll() is None, "redis-server exited"
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
-                s.sendall(b"PING\r\n")
-                if s.recv(16).startswith(b"+PONG"):
-                    return
-        except OSError:
-            pass
-        try:
-            proc.wait(0.05)
-        except subprocess.TimeoutExpired:
-            pass
-    pytest.fail("redis-server did not answer PING")
 
 
 @pytest.fixture(scope="module")
