@@ -4,6 +4,7 @@ a fresh folder outside the checkout, the Debian package unpacked into it, and
 an environment without the test wiring's variables."""
 import glob
 import os
+import re
 import subprocess
 import tempfile
 
@@ -15,6 +16,15 @@ def dist():
     assert d, "PATHLOCK_TEST_DIST names the release folder (CTest sets it; tests/release/README.md)"
     assert os.path.isfile(os.path.join(d, "SHA256SUMS")), f"{d} holds no release (no SHA256SUMS)"
     return d
+
+
+def empty_project_blocks(doc):
+    """(language, code) of each fenced block in docs/<doc>'s section
+    "From an empty project": the commands and programs a consumer test runs."""
+    with open(os.path.join(ROOT, "docs", doc), encoding="utf-8") as f:
+        text = f.read()
+    section = text.split("## From an empty project", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```(\w+)\n(.*?)```", section, re.S)
 
 
 def fresh_folder(tag):

@@ -9,7 +9,7 @@ as an ES module and as CommonJS against the package's shipped types. The
 library is loaded the documented way (`load()` of the file inside the
 package). No PATHLOCK_* variable reaches the consumer's programs.
 
-The tarball: the one in PATHLOCK_DIST (a release's dist/ folder), else one
+The tarball: the one in PATHLOCK_TEST_DIST (a release's dist/ folder), else one
 made by tools/release/node.sh into a temporary folder (it needs the C++
 build's library: PATHLOCK_LIBRARY, as CTest sets it).
 """
@@ -45,7 +45,7 @@ def run(args, cwd, env=None, timeout=180):
 
 @pytest.fixture(scope="module")
 def tarball(tmp_path_factory):
-    dist = os.environ.get("PATHLOCK_DIST")
+    dist = os.environ.get("PATHLOCK_TEST_DIST")
     if not dist:
         dist = str(tmp_path_factory.mktemp("dist"))
         run([str(ROOT / "tools" / "release" / "node.sh"), dist], cwd=ROOT, env=dict(os.environ), timeout=240)

@@ -6,32 +6,27 @@ enabled and is unreachable here: composer must not need it), and the doc's
 example runs against a real redis-server on a free loopback port, with the
 library file the release ships.
 
-PATHLOCK_DIST_DIR: the folder the release command wrote (CTest's fixture
-`release_php_package`), else tools/release/php.sh writes one into a
+PATHLOCK_TEST_DIST: the folder the release command wrote (CTest's fixture
+`release_dist`), else tools/release/php.sh writes one into a
 temporary folder. PATHLOCK_LIBRARY: the Functions library file (.lua).
 """
 import os
 import pathlib
-import re
 import shutil
 import subprocess
 import tempfile
 
 import pytest
 
+from consumer_common import empty_project_blocks
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 VERSION = (ROOT / "VERSION").read_text(encoding="utf-8").strip()
 
 
-def doc_blocks():
-    text = (ROOT / "docs" / "php.md").read_text(encoding="utf-8")
-    section = text.split("## From an empty project", 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"```(\w+)\n(.*?)```", section, re.S)
-
-
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory):
-    d = os.environ.get("PATHLOCK_DIST_DIR")
+    d = os.environ.get("PATHLOCK_TEST_DIST")
     if not d:
         d = str(tmp_path_factory.mktemp("dist"))
         subprocess.run([str(ROOT / "tools" / "release" / "php.sh"), d], check=True, stdout=subprocess.DEVNULL)
@@ -47,7 +42,7 @@ def project(dist):
         assert not str(proj).startswith(str(ROOT))
         # composer's cache and home inside the temporary folder: nothing of this machine's composer
         env = dict(os.environ, COMPOSER_HOME=str(pathlib.Path(d) / "composer-home"))
-        blocks = doc_blocks()
+        blocks = empty_project_blocks("php.md")
         shell = [b for lang, b in blocks if lang == "sh"]
         assert shell, "docs/php.md: no sh block under 'From an empty project'"
         script = "set -e\n" + shell[0].replace("/path/to/dist", dist)

@@ -5,34 +5,28 @@ doc's example runs as written, embedded and against a real redis-server on a
 free loopback port. Nothing of the checkout or of a build tree is on any
 path, and the environment is the caller's minus PYTHONPATH.
 
-The wheel: PATHLOCK_DIST_DIR (a folder the release command wrote, CTest's
-fixture `release_python_wheel`), else tools/release/python.sh writes one
+The wheel: PATHLOCK_TEST_DIST (a folder the release command wrote, CTest's
+fixture `release_dist`), else tools/release/python.sh writes one
 into a temporary folder (minutes: it builds the extension).
 """
 import glob
 import os
 import pathlib
-import re
 import shutil
 import subprocess
 import tempfile
 
 import pytest
 
+from consumer_common import empty_project_blocks
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 VERSION = (ROOT / "VERSION").read_text(encoding="utf-8").strip()
 
 
-def doc_blocks():
-    """The code blocks of docs/python.md's section "From an empty project"."""
-    text = (ROOT / "docs" / "python.md").read_text(encoding="utf-8")
-    section = text.split("## From an empty project", 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"```(\w+)\n(.*?)```", section, re.S)
-
-
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory):
-    dist = os.environ.get("PATHLOCK_DIST_DIR")
+    dist = os.environ.get("PATHLOCK_TEST_DIST")
     if not dist:
         dist = str(tmp_path_factory.mktemp("dist"))
         subprocess.run([str(ROOT / "tools" / "release" / "python.sh"), dist], check=True, stdout=subprocess.DEVNULL)
@@ -51,11 +45,11 @@ def project(wheel):
         shutil.copy(wheel, proj)
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
         env["PATH"] = "/usr/bin:/bin"   # the doc's `python3` is Debian's (a pyenv shim may come first here)
-        shell = [body for lang, body in doc_blocks() if lang == "sh"]
+        shell = [body for lang, body in empty_project_blocks("python.md") if lang == "sh"]
         assert shell, "docs/python.md: no sh block under 'From an empty project'"
         script = "set -e\n" + shell[0].replace("pathlock-VERSION-*.whl", os.path.basename(wheel))
         subprocess.run(["sh", "-c", script], cwd=proj, env=env, check=True, stdout=subprocess.DEVNULL)
-        app = [body for lang, body in doc_blocks() if lang == "python"]
+        app = [body for lang, body in empty_project_blocks("python.md") if lang == "python"]
         assert app, "docs/python.md: no python block under 'From an empty project'"
         (proj / "app.py").write_text(app[0], encoding="utf-8")
         yield proj, env
