@@ -16,7 +16,7 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 
-	"pathlock"
+	"pathlock.dev/pathlock"
 )
 
 // The deployments of docs/go.md, each real and started here on loopback

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"pathlock"
+	"pathlock.dev/pathlock"
 )
 
 func Example() {

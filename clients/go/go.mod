@@ -1,4 +1,4 @@
-module pathlock
+module pathlock.dev/pathlock
 
 go 1.19
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"pathlock"
+	"pathlock.dev/pathlock"
 )
 
 // The Go client and the C++ engine share one lock table: each refuses the

@@ -16,7 +16,7 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 
-	"pathlock"
+	"pathlock.dev/pathlock"
 )
 
 // The suite runs against a real redis-server it starts on a free loopback

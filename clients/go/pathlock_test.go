@@ -14,7 +14,7 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 
-	"pathlock"
+	"pathlock.dev/pathlock"
 )
 
 // orderedTargets reads a {"role":"path"} object in its key order.

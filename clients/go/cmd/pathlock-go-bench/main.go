@@ -14,7 +14,7 @@ import (
 	"sort"
 	"time"
 
-	"pathlock"
+	"pathlock.dev/pathlock"
 )
 
 func main() {

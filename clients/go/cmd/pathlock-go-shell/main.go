@@ -23,7 +23,7 @@ import (
 	"strings"
 	"time"
 
-	"pathlock"
+	"pathlock.dev/pathlock"
 )
 
 func usage(msg string) {

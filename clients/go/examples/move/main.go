@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"pathlock"
+	"pathlock.dev/pathlock"
 )
 
 // fencedStore keeps the highest fence it accepted per path and refuses
