@@ -308,6 +308,9 @@ do
     local r
     r, bad = read_request(argv)
     if not r then return bad end
+    -- A call that runs after its caller stopped waiting changes nothing
+    -- (docs/lua-protocol.md#deadlines); the reply gives the server's clock.
+    if r.deadline and c.now >= r.deadline then return { "late", c.now } end
     bad = check_meta(c) or open_line(c, r)
     if bad then return bad end
     if r.reenter_id ~= "" then return reenter(c, r) end

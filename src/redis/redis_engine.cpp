@@ -73,9 +73,10 @@ class RedisEngine final : public LockEngine {
   AcquireResult acquire(const LockRequest& request, std::stop_token stop) override {
     const core::ResolvedRequest req = core::resolve_request(matrix_, request);
     // ARGV: owner, op, ttl, new_id, new_token, reenter_id, reenter_token,
-    // idempotency_key, paths..., fair, waiter_id, reserve_ms. The new id
-    // and token serve every attempt of this call (only a grant uses them,
-    // and a grant ends the call).
+    // idempotency_key, paths..., fair, waiter_id, reserve_ms, deadline_ms.
+    // The new id and token serve every attempt of this call (only a grant
+    // uses them, and a grant ends the call); the client sets the deadline
+    // at each send.
     std::vector<std::string> args{request.owner,
                                   std::string(matrix_.ops[static_cast<std::size_t>(req.op)].name),
                                   std::to_string(request.ttl.count()),
@@ -90,6 +91,7 @@ class RedisEngine final : public LockEngine {
     args.push_back(request.fair ? "1" : "0");
     args.push_back(waiter);
     args.push_back("0");  // reserve_ms, set per attempt
+    args.push_back("");   // deadline_ms, set per send (RedisClient::fcall)
     Attempts attempts(*this, request.ns, req, std::move(args), waiter);
     AcquireResult out =
         core::wait_for_grant(request, *steady_clock(), attempts, &instruments_, req.op, std::move(stop));
@@ -202,7 +204,7 @@ class RedisEngine final : public LockEngine {
           waiter_(std::move(waiter)) {}
 
     AcquireResult attempt(Millis reserve) override {
-      args_.back() = std::to_string(reserve.count());
+      args_[args_.size() - 2] = std::to_string(reserve.count());
       return engine_.attempt(ns_, keys_, args_);
     }
     // Subscribe, then look again at once: a removal between the first
@@ -223,7 +225,7 @@ class RedisEngine final : public LockEngine {
     std::string_view ns_;
     const core::ResolvedRequest& req_;
     std::vector<std::string> keys_;  // the namespace's keys (docs/lua-protocol.md)
-    std::vector<std::string> args_;  // the acquire arguments; the last is reserve_ms
+    std::vector<std::string> args_;  // the acquire arguments; the last two: reserve_ms, deadline_ms
     std::string waiter_;             // place-in-line id ("" when not in line)
     std::unique_ptr<Subscription> listener_;
     core::Interrupt interrupt_;  // raised by a stop (another thread)
@@ -232,7 +234,7 @@ class RedisEngine final : public LockEngine {
   // One acquire call with `args` (see acquire()).
   AcquireResult attempt(std::string_view ns, const std::vector<std::string>& keys, const std::vector<std::string>& args) {
     int acked = 0;
-    const Reply r = run("acquire", ns, args, &keys, replicas_ > 0 ? &acked : nullptr);
+    const Reply r = run("acquire", ns, args, &keys, replicas_ > 0 ? &acked : nullptr, true);
     const std::string& status = r.at(reply::granted::status).text();
     AcquireResult out;
     if (status == "granted") {
@@ -243,6 +245,9 @@ class RedisEngine final : public LockEngine {
       out.conflict = reply::read_conflict(r, *client_);
     } else if (status == "not_holder") {
       out.not_holder = true;
+    } else if (status == "late") {
+      client_->fail("acquire reached the server after this client's deadline twice (its clock runs ahead of this "
+                    "host's estimate); nothing was changed (docs/lua-protocol.md#deadlines)");
     } else {
       unexpected("acquire", status);
     }
@@ -295,16 +300,17 @@ class RedisEngine final : public LockEngine {
   // namespace, docs/operations.md#changing-the-matrix-rolling-deploys.) The
   // engine's first call probes the user's permissions first.
   // With `acked`, the client runs WAIT after the call (RedisOptions::replicas)
-  // and stores how many replicas acknowledged it.
+  // and stores how many replicas acknowledged it; with `deadline`, the last
+  // argument is the call's deadline (RedisClient::fcall).
   Reply run(std::string_view function, std::string_view ns, const std::vector<std::string>& args,
-            const std::vector<std::string>* keys = nullptr, int* acked = nullptr) {
+            const std::vector<std::string>* keys = nullptr, int* acked = nullptr, bool deadline = false) {
     std::vector<std::string> own;
     if (!keys) keys = &(own = namespace_keys(ns));
     // Read-only functions need no write permission: a user with read
     // rights only may call them, so they skip the probe.
     if (function != "held" && function != "blockers" && function != "waiters" && function != "list_ro")
       probe(ns, *keys);
-    Reply r = client().fcall(library_.function_prefix + std::string(function), *keys, args, acked);
+    Reply r = client().fcall(library_.function_prefix + std::string(function), *keys, args, acked, deadline);
     const std::string& status = r.at(0).text();
     if (status == "layout")
       client_->fail(fmt::format(
