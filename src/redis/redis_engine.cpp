@@ -36,6 +36,7 @@ std::string layout_release(std::string_view layout) {
   if (layout == "2") return "an unreleased pathlock";
   if (layout == "3") return "pathlock 0.1, Functions library";
   if (layout == "4") return "pathlock 0.2";
+  if (layout == kExpiringLayout) return "pathlock 0.3, keys that expire";
   return "a pathlock newer than this one";
 }
 
@@ -331,24 +332,37 @@ class RedisEngine final : public LockEngine {
     const Reply r = client().fcall(library_.function_prefix + "probe", keys, {});
     if (r.at(0).text() == "denied") {
       std::string missing;
-      bool publish_only = true;
       for (std::size_t i = 1; i < r.elements.size(); ++i) {
-        missing += (missing.empty() ? "" : ", ") + r.at(i).text();
-        publish_only = publish_only && r.at(i).text() == "SPUBLISH";
+        const std::string& command = r.at(i).text();
+        if (command == "SPUBLISH" || command == "PEXPIREAT")
+          optional_denied(ns, command);
+        else
+          missing += (missing.empty() ? "" : ", ") + command;
       }
-      if (!publish_only)
+      if (!missing.empty())
         client_->fail(fmt::format("the Redis user may not run {} on the keys of namespace '{}' (pl:{{{}}}:*); the "
                                  "lock library needs them (docs/operations.md)",
                                  missing, ns, ns));
-      instruments_.log(LogLevel::warning,
-                       fmt::format("redis at {}: this user may not SPUBLISH on pl:{{{}}}:wake; waiting requests only "
-                                   "re-check on a timer. Grant the user the channels pl:* (ACL SETUSER ... &pl:*)",
-                                   client_->server(), ns),
-                       {{"event", "no_spublish"}, {"server", client_->server()}, {"ns", std::string(ns)}});
     } else if (r.at(0).text() != "ok") {
       unexpected("probe", r.at(0).text());
     }
     probed_.store(true, std::memory_order_release);
+  }
+
+  // A command the library can do without, refused: a warning. SPUBLISH:
+  // waiting requests re-check on a timer; PEXPIREAT: the namespaces this
+  // user creates keep their keys (docs/lua-protocol.md#expiry).
+  void optional_denied(std::string_view ns, std::string_view command) {
+    const bool publish = command == "SPUBLISH";
+    instruments_.log(
+        LogLevel::warning,
+        publish ? fmt::format("redis at {}: this user may not SPUBLISH on pl:{{{}}}:wake; waiting requests only re-check "
+                              "on a timer. Grant the user the channels pl:* (ACL SETUSER ... &pl:*)",
+                              client_->server(), ns)
+                : fmt::format("redis at {}: this user may not run PEXPIREAT on pl:{{{}}}:*; namespaces it creates keep "
+                              "their keys until calls remove them. Grant +pexpireat",
+                              client_->server(), ns),
+        {{"event", publish ? "no_spublish" : "no_pexpireat"}, {"server", client_->server()}, {"ns", std::string(ns)}});
   }
 
   // Lock `id` released with `holds_left`: when it is gone and this process
