@@ -10,7 +10,7 @@
   number of locks; a refusal costs what Conflicts says.
 
   Uses:      Values (num), Call (begin), Commands (writable), Meta (check_meta,
-             tag_available, own_tag, TAGS_FULL, tag_count, gcode), Paths (fields_of,
+             tag_available, own_tag, TAGS_FULL, tag_count, expire, gcode), Paths (fields_of,
              entry_member, list_member, fence16), Index (batch, check_set, want, fetch,
              want_target, bump_target, flush), Records (unpack_lock, pack_lock, pack_waiter,
              head_of, key_field, remaining), Removal (load_waiters, remove_locks,
@@ -26,7 +26,11 @@ do
   local writable = Commands.writable
   local check_meta, tag_available, own_tag, TAGS_FULL = Meta.check_meta, Meta.tag_available, Meta.own_tag,
     Meta.TAGS_FULL
-  local tag_count, gcode = Meta.tag_count, Meta.gcode
+  local tag_count, expire, gcode = Meta.tag_count, Meta.expire, Meta.gcode
+  -- The keys a new lock or a new place in line may create (Meta.expire):
+  -- none when this matrix already has a lock (a place) here.
+  local NEW_LOCK, NEW_PLACE = { "idx", "locks", "exp", "ent" }, { "idx", "wq", "wexp", "wrec" }
+  local function new_keys(count, keys) return not (count and count > 0) and keys or nil end
   local fields_of, entry_member, list_member, fence16 = Paths.fields_of, Paths.entry_member, Paths.list_member,
     Paths.fence16
   local batch, check_set, want, fetch = Index.batch, Index.check_set, Index.want, Index.fetch
@@ -99,6 +103,7 @@ do
     end
     rcall("ZADD", c.exp, l.exp_s, l.id)
     rcall("HSET", c.locks, l.id, pack_lock(l))
+    expire(c, l.exp)
     if r.me then remove_waiters(c, { r.me }) end
     -- the layout of src/redis/replies.hpp (reply::granted)
     return { "granted", l.id, l.token, tonum(l.f16), remaining(l.exp, c.now), l.holds }
@@ -209,6 +214,7 @@ do
     local paths = r.paths
     local last = rcall("ZREVRANGE", c.wq, "0", "0", "WITHSCORES")
     local seq = (last[2] and tonum(last[2]) or 0) + 1 -- behind everyone in line now
+    local new = new_keys(c.tag_w, NEW_PLACE)
     local wb = batch() -- reads first: the counts to update
     for j = 1, r.n do want_target(c, wb, paths[j], "wh", "wb") end
     fetch(c, wb)
@@ -223,6 +229,7 @@ do
     rcall("HSET", c.wrec, r.waiter_id, pack_waiter({ head = head_of(tag, r.op_name), op = r.op_name, since = c.now_s,
                                                      owner = r.owner, paths = paths }))
     rcall("ZADD", c.wq, num(seq), r.waiter_id)
+    expire(c, c.now + r.reserve, new)
     return nil
   end
 
@@ -237,6 +244,7 @@ do
         bad = writable(c, true, true)
         if bad then return bad end
         rcall("ZADD", c.wexp, exp, r.waiter_id)
+        expire(c, c.now + r.reserve)
       else
         bad = take_place(c, r, exp)
         if bad then return bad end
@@ -274,7 +282,7 @@ do
     if not tag_available(c) then return redis.error_reply(TAGS_FULL) end
     local fence, f16 = next_fence(c)
     if not fence then return redis.error_reply("PATHLOCK fence space exhausted (2^53)") end
-    local paths, id = r.paths, r.new_id
+    local paths, id, new = r.paths, r.new_id, new_keys(c.tag_l, NEW_LOCK)
     local l = { id = id, token = r.new_token, owner = r.owner, op = r.op_name, f16 = f16, holds = 1,
                 ttl_s = r.ttl_s, exp_s = num(c.now + r.ttl), key = r.key, paths = paths }
     rcall("ZADD", c.exp, l.exp_s, id)
@@ -297,6 +305,7 @@ do
       rcall("HSET", c.locks, id, pack_lock(l))
     end
     rcall("ZADD", c.ent, tunpack(members))
+    expire(c, mmax(c.now + r.ttl, mfloor(fence / 1000) + 1), new)
     if r.me then remove_waiters(c, { r.me }) end
     -- the layout of src/redis/replies.hpp (reply::granted)
     return { "granted", id, r.new_token, fence, r.ttl, 1 }
@@ -308,6 +317,9 @@ do
     local r
     r, bad = read_request(argv)
     if not r then return bad end
+    -- A call that runs after its caller stopped waiting changes nothing
+    -- (docs/lua-protocol.md#deadlines); the reply gives the server's clock.
+    if r.deadline and c.now >= r.deadline then return { "late", c.now } end
     bad = check_meta(c) or open_line(c, r)
     if bad then return bad end
     if r.reenter_id ~= "" then return reenter(c, r) end

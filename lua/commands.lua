@@ -20,7 +20,7 @@ do
     { "HSET", "idx", "f", "1" }, { "HDEL", "idx", "f" }, { "ZADD", "ent", "0", "m" }, { "ZREM", "ent", "m" },
     { "ZRANGE", "wexp", "0", "0" }, { "ZREVRANGE", "wq", "0", "0" }, { "ZRANGEBYSCORE", "exp", "0", "1" },
     { "ZRANGEBYLEX", "ent", "-", "+" }, { "ZREVRANGEBYLEX", "ent", "+", "-" }, { "ZMSCORE", "wq", "m" },
-    { "SPUBLISH", "wake", "" },
+    { "SPUBLISH", "wake", "" }, { "PEXPIREAT", "meta", "1" },
   }
   local COMMAND = {}
   for i = 1, #COMMANDS do COMMAND[COMMANDS[i][1]] = COMMANDS[i] end
@@ -41,9 +41,11 @@ do
   end
 
   -- Before the first write of a call: may this caller run the write commands
-  -- the call may use? `adds`: HSET and ZADD (new data); `removes`: HSET, HDEL
-  -- and ZREM (removals). Returns the error reply of a refused command, else nil.
+  -- the call may use? `adds`: HSET and ZADD (new data), and PEXPIREAT where
+  -- the keys expire (c.expiring); `removes`: HSET, HDEL and ZREM (removals).
+  -- Returns the error reply of a refused command, else nil.
   local HSET, ZADD, HDEL, ZREM = COMMAND.HSET, COMMAND.ZADD, COMMAND.HDEL, COMMAND.ZREM
+  local PEXPIREAT = COMMAND.PEXPIREAT
   local function writable(c, adds, removes)
     local bad
     if not c.hset then
@@ -52,7 +54,7 @@ do
       c.hset = true
     end
     if adds and not c.zadd then
-      bad = refused_command(c, ZADD)
+      bad = refused_command(c, ZADD) or (c.expiring and refused_command(c, PEXPIREAT))
       if bad then return bad end
       c.zadd = true
     end

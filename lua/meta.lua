@@ -2,11 +2,12 @@
   lua/meta.lua: the namespace's meta key: its layout, its fence, and the tags
   of the matrices in use; global codes and which of them refuse which.
 
-  Uses:      Values (int, num), Call (begin); PL_LAYOUT, PL_FINGERPRINT, PL_MATRIX_NAME,
-             PL_MATRIX_VERSION, PL_MAX_TAGS, PL_CODES_PER_TAG, PL_BLOCKSET
+  Uses:      Values (int, num), Call (begin); PL_LAYOUT, PL_EXPIRING_LAYOUT, PL_EXPIRY_MARGIN,
+             PL_FINGERPRINT, PL_MATRIX_NAME, PL_MATRIX_VERSION, PL_MAX_TAGS, PL_CODES_PER_TAG,
+             PL_BLOCKSET
   Provides:  Meta.TAG_N, Meta.TAGS_FULL, Meta.check_meta, Meta.begin_with,
              Meta.own_tag, Meta.tag_available, Meta.tag_count, Meta.count_down,
-             Meta.gcode, Meta.blocks
+             Meta.expire, Meta.gcode, Meta.blocks
 ]]
 local Meta
 do
@@ -46,15 +47,20 @@ do
   end
 
   -- Reads the fence (c.fence_s, text), this library's tag (c.tag) and, when
-  -- the guess was right, its counts (c.tag_l, c.tag_w). Returns a reply when
-  -- the namespace belongs to another data layout. (Every value read costs:
-  -- what only some calls need is read by those.)
+  -- the guess was right, its counts (c.tag_l, c.tag_w); whether the keys
+  -- expire (c.expiring: layout PL_EXPIRING_LAYOUT) and when (c.x). Returns a
+  -- reply when the namespace belongs to another data layout. (Every value
+  -- read costs: what only some calls need is read by those.)
   local function check_meta(c)
     local g = TAG_GUESS
-    local m = rcall("HMGET", c.meta, "layout", "fence", T_FIELD, L_FIELD[g], W_FIELD[g])
+    local m = rcall("HMGET", c.meta, "layout", "fence", T_FIELD, L_FIELD[g], W_FIELD[g], "x")
     -- Layout 1 (pathlock <= 0.1) had no layout field, but a fingerprint.
     local layout = m[1] or (rcall("HGET", c.meta, "fingerprint") and "1")
-    if layout and layout ~= PL_LAYOUT and not adoptable(c, layout) then return { "layout", layout, PL_LAYOUT } end
+    c.expiring = layout == PL_EXPIRING_LAYOUT
+    if layout and not c.expiring and layout ~= PL_LAYOUT and not adoptable(c, layout) then
+      return { "layout", layout, PL_LAYOUT }
+    end
+    c.x = m[6] and tonum(m[6])
     c.fence_s = m[2] or "0"
     c.tag = m[3] and (TAG_N[m[3]] or tonum(m[3])) or nil
     if c.tag == g then
@@ -93,8 +99,13 @@ do
     if c.tag then return c.tag end
     local t = c.next_tag or free_tag(c)
     if not t then return nil end
-    rcall("HSET", c.meta, "layout", PL_LAYOUT, T_FIELD, TAG_S[t], M_FIELD[t], M_VALUE, L_FIELD[t], "0",
-               W_FIELD[t], "0")
+    -- A new or drained namespace becomes one whose keys expire, if this
+    -- caller may set their expiry (docs/lua-protocol.md#expiry).
+    if not c.expiring and rcall("EXISTS", c.locks, c.wq) == 0 and redis.acl_check_cmd("PEXPIREAT", c.meta, "1") then
+      c.expiring = true
+    end
+    rcall("HSET", c.meta, "layout", c.expiring and PL_EXPIRING_LAYOUT or PL_LAYOUT, T_FIELD, TAG_S[t], M_FIELD[t],
+          M_VALUE, L_FIELD[t], "0", W_FIELD[t], "0")
     c.tag, c.tag_l, c.tag_w, c.next_tag, TAG_GUESS = t, 0, 0, nil, t
     if t == 1 then c.tag1_free = false end
     return t
@@ -152,6 +163,30 @@ do
     end
   end
 
+  -- Expiry (layout PL_EXPIRING_LAYOUT; docs/lua-protocol.md#expiry): every
+  -- key of the namespace expires at meta.x, the latest end (of a lease, of a
+  -- reservation, or the fence's time) any call set, plus PL_EXPIRY_MARGIN,
+  -- rounded up to a whole second (so most calls of one second find it set).
+  -- A call that sets a later end `end_ms` moves every key's expiry; any
+  -- other gives the keys it may have created (`new`: fields of c) the
+  -- current one. Nothing for a namespace of layout PL_LAYOUT.
+  local ALL_KEYS = { "meta", "idx", "locks", "exp", "ent", "wq", "wexp", "wrec" }
+  local function expire(c, end_ms, new)
+    if not c.expiring then return end
+    local t = mfloor((end_ms + PL_EXPIRY_MARGIN + 999) / 1000) * 1000
+    if c.x and t <= c.x then
+      if new then
+        local xs = sformat("%.0f", c.x)
+        for i = 1, #new do rcall("PEXPIREAT", c[new[i]], xs) end
+      end
+      return
+    end
+    local ts = sformat("%.0f", t)
+    rcall("HSET", c.meta, "x", ts)
+    for i = 1, #ALL_KEYS do rcall("PEXPIREAT", c[ALL_KEYS[i]], ts) end
+    c.x = t
+  end
+
   -- Global codes: the tag and the matrix's own code (PL_CODES_PER_TAG is
   -- more than any matrix has; every global code has PL_CODE_DIGITS digits).
   local CODES = PL_CODES_PER_TAG
@@ -167,6 +202,6 @@ do
   end
 
   Meta = { TAG_N = TAG_N, TAGS_FULL = TAGS_FULL, check_meta = check_meta, begin_with = begin_with, own_tag = own_tag,
-         tag_available = tag_available, tag_count = tag_count, count_down = count_down, gcode = gcode,
-         blocks = blocks }
+         tag_available = tag_available, tag_count = tag_count, count_down = count_down, expire = expire,
+         gcode = gcode, blocks = blocks }
 end

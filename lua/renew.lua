@@ -5,7 +5,7 @@
   docs/lua-protocol.md#renew and #held. Cost: O(1) calls.
 
   Uses:      Values (num, dec, valid_id), Call (begin), Commands (writable),
-             Meta (check_meta, begin_with), Records (pack_lock, unpack_lock),
+             Meta (check_meta, begin_with, expire), Records (pack_lock, unpack_lock),
              Removal (expired_locks, remove_locks); PL_MAX_TTL
   Provides:  Renew.renew, Renew.held
 ]]
@@ -14,21 +14,27 @@ do
   local num, dec, valid_id = Values.num, Values.dec, Values.valid_id
   local begin = Call.begin
   local writable = Commands.writable
-  local check_meta, begin_with = Meta.check_meta, Meta.begin_with
+  local check_meta, begin_with, expire = Meta.check_meta, Meta.begin_with, Meta.expire
   local pack_lock, unpack_lock = Records.pack_lock, Records.unpack_lock
   local expired_locks, remove_locks = Removal.expired_locks, Removal.remove_locks
+
+  -- renew's arguments: the ttl (nil: the lock's own), or nil and a reply.
+  local function renew_ttl(argv)
+    if #argv ~= 3 then return nil, { "invalid", "renew takes id, token, ttl_ms or ''" } end
+    if argv[3] == "" then return nil end
+    local ttl = dec(argv[3])
+    if not ttl or ttl < 1 or ttl > PL_MAX_TTL then
+      return nil, { "invalid", "ttl must be decimal digits, 1.." .. PL_MAX_TTL .. " ms" }
+    end
+    return ttl
+  end
 
   local function pl_renew(keys, argv)
     local c, bad = begin(keys)
     if not c then return bad end
-    if #argv ~= 3 then return { "invalid", "renew takes id, token, ttl_ms or ''" } end
     local ttl
-    if argv[3] ~= "" then
-      ttl = dec(argv[3])
-      if not ttl or ttl < 1 or ttl > PL_MAX_TTL then
-        return { "invalid", "ttl must be decimal digits, 1.." .. PL_MAX_TTL .. " ms" }
-      end
-    end
+    ttl, bad = renew_ttl(argv)
+    if bad then return bad end
     bad = check_meta(c)
     if bad then return bad end
     local reaped, stale = expired_locks(c)
@@ -55,6 +61,7 @@ do
     l.exp_s = num(l.exp)
     rcall("ZADD", c.exp, l.exp_s, l.id)
     rcall("HSET", c.locks, l.id, pack_lock(l))
+    expire(c, l.exp)
     remove_locks(c, reaped, stale)
     return { "renewed", l.ttl }
   end

@@ -66,9 +66,9 @@ do
     local op = PL_OPS[op_name or ""]
     if not op then return nil, { "invalid", "unknown operation '" .. tostring(op_name) .. "'" } end
     local n = #op.roles
-    if #argv ~= 8 + n and #argv ~= 11 + n then
+    if #argv ~= 8 + n and #argv ~= 11 + n and #argv ~= 12 + n then
       return nil, { "invalid", "operation '" .. op_name .. "' takes " .. n .. " path(s) after 8 arguments, then"
-                               .. " optionally fair, waiter_id, reserve_ms" }
+                               .. " optionally fair, waiter_id, reserve_ms [, deadline_ms]" }
     end
     if owner == "" or #owner > PL_MAX_OWNER then return nil, { "invalid", "owner must be 1.." .. PL_MAX_OWNER .. " bytes" } end
     if not ttl or ttl < 1 or ttl > PL_MAX_TTL then
@@ -76,16 +76,21 @@ do
     end
     local r = { owner = owner, op_name = op_name, op = op, n = n, ttl = ttl, ttl_s = argv[3], new_id = argv[4],
                 new_token = argv[5], reenter_id = argv[6], reenter_token = argv[7], key = argv[8], paths = {},
-                fair = true, waiter_id = "", reserve = 0 }
+                fair = true, waiter_id = "", reserve = 0, deadline = nil }
     if not valid_id(r.new_id) then return nil, { "invalid", "new_id must be 1.." .. PL_MAX_ID .. " of [A-Za-z0-9-]" } end
     if r.new_token == "" or #r.new_token > PL_MAX_TOKEN then
       return nil, { "invalid", "new_token must be 1.." .. PL_MAX_TOKEN .. " bytes" }
     end
     local bad = read_proofs(r) or read_paths(r, argv)
     if bad then return nil, bad end
-    if #argv == 11 + n then
+    if #argv >= 11 + n then
       bad = read_line_args(r, argv[9 + n], argv[10 + n], argv[11 + n])
       if bad then return nil, bad end
+    end
+    local deadline = argv[12 + n]
+    if deadline and deadline ~= "" then
+      r.deadline = dec(deadline)
+      if not r.deadline then return nil, { "invalid", "deadline_ms must be empty or decimal digits" } end
     end
     return r
   end

@@ -97,7 +97,8 @@ TEST_CASE_METHOD(ImpostorShare, "two matrices share a namespace: another matrix'
     std::sort(out.begin(), out.end());
     return out;
   }();
-  CHECK(fields == std::vector<std::string>{"fence", "layout"});
+  // (x: when the namespace's keys expire, docs/lua-protocol.md#expiry)
+  CHECK(fields == std::vector<std::string>{"fence", "layout", "x"});
 }
 
 TEST_CASE_METHOD(ImpostorShare, "once another matrix's locks are gone, this matrix's own rules alone decide",

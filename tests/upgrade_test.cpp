@@ -92,7 +92,7 @@ TEST_CASE("upgrade: 0.1 and 0.2 never serve one namespace at once", "[redis][upg
   const RedisReply refused = call_01(c, "acquire", "fresh", {"bob", "upload", "30000", "u1", "t1", "/p/A/C"});
   REQUIRE(refused.elements.size() == 3);
   CHECK(refused.elements.at(0).str == "layout");
-  CHECK(refused.elements.at(1).str == "4");
+  CHECK(refused.elements.at(1).str == "4.2");  // layout 4, its keys expiring (docs/lua-protocol.md#expiry)
   CHECK(refused.elements.at(2).str == "3");
 
   // Once 0.1's last lock is gone, the namespace moves to 0.2 at its next
@@ -102,7 +102,7 @@ TEST_CASE("upgrade: 0.1 and 0.2 never serve one namespace at once", "[redis][upg
   const auto moved = engine->acquire({"shared", "bob", "upload", {{"target", "/p/A/C"}}});
   REQUIRE(moved.granted);
   CHECK(moved.grant.fence > static_cast<std::uint64_t>(fence_01));
-  CHECK(c.command({"HGET", "pl:{shared}:meta", "layout"}).str == "4");
+  CHECK(c.command({"HGET", "pl:{shared}:meta", "layout"}).str == "4.2");
   CHECK(call_01(c, "acquire", "shared", {"alice", "move_folder", "30000", "m2", "t2", "/p/A", "/p/B"})
             .elements.at(0)
             .str == "layout");

@@ -93,7 +93,8 @@ admin::NamespaceStatus status_of(RedisClient& client, std::string_view ns, const
   const std::string layout = field("layout", "1");
   out.layout = std::stoi(layout);
   if (meta.count("fence")) out.fence = std::stoull(field("fence"));
-  if (layout == "3" || layout == "4")  // tags per matrix (4: the same meta as 3)
+  // tags per matrix (4: the same meta as 3; "4.2": layout 4 whose keys expire)
+  if (layout == "3" || layout == "4" || layout == kExpiringLayout)
     out.matrices = tagged_matrices(client, ns, meta);
   else if (meta.count("fingerprint"))  // layouts 1 and 2: one matrix, bound for good
     out.matrices.push_back({0, field("fingerprint"), field("matrix"), field("version"), std::nullopt, std::nullopt});

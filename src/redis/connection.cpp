@@ -126,6 +126,44 @@ void Connection::setup(const ConnectionSettings& settings, Role role, Warnings& 
   run({"CLIENT", "SETNAME", fmt::format("pathlock-{}", ::getpid())});
   if (role == Role::listener) return;  // reads no lock data: the eviction policy is moot
   check_eviction_policy(warnings);
+  learn_server_time(run({"TIME"}));
+}
+
+namespace {
+long long steady_ms(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+}  // namespace
+
+void Connection::learn_server_time(const Reply& time) {
+  if (time.type != Reply::Type::array || time.elements.size() != 2) {
+    clock_read_.reset();  // refused (an ACL without TIME): calls carry no deadline
+    return;
+  }
+  try {
+    learn_server_clock(std::stoll(time.elements[0].str) * 1000 + std::stoll(time.elements[1].str) / 1000);
+  } catch (const std::exception&) {
+    clock_read_.reset();
+  }
+}
+
+void Connection::learn_server_clock(long long server_ms) {
+  const auto now = std::chrono::steady_clock::now();
+  clock_read_ = now;
+  clock_offset_ms_ = server_ms - steady_ms(now);
+}
+
+std::optional<long long> Connection::server_deadline(Millis budget) {
+  constexpr std::chrono::seconds kClockRefresh{30};  // bounds the drift between the two clocks
+  if (clock_read_ && std::chrono::steady_clock::now() - *clock_read_ > kClockRefresh) {
+    try {
+      learn_server_time(exchange({"TIME"}));
+    } catch (const BackendError& e) {
+      throw NotSent(fmt::format("{}: reading the server's clock before a call failed: {}", name_, e.what()));
+    }
+  }
+  if (!clock_read_) return std::nullopt;
+  return steady_ms(std::chrono::steady_clock::now()) + clock_offset_ms_ + budget.count();
 }
 
 // The eviction policy decides whether Redis may drop lock data under

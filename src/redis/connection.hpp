@@ -40,6 +40,7 @@
 #include <pathlock/metrics.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -131,6 +132,18 @@ class Connection {
   // sent nothing (a closed connection reads as EOF, a reset as an error).
   bool looks_open();
   bool broken() const { return broken_; }
+  // The time on the server's clock (ms since the epoch) at which a command
+  // sent now has waited `budget`: the estimate of the server's clock that
+  // a deadline sent with a call is made of (docs/lua-protocol.md#deadlines).
+  // Read with TIME when a data connection is set up and again when older
+  // than 30 s (one round trip, on this connection); nullopt when the server
+  // refuses TIME. The estimate never runs ahead of the server: it is the
+  // server's reading plus the time since its reply arrived. Throws NotSent
+  // when the re-reading fails (the caller's command was not sent).
+  std::optional<long long> server_deadline(Millis budget);
+  // The server's clock read `server_ms` at some moment before the last
+  // reply arrived (a reply that carries it): the estimate restarts from it.
+  void learn_server_clock(long long server_ms);
   bool tls() const { return stream_->tls(); }
   const Endpoint& node() const { return node_; }
   // "redis at host:port/db"
@@ -147,8 +160,12 @@ class Connection {
   redisReader* reader_;
   Endpoint node_;
   std::string name_;
+  void learn_server_time(const Reply& time);  // a TIME reply
+
   Millis command_timeout_;
   bool broken_ = false;
+  std::optional<std::chrono::steady_clock::time_point> clock_read_;  // when the server's clock was learnt
+  long long clock_offset_ms_ = 0;  // server ms minus steady ms at that moment
 };
 
 }  // namespace pathlock::redis

@@ -71,11 +71,11 @@ std::string data_chunk(const MatrixTable& t, std::string_view library_name, std:
       "local PL_MAX_TTL = {}\nlocal PL_MAX_RESERVE = {}\nlocal PL_MAX_PATH = {}\nlocal PL_MAX_NAME = {}\n"
       "local PL_MAX_OWNER = {}\nlocal PL_MAX_ID = {}\nlocal PL_MAX_TOKEN = {}\nlocal PL_MAX_KEY = {}\n"
       "local PL_MAX_BLOCKERS = {}\nlocal PL_MAX_WAITERS = {}\nlocal PL_MAX_LIST = {}\n"
-      "local PL_MAX_NAMESPACE = {}\n",
+      "local PL_MAX_NAMESPACE = {}\nlocal PL_EXPIRING_LAYOUT = \"{}\"\nlocal PL_EXPIRY_MARGIN = {}\n",
       t.name, t.version, kLayoutVersion, library_name, function_prefix, kVersionString, lua_string(t.name),
       lua_string(t.version), lua_string(t.fingerprint), kMaxTtl.count(), core::kMaxReservation.count(), kMaxPathBytes,
       kMaxComponentBytes, kMaxOwnerBytes, kMaxIdBytes, kMaxTokenBytes, kMaxIdempotencyKeyBytes, kMaxBlockers,
-      kMaxWaiters, kMaxListLimit, kMaxNamespaceBytes);
+      kMaxWaiters, kMaxListLimit, kMaxNamespaceBytes, kExpiringLayout, kExpiryMarginMs);
   out += layout_chunk();
   out += "local PL_KEY_SUFFIXES = {";
   for (const std::string_view suffix : kKeySuffixes) out += fmt::format(" {},", lua_string(suffix));

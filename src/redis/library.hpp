@@ -35,6 +35,15 @@ namespace pathlock::redis {
 // a rolling deploy; 4: pathlock 0.2, reentry by proof and idempotency keys
 // (docs/lua-protocol.md#versions).
 inline constexpr int kLayoutVersion = 4;
+// meta.layout of a namespace of layout 4 whose keys expire (protocol 4.2,
+// docs/lua-protocol.md#expiry): every key of the namespace expires
+// kExpiryMarginMs after the latest end of a lease, a reservation or the
+// fence's time that any call set. Libraries before 4.2 refuse such a
+// namespace (they would write it without moving the expiry); a library of
+// 4.2 writes new and drained namespaces so, and serves namespaces of layout
+// "4" (where an older library may still write) without expiry.
+inline constexpr std::string_view kExpiringLayout = "4.2";
+inline constexpr long long kExpiryMarginMs = 10000;
 
 // The keys every function takes, in this order, after the namespace's
 // prefix "pl:{NS}:" (the last is the SPUBLISH wake-up channel). The data

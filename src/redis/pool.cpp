@@ -45,7 +45,9 @@ NodePool::Lease NodePool::take(bool fresh) {
       }
     }
     if (returned_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty() && open_ >= size_)
-      throw BackendError(fmt::format("redis at {}/{}: all {} pooled connections stayed busy for {} ms",
+      throw BackendError(fmt::format("redis at {}/{}: connection pool exhausted: all {} connections (pool_size) "
+                                     "stayed busy for {} ms; nothing was sent. Raise pool_size or lower the "
+                                     "number of concurrent calls",
                                      node_.describe(), settings_.db, size_, wait_limit.count()));
   }
 }

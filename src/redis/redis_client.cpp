@@ -343,8 +343,14 @@ void RedisClient::load_library(const std::string& name, const std::string& code)
     libraries_.emplace_back(name, code);
 }
 
+// A reply that says the call ran after its deadline and changed nothing.
+static bool late(const Reply& r) {
+  return r.type == Reply::Type::array && r.elements.size() == 2 && r.elements[0].str == "late" &&
+         r.elements[1].type == Reply::Type::integer;
+}
+
 Reply RedisClient::fcall(const std::string& function, const std::vector<std::string>& keys,
-                         const std::vector<std::string>& args, int* acked) {
+                         const std::vector<std::string>& args, int* acked, bool deadline) {
   std::vector<std::string> argv;
   argv.reserve(3 + keys.size() + args.size());
   argv.push_back("FCALL");
@@ -353,11 +359,24 @@ Reply RedisClient::fcall(const std::string& function, const std::vector<std::str
   argv.insert(argv.end(), keys.begin(), keys.end());
   argv.insert(argv.end(), args.begin(), args.end());
   const int slot = keys.empty() ? -1 : key_slot(keys.front());
+  const auto send = [&](Attempt& x) {
+    if (deadline) {
+      const std::optional<long long> at = x.c.server_deadline(options_.command_timeout);
+      argv.back() = at ? std::to_string(*at) : std::string();
+    }
+    Reply r = x(argv);
+    if (deadline && late(r)) {  // the estimate was behind: nothing ran; correct it and send again
+      x.c.learn_server_clock(r.elements[1].integer);
+      argv.back() = std::to_string(*x.c.server_deadline(options_.command_timeout));
+      r = x(argv);
+    }
+    return r;
+  };
   Reply r = routed(slot, acked, [&](Attempt& x) {
-    Reply first = x(argv);
+    Reply first = send(x);
     if (!first.is_error() || first.str.find("Function not found") == std::string::npos) return first;
     if (std::optional<Reply> refused = load_libraries_on(x)) return std::move(*refused);
-    return x(argv);
+    return send(x);
   });
   if (r.is_error()) fail(fmt::format("function {} failed: {}", function, r.str));
   return r;

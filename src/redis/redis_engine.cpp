@@ -36,6 +36,7 @@ std::string layout_release(std::string_view layout) {
   if (layout == "2") return "an unreleased pathlock";
   if (layout == "3") return "pathlock 0.1, Functions library";
   if (layout == "4") return "pathlock 0.2";
+  if (layout == kExpiringLayout) return "pathlock 0.3, keys that expire";
   return "a pathlock newer than this one";
 }
 
@@ -75,9 +76,10 @@ class RedisEngine final : public LockEngine {
   AcquireResult acquire(const LockRequest& request, std::stop_token stop) override {
     const core::ResolvedRequest req = core::resolve_request(matrix_, request);
     // ARGV: owner, op, ttl, new_id, new_token, reenter_id, reenter_token,
-    // idempotency_key, paths..., fair, waiter_id, reserve_ms. The new id
-    // and token serve every attempt of this call (only a grant uses them,
-    // and a grant ends the call).
+    // idempotency_key, paths..., fair, waiter_id, reserve_ms, deadline_ms.
+    // The new id and token serve every attempt of this call (only a grant
+    // uses them, and a grant ends the call); the client sets the deadline
+    // at each send.
     std::vector<std::string> args{request.owner,
                                   std::string(matrix_.ops[static_cast<std::size_t>(req.op)].name),
                                   std::to_string(request.ttl.count()),
@@ -92,6 +94,7 @@ class RedisEngine final : public LockEngine {
     args.push_back(request.fair ? "1" : "0");
     args.push_back(waiter);
     args.push_back("0");  // reserve_ms, set per attempt
+    args.push_back("");   // deadline_ms, set per send (RedisClient::fcall)
     Attempts attempts(*this, request.ns, req, std::move(args), waiter);
     AcquireResult out =
         core::wait_for_grant(request, *steady_clock(), attempts, &instruments_, req.op, std::move(stop));
@@ -204,7 +207,7 @@ class RedisEngine final : public LockEngine {
           waiter_(std::move(waiter)) {}
 
     AcquireResult attempt(Millis reserve) override {
-      args_.back() = std::to_string(reserve.count());
+      args_[args_.size() - 2] = std::to_string(reserve.count());
       return engine_.attempt(ns_, keys_, args_);
     }
     // Subscribe, then look again at once: a removal between the first
@@ -225,7 +228,7 @@ class RedisEngine final : public LockEngine {
     std::string_view ns_;
     const core::ResolvedRequest& req_;
     std::vector<std::string> keys_;  // the namespace's keys (docs/lua-protocol.md)
-    std::vector<std::string> args_;  // the acquire arguments; the last is reserve_ms
+    std::vector<std::string> args_;  // the acquire arguments; the last two: reserve_ms, deadline_ms
     std::string waiter_;             // place-in-line id ("" when not in line)
     std::unique_ptr<Subscription> listener_;
     core::Interrupt interrupt_;  // raised by a stop (another thread)
@@ -234,7 +237,7 @@ class RedisEngine final : public LockEngine {
   // One acquire call with `args` (see acquire()).
   AcquireResult attempt(std::string_view ns, const std::vector<std::string>& keys, const std::vector<std::string>& args) {
     int acked = 0;
-    const Reply r = run("acquire", ns, args, &keys, replicas_ > 0 ? &acked : nullptr);
+    const Reply r = run("acquire", ns, args, &keys, replicas_ > 0 ? &acked : nullptr, true);
     const std::string& status = r.at(reply::granted::status).text();
     AcquireResult out;
     if (status == "granted") {
@@ -245,6 +248,9 @@ class RedisEngine final : public LockEngine {
       out.conflict = reply::read_conflict(r, *client_);
     } else if (status == "not_holder") {
       out.not_holder = true;
+    } else if (status == "late") {
+      client_->fail("acquire reached the server after this client's deadline twice (its clock runs ahead of this "
+                    "host's estimate); nothing was changed (docs/lua-protocol.md#deadlines)");
     } else {
       unexpected("acquire", status);
     }
@@ -297,16 +303,17 @@ class RedisEngine final : public LockEngine {
   // namespace, docs/operations.md#changing-the-matrix-rolling-deploys.) The
   // engine's first call probes the user's permissions first.
   // With `acked`, the client runs WAIT after the call (RedisOptions::replicas)
-  // and stores how many replicas acknowledged it.
+  // and stores how many replicas acknowledged it; with `deadline`, the last
+  // argument is the call's deadline (RedisClient::fcall).
   Reply run(std::string_view function, std::string_view ns, const std::vector<std::string>& args,
-            const std::vector<std::string>* keys = nullptr, int* acked = nullptr) {
+            const std::vector<std::string>* keys = nullptr, int* acked = nullptr, bool deadline = false) {
     std::vector<std::string> own;
     if (!keys) keys = &(own = namespace_keys(ns));
     // Read-only functions need no write permission: a user with read
     // rights only may call them, so they skip the probe.
     if (function != "held" && function != "blockers" && function != "waiters" && function != "list_ro")
       probe(ns, *keys);
-    Reply r = client().fcall(library_.function_prefix + std::string(function), *keys, args, acked);
+    Reply r = client().fcall(library_.function_prefix + std::string(function), *keys, args, acked, deadline);
     const std::string& status = r.at(0).text();
     if (status == "layout")
       client_->fail(fmt::format(
@@ -327,24 +334,37 @@ class RedisEngine final : public LockEngine {
     const Reply r = client().fcall(library_.function_prefix + "probe", keys, {});
     if (r.at(0).text() == "denied") {
       std::string missing;
-      bool publish_only = true;
       for (std::size_t i = 1; i < r.elements.size(); ++i) {
-        missing += (missing.empty() ? "" : ", ") + r.at(i).text();
-        publish_only = publish_only && r.at(i).text() == "SPUBLISH";
+        const std::string& command = r.at(i).text();
+        if (command == "SPUBLISH" || command == "PEXPIREAT")
+          optional_denied(ns, command);
+        else
+          missing += (missing.empty() ? "" : ", ") + command;
       }
-      if (!publish_only)
+      if (!missing.empty())
         client_->fail(fmt::format("the Redis user may not run {} on the keys of namespace '{}' (pl:{{{}}}:*); the "
                                  "lock library needs them (docs/operations.md)",
                                  missing, ns, ns));
-      instruments_.log(LogLevel::warning,
-                       fmt::format("redis at {}: this user may not SPUBLISH on pl:{{{}}}:wake; waiting requests only "
-                                   "re-check on a timer. Grant the user the channels pl:* (ACL SETUSER ... &pl:*)",
-                                   client_->server(), ns),
-                       {{"event", "no_spublish"}, {"server", client_->server()}, {"ns", std::string(ns)}});
     } else if (r.at(0).text() != "ok") {
       unexpected("probe", r.at(0).text());
     }
     probed_.store(true, std::memory_order_release);
+  }
+
+  // A command the library can do without, refused: a warning. SPUBLISH:
+  // waiting requests re-check on a timer; PEXPIREAT: the namespaces this
+  // user creates keep their keys (docs/lua-protocol.md#expiry).
+  void optional_denied(std::string_view ns, std::string_view command) {
+    const bool publish = command == "SPUBLISH";
+    instruments_.log(
+        LogLevel::warning,
+        publish ? fmt::format("redis at {}: this user may not SPUBLISH on pl:{{{}}}:wake; waiting requests only re-check "
+                              "on a timer. Grant the user the channels pl:* (ACL SETUSER ... &pl:*)",
+                              client_->server(), ns)
+                : fmt::format("redis at {}: this user may not run PEXPIREAT on pl:{{{}}}:*; namespaces it creates keep "
+                              "their keys until calls remove them. Grant +pexpireat",
+                              client_->server(), ns),
+        {{"event", publish ? "no_spublish" : "no_pexpireat"}, {"server", client_->server()}, {"ns", std::string(ns)}});
   }
 
   // Lock `id` released with `holds_left`: when it is gone and this process
