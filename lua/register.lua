@@ -6,9 +6,9 @@
   memory, change records in place or only read and reap). no-writes: probe,
   held, list_ro, blockers and waiters only read (a user with read rights only may
   call them; replicas may serve them); info reads nothing at all (no keys:
-  any node of a Cluster answers it).
+  any node of a Cluster answers it), and so does contract.
 
-  Uses:      Acquire, Release, Renew, Leave, List, Probe, Blockers, Info; PL_FUNCTION_PREFIX
+  Uses:      Acquire, Release, Renew, Leave, List, Probe, Blockers, Info, Contract; PL_FUNCTION_PREFIX
   Provides:  (nothing to Lua: the functions, registered with Redis)
 ]]
 do
@@ -25,6 +25,7 @@ do
     { "blockers", Blockers.blockers, { "no-writes" } },
     { "waiters", Blockers.waiters, { "no-writes" } },
     { "info", Info.info, { "no-writes", "allow-stale" } },
+    { "contract", Contract.contract, { "no-writes", "allow-stale" } },
   }
   for i = 1, #FUNCTIONS do
     local f = FUNCTIONS[i]

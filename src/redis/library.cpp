@@ -12,6 +12,8 @@
 // (tests/lua_library_test.cpp).
 #include "redis/library.hpp"
 
+#include "redis/contract.hpp"
+
 #include "core/quoted.hpp"
 #include "core/waiting.hpp"
 
@@ -32,7 +34,8 @@ namespace {
 // be listed (lua/README.md).
 constexpr std::string_view kOrder[] = {"std",     "values",  "call",      "commands", "meta",    "paths",   "index",
                                        "records", "removal", "conflicts", "request",  "acquire", "release", "renew",
-                                       "leave",   "list",    "blockers",  "probe",    "info",    "register"};
+                                       "leave",   "list",    "blockers",  "probe",    "info",    "contract",
+                                       "register"};
 
 // The largest number of `digits` decimal digits.
 constexpr long long largest_of_digits(int digits) {
@@ -77,6 +80,7 @@ std::string data_chunk(const MatrixTable& t, std::string_view library_name, std:
       kMaxComponentBytes, kMaxOwnerBytes, kMaxIdBytes, kMaxTokenBytes, kMaxIdempotencyKeyBytes, kMaxBlockers,
       kMaxWaiters, kMaxListLimit, kMaxNamespaceBytes, kExpiringLayout, kExpiryMarginMs);
   out += layout_chunk();
+  out += fmt::format("local PL_CONTRACT = {}\n", lua_string(contract::contract_json(t)));
   out += "local PL_KEY_SUFFIXES = {";
   for (const std::string_view suffix : kKeySuffixes) out += fmt::format(" {},", lua_string(suffix));
   out += fmt::format(" }}\nlocal PL_KEY_COUNT = {}\n", std::size(kKeySuffixes));

@@ -53,6 +53,9 @@ def test_every_reply_element_has_its_documented_type(server):
     assert types(call("release", "id1", "tok1")) == [B, I]
     assert call("release", "id1", "tok1") == [b"missing"] and call("force_release", "id1") == [b"missing"]
     assert types(r("FCALL_RO", server.prefix + "info", 0)) == [B, B, B, B, B, I, B]
+    assert types(r("FCALL_RO", server.prefix + "contract", 0)) == [B, B]
+    late = call("acquire", "a", "upload", "30000", "id4", "t", "", "", "", "/p/L", "1", "", "0", "1")
+    assert late[0] == b"late" and types(late) == [B, I]
     r("HSET", "pl:{old}:meta", "layout", "3")
     r("HSET", "pl:{old}:locks", "x", "y")
     old = [f"pl:{{old}}:{s}" for s in SUFFIXES]
