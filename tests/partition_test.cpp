@@ -23,6 +23,7 @@
 #include "support/backends.hpp"
 #include "support/history.hpp"
 #include "support/netns.hpp"
+#include "support/partition.hpp"
 #include "support/process.hpp"
 #include "support/redis_server.hpp"
 #include "support/waiting_probe.hpp"
@@ -46,10 +47,9 @@ using namespace pathlock::test;
 namespace {
 
 // The three namespaces, their two links and the redis-server; see the file
-// comment. Members go in reverse order: server, links, namespaces.
-struct RedisLab {
-  NetworkNamespace server_ns{"redis"}, a_ns{"a"}, b_ns{"b"};
-  VethLink link_a{a_ns, server_ns, 1}, link_b{b_ns, server_ns, 2};
+// comment. The server goes first, then the links and namespaces.
+struct RedisLab : PartitionLab {
+  RedisLab() : PartitionLab("redis") {}
   std::unique_ptr<RedisServer> server = inside(server_ns, [&] {
     return std::make_unique<RedisServer>(std::vector<std::string>{
         "--bind", "127.0.0.1", link_a.address_b(), link_b.address_b(), "--protected-mode", "no"});
@@ -72,105 +72,16 @@ struct RedisLab {
   std::vector<WaiterInfo> waiters(const std::string& ns) {
     return inside(server_ns, [&] { return redis_engine(server->url())->waiters(ns); });
   }
+  // How many connections the server has from `address` (CLIENT LIST).
+  int clients_from(const std::string& address) {
+    const std::string list = inside(server_ns, [&] { return server->command({"CLIENT", "LIST"}).str; });
+    int n = 0;
+    for (std::size_t at = list.find(" addr=" + address + ":"); at != std::string::npos;
+         at = list.find(" addr=" + address + ":", at + 1))
+      ++n;
+    return n;
+  }
 };
-
-// A call of `engine` inside `ns`, retried while it throws BackendError
-// (stale connections after a heal) for up to 10 s.
-template <class Call>
-auto answer(const NetworkNamespace& ns, Call call) {
-  const auto give_up = std::chrono::steady_clock::now() + 10s;
-  while (true) {
-    try {
-      return inside(ns, call);
-    } catch (const BackendError&) {
-      if (std::chrono::steady_clock::now() > give_up) throw;
-      std::this_thread::sleep_for(100ms);
-    }
-  }
-}
-
-// One acquire on a thread of its own, inside a namespace: what it returned
-// or threw, and when it was sent and answered. Joined when destroyed.
-struct Attempt {
-  Attempt(const NetworkNamespace& ns, LockEngine& engine, LockRequest req) : request(std::move(req)) {
-    thread = std::thread([this, &ns, &engine] {
-      sent = monotonic_ns();
-      try {
-        result = inside(ns, [&] { return engine.acquire(request); });
-      } catch (const std::exception& e) {
-        error = e.what();
-      }
-      answered = monotonic_ns();
-    });
-  }
-  ~Attempt() { join(); }
-  void join() {
-    if (thread.joinable()) thread.join();
-  }
-
-  LockRequest request;
-  AcquireResult result;
-  std::string error;  // what it threw, if it did
-  std::int64_t sent = 0, answered = 0;
-  std::thread thread;
-};
-
-// A moment the keeper's callback records, for the test thread to wait on.
-struct Moment {
-  void mark() {
-    std::lock_guard guard(mutex);
-    at = monotonic_ns();
-    changed.notify_all();
-  }
-  bool wait(std::chrono::milliseconds limit) {
-    std::unique_lock guard(mutex);
-    return changed.wait_for(guard, limit, [&] { return at != 0; });
-  }
-  std::mutex mutex;
-  std::condition_variable changed;
-  std::int64_t at = 0;
-};
-
-// Polls `done` every 10 ms for up to `limit`.
-template <class Done>
-bool until(Done done, std::chrono::milliseconds limit = 10s) {
-  const auto give_up = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > give_up) return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
-}
-
-const LockInfo* find_lock(const std::vector<LockInfo>& locks, const std::string& id) {
-  for (const LockInfo& l : locks)
-    if (l.id == id) return &l;
-  return nullptr;
-}
-
-// The storage side of docs/guard.md: it keeps the highest fence it accepted
-// per path, refuses a lower one, and asks is_held just before committing;
-// a hold check that fails (a partition) refuses the write too.
-class FencedStore {
- public:
-  bool write(LockEngine& engine, const NetworkNamespace& where, const std::string& ns, const Grant& grant,
-             const std::string& path) {
-    std::uint64_t& highest = fences_[path];
-    if (grant.fence < highest) return false;
-    try {
-      if (!inside(where, [&] { return engine.is_held(ns, grant.id, grant.token); })) return false;
-    } catch (const BackendError&) {
-      return false;
-    }
-    highest = grant.fence;
-    return true;
-  }
-
- private:
-  std::map<std::string, std::uint64_t> fences_;
-};
-
-std::int64_t ms_to_ns(Millis ms) { return static_cast<std::int64_t>(ms.count()) * 1000000; }
 
 }  // namespace
 
@@ -290,16 +201,20 @@ struct CutWaiter {
   LockRequest request_c{ns, "C", "delete_folder", {{"target", "/p/A"}}, 30000ms, 8000ms};
 };
 
-// A's acquire, which waited while its link was cut: never granted while C
-// holds (C is still holding here); logged as a possible hold when it threw.
-void record_cut_off_waiter(CutWaiter& s, const Attempt& waiter_a, const Grant& c_grant) {
+// A's acquire, which waited while its link was cut, and A's engine are
+// gone; once the network is back and every connection A had has ended
+// (what their sockets still held was delivered and ran, a re-check of A's
+// among it), A holds nothing and C's lock is the only one.
+void cut_off_waiter_got_nothing(CutWaiter& s, const Attempt& waiter_a, const Grant& c_grant) {
   INFO("A: " << (waiter_a.error.empty() ? "answered" : waiter_a.error));
   CHECK_FALSE(waiter_a.result.granted);
   if (!waiter_a.error.empty()) s.history.maybe(s.request_a, waiter_a.sent, waiter_a.answered);
+  s.a.reset();  // the instance gives up (a restart): its sockets close
+  s.lab.link_a.heal();
+  REQUIRE(until([&] { return s.lab.clients_from(s.lab.link_a.address_a()) == 0; }, 40s));
   const std::vector<LockInfo> locks = s.lab.locks(s.ns);
   REQUIRE(locks.size() == 1);
   CHECK(locks[0].id == c_grant.id);
-  CHECK(s.lab.waiters(s.ns).empty());  // A's place is gone too
 }
 
 }  // namespace
@@ -328,19 +243,19 @@ TEST_CASE("partition: a waiter cut off in line is granted nothing, and the line 
   REQUIRE(waiter_c.result.granted);  // within its 8 s wait, though A was first
   const Grant& c_grant = waiter_c.result.grant;
   CHECK(c_grant.fence > got_b.grant.fence);
-  std::cout << fmt::format("partition, waiter cut off: C granted {} ms after the release, past A's place in line\n",
-                           (waiter_c.answered - released_b) / 1000000);
-
-  s.lab.link_a.heal();
   waiter_a.join();
-  std::cout << fmt::format("partition, waiter cut off: A's acquire answered {} ms after the cut: {}\n",
-                           (waiter_a.answered - released_b) / 1000000,
-                           waiter_a.error.empty() ? "not granted" : waiter_a.error);
-  record_cut_off_waiter(s, waiter_a, c_grant);
+  std::cout << fmt::format(
+      "partition, waiter cut off: C granted {} ms after the release, past A's place in line; A's acquire answered "
+      "{} ms after the cut: {}\n",
+      (waiter_c.answered - released_b) / 1000000, (waiter_a.answered - released_b) / 1000000,
+      waiter_a.error.empty() ? "not granted" : waiter_a.error);
+  cut_off_waiter_got_nothing(s, waiter_a, c_grant);
+
   const std::int64_t released_c = monotonic_ns();
   CHECK(inside(s.lab.b_ns, [&] { return s.c->release(s.ns, c_grant.id, c_grant.token); }));
-  // A, back on the network, finds the line empty and gets the lock.
-  const AcquireResult again = answer(s.lab.a_ns, [&] { return s.a->acquire(s.request_a); });
+  // A, back on the network with a new engine, gets the lock.
+  const auto a = s.lab.engine_a(1000ms);
+  const AcquireResult again = inside(s.lab.a_ns, [&] { return a->acquire(s.request_a); });
   CHECK(again.granted);
   CHECK(again.grant.fence > c_grant.fence);
 

@@ -162,4 +162,39 @@ void VethLink::set_down() { run_checked({"ip", "-n", a_.name(), "link", "set", d
 
 void VethLink::set_up() { run_checked({"ip", "-n", a_.name(), "link", "set", device_a_, "up"}); }
 
+Switch::Switch(int subnet) : subnet_(subnet) {
+  ns_.run({"ip", "link", "add", "br0", "type", "bridge"});
+  ns_.run({"ip", "link", "set", "br0", "up"});
+}
+
+Switch::~Switch() = default;
+
+std::string Switch::attach(const NetworkNamespace& ns, int host) {
+  const std::string address = "169.254." + std::to_string(subnet_) + "." + std::to_string(host);
+  const std::string port = "p" + std::to_string(host);
+  run_checked({"ip", "link", "add", "sw0", "netns", ns.name(), "type", "veth", "peer", "name", port, "netns",
+               ns_.name()});
+  run_checked({"ip", "-n", ns_.name(), "link", "set", port, "master", "br0"});
+  run_checked({"ip", "-n", ns_.name(), "link", "set", port, "up"});
+  run_checked({"ip", "-n", ns.name(), "addr", "add", address + "/24", "dev", "sw0"});
+  run_checked({"ip", "-n", ns.name(), "link", "set", "sw0", "up"});
+  return address;
+}
+
+Drop::Drop(const NetworkNamespace& ns, const std::vector<std::string>& sources) : ns_(ns) {
+  static std::atomic<int> counter{0};
+  table_ = "pathlock_drop_" + std::to_string(++counter);
+  std::string set;
+  for (const std::string& s : sources) set += (set.empty() ? "" : ", ") + s;
+  ns.run({"nft", "add table inet " + table_ + "; add chain inet " + table_ +
+                     " input { type filter hook input priority 0; policy accept; }; add rule inet " + table_ +
+                     " input ip saddr { " + set + " } drop"});
+}
+
+Drop::~Drop() {
+  std::string output;
+  if (devtools::run_program({"ip", "netns", "exec", ns_.name(), "nft", "delete", "table", "inet", table_}, output) != 0)
+    std::cerr << "warning: cannot remove nft table " << table_ << " in " << ns_.name() << ": " << output << "\n";
+}
+
 }  // namespace pathlock::test

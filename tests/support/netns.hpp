@@ -120,4 +120,39 @@ class VethLink {
   bool dropping_a_ = false, dropping_b_ = false;
 };
 
+// A switch for more than two namespaces: a bridge in a namespace of its own;
+// each namespace attached gets a veth end with 169.254.<subnet>.<host>/24
+// (the other end a port of the bridge). Partitions between groups of
+// attached namespaces are made with Drop.
+class Switch {
+ public:
+  explicit Switch(int subnet);
+  ~Switch();  // its namespace (and so the bridge and the ports) goes
+  Switch(const Switch&) = delete;
+  Switch& operator=(const Switch&) = delete;
+
+  // Attaches `ns` (which must outlive the switch) as host `host` (1..254);
+  // returns its address.
+  std::string attach(const NetworkNamespace& ns, int host);
+
+ private:
+  NetworkNamespace ns_{"switch"};
+  int subnet_;
+};
+
+// While alive, namespace `ns` drops every packet arriving from one of
+// `sources` (IPv4 addresses): one side of a partition, silent, as
+// VethLink::cut(). Destroying it heals (never throws).
+class Drop {
+ public:
+  Drop(const NetworkNamespace& ns, const std::vector<std::string>& sources);
+  ~Drop();
+  Drop(const Drop&) = delete;
+  Drop& operator=(const Drop&) = delete;
+
+ private:
+  const NetworkNamespace& ns_;
+  std::string table_;
+};
+
 }  // namespace pathlock::test
