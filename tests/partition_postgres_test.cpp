@@ -17,26 +17,23 @@
 //     heal A's retry with the same idempotency key finds that very lock (same
 //     id and fence), A releases it, and B, waiting, gets it.
 // Each history is checked by `pathlock-stress check` (support/history.hpp).
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <iostream>
+#include <pathlock/engine.hpp>
+#include <pathlock/postgres.hpp>
+#include <sstream>
+
+#include "pg_devtools/postgres_server.hpp"
 #include "support/backends.hpp"
 #include "support/history.hpp"
 #include "support/netns.hpp"
 #include "support/partition.hpp"
 #include "support/process.hpp"
 #include "support/waiting_probe.hpp"
-
-#include "pg_devtools/postgres_server.hpp"
-
-#include <pathlock/engine.hpp>
-#include <pathlock/postgres.hpp>
-
-#include <catch2/catch.hpp>
-#include <fmt/format.h>
-
-#include <sys/stat.h>
-
-#include <fstream>
-#include <iostream>
-#include <sstream>
 
 using namespace pathlock;
 using namespace std::chrono_literals;
@@ -69,8 +66,7 @@ struct PostgresLab : PartitionLab {
   const std::string hba = write_hba(conf);
   std::unique_ptr<PostgresServer> server = inside(server_ns, [&] {
     return std::make_unique<PostgresServer>(std::vector<std::string>{
-        fmt::format("listen_addresses=127.0.0.1,{},{}", link_a.address_b(), link_b.address_b()),
-        "hba_file=" + hba});
+        fmt::format("listen_addresses=127.0.0.1,{},{}", link_a.address_b(), link_b.address_b()), "hba_file=" + hba});
   });
   // Over the server's loopback; made first, so it creates the schema.
   std::unique_ptr<LockEngine> observer = inside(server_ns, [&] { return postgres_engine_on(server->url(), 5000ms); });
@@ -144,13 +140,15 @@ struct CallsCut {
 // ran): A's retry of the acquire with its key has the one lock of /q/x,
 // A's release of /p/A freed nothing of B's, and B's lock is there.
 void after_heal(CallsCut& s, const std::string& stale_sessions, const Grant& b_grant, const Grant& x_grant) {
-  REQUIRE(until([&] {
-    const std::string now = s.sessions_from(s.lab.link_a.address_a());
-    std::istringstream pids(stale_sessions);
-    for (std::string pid; std::getline(pids, pid);)
-      if (!pid.empty() && now.find(pid) != std::string::npos) return false;
-    return true;
-  }, 40s));
+  REQUIRE(until(
+      [&] {
+        const std::string now = s.sessions_from(s.lab.link_a.address_a());
+        std::istringstream pids(stale_sessions);
+        for (std::string pid; std::getline(pids, pid);)
+          if (!pid.empty() && now.find(pid) != std::string::npos) return false;
+        return true;
+      },
+      40s));
   const std::vector<LockInfo> locks = s.lab.locks(s.ns);
   REQUIRE(locks.size() == 2);
   CHECK(find_lock(locks, b_grant.id));
@@ -176,9 +174,11 @@ TEST_CASE("partition: PostgreSQL calls cut off in flight fail as unknown, and th
   const std::string stale = s.sessions_from(s.lab.link_a.address_a());
   const std::int64_t release_sent = monotonic_ns();
   std::int64_t release_ms = 0, acquire_ms = 0;
-  CHECK(fails_in_flight(s.lab.a_ns, [&] { return s.a->release(s.ns, got_a.grant.id, got_a.grant.token); }, release_ms));
+  CHECK(fails_in_flight(
+      s.lab.a_ns, [&] { return s.a->release(s.ns, got_a.grant.id, got_a.grant.token); }, release_ms));
   const std::int64_t x_sent = monotonic_ns();
-  CHECK(fails_in_flight(s.lab.a_ns, [&] { return s.a2->acquire(s.request_x); }, acquire_ms));
+  CHECK(fails_in_flight(
+      s.lab.a_ns, [&] { return s.a2->acquire(s.request_x); }, acquire_ms));
   s.history.maybe(s.request_x, x_sent, monotonic_ns());
   CHECK(find_lock(s.lab.locks(s.ns), got_a.grant.id));  // the release has not arrived
 
@@ -243,7 +243,8 @@ TEST_CASE("partition: a PostgreSQL grant committed while its reply is lost holds
   s.lab.link_a.drop_arriving_at_a();  // requests arrive, replies are lost
   const std::int64_t sent_a = monotonic_ns();
   std::int64_t took = 0;
-  CHECK(fails_in_flight(s.lab.a_ns, [&] { return s.a->acquire(s.request_a); }, took));
+  CHECK(fails_in_flight(
+      s.lab.a_ns, [&] { return s.a->acquire(s.request_a); }, took));
   s.history.maybe(s.request_a, sent_a, monotonic_ns());
   // The server committed the grant that A was not told about.
   const std::vector<LockInfo> committed = s.lab.locks(s.ns);

@@ -20,6 +20,15 @@
 //     renewals the lone master acknowledges alone, so A's keeper reports it
 //     lost before B, on the new master, gets it. No two holders across the
 //     partition and its healing (the checker).
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+#include <iostream>
+#include <optional>
+#include <pathlock/engine.hpp>
+#include <pathlock/keeper.hpp>
+#include <pathlock/redis.hpp>
+
 #include "support/backends.hpp"
 #include "support/history.hpp"
 #include "support/netns.hpp"
@@ -27,16 +36,6 @@
 #include "support/process.hpp"
 #include "support/redis_server.hpp"
 #include "support/waiting_probe.hpp"
-
-#include <pathlock/engine.hpp>
-#include <pathlock/keeper.hpp>
-#include <pathlock/redis.hpp>
-
-#include <catch2/catch.hpp>
-#include <fmt/format.h>
-
-#include <iostream>
-#include <optional>
 
 using namespace pathlock;
 using namespace std::chrono_literals;
@@ -54,9 +53,9 @@ struct SentinelLab {
   const std::string master_at = net.attach(master_ns, 1), replica_at = net.attach(replica_ns, 2),
                     sentinel_at = net.attach(sentinel_ns, 3), a_at = net.attach(a_ns, 4), b_at = net.attach(b_ns, 5);
   std::unique_ptr<RedisServer> master = server_in(master_ns, master_at, {"--repl-diskless-sync-delay", "0"});
-  std::unique_ptr<RedisServer> replica = server_in(
-      replica_ns, replica_at,
-      {"--replicaof", master_at, std::to_string(master->port()), "--repl-diskless-sync-delay", "0"});
+  std::unique_ptr<RedisServer> replica =
+      server_in(replica_ns, replica_at,
+                {"--replicaof", master_at, std::to_string(master->port()), "--repl-diskless-sync-delay", "0"});
   std::vector<std::unique_ptr<RedisServer>> sentinels = start_sentinels();
 
   SentinelLab() { wait_until_ready(); }
@@ -80,13 +79,15 @@ struct SentinelLab {
     return inside(sentinel_ns, [&] { return sentinels[0]->command(command); });
   }
   int known(const RedisServer& sentinel, const char* what) const {
-    return static_cast<int>(
-        inside(sentinel_ns, [&] { return sentinel.command({"SENTINEL", what, kMaster}); }).elements.size());
+    return static_cast<int>(inside(sentinel_ns, [&] {
+                              return sentinel.command({"SENTINEL", what, kMaster});
+                            }).elements.size());
   }
   void wait_until_ready() const {
     devtools::wait_for("SentinelLab", "the replica to sync", [&] {
-      return inside(master_ns, [&] { return master->command({"INFO", "replication"}).str; }).find("state=online") !=
-             std::string::npos;
+      return inside(master_ns, [&] {
+               return master->command({"INFO", "replication"}).str;
+             }).find("state=online") != std::string::npos;
     });
     devtools::wait_for("SentinelLab", "the sentinels to know each other and the replica", [&] {
       for (const auto& s : sentinels)
@@ -116,8 +117,10 @@ struct SentinelLab {
 // The partition: the master and A against the rest. Healed when destroyed.
 struct MasterCutOff {
   explicit MasterCutOff(const SentinelLab& lab) {
-    const std::vector<std::string> minority{lab.master_at, lab.a_at}, majority{lab.replica_at, lab.sentinel_at, lab.b_at};
-    for (const NetworkNamespace* ns : {&lab.master_ns, &lab.a_ns}) drops.push_back(std::make_unique<Drop>(*ns, majority));
+    const std::vector<std::string> minority{lab.master_at, lab.a_at},
+        majority{lab.replica_at, lab.sentinel_at, lab.b_at};
+    for (const NetworkNamespace* ns : {&lab.master_ns, &lab.a_ns})
+      drops.push_back(std::make_unique<Drop>(*ns, majority));
     for (const NetworkNamespace* ns : {&lab.replica_ns, &lab.sentinel_ns, &lab.b_ns})
       drops.push_back(std::make_unique<Drop>(*ns, minority));
   }
@@ -130,19 +133,25 @@ namespace {
 
 // Waits until the sentinels name the replica as the master and it says so.
 bool replica_promoted(const SentinelLab& lab) {
-  return until([&] {
-    if (lab.named_master() != lab.replica_at) return false;
-    const RedisReply role = inside(lab.replica_ns, [&] { return lab.replica->command({"ROLE"}); });
-    return !role.elements.empty() && role.elements[0].str == "master";
-  }, 30s);
+  return until(
+      [&] {
+        if (lab.named_master() != lab.replica_at) return false;
+        const RedisReply role = inside(lab.replica_ns, [&] { return lab.replica->command({"ROLE"}); });
+        return !role.elements.empty() && role.elements[0].str == "master";
+      },
+      30s);
 }
 
 // Waits until the old master follows the new one, in sync.
 bool old_master_rejoined(const SentinelLab& lab) {
-  return until([&] {
-    const std::string info = inside(lab.master_ns, [&] { return lab.master->command({"INFO", "replication"}).str; });
-    return info.find("role:slave") != std::string::npos && info.find("master_link_status:up") != std::string::npos;
-  }, 30s);
+  return until(
+      [&] {
+        const std::string info = inside(lab.master_ns, [&] {
+          return lab.master->command({"INFO", "replication"}).str;
+        });
+        return info.find("role:slave") != std::string::npos && info.find("master_link_status:up") != std::string::npos;
+      },
+      30s);
 }
 
 std::string checked(const History& history, int& status) {

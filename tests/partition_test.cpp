@@ -20,25 +20,25 @@
 //     refused (is_held, and the fence once B wrote: docs/guard.md);
 //   - a waiter cut off while in line: it is granted nothing, and the next
 //     waiter gets the lock once the cut-off waiter's reservation ends.
-#include "support/backends.hpp"
-#include "support/history.hpp"
-#include "support/netns.hpp"
 #include "support/partition.hpp"
-#include "support/process.hpp"
-#include "support/redis_server.hpp"
-#include "support/waiting_probe.hpp"
 
-#include <pathlock/engine.hpp>
-#include <pathlock/keeper.hpp>
-
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <catch2/catch.hpp>
 #include <condition_variable>
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <pathlock/engine.hpp>
+#include <pathlock/keeper.hpp>
 #include <thread>
+
+#include "support/backends.hpp"
+#include "support/history.hpp"
+#include "support/netns.hpp"
+#include "support/process.hpp"
+#include "support/redis_server.hpp"
+#include "support/waiting_probe.hpp"
 
 using namespace pathlock;
 using namespace std::chrono_literals;
@@ -51,8 +51,8 @@ namespace {
 struct RedisLab : PartitionLab {
   RedisLab() : PartitionLab("redis") {}
   std::unique_ptr<RedisServer> server = inside(server_ns, [&] {
-    return std::make_unique<RedisServer>(std::vector<std::string>{
-        "--bind", "127.0.0.1", link_a.address_b(), link_b.address_b(), "--protected-mode", "no"});
+    return std::make_unique<RedisServer>(std::vector<std::string>{"--bind", "127.0.0.1", link_a.address_b(),
+                                                                  link_b.address_b(), "--protected-mode", "no"});
   });
 
   std::string url_for(const VethLink& link) const {

@@ -14,18 +14,16 @@
 // own and the test merges, or the test records after joining).
 #pragma once
 
-#include "support/netns.hpp"
-#include "support/process.hpp"
-
-#include "redis_devtools/redis_server.hpp"  // run_program
-
-#include <pathlock/engine.hpp>
-#include <pathlock/path.hpp>
-
 #include <fmt/format.h>
 
 #include <fstream>
+#include <pathlock/engine.hpp>
+#include <pathlock/path.hpp>
 #include <string>
+
+#include "redis_devtools/redis_server.hpp"  // run_program
+#include "support/netns.hpp"
+#include "support/process.hpp"
 
 namespace pathlock::test {
 
@@ -36,8 +34,7 @@ class History {
 
   // `request` was sent at `sent` and answered with `grant` at `from`; its
   // holder vouches for it until `to` (see the file comment).
-  void hold(const LockRequest& request, const Grant& grant, std::int64_t sent, std::int64_t from,
-            std::int64_t to) {
+  void hold(const LockRequest& request, const Grant& grant, std::int64_t sent, std::int64_t from, std::int64_t to) {
     lines_ += fmt::format("hold\t{}\t{}\t{}\t{}\t{}\t{}:0\t{}\t{}\t{}\t{}\n", grant.fence, request.op, targets(request),
                           from, to, request.owner, sent, grant.id, grant.holds, fingerprint());
     ++holds_;

@@ -1,8 +1,6 @@
 // Network namespaces, veth pairs and nftables drops; see netns.hpp.
 #include "support/netns.hpp"
 
-#include "redis_devtools/redis_server.hpp"  // run_program
-
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -16,6 +14,8 @@
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
+
+#include "redis_devtools/redis_server.hpp"  // run_program
 
 namespace pathlock::test {
 namespace {
@@ -110,7 +110,10 @@ InNamespace::~InNamespace() {
 }
 
 VethLink::VethLink(const NetworkNamespace& a, const NetworkNamespace& b, int subnet)
-    : a_(a), b_(b), subnet_(subnet), device_a_("pl" + std::to_string(subnet) + "a"),
+    : a_(a),
+      b_(b),
+      subnet_(subnet),
+      device_a_("pl" + std::to_string(subnet) + "a"),
       device_b_("pl" + std::to_string(subnet) + "b") {
   if (subnet < 1 || subnet > 254) throw std::invalid_argument("VethLink: subnet 1..254");
   run_checked({"ip", "link", "add", device_a_, "netns", a.name(), "type", "veth", "peer", "name", device_b_, "netns",
@@ -132,8 +135,12 @@ VethLink::~VethLink() {
   devtools::run_program({"ip", "-n", a_.name(), "link", "del", device_a_}, ignored);
 }
 
-std::string VethLink::address_a() const { return "169.254." + std::to_string(subnet_) + ".1"; }
-std::string VethLink::address_b() const { return "169.254." + std::to_string(subnet_) + ".2"; }
+std::string VethLink::address_a() const {
+  return "169.254." + std::to_string(subnet_) + ".1";
+}
+std::string VethLink::address_b() const {
+  return "169.254." + std::to_string(subnet_) + ".2";
+}
 
 void VethLink::drop_at(const NetworkNamespace& ns, const std::string& device, bool& dropping) {
   if (dropping) return;
@@ -149,7 +156,9 @@ void VethLink::cut() {
   drop_at(b_, device_b_, dropping_b_);
 }
 
-void VethLink::drop_arriving_at_a() { drop_at(a_, device_a_, dropping_a_); }
+void VethLink::drop_arriving_at_a() {
+  drop_at(a_, device_a_, dropping_a_);
+}
 
 void VethLink::heal() {
   if (dropping_a_) a_.run({"nft", "delete", "table", "inet", "pathlock_cut_" + device_a_});
@@ -158,9 +167,13 @@ void VethLink::heal() {
   dropping_b_ = false;
 }
 
-void VethLink::set_down() { run_checked({"ip", "-n", a_.name(), "link", "set", device_a_, "down"}); }
+void VethLink::set_down() {
+  run_checked({"ip", "-n", a_.name(), "link", "set", device_a_, "down"});
+}
 
-void VethLink::set_up() { run_checked({"ip", "-n", a_.name(), "link", "set", device_a_, "up"}); }
+void VethLink::set_up() {
+  run_checked({"ip", "-n", a_.name(), "link", "set", device_a_, "up"});
+}
 
 Switch::Switch(int subnet) : subnet_(subnet) {
   ns_.run({"ip", "link", "add", "br0", "type", "bridge"});
@@ -172,8 +185,8 @@ Switch::~Switch() = default;
 std::string Switch::attach(const NetworkNamespace& ns, int host) {
   const std::string address = "169.254." + std::to_string(subnet_) + "." + std::to_string(host);
   const std::string port = "p" + std::to_string(host);
-  run_checked({"ip", "link", "add", "sw0", "netns", ns.name(), "type", "veth", "peer", "name", port, "netns",
-               ns_.name()});
+  run_checked(
+      {"ip", "link", "add", "sw0", "netns", ns.name(), "type", "veth", "peer", "name", port, "netns", ns_.name()});
   run_checked({"ip", "-n", ns_.name(), "link", "set", port, "master", "br0"});
   run_checked({"ip", "-n", ns_.name(), "link", "set", port, "up"});
   run_checked({"ip", "-n", ns.name(), "addr", "add", address + "/24", "dev", "sw0"});

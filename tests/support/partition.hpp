@@ -9,17 +9,16 @@
 // (Attempt's thread only records what happened).
 #pragma once
 
-#include "support/netns.hpp"
-
-#include <pathlock/engine.hpp>
-
 #include <chrono>
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <pathlock/engine.hpp>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "support/netns.hpp"
 
 namespace pathlock::test {
 
@@ -127,6 +126,8 @@ class FencedStore {
   std::map<std::string, std::uint64_t> fences_;
 };
 
-inline std::int64_t ms_to_ns(Millis ms) { return static_cast<std::int64_t>(ms.count()) * 1000000; }
+inline std::int64_t ms_to_ns(Millis ms) {
+  return static_cast<std::int64_t>(ms.count()) * 1000000;
+}
 
 }  // namespace pathlock::test
