@@ -55,6 +55,9 @@ struct RedisLab : PartitionLab {
                                                                   link_b.address_b(), "--protected-mode", "no"});
   });
 
+  // Over the server's loopback, connected once (a read is one round trip).
+  std::unique_ptr<LockEngine> observer = inside(server_ns, [&] { return redis_engine(server->url()); });
+
   std::string url_for(const VethLink& link) const {
     return fmt::format("redis://{}:{}", link.address_b(), server->port());
   }
@@ -67,10 +70,10 @@ struct RedisLab : PartitionLab {
   }
   // The server's live locks and places in line of `ns`, read over its loopback.
   std::vector<LockInfo> locks(const std::string& ns) {
-    return inside(server_ns, [&] { return redis_engine(server->url())->list(ns); });
+    return inside(server_ns, [&] { return observer->list(ns); });
   }
   std::vector<WaiterInfo> waiters(const std::string& ns) {
-    return inside(server_ns, [&] { return redis_engine(server->url())->waiters(ns); });
+    return inside(server_ns, [&] { return observer->waiters(ns); });
   }
   // How many connections the server has from `address` (CLIENT LIST).
   int clients_from(const std::string& address) {
@@ -90,7 +93,7 @@ struct RedisLab : PartitionLab {
 
 namespace {
 
-constexpr Millis kHolderTtl = 3000ms;      // A's lease: its keeper renews every second
+constexpr Millis kHolderTtl = 4000ms;      // A's lease: its keeper renews every 1.3 s, reports 50 ms early
 constexpr Millis kHolderTimeout = 1000ms;  // A's command timeout (docs/operations.md's example)
 
 // Instance A holding delete_folder /p/A under a LeaseKeeper, B waiting for
