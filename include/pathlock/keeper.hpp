@@ -1,11 +1,16 @@
 // pathlock/keeper.hpp: keeps held leases alive while their work runs.
 //
-// A LeaseKeeper owns one background thread that renews every lease it keeps
+// A LeaseKeeper owns two background threads that renew every lease it keeps
 // when a fraction of its TTL is left (by default after a third of the TTL),
-// and tells the holder as soon as a lease is lost: when a renewal is refused
+// and tell the holder as soon as a lease is lost: when a renewal is refused
 // (the lock expired or was force-released) or when the lease's end passes
-// without a successful renewal (renewals failing or stalled). It then sets the
-// Lease's lost() flag and calls its callback once, on the keeper's thread.
+// without a successful renewal (renewals failing or stalled: the end is
+// reported on time even while a renewal call hangs, e.g. in a network
+// partition). The end is the keeper's conservative view: from before the
+// last successful renewal was sent, less 1% of the TTL + 10 ms (at most
+// half the TTL), so the holder hears of the loss before the server ends
+// the lease. It then sets the Lease's lost() flag and calls its callback
+// once, on the keeper's scheduling thread (renewal calls run on the other).
 //
 // Thread safety: all methods may be called from any thread. Callbacks run on
 // the keeper's thread without its mutex held, and should return quickly

@@ -47,7 +47,9 @@ struct RedisOptions {
   // Replicas that must acknowledge a grant before acquire returns it, 0..64
   // (0: do not wait). When fewer acknowledge within half the command
   // timeout, the grant is released and acquire throws BackendError ("not
-  // replicated"). See docs/operations.md#failover.
+  // replicated"). A renewal waits the same way and throws BackendError when
+  // fewer acknowledge it (the lease may end at its previous end). See
+  // docs/operations.md#failover.
   int replicas = 0;
   RedisTlsOptions tls{};  // for rediss:// and rediss-sentinel:// only
   // Metrics, observer, logs (pathlock/metrics.hpp). The client counts its

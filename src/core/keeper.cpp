@@ -1,15 +1,26 @@
-// LeaseKeeper: one thread, a list of leases, each with two deadlines: when to
+// LeaseKeeper: two threads, a list of leases, each with two deadlines: when to
 // renew next (next_renew_) and when the lease ends if no renewal succeeds
 // (expires_at_, the local, conservative view: measured from before the
-// renewal call was sent). The thread sleeps until the earliest of them.
+// renewal call was sent, less a safety margin, 1% of the TTL + 10 ms and at
+// most half of it, for the drift of the server's clock against this host's
+// and for this thread's own wake-up). The scheduling thread (run) sleeps until the
+// earliest of them; it hands a due renewal to the renewing thread
+// (renew_loop) and reports a lease lost once its end passes, also while a
+// renewal of it is still in flight: a call stalled by a partition may block
+// for a connect and a command timeout, and the holder must hear of the loss
+// before the server ends the lease, not when the call gives up
+// (tests/partition_test.cpp).
 //
 // A renewal runs without the keeper's mutex (it is a network call on Redis);
 // the lease is marked in_flight_ meanwhile, and stop() waits for that flag,
-// which is how "never renews after release" holds.
+// which is how "never renews after release" holds. A refusal ends the lease
+// (expires_at_ set to the past) and the scheduling thread reports it, so
+// callbacks only ever run on that thread.
 //
-// The thread owns a share of State, so a callback may destroy the keeper:
-// the destructor then detaches the thread, which finds shutdown set when the
-// callback returns and ends without touching the engine again.
+// The scheduling thread owns a share of State, so a callback may destroy the
+// keeper: the destructor then detaches it (after joining the renewing
+// thread), and it finds shutdown set when the callback returns and ends
+// without touching the engine again.
 #include <pathlock/keeper.hpp>
 
 #include <pathlock/metrics.hpp>
@@ -23,10 +34,20 @@ namespace pathlock {
 
 using Clock = std::chrono::steady_clock;
 
+namespace {
+
+// How much earlier than its local end a lease is reported lost (file comment).
+Clock::duration safety_margin(Millis ttl) {
+  return std::min<Clock::duration>(ttl / 100 + Millis{10}, ttl / 2);
+}
+
+}  // namespace
+
 struct LeaseKeeper::State {
   State(LockEngine& e, KeeperOptions o) : engine(e), options(o) {}
   void run();
-  void renew(std::unique_lock<std::mutex>& guard, const std::shared_ptr<Lease>& due, Clock::time_point now);
+  void renew_loop();
+  void renew(std::unique_lock<std::mutex>& guard, const std::shared_ptr<Lease>& due);
   void lost(std::unique_lock<std::mutex>& guard, const std::shared_ptr<Lease>& due);
 
   LockEngine& engine;
@@ -34,12 +55,16 @@ struct LeaseKeeper::State {
   std::mutex mutex;
   std::condition_variable changed;
   std::vector<std::shared_ptr<Lease>> leases;
+  std::vector<std::shared_ptr<Lease>> to_renew;  // handed to the renewing thread, in_flight_ set
   bool shutdown = false;
   core::ProcessStamp process;
+  std::thread renewer;  // joined by ~LeaseKeeper, before the state can go
 };
 
 LeaseKeeper::LeaseKeeper(LockEngine& engine, KeeperOptions options)
-    : state_(std::make_shared<State>(engine, options)), thread_([s = state_] { s->run(); }) {}
+    : state_(std::make_shared<State>(engine, options)), thread_([s = state_] { s->run(); }) {
+  state_->renewer = std::thread([s = state_.get()] { s->renew_loop(); });
+}
 
 LeaseKeeper::~LeaseKeeper() {
   if (state_->process.forked()) {
@@ -57,6 +82,7 @@ LeaseKeeper::~LeaseKeeper() {
     for (auto& lease : state_->leases) lease->stopped_ = true;
   }
   state_->changed.notify_all();
+  state_->renewer.join();  // callbacks never run on it, so this is another thread
   if (std::this_thread::get_id() == thread_.get_id()) {
     thread_.detach();  // destroyed from a callback: the thread ends by itself
   } else {
@@ -78,7 +104,7 @@ std::shared_ptr<Lease> LeaseKeeper::keep(const std::string& ns, const Grant& gra
   lease->ttl_ = ttl;
   lease->on_lost_ = std::move(on_lost);
   const auto now = Clock::now();
-  lease->expires_at_ = now + grant.expires_in;
+  lease->expires_at_ = now + grant.expires_in - safety_margin(ttl);
   lease->next_renew_ = now + std::chrono::duration_cast<Clock::duration>(ttl * state_->options.renew_after);
   {
     std::lock_guard guard(state_->mutex);
@@ -106,7 +132,8 @@ void LeaseKeeper::State::run() {
     std::shared_ptr<Lease> due;
     Clock::time_point wake = Clock::time_point::max();
     for (const auto& lease : leases) {
-      const auto at = std::min(lease->next_renew_, lease->expires_at_);
+      // A lease whose renewal is in flight is due only when it ends.
+      const auto at = lease->in_flight_ ? lease->expires_at_ : std::min(lease->next_renew_, lease->expires_at_);
       if (at < wake) {
         wake = at;
         due = lease;
@@ -116,37 +143,56 @@ void LeaseKeeper::State::run() {
     if (!due || wake > now) {
       if (due) changed.wait_until(guard, wake);
       else changed.wait(guard);
-    } else if (now >= due->expires_at_) {  // the lease ended without a renewal
+    } else if (now >= due->expires_at_) {  // the lease ended without a renewal (one may still be in flight)
       lost(guard, due);
     } else {
-      renew(guard, due, now);
+      due->in_flight_ = true;
+      to_renew.push_back(due);
+      changed.notify_all();
     }
   }
 }
 
-// Renews `due` without the mutex; a refusal means the lease is lost.
-void LeaseKeeper::State::renew(std::unique_lock<std::mutex>& guard, const std::shared_ptr<Lease>& due,
-                               Clock::time_point now) {
-  due->in_flight_ = true;
-  guard.unlock();
-  bool renewed = false, failed = false;
-  try {
-    renewed = engine.renew(due->ns_, due->id_, due->token_, due->ttl_);
-  } catch (const std::exception&) {
-    failed = true;  // connection trouble: retry until the lease ends
+// The renewing thread: one renewal at a time, in the order they fell due.
+void LeaseKeeper::State::renew_loop() {
+  std::unique_lock guard(mutex);
+  while (true) {
+    changed.wait(guard, [&] { return shutdown || !to_renew.empty(); });
+    if (shutdown) break;
+    const std::shared_ptr<Lease> due = to_renew.front();
+    to_renew.erase(to_renew.begin());
+    renew(guard, due);
   }
-  guard.lock();
+  for (const auto& lease : to_renew) lease->in_flight_ = false;  // never sent
+  to_renew.clear();
+  changed.notify_all();
+}
+
+// Renews `due` without the mutex; a refusal ends the lease, which the
+// scheduling thread then reports lost.
+void LeaseKeeper::State::renew(std::unique_lock<std::mutex>& guard, const std::shared_ptr<Lease>& due) {
+  bool renewed = false, failed = false;
+  const auto now = Clock::now();
+  if (!due->stopped_ && !due->lost()) {
+    guard.unlock();
+    try {
+      renewed = engine.renew(due->ns_, due->id_, due->token_, due->ttl_);
+    } catch (const std::exception&) {
+      failed = true;  // connection trouble: retry until the lease ends
+    }
+    guard.lock();
+  }
   due->in_flight_ = false;
   changed.notify_all();
-  if (due->stopped_) return;  // stop() removes it
+  if (due->stopped_ || due->lost()) return;  // stop() removes it; a lost lease is off the list
   if (failed) {
     due->next_renew_ = now + options.retry_interval;
   } else if (renewed) {
-    due->expires_at_ = now + due->ttl_;
+    due->expires_at_ = now + due->ttl_ - safety_margin(due->ttl_);
     due->next_renew_ = now + std::chrono::duration_cast<Clock::duration>(due->ttl_ * options.renew_after);
     due->renewals_.fetch_add(1, std::memory_order_relaxed);
   } else {  // refused: expired or force-released
-    lost(guard, due);
+    due->expires_at_ = Clock::time_point::min();
   }
 }
 
@@ -154,8 +200,8 @@ void LeaseKeeper::State::renew(std::unique_lock<std::mutex>& guard, const std::s
 // callback may call stop(), release, or destroy the keeper).
 void LeaseKeeper::State::lost(std::unique_lock<std::mutex>& guard, const std::shared_ptr<Lease>& due) {
   leases.erase(std::find(leases.begin(), leases.end(), due));
+  due->lost_.store(true, std::memory_order_release);  // a renewal in flight now changes nothing
   guard.unlock();
-  due->lost_.store(true, std::memory_order_release);
   if (const std::shared_ptr<Metrics> m = engine.metrics()) m->count_lease_lost();
   if (due->on_lost_) due->on_lost_(*due);
   guard.lock();

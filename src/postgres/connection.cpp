@@ -4,10 +4,13 @@
 #include "core/process.hpp"
 
 #include <fmt/format.h>
+
 #include <poll.h>
 
 #include <cerrno>
 #include <cstring>
+#include <system_error>
+#include <thread>
 
 namespace pathlock::postgres {
 namespace {
@@ -68,11 +71,24 @@ void Connection::lost(const std::string& what) {
 
 // Asks the server to cancel the statement in flight (a new connection to
 // it, PQcancel): a call its caller stopped waiting for ends there too,
-// rolled back unless it was already committing.
+// rolled back unless it was already committing. The request is sent from a
+// thread of its own, so the caller returns at its deadline: libpq 15's
+// PQcancel has no timeout, and with the server cut off its connect blocks
+// for TCP's SYN retries, about two minutes (tests/partition_postgres_test.cpp).
+// PGcancel is a self-contained copy (address and key), and PQcancel is
+// signal-safe (no lock a fork could catch held); the server's own
+// lock_timeout and statement_timeout end the call when the request never
+// arrives.
 void Connection::cancel() noexcept {
-  if (PGcancel* c = PQgetCancel(conn_)) {
-    char error[256];
-    (void)PQcancel(c, error, sizeof error);
+  PGcancel* c = PQgetCancel(conn_);
+  if (!c) return;
+  try {
+    std::thread([c] {
+      char error[256];
+      (void)PQcancel(c, error, sizeof error);
+      PQfreeCancel(c);
+    }).detach();
+  } catch (const std::system_error&) {  // no thread: the server's timeouts still end the call
     PQfreeCancel(c);
   }
 }

@@ -114,11 +114,20 @@ class RedisEngine final : public LockEngine {
   bool renew(std::string_view ns, std::string_view id, std::string_view token, std::optional<Millis> ttl) override {
     core::check_namespace(ns);
     if (ttl) core::check_ttl(*ttl);
-    const Reply r =
-        run("renew", ns, {std::string(id), std::string(token), ttl ? std::to_string(ttl->count()) : std::string()});
+    int acked = 0;
+    const Reply r = run("renew", ns,
+                        {std::string(id), std::string(token), ttl ? std::to_string(ttl->count()) : std::string()},
+                        nullptr, replicas_ > 0 ? &acked : nullptr);
     const std::string& status = r.at(0).text();
     if (status != "renewed" && status != "missing") unexpected("renew", status);
     const bool ok = status == "renewed";
+    // A renewal a failover could lose may not count: the lease may end at
+    // its old end on a promoted replica (a master cut off from its replicas
+    // would renew alone). The caller (a LeaseKeeper) sees a failure.
+    if (ok && acked < replicas_)
+      client_->fail(fmt::format("not replicated: {} of {} replicas acknowledged the renewal of lock {} in time; the "
+                                "lease may end at its previous end",
+                                acked, replicas_, id));
     if (ok) core::hold_renewed(holds_, instruments_, ns, id, ttl);
     instruments_.renewed(ns, id, ok);
     return ok;
