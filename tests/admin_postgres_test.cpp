@@ -35,8 +35,8 @@ TEST_CASE("admin on PostgreSQL: status, locks, why and force-release", "[postgre
   auto engine = test::postgres_engine(nullptr, url);
   const std::string ns = test::unique_namespace("pgadmin");
   const auto mover = engine->acquire({ns, "alice", "move_folder", {{"src", "/p/A"}, {"dst", "/p/B"}}});
-  REQUIRE(mover.granted);
-  REQUIRE(engine->acquire({ns, "bob", "upload", {{"target", "/brief"}}, 100ms}).granted);
+  REQUIRE(mover.granted());
+  REQUIRE(engine->acquire({ns, "bob", "upload", {{"target", "/brief"}}, 100ms}).granted());
   std::this_thread::sleep_for(200ms);  // bob's lease has ended: not counted, not listed
 
   const Run status = admin({"status", "--namespace", ns}, url);

@@ -120,7 +120,7 @@ void operator_story(const std::string& url) {
   CHECK(forced.lines.at(0)["released"] == true);
   CHECK(forced.err.find("force-release of lock " + upload.id) != std::string::npos);
   waiter.join();
-  CHECK(waited.granted);
+  CHECK(waited.granted());
   CHECK(admin({"force-release", "--redis", url, "--namespace", ns, upload.id}).lines.at(0)["released"] == false);
   CHECK(admin({"waiters", "--redis", url, "--namespace", ns}).lines.empty());
 }
@@ -139,7 +139,7 @@ TEST_CASE("admin: bad input exits 1 or 2 with a message and changes nothing", "[
   const std::string url = test::shared_redis_server().url();
   const std::string ns = test::unique_namespace("admin-bad");
   auto engine = test::redis_engine(url);
-  REQUIRE(engine->acquire({ns, "alice", "upload", {{"target", "/a"}}}).granted);
+  REQUIRE(engine->acquire({ns, "alice", "upload", {{"target", "/a"}}}).granted());
   const std::vector<std::pair<std::vector<std::string>, int>> cases{
       {{"why", "--redis", url, "--namespace", ns}, 2},                                    // no path
       {{"why", "--redis", url, "--namespace", ns, "/a", "/b", "/c"}, 2},                  // no op takes 3 paths
@@ -186,9 +186,9 @@ TEST_CASE("admin: why, waiters and status need read rights only, and status coun
   const std::string ns = "readonly";
   auto engine = test::redis_engine(server.url());
   const auto held = engine->acquire({ns, "alice", "move_folder", {{"src", "/p/A"}, {"dst", "/p/B"}}});
-  REQUIRE(held.granted);
+  REQUIRE(held.granted());
   const auto brief = engine->acquire({ns, "bob", "upload", {{"target", "/brief"}}, 100ms});
-  REQUIRE(brief.granted);
+  REQUIRE(brief.granted());
   REQUIRE_FALSE(c.command({"ACL", "SETUSER", "reader", "on", ">pw", "~*", "&*", "-@all", "+@read", "+fcall",
                            "+fcall_ro", "+function|list", "+time", "+scan", "+ping", "+info", "+cluster|slots"})
                     .is_error());

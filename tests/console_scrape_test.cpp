@@ -162,7 +162,7 @@ TEST_CASE("console --scrape: the grid is the sum of what the engines' own /metri
   Console c({a.url(), b.url()});
   // The console's own dry run counts into its metrics, but with sources the
   // grid is theirs alone.
-  REQUIRE(c.engine->acquire({.ns = "web", .owner = "zed", .op = "upload", .targets = {{"target", "/z"}}}).granted);
+  REQUIRE(c.engine->acquire({.ns = "web", .owner = "zed", .op = "upload", .targets = {{"target", "/z"}}}).granted());
   REQUIRE(c.get("/api/why?ns=web&op=delete_folder&path=/z")["blockers"].size() == 1);
   CHECK(c.metrics->snapshot().refusals_total() == 1);
 

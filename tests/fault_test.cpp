@@ -187,7 +187,7 @@ TEST_CASE("stress survives connection kills, stalls and server restarts without 
 
   // The fence counter survived every restart: a new lock outranks them all.
   const AcquireResult after = engine->acquire(LockRequest{ns, "after", "delete_folder", {{"target", "/p"}}});
-  REQUIRE(after.granted);
+  REQUIRE(after.granted());
   CHECK(after.grant.fence > highest_fence);
   CHECK(engine->release(ns, after.grant.id, after.grant.token));
   CHECK(test::keys_left_after_drain(server, ns).empty());

@@ -80,7 +80,7 @@ std::unique_ptr<LockEngine> make(const Args& a) {
 // One lock taken, checked and released on `path`: true when all went as it must.
 bool take_check_release(LockEngine& engine, const std::string& path) {
   const AcquireResult r = engine.acquire(LockRequest{"fork-probe", "probe", "upload", {{"target", path}}});
-  if (!r.granted) return false;
+  if (!r.granted()) return false;
   const bool held = engine.is_held("fork-probe", r.grant.id, r.grant.token);
   return engine.release("fork-probe", r.grant.id, r.grant.token) && held;
 }

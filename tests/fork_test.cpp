@@ -36,7 +36,7 @@ int child_work(LockEngine& engine, const std::string& ns, int n) {
   for (int i = 0; i < n; ++i) {
     const std::string path = "/fork/" + std::to_string(::getpid()) + "/" + std::to_string(i);
     const AcquireResult r = engine.acquire(LockRequest{ns, "child", "upload", {{"target", path}}});
-    if (!r.granted) {
+    if (!r.granted()) {
       ++bad;
       continue;
     }
@@ -82,7 +82,7 @@ TEST_CASE("a Redis engine forked under load: the child's grants are real, the pa
         try {
           const std::string path = "/parent/" + std::to_string(t) + "/" + std::to_string(i % 20);
           const AcquireResult r = engine->acquire(LockRequest{ns, "parent", "upload", {{"target", path}}});
-          if (!r.granted || !engine->is_held(ns, r.grant.id, r.grant.token) ||
+          if (!r.granted() || !engine->is_held(ns, r.grant.id, r.grant.token) ||
               !engine->release(ns, r.grant.id, r.grant.token))
             ++parent_errors;
           ++parent_calls;
@@ -99,7 +99,7 @@ TEST_CASE("a Redis engine forked under load: the child's grants are real, the pa
   CHECK(parent_errors == 0);
   CHECK(parent_calls > 0);
   const AcquireResult after = engine->acquire(LockRequest{ns, "parent", "upload", {{"target", "/after"}}});
-  CHECK(after.granted);
+  CHECK(after.granted());
 }
 
 namespace {
@@ -157,7 +157,7 @@ TEST_CASE("an embedded engine and a keeper refuse to work in a forked child", "[
   auto engine = make_memory_engine();
   LeaseKeeper keeper(*engine);
   const AcquireResult held = engine->acquire(LockRequest{"ns", "parent", "upload", {{"target", "/p"}}});
-  REQUIRE(held.granted);
+  REQUIRE(held.granted());
   CHECK(in_child([&] {
           try {
             engine->acquire(LockRequest{"ns", "child", "upload", {{"target", "/q"}}});

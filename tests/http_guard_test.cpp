@@ -1,4 +1,4 @@
-// The HTTP servers' hardening (include/pathlock/http_guard.hpp), over real
+// The HTTP servers' hardening (src/metrics/http/http_guard.hpp), over real
 // sockets against a MetricsServer and a ConsoleServer: Host names, Origin
 // of a state change, slow clients, bounded connections, multi-range
 // requests, request sizes, the words of refusals; and log_escape.

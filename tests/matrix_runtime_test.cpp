@@ -68,8 +68,8 @@ TEST_CASE("the run-time table outlives the text it was compiled from", "[matrix]
   opts.matrix = &t;
   auto engine = make_memory_engine(opts);
   const AcquireResult first = engine->acquire(LockRequest{"ns", "a", "edit", {{"target", "/d"}}});
-  REQUIRE(first.granted);
-  CHECK_FALSE(engine->acquire(LockRequest{"ns", "b", "edit", {{"target", "/d/x"}}}).granted);
+  REQUIRE(first.granted());
+  CHECK_FALSE(engine->acquire(LockRequest{"ns", "b", "edit", {{"target", "/d/x"}}}).granted());
   CHECK_THROWS_AS(engine->acquire(LockRequest{"ns", "b", "upload", {{"target", "/d"}}}), InvalidRequest);
 }
 

@@ -19,7 +19,7 @@ TEST_CASE("embedded engines never share namespaces, even at the same address", "
   for (int round = 0; round < 4; ++round) {
     auto engine = make_memory_engine();
     const auto got = engine->acquire(LockRequest{"shared-name", "a", "delete_folder", {{"target", "/p"}}});
-    CHECK(got.granted);  // a fresh engine: nothing held, whatever came before
+    CHECK(got.granted());  // a fresh engine: nothing held, whatever came before
     CHECK(engine->list("shared-name").size() == 1);
   }
 }
@@ -28,27 +28,27 @@ TEST_CASE("leases follow the injected clock: expiry without sleeping", "[memory]
   auto clock = std::make_shared<ManualClock>();
   auto engine = make_memory_engine(MemoryOptions{nullptr, clock});
   const auto held = engine->acquire(LockRequest{"ns", "a", "delete_folder", {{"target", "/p"}}, 10min});
-  REQUIRE(held.granted);
+  REQUIRE(held.granted());
   CHECK(held.grant.expires_in == 10min);
 
   clock->advance(9min);
   const auto early = engine->acquire(LockRequest{"ns", "b", "upload", {{"target", "/p/f"}}});
-  REQUIRE_FALSE(early.granted);
+  REQUIRE_FALSE(early.granted());
   CHECK(early.conflict.expires_in == 1min);
   CHECK(engine->renew("ns", held.grant.id, held.grant.token, 2min));
 
   clock->advance(2min - 1ms);
-  CHECK_FALSE(engine->acquire(LockRequest{"ns", "b", "upload", {{"target", "/p/f"}}}).granted);
+  CHECK_FALSE(engine->acquire(LockRequest{"ns", "b", "upload", {{"target", "/p/f"}}}).granted());
   clock->advance(1ms);  // the renewed lease ends exactly now
   CHECK(engine->list("ns").empty());
   CHECK_FALSE(engine->release("ns", held.grant.id, held.grant.token));
-  CHECK(engine->acquire(LockRequest{"ns", "b", "upload", {{"target", "/p/f"}}}).granted);
+  CHECK(engine->acquire(LockRequest{"ns", "b", "upload", {{"target", "/p/f"}}}).granted());
 }
 
 TEST_CASE("a lease far beyond one lap of the expiry wheel ends on time", "[memory][expiry][clock]") {
   auto clock = std::make_shared<ManualClock>();
   auto engine = make_memory_engine(MemoryOptions{nullptr, clock});
-  REQUIRE(engine->acquire(LockRequest{"ns", "a", "delete_folder", {{"target", "/p"}}, 7 * 24h}).granted);
+  REQUIRE(engine->acquire(LockRequest{"ns", "a", "delete_folder", {{"target", "/p"}}, 7 * 24h}).granted());
   for (int hour = 0; hour < 7 * 24 - 1; ++hour) {
     clock->advance(1h);
     REQUIRE(engine->list("ns").size() == 1);
@@ -70,7 +70,7 @@ TEST_CASE("an idle namespace costs at most 2 KiB after a bounded number of calls
   for (std::size_t i = 0; i < kCount; ++i) {
     const std::string ns = "idle-" + std::to_string(i);
     const auto r = engine->acquire(LockRequest{ns, "o", "upload", {{"target", "/p/A/B/C/file"}}});
-    REQUIRE(r.granted);
+    REQUIRE(r.granted());
     REQUIRE(engine->release(ns, r.grant.id, r.grant.token));
     if (i == 0) last_fence = r.grant.fence;
   }
@@ -87,7 +87,7 @@ TEST_CASE("an idle namespace costs at most 2 KiB after a bounded number of calls
 
   // A trimmed namespace comes back with fences above every earlier one.
   const auto again = engine->acquire(LockRequest{"idle-0", "o", "upload", {{"target", "/p/A/B/C/file"}}});
-  REQUIRE(again.granted);
+  REQUIRE(again.granted());
   CHECK(again.grant.fence > last_fence);
   CHECK(engine->list("idle-0").size() == 1);
 }
@@ -97,7 +97,7 @@ TEST_CASE("fences only grow in a namespace whose state was trimmed and rebuilt",
   std::uint64_t last = 0;
   for (int round = 0; round < 50; ++round) {
     const auto r = engine->acquire(LockRequest{"fences", "o", "create", {{"target", "/x"}}});
-    REQUIRE(r.granted);
+    REQUIRE(r.granted());
     CHECK(r.grant.fence > last);
     last = r.grant.fence;
     REQUIRE(engine->release("fences", r.grant.id, r.grant.token));
@@ -119,7 +119,7 @@ TEST_CASE("a namespace in use keeps its state between a release and the next acq
   auto engine = make_memory_engine();
   for (int i = 0; i < 100 * static_cast<int>(memory::kCallsPerSweep); ++i) {
     const auto r = engine->acquire(LockRequest{"busy", "o", "upload", {{"target", "/a/b/f" + std::to_string(i % 7)}}});
-    REQUIRE(r.granted);
+    REQUIRE(r.granted());
     REQUIRE(engine->release("busy", r.grant.id, r.grant.token));
     engine->list("busy");
   }
@@ -136,18 +136,18 @@ TEST_CASE("reentry by proof among many locks of one code at one path", "[memory]
   std::vector<Grant> grants;
   for (int i = 0; i < 300; ++i) {
     const auto r = engine->acquire(LockRequest{"re", "owner-" + std::to_string(i), "upload", {{"target", "/shared"}}});
-    REQUIRE(r.granted);
+    REQUIRE(r.granted());
     grants.push_back(r.grant);
   }
   for (int i = 0; i < 300; i += 37) {
     LockRequest again{"re", "owner-" + std::to_string(i), "upload", {{"target", "/shared/"}}};
     const auto r = engine->acquire(again.reenter(grants[static_cast<std::size_t>(i)]));
-    REQUIRE(r.granted);
+    REQUIRE(r.granted());
     CHECK(r.grant.id == grants[static_cast<std::size_t>(i)].id);
     CHECK(r.grant.holds == 2);
     // Without the proof, the same owner gets a lock of its own (uploads share).
     const auto plain = engine->acquire(LockRequest{"re", "owner-" + std::to_string(i), "upload", {{"target", "/shared"}}});
-    REQUIRE(plain.granted);
+    REQUIRE(plain.granted());
     CHECK(plain.grant.id != r.grant.id);
     CHECK(plain.grant.holds == 1);
   }
@@ -155,5 +155,5 @@ TEST_CASE("reentry by proof among many locks of one code at one path", "[memory]
   LockRequest crossed{"re", "owner-1", "upload", {{"target", "/shared"}}};
   crossed.reenter_id = grants[1].id;
   crossed.reenter_token = grants[2].token;
-  CHECK(engine->acquire(crossed).not_holder);
+  CHECK(engine->acquire(crossed).not_holder());
 }

@@ -116,9 +116,9 @@ TEST_CASE("metrics: the Prometheus text parses back, histograms are cumulative",
   observe.metrics = metrics;
   auto engine = make_memory_engine(MemoryOptions{nullptr, nullptr, observe});
   const AcquireResult held = engine->acquire({"prom", "ann", "upload", {{"target", "/a/b"}}, Millis{30000}});
-  REQUIRE(held.granted);
-  REQUIRE_FALSE(engine->acquire({"prom", "bo", "delete_folder", {{"target", "/a"}}, Millis{30000}}).granted);
-  REQUIRE_FALSE(engine->acquire({"prom", "cy", "delete_folder", {{"target", "/a"}}, Millis{30000}, Millis{5}}).granted);
+  REQUIRE(held.granted());
+  REQUIRE_FALSE(engine->acquire({"prom", "bo", "delete_folder", {{"target", "/a"}}, Millis{30000}}).granted());
+  REQUIRE_FALSE(engine->acquire({"prom", "cy", "delete_folder", {{"target", "/a"}}, Millis{30000}, Millis{5}}).granted());
   REQUIRE(engine->release("prom", held.grant.id, held.grant.token));
   metrics->observe_redis_call(std::chrono::microseconds(300));
   metrics->observe_redis_call(std::chrono::seconds(1000));  // past the last bound: +Inf only

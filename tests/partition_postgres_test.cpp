@@ -165,7 +165,7 @@ TEST_CASE("partition: PostgreSQL calls cut off in flight fail as unknown, and th
   const std::int64_t sent_a = monotonic_ns();
   const AcquireResult got_a = inside(s.lab.a_ns, [&] { return s.a->acquire(s.request_a); });
   const std::int64_t from_a = monotonic_ns();
-  REQUIRE(got_a.granted);
+  REQUIRE(got_a.granted());
   REQUIRE(inside(s.lab.a_ns, [&] { return s.a2->list(s.ns).size() == 1; }));  // a2's connection is open
   Attempt waiter_b(s.lab.b_ns, *s.b, s.request_b);
   REQUIRE(until_waiting(s.ns, "B"));
@@ -184,7 +184,7 @@ TEST_CASE("partition: PostgreSQL calls cut off in flight fail as unknown, and th
 
   waiter_b.join();
   INFO("B: " << waiter_b.error);
-  REQUIRE(waiter_b.result.granted);
+  REQUIRE(waiter_b.result.granted());
   const Grant& b_grant = waiter_b.result.grant;
   CHECK(b_grant.fence > got_a.grant.fence);
   CHECK(waiter_b.answered >= sent_a + ms_to_ns(s.request_a.ttl));  // not before A's lease could end
@@ -193,7 +193,7 @@ TEST_CASE("partition: PostgreSQL calls cut off in flight fail as unknown, and th
   const std::int64_t x_retry = monotonic_ns();
   const AcquireResult x = answer(s.lab.a_ns, [&] { return s.a2->acquire(s.request_x); });
   const std::int64_t x_from = monotonic_ns();
-  REQUIRE(x.granted);
+  REQUIRE(x.granted());
   after_heal(s, stale, b_grant, x.grant);
   std::cout << fmt::format(
       "partition, PostgreSQL calls in flight: command timeout {} ms; release failed after {} ms, acquire after {} ms "
@@ -253,7 +253,7 @@ TEST_CASE("partition: a PostgreSQL grant committed while its reply is lost holds
   LockRequest now_b = s.request_b;
   now_b.wait = 0ms;
   const AcquireResult refused = inside(s.lab.b_ns, [&] { return s.b->acquire(now_b); });
-  REQUIRE_FALSE(refused.granted);
+  REQUIRE_FALSE(refused.granted());
   CHECK(refused.conflict.id == committed[0].id);
   Attempt waiter_b(s.lab.b_ns, *s.b, s.request_b);
   REQUIRE(until_waiting(s.ns, "B"));  // refused by A's committed grant
@@ -262,7 +262,7 @@ TEST_CASE("partition: a PostgreSQL grant committed while its reply is lost holds
   const std::int64_t retry_sent = monotonic_ns();
   const AcquireResult again = answer(s.lab.a_ns, [&] { return s.a->acquire(s.request_a); });
   const std::int64_t from_a = monotonic_ns();
-  REQUIRE(again.granted);
+  REQUIRE(again.granted());
   CHECK(again.grant.id == committed[0].id);  // that very lock, not a new one
   CHECK(again.grant.fence == committed[0].fence);
   const std::vector<LockInfo> before_release = s.lab.locks(s.ns);  // B still waits
@@ -272,7 +272,7 @@ TEST_CASE("partition: a PostgreSQL grant committed while its reply is lost holds
   CHECK(answer(s.lab.a_ns, [&] { return s.a->release(s.ns, again.grant.id, again.grant.token); }));
   waiter_b.join();
   INFO("B: " << waiter_b.error);
-  REQUIRE(waiter_b.result.granted);
+  REQUIRE(waiter_b.result.granted());
   CHECK(waiter_b.answered > released_a);
   CHECK(waiter_b.result.grant.fence > again.grant.fence);
   std::cout << fmt::format(

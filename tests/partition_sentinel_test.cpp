@@ -176,12 +176,12 @@ TEST_CASE("partition: a Sentinel master cut off grants a lock its replacement gr
   const std::int64_t sent_a = monotonic_ns();
   const AcquireResult got_a = inside(lab.a_ns, [&] { return a->acquire(request_a); });  // the lone master
   const std::int64_t from_a = monotonic_ns();
-  REQUIRE(got_a.granted);
+  REQUIRE(got_a.granted());
   answer(lab.b_ns, [&] { return b->list(ns); });  // until B's engine follows the sentinels to the new master
   const std::int64_t sent_b = monotonic_ns();
   const AcquireResult got_b = answer(lab.b_ns, [&] { return b->acquire(request_b); });
   const std::int64_t from_b = monotonic_ns();
-  REQUIRE(got_b.granted);  // the same lock, on the other side
+  REQUIRE(got_b.granted());  // the same lock, on the other side
   history.hold(request_a, got_a.grant, sent_a, from_a, monotonic_ns());
   history.hold(request_b, got_b.grant, sent_b, from_b, monotonic_ns());
   int status = 0;
@@ -211,7 +211,7 @@ TEST_CASE("partition: with WAIT for a replica, a Sentinel master cut off grants 
   const std::int64_t sent_a = monotonic_ns();
   const AcquireResult got_a = inside(lab.a_ns, [&] { return a->acquire(request_a); });
   const std::int64_t from_a = monotonic_ns();
-  REQUIRE(got_a.granted);
+  REQUIRE(got_a.granted());
   Moment lost;
   const auto lease = keeper->keep(ns, got_a.grant, request_a.ttl, [&](const Lease&) { lost.mark(); });
   REQUIRE(until([&] { return lease->renewals() >= 1; }));
@@ -230,7 +230,7 @@ TEST_CASE("partition: with WAIT for a replica, a Sentinel master cut off grants 
     return b->acquire(waiting);
   });
   const std::int64_t from_b = monotonic_ns();
-  REQUIRE(got_b.granted);
+  REQUIRE(got_b.granted());
   CHECK(from_b > lost.at);
   CHECK_FALSE(answer(lab.a_ns, [&] { return a->is_held(ns, got_a.grant.id, got_a.grant.token); }));
   history.hold(request_a, got_a.grant, sent_a, from_a, lost.at);

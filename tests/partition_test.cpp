@@ -136,7 +136,7 @@ TEST_CASE("partition: a holder cut off from Redis is told before its lease ends,
   const std::int64_t sent_a = monotonic_ns();
   s.got_a = inside(s.lab.a_ns, [&] { return s.a->acquire(s.request_a); });
   const std::int64_t from_a = monotonic_ns();
-  REQUIRE(s.got_a.granted);
+  REQUIRE(s.got_a.granted());
   const auto lease = s.keeper->keep(s.ns, s.got_a.grant, kHolderTtl, [&](const Lease&) { s.lost.mark(); });
   REQUIRE(until([&] { return lease->renewals() >= 1; }));  // renewals work while the network does
 
@@ -158,7 +158,7 @@ TEST_CASE("partition: a holder cut off from Redis is told before its lease ends,
 
   waiter_b.join();
   INFO("B: " << waiter_b.error);
-  REQUIRE(waiter_b.result.granted);
+  REQUIRE(waiter_b.result.granted());
   const Grant& b_grant = waiter_b.result.grant;
   CHECK(b_grant.fence > s.got_a.grant.fence);
   CHECK(waiter_b.answered > s.lost.at);
@@ -210,7 +210,7 @@ struct CutWaiter {
 // among it), A holds nothing and C's lock is the only one.
 void cut_off_waiter_got_nothing(CutWaiter& s, const Attempt& waiter_a, const Grant& c_grant) {
   INFO("A: " << (waiter_a.error.empty() ? "answered" : waiter_a.error));
-  CHECK_FALSE(waiter_a.result.granted);
+  CHECK_FALSE(waiter_a.result.granted());
   if (!waiter_a.error.empty()) s.history.maybe(s.request_a, waiter_a.sent, waiter_a.answered);
   s.a.reset();  // the instance gives up (a restart): its sockets close
   s.lab.link_a.heal();
@@ -229,7 +229,7 @@ TEST_CASE("partition: a waiter cut off in line is granted nothing, and the line 
   const std::int64_t sent_b = monotonic_ns();
   const AcquireResult got_b = inside(s.lab.b_ns, [&] { return s.b->acquire(s.request_b); });
   const std::int64_t from_b = monotonic_ns();
-  REQUIRE(got_b.granted);
+  REQUIRE(got_b.granted());
   Attempt waiter_a(s.lab.a_ns, *s.a, s.request_a);
   REQUIRE(until_waiting(s.ns, "A"));
   Attempt waiter_c(s.lab.b_ns, *s.c, s.request_c);
@@ -243,7 +243,7 @@ TEST_CASE("partition: a waiter cut off in line is granted nothing, and the line 
   REQUIRE(inside(s.lab.b_ns, [&] { return s.b->release(s.ns, got_b.grant.id, got_b.grant.token); }));
   waiter_c.join();
   INFO("C: " << waiter_c.error);
-  REQUIRE(waiter_c.result.granted);  // within its 8 s wait, though A was first
+  REQUIRE(waiter_c.result.granted());  // within its 8 s wait, though A was first
   const Grant& c_grant = waiter_c.result.grant;
   CHECK(c_grant.fence > got_b.grant.fence);
   waiter_a.join();
@@ -259,7 +259,7 @@ TEST_CASE("partition: a waiter cut off in line is granted nothing, and the line 
   // A, back on the network with a new engine, gets the lock.
   const auto a = s.lab.engine_a(1000ms);
   const AcquireResult again = inside(s.lab.a_ns, [&] { return a->acquire(s.request_a); });
-  CHECK(again.granted);
+  CHECK(again.granted());
   CHECK(again.grant.fence > c_grant.fence);
 
   s.history.hold(s.request_b, got_b.grant, sent_b, from_b, released_b);

@@ -77,7 +77,7 @@ TEST_CASE("postgres: a request waits only for requests that overlap it", "[postg
   {
     const PathsHeld held(server, ns, "'/a/x'");
     // Disjoint: /b/new shares only the root with /a/x.
-    CHECK(engine->acquire(test::one_target_request(ns, "alice", "upload", "/b/new")).granted);
+    CHECK(engine->acquire(test::one_target_request(ns, "alice", "upload", "/b/new")).granted());
     // Overlapping: the path itself, a descendant, an ancestor all wait (and
     // give up on the server: lock timeout).
     for (const std::string path : {"/a/x", "/a/x/y", "/a"})
@@ -130,7 +130,7 @@ TEST_CASE("postgres: many threads on overlapping multi-target requests never dea
           errors.push_back(e.what());
           continue;
         }
-        if (!got.granted) continue;
+        if (!got.granted()) continue;
         {
           std::lock_guard guard(mutex);
           for (const auto& h : holding) violations += overlaps(h, paths) ? 1 : 0;

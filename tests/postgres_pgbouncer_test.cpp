@@ -105,7 +105,7 @@ TEST_CASE("postgres through pgbouncer: two engines in transaction mode, the list
   REQUIRE(test::until_waiting(ns, "w", test::times_waited(ns, "w") + 1));
   REQUIRE(a.release(ns, t.folder.id, t.folder.token));
   const AcquireResult got = waiting.get();
-  REQUIRE(got.granted);
+  REQUIRE(got.granted());
   CHECK(test::times_woken(ns, "w") >= 1);
   CHECK(got.grant.fence > t.folder.fence);
   // Fences go on rising, whichever engine asks.
@@ -128,7 +128,7 @@ TEST_CASE("postgres through pgbouncer: with the listener through the bouncer too
   CHECK(engine.list(t.ns).size() == 1);
   REQUIRE(engine.release(t.ns, t.folder.id, t.folder.token));
   const AcquireResult got = waiting.get();
-  REQUIRE(got.granted);
+  REQUIRE(got.granted());
   CHECK(got.grant.fence > t.folder.fence);
   // LISTEN through a transaction-mode pooler hears nothing: no sleep was cut short.
   CHECK(test::times_woken(t.ns, "w") == 0);

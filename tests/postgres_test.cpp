@@ -52,7 +52,7 @@ TEST_CASE("postgres: the conflict check reads the indexes, never the whole locks
   const std::string ns = "explain";
   // Many locks in the namespace and beside it, spread over many folders: a
   // few through the engine, 40,000 written as the engine writes them.
-  for (int i = 0; i < 50; ++i) REQUIRE(engine->acquire(upload(ns, "/f" + std::to_string(i) + "/x/y")).granted);
+  for (int i = 0; i < 50; ++i) REQUIRE(engine->acquire(upload(ns, "/f" + std::to_string(i) + "/x/y")).granted());
   const std::string fp(engine->matrix().fingerprint);
   const int upload_code = engine->matrix().code_of(engine->matrix().op_index("upload"), "target");
   server.sql(
@@ -91,8 +91,8 @@ TEST_CASE("postgres: the conflict check reads the indexes, never the whole locks
   const auto before = scans();
   {
     auto caller = test::postgres_engine(nullptr, server.url());
-    REQUIRE_FALSE(caller->acquire(test::one_target_request(ns, "bob", "delete_folder", "/f7")).granted);
-    REQUIRE(caller->acquire(upload(ns, "/g/h")).granted);
+    REQUIRE_FALSE(caller->acquire(test::one_target_request(ns, "bob", "delete_folder", "/f7")).granted());
+    REQUIRE(caller->acquire(upload(ns, "/g/h")).granted());
   }
   // Statistics reach the view when the sessions end: wait for the index scans.
   REQUIRE(test::Fixture::until([&] { return scans().second > before.second; }));
@@ -107,10 +107,10 @@ namespace {
 void still_held(LockEngine& after, const std::string& ns, const Grant& grant) {
   CHECK(after.is_held(ns, grant.id, grant.token));
   const AcquireResult refused = after.acquire(test::one_target_request(ns, "bob", "delete_folder", "/a"));
-  REQUIRE_FALSE(refused.granted);
+  REQUIRE_FALSE(refused.granted());
   CHECK(refused.conflict.id == grant.id);
   const AcquireResult b = after.acquire(upload(ns, "/b/file"));
-  REQUIRE(b.granted);
+  REQUIRE(b.granted());
   CHECK(b.grant.fence > grant.fence);
 }
 
@@ -160,7 +160,7 @@ TEST_CASE("postgres: a connection dropped by the server is an error, and the eng
   options.command_timeout = 20000ms;
   auto engine = make_postgres_engine(options);
   const std::string ns = "dropped";
-  REQUIRE(engine->acquire(upload(ns, "/x")).granted);
+  REQUIRE(engine->acquire(upload(ns, "/x")).granted());
   // A call in flight when its session is terminated: another session holds
   // the lock of its path, so the acquire is mid-call (waiting for it) when
   // its session goes.
@@ -182,7 +182,7 @@ TEST_CASE("postgres: a connection dropped by the server is an error, and the eng
              "AND pid <> pg_backend_pid()");
   holder.join();
   const AcquireResult again = engine->acquire(upload(ns, "/z"));
-  CHECK(again.granted);
+  CHECK(again.granted());
 }
 
 TEST_CASE("postgres: a restart costs the calls in flight, not the engine", "[postgres]") {
@@ -190,12 +190,12 @@ TEST_CASE("postgres: a restart costs the calls in flight, not the engine", "[pos
   auto engine = test::postgres_engine(nullptr, server.url());
   const std::string ns = "restart";
   const AcquireResult a = engine->acquire(upload(ns, "/r"));
-  REQUIRE(a.granted);
+  REQUIRE(a.granted());
   server.stop();
   CHECK_THROWS_AS(engine->acquire(upload(ns, "/s")), BackendError);
   server.restart();
   CHECK(engine->is_held(ns, a.grant.id, a.grant.token));
-  CHECK(engine->acquire(upload(ns, "/s")).granted);
+  CHECK(engine->acquire(upload(ns, "/s")).granted());
 }
 
 TEST_CASE("postgres: a read-only user reads, and its writes are refused with the reason", "[postgres]") {
@@ -203,7 +203,7 @@ TEST_CASE("postgres: a read-only user reads, and its writes are refused with the
   auto writer = test::postgres_engine(nullptr, server.url());
   const std::string ns = "readonly";
   const AcquireResult a = writer->acquire(upload(ns, "/ro/file"));
-  REQUIRE(a.granted);
+  REQUIRE(a.granted());
   server.sql("CREATE ROLE reader LOGIN; GRANT USAGE ON SCHEMA pathlock TO reader; "
              "GRANT SELECT ON ALL TABLES IN SCHEMA pathlock TO reader;");
   auto reader = test::postgres_engine(nullptr, server.url_as("reader"));
@@ -239,7 +239,7 @@ TEST_CASE("postgres: the waiting calls of an engine share one listener connectio
   auto engine = test::postgres_engine(nullptr, server.url());
   const std::string ns = "listeners";
   const AcquireResult folder = engine->acquire(test::one_target_request(ns, "bob", "delete_folder", "/d"));
-  REQUIRE(folder.granted);
+  REQUIRE(folder.granted());
   constexpr int kWaiters = 16;
   std::vector<std::future<AcquireResult>> waits;
   for (int i = 0; i < kWaiters; ++i) {
@@ -254,7 +254,7 @@ TEST_CASE("postgres: the waiting calls of an engine share one listener connectio
   CHECK(count_of(server, "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'pathlock%'") <
         kWaiters);
   REQUIRE(engine->release(ns, folder.grant.id, folder.grant.token));
-  for (auto& w : waits) CHECK(w.get().granted);
+  for (auto& w : waits) CHECK(w.get().granted());
   CHECK(count_of(server, listeners) == 1);
 }
 
@@ -308,7 +308,7 @@ TEST_CASE("postgres: listen_url gives the listener a route of its own", "[postgr
   auto engine = make_postgres_engine(options);
   const std::string ns = "route";
   const AcquireResult folder = engine->acquire(test::one_target_request(ns, "bob", "delete_folder", "/d"));
-  REQUIRE(folder.granted);
+  REQUIRE(folder.granted());
   LockRequest r = upload(ns, "/d/f");
   r.wait = 120s;
   auto waiting = std::async(std::launch::async, [&engine, r] { return engine->acquire(r); });
@@ -317,5 +317,5 @@ TEST_CASE("postgres: listen_url gives the listener a route of its own", "[postgr
            1;
   }));
   REQUIRE(engine->release(ns, folder.grant.id, folder.grant.token));
-  CHECK(waiting.get().granted);
+  CHECK(waiting.get().granted());
 }

@@ -84,7 +84,7 @@ TEST_CASE("postgres: an acquire whose client times out is abandoned on the serve
   CHECK(count_of(server, "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' "
                          "AND query LIKE '%pathlock.acquire%' AND pid <> pg_backend_pid()") == 0);
   CHECK(engine->list(ns).empty());
-  CHECK(engine->acquire(test::one_target_request(ns, "bob", "delete_folder", "/t")).granted);
+  CHECK(engine->acquire(test::one_target_request(ns, "bob", "delete_folder", "/t")).granted());
 }
 
 TEST_CASE("postgres: a statement the client stopped waiting for is cancelled on the server", "[postgres][timeout]") {

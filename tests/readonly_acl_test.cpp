@@ -82,8 +82,8 @@ TEST_CASE("the documented read-only user lists, asks why and reads status, writi
   const std::string ns = "readers";
   auto engine = test::redis_engine(server.url());  // loads the library as the default (full) user
   const auto held = engine->acquire({ns, "alice", "move_folder", {{"src", "/p/A"}, {"dst", "/p/B"}}});
-  REQUIRE(held.granted);
-  REQUIRE(engine->acquire({ns, "bob", "upload", {{"target", "/brief"}}, 100ms}).granted);
+  REQUIRE(held.granted());
+  REQUIRE(engine->acquire({ns, "bob", "upload", {{"target", "/brief"}}, 100ms}).granted());
   std::vector<std::string> acl = documented_reader_acl("pw");
   REQUIRE_FALSE(c.command(acl).is_error());
   const std::string reader = "redis://pathlock-reader:pw@" + server.url().substr(std::string("redis://").size());

@@ -127,9 +127,9 @@ TEST_CASE("namespaces on every master: acquire, release and list through the eng
     for (const std::string& ns : names) {
       INFO(ns << " on node " << master);
       const AcquireResult a = engine->acquire(one_target_request(ns, "alice", "delete_folder", "/p/A"));
-      REQUIRE(a.granted);
+      REQUIRE(a.granted());
       const AcquireResult refused = engine->acquire(one_target_request(ns, "bob", "upload", "/p/A/f"));
-      CHECK_FALSE(refused.granted);
+      CHECK_FALSE(refused.granted());
       CHECK(engine->list(ns).size() == 1);
       // The namespace's keys are on the master that serves its slot, and only there.
       CHECK(cluster.node(master).command({"EXISTS", prefix_of(ns) + "meta"}).integer == 1);
@@ -145,7 +145,7 @@ TEST_CASE("a moved slot answers MOVED and the client follows it", "[cluster][rou
   const std::string ns = test::unique_namespace("moved");
   const int slot = redis::key_slot(prefix_of(ns));
   const AcquireResult held = engine->acquire(one_target_request(ns, "alice", "upload", "/p/A/f"));
-  REQUIRE(held.granted);
+  REQUIRE(held.granted());
   const std::size_t from = cluster.master_of(slot);
   std::size_t to = from;
   for (const std::size_t m : cluster.masters())
@@ -155,7 +155,7 @@ TEST_CASE("a moved slot answers MOVED and the client follows it", "[cluster][rou
   REQUIRE(cluster.master_of(slot) == to);
   // The engine's map still names `from`: it gets MOVED, learns, and goes on.
   CHECK(engine->list(ns).size() == 1);
-  CHECK_FALSE(engine->acquire(one_target_request(ns, "bob", "delete_folder", "/p")).granted);
+  CHECK_FALSE(engine->acquire(one_target_request(ns, "bob", "delete_folder", "/p")).granted());
   CHECK(engine->release(ns, held.grant.id, held.grant.token));
   CHECK(cluster.node(to).command({"EXISTS", prefix_of(ns) + "meta"}).integer == 1);
   CHECK(error_count(cluster.node(from), "MOVED") > moved_before);
@@ -281,14 +281,14 @@ TEST_CASE("a waiter is woken through SSUBSCRIBE on the slot's master, and follow
   // Through the engine: a refused waiter gets the lock once the holder releases.
   auto engine = redis_engine(cluster.url());
   const AcquireResult held = engine->acquire(one_target_request(ns, "h", "delete_folder", "/p/A"));
-  REQUIRE(held.granted);
+  REQUIRE(held.granted());
   auto waiter = std::async(std::launch::async,
                            [&] { return engine->acquire(one_target_request(ns, "w", "upload", "/p/A/x", 10000ms)); });
   for (int i = 0; i < 500 && shard_subscribers(to) != 1; ++i) std::this_thread::sleep_for(5ms);
   CHECK(shard_subscribers(to) == 1);
   REQUIRE(engine->release(ns, held.grant.id, held.grant.token));
   const AcquireResult got = waiter.get();
-  REQUIRE(got.granted);
+  REQUIRE(got.granted());
   CHECK(engine->release(ns, got.grant.id, got.grant.token));
 }
 
@@ -300,7 +300,7 @@ TEST_CASE("admin status without --namespace lists the namespaces of every master
   for (const auto& [master, names] : namespaces_on_every_master(cluster, 2))
     for (const std::string& ns : names) {
       const AcquireResult a = engine->acquire(one_target_request(ns, "alice", "upload", "/p/f"));
-      REQUIRE(a.granted);
+      REQUIRE(a.granted());
       held.emplace_back(ns, a.grant);
       expected[ns] = master;
     }
@@ -336,7 +336,7 @@ TEST_CASE("a graceful failover: calls reach the new master and no lock is lost",
   std::vector<std::pair<std::string, Grant>> held;
   for (const std::string& ns : names.begin()->second) {
     const AcquireResult a = engine->acquire(one_target_request(ns, "alice", "upload", "/p/A/f"));
-    REQUIRE(a.granted);
+    REQUIRE(a.granted());
     held.emplace_back(ns, a.grant);
   }
   // Calls keep going on another thread while the replica takes over.
@@ -362,7 +362,7 @@ TEST_CASE("a graceful failover: calls reach the new master and no lock is lost",
     const std::vector<LockInfo> locks = engine->list(ns);
     REQUIRE(locks.size() == 1);
     CHECK(locks.front().id == grant.id);
-    CHECK_FALSE(engine->acquire(one_target_request(ns, "bob", "delete_folder", "/p/A")).granted);
+    CHECK_FALSE(engine->acquire(one_target_request(ns, "bob", "delete_folder", "/p/A")).granted());
     CHECK(engine->release(ns, grant.id, grant.token));
     CHECK(cluster.node(new_master).command({"EXISTS", prefix_of(ns) + "meta"}).integer == 1);
   }
@@ -376,7 +376,7 @@ TEST_CASE("a crashed master: calls wait for the promoted replica within the comm
   const std::size_t replica = cluster.replica_of(victim);
   const std::string ns = names.begin()->second.front();
   const AcquireResult held = engine->acquire(one_target_request(ns, "alice", "delete_folder", "/p/A"));
-  REQUIRE(held.granted);
+  REQUIRE(held.granted());
   // Only what reached the replica survives the crash (docs/operations.md#failover).
   test::RedisConnection on_replica(cluster.node(replica).url());
   REQUIRE(on_replica.command({"READONLY"}).str == "OK");  // a cluster replica answers reads only after READONLY
@@ -389,7 +389,7 @@ TEST_CASE("a crashed master: calls wait for the promoted replica within the comm
   const std::vector<LockInfo> locks = engine->list(ns);
   REQUIRE(locks.size() == 1);
   CHECK(locks.front().id == held.grant.id);
-  CHECK_FALSE(engine->acquire(one_target_request(ns, "bob", "upload", "/p/A/f")).granted);
+  CHECK_FALSE(engine->acquire(one_target_request(ns, "bob", "upload", "/p/A/f")).granted());
   CHECK(engine->release(ns, held.grant.id, held.grant.token));
   const RedisReply role = cluster.node(replica).command({"ROLE"});
   CHECK(role.elements.at(0).str == "master");
@@ -397,7 +397,7 @@ TEST_CASE("a crashed master: calls wait for the promoted replica within the comm
   for (const auto& [master, list] : names) {
     if (master == victim) continue;
     const AcquireResult a = engine->acquire(one_target_request(list.front(), "carol", "upload", "/p/x"));
-    REQUIRE(a.granted);
+    REQUIRE(a.granted());
     CHECK(engine->release(list.front(), a.grant.id, a.grant.token));
   }
 }

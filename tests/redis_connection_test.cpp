@@ -213,7 +213,7 @@ TEST_CASE("AUTH with a password or a user, and SELECT of the database in the url
 
   const std::string ns = test::unique_namespace("auth");
   auto engine = redis_engine("redis://:s3cret@" + hostport + "/3");
-  REQUIRE(engine->acquire(request(ns, "o", "create", {{"target", "/a"}})).granted);
+  REQUIRE(engine->acquire(request(ns, "o", "create", {{"target", "/a"}})).granted());
   test::RedisConnection db3("redis://:s3cret@" + hostport + "/3");
   CHECK(db3.command({"EXISTS", prefix_of(ns) + "meta"}).integer == 1);
   test::RedisConnection db0("redis://:s3cret@" + hostport);
@@ -253,7 +253,7 @@ TEST_CASE("a server with CONFIG renamed away works, with a warning", "[redis][co
   std::unique_ptr<LockEngine> engine;
   const std::string err = test::capture_stderr([&] { engine = redis_engine(server.url()); });
   CHECK_THAT(err, Catch::Contains("maxmemory-policy") && Catch::Contains("noeviction"));
-  CHECK(engine->acquire(request("cfg", "o", "upload", {{"target", "/x"}})).granted);
+  CHECK(engine->acquire(request("cfg", "o", "upload", {{"target", "/x"}})).granted());
 }
 
 TEST_CASE("a connection closed by the server is replaced before sending", "[redis][connection]") {
@@ -263,12 +263,12 @@ TEST_CASE("a connection closed by the server is replaced before sending", "[redi
   for (int round = 0; round < 5; ++round) {
     INFO(round);
     const auto r = engine->acquire(request(ns, "o", "upload", {{"target", "/r" + std::to_string(round)}}));
-    REQUIRE(r.granted);
+    REQUIRE(r.granted());
     REQUIRE(kill_engine_connections(server) >= 1);
     CHECK(engine->list(ns).size() == static_cast<std::size_t>(round + 1));
     REQUIRE(kill_engine_connections(server) >= 1);
     CHECK(engine->release(ns, r.grant.id, r.grant.token));
-    CHECK(engine->acquire(request(ns, "o", "upload", {{"target", "/r" + std::to_string(round)}})).granted);
+    CHECK(engine->acquire(request(ns, "o", "upload", {{"target", "/r" + std::to_string(round)}})).granted());
   }
 }
 
@@ -276,9 +276,9 @@ TEST_CASE("a library flushed from the server is loaded again (Function not found
   const RedisServer& server = shared_redis_server();
   auto engine = redis_engine(server.url());
   const std::string ns = test::unique_namespace("flush");
-  REQUIRE(engine->acquire(request(ns, "o", "upload", {{"target", "/a"}})).granted);
+  REQUIRE(engine->acquire(request(ns, "o", "upload", {{"target", "/a"}})).granted());
   REQUIRE_FALSE(server.command({"FUNCTION", "FLUSH"}).is_error());
-  CHECK(engine->acquire(request(ns, "o", "upload", {{"target", "/b"}})).granted);
+  CHECK(engine->acquire(request(ns, "o", "upload", {{"target", "/b"}})).granted());
   CHECK(engine->list(ns).size() == 2);
 }
 
@@ -286,7 +286,7 @@ TEST_CASE("a reply that does not come in time is a BackendError, never retried",
   RedisServer server({"--enable-debug-command", "yes"});
   auto engine = redis_engine(server.url(), nullptr, 2, 150ms);
   const std::string ns = test::unique_namespace("slow");
-  REQUIRE(engine->acquire(request(ns, "o", "upload", {{"target", "/warm"}})).granted);
+  REQUIRE(engine->acquire(request(ns, "o", "upload", {{"target", "/warm"}})).granted());
   const auto fcalls = [&] {  // FCALLs the server ran so far
     const std::string stats = server.command({"INFO", "commandstats"}).str;
     const std::size_t at = stats.find("cmdstat_fcall:calls=");
@@ -304,13 +304,13 @@ TEST_CASE("a reply that does not come in time is a BackendError, never retried",
   devtools::wait_for("slow test", "the late call to run", [&] { return fcalls() > before; });
   CHECK(fcalls() == before + 1);
   CHECK(engine->list(ns, "/late").empty());
-  CHECK(engine->acquire(request(ns, "o", "upload", {{"target", "/after"}})).granted);
+  CHECK(engine->acquire(request(ns, "o", "upload", {{"target", "/after"}})).granted());
 }
 
 TEST_CASE("a stopped server is a BackendError", "[redis][connection]") {
   auto server = std::make_unique<RedisServer>();
   auto engine = redis_engine(server->url());
-  REQUIRE(engine->acquire(request("gone", "o", "upload", {{"target", "/a"}})).granted);
+  REQUIRE(engine->acquire(request("gone", "o", "upload", {{"target", "/a"}})).granted());
   server.reset();
   CHECK_THROWS_AS(engine->acquire(request("gone", "o", "upload", {{"target", "/b"}})), BackendError);
   CHECK_THROWS_AS(engine->list("gone"), BackendError);
@@ -322,7 +322,7 @@ TEST_CASE("out of memory: acquire fails cleanly, release still works, nothing is
   const std::string ns = "oom";
   auto twice = request(ns, "o", "upload", {{"target", "/warm"}});
   const auto reentered = engine->acquire(twice);
-  REQUIRE(reentered.granted);
+  REQUIRE(reentered.granted());
   twice.reenter(reentered.grant);
   REQUIRE(engine->acquire(twice).grant.holds == 2);
   const auto used_memory = [&] {
@@ -338,7 +338,7 @@ TEST_CASE("out of memory: acquire fails cleanly, release still works, nothing is
       const auto r = engine->acquire(
           request(ns, "o", "move_folder",
                   {{"src", "/" + long_name + "/s" + std::to_string(i)}, {"dst", "/" + long_name + "/d" + std::to_string(i)}}));
-      REQUIRE(r.granted);
+      REQUIRE(r.granted());
       grants.push_back(r.grant);
     } catch (const BackendError& e) {
       CHECK_THAT(e.what(), Catch::Contains("OOM"));

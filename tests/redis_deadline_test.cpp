@@ -163,7 +163,7 @@ TEST_CASE("a C++ acquire that timed out behind a busy script leaves no lock once
   const auto engine = redis_engine(server.url(), nullptr, 2, Millis{500});
   // Warm: the library loaded, the permission probe passed.
   const AcquireResult warm = engine->acquire(request(ns, "svc", "upload", {{"target", "/warm"}}));
-  REQUIRE(warm.granted);
+  REQUIRE(warm.granted());
   REQUIRE(engine->release(ns, warm.grant.id, warm.grant.token));
   std::string outcome;
   std::thread caller;
@@ -173,7 +173,7 @@ TEST_CASE("a C++ acquire that timed out behind a busy script leaves no lock once
         caller = std::thread([&] {
           try {
             const AcquireResult r = engine->acquire(request(ns, "svc", "upload", {{"target", "/p"}}));
-            outcome = r.granted ? "granted" : "refused";
+            outcome = r.granted() ? "granted" : "refused";
           } catch (const BackendError& e) {
             outcome = e.what();
           }
@@ -187,7 +187,7 @@ TEST_CASE("a C++ acquire that timed out behind a busy script leaves no lock once
   CHECK(ns_keys(server, ns) == kOnlyMeta);
   // The engine works on at once, with the same connections' clocks.
   const AcquireResult after = engine->acquire(request(ns, "svc", "upload", {{"target", "/p"}}));
-  CHECK(after.granted);
+  CHECK(after.granted());
 }
 
 TEST_CASE("a node's connection pool is bounded: a borrower that finds every connection busy gets a clear error",

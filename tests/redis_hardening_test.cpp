@@ -253,13 +253,13 @@ TEST_CASE("a user lacking any one command never leaves a half-written namespace"
     // Full rights: a lock to release, one that expires (to reap), a waiter.
     auto full = redis_engine(server.url());
     const auto held = full->acquire(request(ns, "a", "upload", {{"target", "/p/A/f"}}));
-    REQUIRE(held.granted);
+    REQUIRE(held.granted());
     const auto twice = full->acquire(request(ns, "a", "upload", {{"target", "/p/A/f"}}).reenter(held.grant));
     REQUIRE(twice.grant.holds == 2);
     auto keyed = request(ns, "b", "move_folder", {{"src", "/q/x"}, {"dst", "/q/y"}}, 20ms);
     keyed.idempotency_key = "short-key";  // its key field is reaped with it
     const auto shortlived = full->acquire(keyed);
-    REQUIRE(shortlived.granted);
+    REQUIRE(shortlived.granted());
     RedisConnection limited("redis://" + user + ":pw@" + hostport);
     REQUIRE(fcall(admin, m, "acquire", ns, {"w", "delete_folder", "30000", "wid", "wt", "", "", "", "/p", "1", "wA", "2000"})
                 .elements.at(0)
@@ -324,8 +324,8 @@ TEST_CASE("a service user without FUNCTION rights works once an administrator lo
   auto admin_engine = redis_engine(server.url());
   auto engine = redis_engine(url);
   const auto got = engine->acquire(request(ns, "a", "upload", {{"target", "/p/f"}}));
-  REQUIRE(got.granted);
-  CHECK_FALSE(admin_engine->acquire(request(ns, "b", "delete_folder", {{"target", "/p"}})).granted);
+  REQUIRE(got.granted());
+  CHECK_FALSE(admin_engine->acquire(request(ns, "b", "delete_folder", {{"target", "/p"}})).granted());
   CHECK(engine->release(ns, got.grant.id, got.grant.token));
 }
 
@@ -334,27 +334,27 @@ TEST_CASE("fences never go back, even when Redis lost every key - they are exact
   auto engine = redis_engine(server.url());
   const std::string ns = "fences";
   const auto first = engine->acquire(request(ns, "o", "upload", {{"target", "/a"}}));
-  REQUIRE(first.granted);
+  REQUIRE(first.granted());
   // A restart without persistence: everything is gone, including meta.
   REQUIRE_FALSE(server.command({"FLUSHALL"}).is_error());
   const auto second = engine->acquire(request(ns, "o", "upload", {{"target", "/a"}}));
-  REQUIRE(second.granted);
+  REQUIRE(second.granted());
   CHECK(second.grant.fence > first.grant.fence);
 
   // Near 2^53 every fence is still exact: in replies, listings and entries.
   const std::uint64_t high = (std::uint64_t{1} << 53) - 3;
   REQUIRE_FALSE(server.command({"HSET", prefix_of(ns) + "meta", "fence", std::to_string(high)}).is_error());
   const auto near = engine->acquire(request(ns, "o", "upload", {{"target", "/b"}}));
-  REQUIRE(near.granted);
+  REQUIRE(near.granted());
   CHECK(near.grant.fence == high + 1);
   const auto listed = engine->list(ns, "/b");
   REQUIRE(listed.size() == 1);
   CHECK(listed[0].fence == high + 1);
   const auto refused = engine->acquire(request(ns, "p", "delete_folder", {{"target", "/"}}));
-  REQUIRE_FALSE(refused.granted);
+  REQUIRE_FALSE(refused.granted());
   CHECK(engine->release(ns, near.grant.id, near.grant.token));
   const auto last = engine->acquire(request(ns, "o", "upload", {{"target", "/c"}}));
-  REQUIRE(last.granted);
+  REQUIRE(last.granted());
   CHECK(last.grant.fence == high + 2);
   // Beyond 2^53 - 1 there is no exact fence: a clear error, nothing changed.
   CHECK_THROWS_WITH(engine->acquire(request(ns, "o", "upload", {{"target", "/d"}})), Catch::Contains("2^53"));
@@ -389,13 +389,13 @@ TEST_CASE("a refusal below a folder with 50,000 children costs a few O(log n) se
   // /w; the one witness is an upload deep below the last child (a walk of
   // the children in byte order would visit all 50,000 first).
   const auto deep = engine->acquire(request(ns, "deep", "upload", {{"target", "/w/c49999/x/y"}}));
-  REQUIRE(deep.granted);
+  REQUIRE(deep.granted());
 
   c.command({"CONFIG", "RESETSTAT"});
   const auto t0 = std::chrono::steady_clock::now();
   const auto refused = engine->acquire(request(ns, "d", "copy_folder", {{"src", "/w"}, {"dst", "/z"}}));
   const double refusal_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  REQUIRE_FALSE(refused.granted);
+  REQUIRE_FALSE(refused.granted());
   CHECK(refused.conflict.path == "/w/c49999/x/y");
   CHECK(refused.conflict.id == deep.grant.id);
   CHECK(refused.conflict.relation == Relation::held_descendant);
@@ -418,7 +418,7 @@ TEST_CASE("one page of a listing does bounded work - the pages cover every lock 
   std::set<std::string> ids;
   for (int i = 0; i < 1300; ++i) {
     const auto r = engine->acquire(request(ns, "o", "upload", {{"target", fmt::format("/d{}/f{}", i % 3, i)}}));
-    REQUIRE(r.granted);
+    REQUIRE(r.granted());
     ids.insert(r.grant.id);
   }
   RedisConnection c(server.url());

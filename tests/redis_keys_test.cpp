@@ -69,20 +69,20 @@ TEST_CASE_METHOD(ImpostorShare, "two matrices share a namespace: another matrix'
   const Grant beside = test::granted(*other, request(ns, "p", "upload", {{"target", "/a/g"}}));
   // An overlapping request of the other matrix is refused, whatever its cell says.
   const auto same = other->acquire(request(ns, "p", "upload", {{"target", "/a/f"}}));
-  REQUIRE_FALSE(same.granted);
+  REQUIRE_FALSE(same.granted());
   CHECK(same.conflict.id == held.id);
   CHECK(same.conflict.op == "upload");
   CHECK(same.conflict.role == "target");
   CHECK(same.conflict.relation == Relation::same);
   const auto above = other->acquire(request(ns, "p", "delete_folder", {{"target", "/"}}));
-  REQUIRE_FALSE(above.granted);
+  REQUIRE_FALSE(above.granted());
   CHECK(above.conflict.relation == Relation::held_descendant);
   CHECK(above.conflict.path == "/a/f");
   CHECK(other->list(ns).size() == 2);
   CHECK(cloud->list(ns).size() == 2);
   // Each matrix's own lock is refused to the other too (both directions).
   const auto back = cloud->acquire(request(ns, "o", "upload", {{"target", "/a/g"}}));
-  REQUIRE_FALSE(back.granted);
+  REQUIRE_FALSE(back.granted());
   CHECK(back.conflict.id == beside.id);
   // The other matrix may release the lock by its token, or force it.
   CHECK(other->release(ns, held.id, held.token));
@@ -116,7 +116,7 @@ TEST_CASE_METHOD(ImpostorShare, "once another matrix's locks are gone, this matr
     if (op.role_count != 1) continue;
     const std::string name(op.name);
     const auto r = cloud->acquire(request(ns, "q", name, {{"target", "/d/f"}}));
-    if (r.granted) {
+    if (r.granted()) {
       allowed_op = name;
       CHECK(cloud->release(ns, r.grant.id, r.grant.token));
     }
@@ -124,12 +124,12 @@ TEST_CASE_METHOD(ImpostorShare, "once another matrix's locks are gone, this matr
   INFO("an operation the shipped matrix lets overlap a held upload: " << allowed_op);
   REQUIRE_FALSE(allowed_op.empty());
   const auto refused = cloud->acquire(request(ns, "q", allowed_op, {{"target", "/e/f"}}));
-  REQUIRE_FALSE(refused.granted);  // the impostor's lock: any overlap conflicts
+  REQUIRE_FALSE(refused.granted());  // the impostor's lock: any overlap conflicts
   CHECK(refused.conflict.id == foreign.id);
   REQUIRE(other->release(ns, foreign.id, foreign.token));
   // The impostor's tag left meta; now the shipped matrix alone decides.
   const auto now = cloud->acquire(request(ns, "q", allowed_op, {{"target", "/e/f"}}));
-  CHECK(now.granted);
+  CHECK(now.granted());
   CHECK(server.command({"HGET", prefix_of(ns) + "meta", "t:" + std::string(impostor_matrix().fingerprint)}).type ==
         test::RedisReply::Type::nil);
 }
@@ -140,14 +140,14 @@ TEST_CASE("the functions read the matrices in use at every call: a tag taken beh
   const std::string ns = test::unique_namespace("race");
   auto engine = redis_engine(server.url());
   const auto held = engine->acquire(request(ns, "o", "upload", {{"target", "/a"}}));
-  REQUIRE(held.granted);
+  REQUIRE(held.granted());
   // The engine's matrix loses its tag behind its back (an operator edited
   // meta): its own locks then count as another matrix's, so an overlapping
   // request is refused ("any overlap"), never granted.
   const std::string fp(default_matrix().fingerprint);
   REQUIRE(server.command({"HDEL", prefix_of(ns) + "meta", "t:" + fp}).integer == 1);
   const auto r = engine->acquire(request(ns, "o", "upload", {{"target", "/a"}}));
-  REQUIRE_FALSE(r.granted);
+  REQUIRE_FALSE(r.granted());
   CHECK(r.conflict.id == held.grant.id);
   CHECK(engine->release(ns, held.grant.id, held.grant.token));
 }
@@ -163,13 +163,13 @@ TEST_CASE("paths are data: metacharacters, spaces and unicode in keys", "[redis]
   for (const std::string& p : paths) {
     INFO(p);
     const auto r = engine->acquire(request(ns, "o", "delete_folder", {{"target", p}}));
-    REQUIRE(r.granted);  // none of these paths overlaps another
+    REQUIRE(r.granted());  // none of these paths overlaps another
     grants.push_back(r.grant);
   }
   for (std::size_t i = 0; i < paths.size(); ++i) {
     INFO(paths[i]);
     const auto below = engine->acquire(request(ns, "p", "upload", {{"target", paths[i] + "/f"}}));
-    REQUIRE_FALSE(below.granted);
+    REQUIRE_FALSE(below.granted());
     CHECK(below.conflict.id == grants[i].id);
     CHECK(below.conflict.path == paths[i]);
     CHECK(below.conflict.relation == Relation::held_ancestor);
@@ -178,8 +178,8 @@ TEST_CASE("paths are data: metacharacters, spaces and unicode in keys", "[redis]
     CHECK(listed[0].targets.at(0).path == paths[i]);
   }
   // A pattern character matches nothing but itself.
-  CHECK(engine->acquire(request(ns, "p", "upload", {{"target", "/xa"}})).granted);
-  CHECK(engine->acquire(request(ns, "p", "upload", {{"target", "/x1"}})).granted);
+  CHECK(engine->acquire(request(ns, "p", "upload", {{"target", "/xa"}})).granted());
+  CHECK(engine->acquire(request(ns, "p", "upload", {{"target", "/x1"}})).granted());
 
   // Keys: the fixed set of docs/lua-protocol.md, whatever the paths; the
   // paths are data inside them (index fields and entry members), raw bytes.
@@ -203,7 +203,7 @@ TEST_CASE("namespaces are isolated, even when one name is a prefix of another", 
   std::map<std::string, Grant> grants;
   for (const std::string& ns : {ns1, ns2, ns3}) {
     const auto r = engine->acquire(request(ns, "o", "delete_folder", {{"target", "/"}}));
-    REQUIRE(r.granted);
+    REQUIRE(r.granted());
     // Each namespace has its own fence.
     CHECK(std::to_string(r.grant.fence) == server.command({"HGET", prefix_of(ns) + "meta", "fence"}).str);
     grants[ns] = r.grant;
@@ -246,7 +246,7 @@ TEST_CASE("no lock data is left once every lock is gone - fences never go back",
     } catch (const InvalidRequest&) {
       continue;  // e.g. dst inside src
     }
-    if (res.granted) {
+    if (res.granted()) {
       if (res.grant.holds == 1) {
         CHECK(res.grant.fence > last_fence);
         last_fence = res.grant.fence;
@@ -267,7 +267,7 @@ TEST_CASE("no lock data is left once every lock is gone - fences never go back",
   CHECK(ns_keys(server, ns) == kOnlyMeta);
 
   const auto next = engine->acquire(request(ns, "o", "create", {{"target", "/p"}}));
-  REQUIRE(next.granted);
+  REQUIRE(next.granted());
   CHECK(next.grant.fence > last_fence);
   CHECK(std::to_string(next.grant.fence) == server.command({"HGET", prefix_of(ns) + "meta", "fence"}).str);
 }
@@ -279,9 +279,9 @@ TEST_CASE("expired leases are reaped in bounded steps, and never refuse anyone",
   const std::string exp_key = prefix_of(ns) + "exp";
   for (int i = 0; i < 100; ++i)
     REQUIRE(engine->acquire(request(ns, "o" + std::to_string(i), "upload",
-                                    {{"target", "/exp/d" + std::to_string(i) + "/f"}}, 500ms)).granted);
+                                    {{"target", "/exp/d" + std::to_string(i) + "/f"}}, 500ms)).granted());
   const auto live = engine->acquire(request(ns, "keeper", "upload", {{"target", "/live/f"}}));
-  REQUIRE(live.granted);
+  REQUIRE(live.granted());
   REQUIRE(server.command({"ZCARD", exp_key}).integer == 101);  // none expired while filling
   std::this_thread::sleep_for(600ms);
   // Expired locks are invisible before they are reaped.
@@ -302,7 +302,7 @@ TEST_CASE("expired leases are reaped in bounded steps, and never refuse anyone",
   // A delete of /exp meets the 36 expired uploads still indexed below it:
   // each witness found expired is removed and the check runs again.
   const auto del = engine->acquire(request(ns, "del", "delete_folder", {{"target", "/exp"}}));
-  REQUIRE(del.granted);
+  REQUIRE(del.granted());
   CHECK(server.command({"ZCARD", exp_key}).integer == 2);  // keeper and del
   CHECK(engine->release(ns, del.grant.id, del.grant.token));
   CHECK(engine->release(ns, live.grant.id, live.grant.token));
@@ -314,12 +314,12 @@ TEST_CASE("an expired lock cannot be released, renewed or re-entered - the same 
   auto engine = redis_engine(shared_redis_server().url());
   const std::string ns = test::unique_namespace("exp");
   const auto first = engine->acquire(request(ns, "o", "upload", {{"target", "/a"}}, 30ms));
-  REQUIRE(first.granted);
+  REQUIRE(first.granted());
   std::this_thread::sleep_for(60ms);
   CHECK_FALSE(engine->renew(ns, first.grant.id, first.grant.token));
-  CHECK(engine->acquire(request(ns, "o", "upload", {{"target", "/a"}}, 30ms).reenter(first.grant)).not_holder);
+  CHECK(engine->acquire(request(ns, "o", "upload", {{"target", "/a"}}, 30ms).reenter(first.grant)).not_holder());
   const auto again = engine->acquire(request(ns, "o", "upload", {{"target", "/a"}}, 30ms));
-  REQUIRE(again.granted);
+  REQUIRE(again.granted());
   CHECK(again.grant.id != first.grant.id);
   CHECK(again.grant.holds == 1);
   CHECK(again.grant.fence > first.grant.fence);
@@ -334,12 +334,12 @@ TEST_CASE("reentrant acquires share one lock until the last release", "[redis]")
   const std::string ns = test::unique_namespace("re");
   auto req = request(ns, "o", "move_folder", {{"src", "/a"}, {"dst", "/b"}}, 20000ms);
   const auto first = engine->acquire(req);
-  REQUIRE(first.granted);
+  REQUIRE(first.granted());
   req.reenter(first.grant);
   auto longer = req;
   longer.ttl = 40000ms;
   const auto second = engine->acquire(longer);
-  REQUIRE(second.granted);
+  REQUIRE(second.granted());
   CHECK(second.grant.id == first.grant.id);
   CHECK(second.grant.token == first.grant.token);
   CHECK(second.grant.fence == first.grant.fence);
@@ -368,7 +368,7 @@ TEST_CASE("conflicting locks are never held at once by concurrent clients", "[re
         const bool folder = (i + t) % 2 == 0;
         const auto r = engine->acquire(request(ns, "t" + std::to_string(t), folder ? "delete_folder" : "upload",
                                                {{"target", folder ? "/hot" : "/hot/f" + std::to_string(t)}}));
-        if (!r.granted) continue;
+        if (!r.granted()) continue;
         ++granted;
         // A delete of /hot excludes everything under it; uploads exclude the delete.
         if (folder ? inside.fetch_add(100) != 0 : inside.fetch_add(1) >= 100) ++overlaps;
@@ -391,11 +391,11 @@ TEST_CASE("a matrix compiled at run time drives Redis too: the library is built 
   auto engine = redis_engine(shared_redis_server().url(), &compiled->table());
   const std::string ns = test::unique_namespace("runtime");
   const auto held = engine->acquire(request(ns, "a", "write", {{"target", "/x"}}));
-  REQUIRE(held.granted);
+  REQUIRE(held.granted());
   const auto same = engine->acquire(request(ns, "b", "write", {{"target", "/x"}}));  // write denies write, same path
-  REQUIRE_FALSE(same.granted);
+  REQUIRE_FALSE(same.granted());
   CHECK(same.conflict.id == held.grant.id);
-  CHECK(engine->acquire(request(ns, "b", "write", {{"target", "/x/y"}})).granted);  // allowed inside
+  CHECK(engine->acquire(request(ns, "b", "write", {{"target", "/x/y"}})).granted());  // allowed inside
   // Its own library, beside the shipped matrix's on the same server.
   CHECK(redis::library_for(compiled->table()).name != redis::library_for(default_matrix()).name);
   // The shipped matrix shares the namespace (layout 3): it lists refined's
@@ -405,7 +405,7 @@ TEST_CASE("a matrix compiled at run time drives Redis too: the library is built 
   REQUIRE(listed.size() == 2);
   CHECK(listed[0].op == "write");
   const auto r = shipped->acquire(request(ns, "c", "create", {{"target", "/x/z"}}));
-  REQUIRE_FALSE(r.granted);
+  REQUIRE_FALSE(r.granted());
   CHECK(r.conflict.id == held.grant.id);
   CHECK(r.conflict.op == "write");
   for (const auto& l : listed) CHECK(shipped->force_release(ns, l.id));

@@ -55,12 +55,12 @@ TEST_CASE("a slot moved key by key under load never lets a conflicting request i
   for (int i = 0; i < 12; ++i) {
     const auto g = engine->acquire(
         LockRequest{ns, "holder", "upload", {{"target", fmt::format("/p/d{}/f{}", i % 4, i)}}, 120000ms, 0ms});
-    REQUIRE(g.granted);
+    REQUIRE(g.granted());
     held.push_back(g.grant);
   }
   const auto moving = engine->acquire(
       LockRequest{ns, "mover", "move_folder", {{"src", "/m/A"}, {"dst", "/m/B"}}, 120000ms, 0ms});
-  REQUIRE(moving.granted);
+  REQUIRE(moving.granted());
 
   const int slot = cluster.keyslot("pl:{" + ns + "}:meta");
   const std::size_t to = other_master(cluster, slot);
@@ -76,15 +76,15 @@ TEST_CASE("a slot moved key by key under load never lets a conflicting request i
       try {
         const auto conflicting = client->acquire(
             LockRequest{ns, "intruder", "delete_folder", {{"target", fmt::format("/p/d{}", d)}}, 60000ms, 0ms});
-        if (conflicting.granted) ++wrong_grants;
+        if (conflicting.granted()) ++wrong_grants;
         else ++refusals;
         const auto into_move = client->acquire(
             LockRequest{ns, "intruder", "upload", {{"target", "/m/A/x"}}, 60000ms, 0ms});
-        if (into_move.granted) ++wrong_grants;
+        if (into_move.granted()) ++wrong_grants;
         else ++refusals;
         const auto elsewhere = client->acquire(
             LockRequest{ns, "other", "upload", {{"target", fmt::format("/free/{}/{}", seed, i)}}, 60000ms, 0ms});
-        if (elsewhere.granted) {
+        if (elsewhere.granted()) {
           ++free_grants;
           client->release(ns, elsewhere.grant.id, elsewhere.grant.token);
         }
@@ -118,7 +118,7 @@ TEST_CASE("a slot moved key by key under load never lets a conflicting request i
   CHECK(cluster.master_of(slot) == to);
 
   // After the move every lock is still there and still refuses.
-  CHECK_FALSE(engine->acquire(LockRequest{ns, "intruder", "delete_folder", {{"target", "/p"}}, 1000ms, 0ms}).granted);
+  CHECK_FALSE(engine->acquire(LockRequest{ns, "intruder", "delete_folder", {{"target", "/p"}}, 1000ms, 0ms}).granted());
   // (Under /free there may be locks whose grant reply a load thread lost to
   // its short timeout; they are not the test's business.)
   CHECK(engine->list(ns, "/p").size() == held.size());

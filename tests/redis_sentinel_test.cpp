@@ -36,7 +36,7 @@ TEST_CASE("the sentinels name the master, and an unknown name is a BackendError"
   const std::string ns = test::unique_namespace("sentinel");
   auto engine = redis_engine(deployment.url());
   const AcquireResult a = engine->acquire(one_target_request(ns, "alice", "upload", "/p/A/f"));
-  REQUIRE(a.granted);
+  REQUIRE(a.granted());
   CHECK(deployment.master().command({"EXISTS", prefix_of(ns) + "meta"}).integer == 1);
   CHECK(engine->release(ns, a.grant.id, a.grant.token));
 
@@ -59,7 +59,7 @@ TEST_CASE("SENTINEL FAILOVER: calls reach the new master, locks and waiters carr
   auto engine = redis_engine(deployment.url(), nullptr, 4, 15000ms);
   const std::string ns = test::unique_namespace("sfail");
   const AcquireResult held = engine->acquire(one_target_request(ns, "alice", "delete_folder", "/p/A"));
-  REQUIRE(held.granted);
+  REQUIRE(held.granted());
   // Wait until the replica has the lock: a failover keeps what was replicated.
   for (int i = 0; i < 500 && deployment.replica().command({"HEXISTS", prefix_of(ns) + "locks", held.grant.id}).integer != 1; ++i)
     std::this_thread::sleep_for(5ms);
@@ -96,7 +96,7 @@ TEST_CASE("SENTINEL FAILOVER: calls reach the new master, locks and waiters carr
   CHECK(locks.front().id == held.grant.id);
   CHECK(engine->release(ns, held.grant.id, held.grant.token));
   const AcquireResult got = waiter.get();
-  REQUIRE(got.granted);
+  REQUIRE(got.granted());
   CHECK(engine->release(ns, got.grant.id, got.grant.token));
   CHECK(deployment.master().command({"EXISTS", prefix_of(ns) + "meta"}).integer == 1);
   redis::RedisClient client(redis::ClientOptions{redis::parse_redis_url(deployment.url())});
@@ -109,7 +109,7 @@ TEST_CASE("a crashed master: the sentinels promote the replica and calls reach i
   auto engine = redis_engine(deployment.url(), nullptr, 4, 20000ms);
   const std::string ns = test::unique_namespace("scrash");
   const AcquireResult held = engine->acquire(one_target_request(ns, "alice", "delete_folder", "/p/A"));
-  REQUIRE(held.granted);
+  REQUIRE(held.granted());
   // Only what reached the replica survives the crash (docs/operations.md#failover).
   const auto replicated = [&] {
     return deployment.replica().command({"HEXISTS", prefix_of(ns) + "locks", held.grant.id}).integer == 1;
@@ -127,11 +127,11 @@ TEST_CASE("a crashed master: the sentinels promote the replica and calls reach i
   CHECK(locks.front().id == held.grant.id);
   CHECK(promoted.command({"ROLE"}).elements.at(0).str == "master");
   const AcquireResult refused = engine->acquire(one_target_request(ns, "bob", "upload", "/p/A/f"));
-  CHECK_FALSE(refused.granted);
+  CHECK_FALSE(refused.granted());
   CHECK(refused.conflict.id == held.grant.id);
   CHECK(engine->release(ns, held.grant.id, held.grant.token));
   const AcquireResult after = engine->acquire(one_target_request(ns, "bob", "upload", "/p/A/f"));
-  REQUIRE(after.granted);
+  REQUIRE(after.granted());
   CHECK(after.grant.fence > held.grant.fence);  // fences go on from the replica's copy
   CHECK(engine->release(ns, after.grant.id, after.grant.token));
 
@@ -140,7 +140,7 @@ TEST_CASE("a crashed master: the sentinels promote the replica and calls reach i
   // itself master: calls keep going to the master the sentinels name.
   old_master.restart();
   const AcquireResult again = engine->acquire(one_target_request(ns, "carol", "upload", "/p/A/g"));
-  REQUIRE(again.granted);
+  REQUIRE(again.granted());
   CHECK(promoted.command({"HEXISTS", prefix_of(ns) + "locks", again.grant.id}).integer == 1);
   CHECK(engine->release(ns, again.grant.id, again.grant.token));
 }
@@ -162,7 +162,7 @@ TEST_CASE("replicas = n: a grant returns once n replicas have it - fewer is a Ba
   }
   auto engine = make_redis_engine(options);
   const auto got = engine->acquire(one_target_request(ns, "a", "delete_folder", "/p"));
-  REQUIRE(got.granted);
+  REQUIRE(got.granted());
   CHECK(engine->release(ns, got.grant.id, got.grant.token));
 
   options.replicas = 2;  // more than the deployment has
@@ -172,7 +172,7 @@ TEST_CASE("replicas = n: a grant returns once n replicas have it - fewer is a Ba
   // The grant was given back: nothing refuses a conflicting request.
   auto plain = redis_engine(sentinel.url());
   const auto after = plain->acquire(one_target_request(ns, "b", "upload", "/p/f"));
-  CHECK(after.granted);
+  CHECK(after.granted());
   CHECK(plain->list(ns).size() == 1);
 
   options.replicas = -1;

@@ -32,7 +32,7 @@ namespace {
 void lock_and_unlock(LockEngine& engine) {
   const std::string ns = unique_namespace("tls");
   const AcquireResult r = engine.acquire(one_target_request(ns, "alice", "upload", "/a/b"));
-  REQUIRE(r.granted);
+  REQUIRE(r.granted());
   CHECK(engine.release(ns, r.grant.id, r.grant.token));
 }
 
@@ -104,7 +104,7 @@ TEST_CASE("pathlock admin over TLS: the --tls-* options", "[redis][tls][admin]")
   const RedisTlsOptions tls = mutual_tls_options();
   auto engine = redis_tls_engine(server.tls_url(), tls);
   const std::string ns = unique_namespace("tls-admin");
-  REQUIRE(engine->acquire(one_target_request(ns, "alice", "upload", "/a")).granted);
+  REQUIRE(engine->acquire(one_target_request(ns, "alice", "upload", "/a")).granted());
   const auto lines = admin_status({"status", "--redis", server.tls_url(), "--namespace", ns, "--tls-ca-file",
                                    certs.crt("ca"), "--tls-cert", certs.crt("client"), "--tls-key",
                                    certs.key("client"), "--tls-server-name", "localhost"});
@@ -276,7 +276,7 @@ TEST_CASE("a Redis Cluster over TLS: every master, MOVED to TLS ports, wake-ups"
     used_slots.insert(slot);
     served.insert(cluster.master_of(slot));
     const AcquireResult r = engine->acquire(one_target_request(ns, "alice", "upload", "/a"));
-    REQUIRE(r.granted);
+    REQUIRE(r.granted());
     CHECK(engine->release(ns, r.grant.id, r.grant.token));
   }
 
@@ -294,7 +294,7 @@ TEST_CASE("a Redis Cluster over TLS: every master, MOVED to TLS ports, wake-ups"
     if (m != from) to = m;
   cluster.move_slot(slot, to);
   const AcquireResult held = engine->acquire(one_target_request(moved_ns, "alice", "upload", "/a"));
-  REQUIRE(held.granted);
+  REQUIRE(held.granted());
   CHECK(cluster.master_of(slot) == to);
   CHECK_FALSE(cluster.node(to).keys(prefix_of(moved_ns) + "*").empty());
 
@@ -305,7 +305,7 @@ TEST_CASE("a Redis Cluster over TLS: every master, MOVED to TLS ports, wake-ups"
   });
   const AcquireResult waited = engine->acquire(one_target_request(moved_ns, "bob", "upload", "/a", 20000ms));
   releaser.join();
-  CHECK(waited.granted);
+  CHECK(waited.granted());
 
   // Every connection this process holds to any node came in on its TLS port.
   const std::string name = "name=pathlock-" + std::to_string(::getpid()) + " ";
@@ -355,13 +355,13 @@ TEST_CASE("over TLS as over TCP: a late reply is never retried, a closed connect
   options.command_timeout = 150ms;
   auto engine = make_redis_engine(options);
   const std::string ns = unique_namespace("tls-slow");
-  REQUIRE(engine->acquire(one_target_request(ns, "o", "upload", "/warm")).granted);
+  REQUIRE(engine->acquire(one_target_request(ns, "o", "upload", "/warm")).granted());
 
   // Idle connections closed by the server: the pool sees it (a TLS close or
   // EOF) and the next call goes on a fresh connection.
   const RedisReply killed = server.command({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
   CHECK(killed.integer >= 1);
-  CHECK(engine->acquire(one_target_request(ns, "o", "upload", "/after-kill")).granted);
+  CHECK(engine->acquire(one_target_request(ns, "o", "upload", "/after-kill")).granted());
 
   // A reply that does not come within the command timeout: BackendError, not retried.
   const auto fcalls = [&] {  // FCALLs the server ran so far

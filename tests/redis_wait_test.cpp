@@ -59,7 +59,7 @@ AcquireResult take(LockEngine& engine, const std::string& ns, const std::string&
 AcquireResult hold(LockEngine& engine, const std::string& ns, const std::string& owner, const std::string& op,
                    const std::string& path) {
   AcquireResult r = take(engine, ns, owner, op, path);
-  REQUIRE(r.granted);
+  REQUIRE(r.granted());
   return r;
 }
 
@@ -69,8 +69,8 @@ void until_queued(LockEngine& engine, const std::string& ns, const std::string& 
                   const std::string& path) {
   for (int i = 0; i < 1000; ++i) {
     const auto probe = take(engine, ns, "probe", probe_op, path);
-    if (probe.granted) REQUIRE(engine.release(ns, probe.grant.id, probe.grant.token));
-    if (!probe.granted && probe.conflict.queued && probe.conflict.owner == owner) return;
+    if (probe.granted()) REQUIRE(engine.release(ns, probe.grant.id, probe.grant.token));
+    if (!probe.granted() && probe.conflict.queued && probe.conflict.owner == owner) return;
     std::this_thread::sleep_for(2ms);
   }
   FAIL("the waiter never appeared in the queue");
@@ -121,7 +121,7 @@ TEST_CASE("a killed waiter holds its place only until its reservation lease ends
   for (int i = 0; i < 1000 && !refreshed; ++i) {
     std::this_thread::sleep_for(5ms);
     const auto probe = take(*engine, ns, "probe", "create", "/p/A");
-    refreshed = !probe.granted && probe.conflict.owner == "victim" && probe.conflict.expires_in > left;
+    refreshed = !probe.granted() && probe.conflict.owner == "victim" && probe.conflict.expires_in > left;
     left = probe.conflict.expires_in;
   }
   REQUIRE(refreshed);
@@ -136,7 +136,7 @@ TEST_CASE("a killed waiter holds its place only until its reservation lease ends
 
   // At first the dead waiter's place still refuses a fair newcomer...
   const auto first = take(*engine, ns, "newcomer", "create", "/p/A");
-  REQUIRE_FALSE(first.granted);
+  REQUIRE_FALSE(first.granted());
   CHECK(first.conflict.queued);
   CHECK(first.conflict.owner == "victim");
   CHECK(first.conflict.op == "delete_folder");
@@ -145,12 +145,12 @@ TEST_CASE("a killed waiter holds its place only until its reservation lease ends
   CHECK(ns_keys(server, ns).size() > 2);
   // ...and once its reservation lease ends, nothing of it is left.
   AcquireResult got;
-  while (!got.granted && since(killed_at) < 5000ms) {
+  while (!got.granted() && since(killed_at) < 5000ms) {
     std::this_thread::sleep_for(25ms);
     got = take(*engine, ns, "newcomer", "create", "/p/A");
-    if (!got.granted) CHECK(got.conflict.owner == "victim");
+    if (!got.granted()) CHECK(got.conflict.owner == "victim");
   }
-  REQUIRE(got.granted);
+  REQUIRE(got.granted());
   const Millis freed_after = since(killed_at);
   CHECK(freed_after >= 1000ms);  // it had just refreshed a 2 s reservation
   CHECK(freed_after < 2600ms);   // and no longer: not the 5 s it wanted to wait
@@ -177,17 +177,17 @@ TEST_CASE("a live waiter keeps its place beyond one reservation lease", "[redis]
   REQUIRE(server.command({"ZCARD", prefix_of(ns) + "wq"}).integer == 2);
   std::this_thread::sleep_for(2300ms - since(start));  // past the older one's first reservation
   const auto probe = take(*engine, ns, "c", "create", "/p/A");
-  REQUIRE_FALSE(probe.granted);
+  REQUIRE_FALSE(probe.granted());
   CHECK(probe.conflict.queued);
   CHECK(probe.conflict.owner == "d");  // still first in line
   CHECK(probe.conflict.expires_in <= 2000ms);
   const auto timed_out = older.get();
-  CHECK_FALSE(timed_out.granted);
+  CHECK_FALSE(timed_out.granted());
   CHECK(timed_out.conflict.id == upload.grant.id);
-  CHECK_FALSE(younger.get().granted);
+  CHECK_FALSE(younger.get().granted());
   // The deadlines' last attempts left the line.
   const auto after = take(*engine, ns, "c", "create", "/p/A");
-  CHECK(after.granted);
+  CHECK(after.granted());
 }
 
 TEST_CASE("a quiet wait costs a few attempts, and a release wakes the waiter at once", "[redis][wait]") {
@@ -198,7 +198,7 @@ TEST_CASE("a quiet wait costs a few attempts, and a release wakes the waiter at 
   REQUIRE_FALSE(server.command({"CONFIG", "RESETSTAT"}).is_error());
   const auto start = SteadyClock::now();
   const auto refused = take(*engine, ns, "w", "upload", "/p/A/x", 1000ms);
-  CHECK_FALSE(refused.granted);
+  CHECK_FALSE(refused.granted());
   CHECK(since(start) >= 1000ms);
   const long long attempts = calls(server, "fcall");
   INFO("acquire script calls during a 1 s wait: " << attempts);
@@ -228,11 +228,11 @@ TEST_CASE("a quiet wait costs a few attempts, and a release wakes the waiter at 
     REQUIRE(engine->release(ns, blocker.grant.id, blocker.grant.token));
     const auto released_at = SteadyClock::now().time_since_epoch().count();
     const auto got = waiter.get();
-    REQUIRE(got.granted);
+    REQUIRE(got.granted());
     latencies.push_back(std::max<std::int64_t>(0, granted_at - released_at) / 1000000);
     REQUIRE(engine->release(ns, got.grant.id, got.grant.token));
     blocker = take(*engine, ns, "h", "delete_folder", "/p/A");
-    REQUIRE(blocker.granted);
+    REQUIRE(blocker.granted());
   }
   std::sort(latencies.begin(), latencies.end());
   INFO("wake-up latencies (ms): " << fmt::format("{}", fmt::join(latencies, ", ")));
@@ -256,7 +256,7 @@ TEST_CASE("a wake-up about another path does not cost the waiter an attempt", "[
     REQUIRE(engine->release(ns, g.grant.id, g.grant.token));
   }
   CHECK(calls(server, "spublish") >= 200);
-  CHECK_FALSE(waiter.get().granted);
+  CHECK_FALSE(waiter.get().granted());
   // 400 calls by this thread, plus the waiter's few re-checks.
   const long long scripts = calls(server, "fcall");
   INFO("script calls: " << scripts);
@@ -279,7 +279,7 @@ TEST_CASE("waiters leave no data behind: granted, timed out, fair or not", "[red
           const auto r = take(*engine, ns, "t" + std::to_string(t), ops[rng() % ops.size()],
                               paths[rng() % paths.size()], Millis{rng() % 60}, rng() % 4 != 0,
                               Millis{5 + rng() % 40});
-          if (!r.granted) {
+          if (!r.granted()) {
             ++timed_out;
             if (r.conflict.queued) ++queued_refusals;
             continue;
@@ -321,7 +321,7 @@ TEST_CASE("a waiter whose attempt fails leaves the line", "[redis][wait][config]
   CHECK_THROWS_WITH(deleter.get(), Catch::Contains("OOM"));
   CHECK(server.keys(prefix_of(ns) + "w*").empty());
   REQUIRE_FALSE(server.command({"CONFIG", "SET", "maxmemory", "0"}).is_error());
-  CHECK(take(*engine, ns, "c", "create", "/p/A").granted);  // nobody in line any more
+  CHECK(take(*engine, ns, "c", "create", "/p/A").granted());  // nobody in line any more
   for (const LockInfo& l : engine->list(ns)) CHECK(engine->force_release(ns, l.id));
   CHECK(ns_keys(server, ns) == kOnlyMeta);
 }
@@ -341,7 +341,7 @@ TEST_CASE("a subscription closed by the server is opened again", "[redis][wait][
   CHECK(numsub() == 1);  // subscribed again
   REQUIRE(engine->release(ns, held.grant.id, held.grant.token));
   const auto got = waiter.get();
-  REQUIRE(got.granted);
+  REQUIRE(got.granted());
   CHECK(numsub() == 0);  // the wait is over: the dedicated connection is closed
   REQUIRE(engine->release(ns, got.grant.id, got.grant.token));
 }
@@ -367,7 +367,7 @@ TEST_CASE("a user without channel rights still waits (on the timer) and releases
     got = waiter.get();
     CHECK(since(released_at) < 5000ms);  // a 200 ms re-check found it, not the last attempt at 10 s
   });
-  REQUIRE(got.granted);
+  REQUIRE(got.granted());
   CHECK_THAT(err, Catch::Contains("SUBSCRIBE") && Catch::Contains("&pl:*"));
   CHECK(engine->release(ns, got.grant.id, got.grant.token));
 }

@@ -58,7 +58,7 @@ TEST_CASE("rollout: a lock of one matrix refuses every overlapping request of an
            {"/p/A/f", Relation::same}, {"/p/A", Relation::held_descendant}, {"/p/A/f/x", Relation::held_ancestor}}) {
     INFO(path);
     const auto r = b->acquire(request(ns, "bob", "scan", {{"target", path}}));
-    REQUIRE_FALSE(r.granted);
+    REQUIRE_FALSE(r.granted());
     CHECK(r.conflict.id == held.id);
     CHECK(r.conflict.op == "upload");  // from the lock's own record
     CHECK(r.conflict.role == "target");
@@ -68,7 +68,7 @@ TEST_CASE("rollout: a lock of one matrix refuses every overlapping request of an
   // Beside it: granted. And the other way round, B's lock refuses A.
   const Grant beside = test::granted(*b, request(ns, "bob", "scan", {{"target", "/p/B"}}));
   const auto back = a->acquire(request(ns, "alice", "create", {{"target", "/p/B/new"}}));
-  REQUIRE_FALSE(back.granted);
+  REQUIRE_FALSE(back.granted());
   CHECK(back.conflict.op == "scan");
   CHECK(back.conflict.relation == Relation::held_ancestor);
   // Each engine lists both matrices' locks, with their own operation names.
@@ -86,9 +86,9 @@ TEST_CASE("rollout: once the old matrix's locks are gone, the new matrix alone d
   const Grant scan1 = test::granted(*b, request(ns, "bob", "scan", {{"target", "/y"}}));
   // B's own rules: a scan does not refuse a scan on the same path.
   const auto scan2 = b->acquire(request(ns, "carol", "scan", {{"target", "/y"}}));
-  CHECK(scan2.granted);
+  CHECK(scan2.granted());
   // A's lock is another matrix's: the same request on its path is refused.
-  REQUIRE_FALSE(b->acquire(request(ns, "carol", "scan", {{"target", "/x"}})).granted);
+  REQUIRE_FALSE(b->acquire(request(ns, "carol", "scan", {{"target", "/x"}})).granted());
   {
     const auto status = admin_status({"status", "--redis", server.url(), "--namespace", ns});
     REQUIRE(status.size() == 1);
@@ -105,9 +105,9 @@ TEST_CASE("rollout: once the old matrix's locks are gone, the new matrix alone d
   // The old build's last lock goes: its matrix leaves the namespace.
   REQUIRE(a->release(ns, old_lock.id, old_lock.token));
   const auto now = b->acquire(request(ns, "carol", "scan", {{"target", "/x"}}));
-  CHECK(now.granted);
+  CHECK(now.granted());
   const auto again = b->acquire(request(ns, "dave", "scan", {{"target", "/x"}}));
-  CHECK(again.granted);  // "any overlap" would refuse this; B's own rules allow it
+  CHECK(again.granted());  // "any overlap" would refuse this; B's own rules allow it
   const auto status = admin_status({"status", "--redis", server.url(), "--namespace", ns});
   REQUIRE(status[0]["matrices"].size() == 1);
   CHECK(status[0]["matrices"][0]["name"] == "refined-test");
@@ -182,7 +182,7 @@ TEST_CASE("rollout: a place in line alone keeps its matrix in use - admin status
   const std::string ns = test::unique_namespace("rollwait");
   auto b = test::redis_engine(server.url(), &refined().table());
   const auto scan = b->acquire(request(ns, "bob", "scan", {{"target", "/w"}}));
-  REQUIRE(scan.granted);
+  REQUIRE(scan.granted());
   // A fair waiter of the shipped matrix, through the library as any client
   // would call it: refused (another matrix's lock overlaps), and in line.
   test::RedisConnection c(server.url());
@@ -201,7 +201,7 @@ TEST_CASE("rollout: a place in line alone keeps its matrix in use - admin status
   }
   // The waiter refuses a fair overlapping request of the other matrix too.
   const auto behind = b->acquire(request(ns, "carol", "scan", {{"target", "/v"}}));
-  REQUIRE_FALSE(behind.granted);
+  REQUIRE_FALSE(behind.granted());
   CHECK(behind.conflict.queued);
   CHECK(behind.conflict.id == "wA");
   CHECK(test::call_function(c, default_matrix(), "leave", ns, {"wA"}).elements.at(1).integer == 1);

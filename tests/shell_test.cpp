@@ -594,7 +594,7 @@ TEST_CASE("shell: Ctrl-C during a wait stops it, answers it, and ends the shell 
   const std::string ns = "shell-sigint-" + std::to_string(getpid());
   auto engine = pathlock::make_redis_engine({.url = url});
   const auto held = engine->acquire({ns, "alice", "delete_folder", {{"target", "/p/A"}}});
-  REQUIRE(held.granted);
+  REQUIRE(held.granted());
   ShellProcess waiter({"--backend", "redis", "--redis", url, "--namespace", ns});
   waiter.send("acquire bob upload /p/A/x wait=60000");
   for (int i = 0; i < 2000 && engine->waiters(ns).empty(); ++i) usleep(5000);

@@ -132,23 +132,23 @@ TEST_CASE("locks of a killed process free themselves after their lease", "[crash
   opts.redis.url = server.url();
   auto engine = make_engine(opts);
   const auto refused = engine->acquire(LockRequest{ns, "survivor", "upload", {{"target", "/p/A/x"}}});
-  REQUIRE_FALSE(refused.granted);  // the dead process's lock is still within its lease
+  REQUIRE_FALSE(refused.granted());  // the dead process's lock is still within its lease
   CHECK(refused.conflict.owner == "victim");
   // Each lock frees itself when its own lease ends; the second was granted a
   // little after the first, so each is polled for on its own.
   const auto poll_until_granted = [&](const char* op, const char* path) {
     AcquireResult r;
-    for (int i = 0; i < 500 && !r.granted; ++i) {
+    for (int i = 0; i < 500 && !r.granted(); ++i) {
       std::this_thread::sleep_for(20ms);
       r = engine->acquire(LockRequest{ns, "survivor", op, {{"target", path}}});
     }
     return r;
   };
   const AcquireResult got = poll_until_granted("upload", "/p/A/x");
-  REQUIRE(got.granted);  // freed by the lease, not by anyone releasing it
+  REQUIRE(got.granted());  // freed by the lease, not by anyone releasing it
   CHECK(SteadyClock::now() - before_grants >= 1950ms);  // 50 ms for server vs local clock rounding
   const AcquireResult other = poll_until_granted("create", "/p/C");
-  REQUIRE(other.granted);
+  REQUIRE(other.granted());
   CHECK(SteadyClock::now() - before_grants >= 1950ms);
   REQUIRE(engine->release(ns, got.grant.id, got.grant.token));
   REQUIRE(engine->release(ns, other.grant.id, other.grant.token));

@@ -62,7 +62,7 @@ TEST_CASE("upgrade: library names are hashes of the whole text and versions load
   // A second load of 0.2's text is refused by name, never replaces it.
   CHECK(c.command({"FUNCTION", "LOAD", now.code}).str.find("already exists") != std::string::npos);
   // Both answer, each with its own code.
-  CHECK(engine->acquire({"ns-02", "alice", "upload", {{"target", "/a"}}}).granted);
+  CHECK(engine->acquire({"ns-02", "alice", "upload", {{"target", "/a"}}}).granted());
   CHECK(call_01(c, "acquire", "ns-01", {"alice", "upload", "30000", "id1", "tok1", "/a"}).elements.at(0).str ==
         "granted");
 }
@@ -88,7 +88,7 @@ TEST_CASE("upgrade: 0.1 and 0.2 never serve one namespace at once", "[redis][upg
   CHECK_THROWS_AS(engine->is_held("shared", "m1", "t1"), BackendError);
 
   // 0.2 writes a namespace first: 0.1 refuses it (its "layout" reply).
-  REQUIRE(engine->acquire({"fresh", "alice", "move_folder", {{"src", "/p/A"}, {"dst", "/p/B"}}}).granted);
+  REQUIRE(engine->acquire({"fresh", "alice", "move_folder", {{"src", "/p/A"}, {"dst", "/p/B"}}}).granted());
   const RedisReply refused = call_01(c, "acquire", "fresh", {"bob", "upload", "30000", "u1", "t1", "/p/A/C"});
   REQUIRE(refused.elements.size() == 3);
   CHECK(refused.elements.at(0).str == "layout");
@@ -100,7 +100,7 @@ TEST_CASE("upgrade: 0.1 and 0.2 never serve one namespace at once", "[redis][upg
   CHECK(call_01(c, "release", "shared", {"m1", "t1"}).elements.at(0).str == "released");
   CHECK(engine->list("shared").empty());  // served as 0.2 while empty
   const auto moved = engine->acquire({"shared", "bob", "upload", {{"target", "/p/A/C"}}});
-  REQUIRE(moved.granted);
+  REQUIRE(moved.granted());
   CHECK(moved.grant.fence > static_cast<std::uint64_t>(fence_01));
   CHECK(c.command({"HGET", "pl:{shared}:meta", "layout"}).str == "4.2");
   CHECK(call_01(c, "acquire", "shared", {"alice", "move_folder", "30000", "m2", "t2", "/p/A", "/p/B"})

@@ -39,7 +39,8 @@ struct ScriptedBackend final : core::WaitingAttempts {
     if (on_attempt) on_attempt();
     if (throw_on_second && reserves.size() == 2) throw BackendError("connection lost");
     AcquireResult r;
-    r.granted = grant_at != 0 && static_cast<int>(reserves.size()) == grant_at;
+    r.outcome = grant_at != 0 && static_cast<int>(reserves.size()) == grant_at ? AcquireOutcome::granted
+                                                                                   : AcquireOutcome::conflicted;
     r.conflict.expires_in = conflict_left;
     return r;
   }
@@ -70,7 +71,7 @@ LockRequest waiting(Millis wait, bool fair = true) {
 TEST_CASE("no wait: one attempt, no place in line", "[waiting]") {
   ManualClock clock;
   ScriptedBackend b(clock);
-  CHECK_FALSE(core::wait_for_grant(waiting(0ms), clock, b).granted);
+  CHECK_FALSE(core::wait_for_grant(waiting(0ms), clock, b).granted());
   CHECK(b.reserves == std::vector<Millis>{0ms});
   CHECK(b.listens == 0);
 }
@@ -79,7 +80,7 @@ TEST_CASE("a wait re-checks at least every kRecheck and ends with a last attempt
   ManualClock clock;
   ScriptedBackend b(clock);
   const auto start = clock.now();
-  CHECK_FALSE(core::wait_for_grant(waiting(1000ms), clock, b).granted);
+  CHECK_FALSE(core::wait_for_grant(waiting(1000ms), clock, b).granted());
   CHECK(clock.now() - start == 1000ms);
   CHECK(b.listens == 1);
   // First refusal, listen (a change may have been missed: attempt at once),
@@ -96,7 +97,7 @@ TEST_CASE("a long wait reserves its place at most kMaxReservation at a time", "[
   ManualClock clock;
   ScriptedBackend b(clock);
   b.grant_at = 4;
-  CHECK(core::wait_for_grant(waiting(60000ms), clock, b).granted);
+  CHECK(core::wait_for_grant(waiting(60000ms), clock, b).granted());
   CHECK(b.reserves == std::vector<Millis>(4, core::kMaxReservation));
 }
 
@@ -106,14 +107,14 @@ TEST_CASE("the sleep ends when the conflicting lease ends", "[waiting]") {
   b.conflict_left = 30ms;
   b.missed_on_listen = false;
   b.grant_at = 2;
-  CHECK(core::wait_for_grant(waiting(5000ms), clock, b).granted);
+  CHECK(core::wait_for_grant(waiting(5000ms), clock, b).granted());
   CHECK(b.sleeps == std::vector<Millis>{31ms});
 }
 
 TEST_CASE("an unfair wait has no place in line", "[waiting][fair]") {
   ManualClock clock;
   ScriptedBackend b(clock);
-  CHECK_FALSE(core::wait_for_grant(waiting(500ms, false), clock, b).granted);
+  CHECK_FALSE(core::wait_for_grant(waiting(500ms, false), clock, b).granted());
   for (const Millis r : b.reserves) CHECK(r == 0ms);
 }
 
@@ -135,8 +136,8 @@ TEST_CASE("policy: a stop during a sleep interrupts it, leaves the line once and
   std::stop_source stop;
   b.on_sleep = [&] { stop.request_stop(); };
   const AcquireResult r = core::wait_for_grant(waiting(5000ms), clock, b, nullptr, -1, stop.get_token());
-  CHECK(r.cancelled);
-  CHECK_FALSE(r.granted);
+  CHECK(r.cancelled());
+  CHECK_FALSE(r.granted());
   CHECK(b.interrupts == 1);  // the stop callback cut the sleep short
   CHECK(b.leaves == 1);
   CHECK(b.given_back == 0);
@@ -152,8 +153,8 @@ TEST_CASE("policy: a grant that comes back after the stop is given back", "[wait
     if (b.reserves.size() == 3) stop.request_stop();
   };
   const AcquireResult r = core::wait_for_grant(waiting(5000ms), clock, b, nullptr, -1, stop.get_token());
-  CHECK(r.cancelled);
-  CHECK_FALSE(r.granted);
+  CHECK(r.cancelled());
+  CHECK_FALSE(r.granted());
   CHECK(b.given_back == 1);
   CHECK(b.leaves == 0);  // a grant already took it out of the line
 }
@@ -168,7 +169,7 @@ TEST_CASE("policy: a stop between two sleeps ends the wait before the next attem
     if (++sleeps == 2) stop.request_stop();
   };
   const AcquireResult r = core::wait_for_grant(waiting(5000ms), clock, b, nullptr, -1, stop.get_token());
-  CHECK(r.cancelled);
+  CHECK(r.cancelled());
   CHECK(b.reserves.size() == 3);  // no fourth attempt after the stop
   CHECK(b.leaves == 1);
 }
@@ -179,7 +180,7 @@ TEST_CASE("policy: a stop already requested asks the backend nothing", "[waiting
   std::stop_source stop;
   stop.request_stop();
   const AcquireResult r = core::wait_for_grant(waiting(5000ms), clock, b, nullptr, -1, stop.get_token());
-  CHECK(r.cancelled);
+  CHECK(r.cancelled());
   CHECK(b.reserves.empty());
   CHECK(b.leaves == 0);
 }
@@ -189,8 +190,8 @@ TEST_CASE("policy: without a stop token nothing changes", "[waiting]") {
   ScriptedBackend b(clock);
   b.grant_at = 2;
   const AcquireResult r = core::wait_for_grant(waiting(5000ms), clock, b);
-  CHECK(r.granted);
-  CHECK_FALSE(r.cancelled);
+  CHECK(r.granted());
+  CHECK_FALSE(r.cancelled());
   CHECK(b.interrupts == 0);
 }
 
@@ -202,14 +203,14 @@ TEST_CASE("policy: a sleep cut short by a wake-up is told to the observer, one t
   LockRequest r = waiting(5000ms);
   r.ns = "policy-woken";
   r.owner = "timer";
-  REQUIRE(core::wait_for_grant(r, clock, timer).granted);
+  REQUIRE(core::wait_for_grant(r, clock, timer).granted());
   CHECK(timer.sleeps == std::vector<Millis>{core::kRecheck, core::kRecheck});
   CHECK(test::times_woken(r.ns, "timer") == 0);
   ScriptedBackend woken(clock);
   woken.grant_at = 4;
   woken.woken_after = 5ms;
   r.owner = "woken";
-  REQUIRE(core::wait_for_grant(r, clock, woken).granted);
+  REQUIRE(core::wait_for_grant(r, clock, woken).granted());
   CHECK(woken.sleeps == std::vector<Millis>{5ms, 5ms});
   CHECK(test::times_woken(r.ns, "woken") == 2);
 }

@@ -84,7 +84,7 @@ int main() {
   expect("move /p/A -> /p/A/C", move_folder(*engine, keeper, store, "project-42", "alice", "/p/A", "/p/A/C").status, 400);
   // A write with a lock that is no longer held is refused by storage.
   const auto r = engine->acquire({"project-42", "bob", "upload", {{"target", "/p/B/x"}}});
-  if (!r.granted) return 1;
+  if (!r.granted()) return 1;
   engine->release("project-42", r.grant.id, r.grant.token);
   expect("write after release", store.write(*engine, "project-42", r.grant, "/p/B/x", "late") ? 200 : 409, 409);
   return failures == 0 ? 0 : 1;

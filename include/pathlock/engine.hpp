@@ -133,19 +133,31 @@ struct Conflict {
   bool queued = false;
 };
 
-struct AcquireResult {
-  bool granted = false;
-  Grant grant;        // valid when granted
-  Conflict conflict;  // valid when refused, unless not_holder
+// What an acquire came to: exactly one of these (AcquireResult::outcome).
+enum class AcquireOutcome {
+  // Refused by a conflicting lock: `conflict` names it.
+  conflicted,
+  // Granted: `grant` is the lock.
+  granted,
   // Refused because the request's reenter_id and reenter_token name no live
-  // lock (unknown or expired id, or a wrong token); `conflict` is then empty.
-  bool not_holder = false;
-  // Refused because the caller's stop token was triggered before the call
-  // returned (acquire(request, stop)): the request left the line and holds
-  // nothing (a grant that raced the stop was released); `conflict` is the
-  // last refusal seen, if any.
-  bool cancelled = false;
-  explicit operator bool() const { return granted; }
+  // lock (unknown or expired id, or a wrong token); `conflict` is empty.
+  not_holder,
+  // The caller's stop token was triggered before the call returned
+  // (acquire(request, stop)): the request left the line and holds nothing (a
+  // grant that raced the stop was released); `conflict` is the last refusal
+  // seen, if any.
+  cancelled,
+};
+
+struct AcquireResult {
+  AcquireOutcome outcome = AcquireOutcome::conflicted;
+  Grant grant;        // valid when granted()
+  Conflict conflict;  // valid when conflicted() (and see cancelled)
+  bool granted() const noexcept { return outcome == AcquireOutcome::granted; }
+  bool conflicted() const noexcept { return outcome == AcquireOutcome::conflicted; }
+  bool not_holder() const noexcept { return outcome == AcquireOutcome::not_holder; }
+  bool cancelled() const noexcept { return outcome == AcquireOutcome::cancelled; }
+  explicit operator bool() const noexcept { return granted(); }
 };
 
 inline LockRequest& LockRequest::reenter(const Grant& grant) {

@@ -7,15 +7,15 @@ namespace pathlock {
 AcquireResult LockEngine::acquire(const LockRequest& request, std::stop_token stop) {
   AcquireResult out;
   if (stop.stop_requested()) {
-    out.cancelled = true;
+    out.outcome = AcquireOutcome::cancelled;
     return out;
   }
   out = acquire(request);
-  if (!out.granted || !stop.stop_requested()) return out;
+  if (!out.granted() || !stop.stop_requested()) return out;
   // Stopped while the grant was on its way: give it back, never drop it.
   release(request.ns, out.grant.id, out.grant.token);
   AcquireResult cancelled;
-  cancelled.cancelled = true;
+  cancelled.outcome = AcquireOutcome::cancelled;
   return cancelled;
 }
 

@@ -10,9 +10,9 @@ LockGuard::LockGuard(LockEngine& engine, const LockRequest& request, std::stop_t
                      std::function<void(const Lease&)> on_lost)
     : engine_(&engine), keeper_(keeper), ns_(request.ns) {
   const AcquireResult result = engine.acquire(request, std::move(stop));
-  if (!result.granted) {
+  if (!result.granted()) {
     conflict_ = result.conflict;
-    cancelled_ = result.cancelled;
+    cancelled_ = result.cancelled();
     return;
   }
   grant_ = result.grant;

@@ -118,7 +118,7 @@ void HoldTable::granted(std::string_view ns, std::string_view id, int op, std::s
 
 void HoldTable::granted(const LockRequest& request, const ResolvedRequest& resolved, const AcquireResult& out,
                         Clock::time_point now) {
-  if (!out.granted || resolved.targets.empty()) return;
+  if (!out.granted() || resolved.targets.empty()) return;
   granted(request.ns, out.grant.id, resolved.op, request.owner, resolved.targets.front().path, out.grant.holds, now,
           out.grant.expires_in, request.ttl);
 }

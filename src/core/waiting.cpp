@@ -96,7 +96,7 @@ struct Trace {
 
 AcquireResult cancelled_result(std::optional<Conflict> last) {
   AcquireResult out;
-  out.cancelled = true;
+  out.outcome = AcquireOutcome::cancelled;
   if (last) out.conflict = std::move(*last);
   return out;
 }
@@ -105,7 +105,7 @@ AcquireResult cancelled_result(std::optional<Conflict> last) {
 // came first (before the call could return it).
 bool stopped_after_grant(const LockRequest& request, WaitingAttempts& backend, AcquireResult& out,
                          const std::stop_token& stop) {
-  if (!out.granted || !stop.stop_possible()) return false;
+  if (!out.granted() || !stop.stop_possible()) return false;
   if (WaitObserver* observer = wait_observer.load(std::memory_order_acquire)) observer->granted(request);
   if (!stop.stop_requested()) return false;
   backend.give_back(out.grant);
@@ -134,9 +134,9 @@ AcquireResult wait_loop(const LockRequest& request, const Clock& clock, WaitingA
     // judged as the oldest of its peers, not as a newcomer.
     const Millis reserve = final_attempt || !in_line ? Millis{0} : std::min(left + kRecheck, kMaxReservation);
     AcquireResult out = backend.attempt(reserve);
-    if (!out.granted && !out.not_holder && trace) trace->refused(out.conflict, clock.now());
+    if (!out.granted() && !out.not_holder() && trace) trace->refused(out.conflict, clock.now());
     if (stopped_after_grant(request, backend, out, stop)) return out;
-    if (out.granted || out.not_holder || final_attempt) return out;
+    if (out.granted() || out.not_holder() || final_attempt) return out;
     last = out.conflict;
     if (!listening) {
       listening = true;
@@ -189,9 +189,9 @@ AcquireResult counted_attempt(WaitingAttempts& backend, Metrics& m, const Matrix
   } on_throw{m, op};
   AcquireResult out = backend.attempt(Millis{0});
   on_throw.armed = false;
-  m.count_acquire(op, out.granted ? Outcome::granted : Outcome::refused);
+  m.count_acquire(op, out.granted() ? Outcome::granted : Outcome::refused);
   // (A reentry without a live lock to prove, not_holder, names no lock.)
-  if (!out.granted && !out.not_holder) m.count_refusal(op, matrix.op_index(out.conflict.op), refusal_kind(out.conflict));
+  if (!out.granted() && !out.not_holder()) m.count_refusal(op, matrix.op_index(out.conflict.op), refusal_kind(out.conflict));
   return out;
 }
 
@@ -225,9 +225,9 @@ AcquireResult traced(const LockRequest& request, const Clock& clock, WaitingAtte
   } on_throw{m, op, instruments, call, trace};
   AcquireResult out = policy(request, clock, backend, &trace, stop);
   on_throw.armed = false;
-  if (!out.granted && !out.not_holder && !out.cancelled && !trace.first) trace.count_first(out.conflict);
-  call.outcome = out.granted     ? (trace.first ? Outcome::waited_then_granted : Outcome::granted)
-                 : out.cancelled ? Outcome::cancelled
+  if (!out.granted() && !out.not_holder() && !out.cancelled() && !trace.first) trace.count_first(out.conflict);
+  call.outcome = out.granted()     ? (trace.first ? Outcome::waited_then_granted : Outcome::granted)
+                 : out.cancelled() ? Outcome::cancelled
                                  : (waits ? Outcome::timed_out : Outcome::refused);
   if (waits && trace.first) {
     const auto waited = clock.now() - trace.start;
@@ -235,7 +235,7 @@ AcquireResult traced(const LockRequest& request, const Clock& clock, WaitingAtte
     if (m) m->observe_wait(op, waited);
   }
   if (m) m->count_acquire(op, call.outcome);
-  if (out.granted) call.id = out.grant.id;
+  if (out.granted()) call.id = out.grant.id;
   if (trace.first) call.refused_by = &*trace.first;
   instruments.observe(call);
   return out;

@@ -261,7 +261,7 @@ class MemoryEngine final : public LockEngine {
         if (lock.owner != request.owner || !same_targets(lock, req))
           throw InvalidRequest("idempotency_key is in use by another request (another owner, operation or targets)");
         extend(st, lock, std::max(lock.expires_at, now + request.ttl));
-        result.granted = true;
+        result.outcome = AcquireOutcome::granted;
         result.grant = grant_of(lock, now);
         return true;
       }
@@ -303,7 +303,7 @@ class MemoryEngine final : public LockEngine {
       e.path = std::move(req.targets[i].path);
       st.index.link(e, kHeld, &probes[i]);
     }
-    result.granted = true;
+    result.outcome = AcquireOutcome::granted;
     result.grant = grant_of(lock, now);
     return true;
   }
@@ -315,7 +315,7 @@ class MemoryEngine final : public LockEngine {
                Clock::time_point now, AcquireResult& result) {
     Lock* lock = st.locks.find(request.reenter_id);
     if (!lock || lock->token != request.reenter_token) {
-      result.not_holder = true;
+      result.outcome = AcquireOutcome::not_holder;
       return false;
     }
     if (!same_targets(*lock, req))
@@ -324,7 +324,7 @@ class MemoryEngine final : public LockEngine {
     ++lock->holds;
     extend(st, *lock, std::max(lock->expires_at, now + request.ttl));
     lock->ttl = request.ttl;
-    result.granted = true;
+    result.outcome = AcquireOutcome::granted;
     result.grant = grant_of(*lock, now);
     return true;
   }

@@ -2,7 +2,7 @@
 // answers (Server::process_request), over connections accepted and read
 // here: a Stream whose every read and write waits at most until the
 // request's deadline and whose reads stop at the request's byte budget.
-#include <pathlock/http_guard.hpp>
+#include "metrics/http/http_guard.hpp"
 
 #include <pathlock/engine.hpp>
 #include <pathlock/metrics_server.hpp>  // parse_listen_address

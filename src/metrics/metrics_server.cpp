@@ -10,7 +10,7 @@
 // file stays a route and a bind.
 #include <pathlock/metrics_server.hpp>
 
-#include <pathlock/http_guard.hpp>
+#include "metrics/http/http_guard.hpp"
 
 #include <fmt/format.h>
 

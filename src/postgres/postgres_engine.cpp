@@ -273,7 +273,7 @@ class PostgresEngine final : public LockEngine {
     const std::string status = text(x, 0, 0);
     AcquireResult out;
     if (status == "granted") {
-      out.granted = true;
+      out.outcome = AcquireOutcome::granted;
       out.grant = Grant{text(x, 0, 1), text(x, 0, 2), static_cast<std::uint64_t>(number(x, 0, 3)),
                         Millis{number(x, 0, 4)}, static_cast<std::uint32_t>(number(x, 0, 5))};
     } else if (status == "refused") {
@@ -283,7 +283,7 @@ class PostgresEngine final : public LockEngine {
                               Millis{number(x, 0, 11)}, std::string(matrix_.role_name_of_code(hit.code)), hit.path,
                               relation_of(number(x, 0, 13)), text(x, 0, 14) == "t"};
     } else if (status == "not_holder") {
-      out.not_holder = true;
+      out.outcome = AcquireOutcome::not_holder;
     } else {
       throw BackendError(fmt::format("postgres: pathlock.acquire replied '{}'", status));
     }

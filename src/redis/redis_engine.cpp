@@ -250,13 +250,13 @@ class RedisEngine final : public LockEngine {
     const std::string& status = r.at(reply::granted::status).text();
     AcquireResult out;
     if (status == "granted") {
-      out.granted = true;
+      out.outcome = AcquireOutcome::granted;
       out.grant = reply::read_grant(r);
       if (acked < replicas_) not_replicated(ns, out.grant, acked);
     } else if (status == "refused") {
       out.conflict = reply::read_conflict(r, *client_);
     } else if (status == "not_holder") {
-      out.not_holder = true;
+      out.outcome = AcquireOutcome::not_holder;
     } else if (status == "late") {
       client_->fail("acquire reached the server after this client's deadline twice (its clock runs ahead of this "
                     "host's estimate); nothing was changed (docs/lua-protocol.md#deadlines)");

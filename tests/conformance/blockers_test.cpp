@@ -70,7 +70,7 @@ TEST_CASE("blockers: every held lock that refuses, as the brute-force reference 
     for (std::size_t r = 0; r < op.role_count; ++r)
       targets.push_back(Target{std::string(op.roles[r]), paths[rng() % paths.size()]});
     try {
-      granted += f.engine->acquire(f.request("o" + std::to_string(i), std::string(op.name), targets)).granted;
+      granted += f.engine->acquire(f.request("o" + std::to_string(i), std::string(op.name), targets)).granted();
     } catch (const InvalidRequest&) {
     }
   }
@@ -103,8 +103,8 @@ TEST_CASE("blockers: every held lock that refuses, as the brute-force reference 
     // A request with no blocker is granted now; one with a blocker refused.
     const bool free = page.blockers.empty();
     const auto r = f.engine->acquire(f.request("checker", std::string(op.name), targets));
-    CHECK(r.granted == free);
-    if (r.granted) CHECK(f.engine->release(f.ns, r.grant.id, r.grant.token));
+    CHECK(r.granted() == free);
+    if (r.granted()) CHECK(f.engine->release(f.ns, r.grant.id, r.grant.token));
   }
   CHECK(nonempty > 10);
   // Read-only: the same locks, the same holds, afterwards.
@@ -118,11 +118,11 @@ TEST_CASE("blockers: every held lock that refuses, as the brute-force reference 
 
 TEST_CASE("blockers: order, limit, expired locks and bad input", "[engine][blockers]") {
   Fixture f{test::manual_time};
-  REQUIRE(f.one("a", "upload", "/p/A/C/x").granted);
-  REQUIRE(f.one("b", "upload", "/p/A/C/y").granted);
-  REQUIRE(f.one("c", "create", "/p").granted);
+  REQUIRE(f.one("a", "upload", "/p/A/C/x").granted());
+  REQUIRE(f.one("b", "upload", "/p/A/C/y").granted());
+  REQUIRE(f.one("c", "create", "/p").granted());
   const auto gone = f.one("d", "upload", "/p/A/C/z", 50ms);
-  REQUIRE(gone.granted);
+  REQUIRE(gone.granted());
   REQUIRE(f.until_expired(gone.grant, 60ms));
   // delete_folder /p/A/C: the create on /p above, then the uploads below.
   const auto page = f.engine->blockers(f.ns, "delete_folder", {{"target", "/p/A/C"}});
@@ -149,7 +149,7 @@ TEST_CASE("blockers: order, limit, expired locks and bad input", "[engine][block
 TEST_CASE("blockers and waiters: a waiting request is named with how long it waited", "[engine][blockers]") {
   Fixture f{test::manual_time};
   const auto held = f.one("holder", "upload", "/w/A/f");
-  REQUIRE(held.granted);
+  REQUIRE(held.granted());
   AcquireResult waited;
   std::thread waiter([&] { waited = f.attempt("waiter", "delete_folder", "/w/A", 5000ms); });  // asserts after join
   f.until_queued("waiter", "upload", "/w/A/g");
@@ -180,7 +180,7 @@ TEST_CASE("blockers and waiters: a waiting request is named with how long it wai
   CHECK(why.blockers[0].id == held.grant.id);
   CHECK(f.engine->release(f.ns, held.grant.id, held.grant.token));
   waiter.join();
-  CHECK(waited.granted);
+  CHECK(waited.granted());
   CHECK(f.engine->waiters(f.ns).empty());
 }
 
@@ -192,7 +192,7 @@ namespace pathlock {
 TEST_CASE("admin::why: the stuck request is not its own blocker", "[blockers][why]") {
   test::Fixture f;
   const auto held = f.two("a", "move_folder", "/w/A", "/w/B");
-  REQUIRE(held.granted);
+  REQUIRE(held.granted());
   auto waiter = std::async(std::launch::async, [&] {
     return f.engine->acquire(f.request("b", "move_folder", {{"src", "/w/A/C"}, {"dst", "/w/D"}}, 30000ms, 10000ms));
   });
@@ -209,7 +209,7 @@ TEST_CASE("admin::why: the stuck request is not its own blocker", "[blockers][wh
                     [](const admin::WhyBlocker& x) { return x.blocker.queued && x.blocker.owner == "b"; }));
   REQUIRE(f.engine->release(f.ns, held.grant.id, held.grant.token));
   const AcquireResult got = waiter.get();
-  REQUIRE(got.granted);
+  REQUIRE(got.granted());
   CHECK(f.engine->release(f.ns, got.grant.id, got.grant.token));
 }
 
@@ -217,7 +217,7 @@ TEST_CASE("admin::why without an operation asks every operation, two-path ones t
   test::Fixture f;
   // A move whose destination is /w/T: a delete of /w/T/x is refused by it.
   const auto moving = f.two("a", "move_folder", "/w/S", "/w/T");
-  REQUIRE(moving.granted);
+  REQUIRE(moving.granted());
   const admin::WhyAnswer w = admin::why(*f.engine, f.ns, "", {"/w/T/x"});
   REQUIRE(w.blockers.size() == 1);
   CHECK(w.blockers[0].blocker.id == moving.grant.id);

@@ -37,7 +37,7 @@ AcquireResult answer_of(std::future<AcquireResult>& answer) {
 // The lock the waiters below wait behind: a's delete of /p/A.
 Grant folder_held(Fixture& f) {
   const AcquireResult held = f.one("a", "delete_folder", "/p/A");
-  REQUIRE(held.granted);
+  REQUIRE(held.granted());
   return held.grant;
 }
 
@@ -58,8 +58,8 @@ TEST_CASE("a stopped wait leaves the line at once and holds nothing", "[cancel]"
   CHECK(f.engine->waiters(f.ns).size() == 1);
   stop.request_stop();
   const AcquireResult got = answer_of(waiter);
-  CHECK_FALSE(got.granted);
-  CHECK(got.cancelled);
+  CHECK_FALSE(got.granted());
+  CHECK(got.cancelled());
   CHECK(got.conflict.id == held.id);  // the last refusal it saw
   CHECK(f.engine->waiters(f.ns).empty());   // out of the line
   // Nobody in line: a newcomer at the same path is refused by the holder only.
@@ -77,8 +77,8 @@ TEST_CASE("a grant that races the stop is given back", "[cancel]") {
   REQUIRE(test::until_waiting(f.ns, "b"));
   REQUIRE(f.engine->release(f.ns, held.id, held.token));  // lets it in
   const AcquireResult got = answer_of(waiter);
-  CHECK_FALSE(got.granted);
-  CHECK(got.cancelled);
+  CHECK_FALSE(got.granted());
+  CHECK(got.cancelled());
   CHECK(f.held() == 0);  // given back, not dropped
   CHECK(f.engine->waiters(f.ns).empty());
   CHECK(f.free("/p/A"));
@@ -89,7 +89,7 @@ TEST_CASE("a stop after the call returned leaves the grant to the caller", "[can
   std::stop_source stop;
   const AcquireResult got = f.engine->acquire(f.request("b", "upload", {{"target", "/p/A"}}, 30000ms, 1000ms),
                                               stop.get_token());
-  REQUIRE(got.granted);
+  REQUIRE(got.granted());
   stop.request_stop();
   CHECK(f.engine->is_held(f.ns, got.grant.id, got.grant.token));
   CHECK(f.engine->release(f.ns, got.grant.id, got.grant.token));
@@ -100,8 +100,8 @@ TEST_CASE("an acquire stopped before it starts asks nothing and holds nothing", 
   std::stop_source stop;
   stop.request_stop();
   const AcquireResult got = f.engine->acquire(f.request("b", "upload", {{"target", "/p/A"}}), stop.get_token());
-  CHECK(got.cancelled);
-  CHECK_FALSE(got.granted);
+  CHECK(got.cancelled());
+  CHECK_FALSE(got.granted());
   CHECK(f.held() == 0);
 }
 
@@ -110,7 +110,7 @@ TEST_CASE("a stoppable acquire that does not wait gives back a grant that raced 
   std::stop_source stop;
   test::when_granted(f.ns, "b", [&] { stop.request_stop(); });
   const AcquireResult got = f.engine->acquire(f.request("b", "upload", {{"target", "/p/A"}}), stop.get_token());
-  CHECK(got.cancelled);
+  CHECK(got.cancelled());
   CHECK(f.held() == 0);
 }
 
@@ -121,7 +121,7 @@ TEST_CASE("an unfair wait stops too", "[cancel]") {
   auto waiter = stoppable_upload(f, "b", "/p/A/x", stop.get_token(), /*fair=*/false);
   REQUIRE(test::until_waiting(f.ns, "b"));
   stop.request_stop();
-  CHECK(answer_of(waiter).cancelled);
+  CHECK(answer_of(waiter).cancelled());
   release_leaves_nothing(f, held);
 }
 

@@ -98,7 +98,7 @@ TEST_CASE("conflicting locks are never held at the same time", "[concurrency]") 
         continue;
       }
       if (forbidden) ++violations;  // answered instead of refused as bad input
-      if (!got.granted) {
+      if (!got.granted()) {
         ++refusals;
         continue;
       }

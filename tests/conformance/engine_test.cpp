@@ -21,9 +21,9 @@ using test::Fixture;
 TEST_CASE("the article's story: a folder move against work under it", "[engine]") {
   Fixture f;
   const auto upload = f.one("carol", "upload", "/p/A/C/D");
-  REQUIRE(upload.granted);
+  REQUIRE(upload.granted());
   const auto move = f.two("alice", "move_folder", "/p/A/C", "/p/X");
-  REQUIRE_FALSE(move.granted);
+  REQUIRE_FALSE(move.granted());
   CHECK(move.conflict.id == upload.grant.id);
   CHECK(move.conflict.op == "upload");
   CHECK(move.conflict.role == "target");
@@ -34,14 +34,14 @@ TEST_CASE("the article's story: a folder move against work under it", "[engine]"
   CHECK(move.conflict.relation == Relation::held_descendant);
   CHECK(move.conflict.expires_in > 29000ms);
   CHECK(move.conflict.expires_in <= 30000ms);
-  CHECK(f.one("dave", "create", "/p/A/C/D").granted);  // create and upload share the folder
+  CHECK(f.one("dave", "create", "/p/A/C/D").granted());  // create and upload share the folder
   CHECK(f.engine->release(f.ns, upload.grant.id, upload.grant.token));
-  CHECK_FALSE(f.two("alice", "move_folder", "/p/A/C", "/p/X").granted);  // dave still works there
+  CHECK_FALSE(f.two("alice", "move_folder", "/p/A/C", "/p/X").granted());  // dave still works there
 }
 
 TEST_CASE("while a folder moves, ancestors and descendants are locked, siblings are not", "[engine]") {
   Fixture f;
-  REQUIRE(f.two("alice", "move_folder", "/p/A/C", "/p/X").granted);
+  REQUIRE(f.two("alice", "move_folder", "/p/A/C", "/p/X").granted());
   f.expect("b", {{"upload", "/p/A/C/D", false},
                  {"create", "/p/A", false},
                  {"create", "/p", false},
@@ -57,42 +57,42 @@ TEST_CASE("while a folder moves, ancestors and descendants are locked, siblings 
 
 TEST_CASE("two uploads into one folder run in parallel, a delete of it waits", "[engine]") {
   Fixture f;
-  CHECK(f.one("a", "upload", "/p/A").granted);
-  CHECK(f.one("b", "upload", "/p/A").granted);
-  CHECK(f.one("c", "create", "/p/A").granted);
-  CHECK_FALSE(f.one("d", "delete_folder", "/p/A").granted);
+  CHECK(f.one("a", "upload", "/p/A").granted());
+  CHECK(f.one("b", "upload", "/p/A").granted());
+  CHECK(f.one("c", "create", "/p/A").granted());
+  CHECK_FALSE(f.one("d", "delete_folder", "/p/A").granted());
   CHECK(f.held() == 3);
 }
 
 TEST_CASE("the grid is asymmetric: who came first decides", "[engine]") {
   Fixture f;
-  REQUIRE(f.one("a", "rename_file", "/p/A/x.txt").granted);
-  CHECK(f.one("b", "rename_folder", "/p/A").granted);  // rename_file held: rename_folder √
+  REQUIRE(f.one("a", "rename_file", "/p/A/x.txt").granted());
+  CHECK(f.one("b", "rename_folder", "/p/A").granted());  // rename_file held: rename_folder √
   Fixture g;
-  REQUIRE(g.one("b", "rename_folder", "/p/A").granted);
-  CHECK_FALSE(g.one("a", "rename_file", "/p/A/x.txt").granted);  // rename_folder held: rename_file ×
+  REQUIRE(g.one("b", "rename_folder", "/p/A").granted());
+  CHECK_FALSE(g.one("a", "rename_file", "/p/A/x.txt").granted());  // rename_folder held: rename_file ×
 }
 
 TEST_CASE("a request takes all of its targets or none", "[engine]") {
   Fixture f;
-  REQUIRE(f.one("a", "delete_folder", "/p/B").granted);
+  REQUIRE(f.one("a", "delete_folder", "/p/B").granted());
   const auto move = f.two("b", "move_folder", "/p/A", "/p/B");
-  REQUIRE_FALSE(move.granted);
+  REQUIRE_FALSE(move.granted());
   CHECK(move.conflict.requested_role == "dst");
   CHECK(f.held() == 1);
   // /p/A was not taken by the refused request.
-  CHECK(f.one("c", "rename_folder", "/p/A").granted);
+  CHECK(f.one("c", "rename_folder", "/p/A").granted());
 }
 
 TEST_CASE("a request's own targets are not checked against each other", "[engine]") {
   Fixture f;
-  CHECK(f.two("a", "move_folder", "/p/A/B", "/p").granted);
-  CHECK(f.two("a", "copy_file", "/q/a.txt", "/q").granted);
+  CHECK(f.two("a", "move_folder", "/p/A/B", "/p").granted());
+  CHECK(f.two("a", "copy_file", "/q/a.txt", "/q").granted());
 }
 
 TEST_CASE("bad input is a clear error and changes nothing", "[engine]") {
   Fixture f;
-  REQUIRE(f.one("a", "upload", "/p/A").granted);
+  REQUIRE(f.one("a", "upload", "/p/A").granted());
   auto bad = [&](LockRequest r, const char* message) {
     INFO(message);
     CHECK_THROWS_WITH(f.engine->acquire(r), Catch::Contains(message));
@@ -123,7 +123,7 @@ TEST_CASE("bad input is a clear error and changes nothing", "[engine]") {
 TEST_CASE("only the holder releases or renews", "[engine]") {
   Fixture f;
   const auto g = f.one("a", "upload", "/p/A");
-  REQUIRE(g.granted);
+  REQUIRE(g.granted());
   CHECK_FALSE(f.engine->release(f.ns, g.grant.id, "not-the-token"));
   CHECK_FALSE(f.engine->renew(f.ns, g.grant.id, "not-the-token", 1000ms));
   CHECK_FALSE(f.engine->release(f.ns, "no-such-id", g.grant.token));
@@ -132,7 +132,7 @@ TEST_CASE("only the holder releases or renews", "[engine]") {
   CHECK(f.engine->release(f.ns, g.grant.id, g.grant.token));
   CHECK_FALSE(f.engine->release(f.ns, g.grant.id, g.grant.token));
   CHECK(f.held() == 0);
-  CHECK(f.one("b", "delete_folder", "/p/A").granted);
+  CHECK(f.one("b", "delete_folder", "/p/A").granted());
 }
 
 TEST_CASE("leases expire - renewal keeps them", "[engine][expiry]") {
@@ -141,15 +141,15 @@ TEST_CASE("leases expire - renewal keeps them", "[engine][expiry]") {
   // The renewed lock is taken first: without its renewal it would end first.
   const auto renewed = f.one("b", "upload", "/p/B", lease);
   const auto short_lease = f.one("a", "upload", "/p/A", lease);
-  REQUIRE((short_lease.granted && renewed.granted));
-  CHECK_FALSE(f.one("c", "delete_folder", "/p/A").granted);
+  REQUIRE((short_lease.granted() && renewed.granted()));
+  CHECK_FALSE(f.one("c", "delete_folder", "/p/A").granted());
   f.let_pass(lease / 2);
   CHECK(f.engine->renew(f.ns, renewed.grant.id, renewed.grant.token, 30 * lease));
   REQUIRE(f.until_expired(short_lease.grant, lease / 2));
-  CHECK(f.one("c", "delete_folder", "/p/A").granted);  // expired, so free
+  CHECK(f.one("c", "delete_folder", "/p/A").granted());  // expired, so free
   CHECK_FALSE(f.engine->release(f.ns, short_lease.grant.id, short_lease.grant.token));
   CHECK_FALSE(f.engine->renew(f.ns, short_lease.grant.id, short_lease.grant.token));
-  CHECK_FALSE(f.one("c", "delete_folder", "/p/B").granted);  // renewed, still held
+  CHECK_FALSE(f.one("c", "delete_folder", "/p/B").granted());  // renewed, still held
   const auto locks = f.engine->list(f.ns);
   REQUIRE(locks.size() == 2);
   CHECK(locks[0].id == renewed.grant.id);
@@ -160,7 +160,7 @@ TEST_CASE("renew without a ttl uses the lock's own", "[engine][expiry]") {
   Fixture f{test::manual_time};
   const Millis lease = 1000ms;
   const auto g = f.one("a", "upload", "/p/A", lease);
-  REQUIRE(g.granted);
+  REQUIRE(g.granted());
   for (int i = 0; i < 4; ++i) {  // 1.6 leases in all: held only because renewed
     f.let_pass(lease * 2 / 5);
     REQUIRE(f.engine->renew(f.ns, g.grant.id, g.grant.token));
@@ -176,7 +176,7 @@ TEST_CASE("fencing tokens strictly increase per namespace", "[engine]") {
   std::uint64_t last = 0;
   for (int i = 0; i < 20; ++i) {
     const auto g = f.one("a", "upload", "/p/" + std::to_string(i));
-    REQUIRE(g.granted);
+    REQUIRE(g.granted());
     CHECK(g.grant.fence > last);
     last = g.grant.fence;
     if (i % 2) CHECK(f.engine->release(f.ns, g.grant.id, g.grant.token));
@@ -186,8 +186,8 @@ TEST_CASE("fencing tokens strictly increase per namespace", "[engine]") {
 TEST_CASE("namespaces are isolated", "[engine]") {
   Fixture f;
   const std::string other = test::unique_namespace("other");
-  REQUIRE(f.one("a", "delete_folder", "/p").granted);
-  CHECK(f.engine->acquire(LockRequest{other, "b", "upload", {{"target", "/p/A"}}}).granted);
+  REQUIRE(f.one("a", "delete_folder", "/p").granted());
+  CHECK(f.engine->acquire(LockRequest{other, "b", "upload", {{"target", "/p/A"}}}).granted());
   CHECK(f.engine->list(other).size() == 1);
   CHECK(f.held() == 1);
 }
@@ -198,7 +198,7 @@ TEST_CASE("list returns the locks under a prefix, by fence", "[engine]") {
   const auto ab = f.one("b", "upload", "/p/AB");
   const auto mv = f.two("c", "copy_file", "/q/a.txt", "/p/A");
   const auto root = f.one("d", "upload", "/");
-  REQUIRE((a.granted && ab.granted && mv.granted && root.granted));
+  REQUIRE((a.granted() && ab.granted() && mv.granted() && root.granted()));
   const auto under = f.engine->list(f.ns, "/p/A");
   REQUIRE(under.size() == 2);
   CHECK(under[0].id == a.grant.id);
@@ -221,7 +221,7 @@ TEST_CASE("force_release drops a lock whatever its holds", "[engine]") {
   CHECK(f.engine->force_release(f.ns, g.grant.id));
   CHECK_FALSE(f.engine->force_release(f.ns, g.grant.id));
   CHECK(f.held() == 0);
-  CHECK(f.one("b", "upload", "/p/A").granted);
+  CHECK(f.one("b", "upload", "/p/A").granted());
 }
 
 TEST_CASE("unicode and metacharacters are plain names", "[engine]") {
@@ -241,9 +241,9 @@ TEST_CASE("unicode and metacharacters are plain names", "[engine]") {
 
 TEST_CASE("the root path is a lock path like any other", "[engine]") {
   Fixture f;
-  REQUIRE(f.one("a", "upload", "/p/A").granted);
+  REQUIRE(f.one("a", "upload", "/p/A").granted());
   const auto all = f.one("b", "delete_folder", "/");
-  REQUIRE_FALSE(all.granted);
+  REQUIRE_FALSE(all.granted());
   CHECK(all.conflict.relation == Relation::held_descendant);
 }
 
@@ -254,12 +254,12 @@ TEST_CASE("a consumer's matrix with refinements is enforced as compiled", "[engi
   auto take = [&](const char* owner, const char* op, std::vector<Target> t) {
     return engine->acquire(LockRequest{ns, owner, op, std::move(t)});
   };
-  REQUIRE(take("a", "write", {{"target", "/d/x"}}).granted);
-  CHECK_FALSE(take("b", "write", {{"target", "/d/x"}}).granted);   // same: deny
-  CHECK(take("b", "write", {{"target", "/d/x/y"}}).granted);       // held ancestor: allow
-  CHECK(take("b", "move", {{"src", "/e"}, {"dst", "/d/x/z"}}).granted);    // dst inside: allow
-  CHECK_FALSE(take("b", "move", {{"src", "/e2"}, {"dst", "/d/x"}}).granted);  // dst same: deny
-  CHECK_FALSE(take("b", "move", {{"src", "/d/x/q"}, {"dst", "/f"}}).granted);  // src: deny
+  REQUIRE(take("a", "write", {{"target", "/d/x"}}).granted());
+  CHECK_FALSE(take("b", "write", {{"target", "/d/x"}}).granted());   // same: deny
+  CHECK(take("b", "write", {{"target", "/d/x/y"}}).granted());       // held ancestor: allow
+  CHECK(take("b", "move", {{"src", "/e"}, {"dst", "/d/x/z"}}).granted());    // dst inside: allow
+  CHECK_FALSE(take("b", "move", {{"src", "/e2"}, {"dst", "/d/x"}}).granted());  // dst same: deny
+  CHECK_FALSE(take("b", "move", {{"src", "/d/x/q"}, {"dst", "/f"}}).granted());  // src: deny
   CHECK(engine->matrix().name == "refined-test");
 }
 
@@ -269,7 +269,7 @@ TEST_CASE("regression: a lock that reuses a released lock's storage starts with 
   Fixture f;
   for (int i = 0; i < 3; ++i) {
     const auto g = f.one("a", "upload", "/p/" + std::to_string(i));
-    REQUIRE(g.granted);
+    REQUIRE(g.granted());
     CHECK(g.grant.holds == 1);
     REQUIRE(f.engine->release(f.ns, g.grant.id, g.grant.token));
     CHECK(f.held() == 0);
@@ -281,7 +281,7 @@ TEST_CASE("ids of released locks do not come back", "[engine]") {
   const auto first = f.one("a", "upload", "/p/A");
   REQUIRE(f.engine->release(f.ns, first.grant.id, first.grant.token));
   const auto second = f.one("a", "upload", "/p/A");
-  REQUIRE(second.granted);
+  REQUIRE(second.granted());
   CHECK(second.grant.id != first.grant.id);
   CHECK_FALSE(f.engine->release(f.ns, first.grant.id, first.grant.token));
   CHECK_FALSE(f.engine->force_release(f.ns, first.grant.id));

@@ -106,15 +106,15 @@ struct Fixture {
   void expect(const std::string& owner, const std::vector<Ask>& asks) {
     for (const Ask& a : asks) {
       INFO(owner << " asks " << a.op << " " << a.path);
-      CHECK(one(owner, a.op, a.path).granted == a.granted);
+      CHECK(one(owner, a.op, a.path).granted() == a.granted);
     }
   }
   std::size_t held() { return engine->list(ns).size(); }
   // True if nothing is held at or around `path` (a delete_folder probe gets in).
   bool free(const std::string& path) {
     const auto r = one("probe", "delete_folder", path);
-    if (r.granted) engine->release(ns, r.grant.id, r.grant.token);
-    return r.granted;
+    if (r.granted()) engine->release(ns, r.grant.id, r.grant.token);
+    return r.granted();
   }
   // Starts `owner`'s fair request for `op` on `path` (waiting up to `wait`)
   // on a thread of its own and returns once it holds its place in line (a
@@ -130,8 +130,8 @@ struct Fixture {
   void until_queued(const std::string& owner, const std::string& probe_op, const std::string& path) {
     for (int i = 0; i < 500; ++i) {
       const auto probe = one("probe", probe_op, path);
-      if (probe.granted) REQUIRE(engine->release(ns, probe.grant.id, probe.grant.token));
-      if (!probe.granted && probe.conflict.queued && probe.conflict.owner == owner) return;
+      if (probe.granted()) REQUIRE(engine->release(ns, probe.grant.id, probe.grant.token));
+      if (!probe.granted() && probe.conflict.queued && probe.conflict.owner == owner) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
     FAIL("the waiter never appeared in the queue");

@@ -118,7 +118,7 @@ TEST_CASE("stop() means no renewal afterwards", "[keeper]") {
   LeaseKeeper keeper(*f.engine);
   const Millis lease = 600ms;
   const auto got = f.engine->acquire(f.request_on("a", "upload", "/p/A", lease));
-  REQUIRE(got.granted);
+  REQUIRE(got.granted());
   auto lease_kept = keeper.keep(f.ns, got.grant, lease);
   CHECK(Fixture::until([&] { return lease_kept->renewals() >= 2; }));
   keeper.stop(*lease_kept);

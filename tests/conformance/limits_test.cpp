@@ -31,7 +31,7 @@ TEST_CASE("limits: each constant is accepted and one more is refused", "[limits]
   auto engine = f.engine.get();
   auto accepted = [&](LockRequest r) {
     const AcquireResult g = engine->acquire(r);
-    REQUIRE(g.granted);
+    REQUIRE(g.granted());
     CHECK(engine->release(r.ns, g.grant.id, g.grant.token));
   };
   auto refused = [&](const LockRequest& r) { CHECK_THROWS_AS(engine->acquire(r), InvalidRequest); };
@@ -76,8 +76,8 @@ TEST_CASE("limits: each constant is accepted and one more is refused", "[limits]
     r.reenter_id = std::string(kMaxIdBytes, 'i');
     r.reenter_token = std::string(kMaxTokenBytes, 't');
     const AcquireResult none = engine->acquire(r);
-    CHECK_FALSE(none.granted);
-    CHECK(none.not_holder);
+    CHECK_FALSE(none.granted());
+    CHECK(none.not_holder());
     r.reenter_id += "i";
     refused(r);
     r.reenter_id.pop_back();

@@ -11,10 +11,10 @@ TEST_CASE("paged listing returns every live lock exactly once, in fence order", 
   std::vector<Grant> grants;
   for (int i = 0; i < 23; ++i) {
     const auto g = f.one("o", "upload", "/p/d" + std::to_string(i % 5) + "/f" + std::to_string(i));
-    REQUIRE(g.granted);
+    REQUIRE(g.granted());
     grants.push_back(g.grant);
   }
-  REQUIRE(f.one("o", "upload", "/q/elsewhere").granted);
+  REQUIRE(f.one("o", "upload", "/q/elsewhere").granted());
   for (const std::size_t limit : {std::size_t{1}, std::size_t{4}, std::size_t{7}, std::size_t{23}, std::size_t{100}}) {
     INFO("limit " << limit);
     std::vector<std::string> seen;
@@ -49,7 +49,7 @@ TEST_CASE("a lock released between pages is simply absent - later ones still com
   REQUIRE_FALSE(first.next.empty());
   REQUIRE(f.engine->release(f.ns, grants[2].id, grants[2].token));
   const auto added = f.one("o", "upload", "/p/g");
-  REQUIRE(added.granted);
+  REQUIRE(added.granted());
   std::vector<std::string> rest;
   for (std::string after = first.next; !after.empty();) {
     const ListPage page = f.engine->list_page(f.ns, "/", 2, after);

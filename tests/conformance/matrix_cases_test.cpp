@@ -28,11 +28,11 @@ TEST_CASE("matrix-derived cases hold on every backend", "[matrix][cases]") {
     INFO(backend.name << ": held " << c.held_op << " {" << c.held_targets << "}, requested " << c.req_op << " {"
                  << c.req_targets << "}, relation " << c.relation);
     const AcquireResult held = engine->acquire(LockRequest{ns, "holder", c.held_op, parse_targets(c.held_targets)});
-    REQUIRE(held.granted);
+    REQUIRE(held.granted());
     const auto req_targets = parse_targets(c.req_targets);
     const AcquireResult got = engine->acquire(LockRequest{ns, "requester", c.req_op, req_targets});
-    REQUIRE(got.granted == c.granted);
-    if (!got.granted) {
+    REQUIRE(got.granted() == c.granted);
+    if (!got.granted()) {
       ++refused;
       CHECK(got.conflict.id == held.grant.id);
       CHECK(got.conflict.op == c.held_op);
@@ -48,8 +48,8 @@ TEST_CASE("matrix-derived cases hold on every backend", "[matrix][cases]") {
       CHECK(relation_name(got.conflict.relation) == c.relation);
       // Moved beside the held path, the same request never conflicts.
       const AcquireResult side = engine->acquire(LockRequest{ns, "requester", c.req_op, beside(req_targets, c.req_role)});
-      CHECK(side.granted);
-      if (side.granted) CHECK(engine->release(ns, side.grant.id, side.grant.token));
+      CHECK(side.granted());
+      if (side.granted()) CHECK(engine->release(ns, side.grant.id, side.grant.token));
     } else {
       CHECK(engine->release(ns, got.grant.id, got.grant.token));
     }

@@ -79,15 +79,15 @@ TEST_CASE("metrics count every outcome, the refusal grid and the waits, and a lo
 
   // granted
   const AcquireResult held = engine->acquire(request("alice", "upload", {{"target", "/m/A/f"}}, Millis{0}));
-  REQUIRE(held.granted);
+  REQUIRE(held.granted());
   // refused (no wait): a move of the folder around the upload
   const AcquireResult moved = engine->acquire(request("bob", "move_folder", {{"src", "/m/A"}, {"dst", "/m/B"}}, Millis{0}));
-  REQUIRE_FALSE(moved.granted);
+  REQUIRE_FALSE(moved.granted());
   CHECK(moved.conflict.relation == Relation::held_descendant);
   // timed out: a rename of the folder, waiting 30 ms
   const AcquireResult timed_out =
       engine->acquire(request("carol", "rename_folder", {{"target", "/m/A"}}, Millis{30}));
-  REQUIRE_FALSE(timed_out.granted);
+  REQUIRE_FALSE(timed_out.granted());
   // waited then granted: a delete of the folder, granted once alice releases
   AcquireResult waited;
   std::string waiter_error;
@@ -104,7 +104,7 @@ TEST_CASE("metrics count every outcome, the refusal grid and the waits, and a lo
   REQUIRE(waiter_error.empty());
   REQUIRE(released);
   REQUIRE(long_wait.has_value());
-  REQUIRE(waited.granted);
+  REQUIRE(waited.granted());
 
   // The long-wait line names the holder: owner, operation and path.
   CHECK(long_wait->level == LogLevel::warning);
@@ -118,7 +118,7 @@ TEST_CASE("metrics count every outcome, the refusal grid and the waits, and a lo
 
   REQUIRE(engine->release(ns, waited.grant.id, waited.grant.token));
   const AcquireResult other = engine->acquire(request("eve", "upload", {{"target", "/m/C"}}, Millis{0}));
-  REQUIRE(other.granted);
+  REQUIRE(other.granted());
   CHECK(engine->renew(ns, other.grant.id, other.grant.token));
   CHECK_FALSE(engine->renew(ns, other.grant.id, "not-the-token"));
   CHECK_FALSE(engine->release(ns, other.grant.id, "not-the-token"));
@@ -166,7 +166,7 @@ TEST_CASE("metrics: a long hold is logged once when the holder renews, and count
   const std::string owner = "frank\xc2\x9b" "2J";
   const AcquireResult held =
       engine->acquire(LockRequest{ns, owner, "upload", {{"target", "/h/file"}}, Millis{30000}, Millis{0}});
-  REQUIRE(held.granted);
+  REQUIRE(held.granted());
   // The hold passes 1 ms; a renew notices it (the wait only makes sure of it).
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
   REQUIRE(engine->renew(ns, held.grant.id, held.grant.token));
@@ -202,10 +202,10 @@ TEST_CASE("metrics: the observer sees each call - a shared Metrics adds up engin
   const std::string ns = unique_namespace(backend.name + "-observer");
   const AcquireResult a =
       first->acquire(LockRequest{ns, "gina", "upload", {{"target", "/o/x"}}, Millis{30000}, Millis{0}});
-  REQUIRE(a.granted);
+  REQUIRE(a.granted());
   const AcquireResult b =
       second->acquire(LockRequest{ns, "hank", "upload", {{"target", "/o/y"}}, Millis{30000}, Millis{0}});
-  REQUIRE(b.granted);
+  REQUIRE(b.granted());
   REQUIRE(first->release(ns, a.grant.id, a.grant.token));
   REQUIRE(second->release(ns, b.grant.id, b.grant.token));
   CHECK(observe.metrics->snapshot().acquired("upload", Outcome::granted) == 2);
@@ -243,7 +243,7 @@ TEST_CASE("a stuck request shows while it waits: in line, counted as refused, an
   CHECK(before.find("pathlock_waiting_requests{op=\"move_folder\"} 0") != std::string::npos);
 
   const AcquireResult held = engine->acquire({ns, "alice", "upload", {{"target", "/s/A/f"}}});
-  REQUIRE(held.granted);
+  REQUIRE(held.granted());
   std::stop_source stop;
   std::thread waiter([&] {
     engine->acquire(LockRequest{ns, "bob", "move_folder", {{"src", "/s/A"}, {"dst", "/s/B"}}, Millis{30000},

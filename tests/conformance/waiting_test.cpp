@@ -27,20 +27,20 @@ using test::until_waiting;
 TEST_CASE("a waiting request is granted when the holder releases", "[wait]") {
   Fixture f;
   const auto held = f.attempt("a", "delete_folder", "/p/A");
-  REQUIRE(held.granted);
+  REQUIRE(held.granted());
   auto waiter = std::async(std::launch::async, [&] { return f.attempt("b", "upload", "/p/A/x", 10000ms); });
   const bool waited = until_waiting(f.ns, "b");  // refused by the holder, and asleep
   REQUIRE(f.engine->release(f.ns, held.grant.id, held.grant.token));
   const auto got = waiter.get();
   REQUIRE(waited);
-  CHECK(got.granted);
+  CHECK(got.granted());
   CHECK(got.grant.fence > held.grant.fence);
 }
 
 TEST_CASE("a waiting request is granted when the holder's lease expires", "[wait]") {
   Fixture f{test::manual_time};
   const auto held = f.attempt("a", "delete_folder", "/p/A");
-  REQUIRE(held.granted);
+  REQUIRE(held.granted());
   auto waiter = std::async(std::launch::async, [&] { return f.attempt("b", "upload", "/p/A", 10000ms); });
   const bool waited = until_waiting(f.ns, "b");
   // Only now does the lease end: 100 ms from here, and nobody releases it.
@@ -49,14 +49,14 @@ TEST_CASE("a waiting request is granted when the holder's lease expires", "[wait
   const auto got = waiter.get();
   REQUIRE(waited);
   REQUIRE(renewed);
-  CHECK(got.granted);
+  CHECK(got.granted());
   CHECK_FALSE(f.engine->is_held(f.ns, held.grant.id, held.grant.token));  // expired, not released
 }
 
 TEST_CASE("a wait that reaches its deadline returns the conflict", "[wait]") {
   Fixture f{test::manual_time};
   const auto held = f.attempt("a", "delete_folder", "/p/A");
-  REQUIRE(held.granted);
+  REQUIRE(held.granted());
   // In real time the wait is long enough for its first attempts (and a
   // Redis subscription) to come before the deadline on a slow machine.
   const Millis wait = f.clock ? 120ms : 1000ms;
@@ -68,38 +68,38 @@ TEST_CASE("a wait that reaches its deadline returns the conflict", "[wait]") {
   f.let_pass(wait);
   const auto got = waiter.get();
   REQUIRE(waited);
-  CHECK_FALSE(got.granted);
+  CHECK_FALSE(got.granted());
   CHECK(got.conflict.id == held.grant.id);
   CHECK(f.now() - start >= wait);  // on the engine's clock: it waited until the deadline
   // The expired waiter left nothing behind: a later fair request only meets
   // the holder.
   const auto again = f.attempt("c", "create", "/p/A");
-  CHECK(again.granted == false);
+  CHECK(again.granted() == false);
   CHECK_FALSE(again.conflict.queued);
 }
 
 TEST_CASE("a fair newcomer does not overtake an older waiter it conflicts with", "[wait][fair]") {
   Fixture f;
   const auto upload = f.attempt("u", "upload", "/p/A");
-  REQUIRE(upload.granted);
+  REQUIRE(upload.granted());
   auto deleter = f.queued("d", "delete_folder", "/p/A", "create");
 
   const auto fair = f.attempt("c", "create", "/p/A");
-  REQUIRE_FALSE(fair.granted);
+  REQUIRE_FALSE(fair.granted());
   CHECK(fair.conflict.queued);
   CHECK(fair.conflict.op == "delete_folder");
   CHECK(fair.conflict.owner == "d");
   CHECK(fair.conflict.path == "/p/A");
-  CHECK(f.attempt("x", "upload", "/q").granted);  // not overlapping: unaffected
+  CHECK(f.attempt("x", "upload", "/q").granted());  // not overlapping: unaffected
 
   const auto barging = f.attempt("c", "create", "/p/A", 0ms, 30000ms, /*fair=*/false);
-  CHECK(barging.granted);  // opted out of fairness: overtakes
+  CHECK(barging.granted());  // opted out of fairness: overtakes
   REQUIRE(f.engine->release(f.ns, barging.grant.id, barging.grant.token));
   REQUIRE(f.engine->release(f.ns, upload.grant.id, upload.grant.token));
   const auto deleted = deleter.get();
-  REQUIRE(deleted.granted);
+  REQUIRE(deleted.granted());
   REQUIRE(f.engine->release(f.ns, deleted.grant.id, deleted.grant.token));
-  CHECK(f.attempt("c", "create", "/p/A").granted);  // the queue is empty again
+  CHECK(f.attempt("c", "create", "/p/A").granted());  // the queue is empty again
 }
 
 TEST_CASE("a stream of creates does not starve a waiting delete_folder", "[wait][fair]") {
@@ -111,7 +111,7 @@ TEST_CASE("a stream of creates does not starve a waiting delete_folder", "[wait]
     return [&, id] {
       try {
         const auto g = f.attempt("creator" + std::to_string(id), "create", "/p/A", 5000ms);
-        if (!g.granted) return;
+        if (!g.granted()) return;
         ++creates;
         std::this_thread::sleep_for(20ms);
         if (!f.engine->release(f.ns, g.grant.id, g.grant.token)) ++failed_releases;
@@ -137,12 +137,12 @@ TEST_CASE("a stream of creates does not starve a waiting delete_folder", "[wait]
     // A create of the test's own is held when the delete arrives, so the
     // delete surely waits; it is released once the delete is in line.
     const auto mine = f.attempt("t", "create", "/p/A");
-    REQUIRE(mine.granted);
+    REQUIRE(mine.granted());
     auto deleter = std::async(std::launch::async, [&] { return f.attempt("d", "delete_folder", "/p/A", 5000ms); });
     delete_waited = until_waiting(f.ns, "d");
     REQUIRE(f.engine->release(f.ns, mine.grant.id, mine.grant.token));
     const auto got = deleter.get();
-    REQUIRE(got.granted);  // so granted while the stream still ran, not after it
+    REQUIRE(got.granted());  // so granted while the stream still ran, not after it
     // While the delete holds /p/A no create may be granted, though creators
     // keep trying: wait until they have been refused twice more.
     const int before = creates;
@@ -164,33 +164,33 @@ TEST_CASE("a stream of creates does not starve a waiting delete_folder", "[wait]
 TEST_CASE("waiters are served in arrival order when they conflict", "[wait][fair]") {
   Fixture f;
   const auto held = f.attempt("h", "upload", "/p/A");
-  REQUIRE(held.granted);
+  REQUIRE(held.granted());
   auto first = f.queued("w1", "rename_folder", "/p/A", "create");
   auto second = std::async(std::launch::async, [&] { return f.attempt("w2", "rename_folder", "/p/A", 10000ms); });
   const bool second_waited = until_waiting(f.ns, "w2");  // behind w1: both wait when the holder leaves
   REQUIRE(f.engine->release(f.ns, held.grant.id, held.grant.token));
   const auto a = first.get();  // w2 is refused by w1's lock (or place) until the test releases it
   REQUIRE(second_waited);
-  REQUIRE(a.granted);
+  REQUIRE(a.granted());
   REQUIRE(f.engine->release(f.ns, a.grant.id, a.grant.token));
   const auto b = second.get();
-  REQUIRE(b.granted);
+  REQUIRE(b.granted());
   CHECK(b.grant.fence > a.grant.fence);
 }
 
 TEST_CASE("a fair=false waiter takes no place in line", "[wait][fair]") {
   Fixture f;
   const auto upload = f.attempt("u", "upload", "/p/A/f");
-  REQUIRE(upload.granted);
+  REQUIRE(upload.granted());
   auto deleter = std::async(std::launch::async,
                             [&] { return f.attempt("d", "delete_folder", "/p/A", 3000ms, 30000ms, /*fair=*/false); });
   const bool waited = until_waiting(f.ns, "d");  // refused by the upload, and waiting
   const auto create = f.attempt("c", "create", "/p/A");  // fair, and nobody is in line
   REQUIRE(waited);
-  REQUIRE(create.granted);
+  REQUIRE(create.granted());
   REQUIRE(f.engine->release(f.ns, create.grant.id, create.grant.token));
   REQUIRE(f.engine->release(f.ns, upload.grant.id, upload.grant.token));
   const auto deleted = deleter.get();
-  REQUIRE(deleted.granted);
+  REQUIRE(deleted.granted());
   REQUIRE(f.engine->release(f.ns, deleted.grant.id, deleted.grant.token));
 }

@@ -23,7 +23,7 @@ int code_of(const Fixture& f, const char* op) { return f.engine->matrix().code_o
 // `r` is a refusal naming the lock granted by `witness`, held at `path`,
 // which stands in `relation` to the refused target.
 void check_names(const AcquireResult& r, const AcquireResult& witness, Relation relation, const std::string& path) {
-  REQUIRE_FALSE(r.granted);
+  REQUIRE_FALSE(r.granted());
   CHECK(r.conflict.relation == relation);
   CHECK(r.conflict.id == witness.grant.id);
   CHECK(r.conflict.path == path);
@@ -35,8 +35,8 @@ TEST_CASE("witness below: component order, not byte order", "[conformance][witne
   Fixture f;
   const auto bang = f.one("x", "upload", "/a/b!");      // "/a/b!" < "/a/b/c" byte by byte
   const auto deep = f.one("y", "upload", "/a/b/c");
-  REQUIRE(bang.granted);
-  REQUIRE(deep.granted);
+  REQUIRE(bang.granted());
+  REQUIRE(deep.granted());
   const auto r = f.one("d", "delete_folder", "/a");
   check_names(r, deep, Relation::held_descendant, "/a/b/c");
 }
@@ -45,15 +45,15 @@ TEST_CASE("witness below: a deeper, smaller-named path beats a shallower, larger
   Fixture f;
   const auto shallow = f.one("x", "upload", "/a/z");
   const auto deep = f.one("y", "upload", "/a/c/d/e");
-  REQUIRE(shallow.granted);
-  REQUIRE(deep.granted);
+  REQUIRE(shallow.granted());
+  REQUIRE(deep.granted());
   const auto r = f.one("d", "delete_folder", "/a");
   check_names(r, deep, Relation::held_descendant, "/a/c/d/e");
   // A folder sorts before its own contents.
   const auto folder = f.one("z", "upload", "/a/c");
-  REQUIRE(folder.granted);
+  REQUIRE(folder.granted());
   const auto again = f.one("d", "delete_folder", "/a");
-  REQUIRE_FALSE(again.granted);
+  REQUIRE_FALSE(again.granted());
   CHECK(again.conflict.id == folder.grant.id);
 }
 
@@ -62,20 +62,20 @@ TEST_CASE("witness at one path: the lowest code, then the highest fence", "[conf
   REQUIRE(code_of(f, "create") < code_of(f, "upload"));
   const auto up1 = f.one("u1", "upload", "/a/m");
   const auto up2 = f.one("u2", "upload", "/a/m");
-  REQUIRE(up1.granted);
-  REQUIRE(up2.granted);
+  REQUIRE(up1.granted());
+  REQUIRE(up2.granted());
   SECTION("same path") {
     const auto r = f.one("d", "delete_folder", "/a/m");
     check_names(r, up2, Relation::same, "/a/m");  // the highest fence
     const auto cr = f.one("c", "create", "/a/m");
-    REQUIRE(cr.granted);
+    REQUIRE(cr.granted());
     const auto r2 = f.one("d", "delete_folder", "/a/m");
-    REQUIRE_FALSE(r2.granted);
+    REQUIRE_FALSE(r2.granted());
     CHECK(r2.conflict.id == cr.grant.id);  // the lowest code, though not the newest... nor the oldest
   }
   SECTION("below") {
     const auto cr = f.one("c", "create", "/a/m");
-    REQUIRE(cr.granted);
+    REQUIRE(cr.granted());
     const auto r = f.one("d", "delete_folder", "/a");
     check_names(r, cr, Relation::held_descendant, "/a/m");
   }
@@ -112,8 +112,8 @@ TEST_CASE("witness above: the ancestor nearest the root wins over a nearer, newe
   REQUIRE(near >= 0);
   const auto held_near = f.engine->acquire(request_for(f, "x", near, "/a/b", "/x"));
   const auto held_far = f.engine->acquire(request_for(f, "y", far, "/a", "/y"));
-  REQUIRE(held_near.granted);
-  REQUIRE(held_far.granted);
+  REQUIRE(held_near.granted());
+  REQUIRE(held_far.granted());
   const auto r = f.one("u", "upload", "/a/b/c");
   check_names(r, held_far, Relation::held_ancestor, "/a");
 }

@@ -33,9 +33,9 @@ int main() {
   auto shipped = make_memory_engine();
   const AcquireResult move =
       shipped->acquire({"p", "alice", "move_folder", {{"src", "/p/A"}, {"dst", "/p/B"}}, Millis{30000}});
-  expect(move.granted, "shipped matrix: move_folder granted");
+  expect(move.granted(), "shipped matrix: move_folder granted");
   const AcquireResult upload = shipped->acquire({"p", "bob", "upload", {{"target", "/p/A/C/f.txt"}}, Millis{30000}});
-  expect(!upload.granted && upload.conflict.op == "move_folder",
+  expect(!upload.granted() && upload.conflict.op == "move_folder",
          "shipped matrix: upload inside a moving folder refused");
   // Metrics, and the exporter: the package carries its HTTP dependency.
   expect(shipped->metrics() && shipped->metrics()->snapshot().acquires_total() == 2, "metrics counted");
@@ -51,11 +51,11 @@ int main() {
   auto own = make_engine(options);
   expect(own->matrix().name == "consumer-rules", "own matrix in use");
   const AcquireResult edit = own->acquire({"docs", "alice", "edit", {{"target", "/site/a/page"}}, Millis{30000}});
-  expect(edit.granted, "own matrix: edit granted");
+  expect(edit.granted(), "own matrix: edit granted");
   const AcquireResult publish = own->acquire({"docs", "bob", "publish", {{"target", "/site/a"}}, Millis{30000}});
-  expect(!publish.granted && publish.conflict.op == "edit", "own matrix: publish above an edit refused");
+  expect(!publish.granted() && publish.conflict.op == "edit", "own matrix: publish above an edit refused");
   const AcquireResult read = own->acquire({"docs", "carol", "read", {{"target", "/site/a/page"}}, Millis{30000}});
-  expect(read.granted, "own matrix: read beside an edit granted");
+  expect(read.granted(), "own matrix: read beside an edit granted");
   bool threw = false;
   try {
     own->acquire({"docs", "dave", "move_folder", {{"src", "/x"}, {"dst", "/y"}}, Millis{30000}});

@@ -131,7 +131,7 @@ LockRequest one_target_request(const std::string& ns, const std::string& owner, 
 
 Grant granted(LockEngine& engine, const LockRequest& request) {
   const AcquireResult r = engine.acquire(request);
-  REQUIRE(r.granted);
+  REQUIRE(r.granted());
   return r.grant;
 }
 

@@ -40,7 +40,7 @@ struct ConsoleSetup {
   Grant hold(const std::string& owner, const std::string& op, const std::string& path) {
     LockRequest r{.ns = "web", .owner = owner, .op = op, .targets = {{"target", path}}};
     const AcquireResult got = engine->acquire(r);
-    REQUIRE(got.granted);
+    REQUIRE(got.granted());
     return got.grant;
   }
 };

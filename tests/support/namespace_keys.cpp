@@ -25,7 +25,7 @@ std::vector<std::string> keys_left_after_drain(const RedisServer& server, const 
 
 void reap_by_a_write(LockEngine& engine, const std::string& ns) {
   const AcquireResult r = engine.acquire(LockRequest{ns, "reaper", "upload", {{"target", "/reaped/by/a/write"}}});
-  REQUIRE(r.granted);
+  REQUIRE(r.granted());
   REQUIRE(engine.release(ns, r.grant.id, r.grant.token));
 }
 

@@ -20,7 +20,7 @@ class Timeline {
     std::string what = op;
     for (const Target& t : targets) what += (what == op ? " " : " -> ") + t.path;
     const AcquireResult r = engine_.acquire(LockRequest{"demo", who, op, std::move(targets), ttl, Millis{0}});
-    if (r.granted) {
+    if (r.granted()) {
       grants_[who] = r.grant;
       line(who, what, fmt::format("GRANTED  fence {}", r.grant.fence));
     } else {
@@ -31,7 +31,7 @@ class Timeline {
                        : c.relation == Relation::held_ancestor ? "held path contains this one"
                                                                : "held path lies inside this one"));
     }
-    return r.granted;
+    return r.granted();
   }
 
   void release(const std::string& who) {

@@ -42,9 +42,9 @@ json refusal(const Refusal& x) {
 json conflict(const Conflict& c) { return refusal(c); }
 
 json acquire_result(const AcquireResult& r) {
-  if (r.cancelled) return json{{"granted", false}, {"cancelled", true}};
-  if (r.not_holder) return json{{"granted", false}, {"not_holder", true}};
-  if (!r.granted) return json{{"granted", false}, {"conflict", conflict(r.conflict)}};
+  if (r.cancelled()) return json{{"granted", false}, {"cancelled", true}};
+  if (r.not_holder()) return json{{"granted", false}, {"not_holder", true}};
+  if (!r.granted()) return json{{"granted", false}, {"conflict", conflict(r.conflict)}};
   return grant(r.grant);
 }
 

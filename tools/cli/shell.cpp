@@ -107,10 +107,10 @@ AcquireResult acquire_stoppable(LockEngine& engine, const LockRequest& req, Wait
     waiting->end();
     throw;
   }
-  if (!waiting->end() || !res.granted) return res;
+  if (!waiting->end() || !res.granted()) return res;
   engine.release(req.ns, res.grant.id, res.grant.token);
   AcquireResult cancelled;
-  cancelled.cancelled = true;
+  cancelled.outcome = AcquireOutcome::cancelled;
   return cancelled;
 }
 

@@ -63,15 +63,15 @@ using matrix_cases::parse_targets;
 std::string run_case(LockEngine& engine, const MatrixCase& c, const std::string& ns, bool& refused) {
   std::ostringstream why;
   const AcquireResult held = engine.acquire(LockRequest{ns, "holder", c.held_op, parse_targets(c.held_targets)});
-  if (!held.granted) return "the held lock was refused on an empty namespace";
+  if (!held.granted()) return "the held lock was refused on an empty namespace";
   const std::vector<Target> req_targets = parse_targets(c.req_targets);
   const AcquireResult got = engine.acquire(LockRequest{ns, "requester", c.req_op, req_targets});
-  refused = !got.granted;
-  if (got.granted != c.granted) {
-    why << "expected " << (c.granted ? "granted" : "refused") << ", got " << (got.granted ? "granted" : "refused");
-    if (!got.granted) why << " by " << got.conflict.op << "/" << got.conflict.role << " at " << got.conflict.path;
+  refused = !got.granted();
+  if (got.granted() != c.granted) {
+    why << "expected " << (c.granted ? "granted" : "refused") << ", got " << (got.granted() ? "granted" : "refused");
+    if (!got.granted()) why << " by " << got.conflict.op << "/" << got.conflict.role << " at " << got.conflict.path;
     why << "; ";
-  } else if (!got.granted) {
+  } else if (!got.granted()) {
     const Conflict& k = got.conflict;
     const std::string req_path = std::find_if(req_targets.begin(), req_targets.end(), [&](const Target& t) {
                                    return t.role == c.req_role;
@@ -85,12 +85,12 @@ std::string run_case(LockEngine& engine, const MatrixCase& c, const std::string&
     if (relation_name(k.relation) != c.relation) why << "relation " << relation_name(k.relation) << "; ";
     if (k.queued) why << "conflict is a queued waiter; ";
     const AcquireResult side = engine.acquire(LockRequest{ns, "requester", c.req_op, beside(req_targets, c.req_role)});
-    if (!side.granted)
+    if (!side.granted())
       why << "refused beside the held path too; ";
     else if (!engine.release(ns, side.grant.id, side.grant.token))
       why << "release beside failed; ";
   }
-  if (got.granted && !engine.release(ns, got.grant.id, got.grant.token)) why << "release of the request failed; ";
+  if (got.granted() && !engine.release(ns, got.grant.id, got.grant.token)) why << "release of the request failed; ";
   if (!engine.release(ns, held.grant.id, held.grant.token)) why << "release of the held lock failed; ";
   if (!engine.list(ns).empty()) why << "locks left after both releases; ";
   return why.str();

@@ -9,7 +9,7 @@
 #include "console_assets.hpp"  // generated: the embedded pages (tools/console/embed.cmake)
 #include "scrape.hpp"
 
-#include <pathlock/http_guard.hpp>
+#include "http_guard.hpp"  // src/metrics/http: the one private header programs see
 
 #include <fmt/format.h>
 #include <httplib.h>

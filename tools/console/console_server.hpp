@@ -6,7 +6,7 @@
 // Design: one cpp-httplib server (the library of MetricsServer) serving
 // pages embedded at build time (tools/console/assets, no network at run
 // time) and a small JSON API they call, on the GuardedServer of
-// MetricsServer (include/pathlock/http_guard.hpp: only its own Host names, same
+// MetricsServer (src/metrics/http/http_guard.hpp: only its own Host names, same
 // origin for a state change, a deadline per request, bounded connections).
 // Read-only unless `admin`: every
 // request other than GET/HEAD is refused with 403 then, and a
@@ -38,7 +38,7 @@ struct ConsoleOptions {
   // front): NAME (any port) or NAME:PORT. Any other Host: 421.
   std::vector<std::string> allowed_hosts;
   // Connections served at once (one more: 503, closed) and the deadline of
-  // a whole request (include/pathlock/http_guard.hpp).
+  // a whole request (src/metrics/http/http_guard.hpp).
   std::size_t max_connections = 64;
   std::chrono::milliseconds request_deadline{10000};
   bool admin = false;                   // allow force-release

@@ -291,7 +291,7 @@ json run_scenario(const std::string& text, const std::string& source, const std:
     for (std::size_t k = 0; k < roles.size(); ++k) r.targets.push_back({roles[k].name, s.paths[k]});
     try {
       const AcquireResult got = engine->acquire(r);
-      if (got.granted) {
+      if (got.granted()) {
         grants[i] = got.grant;
         step_of[got.grant.id] = i + 1;
         results.push_back({{"outcome", "granted"}, {"reason", ""}});

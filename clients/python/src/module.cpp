@@ -70,7 +70,7 @@ Millis wait_arg(double seconds) { return seconds_within(seconds, "wait", Millis{
 // the bytecode that would have stored the grant.
 AcquireResult acquire_guarded(LockEngine& engine, const LockRequest& req, std::stop_source stop) {
   auto give_back = [&](const AcquireResult& r) {
-    if (!r.granted) return;
+    if (!r.granted()) return;
     py::gil_scoped_release nogil;
     try {
       engine.release(req.ns, r.grant.id, r.grant.token);
@@ -102,7 +102,7 @@ AcquireResult acquire_guarded(LockEngine& engine, const LockRequest& req, std::s
     }
     out = answer.get();  // rethrows the engine's exception, if any
   }
-  if (out.granted && PyErr_CheckSignals() != 0) {
+  if (out.granted() && PyErr_CheckSignals() != 0) {
     py::error_already_set raised;
     give_back(out);
     throw raised;
@@ -338,25 +338,25 @@ void register_results(py::module_& m) {
   py::class_<AcquireResult>(m, "AcquireResult",
                             "The answer of acquire: `granted` and `grant`, or the `conflict` that refused it, or "
                             "`not_holder` (a reentry whose proof names no live lock). True when granted.")
-      .def_readonly("granted", &AcquireResult::granted)
+      .def_property_readonly("granted", &AcquireResult::granted)
       .def_property_readonly("grant",
                              [](const AcquireResult& r) -> py::object {
-                               return r.granted ? py::cast(r.grant) : py::none();
+                               return r.granted() ? py::cast(r.grant) : py::none();
                              })
       .def_property_readonly("conflict",
                              [](const AcquireResult& r) -> py::object {
-                               return r.granted || r.not_holder || (r.cancelled && r.conflict.id.empty())
+                               return r.granted() || r.not_holder() || (r.cancelled() && r.conflict.id.empty())
                                           ? py::none()
                                           : py::cast(r.conflict);
                              })
-      .def_readonly("not_holder", &AcquireResult::not_holder)
-      .def_readonly("cancelled", &AcquireResult::cancelled,
-                    "Stopped before it returned (a StopSource, an asyncio cancellation): nothing is held.")
-      .def("__bool__", [](const AcquireResult& r) { return r.granted; })
+      .def_property_readonly("not_holder", &AcquireResult::not_holder)
+      .def_property_readonly("cancelled", &AcquireResult::cancelled,
+                             "Stopped before it returned (a StopSource, an asyncio cancellation): nothing is held.")
+      .def("__bool__", [](const AcquireResult& r) { return r.granted(); })
       .def("__repr__", [](const AcquireResult& r) {
-        if (r.granted) return "AcquireResult(granted, id='" + r.grant.id + "')";
-        if (r.not_holder) return std::string("AcquireResult(not_holder)");
-        if (r.cancelled) return std::string("AcquireResult(cancelled)");
+        if (r.granted()) return "AcquireResult(granted, id='" + r.grant.id + "')";
+        if (r.not_holder()) return std::string("AcquireResult(not_holder)");
+        if (r.cancelled()) return std::string("AcquireResult(cancelled)");
         return "AcquireResult(refused by " + conflict_words(r.conflict) + ")";
       });
 

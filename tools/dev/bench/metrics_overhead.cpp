@@ -51,7 +51,7 @@ void slice(LockEngine& engine, const std::string& ns, double seconds, std::uint6
       req.targets[0].path = fmt::format("/bench/d{}/f{}", counter % 64, counter % 4096);
       ++counter;
       const AcquireResult r = engine.acquire(req);
-      if (!r.granted || !engine.release(ns, r.grant.id, r.grant.token)) {
+      if (!r.granted() || !engine.release(ns, r.grant.id, r.grant.token)) {
         fmt::print(stderr, "pathlock-metrics-bench: a pair failed\n");
         std::exit(1);
       }

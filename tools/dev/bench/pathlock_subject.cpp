@@ -51,7 +51,7 @@ class PathlockSubject final : public Subject {
     // Prove the backend works before the run counts on it.
     const std::string ns = name_space("probe");
     const AcquireResult r = filler_->acquire(LockRequest{ns, "probe", "upload", {{"target", "/p"}}, kPairTtl});
-    if (!r.granted) throw BackendError("a lone probe lock was refused");
+    if (!r.granted()) throw BackendError("a lone probe lock was refused");
     if (!filler_->release(ns, r.grant.id, r.grant.token)) throw BackendError("the probe lock could not be released");
   }
 
@@ -77,7 +77,7 @@ class PathlockSubject final : public Subject {
         for (std::size_t i = from + t; i < to && !failed.load(std::memory_order_relaxed); i += threads) {
           if ((i & 1023) == 0) check_interrupted();
           LockRequest req{ns, "filler", kHeldOps[i % 4], {{"target", held_path(w.depth, i)}}, kHeldTtl};
-          if (!filler_->acquire(req).granted) throw std::runtime_error("held lock refused: " + req.targets[0].path);
+          if (!filler_->acquire(req).granted()) throw std::runtime_error("held lock refused: " + req.targets[0].path);
           const std::size_t n = done.fetch_add(1) + 1;
           if (n % 200000 == 0) fmt::print(stderr, "  ... {} filled {}/{}\n", name(), from + n, to);
         }
@@ -117,9 +117,9 @@ class PathlockSubject final : public Subject {
     }
     bool step(std::size_t k) override {
       const AcquireResult r = engine_->acquire(ring_[k % kRing]);
-      if (r.granted && !engine_->release(ns_, r.grant.id, r.grant.token))
+      if (r.granted() && !engine_->release(ns_, r.grant.id, r.grant.token))
         throw std::runtime_error("release of a granted lock failed");
-      return r.granted == (task_ == Task::pair);
+      return r.granted() == (task_ == Task::pair);
     }
 
    private:

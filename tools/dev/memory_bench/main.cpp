@@ -75,7 +75,7 @@ std::unique_ptr<Subject> make_subject(std::size_t held, int depth) {
   const std::string ns = "bench";
   for (std::size_t i = 0; i < held; ++i) {
     LockRequest req{ns, "filler", kHeldOps[i % 4], {{"target", bench::held_path(depth, i)}}, Millis{6LL * 3600 * 1000}};
-    if (!s->engine->acquire(req).granted) std::abort();
+    if (!s->engine->acquire(req).granted()) std::abort();
   }
   for (std::size_t k = 0; k < bench::kRing; ++k)
     s->ring.push_back(LockRequest{ns, "client", "rename_folder", {{"target", probe_path(depth, held, k)}}, Millis{30000}});
@@ -108,12 +108,12 @@ void run_window(Tally& tally, double secs, bool count, Step&& step) {
 // One acquire+release pair of s's ring.
 void pair_step(Subject& s, std::size_t k) {
   const AcquireResult r = s.engine->acquire(s.ring[k % s.ring.size()]);
-  if (!r.granted || !s.engine->release("bench", r.grant.id, r.grant.token)) std::abort();
+  if (!r.granted() || !s.engine->release("bench", r.grant.id, r.grant.token)) std::abort();
 }
 
 // One refused acquire of s's refused ring.
 void refused_step(Subject& s, std::size_t k) {
-  if (s.engine->acquire(s.refused_ring[k % s.refused_ring.size()]).granted) std::abort();
+  if (s.engine->acquire(s.refused_ring[k % s.refused_ring.size()]).granted()) std::abort();
 }
 
 // The subjects' windows of `kind` (pairs or refusals), alternating: a 0.2 s
@@ -133,7 +133,7 @@ void idle_bytes(std::size_t count) {
   for (std::size_t i = 0; i < count; ++i) {
     const std::string ns = fmt::format("tenant-{}", i);
     const AcquireResult r = engine->acquire(LockRequest{ns, "o", "upload", {{"target", "/p/A/B/C/f"}}});
-    if (!r.granted || !engine->release(ns, r.grant.id, r.grant.token)) std::abort();
+    if (!r.granted() || !engine->release(ns, r.grant.id, r.grant.token)) std::abort();
   }
   const std::size_t used = heap_bytes();
   for (std::size_t i = 0; i < 20 * count; ++i) engine->list("tenant-0", "/");
@@ -146,12 +146,12 @@ void idle_bytes(std::size_t count) {
 void hot_folder(std::size_t owners) {
   auto engine = make_memory_engine();
   for (std::size_t i = 0; i < owners; ++i)
-    if (!engine->acquire(LockRequest{"h", fmt::format("o{}", i), "upload", {{"target", "/hot"}}}).granted) std::abort();
+    if (!engine->acquire(LockRequest{"h", fmt::format("o{}", i), "upload", {{"target", "/hot"}}}).granted()) std::abort();
   const int rounds = 20000;
   const auto start = Steady::now();
   for (int i = 0; i < rounds; ++i) {
     const AcquireResult r = engine->acquire(LockRequest{"h", "newcomer", "upload", {{"target", "/hot"}}});
-    if (!r.granted || !engine->release("h", r.grant.id, r.grant.token)) std::abort();
+    if (!r.granted() || !engine->release("h", r.grant.id, r.grant.token)) std::abort();
   }
   const double us = std::chrono::duration<double, std::micro>(Steady::now() - start).count() / rounds;
   fmt::print("pair in a folder where {} other owners hold an upload: {:.2f} us\n", owners, us);
@@ -160,12 +160,12 @@ void hot_folder(std::size_t owners) {
 void wide_refusal(std::size_t children) {
   auto engine = make_memory_engine();
   for (std::size_t i = 0; i < children; ++i)
-    if (!engine->acquire(LockRequest{"w", "o", "upload", {{"target", fmt::format("/w/c{:06}/x", i)}}}).granted)
+    if (!engine->acquire(LockRequest{"w", "o", "upload", {{"target", fmt::format("/w/c{:06}/x", i)}}}).granted())
       std::abort();
   const int rounds = 200;
   const auto start = Steady::now();
   for (int i = 0; i < rounds; ++i)
-    if (engine->acquire(LockRequest{"w", "d", "delete_folder", {{"target", "/w"}}}).granted) std::abort();
+    if (engine->acquire(LockRequest{"w", "d", "delete_folder", {{"target", "/w"}}}).granted()) std::abort();
   const double us = std::chrono::duration<double, std::micro>(Steady::now() - start).count() / rounds;
   fmt::print("refusal below a folder of {} children: {:.1f} us per call\n", children, us);
 }

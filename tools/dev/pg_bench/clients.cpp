@@ -58,7 +58,7 @@ void client(LockEngine& engine, const ClientsArgs& a, bool hot, int c, SteadyClo
     if (hot) r.wait = Millis{30000};
     const auto t0 = SteadyClock::now();
     const AcquireResult got = engine.acquire(r);
-    if (!got.granted || !engine.release(ns, got.grant.id, got.grant.token))
+    if (!got.granted() || !engine.release(ns, got.grant.id, got.grant.token))
       throw std::runtime_error("a pair failed");
     micros.push_back(std::chrono::duration<double, std::micro>(SteadyClock::now() - t0).count());
   }

@@ -119,7 +119,7 @@ std::function<void(const std::string&)> engine_pair(std::shared_ptr<pathlock::Lo
   return [engine](const std::string& path) {
     const pathlock::AcquireResult r =
         engine->acquire(pathlock::LockRequest{"bench", "bench", "upload", {{"target", path}}});
-    if (!r.granted || !engine->release("bench", r.grant.id, r.grant.token))
+    if (!r.granted() || !engine->release("bench", r.grant.id, r.grant.token))
       throw std::runtime_error("pathlock: a pair failed");
   };
 }

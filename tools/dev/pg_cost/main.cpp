@@ -89,7 +89,7 @@ std::string captured_call(const PostgresServer& server, const std::string& path)
   pathlock::PostgresOptions options;
   options.url = server.url();
   const auto engine = pathlock::make_postgres_engine(options);
-  if (!engine->acquire(pathlock::LockRequest{"cost", "cost", "upload", {{"target", path}}}).granted)
+  if (!engine->acquire(pathlock::LockRequest{"cost", "cost", "upload", {{"target", path}}}).granted())
     throw std::runtime_error("the engine's acquire was refused");
   const std::string log = server.log();
   std::smatch call;

@@ -262,7 +262,7 @@ class StressThread {
       backoff_.failed(rng_);
       return;
     }
-    if (!got.granted) {
+    if (!got.granted()) {
       ++r_.n.refusals;
       return;
     }
@@ -362,7 +362,7 @@ long starve_round(LockEngine& engine, const std::string& ns, int creators, Milli
       LockRequest req{ns, fmt::format("creator{}", id), "create", {{"target", "/p/A"}}, Millis{30000}, Millis{2000}};
       req.fair = creators_fair;
       const AcquireResult g = engine.acquire(req);
-      if (!g.granted) continue;
+      if (!g.granted()) continue;
       std::this_thread::sleep_for(hold);
       engine.release(ns, g.grant.id, g.grant.token);
     }
@@ -377,10 +377,10 @@ long starve_round(LockEngine& engine, const std::string& ns, int creators, Milli
   const AcquireResult d =
       engine.acquire(LockRequest{ns, "deleter", "delete_folder", {{"target", "/p/A"}}, Millis{30000}, run_for});
   const long waited = std::chrono::duration_cast<Millis>(std::chrono::steady_clock::now() - start).count();
-  if (d.granted) engine.release(ns, d.grant.id, d.grant.token);
+  if (d.granted()) engine.release(ns, d.grant.id, d.grant.token);
   stop = true;
   for (auto& t : pool) t.join();
-  return d.granted ? waited : -1;
+  return d.granted() ? waited : -1;
 }
 
 int starve(const options::Parsed& opt) {

@@ -1,5 +1,5 @@
-// pathlock/http_guard.hpp (only with PATHLOCK_WITH_METRICS_SERVER; needs
-// cpp-httplib): the HTTP server of pathlock's listening surfaces:
+// metrics/http/http_guard.hpp (private, not installed: it includes <httplib.h>;
+// only with PATHLOCK_WITH_METRICS_SERVER): the HTTP server of pathlock's listening surfaces:
 // MetricsServer (inside services) and `pathlock console`, one implementation of what keeps a port
 // that a browser or a stranger can reach from being misused or stalled.
 //
