@@ -106,6 +106,7 @@ NodePool& RedisClient::pool(const Endpoint& node) {
 Endpoint RedisClient::target(int slot) {
   switch (mode_) {
     case Mode::cluster: {
+      if (stale_.exchange(false)) rediscover(Clock::now());
       if (std::optional<Endpoint> owner = slots_.owner(slot)) return *owner;
       const std::vector<Endpoint> masters = slots_.masters();
       // Unknown slot: any master answers with MOVED if it is not the owner.
@@ -138,6 +139,12 @@ void RedisClient::rediscover(Clock::time_point seen) {
   std::vector<Endpoint> candidates = slots_.masters();
   for (const Endpoint& seed : options_.url.nodes)
     if (std::find(candidates.begin(), candidates.end(), seed) == candidates.end()) candidates.push_back(seed);
+  // Nodes unreachable in the last 30 s are asked last (partitions).
+  const auto recent = [&](const Endpoint& node) {
+    const auto it = unreachable_.find(node.describe());
+    return it != unreachable_.end() && Clock::now() - it->second < std::chrono::seconds(30);
+  };
+  std::stable_partition(candidates.begin(), candidates.end(), [&](const Endpoint& n) { return !recent(n); });
   for (const Endpoint& node : candidates) {
     try {
       discover_cluster(node);
@@ -214,9 +221,16 @@ void RedisClient::not_run(const BackendError& e, bool unreachable, int attempt, 
 // counts a failover, and backs off (`pause` doubles up to 200 ms).
 void RedisClient::between_attempts(int slot, const Endpoint& node, const Missed& m, int attempt,
                                    Clock::time_point started, Clock::time_point deadline, Millis& pause) {
-  if (Clock::now() >= deadline)
+  const bool lost_cluster_node = m.lost_node && mode_ == Mode::cluster;
+  if (lost_cluster_node) {
+    std::lock_guard refresh(refresh_mutex_);
+    unreachable_[node.describe()] = Clock::now();
+  }
+  if (Clock::now() >= deadline) {
+    if (lost_cluster_node) stale_ = true;  // no time left to relearn: the next call does it first
     fail(fmt::format("gave up after {} attempts in {} ms, none of which ran: {}", attempt,
                      options_.command_timeout.count(), m.why));
+  }
   if (m.relearn) rediscover(started);
   // A node gone or demoted whose slot now has another master: a failover.
   if (m.lost_node && mode_ == Mode::cluster && options_.metrics && slot >= 0 && !(target(slot) == node))

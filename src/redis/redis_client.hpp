@@ -190,7 +190,13 @@ class RedisClient final : private SubscriptionHost {
 
   std::mutex refresh_mutex_;
   Clock::time_point refreshed_{};
-  std::atomic<bool> stale_{false};  // a sentinel announced a switch
+  // A sentinel announced a switch, or (cluster) a node could not be reached:
+  // the next call learns the topology again before it picks a node.
+  std::atomic<bool> stale_{false};
+  // Cluster: when each node last could not be reached (guarded by
+  // refresh_mutex_); rediscover() asks such nodes last, so a master cut off
+  // by a partition does not eat every call's time budget.
+  std::map<std::string, Clock::time_point> unreachable_;
 
   std::unique_ptr<SwitchWatcher> watcher_;  // last: stopped first
 };
