@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"regexp"
 	"strconv"
 	"time"
+
+	"github.com/gomodule/redigo/redis"
 )
 
 // Defaults and limits of requests.
@@ -126,10 +129,10 @@ func (c *Client) Acquire(ctx context.Context, req Request) (*Lock, error) {
 	args := []string{req.Owner, req.Op, ms(req.TTL), randomHex(12), randomHex(16),
 		req.Reenter.ID, req.Reenter.Token, req.IdempotencyKey}
 	args = append(args, paths...)
-	args = append(args, fair, waiter, "0")
+	args = append(args, fair, waiter, "0", "") // reserve_ms, deadline_ms: set per attempt, per send
 	w := &waiting{c: c, req: &req, paths: paths, args: args, waiter: waiter}
 	if !waits {
-		l, _, err := w.attempt(0)
+		l, _, err := w.attempt(ctx, 0)
 		return l, err
 	}
 	return w.run(ctx)
@@ -146,13 +149,20 @@ type waiting struct {
 	sub    *subscription
 }
 
-// attempt is one call of acquire. It is never interrupted: a call whose
-// reply is lost may have granted a lock nobody would release.
-func (w *waiting) attempt(reserve time.Duration) (*Lock, *Conflict, error) {
-	w.args[len(w.args)-1] = ms(reserve)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	r, err := w.c.call(ctx, w.req.Namespace, "acquire", w.args...)
+// attempt is one call of acquire, honouring ctx in flight: it carries the
+// caller's deadline (deadline_ms: a call the server runs later grants
+// nothing), and a grant whose reply arrives after the caller gave up is
+// released. An attempt with an IdempotencyKey whose reply was lost (the
+// connection failed, the read timed out) is sent again, twice at most, while
+// ctx lasts: the server answers with the lock the lost one made, if it ran.
+func (w *waiting) attempt(ctx context.Context, reserve time.Duration) (*Lock, *Conflict, error) {
+	w.args[len(w.args)-2] = ms(reserve)
+	spec := callSpec{cmd: "FCALL", ns: w.req.Namespace, fn: "acquire", args: w.args, deadline: true,
+		late: w.c.releaseGrant(w.req.Namespace)}
+	r, err := w.c.run(ctx, spec)
+	for tries := 1; err != nil && w.req.IdempotencyKey != "" && tries <= 2 && lostReply(err); tries++ {
+		r, err = w.c.run(ctx, spec)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -177,6 +187,31 @@ func (w *waiting) attempt(reserve time.Duration) (*Lock, *Conflict, error) {
 	return nil, nil, unexpected("acquire", r)
 }
 
+// lostReply: the call may have run but its reply did not come (a broken
+// connection, a read timeout), while the caller still waits. Errors Redis
+// answered, an exhausted pool and the context's end are not lost replies.
+func lostReply(err error) bool {
+	var be *BackendError
+	var re redis.Error
+	return errors.As(err, &be) && !errors.As(err, &re) && !errors.Is(err, ErrPoolExhausted)
+}
+
+// releaseGrant: for an acquire reply that came after its caller gave up
+// (or a grant that raced a cancellation): a grant is released, in the
+// background, never dropped.
+func (c *Client) releaseGrant(ns string) func([]interface{}) {
+	return func(r []interface{}) {
+		if status(r[0]) != "granted" || len(r) < 3 {
+			return
+		}
+		go func() {
+			ctx, cancel := cleanup()
+			defer cancel()
+			_, _ = c.Release(ctx, ns, str(r[1]), str(r[2]))
+		}()
+	}
+}
+
 func (c *Client) recheckEvery() time.Duration {
 	if c.recheck > 0 {
 		return c.recheck
@@ -189,13 +224,18 @@ func cleanup() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 10*time.Second)
 }
 
+// leave takes the request's place out of the line, in the background (a
+// caller whose context ended does not wait for a server that may stall; an
+// unreleased place ends with its reservation, MaxReservation at most).
 func (w *waiting) leave() {
 	if w.waiter == "" {
 		return
 	}
-	ctx, cancel := cleanup()
-	defer cancel()
-	_, _ = w.c.call(ctx, w.req.Namespace, "leave", w.waiter)
+	go func() {
+		ctx, cancel := cleanup()
+		defer cancel()
+		_, _ = w.c.call(ctx, w.req.Namespace, "leave", w.waiter)
+	}()
 }
 
 func (w *waiting) run(ctx context.Context) (*Lock, error) {
@@ -217,16 +257,14 @@ func (w *waiting) run(ctx context.Context) (*Lock, error) {
 				reserve = MaxReservation
 			}
 		}
-		lock, conflict, err := w.attempt(reserve)
+		lock, conflict, err := w.attempt(ctx, reserve)
 		if h := w.c.afterAttempt; h != nil {
 			h(lock != nil)
 		}
 		if lock != nil {
 			if ctx.Err() != nil {
 				// The grant raced the cancellation: release it, never drop it.
-				rctx, cancel := cleanup()
-				_, _ = w.c.Release(rctx, lock.ns, lock.id, lock.token)
-				cancel()
+				w.c.releaseGrant(lock.ns)([]interface{}{"granted", lock.id, lock.token})
 				return nil, ctx.Err()
 			}
 			return lock, nil

@@ -40,6 +40,9 @@ type backend interface {
 	masters(ctx context.Context) ([]string, error)
 	// dialAddr: a new connection to one address.
 	dialAddr(ctx context.Context, addr string) (redis.Conn, error)
+	// clockKey: which server's clock a call of the namespace meets ("" for
+	// one server, the slot in a Cluster).
+	clockKey(ns string) string
 	// broken: a reply that says the connection reached the wrong server
 	// (READONLY); the backend looks again.
 	broken()
@@ -159,7 +162,7 @@ func newPool(o *Options, dial func(ctx context.Context) (redis.Conn, error)) *re
 	return &redis.Pool{
 		DialContext: dial,
 		MaxIdle:     o.PoolSize,
-		MaxActive:   0,
+		MaxActive:   o.MaxConns,
 		IdleTimeout: 5 * time.Minute,
 	}
 }
@@ -240,8 +243,9 @@ func (s *single) dialAddr(ctx context.Context, addr string) (redis.Conn, error) 
 	return redis.DialContext(ctx, "tcp", addr, s.opts...)
 }
 
-func (s *single) broken()      {}
-func (s *single) close() error { return s.pool.Close() }
+func (s *single) clockKey(ns string) string { return "" }
+func (s *single) broken()                   {}
+func (s *single) close() error              { return s.pool.Close() }
 
 // cluster: Redis Cluster through redisc; every key of a namespace is in the
 // slot of its hash tag {NS}.
@@ -258,7 +262,26 @@ func (c *cluster) conn(ctx context.Context, ns string) (redis.Conn, error) {
 	}
 	// MOVED, ASK and TRYAGAIN are answered before the call runs, so
 	// following them is safe.
-	return redisc.RetryConn(conn, 5, 100*time.Millisecond)
+	rc, err := redisc.RetryConn(conn, 5, 100*time.Millisecond)
+	if err != nil {
+		return nil, err
+	}
+	return timedConn{rc}, nil
+}
+
+// timedConn: redisc's retrying connection has no DoWithTimeout; its reads
+// are bounded by Options.ReadTimeout, and exchange (call.go) returns at the
+// context's end whatever the read does.
+type timedConn struct{ redis.Conn }
+
+func (t timedConn) DoWithTimeout(_ time.Duration, cmd string, args ...interface{}) (interface{}, error) {
+	return t.Conn.Do(cmd, args...)
+}
+
+func (t timedConn) ReceiveWithTimeout(_ time.Duration) (interface{}, error) { return t.Conn.Receive() }
+
+func (c *cluster) clockKey(ns string) string {
+	return strconv.Itoa(redisc.Slot(keyPrefix(ns) + "meta"))
 }
 
 func (c *cluster) dedicated(ctx context.Context, ns string) (redis.Conn, error) {
@@ -406,6 +429,8 @@ func (s *sentinels) masters(ctx context.Context) ([]string, error) {
 func (s *sentinels) dialAddr(ctx context.Context, addr string) (redis.Conn, error) {
 	return redis.DialContext(ctx, "tcp", addr, s.opts...)
 }
+
+func (s *sentinels) clockKey(ns string) string { return "" }
 
 func (s *sentinels) broken() {
 	if p := swapLocked(&s.mu, &s.pool, nil); p != nil {
