@@ -266,3 +266,32 @@ func TestKeyedAcquireRetriedAfterLostReply(t *testing.T) {
 		t.Fatalf("locks %+v %v", locks, err)
 	}
 }
+
+// A server paused past the lease: the keeper's renewals get no answer, and
+// its Context ends at the lease's end, while the server is still paused.
+func TestKeeperContextEndsWhenLeaseRunsOutOnStalledServer(t *testing.T) {
+	c, obs, _ := stalledServer(t, pathlock.Options{})
+	ns := newNS(t)
+	bg := context.Background()
+	l := acquired(t, c, pathlock.Request{Namespace: ns, Owner: "k", Op: "upload", Paths: []string{"/k"}, TTL: 600 * time.Millisecond})
+	k := l.Keep(bg, pathlock.KeepOptions{Every: 200 * time.Millisecond})
+	resume := pause(t, obs, 4*time.Second)
+	resumed := make(chan struct{})
+	go func() {
+		resume()
+		close(resumed)
+	}()
+	select {
+	case <-k.Context().Done():
+	case <-resumed:
+		t.Fatal("the lease ran out during the pause, but the keeper's context lasted until the server answered again")
+	}
+	if !errors.Is(k.Err(), pathlock.ErrLeaseLost) || !errors.Is(k.Err(), context.DeadlineExceeded) {
+		t.Fatalf("keeper error %v", k.Err())
+	}
+	<-k.Lost()
+	<-resumed
+	if ok, err := l.Held(bg); err != nil || ok {
+		t.Fatalf("the lost lease is still held: %v %v", ok, err)
+	}
+}
