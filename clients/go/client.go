@@ -69,6 +69,7 @@ type Client struct {
 	readTimeout time.Duration
 	maxConns    int
 	clock       serverClock
+	wake        wakeHub
 	// afterAttempt, for tests: called after each attempt of a wait.
 	afterAttempt func(granted bool)
 	// recheck, for tests: the longest sleep of a wait between attempts
@@ -309,6 +310,7 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.closed = true
+	c.wake.closeAll()
 	return c.be.close()
 }
 
