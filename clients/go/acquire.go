@@ -31,8 +31,10 @@ type Proof struct {
 // Request asks for a lock.
 type Request struct {
 	Namespace string
-	Owner     string // who asks (1..256 bytes); never a proof of anything
-	Op        string // an operation of the library's matrix, e.g. "upload"
+	// Owner: who asks, never a proof of anything: 1..256 bytes of
+	// well-formed UTF-8 without control characters (CheckOwner).
+	Owner string
+	Op    string // an operation of the library's matrix, e.g. "upload"
 	// Paths: one per role of Op, in the matrix's role order (for a move or
 	// copy src then dst). They are normalised (NormalizePath).
 	Paths []string
@@ -72,54 +74,20 @@ func millis(v interface{}) time.Duration { return time.Duration(num(v)) * time.M
 // *InvalidError, *BackendError, or the context's error when ctx ends first
 // (then the request has left the line and nothing is held).
 func (c *Client) Acquire(ctx context.Context, req Request) (*Lock, error) {
-	if err := CheckNamespace(req.Namespace); err != nil {
+	paths, err := req.check()
+	if err != nil {
 		return nil, err
-	}
-	if req.Owner == "" || len(req.Owner) > 256 {
-		return nil, invalidf("owner must be 1 to 256 bytes")
-	}
-	if req.Op == "" {
-		return nil, invalidf("no operation")
-	}
-	if len(req.Paths) == 0 {
-		return nil, invalidf("no path")
-	}
-	if req.TTL == 0 {
-		req.TTL = DefaultTTL
-	}
-	if req.TTL < time.Millisecond || req.TTL > MaxTTL {
-		return nil, invalidf("ttl must be 1 ms to one week")
-	}
-	if req.Wait < 0 {
-		return nil, invalidf("negative wait")
-	}
-	paths := make([]string, len(req.Paths))
-	for i, p := range req.Paths {
-		n, err := NormalizePath(p)
-		if err != nil {
-			return nil, err
-		}
-		paths[i] = n
-	}
-	reentry := req.Reenter != (Proof{})
-	if reentry && (req.Reenter.ID == "" || req.Reenter.Token == "") {
-		return nil, invalidf("a reentry needs both the id and the token")
-	}
-	if req.IdempotencyKey != "" {
-		if reentry {
-			return nil, invalidf("an idempotency key and a reentry exclude each other")
-		}
-		if !keyRE.MatchString(req.IdempotencyKey) {
-			return nil, invalidf("idempotency key: 1 to 128 of A-Z a-z 0-9 . _ : -")
-		}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if req.TTL == 0 {
+		req.TTL = DefaultTTL
+	}
+	reentry := req.Reenter != (Proof{})
 	waits := req.Wait > 0 && !reentry
-	inLine := waits && !req.Unfair
 	waiter := ""
-	if inLine {
+	if waits && !req.Unfair {
 		waiter = "w" + randomHex(12)
 	}
 	fair := "1"
@@ -136,6 +104,50 @@ func (c *Client) Acquire(ctx context.Context, req Request) (*Lock, error) {
 		return l, err
 	}
 	return w.run(ctx)
+}
+
+// check applies the engine's input rules (input.go) to the request and
+// returns its paths, normalised.
+func (req *Request) check() ([]string, error) {
+	if err := CheckNamespace(req.Namespace); err != nil {
+		return nil, err
+	}
+	if err := CheckOwner(req.Owner); err != nil {
+		return nil, err
+	}
+	switch {
+	case req.Op == "":
+		return nil, invalidf("no operation")
+	case len(req.Paths) == 0:
+		return nil, invalidf("no path")
+	case req.TTL != 0 && (req.TTL < time.Millisecond || req.TTL > MaxTTL):
+		return nil, invalidf("ttl must be 1 ms to one week")
+	case req.Wait < 0:
+		return nil, invalidf("negative wait")
+	}
+	paths := make([]string, len(req.Paths))
+	for i, p := range req.Paths {
+		n, err := NormalizePath(p)
+		if err != nil {
+			return nil, err
+		}
+		paths[i] = n
+	}
+	reentry := req.Reenter != (Proof{})
+	if reentry {
+		if err := checkProof(req.Reenter); err != nil {
+			return nil, err
+		}
+	}
+	if req.IdempotencyKey != "" {
+		if reentry {
+			return nil, invalidf("an idempotency key and a reentry exclude each other")
+		}
+		if !keyRE.MatchString(req.IdempotencyKey) {
+			return nil, invalidf("idempotency key: 1 to 128 of A-Z a-z 0-9 . _ : -")
+		}
+	}
+	return paths, nil
 }
 
 // waiting is one Acquire's wait loop (docs/lua-protocol.md "Waiting and
@@ -276,33 +288,42 @@ func (w *waiting) run(ctx context.Context) (*Lock, error) {
 		if last {
 			return nil, err // a refusal with reserve 0 removed the place
 		}
-		if ctx.Err() != nil {
+		if err := w.pause(ctx, deadline, conflict); err != nil {
 			w.leave()
-			return nil, ctx.Err()
-		}
-		if w.sub == nil {
-			w.sub = w.c.subscribe(ctx, w.req.Namespace, w.paths)
-			continue // look again at once: a release before SSUBSCRIBE would be missed
-		}
-		sleep := time.Until(deadline)
-		if recheck := w.c.recheckEvery(); sleep > recheck {
-			sleep = recheck
-		}
-		if e := conflict.ExpiresIn + time.Millisecond; sleep > e {
-			sleep = e
-		}
-		if sleep < 0 {
-			sleep = 0
-		}
-		t := time.NewTimer(sleep)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			w.leave()
-			return nil, ctx.Err()
-		case <-w.sub.wake:
-			t.Stop()
-		case <-t.C:
+			return nil, err
 		}
 	}
+}
+
+// pause: between two attempts of a wait, until a wake-up message, the next
+// re-check, the conflict's expiry or the end of the wait; ctx's error when
+// it ends first. The first pause subscribes and returns at once (a release
+// before SSUBSCRIBE would be missed).
+func (w *waiting) pause(ctx context.Context, deadline time.Time, conflict *Conflict) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if w.sub == nil {
+		w.sub = w.c.subscribe(ctx, w.req.Namespace, w.paths)
+		return nil
+	}
+	sleep := time.Until(deadline)
+	if recheck := w.c.recheckEvery(); sleep > recheck {
+		sleep = recheck
+	}
+	if e := conflict.ExpiresIn + time.Millisecond; sleep > e {
+		sleep = e
+	}
+	if sleep < 0 {
+		sleep = 0
+	}
+	t := time.NewTimer(sleep)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-w.sub.wake:
+	case <-t.C:
+	}
+	return nil
 }
