@@ -222,13 +222,14 @@ func (c *Client) Info(ctx context.Context) (LibraryInfo, error) {
 	if err != nil {
 		return out, &BackendError{Op: "info", Err: err}
 	}
-	defer conn.Close()
-	v, err := conn.Do("FCALL_RO", c.prefix+"info", 0)
+	v, err := c.exchange(ctx, "info", conn, func(conn redis.Conn) (interface{}, error) {
+		return doTimed(conn, c.readBudget(ctx), "FCALL_RO", c.prefix+"info", 0)
+	}, nil)
 	if err != nil {
 		if isFunctionNotFound(err) {
 			return out, nil
 		}
-		return out, &BackendError{Op: "info", Err: err}
+		return out, c.callError(ctx, "info", err)
 	}
 	var words []string
 	flatten(v, &words)

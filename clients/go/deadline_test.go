@@ -114,6 +114,7 @@ func TestCallsReturnAtDeadlineOnStalledServer(t *testing.T) {
 		"release": func(ctx context.Context) error { _, err := c.Release(ctx, ns, "nosuchid", "t"); return err },
 		"list":    func(ctx context.Context) error { _, err := c.ListAll(ctx, ns, "/"); return err },
 		"waiters": func(ctx context.Context) error { _, err := c.Waiters(ctx, ns, "/", 10); return err },
+		"info":    func(ctx context.Context) error { _, err := c.Info(ctx); return err },
 	}
 	resume := pause(t, obs, 3*time.Second)
 	var wg sync.WaitGroup
