@@ -236,17 +236,35 @@ func cleanup() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 10*time.Second)
 }
 
-// leave takes the request's place out of the line, in the background (a
-// caller whose context ended does not wait for a server that may stall; an
-// unreleased place ends with its reservation, MaxReservation at most).
+// leave takes the request's place out of the line before Acquire returns,
+// unless the server stalls: see tidy.
 func (w *waiting) leave() {
 	if w.waiter == "" {
+		return
+	}
+	w.c.tidy(true, func(ctx context.Context) error {
+		_, err := w.c.call(ctx, w.req.Namespace, "leave", w.waiter)
+		return err
+	})
+}
+
+// tidy runs a clean-up call (leave, release) for at most DeadlineMargin: a
+// healthy server has done it when the caller returns, and a caller whose
+// context ended does not wait for a stalled one. A call cut off is sent
+// again in the background when again (leave) or when it was not sent; else
+// a place left behind ends with its reservation (MaxReservation at most).
+func (c *Client) tidy(again bool, call func(ctx context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), DeadlineMargin)
+	err := call(ctx)
+	cancel()
+	var ce *ContextError
+	if !errors.As(err, &ce) || ce.Sent && !again {
 		return
 	}
 	go func() {
 		ctx, cancel := cleanup()
 		defer cancel()
-		_, _ = w.c.call(ctx, w.req.Namespace, "leave", w.waiter)
+		_ = call(ctx)
 	}()
 }
 
@@ -276,7 +294,10 @@ func (w *waiting) run(ctx context.Context) (*Lock, error) {
 		if lock != nil {
 			if ctx.Err() != nil {
 				// The grant raced the cancellation: release it, never drop it.
-				w.c.releaseGrant(lock.ns)([]interface{}{"granted", lock.id, lock.token})
+				w.c.tidy(false, func(ctx context.Context) error {
+					_, err := w.c.Release(ctx, lock.ns, lock.id, lock.token)
+					return err
+				})
 				return nil, ctx.Err()
 			}
 			return lock, nil

@@ -27,10 +27,13 @@ import (
 )
 
 // DeadlineMargin: a call returns at most this long after its context's
-// deadline (in practice within a few milliseconds: the time to schedule the
-// waiting goroutine). An abandoned read is given this much more time for a
-// reply already on its way.
-const DeadlineMargin = 50 * time.Millisecond
+// deadline or cancellation. Most return within a few milliseconds (the time
+// to schedule the waiting goroutine); a waiting Acquire spends up to the
+// margin leaving the line (or releasing a grant that raced the
+// cancellation), so that on a healthy server nothing of it is left when it
+// returns. An abandoned read is given this much more time for a reply
+// already on its way.
+const DeadlineMargin = 250 * time.Millisecond
 
 // clockRefresh: how long a reading of a server's clock is used.
 const clockRefresh = 30 * time.Second

@@ -130,10 +130,9 @@ func (s *scene) cancelled() {
 	if r := <-done; !errors.Is(r.err, context.Canceled) || r.lock != nil {
 		s.t.Fatalf("%s: cancelled waiter: %v %v", s.ns, r.lock, r.err)
 	}
-	eventually(s.t, "the cancelled waiter left the line (in the background)", func() bool {
-		ws, err := s.c.Waiters(ctx, s.ns, "/", 10)
-		return err == nil && len(ws) == 0
-	})
+	if ws, err := s.c.Waiters(ctx, s.ns, "/", 10); err != nil || len(ws) != 0 {
+		s.t.Fatalf("%s: line after cancel: %v %v", s.ns, ws, err)
+	}
 	eventually(s.t, "the cancelled waiter's subscription closed", func() bool { return shardSubscribers(s.t, s.node, s.ns) == 0 })
 	page, err := s.c.List(ctx, s.ns, "/", 10, "")
 	if err != nil || len(page.Locks) != 1 || page.Locks[0].ID != holder.ID() {

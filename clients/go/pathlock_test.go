@@ -288,7 +288,9 @@ func TestCancelLeavesNothing(t *testing.T) {
 	if !errors.Is(r.err, context.Canceled) || r.lock != nil {
 		t.Fatalf("want context.Canceled, got %v %v", r.lock, r.err)
 	}
-	waitInLine(t, c, ns, 0) // left in the background
+	if ws, err := c.Waiters(bg, ns, "/", 10); err != nil || len(ws) != 0 {
+		t.Fatalf("still in line: %+v %v", ws, err)
+	}
 	locks, err := c.ListAll(bg, ns, "/")
 	if err != nil || len(locks) != 1 || locks[0].ID != holder.ID() {
 		t.Fatalf("locks %+v %v", locks, err)
@@ -322,10 +324,10 @@ func TestGrantRacingCancelIsReleased(t *testing.T) {
 	if !errors.Is(r.err, context.Canceled) || r.lock != nil {
 		t.Fatalf("want context.Canceled, got %v %v", r.lock, r.err)
 	}
-	eventually(t, "the raced grant released (in the background)", func() bool {
-		locks, err := c.ListAll(bg, ns, "/")
-		return err == nil && len(locks) == 0
-	})
+	locks, err := c.ListAll(bg, ns, "/")
+	if err != nil || len(locks) != 0 {
+		t.Fatalf("the raced grant is still held: %+v %v", locks, err)
+	}
 	waitInLine(t, c, ns, 0)
 }
 
