@@ -319,12 +319,13 @@ func (w *waiting) run(ctx context.Context) (*Lock, error) {
 // pause: between two attempts of a wait, until a wake-up message, the next
 // re-check, the conflict's expiry or the end of the wait; ctx's error when
 // it ends first. The first pause subscribes and returns at once (a release
-// before SSUBSCRIBE would be missed).
+// before SSUBSCRIBE would be missed), and so does one after the
+// subscription's connection broke.
 func (w *waiting) pause(ctx context.Context, deadline time.Time, conflict *Conflict) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	if w.sub == nil {
+	if w.sub == nil || w.sub.broken() {
 		w.sub = w.c.subscribe(ctx, w.req.Namespace, w.paths)
 		return nil
 	}

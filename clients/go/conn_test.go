@@ -123,3 +123,32 @@ func TestPoolBoundIsAClearError(t *testing.T) {
 		t.Fatalf("after the pause: %v %v", ok, err)
 	}
 }
+
+// A wake-up connection killed while a request waits: the wait subscribes
+// anew and is still woken by the release (the timed re-check is an hour).
+func TestWaitSurvivesAKilledSubscription(t *testing.T) {
+	c, obs, _ := stalledServer(t, pathlock.Options{})
+	pathlock.SetRecheck(c, time.Hour)
+	ns := newNS(t)
+	bg := context.Background()
+	holder := acquired(t, c, pathlock.Request{Namespace: ns, Owner: "a", Op: "delete_folder", Paths: []string{"/f"}, TTL: time.Minute})
+	ctx, cancel := context.WithTimeout(bg, 20*time.Second)
+	defer cancel()
+	done := acquiring(ctx, c, pathlock.Request{Namespace: ns, Owner: "b", Op: "upload", Paths: []string{"/f/x"}, Wait: 15 * time.Second})
+	subscribed := func() bool {
+		n, err := redis.Values(obs.Do("PUBSUB", "SHARDNUMSUB", "pl:{"+ns+"}:wake"))
+		return err == nil && len(n) == 2 && n[1].(int64) == 1
+	}
+	eventually(t, "subscribed", subscribed)
+	killed, err := redis.Int(obs.Do("CLIENT", "KILL", "TYPE", "pubsub"))
+	if err != nil || killed != 1 {
+		t.Fatalf("CLIENT KILL TYPE pubsub: %d %v", killed, err)
+	}
+	eventually(t, "subscribed anew", subscribed)
+	if err := holder.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-done; r.err != nil {
+		t.Fatalf("the wait after its subscription was killed: %v", r.err)
+	}
+}

@@ -11,7 +11,8 @@ package pathlock
 // matches each to its command. A wait whose subscription failed (the
 // connection broke, an ACL without channel rights, a slot that moved) keeps
 // a subscription that never signals: its timed re-checks (Recheck) keep it
-// correct. A connection that broke is dialled again by the next wait.
+// correct. When a connection breaks, its waits are woken, look again and
+// subscribe anew on a connection dialled again.
 
 import (
 	"context"
@@ -267,7 +268,26 @@ func (wc *wakeConn) broke(err error) {
 		}
 	}
 	wc.replies = nil
+	for _, ch := range wc.channels {
+		for sub := range ch.subs { // look again now, and subscribe anew
+			select {
+			case sub.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
 	wc.channels = map[string]*wakeChannel{}
+}
+
+// broken: the subscription's connection broke after it was subscribed (a
+// subscription that never got one is not retried).
+func (s *subscription) broken() bool {
+	if s.wc == nil {
+		return false
+	}
+	s.wc.mu.Lock()
+	defer s.wc.mu.Unlock()
+	return s.wc.dead
 }
 
 // relevant: can a removal of these paths (joined by \n) let a request for
