@@ -2,9 +2,12 @@ package pathlock_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/gomodule/redigo/redis"
 
 	"pathlock.dev/pathlock"
 )
@@ -64,5 +67,50 @@ func TestInputRulesEqualTheEngine(t *testing.T) {
 		if _, err := c.Acquire(bg, pathlock.Request{Namespace: bad, Owner: "a", Op: "upload", Paths: []string{"/o"}}); !errors.Is(err, pathlock.ErrInvalid) {
 			t.Errorf("namespace %q: want ErrInvalid, got %v", bad, err)
 		}
+	}
+}
+
+// The client's limits are the library's: its read-only contract function
+// (docs/lua-protocol.md#contract-read-only) names them.
+func TestLimitsEqualTheContract(t *testing.T) {
+	c := newClient(t)
+	conn, err := redis.Dial("tcp", redisAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	prefix := "pl_v4_" + strings.TrimPrefix(c.LibraryName(), "pathlock_v4_") + "_"
+	r, err := redis.Values(conn.Do("FCALL_RO", prefix+"contract", 0))
+	if err != nil || len(r) != 2 {
+		t.Fatalf("contract: %v %v", r, err)
+	}
+	var contract struct {
+		Limits map[string]int64 `json:"limits"`
+	}
+	if err := json.Unmarshal(r[1].([]byte), &contract); err != nil {
+		t.Fatal(err)
+	}
+	mine := map[string]int64{
+		"owner_bytes":           pathlock.MaxOwnerBytes,
+		"id_chars":              pathlock.MaxIDChars,
+		"token_bytes":           pathlock.MaxTokenBytes,
+		"ttl_ms":                pathlock.MaxTTL.Milliseconds(),
+		"reserve_ms":            pathlock.MaxReservation.Milliseconds(),
+		"path_bytes":            pathlock.MaxPathBytes,
+		"component_bytes":       pathlock.MaxComponentBytes,
+		"idempotency_key_chars": 128, // keyRE
+		"namespace_bytes":       128, // CheckNamespace
+	}
+	for name, v := range mine {
+		if got, ok := contract.Limits[name]; !ok || got != v {
+			t.Errorf("limit %s: the client has %d, the contract %d (present %v)", name, v, got, ok)
+		}
+	}
+	if err := pathlock.CheckNamespace(strings.Repeat("n", 128)); err != nil {
+		t.Errorf("a namespace of 128 bytes: %v", err)
+	}
+	key := strings.Repeat("k", 128)
+	if _, err := c.Acquire(context.Background(), pathlock.Request{Namespace: newNS(t), Owner: "a", Op: "upload", Paths: []string{"/k"}, IdempotencyKey: key}); err != nil {
+		t.Errorf("a key of 128 characters: %v", err)
 	}
 }
