@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"regexp"
 	"strconv"
 	"time"
+
+	"github.com/gomodule/redigo/redis"
 )
 
 // Defaults and limits of requests.
@@ -28,8 +31,10 @@ type Proof struct {
 // Request asks for a lock.
 type Request struct {
 	Namespace string
-	Owner     string // who asks (1..256 bytes); never a proof of anything
-	Op        string // an operation of the library's matrix, e.g. "upload"
+	// Owner: who asks, never a proof of anything: 1..256 bytes of
+	// well-formed UTF-8 without control characters (CheckOwner).
+	Owner string
+	Op    string // an operation of the library's matrix, e.g. "upload"
 	// Paths: one per role of Op, in the matrix's role order (for a move or
 	// copy src then dst). They are normalised (NormalizePath).
 	Paths []string
@@ -69,25 +74,55 @@ func millis(v interface{}) time.Duration { return time.Duration(num(v)) * time.M
 // *InvalidError, *BackendError, or the context's error when ctx ends first
 // (then the request has left the line and nothing is held).
 func (c *Client) Acquire(ctx context.Context, req Request) (*Lock, error) {
-	if err := CheckNamespace(req.Namespace); err != nil {
+	paths, err := req.check()
+	if err != nil {
 		return nil, err
 	}
-	if req.Owner == "" || len(req.Owner) > 256 {
-		return nil, invalidf("owner must be 1 to 256 bytes")
-	}
-	if req.Op == "" {
-		return nil, invalidf("no operation")
-	}
-	if len(req.Paths) == 0 {
-		return nil, invalidf("no path")
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	if req.TTL == 0 {
 		req.TTL = DefaultTTL
 	}
-	if req.TTL < time.Millisecond || req.TTL > MaxTTL {
-		return nil, invalidf("ttl must be 1 ms to one week")
+	reentry := req.Reenter != (Proof{})
+	waits := req.Wait > 0 && !reentry
+	waiter := ""
+	if waits && !req.Unfair {
+		waiter = "w" + randomHex(12)
 	}
-	if req.Wait < 0 {
+	fair := "1"
+	if req.Unfair {
+		fair = "0"
+	}
+	args := []string{req.Owner, req.Op, ms(req.TTL), randomHex(12), randomHex(16),
+		req.Reenter.ID, req.Reenter.Token, req.IdempotencyKey}
+	args = append(args, paths...)
+	args = append(args, fair, waiter, "0", "") // reserve_ms, deadline_ms: set per attempt, per send
+	w := &waiting{c: c, req: &req, paths: paths, args: args, waiter: waiter}
+	if !waits {
+		l, _, err := w.attempt(ctx, 0)
+		return l, err
+	}
+	return w.run(ctx)
+}
+
+// check applies the engine's input rules (input.go) to the request and
+// returns its paths, normalised.
+func (req *Request) check() ([]string, error) {
+	if err := CheckNamespace(req.Namespace); err != nil {
+		return nil, err
+	}
+	if err := CheckOwner(req.Owner); err != nil {
+		return nil, err
+	}
+	switch {
+	case req.Op == "":
+		return nil, invalidf("no operation")
+	case len(req.Paths) == 0:
+		return nil, invalidf("no path")
+	case req.TTL != 0 && (req.TTL < time.Millisecond || req.TTL > MaxTTL):
+		return nil, invalidf("ttl must be 1 ms to one week")
+	case req.Wait < 0:
 		return nil, invalidf("negative wait")
 	}
 	paths := make([]string, len(req.Paths))
@@ -99,8 +134,10 @@ func (c *Client) Acquire(ctx context.Context, req Request) (*Lock, error) {
 		paths[i] = n
 	}
 	reentry := req.Reenter != (Proof{})
-	if reentry && (req.Reenter.ID == "" || req.Reenter.Token == "") {
-		return nil, invalidf("a reentry needs both the id and the token")
+	if reentry {
+		if err := checkProof(req.Reenter); err != nil {
+			return nil, err
+		}
 	}
 	if req.IdempotencyKey != "" {
 		if reentry {
@@ -110,29 +147,7 @@ func (c *Client) Acquire(ctx context.Context, req Request) (*Lock, error) {
 			return nil, invalidf("idempotency key: 1 to 128 of A-Z a-z 0-9 . _ : -")
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	waits := req.Wait > 0 && !reentry
-	inLine := waits && !req.Unfair
-	waiter := ""
-	if inLine {
-		waiter = "w" + randomHex(12)
-	}
-	fair := "1"
-	if req.Unfair {
-		fair = "0"
-	}
-	args := []string{req.Owner, req.Op, ms(req.TTL), randomHex(12), randomHex(16),
-		req.Reenter.ID, req.Reenter.Token, req.IdempotencyKey}
-	args = append(args, paths...)
-	args = append(args, fair, waiter, "0")
-	w := &waiting{c: c, req: &req, paths: paths, args: args, waiter: waiter}
-	if !waits {
-		l, _, err := w.attempt(0)
-		return l, err
-	}
-	return w.run(ctx)
+	return paths, nil
 }
 
 // waiting is one Acquire's wait loop (docs/lua-protocol.md "Waiting and
@@ -146,13 +161,20 @@ type waiting struct {
 	sub    *subscription
 }
 
-// attempt is one call of acquire. It is never interrupted: a call whose
-// reply is lost may have granted a lock nobody would release.
-func (w *waiting) attempt(reserve time.Duration) (*Lock, *Conflict, error) {
-	w.args[len(w.args)-1] = ms(reserve)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	r, err := w.c.call(ctx, w.req.Namespace, "acquire", w.args...)
+// attempt is one call of acquire, honouring ctx in flight: it carries the
+// caller's deadline (deadline_ms: a call the server runs later grants
+// nothing), and a grant whose reply arrives after the caller gave up is
+// released. An attempt with an IdempotencyKey whose reply was lost (the
+// connection failed, the read timed out) is sent again, twice at most, while
+// ctx lasts: the server answers with the lock the lost one made, if it ran.
+func (w *waiting) attempt(ctx context.Context, reserve time.Duration) (*Lock, *Conflict, error) {
+	w.args[len(w.args)-2] = ms(reserve)
+	spec := callSpec{cmd: "FCALL", ns: w.req.Namespace, fn: "acquire", args: w.args, deadline: true,
+		late: w.c.releaseGrant(w.req.Namespace)}
+	r, err := w.c.run(ctx, spec)
+	for tries := 1; err != nil && w.req.IdempotencyKey != "" && tries <= 2 && lostReply(err); tries++ {
+		r, err = w.c.run(ctx, spec)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -177,6 +199,31 @@ func (w *waiting) attempt(reserve time.Duration) (*Lock, *Conflict, error) {
 	return nil, nil, unexpected("acquire", r)
 }
 
+// lostReply: the call may have run but its reply did not come (a broken
+// connection, a read timeout), while the caller still waits. Errors Redis
+// answered, an exhausted pool and the context's end are not lost replies.
+func lostReply(err error) bool {
+	var be *BackendError
+	var re redis.Error
+	return errors.As(err, &be) && !errors.As(err, &re) && !errors.Is(err, ErrPoolExhausted)
+}
+
+// releaseGrant: for an acquire reply that came after its caller gave up
+// (or a grant that raced a cancellation): a grant is released, in the
+// background, never dropped.
+func (c *Client) releaseGrant(ns string) func([]interface{}) {
+	return func(r []interface{}) {
+		if status(r[0]) != "granted" || len(r) < 3 {
+			return
+		}
+		go func() {
+			ctx, cancel := cleanup()
+			defer cancel()
+			_, _ = c.Release(ctx, ns, str(r[1]), str(r[2]))
+		}()
+	}
+}
+
 func (c *Client) recheckEvery() time.Duration {
 	if c.recheck > 0 {
 		return c.recheck
@@ -189,13 +236,36 @@ func cleanup() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 10*time.Second)
 }
 
+// leave takes the request's place out of the line before Acquire returns,
+// unless the server stalls: see tidy.
 func (w *waiting) leave() {
 	if w.waiter == "" {
 		return
 	}
-	ctx, cancel := cleanup()
-	defer cancel()
-	_, _ = w.c.call(ctx, w.req.Namespace, "leave", w.waiter)
+	w.c.tidy(true, func(ctx context.Context) error {
+		_, err := w.c.call(ctx, w.req.Namespace, "leave", w.waiter)
+		return err
+	})
+}
+
+// tidy runs a clean-up call (leave, release) for at most DeadlineMargin: a
+// healthy server has done it when the caller returns, and a caller whose
+// context ended does not wait for a stalled one. A call cut off is sent
+// again in the background when again (leave) or when it was not sent; else
+// a place left behind ends with its reservation (MaxReservation at most).
+func (c *Client) tidy(again bool, call func(ctx context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), DeadlineMargin)
+	err := call(ctx)
+	cancel()
+	var ce *ContextError
+	if !errors.As(err, &ce) || ce.Sent && !again {
+		return
+	}
+	go func() {
+		ctx, cancel := cleanup()
+		defer cancel()
+		_ = call(ctx)
+	}()
 }
 
 func (w *waiting) run(ctx context.Context) (*Lock, error) {
@@ -217,16 +287,17 @@ func (w *waiting) run(ctx context.Context) (*Lock, error) {
 				reserve = MaxReservation
 			}
 		}
-		lock, conflict, err := w.attempt(reserve)
+		lock, conflict, err := w.attempt(ctx, reserve)
 		if h := w.c.afterAttempt; h != nil {
 			h(lock != nil)
 		}
 		if lock != nil {
 			if ctx.Err() != nil {
 				// The grant raced the cancellation: release it, never drop it.
-				rctx, cancel := cleanup()
-				_, _ = w.c.Release(rctx, lock.ns, lock.id, lock.token)
-				cancel()
+				w.c.tidy(false, func(ctx context.Context) error {
+					_, err := w.c.Release(ctx, lock.ns, lock.id, lock.token)
+					return err
+				})
 				return nil, ctx.Err()
 			}
 			return lock, nil
@@ -238,33 +309,43 @@ func (w *waiting) run(ctx context.Context) (*Lock, error) {
 		if last {
 			return nil, err // a refusal with reserve 0 removed the place
 		}
-		if ctx.Err() != nil {
+		if err := w.pause(ctx, deadline, conflict); err != nil {
 			w.leave()
-			return nil, ctx.Err()
-		}
-		if w.sub == nil {
-			w.sub = w.c.subscribe(ctx, w.req.Namespace, w.paths)
-			continue // look again at once: a release before SSUBSCRIBE would be missed
-		}
-		sleep := time.Until(deadline)
-		if recheck := w.c.recheckEvery(); sleep > recheck {
-			sleep = recheck
-		}
-		if e := conflict.ExpiresIn + time.Millisecond; sleep > e {
-			sleep = e
-		}
-		if sleep < 0 {
-			sleep = 0
-		}
-		t := time.NewTimer(sleep)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			w.leave()
-			return nil, ctx.Err()
-		case <-w.sub.wake:
-			t.Stop()
-		case <-t.C:
+			return nil, err
 		}
 	}
+}
+
+// pause: between two attempts of a wait, until a wake-up message, the next
+// re-check, the conflict's expiry or the end of the wait; ctx's error when
+// it ends first. The first pause subscribes and returns at once (a release
+// before SSUBSCRIBE would be missed), and so does one after the
+// subscription's connection broke.
+func (w *waiting) pause(ctx context.Context, deadline time.Time, conflict *Conflict) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if w.sub == nil || w.sub.broken() {
+		w.sub = w.c.subscribe(ctx, w.req.Namespace, w.paths)
+		return nil
+	}
+	sleep := time.Until(deadline)
+	if recheck := w.c.recheckEvery(); sleep > recheck {
+		sleep = recheck
+	}
+	if e := conflict.ExpiresIn + time.Millisecond; sleep > e {
+		sleep = e
+	}
+	if sleep < 0 {
+		sleep = 0
+	}
+	t := time.NewTimer(sleep)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-w.sub.wake:
+	case <-t.C:
+	}
+	return nil
 }

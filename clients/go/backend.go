@@ -33,13 +33,16 @@ const (
 type backend interface {
 	// conn: a connection for the namespace's calls; the caller closes it.
 	conn(ctx context.Context, ns string) (redis.Conn, error)
-	// dedicated: a new connection to the namespace's master, never pooled
-	// (for SSUBSCRIBE); the caller closes it.
-	dedicated(ctx context.Context, ns string) (redis.Conn, error)
+	// wakeAddr: the address of the namespace's master, for the wake-up
+	// subscription (subscribe.go).
+	wakeAddr(ctx context.Context, ns string) (string, error)
 	// masters: the address of every master.
 	masters(ctx context.Context) ([]string, error)
 	// dialAddr: a new connection to one address.
 	dialAddr(ctx context.Context, addr string) (redis.Conn, error)
+	// clockKey: which server's clock a call of the namespace meets ("" for
+	// one server, the slot in a Cluster).
+	clockKey(ns string) string
 	// broken: a reply that says the connection reached the wrong server
 	// (READONLY); the backend looks again.
 	broken()
@@ -159,7 +162,7 @@ func newPool(o *Options, dial func(ctx context.Context) (redis.Conn, error)) *re
 	return &redis.Pool{
 		DialContext: dial,
 		MaxIdle:     o.PoolSize,
-		MaxActive:   0,
+		MaxActive:   o.MaxConns,
 		IdleTimeout: 5 * time.Minute,
 	}
 }
@@ -230,9 +233,7 @@ func (s *single) conn(ctx context.Context, ns string) (redis.Conn, error) {
 	return s.pool.GetContext(ctx)
 }
 
-func (s *single) dedicated(ctx context.Context, ns string) (redis.Conn, error) {
-	return redis.DialContext(ctx, "tcp", s.addr, s.opts...)
-}
+func (s *single) wakeAddr(ctx context.Context, ns string) (string, error) { return s.addr, nil }
 
 func (s *single) masters(ctx context.Context) ([]string, error) { return []string{s.addr}, nil }
 
@@ -240,14 +241,17 @@ func (s *single) dialAddr(ctx context.Context, addr string) (redis.Conn, error) 
 	return redis.DialContext(ctx, "tcp", addr, s.opts...)
 }
 
-func (s *single) broken()      {}
-func (s *single) close() error { return s.pool.Close() }
+func (s *single) clockKey(ns string) string { return "" }
+func (s *single) broken()                   {}
+func (s *single) close() error              { return s.pool.Close() }
 
 // cluster: Redis Cluster through redisc; every key of a namespace is in the
 // slot of its hash tag {NS}.
 type cluster struct {
-	opts []redis.DialOption
-	c    *redisc.Cluster
+	opts  []redis.DialOption
+	c     *redisc.Cluster
+	mu    sync.Mutex
+	slots []slotRange // for wakeAddr
 }
 
 func (c *cluster) conn(ctx context.Context, ns string) (redis.Conn, error) {
@@ -258,30 +262,65 @@ func (c *cluster) conn(ctx context.Context, ns string) (redis.Conn, error) {
 	}
 	// MOVED, ASK and TRYAGAIN are answered before the call runs, so
 	// following them is safe.
-	return redisc.RetryConn(conn, 5, 100*time.Millisecond)
-}
-
-func (c *cluster) dedicated(ctx context.Context, ns string) (redis.Conn, error) {
-	conn, err := c.c.Dial()
+	rc, err := redisc.RetryConn(conn, 5, 100*time.Millisecond)
 	if err != nil {
 		return nil, err
 	}
-	if err := redisc.BindConn(conn, keyPrefix(ns)+"meta"); err != nil {
-		conn.Close()
-		return nil, err
-	}
-	return conn, nil
+	return timedConn{rc}, nil
 }
 
-func (c *cluster) masters(ctx context.Context) ([]string, error) {
+// timedConn: redisc's retrying connection has no DoWithTimeout; its reads
+// are bounded by Options.ReadTimeout, and exchange (call.go) returns at the
+// context's end whatever the read does.
+type timedConn struct{ redis.Conn }
+
+func (t timedConn) DoWithTimeout(_ time.Duration, cmd string, args ...interface{}) (interface{}, error) {
+	return t.Conn.Do(cmd, args...)
+}
+
+func (t timedConn) ReceiveWithTimeout(_ time.Duration) (interface{}, error) { return t.Conn.Receive() }
+
+func (c *cluster) clockKey(ns string) string {
+	return strconv.Itoa(redisc.Slot(keyPrefix(ns) + "meta"))
+}
+
+// wakeAddr: the master of the namespace's slot, from CLUSTER SLOTS (read
+// again when the slot is not in the table).
+func (c *cluster) wakeAddr(ctx context.Context, ns string) (string, error) {
+	slot := redisc.Slot(keyPrefix(ns) + "meta")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for refreshed := false; ; refreshed = true {
+		for _, r := range c.slots {
+			if r.lo <= slot && slot <= r.hi {
+				return r.addr, nil
+			}
+		}
+		if refreshed {
+			return "", fmt.Errorf("no master serves slot %d", slot)
+		}
+		table, err := c.slotTable()
+		if err != nil {
+			return "", err
+		}
+		c.slots = table
+	}
+}
+
+type slotRange struct {
+	lo, hi int
+	addr   string
+}
+
+// slotTable reads CLUSTER SLOTS: each range and its master.
+func (c *cluster) slotTable() ([]slotRange, error) {
 	conn := c.c.Get()
 	defer conn.Close()
 	slots, err := redis.Values(conn.Do("CLUSTER", "SLOTS"))
 	if err != nil {
 		return nil, err
 	}
-	seen := map[string]bool{}
-	var out []string
+	var out []slotRange
 	for _, s := range slots {
 		r, _ := s.([]interface{})
 		if len(r) < 3 {
@@ -291,12 +330,26 @@ func (c *cluster) masters(ctx context.Context) ([]string, error) {
 		if len(node) < 2 {
 			continue
 		}
+		lo, _ := redis.Int(r[0], nil)
+		hi, _ := redis.Int(r[1], nil)
 		host, _ := redis.String(node[0], nil)
 		port, _ := redis.Int(node[1], nil)
-		addr := net.JoinHostPort(host, strconv.Itoa(port))
-		if !seen[addr] {
-			seen[addr] = true
-			out = append(out, addr)
+		out = append(out, slotRange{lo: lo, hi: hi, addr: net.JoinHostPort(host, strconv.Itoa(port))})
+	}
+	return out, nil
+}
+
+func (c *cluster) masters(ctx context.Context) ([]string, error) {
+	table, err := c.slotTable()
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range table {
+		if !seen[r.addr] {
+			seen[r.addr] = true
+			out = append(out, r.addr)
 		}
 	}
 	return out, nil
@@ -306,7 +359,12 @@ func (c *cluster) dialAddr(ctx context.Context, addr string) (redis.Conn, error)
 	return redis.DialContext(ctx, "tcp", addr, c.opts...)
 }
 
-func (c *cluster) broken()      { _ = c.c.Refresh() }
+func (c *cluster) broken() {
+	_ = c.c.Refresh()
+	c.mu.Lock()
+	c.slots = nil
+	c.mu.Unlock()
+}
 func (c *cluster) close() error { return c.c.Close() }
 
 // sentinels: the master a set of sentinels names (SENTINEL
@@ -387,12 +445,9 @@ func (s *sentinels) conn(ctx context.Context, ns string) (redis.Conn, error) {
 	return c, err
 }
 
-func (s *sentinels) dedicated(ctx context.Context, ns string) (redis.Conn, error) {
+func (s *sentinels) wakeAddr(ctx context.Context, ns string) (string, error) {
 	_, addr, err := s.current(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return redis.DialContext(ctx, "tcp", addr, s.opts...)
+	return addr, err
 }
 
 func (s *sentinels) masters(ctx context.Context) ([]string, error) {
@@ -406,6 +461,8 @@ func (s *sentinels) masters(ctx context.Context) ([]string, error) {
 func (s *sentinels) dialAddr(ctx context.Context, addr string) (redis.Conn, error) {
 	return redis.DialContext(ctx, "tcp", addr, s.opts...)
 }
+
+func (s *sentinels) clockKey(ns string) string { return "" }
 
 func (s *sentinels) broken() {
 	if p := swapLocked(&s.mu, &s.pool, nil); p != nil {

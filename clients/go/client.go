@@ -48,6 +48,11 @@ type Options struct {
 	ReadTimeout time.Duration
 	// PoolSize: idle connections kept per server (default 8).
 	PoolSize int
+	// MaxConns: the most command connections open at once per server
+	// (default 64; the wake-up subscription is not counted). A call that
+	// finds them all busy fails at once with ErrPoolExhausted; nothing was
+	// sent.
+	MaxConns int
 }
 
 // Client is a connection to one Redis deployment and one pathlock library.
@@ -60,6 +65,11 @@ type Client struct {
 	loadMu  sync.Mutex
 	closeMu sync.RWMutex
 	closed  bool
+	// readTimeout: the longest wait for a reply (Options.ReadTimeout).
+	readTimeout time.Duration
+	maxConns    int
+	clock       serverClock
+	wake        wakeHub
 	// afterAttempt, for tests: called after each attempt of a wait.
 	afterAttempt func(granted bool)
 	// recheck, for tests: the longest sleep of a wait between attempts
@@ -104,7 +114,10 @@ func New(ctx context.Context, o Options) (*Client, error) {
 	if o.PoolSize <= 0 {
 		o.PoolSize = 8
 	}
-	c := &Client{code: o.LibraryCode}
+	if o.MaxConns <= 0 {
+		o.MaxConns = 64
+	}
+	c := &Client{code: o.LibraryCode, readTimeout: o.ReadTimeout, maxConns: o.MaxConns}
 	if c.code == "" && o.LibraryFile != "" {
 		b, err := os.ReadFile(o.LibraryFile)
 		if err != nil {
@@ -209,13 +222,14 @@ func (c *Client) Info(ctx context.Context) (LibraryInfo, error) {
 	if err != nil {
 		return out, &BackendError{Op: "info", Err: err}
 	}
-	defer conn.Close()
-	v, err := conn.Do("FCALL_RO", c.prefix+"info", 0)
+	v, err := c.exchange(ctx, "info", conn, func(conn redis.Conn) (interface{}, error) {
+		return doTimed(conn, c.readBudget(ctx), "FCALL_RO", c.prefix+"info", 0)
+	}, nil)
 	if err != nil {
 		if isFunctionNotFound(err) {
 			return out, nil
 		}
-		return out, &BackendError{Op: "info", Err: err}
+		return out, c.callError(ctx, "info", err)
 	}
 	var words []string
 	flatten(v, &words)
@@ -297,6 +311,7 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.closed = true
+	c.wake.closeAll()
 	return c.be.close()
 }
 
@@ -316,74 +331,174 @@ func CheckNamespace(ns string) error {
 	return nil
 }
 
-// call runs one library function on the namespace's keys. A call answered
+// call runs one library function on the namespace's keys (call.go: the
+// context is honoured while the call is on the wire). A call answered
 // "Function not found" did not run: the library is loaded (when its text is
-// known) and the call sent once more. Nothing else is retried.
+// known) and the call sent once more; so is one answered READONLY (a
+// replica, after a failover). Nothing else is retried here.
 func (c *Client) call(ctx context.Context, ns, fn string, args ...string) ([]interface{}, error) {
-	return c.callCmd(ctx, "FCALL", ns, fn, args...)
+	return c.run(ctx, callSpec{cmd: "FCALL", ns: ns, fn: fn, args: args})
 }
 
 func (c *Client) callCmd(ctx context.Context, cmd, ns, fn string, args ...string) ([]interface{}, error) {
+	return c.run(ctx, callSpec{cmd: cmd, ns: ns, fn: fn, args: args})
+}
+
+// callSpec is one call of a library function.
+type callSpec struct {
+	cmd, ns, fn string
+	args        []string
+	// deadline: the last argument is acquire's deadline_ms, set per send.
+	deadline bool
+	// late gets a reply that arrived after the caller gave up.
+	late func([]interface{})
+}
+
+func (c *Client) run(ctx context.Context, s callSpec) ([]interface{}, error) {
 	c.closeMu.RLock()
 	defer c.closeMu.RUnlock()
 	if c.closed {
 		return nil, ErrClosed
 	}
-	if err := CheckNamespace(ns); err != nil {
+	if err := CheckNamespace(s.ns); err != nil {
 		return nil, err
 	}
-	k := keyPrefix(ns)
-	a := make([]interface{}, 0, 2+len(keySuffixes)+len(args))
-	a = append(a, c.prefix+fn, len(keySuffixes))
-	for _, s := range keySuffixes {
-		a = append(a, k+s)
-	}
-	for _, s := range args {
-		a = append(a, s)
+	a := c.fcallArgs(s)
+	var late func(interface{})
+	if s.late != nil {
+		late = func(v interface{}) {
+			if r, ok := v.([]interface{}); ok && len(r) > 0 {
+				s.late(r)
+			}
+		}
 	}
 	for attempt := 0; ; attempt++ {
-		conn, err := c.be.conn(ctx, ns)
-		if err != nil {
-			return nil, &BackendError{Op: fn, Err: err}
+		if err := ctx.Err(); err != nil {
+			return nil, &ContextError{Op: s.fn, Err: err}
 		}
-		v, err := conn.Do(cmd, a...)
-		if err != nil && attempt == 0 && isFunctionNotFound(err) && c.code != "" {
-			c.loadMu.Lock()
-			err = loadOn(conn, c.code)
-			c.loadMu.Unlock()
-			conn.Close()
-			if err != nil {
-				return nil, &BackendError{Op: "FUNCTION LOAD", Err: err}
+		conn, err := c.be.conn(ctx, s.ns)
+		if err != nil {
+			return nil, c.callError(ctx, s.fn, err)
+		}
+		v, err := c.exchange(ctx, s.fn, conn, c.sender(ctx, s, a), late)
+		if attempt == 0 && (isFunctionNotFound(err) && c.code != "" || isReadOnly(err)) {
+			if err := c.recover(ctx, s.ns, err); err != nil {
+				return nil, err
 			}
 			continue
 		}
-		if err != nil && attempt == 0 && isReadOnly(err) {
-			// A replica answered (after a failover): the call did not run.
-			conn.Close()
-			c.be.broken()
-			continue
-		}
-		conn.Close()
 		if err != nil {
-			return nil, &BackendError{Op: fn, Err: err}
+			return nil, c.callError(ctx, s.fn, err)
 		}
-		r, ok := v.([]interface{})
-		if !ok || len(r) == 0 {
-			return nil, &BackendError{Op: fn, Err: fmt.Errorf("unexpected reply %v", v)}
-		}
-		switch status(r[0]) {
-		case "invalid":
-			msg := "invalid"
-			if len(r) > 1 {
-				msg = str(r[1])
-			}
-			return nil, &InvalidError{Message: msg}
-		case "layout":
-			return nil, &BackendError{Op: fn, Err: fmt.Errorf("namespace %q was written with data layout %s; this library is layout %s",
-				ns, at(r, 1), at(r, 2))}
-		}
-		return r, nil
+		return c.checkReply(s, v)
 	}
+}
+
+func (c *Client) fcallArgs(s callSpec) []interface{} {
+	k := keyPrefix(s.ns)
+	a := make([]interface{}, 0, 2+len(keySuffixes)+len(s.args))
+	a = append(a, c.prefix+s.fn, len(keySuffixes))
+	for _, suffix := range keySuffixes {
+		a = append(a, k+suffix)
+	}
+	for _, arg := range s.args {
+		a = append(a, arg)
+	}
+	return a
+}
+
+// sender: the body of one send of the call, run by exchange. An acquire
+// gets its deadline_ms here, and a "late" reply (the server's clock is ahead
+// of the estimate; nothing ran) is sent once more with a corrected one.
+func (c *Client) sender(ctx context.Context, s callSpec, a []interface{}) func(redis.Conn) (interface{}, error) {
+	return func(conn redis.Conn) (interface{}, error) {
+		budget := c.readBudget(ctx)
+		if budget <= 0 {
+			return nil, ctx.Err()
+		}
+		if !s.deadline {
+			return doTimed(conn, budget, s.cmd, a...)
+		}
+		key := c.be.clockKey(s.ns)
+		for tries := 0; ; tries++ {
+			d, err := c.clock.deadlineArg(conn, key, budget)
+			if err != nil {
+				return nil, err
+			}
+			a[len(a)-1] = d
+			v, err := doTimed(conn, budget, s.cmd, a...)
+			r, _ := v.([]interface{})
+			if err != nil || len(r) != 2 || str(r[0]) != "late" || tries == 1 {
+				return v, err
+			}
+			c.clock.learn(key, clockReading{serverMs: num(r[1]), at: time.Now()})
+			if budget = c.readBudget(ctx); budget <= 0 {
+				return nil, ctx.Err()
+			}
+		}
+	}
+}
+
+// recover makes a call answered "Function not found" or READONLY worth
+// sending again: it loads the library, or looks for the new master.
+func (c *Client) recover(ctx context.Context, ns string, cause error) error {
+	if isReadOnly(cause) {
+		c.be.broken()
+		return nil
+	}
+	conn, err := c.be.conn(ctx, ns)
+	if err != nil {
+		return c.callError(ctx, "FUNCTION LOAD", err)
+	}
+	c.loadMu.Lock()
+	defer c.loadMu.Unlock()
+	_, err = c.exchange(ctx, "FUNCTION LOAD", conn, func(conn redis.Conn) (interface{}, error) {
+		return nil, loadOn(conn, c.code)
+	}, nil)
+	if err != nil {
+		return c.callError(ctx, "FUNCTION LOAD", err)
+	}
+	return nil
+}
+
+// callError translates a failed call: the context's end, an exhausted
+// pool (nothing was sent), or a *BackendError.
+func (c *Client) callError(ctx context.Context, fn string, err error) error {
+	var ce *ContextError
+	switch {
+	case errors.As(err, &ce):
+		return err
+	case errors.Is(err, redis.ErrPoolExhausted):
+		return &BackendError{Op: fn, Err: fmt.Errorf("%w: all %d connections to the server (Options.MaxConns) are in use; nothing was sent",
+			ErrPoolExhausted, c.maxConns)}
+	case ctx.Err() != nil:
+		return &ContextError{Op: fn, Sent: true, Err: ctx.Err()}
+	}
+	return &BackendError{Op: fn, Err: err}
+}
+
+// checkReply: a reply that is an array with a status; invalid and layout
+// replies become errors, and so does a second "late".
+func (c *Client) checkReply(s callSpec, v interface{}) ([]interface{}, error) {
+	r, ok := v.([]interface{})
+	if !ok || len(r) == 0 {
+		return nil, &BackendError{Op: s.fn, Err: fmt.Errorf("unexpected reply %v", v)}
+	}
+	switch status(r[0]) {
+	case "invalid":
+		msg := "invalid"
+		if len(r) > 1 {
+			msg = str(r[1])
+		}
+		return nil, &InvalidError{Message: msg}
+	case "layout":
+		return nil, &BackendError{Op: s.fn, Err: fmt.Errorf("namespace %q was written with data layout %s; this library is layout %s",
+			s.ns, at(r, 1), at(r, 2))}
+	case "late":
+		return nil, &BackendError{Op: s.fn, Err: errors.New("the call reached the server after this client's deadline twice " +
+			"(its clock runs ahead of this host's estimate); nothing was changed (docs/lua-protocol.md#deadlines)")}
+	}
+	return r, nil
 }
 
 func isReadOnly(err error) bool {

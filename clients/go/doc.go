@@ -37,13 +37,22 @@
 // returns the context's error; a grant that arrived while cancelling is
 // released before Acquire returns, so nothing stays held.
 //
+// Every call honours its context while on the wire: it returns within the
+// context's deadline plus DeadlineMargin however long Redis stalls, with a
+// *ContextError (errors.Is(err, context.DeadlineExceeded) holds). Acquire
+// tells the server its deadline (deadline_ms), so a late run grants nothing.
+// A Client shares one wake-up subscription connection per server among its
+// waits, and bounds its command connections (Options.MaxConns,
+// ErrPoolExhausted).
+//
 // Errors are matched with errors.Is and errors.As: ErrRefused (*RefusedError
 // carries the Conflict), ErrNotHolder (a reentry, release or renew whose id and
 // token name no live lock), ErrInvalid (bad input, answered before or by the
 // library; nothing changed) and ErrBackend (Redis unreachable, refused
 // permissions, a namespace of another data layout, ...; *BackendError).
 //
-// A Keeper renews a lock's lease in its own goroutine and reports a lost
-// lease on a channel and to an optional callback. Storage should still
-// compare fences: a lease can end between a check and a write.
+// A Keeper (Lock.Keep(ctx, ...)) renews a lock's lease in its own goroutine;
+// its Context ends when the lease is lost (or the keeper stops), and a lost
+// lease is also reported on a channel and to an optional callback. Storage
+// should still compare fences: a lease can end between a check and a write.
 package pathlock

@@ -22,6 +22,9 @@ var (
 	ErrBackend = errors.New("pathlock: backend error")
 	// ErrClosed: the Client was closed.
 	ErrClosed = errors.New("pathlock: client closed")
+	// ErrPoolExhausted: all Options.MaxConns connections to a server were in
+	// use; nothing was sent. The error is a *BackendError.
+	ErrPoolExhausted = errors.New("pathlock: connection pool exhausted")
 )
 
 // Relation is how a held path and a requested path overlap.

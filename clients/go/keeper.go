@@ -22,11 +22,15 @@ type KeepOptions struct {
 	OnLost func(l *Lock, err error)
 }
 
-// Keeper renews a lock's lease in its own goroutine until stopped, the lock
-// is released through Lock.Release, or the lease is lost.
+// Keeper renews a lock's lease in its own goroutine until stopped, its
+// context ends, the lock is released through Lock.Release, or the lease is
+// lost. Its Context is the one to run the lock's work under (etcd's
+// Session.Done() model): it ends with the keeper.
 type Keeper struct {
 	lock     *Lock
 	o        KeepOptions
+	ctx      context.Context
+	cancel   context.CancelFunc
 	stop     chan struct{}
 	stopOnce sync.Once
 	lost     chan struct{}
@@ -36,8 +40,10 @@ type Keeper struct {
 }
 
 // Keep starts a Keeper for the lock (a lock has at most one: a second Keep
-// stops the first).
-func (l *Lock) Keep(o KeepOptions) *Keeper {
+// stops the first). The keeper stops when ctx ends; each renewal is a call
+// under ctx that gives up at the lease's end as last known, so a lease that
+// runs out while the server stalls is reported lost when it ends.
+func (l *Lock) Keep(ctx context.Context, o KeepOptions) *Keeper {
 	if o.Every <= 0 {
 		ttl := o.TTL
 		if ttl == 0 {
@@ -49,6 +55,7 @@ func (l *Lock) Keep(o KeepOptions) *Keeper {
 		}
 	}
 	k := &Keeper{lock: l, o: o, stop: make(chan struct{}), lost: make(chan struct{}), done: make(chan struct{})}
+	k.ctx, k.cancel = context.WithCancel(ctx)
 	if old := swapLocked(&l.mu, &l.keeper, k); old != nil {
 		old.Stop()
 	}
@@ -56,12 +63,22 @@ func (l *Lock) Keep(o KeepOptions) *Keeper {
 	return k
 }
 
-// Stop ends the renewals. It does not wait for a renewal in flight and may
-// be called from OnLost, any number of times.
-func (k *Keeper) Stop() { k.stopOnce.Do(func() { close(k.stop) }) }
+// Stop ends the renewals and cancels Context. It does not wait for a
+// renewal in flight and may be called from OnLost, any number of times.
+func (k *Keeper) Stop() {
+	k.stopOnce.Do(func() {
+		close(k.stop)
+		k.cancel()
+	})
+}
 
 // Done is closed when the keeper's goroutine has ended.
 func (k *Keeper) Done() <-chan struct{} { return k.done }
+
+// Context is cancelled when the lock is no longer kept: the lease was lost
+// (then Err is not nil), the keeper was stopped or its lock released, or the
+// context given to Keep ended. Run the lock's work under it.
+func (k *Keeper) Context() context.Context { return k.ctx }
 
 // Lost is closed when the lease was lost (never after Stop).
 func (k *Keeper) Lost() <-chan struct{} { return k.lost }
@@ -85,6 +102,7 @@ func (k *Keeper) stopped() bool {
 
 func (k *Keeper) run() {
 	defer close(k.done)
+	defer k.cancel()
 	l := k.lock
 	end := time.Now().Add(l.expiresIn) // the lease's end as last known
 	t := time.NewTimer(k.o.Every)
@@ -93,14 +111,16 @@ func (k *Keeper) run() {
 		select {
 		case <-k.stop:
 			return
+		case <-k.ctx.Done():
+			return
 		case <-t.C:
 		}
 		sent := time.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), k.o.Every+time.Second)
+		ctx, cancel := context.WithDeadline(k.ctx, end)
 		left, err := l.Renew(ctx, k.o.TTL)
 		cancel()
-		if k.stopped() {
-			return // released meanwhile: a "missing" is no loss
+		if k.stopped() || k.ctx.Err() != nil {
+			return // released or stopped meanwhile: a "missing" is no loss
 		}
 		switch {
 		case err == nil:
@@ -108,13 +128,7 @@ func (k *Keeper) run() {
 			t.Reset(k.o.Every)
 			continue
 		case errors.Is(err, ErrNotHolder) || !time.Now().Before(end):
-			k.mu.Lock()
-			k.err = &lostError{err: err}
-			k.mu.Unlock()
-			close(k.lost)
-			if k.o.OnLost != nil {
-				k.o.OnLost(l, k.err)
-			}
+			k.lose(err)
 			return
 		}
 		// A failed renewal (Redis unreachable): try again soon, while the
@@ -124,6 +138,18 @@ func (k *Keeper) run() {
 			next = 10 * time.Millisecond
 		}
 		t.Reset(next)
+	}
+}
+
+// lose reports the lease lost: Err, Lost, Context, then OnLost.
+func (k *Keeper) lose(err error) {
+	k.mu.Lock()
+	k.err = &lostError{err: err}
+	k.mu.Unlock()
+	close(k.lost)
+	k.cancel()
+	if k.o.OnLost != nil {
+		k.o.OnLost(k.lock, k.err)
 	}
 }
 

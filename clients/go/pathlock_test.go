@@ -339,7 +339,7 @@ func TestKeeperRenewsAndReportsLoss(t *testing.T) {
 	var mu sync.Mutex
 	var reported error
 	var k *pathlock.Keeper
-	k = l.Keep(pathlock.KeepOptions{Every: 50 * time.Millisecond, OnLost: func(lost *pathlock.Lock, err error) {
+	k = l.Keep(ctx, pathlock.KeepOptions{Every: 50 * time.Millisecond, OnLost: func(lost *pathlock.Lock, err error) {
 		mu.Lock()
 		reported = err
 		mu.Unlock()
@@ -365,6 +365,7 @@ func TestKeeperRenewsAndReportsLoss(t *testing.T) {
 	}
 	<-k.Lost()
 	<-k.Done()
+	<-k.Context().Done()
 	if !errors.Is(k.Err(), pathlock.ErrLeaseLost) || !errors.Is(k.Err(), pathlock.ErrNotHolder) {
 		t.Fatalf("keeper error %v", k.Err())
 	}
@@ -380,15 +381,34 @@ func TestKeeperStopsOnRelease(t *testing.T) {
 	ctx := context.Background()
 	ns := newNS(t)
 	l := acquired(t, c, pathlock.Request{Namespace: ns, Owner: "k", Op: "upload", Paths: []string{"/k"}})
-	k := l.Keep(pathlock.KeepOptions{Every: time.Millisecond})
+	k := l.Keep(ctx, pathlock.KeepOptions{Every: time.Millisecond})
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	<-k.Done()
+	<-k.Context().Done() // no longer kept
 	select {
 	case <-k.Lost():
 		t.Fatal("a released lock reported as lost")
 	default:
+	}
+}
+
+// The keeper stops with the context given to Keep; that is no loss.
+func TestKeeperStopsWithItsContext(t *testing.T) {
+	c := newClient(t)
+	ns := newNS(t)
+	l := acquired(t, c, pathlock.Request{Namespace: ns, Owner: "k", Op: "upload", Paths: []string{"/k"}})
+	ctx, cancel := context.WithCancel(context.Background())
+	k := l.Keep(ctx, pathlock.KeepOptions{Every: 10 * time.Millisecond})
+	cancel()
+	<-k.Done()
+	<-k.Context().Done()
+	if k.Err() != nil {
+		t.Fatalf("a stopped keeper reports %v", k.Err())
+	}
+	if ok, err := l.Held(context.Background()); !ok || err != nil {
+		t.Fatalf("held %v %v", ok, err)
 	}
 }
 

@@ -233,20 +233,7 @@ func (s *shell) line(line string, lines <-chan string) []string {
 	case "held", "release", "renew":
 		s.idToken(cmd, args)
 	case "force-release":
-		pos, _, err := parse(args, nil)
-		if err == nil && len(pos) != 1 {
-			err = errors.New("force-release ID")
-		}
-		if err != nil {
-			s.fail(err)
-			return nil
-		}
-		ok, err := s.c.ForceRelease(ctx(), s.ns, pos[0])
-		if err != nil {
-			s.fail(err)
-			return nil
-		}
-		s.reply(obj{{"released", ok}})
+		s.forceRelease(args)
 	case "locks":
 		s.locks(args)
 	case "blockers":
@@ -260,6 +247,23 @@ func (s *shell) line(line string, lines <-chan string) []string {
 }
 
 func ctx() context.Context { return context.Background() }
+
+func (s *shell) forceRelease(args []word) {
+	pos, _, err := parse(args, nil)
+	if err == nil && len(pos) != 1 {
+		err = errors.New("force-release ID")
+	}
+	if err != nil {
+		s.fail(err)
+		return
+	}
+	ok, err := s.c.ForceRelease(ctx(), s.ns, pos[0])
+	if err != nil {
+		s.fail(err)
+		return
+	}
+	s.reply(obj{{"released", ok}})
+}
 
 type word struct {
 	text   string
@@ -389,98 +393,16 @@ func boolean(name, v string) (bool, error) {
 }
 
 func (s *shell) acquire(args []word, lines <-chan string) []string {
-	pos, o, err := parse(args, []string{"ttl", "wait", "fair", "reenter", "token", "key"})
+	req, err := s.request(args)
 	if err != nil {
 		s.fail(err)
 		return nil
 	}
-	if len(pos) < 3 {
-		s.fail(errors.New("acquire OWNER OP PATH [DST_PATH] [ttl=MS] [wait=MS] [fair=true|false] [reenter=ID token=TOKEN] [key=KEY]"))
-		return nil
-	}
-	req := pathlock.Request{Namespace: s.ns, Owner: pos[0], Op: pos[1], Paths: pos[2:]}
-	for _, d := range []struct {
-		name string
-		min  int64
-		into *time.Duration
-	}{{"ttl", 1, &req.TTL}, {"wait", 0, &req.Wait}} {
-		if v, ok := o[d.name]; ok {
-			n, err := number(d.name, v, d.min, 604800000)
-			if err != nil {
-				s.fail(err)
-				return nil
-			}
-			*d.into = time.Duration(n) * time.Millisecond
-		}
-	}
-	if v, ok := o["fair"]; ok {
-		b, err := boolean("fair", v)
-		if err != nil {
-			s.fail(err)
-			return nil
-		}
-		req.Unfair = !b
-	}
-	_, hasR := o["reenter"]
-	_, hasT := o["token"]
-	if hasR != hasT {
-		s.fail(errors.New("reenter=ID and token=TOKEN go together"))
-		return nil
-	}
-	if hasR {
-		if o["reenter"] == "" || o["token"] == "" {
-			s.fail(errors.New("reenter= and token= need values"))
-			return nil
-		}
-		req.Reenter = pathlock.Proof{ID: o["reenter"], Token: o["token"]}
-	}
-	if v, ok := o["key"]; ok {
-		if hasR {
-			s.fail(errors.New("reenter= and key= exclude each other"))
-			return nil
-		}
-		if v == "" {
-			s.fail(errors.New("key= needs a value"))
-			return nil
-		}
-		req.IdempotencyKey = v
-	}
+	var lock *pathlock.Lock
 	var held []string
 	cancelled := false
-	var lock *pathlock.Lock
 	if req.Wait > 0 {
-		cctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			lock, err = s.c.Acquire(cctx, req)
-			close(done)
-		}()
-		in := lines
-	wait:
-		for {
-			select {
-			case <-done:
-				break wait
-			case l, ok := <-in:
-				if !ok {
-					in = nil // end of input does not cancel
-					continue
-				}
-				if !cancelled && strings.Trim(l, " \t") == "cancel" {
-					cancelled = true
-					cancel()
-					// Answered in its place among the lines sent meanwhile.
-					held = append(held, cancelledMarker)
-					continue
-				}
-				held = append(held, l)
-			}
-		}
-		cancel()
-		if in == nil {
-			// Keep the closed state for the main loop: it reads a closed
-			// channel as the end.
-		}
+		lock, held, cancelled, err = s.await(req, lines)
 	} else {
 		lock, err = s.c.Acquire(context.Background(), req)
 	}
@@ -493,6 +415,104 @@ func (s *shell) acquire(args []word, lines <-chan string) []string {
 		}
 		err = context.Canceled
 	}
+	s.answer(lock, err)
+	return held
+}
+
+// request reads acquire's words into a Request.
+func (s *shell) request(args []word) (pathlock.Request, error) {
+	req := pathlock.Request{Namespace: s.ns}
+	pos, o, err := parse(args, []string{"ttl", "wait", "fair", "reenter", "token", "key"})
+	if err != nil {
+		return req, err
+	}
+	if len(pos) < 3 {
+		return req, errors.New("acquire OWNER OP PATH [DST_PATH] [ttl=MS] [wait=MS] [fair=true|false] [reenter=ID token=TOKEN] [key=KEY]")
+	}
+	req.Owner, req.Op, req.Paths = pos[0], pos[1], pos[2:]
+	for _, d := range []struct {
+		name string
+		min  int64
+		into *time.Duration
+	}{{"ttl", 1, &req.TTL}, {"wait", 0, &req.Wait}} {
+		if v, ok := o[d.name]; ok {
+			n, err := number(d.name, v, d.min, 604800000)
+			if err != nil {
+				return req, err
+			}
+			*d.into = time.Duration(n) * time.Millisecond
+		}
+	}
+	if v, ok := o["fair"]; ok {
+		b, err := boolean("fair", v)
+		if err != nil {
+			return req, err
+		}
+		req.Unfair = !b
+	}
+	return req, proofAndKey(&req, o)
+}
+
+// proofAndKey reads reenter=ID token=TOKEN and key=KEY.
+func proofAndKey(req *pathlock.Request, o map[string]string) error {
+	_, hasR := o["reenter"]
+	_, hasT := o["token"]
+	switch {
+	case hasR != hasT:
+		return errors.New("reenter=ID and token=TOKEN go together")
+	case hasR && (o["reenter"] == "" || o["token"] == ""):
+		return errors.New("reenter= and token= need values")
+	case hasR:
+		req.Reenter = pathlock.Proof{ID: o["reenter"], Token: o["token"]}
+	}
+	if v, ok := o["key"]; ok {
+		if hasR {
+			return errors.New("reenter= and key= exclude each other")
+		}
+		if v == "" {
+			return errors.New("key= needs a value")
+		}
+		req.IdempotencyKey = v
+	}
+	return nil
+}
+
+// await runs a waiting acquire while reading the lines sent meanwhile: the
+// first `cancel` cancels it (and is kept as cancelledMarker, to be answered
+// in its place); the others are returned, to be answered after it.
+func (s *shell) await(req pathlock.Request, lines <-chan string) (*pathlock.Lock, []string, bool, error) {
+	cctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var lock *pathlock.Lock
+	var err error
+	done := make(chan struct{})
+	go func() {
+		lock, err = s.c.Acquire(cctx, req)
+		close(done)
+	}()
+	var held []string
+	cancelled := false
+	for in := lines; ; {
+		select {
+		case <-done:
+			return lock, held, cancelled, err
+		case l, ok := <-in:
+			switch {
+			case !ok:
+				in = nil // end of input does not cancel
+			case !cancelled && strings.Trim(l, " \t") == "cancel":
+				cancelled = true
+				cancel()
+				held = append(held, cancelledMarker)
+			default:
+				held = append(held, l)
+			}
+		}
+	}
+}
+
+// answer writes acquire's answer.
+func (s *shell) answer(lock *pathlock.Lock, err error) {
 	var refused *pathlock.RefusedError
 	switch {
 	case err == nil:
@@ -510,12 +530,13 @@ func (s *shell) acquire(args []word, lines <-chan string) []string {
 	default:
 		s.fail(err)
 	}
-	return held
 }
 
 // cancelledMarker stands for the `cancel` line that stopped a wait, among the
-// lines read during it: answered {"cancelled":true} in its place.
-const cancelledMarker = "\x00cancelled"
+// lines read during it: answered {"cancelled":true} in its place. It holds a
+// line feed, so no input line can be it (a line starting with NUL could
+// spoof the old marker, issue 41).
+const cancelledMarker = "\ncancelled"
 
 func (s *shell) idToken(cmd string, args []word) {
 	allowed := []string(nil)

@@ -57,10 +57,11 @@ func moveFolder(ctx context.Context, c *pathlock.Client, store *fencedStore, pro
 		return 503, err.Error()
 	}
 	defer lock.Release(context.Background())
-	keeper := lock.Keep(pathlock.KeepOptions{})
+	keeper := lock.Keep(ctx, pathlock.KeepOptions{})
 	defer keeper.Stop()
 
-	if !store.write(ctx, lock, dst, "moved from "+src) {
+	// The write runs under the keeper's context: it ends if the lease is lost.
+	if !store.write(keeper.Context(), lock, dst, "moved from "+src) {
 		return 409, "storage refused a stale write"
 	}
 	if keeper.Err() != nil {
