@@ -60,7 +60,9 @@ publish() {
   echo "go.sh: $top" >&2
 }
 
-# pathlock.dev/pathlock: the files git tracks in clients/go (no vendor/).
+# pathlock.dev/pathlock: the files git tracks in clients/go (no vendor/, and
+# not the nested module clients/go/webdav: a module zip holds no other
+# module's go.mod).
 pathlock_module() {
   local module top epoch
   module=$(sed -n 's/^module[[:space:]]\+\([^[:space:]]*\).*/\1/p' "$root/clients/go/go.mod")
@@ -70,7 +72,7 @@ pathlock_module() {
   [ -f "$root/clients/go/LICENSE" ] || { echo "go.sh: clients/go/LICENSE is missing" >&2; exit 1; }
   top=$work/pathlock/$module@$version
   mkdir -p "$top"
-  (cd "$root/clients/go" && git ls-files -z --cached -- . ':!vendor' | xargs -0 cp --parents -t "$top")
+  (cd "$root/clients/go" && git ls-files -z --cached -- . ':!vendor' ':!webdav' | xargs -0 cp --parents -t "$top")
   [ -f "$top/LICENSE" ] || { echo "go.sh: git does not track clients/go/LICENSE" >&2; exit 1; }
   epoch=${SOURCE_DATE_EPOCH:-$(git -C "$root" log -1 --format=%ct)}
   publish "$module" "$version" "$work/pathlock" "$epoch"
