@@ -525,9 +525,12 @@ final class LockEngine implements LockEngineInterface
     {
         $deadlines = $this->contract()->atLeast('4.2');
         for ($try = 0; ; $try++) {
+            if ($deadlines) {
+                $this->refreshServerClock($until);
+            }
             $budget = $this->budgetMs($until);
-            $sent = $deadlines ? [...$args, $this->serverDeadline($budget, $until)] : $args;
-            $r = $this->withReadTimeout($this->budgetMs($until), fn(): array => $this->call('acquire', $namespace, $sent));
+            $sent = $deadlines ? [...$args, $this->serverDeadline($budget)] : $args;
+            $r = $this->withReadTimeout($budget, fn(): array => $this->call('acquire', $namespace, $sent));
             if ($r[0] !== 'late') {
                 return $this->acquireResult($r);
             }
@@ -546,17 +549,22 @@ final class LockEngine implements LockEngineInterface
         return $until === null ? $command : min($command, max(0.0, $until - self::nowMs()) + self::WAIT_MARGIN_MS);
     }
 
-    /**
-     * deadline_ms for a call that waits $budget ms: the server's clock as
-     * last read (TIME, again every 30 s) plus the time since, plus the
-     * budget (docs/lua-protocol.md#deadlines); '' when TIME is not allowed.
-     */
-    private function serverDeadline(float $budget, ?float $until): string
+    /** Reads the server's clock again when the last reading is 30 s old (within the attempt's budget). */
+    private function refreshServerClock(?float $until): void
     {
         if (self::nowMs() - $this->clockReadAt >= self::CLOCK_REFRESH_MS) {
             $this->clockReadAt = self::nowMs();
             $this->serverClock = $this->withReadTimeout($this->budgetMs($until), fn(): ?array => $this->readServerClock());
         }
+    }
+
+    /**
+     * deadline_ms for a call that waits $budget ms from now: the server's
+     * clock as last read (TIME) plus the time since, plus the budget
+     * (docs/lua-protocol.md#deadlines); '' when TIME is not allowed.
+     */
+    private function serverDeadline(float $budget): string
+    {
         if ($this->serverClock === null || is_infinite($budget)) {
             return '';
         }
