@@ -104,7 +104,9 @@ final class ContractTest extends RedisTestCase
     {
         $this->assertSame(dirname(__DIR__) . '/library/pathlock_library.lua', Library::bundledFile());
         if (!is_file(Library::bundledFile())) {
+            // a checkout, which does not hold the file
             $this->expectException(InvalidRequestException::class);
+            $this->expectExceptionMessage(Library::bundledFile());
         }
         $this->assertMatchesRegularExpression('/\Apathlock_v4_/', Library::bundled()->name);
     }
