@@ -572,7 +572,8 @@ export class PathLock {
    * when Redis fails, and the signal's reason when aborted.
    */
   async tryAcquire(o: AcquireOptions): Promise<AcquireResult> {
-    const { limits } = await this.contract();
+    // The first call reads the contract: the signal ends that wait too.
+    const { limits } = await untilAborted(this.contract(), o.signal);
     checkOwner(o.owner, limits.owner_bytes);
     if (typeof o.op !== 'string' || o.op === '') throw new InvalidRequestError('op is empty');
     const ttlMs = o.ttlMs ?? DEFAULT_TTL_MS;
@@ -738,7 +739,8 @@ export class PathLock {
     ttlMs?: number,
     options: CallOptions = {},
   ): Promise<{ renewed: true; expiresInMs: number } | { renewed: false }> {
-    const ttl = ttlMs === undefined ? '' : wholeMs('ttlMs', ttlMs, 1, (await this.contract()).limits.ttl_ms);
+    const maxTtl = ttlMs === undefined ? 0 : (await untilAborted(this.contract(), options.signal)).limits.ttl_ms;
+    const ttl = ttlMs === undefined ? '' : wholeMs('ttlMs', ttlMs, 1, maxTtl);
     const r = await untilAborted(this.fcall('renew', [id, token, ttl]), options.signal);
     return r[0] === 'renewed' ? { renewed: true, expiresInMs: Number(r[1]) } : { renewed: false };
   }

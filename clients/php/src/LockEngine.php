@@ -455,7 +455,11 @@ final class LockEngine implements LockEngineInterface
         self::checkNamespace($namespace);
         $paths = $this->resolveTargets($op, $targets);
         $this->checkLimit($limit, 'blockers_limit');
-        $r = $this->call('blockers', $namespace, [$op, ...$paths, (string) $limit], true);
+        try {
+            $r = $this->call('blockers', $namespace, [$op, ...$paths, (string) $limit], true);
+        } catch (InvalidRequestException $e) {
+            throw $this->withPaths($e, $op, $paths);
+        }
         $rows = [];
         foreach (array_slice($r, 2) as $b) {
             $rows[] = new Blocker(
@@ -530,7 +534,11 @@ final class LockEngine implements LockEngineInterface
             }
             $budget = $this->budgetMs($until);
             $sent = $deadlines ? [...$args, $this->serverDeadline($budget)] : $args;
-            $r = $this->withReadTimeout($budget, fn(): array => $this->call('acquire', $namespace, $sent));
+            try {
+                $r = $this->withReadTimeout($budget, fn(): array => $this->call('acquire', $namespace, $sent));
+            } catch (InvalidRequestException $e) {
+                throw $this->withPaths($e, $args[1], array_slice($args, 8));
+            }
             if ($r[0] !== 'late') {
                 return $this->acquireResult($r);
             }
@@ -539,6 +547,27 @@ final class LockEngine implements LockEngineInterface
                 throw new BackendException('acquire reached the server after its deadline twice (the server\'s clock runs ahead); nothing was taken');
             }
         }
+    }
+
+    /**
+     * The library's "OP: A may not be B or inside it" as the C++ engine says
+     * it, with the paths ("OP: A '/x/y' is inside B '/x'"); other messages as they are.
+     *
+     * @param list<string> $paths the request's paths in role order (and maybe more arguments after them)
+     */
+    private function withPaths(InvalidRequestException $e, string $op, array $paths): InvalidRequestException
+    {
+        $roles = $this->contract()->roles($op) ?? [];
+        if (preg_match('/\A\S+: (\S+) may not be (\S+) or inside it\z/', $e->getMessage(), $m) !== 1) {
+            return $e;
+        }
+        $i = array_search($m[1], $roles, true);
+        $j = array_search($m[2], $roles, true);
+        if ($i === false || $j === false || !isset($paths[$i], $paths[$j])) {
+            return $e;
+        }
+        $how = $paths[$i] === $paths[$j] ? 'the same as' : 'inside';
+        return new InvalidRequestException(sprintf("%s: %s '%s' is %s %s '%s'", $op, $m[1], $paths[$i], $how, $m[2], $paths[$j]), 0, $e);
     }
 
     /** How long (ms) an attempt waits for its answer: the command timeout, or up to $until + WAIT_MARGIN_MS. */
