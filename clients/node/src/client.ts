@@ -16,7 +16,7 @@ import {
   LockRefusedError,
   NotHolderError,
 } from './errors';
-import { LibraryInfo, parseLibrary, prefixOfName } from './library';
+import { Contract, LibraryInfo, parseContract, parseLibrary, prefixOfName, rolesIn } from './library';
 import { normalizePath, pathsOverlap, textProblem } from './paths';
 import { WakeHub, WakeNode } from './wake';
 import type { LeaseKeeper, Lease } from './keeper';
@@ -165,15 +165,18 @@ export interface LockOptions extends AcquireOptions {
   onLost?: (lease: Lease) => void;
 }
 
-/** Re-check period while waiting, and the longest reservation (docs/lua-protocol.md). */
+/**
+ * Re-check period while waiting. MAX_RESERVATION_MS, MAX_TTL_MS and
+ * MAX_OWNER_BYTES are protocol 4.2's values, for reference: the client
+ * checks input against the loaded library's contract (`contract().limits`).
+ */
 export const RECHECK_MS = 200;
 export const MAX_RESERVATION_MS = 2000;
 export const MAX_TTL_MS = 604_800_000;
 export const DEFAULT_TTL_MS = 30_000;
 
 const NAMESPACE_RE = /^[A-Za-z0-9._:-]{1,128}$/;
-const ID_RE = /^[A-Za-z0-9-]{1,64}$/;
-const KEY_RE = /^[A-Za-z0-9._:-]{1,128}$/;
+const KEY_RE = /^[A-Za-z0-9._:-]+$/;
 
 function randomHex(bytes: number): string {
   return randomBytes(bytes).toString('hex');
@@ -191,14 +194,13 @@ export const MAX_OWNER_BYTES = 256;
  * The engine's rules for an owner (src/core/request.cpp): 1..256 bytes of
  * well-formed UTF-8 without control characters (below 0x20, and 0x7F).
  */
-export function checkOwner(owner: unknown): void {
+export function checkOwner(owner: unknown, maxBytes = MAX_OWNER_BYTES): void {
   if (typeof owner !== 'string') throw new InvalidRequestError('owner must be a string');
   if (owner === '') throw new InvalidRequestError('owner is empty');
   if (!(owner as unknown as { isWellFormed(): boolean }).isWellFormed())
     throw new InvalidRequestError('owner has invalid UTF-8 (a lone surrogate)');
   const bytes = Buffer.from(owner, 'utf8');
-  if (bytes.length > MAX_OWNER_BYTES)
-    throw new InvalidRequestError(`owner is ${bytes.length} bytes; the limit is ${MAX_OWNER_BYTES}`);
+  if (bytes.length > maxBytes) throw new InvalidRequestError(`owner is ${bytes.length} bytes; the limit is ${maxBytes}`);
   const problem = textProblem(bytes);
   if (problem) throw new InvalidRequestError(`owner has ${problem}`);
 }
@@ -280,11 +282,11 @@ const WAITER_FIELDS: RowFields<Waiter> = { id: str, owner: str, op: str, waitedM
 export class PathLock {
   readonly namespace: string;
   readonly redis: RedisClient;
-  private readonly keys: string[];
   private readonly ownsRedis: boolean;
   private readonly shared: {
     library?: LibraryInfo;
     resolving?: Promise<LibraryInfo>;
+    contract?: Promise<Contract>;
     fingerprint?: string;
     wake: WakeHub;
   };
@@ -299,8 +301,6 @@ export class PathLock {
     if (!NAMESPACE_RE.test(options.namespace ?? ''))
       throw new InvalidRequestError(`namespace must be 1..128 bytes of [A-Za-z0-9._:-], got '${options.namespace}'`);
     this.namespace = options.namespace;
-    const ns = options.namespace;
-    this.keys = ['meta', 'idx', 'locks', 'exp', 'ent', 'wq', 'wexp', 'wrec', 'wake'].map((k) => `pl:{${ns}}:${k}`);
     if (typeof options.redis === 'string') {
       this.redis = new Redis(options.redis, {
         ...options.redisOptions,
@@ -373,16 +373,15 @@ export class PathLock {
     return isCluster(this.redis) ? this.redis.nodes('master') : [this.redis];
   }
 
-  // Finds the loaded pathlock library: FUNCTION LIST LIBRARYNAME pathlock_v4_*
-  // WITHCODE; several matrices' libraries may be loaded, so a fingerprint
-  // chooses among them (read from `info` when the library has it, else from
-  // the text's data chunk).
+  // Finds the loaded pathlock library: FUNCTION LIST LIBRARYNAME pathlock_v4_*;
+  // several matrices' libraries may be loaded, so a fingerprint chooses among
+  // them (read from each library's `info`).
   private async discover(): Promise<LibraryInfo> {
     if (isCluster(this.redis) && this.redis.status !== 'ready') await this.redis.call('PING');
     const node = this.masters()[0];
     let reply: unknown[];
     try {
-      reply = (await node.call('FUNCTION', 'LIST', 'LIBRARYNAME', 'pathlock_v4_*', 'WITHCODE')) as unknown[];
+      reply = (await node.call('FUNCTION', 'LIST', 'LIBRARYNAME', 'pathlock_v4_*')) as unknown[];
     } catch (e) {
       throw new BackendError(`cannot list the server's functions: ${(e as Error).message}`, { cause: e });
     }
@@ -390,15 +389,14 @@ export class PathLock {
     for (const entry of reply) {
       const fields = entry as unknown[];
       const get = (k: string) => fields[fields.indexOf(k) + 1];
-      const code = get('library_code');
       const name = String(get('library_name'));
       if (!/^pathlock_v4_[0-9a-f]+$/.test(name)) continue;
-      found.push(typeof code === 'string' ? parseLibrary(code) : { name, prefix: prefixOfName(name) });
+      found.push({ name, prefix: prefixOfName(name) });
     }
     const want = this.shared.fingerprint;
     const matching = [];
     for (const lib of found) {
-      const fp = (await this.describe(lib).catch(() => undefined))?.fingerprint ?? lib.fingerprint;
+      const fp = (await this.describe(lib).catch(() => undefined))?.fingerprint;
       if (!want || fp === want) matching.push(lib);
     }
     if (matching.length === 1) return matching[0];
@@ -411,7 +409,7 @@ export class PathLock {
 
   /**
    * Which library and matrix this is: the library's `info` function when it
-   * has one, else what its text says (undefined fields when unknown).
+   * has one (undefined fields when it has none).
    */
   async describe(lib?: LibraryInfo): Promise<{
     library: string;
@@ -438,7 +436,61 @@ export class PathLock {
     } catch (e) {
       if (!isReplyError(e) || !/Function not found/i.test(e.message)) throw new BackendError(e instanceof Error ? e.message : String(e), { cause: e });
     }
-    return { library: l.name, prefix: l.prefix, matrixName: l.matrixName, matrixVersion: l.matrixVersion, fingerprint: l.fingerprint };
+    return { library: l.name, prefix: l.prefix };
+  }
+
+  /**
+   * What the library says about itself (its function `contract`, protocol
+   * 4.2): operations and roles, limits, keys, functions, replies, errors.
+   * Read once per client (shared with its forNamespace() clients), loading
+   * the library first where it is missing and its text is known. A library
+   * older than 4.2 has none: BackendError naming the protocol.
+   */
+  async contract(): Promise<Contract> {
+    if (!this.shared.contract) {
+      this.shared.contract = this.readContract();
+      this.shared.contract.catch(() => (this.shared.contract = undefined));
+    }
+    return this.shared.contract;
+  }
+
+  private async readContract(): Promise<Contract> {
+    const lib = await this.library();
+    const ask = async () => (await this.redis.call('FCALL_RO', lib.prefix + 'contract', '0')) as unknown[];
+    let r: unknown[];
+    try {
+      try {
+        r = await ask();
+      } catch (e) {
+        if (!isReplyError(e) || !/^ERR Function not found/.test(e.message) || !lib.text || !(await this.missing(lib))) throw e;
+        await this.load();
+        r = await ask();
+      }
+    } catch (e) {
+      if (e instanceof BackendError) throw e;
+      if (isReplyError(e) && /^ERR Function not found/.test(e.message))
+        throw new BackendError(
+          (await this.missing(lib))
+            ? `the library ${lib.name} is not loaded on the server and its text was not given`
+            : `the library ${lib.name} has no function 'contract': it is older than protocol 4.2 (pathlock 0.3), which this ` +
+                'client needs; load the library shipped with this package (libraryFile: defaultLibraryFile)',
+          { cause: e },
+        );
+      throw new BackendError(`redis: contract: ${e instanceof Error ? e.message : e}`, { cause: e, mayHaveRun: false });
+    }
+    if (!Array.isArray(r) || r[0] !== 'contract') throw new BackendError(`redis: contract: unexpected reply ${JSON.stringify(r)}`);
+    return parseContract(String(r[1]));
+  }
+
+  // Is no library of this name loaded (on the first master)?
+  private async missing(lib: LibraryInfo): Promise<boolean> {
+    const reply = (await this.masters()[0].call('FUNCTION', 'LIST', 'LIBRARYNAME', lib.name)) as unknown[][];
+    return !reply.some((f) => String(f[f.indexOf('library_name') + 1]) === lib.name);
+  }
+
+  // The namespace's keys, by the contract's pattern and suffixes.
+  private keysOf(c: Contract): string[] {
+    return c.keys.suffixes.map((k) => c.keys.pattern.replace('{NS}', `{${this.namespace}}`).replace('<suffix>', k));
   }
 
   /** Loads the library on every master (FUNCTION LOAD without REPLACE; "already exists" is success). */
@@ -472,7 +524,8 @@ export class PathLock {
   // reply that did not arrive may hide a call that ran (mayHaveRun).
   private async fcall(name: string, args: string[], readOnly = false): Promise<unknown[]> {
     const lib = await this.library();
-    const send = () => this.redis.call(readOnly ? 'FCALL_RO' : 'FCALL', lib.prefix + name, 9, ...this.keys, ...args);
+    const keys = this.keysOf(await this.contract());
+    const send = () => this.redis.call(readOnly ? 'FCALL_RO' : 'FCALL', lib.prefix + name, keys.length, ...keys, ...args);
     let reply: unknown;
     try {
       try {
@@ -500,9 +553,7 @@ export class PathLock {
     if (o.paths && o.targets) throw new InvalidRequestError('give paths or targets, not both');
     if (o.paths) return o.paths.map((p) => normalizePath(p));
     if (!o.targets) throw new InvalidRequestError('a request needs paths (or targets by role)');
-    const lib = await this.library();
-    const roles = lib.ops?.get(o.op);
-    if (!lib.ops) throw new InvalidRequestError('targets by role need the library text (which names the roles): give paths in role order');
+    const roles = rolesIn(await this.contract(), o.op);
     if (!roles) throw new InvalidRequestError(`unknown operation '${o.op}'`);
     const given = Object.keys(o.targets);
     if (given.length !== roles.length || roles.some((r) => !(r in o.targets!)))
@@ -510,9 +561,9 @@ export class PathLock {
     return roles.map((r) => normalizePath(o.targets![r]));
   }
 
-  /** The roles of an operation, when the library text is known. */
+  /** The roles of an operation in role order (from the contract); undefined for an unknown operation. */
   async rolesOf(op: string): Promise<string[] | undefined> {
-    return (await this.library()).ops?.get(op);
+    return rolesIn(await this.contract(), op);
   }
 
   /**
@@ -521,17 +572,20 @@ export class PathLock {
    * when Redis fails, and the signal's reason when aborted.
    */
   async tryAcquire(o: AcquireOptions): Promise<AcquireResult> {
-    checkOwner(o.owner);
+    // The first call reads the contract: the signal ends that wait too.
+    const { limits } = await untilAborted(this.contract(), o.signal);
+    checkOwner(o.owner, limits.owner_bytes);
     if (typeof o.op !== 'string' || o.op === '') throw new InvalidRequestError('op is empty');
     const ttlMs = o.ttlMs ?? DEFAULT_TTL_MS;
-    const ttl = wholeMs('ttlMs', ttlMs, 1, MAX_TTL_MS);
+    const ttl = wholeMs('ttlMs', ttlMs, 1, limits.ttl_ms);
     const waitMs = o.waitMs ?? 0;
     wholeMs('waitMs', waitMs, 0, Number.MAX_SAFE_INTEGER);
     const fair = o.fair ?? true;
     if (o.reenter && o.idempotencyKey) throw new InvalidRequestError('reenter and idempotencyKey exclude each other');
     if (o.reenter && (!o.reenter.id || !o.reenter.token)) throw new InvalidRequestError('reenter needs id and token');
-    if (o.idempotencyKey !== undefined && !KEY_RE.test(o.idempotencyKey))
-      throw new InvalidRequestError('idempotencyKey must be 1..128 of [A-Za-z0-9._:-]');
+    const maxKey = limits.idempotency_key_chars;
+    if (o.idempotencyKey !== undefined && (!KEY_RE.test(o.idempotencyKey) || o.idempotencyKey.length > maxKey))
+      throw new InvalidRequestError(`idempotencyKey must be 1..${maxKey} of [A-Za-z0-9._:-]`);
     const paths = await this.pathsOf(o);
     const signal = o.signal;
     if (signal?.aborted) throw abortReason(signal);
@@ -576,7 +630,7 @@ export class PathLock {
       throw new BackendError(`redis: acquire: unexpected reply ${JSON.stringify(r)}`);
     };
     if (!waits) return result(await attempt(0));
-    return this.waitLoop(paths, deadline, waiterId, signal, attempt, result);
+    return this.waitLoop(paths, deadline, waiterId, signal, attempt, result, limits.reserve_ms);
   }
 
   // The wait loop of docs/lua-protocol.md "Waiting and the line".
@@ -587,6 +641,7 @@ export class PathLock {
     signal: AbortSignal | undefined,
     attempt: (reserve: number) => Promise<unknown[]>,
     result: (r: unknown[]) => AcquireResult,
+    maxReserveMs: number,
   ): Promise<AcquireResult> {
     const sleeper = new Sleeper();
     const onMessage = (payload: string) => {
@@ -604,7 +659,7 @@ export class PathLock {
         const last = left <= 0;
         sleeper.woken = false;
         placeMayExist = waiterId !== '';
-        const r = await attempt(last ? 0 : Math.min(left + RECHECK_MS, MAX_RESERVATION_MS));
+        const r = await attempt(last ? 0 : Math.min(left + RECHECK_MS, maxReserveMs));
         if (r[0] === 'granted') placeMayExist = false;
         const res = result(r);
         if (signal?.aborted) {
@@ -619,7 +674,9 @@ export class PathLock {
         }
         if (!detach) {
           // Subscribe, then try again at once (a removal before it is not missed).
-          detach = await this.shared.wake.attach(this.keys[8], () => this.wakeNode(), onMessage);
+          const c = await this.contract();
+          const wakeKey = this.keysOf(c)[c.keys.suffixes.indexOf('wake')];
+          detach = await this.shared.wake.attach(wakeKey, () => this.wakeNode(), onMessage);
           if (signal?.aborted) throw abortReason(signal);
           continue;
         }
@@ -682,7 +739,8 @@ export class PathLock {
     ttlMs?: number,
     options: CallOptions = {},
   ): Promise<{ renewed: true; expiresInMs: number } | { renewed: false }> {
-    const ttl = ttlMs === undefined ? '' : wholeMs('ttlMs', ttlMs, 1, MAX_TTL_MS);
+    const maxTtl = ttlMs === undefined ? 0 : (await untilAborted(this.contract(), options.signal)).limits.ttl_ms;
+    const ttl = ttlMs === undefined ? '' : wholeMs('ttlMs', ttlMs, 1, maxTtl);
     const r = await untilAborted(this.fcall('renew', [id, token, ttl]), options.signal);
     return r[0] === 'renewed' ? { renewed: true, expiresInMs: Number(r[1]) } : { renewed: false };
   }
@@ -708,7 +766,7 @@ export class PathLock {
   /** One page of the live locks at or inside `prefix`, by fence. */
   async list(o: { prefix?: string; limit?: number; after?: string | null } = {}): Promise<ListPage> {
     const prefix = normalizePath(o.prefix ?? '/');
-    const limit = wholeMs('limit', o.limit ?? 1000, 1, 10000);
+    const limit = wholeMs('limit', o.limit ?? 1000, 1, (await this.contract()).limits.list_limit);
     const after = o.after ?? '';
     if (after !== '' && !/^\d{1,16}$/.test(after)) throw new InvalidRequestError(`'${after}' is not a cursor`);
     const r = await this.fcall('list', [prefix, limit, after]);
@@ -732,7 +790,7 @@ export class PathLock {
     o: { op: string; paths?: string[]; targets?: Record<string, string>; limit?: number },
   ): Promise<{ blockers: Blocker[]; truncated: boolean }> {
     const paths = await this.pathsOf(o);
-    const limit = wholeMs('limit', o.limit ?? 1000, 1, 1000);
+    const limit = wholeMs('limit', o.limit ?? 1000, 1, (await this.contract()).limits.blockers_limit);
     const r = await this.fcall('blockers', [o.op, ...paths, limit], true);
     const blockers = (r.slice(2) as unknown[][]).map((b) => rowOf(BLOCKER_FIELDS, b));
     return { blockers, truncated: Number(r[1]) === 1 };
@@ -741,7 +799,7 @@ export class PathLock {
   /** The waiting requests with a place in line at or inside `prefix`, oldest first (read-only). */
   async waiters(o: { prefix?: string; limit?: number } = {}): Promise<Waiter[]> {
     const prefix = normalizePath(o.prefix ?? '/');
-    const limit = wholeMs('limit', o.limit ?? 1000, 1, 1000);
+    const limit = wholeMs('limit', o.limit ?? 1000, 1, (await this.contract()).limits.waiters_limit);
     const r = await this.fcall('waiters', [prefix, limit], true);
     return (r.slice(1) as unknown[][]).map((w) => rowOf(WAITER_FIELDS, w));
   }

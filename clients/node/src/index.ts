@@ -1,5 +1,5 @@
 export * from './errors';
 export * from './paths';
-export { parseLibrary, prefixOfName, LibraryInfo } from './library';
+export { parseLibrary, prefixOfName, parseContract, rolesIn, protocolAtLeast, LibraryInfo, Contract, ContractLimits } from './library';
 export * from './client';
 export { LeaseKeeper, Lease, LostReason } from './keeper';

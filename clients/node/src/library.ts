@@ -1,7 +1,9 @@
-// The Functions library: its name, its function prefix and, when its text is
-// known, the operations of its matrix (read from the data chunk the library
-// starts with: `PL_OPS = { ["op"] = { first = N, roles = { "r", ... }, ... } }`).
-import { InvalidRequestError } from './errors';
+// The Functions library: its name and function prefix (from its first line,
+// Redis's own `#!lua name=` header), and what it says about itself through
+// its read-only function `contract` (protocol 4.2,
+// docs/lua-protocol.md#contract-read-only). The client never reads the
+// library's Lua text for anything else.
+import { BackendError, InvalidRequestError } from './errors';
 
 /** What a client knows of the library it calls. */
 export interface LibraryInfo {
@@ -11,65 +13,68 @@ export interface LibraryInfo {
   prefix: string;
   /** The library text, when known (needed to load it). */
   text?: string;
-  /** Operation name -> its roles in order, when the text is known. */
-  ops?: Map<string, string[]>;
-  matrixName?: string;
-  matrixVersion?: string;
-  fingerprint?: string;
 }
 
-// A Lua string literal as the library builder writes it: "..." with \" \\
-// and \ddd escapes.
-function luaString(literal: string): string {
-  const body = literal.slice(1, -1);
-  const bytes: number[] = [];
-  for (let i = 0; i < body.length; i++) {
-    const ch = body[i];
-    if (ch === '\\') {
-      const m = /^\d{1,3}/.exec(body.slice(i + 1));
-      if (m) {
-        bytes.push(Number(m[0]));
-        i += m[0].length;
-      } else {
-        bytes.push(body.charCodeAt(i + 1));
-        i += 1;
-      }
-    } else {
-      for (const b of Buffer.from(ch, 'utf8')) bytes.push(b);
-    }
+/** The limits of a library's contract (the C++ constants its functions enforce). */
+export interface ContractLimits {
+  ttl_ms: number;
+  reserve_ms: number;
+  owner_bytes: number;
+  id_chars: number;
+  token_bytes: number;
+  idempotency_key_chars: number;
+  namespace_bytes: number;
+  list_limit: number;
+  blockers_limit: number;
+  waiters_limit: number;
+  [name: string]: number;
+}
+
+/** The library's answer to `FCALL_RO <prefix>contract 0` (docs/lua-protocol.md#contract-read-only). */
+export interface Contract {
+  /** `major.minor`, e.g. `4.2`. */
+  protocol: string;
+  layout: number;
+  matrix: { name: string; version: string; fingerprint: string };
+  keys: { pattern: string; suffixes: string[] };
+  operations: { name: string; roles: string[] }[];
+  relations: string[];
+  limits: ContractLimits;
+  functions: { name: string; keys: number; args: string[]; optional: string[][]; flags: string[]; replies: string[] }[];
+  replies: Record<string, unknown>;
+  errors: { prefix: string; changed: string; retry: string }[];
+}
+
+/** Reads the JSON a library's `contract` answers; BackendError when it lacks what a client needs. */
+export function parseContract(json: string): Contract {
+  let c: Contract;
+  try {
+    c = JSON.parse(json) as Contract;
+  } catch (e) {
+    throw new BackendError(`the library's contract is not JSON: ${(e as Error).message}`, { cause: e });
   }
-  return Buffer.from(bytes).toString('utf8');
+  if (typeof c?.protocol !== 'string' || !Array.isArray(c.operations) || typeof c.limits !== 'object' || !Array.isArray(c.keys?.suffixes))
+    throw new BackendError("the library's contract lacks protocol, operations, limits or keys");
+  return c;
 }
 
-const LITERAL = '"(?:[^"\\\\]|\\\\.)*"';
+/** The roles of `op` in role order, undefined for an operation the contract does not name. */
+export function rolesIn(contract: Contract, op: string): string[] | undefined {
+  return contract.operations.find((o) => o.name === op)?.roles;
+}
 
-/** Reads a library text: its name, prefix, matrix and operations. */
+/** Is the contract's protocol `version` (`major.minor`) or later? */
+export function protocolAtLeast(contract: Contract, version: string): boolean {
+  const [a, b] = contract.protocol.split('.').map(Number);
+  const [x, y] = version.split('.').map(Number);
+  return a > x || (a === x && (b ?? 0) >= (y ?? 0));
+}
+
+/** Reads a library text's first line: its name and function prefix. */
 export function parseLibrary(text: string): LibraryInfo {
-  const first = /^#!lua name=(pathlock_v(\d+)_([0-9a-f]+))\s*\n/.exec(text);
+  const first = /^#!lua name=(pathlock_v\d+_[0-9a-f]+)\s*\n/.exec(text);
   if (!first) throw new InvalidRequestError("not a pathlock library: its first line must be '#!lua name=pathlock_v<N>_<H>'");
-  const name = first[1];
-  const prefixMatch = /local PL_FUNCTION_PREFIX = "([^"]*)"/.exec(text);
-  const prefix = prefixMatch ? prefixMatch[1] : `pl_v${first[2]}_${first[3]}_`;
-  const info: LibraryInfo = { name, prefix, text, ops: new Map() };
-  const constant = (n: string) => {
-    const m = new RegExp(`local ${n} = (${LITERAL})`).exec(text);
-    return m ? luaString(m[1]) : undefined;
-  };
-  info.matrixName = constant('PL_MATRIX_NAME');
-  info.matrixVersion = constant('PL_MATRIX_VERSION');
-  info.fingerprint = constant('PL_FINGERPRINT');
-  const start = text.indexOf('local PL_OPS = {\n');
-  if (start >= 0) {
-    const end = text.indexOf('\n}', start);
-    const block = text.slice(start, end);
-    const opLine = new RegExp(`^\\s*\\[(${LITERAL})\\] = \\{ first = \\d+, roles = \\{ ((?:${LITERAL}(?:, )?)*) \\}`, 'gm');
-    for (let m; (m = opLine.exec(block)); ) {
-      const roles = m[2].match(new RegExp(LITERAL, 'g')) ?? [];
-      info.ops!.set(luaString(m[1]), roles.map(luaString));
-    }
-  }
-  if (info.ops!.size === 0) info.ops = undefined;
-  return info;
+  return { name: first[1], prefix: prefixOfName(first[1]), text };
 }
 
 /** The prefix of a library name: `pathlock_v4_<H>` -> `pl_v4_<H>_`. */

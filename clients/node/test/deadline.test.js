@@ -37,6 +37,8 @@ for (const waitMs of [0, 60_000]) {
     const released = [];
     sub.on('smessage', (_channel, message) => released.push(message));
     await sub.ssubscribe(`pl:{${pl.namespace}}:wake`);
+    // The contract is read on first use: read it first, so that what stalls is the acquire.
+    await pl.contract();
     await pauseServer(2000);
     const signal = AbortSignal.timeout(DEADLINE_MS);
     await rejectsInTime(pl.acquire({ owner: 'b', op: 'upload', paths: ['/d/x'], waitMs, signal }), 'TimeoutError');

@@ -28,9 +28,19 @@ final class LockEngine implements LockEngineInterface
     public const MAX_LIST_LIMIT = 10000;
     public const MAX_BLOCKERS = 1000;
     public const MAX_WAITERS = 1000;
+    /**
+     * How long past its wait a waiting acquire may take when the server
+     * stalls: its last attempt waits at most this long for its answer.
+     */
+    public const WAIT_MARGIN_MS = 250;
     private const KEY_SUFFIXES = ['meta', 'idx', 'locks', 'exp', 'ent', 'wq', 'wexp', 'wrec', 'wake'];
+    private const CLOCK_REFRESH_MS = 30000;
 
     private ?Endpoint $wakeEndpoint;
+    private ?Contract $contract = null;
+    /** @var array{float, float}|null the server's clock: [s0 (ms since the epoch), m0 (nowMs() when read)] */
+    private ?array $serverClock = null;
+    private float $clockReadAt = -INF;
 
     /**
      * @param \Redis $redis a connected phpredis client (calls go through it)
@@ -89,7 +99,76 @@ final class LockEngine implements LockEngineInterface
             if (!str_contains($err, 'already exists')) {
                 throw new BackendException("redis: FUNCTION LOAD: $err");
             }
+            $this->checkSameLibrary();
         }
+    }
+
+    /** A library of this name is loaded: it must be this very text, else refused (never replaced). */
+    private function checkSameLibrary(): void
+    {
+        $name = $this->library->name;
+        $list = $this->redis->rawCommand('FUNCTION', 'LIST', 'LIBRARYNAME', $name, 'WITHCODE');
+        foreach (is_array($list) ? $list : [] as $entry) {
+            $fields = is_array($entry) ? $entry : [];
+            $at = array_search('library_name', $fields, true);
+            $code = array_search('library_code', $fields, true);
+            if ($at !== false && ($fields[$at + 1] ?? null) === $name && $code !== false
+                && rtrim((string) $fields[$code + 1]) !== rtrim((string) $this->library->code)) {
+                throw new BackendException("another library named $name is loaded (its code differs from the one given); not replaced");
+            }
+        }
+    }
+
+    /**
+     * What the loaded library says about itself (its function `contract`,
+     * protocol 4.2): operations and roles, limits, keys; read once, loading
+     * the library first where it is missing. A library older than 4.2 has
+     * no `contract`: BackendException naming the protocol.
+     */
+    public function contract(): Contract
+    {
+        if ($this->contract !== null) {
+            return $this->contract;
+        }
+        $fn = $this->library->functionPrefix . 'contract';
+        for ($try = 0; ; $try++) {
+            try {
+                $this->redis->clearLastError();
+                $r = $this->redis->rawCommand('FCALL_RO', $fn, '0');
+            } catch (\RedisException $e) {
+                throw $this->lostReply('contract', self::nowMs(), $e);
+            }
+            if (is_array($r) && ($r[0] ?? null) === 'contract') {
+                $this->contract = Contract::fromJson((string) $r[1]);
+                $this->clockReadAt = self::nowMs();
+                $this->serverClock = $this->readServerClock();
+                return $this->contract;
+            }
+            $err = (string) ($this->redis->getLastError() ?? '');
+            if (!str_starts_with($err, 'ERR Function not found')) {
+                throw new BackendException("redis: contract: " . ($err !== '' ? $err : 'unexpected reply'));
+            }
+            if ($try > 0 || !$this->libraryMissing()) {
+                throw new BackendException(
+                    "the library {$this->library->name} has no function 'contract': it is older than protocol 4.2 "
+                    . '(pathlock 0.3), which this client needs; load the library shipped with this package (Library::bundled())',
+                );
+            }
+            $this->loadLibrary();
+        }
+    }
+
+    /** Whether no library of this name is loaded. */
+    private function libraryMissing(): bool
+    {
+        $list = $this->redis->rawCommand('FUNCTION', 'LIST', 'LIBRARYNAME', $this->library->name);
+        foreach (is_array($list) ? $list : [] as $entry) {
+            $at = is_array($entry) ? array_search('library_name', $entry, true) : false;
+            if ($at !== false && $entry[$at + 1] === $this->library->name) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /**
@@ -132,7 +211,9 @@ final class LockEngine implements LockEngineInterface
         try {
             return $this->wait($namespace, $args, $paths, self::nowMs() + $waitMs, $waiter, $cancellation);
         } catch (\Throwable $e) {
-            if ($inLine) {
+            // After a timeout the server stalls: leaving would wait on it too, and
+            // the place ends with its reservation (at most 2 s) anyway.
+            if ($inLine && !$e instanceof TimeoutException) {
                 try {
                     $this->leave($namespace, $waiter);
                 } catch (\Throwable) {
@@ -147,22 +228,23 @@ final class LockEngine implements LockEngineInterface
     private function checkAcquire(string $namespace, string $owner, int $ttlMs, int $waitMs, ?Grant $reenter, ?string $idempotencyKey): void
     {
         self::checkNamespace($namespace);
-        self::checkOwner($owner);
-        if ($ttlMs < 1 || $ttlMs > self::MAX_TTL_MS) {
-            throw new InvalidRequestException(sprintf('ttl %d ms is outside 1..%d ms', $ttlMs, self::MAX_TTL_MS));
+        $this->checkOwner($owner);
+        $maxTtl = $this->contract()->limit('ttl_ms');
+        if ($ttlMs < 1 || $ttlMs > $maxTtl) {
+            throw new InvalidRequestException(sprintf('ttl %d ms is outside 1..%d ms', $ttlMs, $maxTtl));
         }
-        if ($waitMs < 0 || $waitMs > self::MAX_TTL_MS) {
-            throw new InvalidRequestException(sprintf('wait %d ms is outside 0..%d ms', $waitMs, self::MAX_TTL_MS));
+        if ($waitMs < 0 || $waitMs > $maxTtl) {
+            throw new InvalidRequestException(sprintf('wait %d ms is outside 0..%d ms', $waitMs, $maxTtl));
         }
         if ($reenter !== null) {
-            self::checkId($reenter->id, 'reenter_id');
-            self::checkToken($reenter->token, 'reenter_token');
+            $this->checkId($reenter->id, 'reenter_id');
+            $this->checkToken($reenter->token, 'reenter_token');
             if ($idempotencyKey !== null && $idempotencyKey !== '') {
                 throw new InvalidRequestException('a reentry (reenter_id) takes no idempotency_key: the lock it proves is already known');
             }
         }
         if ($idempotencyKey !== null) {
-            self::checkIdempotencyKey($idempotencyKey);
+            $this->checkIdempotencyKey($idempotencyKey);
         }
     }
 
@@ -186,8 +268,8 @@ final class LockEngine implements LockEngineInterface
                 $final = $left <= 0;   // a refusal now is the answer
                 // The reservation outlasts the deadline by one re-check, so the
                 // last attempt still finds its own place.
-                $args[$last] = (string) ($final || $waiter === '' ? 0 : min($left + self::RECHECK_MS, self::MAX_RESERVATION_MS));
-                $out = $this->attempt($namespace, $args);
+                $args[$last] = (string) ($final || $waiter === '' ? 0 : min($left + self::RECHECK_MS, $this->contract()->limit('reserve_ms')));
+                $out = $this->attempt($namespace, $args, $deadline);
                 if ($out->grant !== null && $waited && $cancellation?->isCancelled()) {
                     // a grant that raced the cancellation: given back, never dropped
                     $this->release($namespace, $out->grant->id, $out->grant->token);
@@ -281,8 +363,8 @@ final class LockEngine implements LockEngineInterface
     public function release(string $namespace, string $id, string $token): bool
     {
         self::checkNamespace($namespace);
-        self::checkId($id, 'id');
-        self::checkToken($token, 'token');
+        $this->checkId($id, 'id');
+        $this->checkToken($token, 'token');
         $r = $this->call('release', $namespace, [$id, $token]);
         return $r[0] === 'released';
     }
@@ -291,10 +373,11 @@ final class LockEngine implements LockEngineInterface
     public function renew(string $namespace, string $id, string $token, ?int $ttlMs = null): bool
     {
         self::checkNamespace($namespace);
-        self::checkId($id, 'id');
-        self::checkToken($token, 'token');
-        if ($ttlMs !== null && ($ttlMs < 1 || $ttlMs > self::MAX_TTL_MS)) {
-            throw new InvalidRequestException(sprintf('ttl %d ms is outside 1..%d ms', $ttlMs, self::MAX_TTL_MS));
+        $this->checkId($id, 'id');
+        $this->checkToken($token, 'token');
+        $maxTtl = $this->contract()->limit('ttl_ms');
+        if ($ttlMs !== null && ($ttlMs < 1 || $ttlMs > $maxTtl)) {
+            throw new InvalidRequestException(sprintf('ttl %d ms is outside 1..%d ms', $ttlMs, $maxTtl));
         }
         $r = $this->call('renew', $namespace, [$id, $token, $ttlMs === null ? '' : (string) $ttlMs]);
         return $r[0] === 'renewed';
@@ -304,8 +387,8 @@ final class LockEngine implements LockEngineInterface
     public function isHeld(string $namespace, string $id, string $token): bool
     {
         self::checkNamespace($namespace);
-        self::checkId($id, 'id');
-        self::checkToken($token, 'token');
+        $this->checkId($id, 'id');
+        $this->checkToken($token, 'token');
         $r = $this->call('held', $namespace, [$id, $token], true);
         return (int) ($r[1] ?? 0) === 1;
     }
@@ -314,7 +397,7 @@ final class LockEngine implements LockEngineInterface
     public function forceRelease(string $namespace, string $id): bool
     {
         self::checkNamespace($namespace);
-        self::checkId($id, 'id');
+        $this->checkId($id, 'id');
         $r = $this->call('force_release', $namespace, [$id]);
         return $r[0] === 'released';
     }
@@ -329,7 +412,7 @@ final class LockEngine implements LockEngineInterface
         $out = [];
         $after = '';
         do {
-            $page = $this->listPage($namespace, $prefix, self::MAX_LIST_LIMIT, $after);
+            $page = $this->listPage($namespace, $prefix, $this->contract()->limit('list_limit'), $after);
             array_push($out, ...$page->locks);
             $after = $page->next;
         } while ($after !== '');
@@ -341,9 +424,7 @@ final class LockEngine implements LockEngineInterface
     {
         self::checkNamespace($namespace);
         $prefix = self::resolvePrefix($prefix);
-        if ($limit < 1 || $limit > self::MAX_LIST_LIMIT) {
-            throw new InvalidRequestException(sprintf('limit %d is outside 1..%d', $limit, self::MAX_LIST_LIMIT));
-        }
+        $this->checkLimit($limit, 'list_limit');
         if ($after !== '' && preg_match('/\A[0-9]{1,16}\z/', $after) !== 1) {
             throw new InvalidRequestException("cursor '$after' is not a cursor of this namespace (the \"next\" of a page)");
         }
@@ -373,10 +454,12 @@ final class LockEngine implements LockEngineInterface
     {
         self::checkNamespace($namespace);
         $paths = $this->resolveTargets($op, $targets);
-        if ($limit < 1 || $limit > self::MAX_BLOCKERS) {
-            throw new InvalidRequestException(sprintf('limit %d is outside 1..%d', $limit, self::MAX_BLOCKERS));
+        $this->checkLimit($limit, 'blockers_limit');
+        try {
+            $r = $this->call('blockers', $namespace, [$op, ...$paths, (string) $limit], true);
+        } catch (InvalidRequestException $e) {
+            throw $this->withPaths($e, $op, $paths);
         }
-        $r = $this->call('blockers', $namespace, [$op, ...$paths, (string) $limit], true);
         $rows = [];
         foreach (array_slice($r, 2) as $b) {
             $rows[] = new Blocker(
@@ -407,9 +490,7 @@ final class LockEngine implements LockEngineInterface
     {
         self::checkNamespace($namespace);
         $prefix = self::resolvePrefix($prefix);
-        if ($limit < 1 || $limit > self::MAX_WAITERS) {
-            throw new InvalidRequestException(sprintf('limit %d is outside 1..%d', $limit, self::MAX_WAITERS));
-        }
+        $this->checkLimit($limit, 'waiters_limit');
         $r = $this->call('waiters', $namespace, [$prefix, (string) $limit], true);
         $out = [];
         foreach (array_slice($r, 1) as $w) {
@@ -422,7 +503,7 @@ final class LockEngine implements LockEngineInterface
     public function leave(string $namespace, string $waiterId): bool
     {
         self::checkNamespace($namespace);
-        self::checkId($waiterId, 'waiter_id');
+        $this->checkId($waiterId, 'waiter_id');
         $r = $this->call('leave', $namespace, [$waiterId]);
         return (int) ($r[1] ?? 0) === 1;
     }
@@ -435,10 +516,131 @@ final class LockEngine implements LockEngineInterface
 
     // --- internals -----------------------------------------------------------
 
-    /** @param list<string> $args */
-    private function attempt(string $namespace, array $args): AcquireResult
+    /**
+     * One acquire, with its deadline_ms (protocol 4.2) on the server's clock:
+     * the moment this client stops waiting for the answer, which is the
+     * command timeout, or for a waiting acquire at most $until (nowMs()
+     * clock) + WAIT_MARGIN_MS. A `late` answer (the server's clock ran
+     * ahead of this client's estimate) is sent once more with a fresh one.
+     *
+     * @param list<string> $args
+     */
+    private function attempt(string $namespace, array $args, ?float $until = null): AcquireResult
     {
-        $r = $this->call('acquire', $namespace, $args);
+        $deadlines = $this->contract()->atLeast('4.2');
+        for ($try = 0; ; $try++) {
+            if ($deadlines) {
+                $this->refreshServerClock($until);
+            }
+            $budget = $this->budgetMs($until);
+            $sent = $deadlines ? [...$args, $this->serverDeadline($budget)] : $args;
+            try {
+                $r = $this->withReadTimeout($budget, fn(): array => $this->call('acquire', $namespace, $sent));
+            } catch (InvalidRequestException $e) {
+                throw $this->withPaths($e, $args[1], array_slice($args, 8));
+            }
+            if ($r[0] !== 'late') {
+                return $this->acquireResult($r);
+            }
+            $this->serverClock = [(float) $r[1], self::nowMs()];
+            if ($try > 0) {
+                throw new BackendException('acquire reached the server after its deadline twice (the server\'s clock runs ahead); nothing was taken');
+            }
+        }
+    }
+
+    /**
+     * The library's "OP: A may not be B or inside it" as the C++ engine says
+     * it, with the paths ("OP: A '/x/y' is inside B '/x'"); other messages as they are.
+     *
+     * @param list<string> $paths the request's paths in role order (and maybe more arguments after them)
+     */
+    private function withPaths(InvalidRequestException $e, string $op, array $paths): InvalidRequestException
+    {
+        $roles = $this->contract()->roles($op) ?? [];
+        if (preg_match('/\A\S+: (\S+) may not be (\S+) or inside it\z/', $e->getMessage(), $m) !== 1) {
+            return $e;
+        }
+        $i = array_search($m[1], $roles, true);
+        $j = array_search($m[2], $roles, true);
+        if ($i === false || $j === false || !isset($paths[$i], $paths[$j])) {
+            return $e;
+        }
+        $how = $paths[$i] === $paths[$j] ? 'the same as' : 'inside';
+        return new InvalidRequestException(sprintf("%s: %s '%s' is %s %s '%s'", $op, $m[1], $paths[$i], $how, $m[2], $paths[$j]), 0, $e);
+    }
+
+    /** How long (ms) an attempt waits for its answer: the command timeout, or up to $until + WAIT_MARGIN_MS. */
+    private function budgetMs(?float $until): float
+    {
+        $command = (float) $this->redis->getReadTimeout() * 1000;
+        $command = $command > 0 ? $command : INF;
+        return $until === null ? $command : min($command, max(0.0, $until - self::nowMs()) + self::WAIT_MARGIN_MS);
+    }
+
+    /** Reads the server's clock again when the last reading is 30 s old (within the attempt's budget). */
+    private function refreshServerClock(?float $until): void
+    {
+        if (self::nowMs() - $this->clockReadAt >= self::CLOCK_REFRESH_MS) {
+            $this->clockReadAt = self::nowMs();
+            $this->serverClock = $this->withReadTimeout($this->budgetMs($until), fn(): ?array => $this->readServerClock());
+        }
+    }
+
+    /**
+     * deadline_ms for a call that waits $budget ms from now: the server's
+     * clock as last read (TIME) plus the time since, plus the budget
+     * (docs/lua-protocol.md#deadlines); '' when TIME is not allowed.
+     */
+    private function serverDeadline(float $budget): string
+    {
+        if ($this->serverClock === null || is_infinite($budget)) {
+            return '';
+        }
+        [$s0, $m0] = $this->serverClock;
+        return sprintf('%.0f', floor($s0 + (self::nowMs() - $m0) + $budget));
+    }
+
+    /** @return array{float, float}|null [the server's TIME in ms, nowMs() at its arrival]; null without TIME rights */
+    private function readServerClock(): ?array
+    {
+        $start = self::nowMs();
+        try {
+            $this->redis->clearLastError();
+            $t = $this->redis->rawCommand('TIME');
+        } catch (\RedisException $e) {
+            throw $this->lostReply('TIME', $start, $e);
+        }
+        if (!is_array($t) || count($t) !== 2) {
+            return null;
+        }
+        return [(float) $t[0] * 1000 + intdiv((int) $t[1], 1000), self::nowMs()];
+    }
+
+    /**
+     * $call with the connection's read timeout set to $ms (restored after).
+     *
+     * @template T
+     * @param callable(): T $call
+     * @return T
+     */
+    private function withReadTimeout(float $ms, callable $call): mixed
+    {
+        $old = (float) $this->redis->getReadTimeout();
+        if (is_infinite($ms) || abs($ms / 1000 - $old) < 1e-6) {
+            return $call();
+        }
+        $this->redis->setOption(\Redis::OPT_READ_TIMEOUT, $ms / 1000);
+        try {
+            return $call();
+        } finally {
+            $this->redis->setOption(\Redis::OPT_READ_TIMEOUT, $old);
+        }
+    }
+
+    /** @param array<int,mixed> $r */
+    private function acquireResult(array $r): AcquireResult
+    {
         switch ($r[0]) {
             case 'granted':
                 return AcquireResult::granted(new Grant((string) $r[1], (string) $r[2], (int) $r[3], (int) $r[4], (int) $r[5]));
@@ -472,7 +674,7 @@ final class LockEngine implements LockEngineInterface
      */
     private function call(string $fn, string $namespace, array $args, bool $readOnly = false): array
     {
-        $keys = self::keys($namespace);
+        $keys = array_map(fn(string $s): string => "pl:{{$namespace}}:$s", $this->contract()->keySuffixes);
         for ($try = 0; ; $try++) {
             $start = self::nowMs();
             try {
@@ -626,11 +828,11 @@ final class LockEngine implements LockEngineInterface
      */
     private function resolveTargets(string $op, array $targets): array
     {
-        $roles = $this->library->roles($op);
-        if ($roles === null && $this->library->knowsOperations()) {
+        $roles = $this->contract()->roles($op);
+        if ($roles === null) {
             throw new InvalidRequestException("unknown operation '$op'");
         }
-        if ($roles !== null && count($targets) !== count($roles)) {
+        if (count($targets) !== count($roles)) {
             throw new InvalidRequestException(sprintf(
                 "operation '%s' takes %d target(s) (%s), got %d",
                 $op,
@@ -654,19 +856,6 @@ final class LockEngine implements LockEngineInterface
                 throw new InvalidRequestException("$role path: " . $e->getMessage(), 0, $e);
             }
         }
-        foreach ($this->library->notInside($op) as [$inner, $outer]) {
-            if (isset($paths[$inner], $paths[$outer]) && Paths::within($paths[$inner], $paths[$outer])) {
-                throw new InvalidRequestException(sprintf(
-                    "%s: %s '%s' is %s %s '%s'",
-                    $op,
-                    $roles[$inner],
-                    $paths[$inner],
-                    $paths[$inner] === $paths[$outer] ? 'the same as' : 'inside',
-                    $roles[$outer],
-                    $paths[$outer],
-                ));
-            }
-        }
         return $paths;
     }
 
@@ -677,7 +866,7 @@ final class LockEngine implements LockEngineInterface
      * @param list<string>|null $roles
      * @return list<array{string, mixed}>
      */
-    private static function orderTargets(string $op, array $targets, ?array $roles): array
+    private static function orderTargets(string $op, array $targets, array $roles): array
     {
         $ordered = [];
         if (array_is_list($targets)) {
@@ -685,11 +874,6 @@ final class LockEngine implements LockEngineInterface
                 $ordered[] = [$roles[$i] ?? "#$i", $path];
             }
         } else {
-            if ($roles === null) {
-                throw new InvalidRequestException(
-                    'the roles of the operations are unknown (library given by prefix): give the paths as a list in role order',
-                );
-            }
             foreach ($roles as $role) {
                 if (!array_key_exists($role, $targets)) {
                     $unknown = array_diff(array_keys($targets), $roles);
@@ -736,13 +920,14 @@ final class LockEngine implements LockEngineInterface
         }
     }
 
-    private static function checkOwner(string $owner): void
+    private function checkOwner(string $owner): void
     {
         if ($owner === '') {
             throw new InvalidRequestException('owner is empty');
         }
-        if (strlen($owner) > 256) {
-            throw new InvalidRequestException(sprintf('owner is %d bytes; the limit is 256', strlen($owner)));
+        $max = $this->contract()->limit('owner_bytes');
+        if (strlen($owner) > $max) {
+            throw new InvalidRequestException(sprintf('owner is %d bytes; the limit is %d', strlen($owner), $max));
         }
         $problem = Paths::textProblem($owner);
         if ($problem !== null) {
@@ -750,24 +935,36 @@ final class LockEngine implements LockEngineInterface
         }
     }
 
-    private static function checkId(string $id, string $what): void
+    private function checkId(string $id, string $what): void
     {
-        if (preg_match('/\A[A-Za-z0-9-]{1,64}\z/', $id) !== 1) {
-            throw new InvalidRequestException("$what must be 1..64 characters of [A-Za-z0-9-]");
+        $max = $this->contract()->limit('id_chars');
+        if (preg_match('/\A[A-Za-z0-9-]+\z/', $id) !== 1 || strlen($id) > $max) {
+            throw new InvalidRequestException("$what must be 1..$max characters of [A-Za-z0-9-]");
         }
     }
 
-    private static function checkToken(string $token, string $what): void
+    private function checkToken(string $token, string $what): void
     {
-        if ($token === '' || strlen($token) > 256) {
-            throw new InvalidRequestException("$what must be 1..256 bytes");
+        $max = $this->contract()->limit('token_bytes');
+        if ($token === '' || strlen($token) > $max) {
+            throw new InvalidRequestException("$what must be 1..$max bytes");
         }
     }
 
-    private static function checkIdempotencyKey(string $key): void
+    private function checkIdempotencyKey(string $key): void
     {
-        if (preg_match('/\A[A-Za-z0-9._:-]{1,128}\z/', $key) !== 1) {
-            throw new InvalidRequestException('idempotency_key must be 1..128 characters of [A-Za-z0-9._:-]');
+        $max = $this->contract()->limit('idempotency_key_chars');
+        if (preg_match('/\A[A-Za-z0-9._:-]+\z/', $key) !== 1 || strlen($key) > $max) {
+            throw new InvalidRequestException("idempotency_key must be 1..$max characters of [A-Za-z0-9._:-]");
+        }
+    }
+
+    /** A page size: 1 up to the contract's limit $name. */
+    private function checkLimit(int $limit, string $name): void
+    {
+        $max = $this->contract()->limit($name);
+        if ($limit < 1 || $limit > $max) {
+            throw new InvalidRequestException(sprintf('limit %d is outside 1..%d', $limit, $max));
         }
     }
 

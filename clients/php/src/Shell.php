@@ -182,11 +182,11 @@ final class Shell implements Cancellation
             throw new InvalidRequestException('reenter=ID and token=TOKEN come together');
         }
         [$owner, $op] = $positional;
-        $roles = $this->engine->library()->roles($op);
-        if ($roles === null && $this->engine->library()->knowsOperations()) {
+        $roles = $this->engine->contract()->roles($op);
+        if ($roles === null) {
             throw new InvalidRequestException("unknown operation '$op'");
         }
-        if ($roles !== null && count($positional) - 2 !== count($roles)) {
+        if (count($positional) - 2 !== count($roles)) {
             throw new InvalidRequestException(sprintf("operation '%s' takes %d path(s), got %d", $op, count($roles), count($positional) - 2));
         }
         $reenter = $reenterId !== null ? new Grant($reenterId, (string) $token, 0, 0, 0) : null;
@@ -283,11 +283,11 @@ final class Shell implements Cancellation
             throw new InvalidRequestException('usage: blockers OP PATH [DST_PATH] [fair=true|false] [limit=N]');
         }
         $op = $positional[0];
-        $roles = $this->engine->library()->roles($op);
-        if ($roles === null && $this->engine->library()->knowsOperations()) {
+        $roles = $this->engine->contract()->roles($op);
+        if ($roles === null) {
             throw new InvalidRequestException("unknown operation '$op'");
         }
-        if ($roles !== null && count($positional) - 1 !== count($roles)) {
+        if (count($positional) - 1 !== count($roles)) {
             throw new InvalidRequestException(sprintf("operation '%s' takes %d path(s), got %d", $op, count($roles), count($positional) - 1));
         }
         $page = $this->engine->blockers($this->namespace, $op, array_slice($positional, 1), $limit ?? LockEngine::MAX_BLOCKERS);
