@@ -4,15 +4,14 @@ composer.json names the artifact repository that tools/release/php.sh
 wrote, `composer require pathlock/pathlock` installs it (packagist stays
 enabled and is unreachable here: composer must not need it), and the doc's
 example runs against a real redis-server on a free loopback port, with the
-library file the release ships.
+Functions library the composer package holds (Library::bundled()).
 
 PATHLOCK_TEST_DIST: the folder the release command wrote (CTest's fixture
 `release_dist`), else tools/release/php.sh writes one into a
-temporary folder. PATHLOCK_LIBRARY: the Functions library file (.lua).
+temporary folder.
 """
 import os
 import pathlib
-import shutil
 import subprocess
 import tempfile
 
@@ -58,15 +57,14 @@ def test_installed_from_the_artifact(project):
     proj, _ = project
     pkg = proj / "vendor" / "pathlock" / "pathlock"
     assert (pkg / "LICENSE").read_bytes() == (ROOT / "LICENSE").read_bytes()
+    bundled = (pkg / "library" / "pathlock_library.lua").read_text(encoding="utf-8")
+    assert bundled.startswith("#!lua name="), bundled[:80]
     lock = (proj / "composer.lock").read_text(encoding="utf-8")
     assert f'"version": "{VERSION}"' in lock and '"type": "zip"' in lock and '"MIT"' in lock
 
 
 def test_example_on_redis(project, redis_url):
     proj, env = project
-    library = os.environ.get("PATHLOCK_LIBRARY")
-    assert library, "PATHLOCK_LIBRARY (the library file of the release) is not set"
-    shutil.copy(library, proj / "pathlock_library.lua")
     for _ in range(2):   # a second run: the library is loaded already, nothing was left held
         out = subprocess.run(["php", "app.php", redis_url], cwd=proj, env=env, capture_output=True, text=True,
                              timeout=60)
