@@ -117,7 +117,7 @@ TEST_CASE("postgres: 10,000 abandoned namespaces, table sizes", "[.][pg-cleanup-
   auto engine = test::postgres_engine(nullptr, server.url());
   busy_call(*engine, "busy");
   const long long start = table_bytes(server);
-  for (int round = 1; round <= 2; ++round) {
+  for (int round = 1; round <= 3; ++round) {
     const std::string prefix = fmt::format("r{}-", round);
     abandon(*engine, prefix, 10000, 2000ms);
     const long long full = table_bytes(server);
@@ -131,4 +131,9 @@ TEST_CASE("postgres: 10,000 abandoned namespaces, table sizes", "[.][pg-cleanup-
                              round, start, full, after, 100.0 * static_cast<double>(after - start) / static_cast<double>(start),
                              rows_of(server, prefix));
   }
+  std::cout << server.sql("SELECT string_agg(c.relname || ' ' || pg_total_relation_size(c.oid), ', ') FROM pg_class c "
+                          "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'pathlock' AND c.relkind = 'r'")
+            << "\n";
+  server.sql("VACUUM FULL");
+  std::cout << fmt::format("after VACUUM FULL: {} bytes\n", table_bytes(server));
 }

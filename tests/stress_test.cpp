@@ -178,6 +178,9 @@ TEST_CASE("soak: kills, abandoned locks, waits and cancellations, and no violati
                            -1, out);
   close(out);
   CHECK(wait_exit(soak, 100s) == 0);
+  std::ifstream table_in(table);
+  for (std::string line; std::getline(table_in, line);)
+    if (line.find("VIOLATION") != std::string::npos) UNSCOPED_INFO(line);
   std::ifstream in(report);
   REQUIRE(in);
   const nlohmann::json r = nlohmann::json::parse(in);

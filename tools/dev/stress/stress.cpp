@@ -21,8 +21,8 @@
 // of the shipped one). Times are CLOCK_MONOTONIC: sent_ns is read before acquire was called,
 // granted_ns after it returned, released_ns before release was called and
 // then lowered to the end of the lease the thread can vouch for (sent_ns +
-// ttl, or the start of a successful renew + ttl): the server counts the lease
-// from a moment after the request was sent, so the logged interval lies
+// ttl - 2 ms, or the start of a successful renew + ttl - 2 ms): the server
+// counts the lease in whole ms from a moment after the request was sent, so the logged interval lies
 // inside the real holding interval even when a release is late or lost, and
 // two logged intervals that overlap mean the two locks really were held at
 // the same time.
@@ -113,6 +113,11 @@ std::unique_ptr<LockEngine> stress::connect_engine(const options::Parsed& opt, s
 }
 
 namespace {
+
+// The servers count leases in whole milliseconds of their clock (a grant at
+// t ends at floor_ms(t) + ttl): a lease may end up to 1 ms before sent + ttl.
+// The end a thread vouches for is this much earlier.
+constexpr std::int64_t kLeaseMargin = 2000000;
 
 using stress::connect_engine;
 using stress::monotonic_ns;
@@ -256,7 +261,8 @@ class StressThread {
     const std::int64_t from = monotonic_ns();
     const bool abandon = r_.abandon_every > 0 && pick(r_.abandon_every) == 0;
     // An abandoned lock is held at least until its lease ends (sent + ttl).
-    const std::int64_t lease_end = abandon ? sent + r_.ttl_ns : hold(got.grant, sent + r_.ttl_ns);
+    const std::int64_t vouched = sent + r_.ttl_ns - kLeaseMargin;
+    const std::int64_t lease_end = abandon ? vouched : hold(got.grant, vouched);
     const std::int64_t to = std::max(from, abandon ? lease_end : std::min(monotonic_ns(), lease_end));
     emit(fmt::format("hold\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n", got.grant.fence, req.op, targets, from, to,
                      req.owner, sent, got.grant.id, got.grant.holds, r_.fingerprint));
@@ -307,7 +313,7 @@ class StressThread {
       const bool renewed = r_.engine.renew(r_.ns, grant.id, grant.token);
       // The server answered before now: if now is inside the lease, the
       // lock was surely live when the server looked.
-      if (renewed) lease_end = renew_sent + r_.ttl_ns;
+      if (renewed) lease_end = renew_sent + r_.ttl_ns - kLeaseMargin;
       else if (monotonic_ns() < lease_end)
         r_.anomaly(fmt::format("renew refused for live lock fence {}", grant.fence));
       backoff_.succeeded();
