@@ -62,7 +62,7 @@ long long table_bytes(const devtools::PostgresServer& server) {
 
 }  // namespace
 
-TEST_CASE("postgres: abandoned namespaces lose their rows with no call on them; fences go on rising",
+TEST_CASE("postgres: abandoned namespaces lose their rows with no call on them, and fences go on rising",
           "[postgres][cleanup]") {
   devtools::PostgresServer server;  // private: whole tables are counted
   auto engine = test::postgres_engine(nullptr, server.url());
