@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -155,4 +156,50 @@ TEST_CASE("locks of a killed process free themselves after their lease", "[crash
   CHECK(engine->list(ns).empty());
   CHECK(server.keys("pl:{" + ns + "}:*") ==
         std::vector<std::string>{"pl:{" + ns + "}:meta"});
+}
+
+// The soak mode, short (docs/benchmarks.md, "Soak"): 20 s of four worker
+// processes with abandoned locks, waits and cancellations, one killed and
+// replaced every ~1.5 s; the history checks clean and every kind of event
+// happened. Hidden from the case list: its own CTest (stress_soak, label
+// stress) with its own time limit.
+TEST_CASE("soak: kills, abandoned locks, waits and cancellations, and no violation", "[.][soak]") {
+  auto& server = test::shared_redis_server();
+  const std::string ns = test::unique_namespace("soak");
+  const test::ScratchDir scratch("soak");
+  INFO("logs in " << scratch.dir());
+  const std::string report = scratch.path("report.json"), table = scratch.path("table.txt");
+  const int out = open(table.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  REQUIRE(out >= 0);
+  const pid_t soak = spawn({PATHLOCK_STRESS, "soak", "--backend", "redis", "--redis", server.url(), "--namespace", ns,
+                            "--dir", scratch.path("workers"), "--duration", "20000", "--interval", "4000",
+                            "--kill-every", "1500", "--ttl", "1000", "--abandon", "20", "--cancel", "10", "--report",
+                            report},
+                           -1, out);
+  close(out);
+  CHECK(wait_exit(soak, 100s) == 0);
+  std::ifstream table_in(table);
+  for (std::string line; std::getline(table_in, line);)
+    if (line.find("VIOLATION") != std::string::npos) UNSCOPED_INFO(line);
+  std::ifstream in(report);
+  REQUIRE(in);
+  const nlohmann::json r = nlohmann::json::parse(in);
+  INFO(r.dump());
+  CHECK(r["readable"] == true);
+  CHECK(r["violations"] == 0);
+  CHECK(r["fence_violations"] == 0);
+  CHECK(r["failed_workers"] == 0);
+  CHECK(r["holds"].get<long>() > 500);
+  CHECK(r["abandoned"].get<long>() > 0);
+  CHECK(r["cancelled"].get<long>() > 0);
+  CHECK(r["waits"].get<long>() > 0);
+  CHECK(r["kills"].get<long>() >= 5);
+  CHECK(r["restarts"] == r["kills"]);
+  CHECK(r["memory_start"].get<long>() > 0);
+  CHECK(r["memory_after_leases"].get<long>() > 0);
+  // One row per interval (5), with latency and memory figures.
+  std::ifstream rows(table);
+  int data_rows = 0;
+  for (std::string line; std::getline(rows, line);) data_rows += line.rfind("| ", 0) == 0 && line.find("| end s") ? 1 : 0;
+  CHECK(data_rows >= 5);
 }

@@ -362,6 +362,45 @@ END $$;
 CREATE OR REPLACE FUNCTION pathlock.leave(p_ns text, p_id text) RETURNS boolean LANGUAGE sql AS
 $$ SELECT pathlock.drop_place(p_ns, p_id, true) $$;
 
+-- Cleans up after namespaces nobody calls any more (docs/postgres.md#cleanup):
+-- removes up to p_limit locks whose lease ended and up to p_limit places
+-- whose reservation ended, in any namespace, oldest first (the indexes
+-- locks_ended and waiters_ended), wakes their waiters, and drops the
+-- pathlock.namespaces row of each namespace this left with no lock and no
+-- place. Fences need no row: they come from pathlock.fences, one sequence
+-- for every namespace, never below the server clock in microseconds
+-- (next_fence), so a namespace that comes back gets a larger fence than any
+-- it had. Waits for nothing (rows another call holds are skipped: that call
+-- removes them or the next sweep does). Run by every release, and by hand or
+-- from cron as SELECT pathlock.sweep(pathlock.now_ms(), 1000). Replies how
+-- many locks and places it removed.
+CREATE OR REPLACE FUNCTION pathlock.sweep(p_now bigint, p_limit int) RETURNS int LANGUAGE plpgsql AS $$
+DECLARE r record; v_ns text[] := '{}'; v_count int := 0;
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pathlock.locks l WHERE l.expires <= p_now)
+     AND NOT EXISTS (SELECT 1 FROM pathlock.waiters w WHERE w.expires <= p_now) THEN
+    RETURN 0;
+  END IF;
+  FOR r IN WITH l AS (DELETE FROM pathlock.locks l
+                      WHERE (l.ns, l.id) IN (SELECT x.ns, x.id FROM pathlock.locks x WHERE x.expires <= p_now
+                                              ORDER BY x.expires LIMIT p_limit FOR UPDATE SKIP LOCKED)
+                      RETURNING l.ns, l.paths),
+                w AS (DELETE FROM pathlock.waiters w
+                      WHERE (w.ns, w.id) IN (SELECT x.ns, x.id FROM pathlock.waiters x WHERE x.expires <= p_now
+                                              ORDER BY x.expires LIMIT p_limit FOR UPDATE SKIP LOCKED)
+                      RETURNING w.ns, w.paths)
+           SELECT ns, paths FROM l UNION ALL SELECT ns, paths FROM w LOOP
+    PERFORM pathlock.wake(r.ns, r.paths);
+    v_ns := v_ns || r.ns;
+    v_count := v_count + 1;
+  END LOOP;
+  DELETE FROM pathlock.namespaces n
+   WHERE n.ns IN (SELECT x.ns FROM pathlock.namespaces x WHERE x.ns = ANY (v_ns) FOR UPDATE SKIP LOCKED)
+     AND NOT EXISTS (SELECT 1 FROM pathlock.locks l WHERE l.ns = n.ns)
+     AND NOT EXISTS (SELECT 1 FROM pathlock.waiters w WHERE w.ns = n.ns);
+  RETURN v_count;
+END $$;
+
 -- Drops one hold of lock p_id (p_token NULL: every hold, force_release).
 -- Replies the holds left, or NULL when no live lock has this id and token.
 -- Commits without waiting for its WAL flush: a release lost by a crash of
@@ -376,6 +415,7 @@ DECLARE v_paths text[]; v_left int; v_sync text := set_config('synchronous_commi
   v_now bigint := pathlock.now_ms();
 BEGIN
   PERFORM pathlock.reap(p_ns, v_now);
+  PERFORM pathlock.sweep(v_now, 64);  -- other namespaces' ended leases (docs/postgres.md#cleanup)
   DELETE FROM pathlock.locks l
    WHERE l.ns = p_ns AND l.id = p_id AND l.expires > v_now
      AND (p_token IS NULL OR (l.token = p_token AND l.holds <= 1))
@@ -447,4 +487,4 @@ LANGUAGE sql STABLE AS $$
 
 -- The version of the functions above: an engine that finds an older one
 -- runs this script again (every statement in it can be repeated).
-CREATE OR REPLACE FUNCTION pathlock.functions_version() RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT 4 $$;
+CREATE OR REPLACE FUNCTION pathlock.functions_version() RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT 5 $$;

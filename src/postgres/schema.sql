@@ -38,6 +38,9 @@ CREATE TABLE IF NOT EXISTS pathlock.locks (
 CREATE UNIQUE INDEX IF NOT EXISTS locks_idem ON pathlock.locks (ns, idem) WHERE idem IS NOT NULL;
 CREATE INDEX IF NOT EXISTS locks_fence ON pathlock.locks (ns, fence);
 CREATE INDEX IF NOT EXISTS locks_expires ON pathlock.locks (ns, expires);
+-- Ended leases of every namespace, oldest first (pathlock.sweep, functions
+-- version 5): a namespace nobody calls any more is cleaned by others' calls.
+CREATE INDEX IF NOT EXISTS locks_ended ON pathlock.locks (expires);
 -- One row per target of a held lock.
 CREATE TABLE IF NOT EXISTS pathlock.held (
   ns text COLLATE "C" NOT NULL, id text COLLATE "C" NOT NULL, code int NOT NULL,
@@ -55,6 +58,7 @@ CREATE TABLE IF NOT EXISTS pathlock.waiters (
   PRIMARY KEY (ns, id));
 CREATE INDEX IF NOT EXISTS waiters_place ON pathlock.waiters (ns, place);
 CREATE INDEX IF NOT EXISTS waiters_expires ON pathlock.waiters (ns, expires);
+CREATE INDEX IF NOT EXISTS waiters_ended ON pathlock.waiters (expires);
 CREATE TABLE IF NOT EXISTS pathlock.queued (
   ns text COLLATE "C" NOT NULL, id text COLLATE "C" NOT NULL, code int NOT NULL,
   sk text COLLATE "C" NOT NULL, k text COLLATE "C" NOT NULL,
