@@ -16,7 +16,7 @@ import (
 )
 
 // Version is this client's version.
-const Version = "0.2.0"
+const Version = "1.0.0"
 
 // Options configure a Client. Only URL is required.
 type Options struct {

@@ -20,7 +20,7 @@ use Pathlock\Exception\TimeoutException;
  */
 final class LockEngine implements LockEngineInterface
 {
-    public const VERSION = '0.2.0';
+    public const VERSION = '1.0.0';
     public const DEFAULT_TTL_MS = 30000;
     public const MAX_TTL_MS = 604800000;       // one week
     public const RECHECK_MS = 200;             // re-check period of a waiting acquire
