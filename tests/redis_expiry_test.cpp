@@ -107,7 +107,7 @@ TEST_CASE("namespaces left with abandoned locks vanish once their leases end, an
   CHECK(again.fence > fences[n - 1]);
 }
 
-TEST_CASE("what moves a namespace's expiry: a renewal, a reservation; a release leaves it", "[redis][expiry]") {
+TEST_CASE("what moves a namespace's expiry: a renewal and a reservation move it, a release leaves it", "[redis][expiry]") {
   const RedisServer& server = shared_redis_server();
   const std::string ns = unique_namespace("exp-move");
   const auto engine = redis_engine(server.url());

@@ -7,7 +7,9 @@ Reads CTest's own list (`ctest --show-only=json-v1`): each test's command
 must start with tests/support/watchdog.py and its --seconds, and the test's
 TIMEOUT property must be above that limit (so the watchdog, which prints the
 stacks, fires first). Also checks that most tests (80%) have a minute or
-less. Prints the limits' spread; exits 1 naming every test that escapes.
+less, and that no name was split by CMake at a ';' (a part starts or ends
+with a space). Prints the limits' spread; exits 1 naming every test that
+escapes.
 """
 import argparse
 import collections
@@ -32,6 +34,9 @@ def main():
     bad, spread = [], collections.Counter()
     for test in tests:
         seconds, timeout = limits(test)
+        if test["name"] != test["name"].strip():
+            bad.append(f"'{test['name']}': a name with spaces at an end (a ';' in a Catch case's name splits it "
+                       "into two tests that match no case)")
         if seconds is None:
             bad.append(f"{test['name']}: not run by the watchdog (use pathlock_test() or pathlock_watch_target())")
         elif timeout is None or timeout <= seconds:
