@@ -120,8 +120,7 @@ def the_commands(dist, url):
     """The steps docs/go.md gives, as shell scripts around writing main.go."""
     before = ["go mod init example.com/mover", f"go get {MODULE}@v{VERSION}"]
     after = ["go vet .", "go run ."]
-    env = {"GOPROXY": f"file://{dist}/goproxy", "GOSUMDB": "off",
-           "PATHLOCK_REDIS_URL": url, "PATHLOCK_LIBRARY": f"{dist}/redis/cloud-drive.lua"}
+    env = {"GOPROXY": f"file://{dist}/goproxy", "GOSUMDB": "off", "PATHLOCK_REDIS_URL": url}
     return before, after, env
 
 
@@ -158,8 +157,11 @@ def check_the_module(project, home, env):
     gosum = (project / "go.sum").read_text(encoding="utf-8")
     for needed in (MODULE, "github.com/gomodule/redigo", "github.com/mna/redisc"):
         assert f"{needed} " in gosum, f"go.sum lacks {needed}:\n{gosum}"
-    # The license travels inside the module.
-    shipped = home / "go" / "pkg" / "mod" / f"{MODULE}@v{VERSION}" / "LICENSE"
-    assert shipped.read_bytes() == (ROOT / "LICENSE").read_bytes()
+    # The license and the shipped matrix's library travel inside the module
+    # (the example ran with pathlock.DefaultLibrary(), no PATHLOCK_LIBRARY).
+    module_dir = home / "go" / "pkg" / "mod" / f"{MODULE}@v{VERSION}"
+    assert (module_dir / "LICENSE").read_bytes() == (ROOT / "LICENSE").read_bytes()
+    library = (module_dir / "library" / "pathlock_library.lua").read_text(encoding="utf-8")
+    assert library.startswith("#!lua name=pathlock_v4_"), library[:80]
     listed = run(["go", "list", "-m", "-f", "{{.Path}} {{.Version}} {{.Dir}}", "all"], project, env).stdout
     assert str(ROOT) not in listed, listed

@@ -2,7 +2,9 @@
 # tools/release/go.sh DIST_DIR          (docs/go.md "Publishing the module")
 #   Writes DIST_DIR/goproxy/, a folder in the layout of the Go module proxy
 #   protocol (<module>/@v/list, <version>.info, .mod, .zip), holding
-#     pathlock.dev/pathlock@v$(cat VERSION)   clients/go, with its LICENSE
+#     pathlock.dev/pathlock@v$(cat VERSION)   clients/go, with its LICENSE and the
+#                                             shipped matrix's library ($PATHLOCK_LIBRARY,
+#                                             else the C++ build's) in library/
 #     the modules clients/go/go.mod requires  (redigo, redisc) at the versions
 #                                             it names, zipped from Debian's
 #                                             packaged sources
@@ -74,6 +76,11 @@ pathlock_module() {
   mkdir -p "$top"
   (cd "$root/clients/go" && git ls-files -z --cached -- . ':!vendor' ':!webdav' | xargs -0 cp --parents -t "$top")
   [ -f "$top/LICENSE" ] || { echo "go.sh: git does not track clients/go/LICENSE" >&2; exit 1; }
+  # The shipped matrix's Functions library, for pathlock.DefaultLibrary().
+  local library=${PATHLOCK_LIBRARY:-$root/build/pathlock_matrix/pathlock_cloud_drive/redis/pathlock_library.lua}
+  [ -f "$library" ] || { echo "go.sh: no Functions library at $library: build the C++ target" \
+    "pathlock_cloud_drive_generate first, or set PATHLOCK_LIBRARY" >&2; exit 1; }
+  cp "$library" "$top/library/pathlock_library.lua"
   epoch=${SOURCE_DATE_EPOCH:-$(git -C "$root" log -1 --format=%ct)}
   publish "$module" "$version" "$work/pathlock" "$epoch"
 }

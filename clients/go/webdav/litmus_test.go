@@ -20,7 +20,7 @@ func litmus(t *testing.T, url string) (map[string]int, string) {
 	}
 	cmd := exec.Command(bin, "--keep-going", url+"/")
 	cmd.Env = append(os.Environ(), "TESTS=basic copymove props locks")
-	cmd.Dir = t.TempDir() // litmus writes debug.log and child.log there
+	cmd.Dir = t.TempDir()          // litmus writes debug.log and child.log there
 	out, _ := cmd.CombinedOutput() // failing tests make its status non-zero
 	passed := map[string]int{}
 	for _, m := range summaryRE.FindAllStringSubmatch(string(out), -1) {

@@ -72,10 +72,15 @@ func moveFolder(ctx context.Context, c *pathlock.Client, store *fencedStore, pro
 
 func main() {
 	ctx := context.Background()
-	c, err := pathlock.New(ctx, pathlock.Options{
-		URL:         os.Getenv("PATHLOCK_REDIS_URL"), // e.g. redis://127.0.0.1:6379
-		LibraryFile: os.Getenv("PATHLOCK_LIBRARY"),   // pathlock_library.lua
-	})
+	opts := pathlock.Options{URL: os.Getenv("PATHLOCK_REDIS_URL")} // e.g. redis://127.0.0.1:6379
+	if file := os.Getenv("PATHLOCK_LIBRARY"); file != "" {
+		opts.LibraryFile = file // the .lua of a matrix of your own
+	} else if code, err := pathlock.DefaultLibrary(); err == nil {
+		opts.LibraryCode = code // the shipped matrix's, inside the released module
+	} else {
+		log.Fatal(err)
+	}
+	c, err := pathlock.New(ctx, opts)
 	if err != nil {
 		log.Fatal(err)
 	}

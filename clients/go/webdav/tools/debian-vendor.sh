@@ -30,6 +30,7 @@ for f in "$here"/../*.go; do
   case "$f" in *_test.go) continue ;; esac
   ln -s "$f" "$here/vendor/pathlock.dev/pathlock/"
 done
+cp -R "$here/../library" "$here/vendor/pathlock.dev/pathlock/library"  # go:embed takes no symlinks
 cat > "$here/vendor/modules.txt" <<MODULES
 # github.com/gomodule/redigo $(version github.com/gomodule/redigo)
 ## explicit
