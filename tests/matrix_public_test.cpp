@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 
 namespace {
@@ -161,16 +162,19 @@ TEST_CASE("public matrix API: replace_value keeps every other byte", "[matrix][p
     const std::string text = matrix::read_text_file(entry.path().string());
     const matrix::MatrixFile m = matrix::MatrixFile::parse(text, "m.json");
     const auto ops = m.ops();
-    const std::string held = ops.back().name, requested = ops.front().name;
-    const std::string out =
-        matrix::replace_value(text, {"grid", held, requested}, R"({"target": {"verdict": "deny", "origin": "owner"}})", "m.json");
+    // The last operation with one role (a per-role cell must name every role).
+    const auto one_role = std::find_if(ops.rbegin(), ops.rend(), [](const auto& op) { return op.roles.size() == 1; });
+    REQUIRE(one_role != ops.rend());
+    const std::string held = one_role->name, requested = ops.front().name, role = one_role->roles.front().name;
+    const std::string cell = R"({")" + role + R"(": {"verdict": "deny", "origin": "owner"}})";
+    const std::string out = matrix::replace_value(text, {"grid", held, requested}, cell, "m.json");
     const auto a = split_lines(text), b = split_lines(out);
     REQUIRE(a.size() == b.size());
     std::vector<std::size_t> changed;
     for (std::size_t i = 0; i < a.size(); ++i)
       if (a[i] != b[i]) changed.push_back(i);
     REQUIRE(changed.size() == 1);
-    CHECK(b[changed[0]].find("\"" + requested + "\": { \"target\": { \"verdict\": \"deny\", \"origin\": \"owner\" } }") !=
+    CHECK(b[changed[0]].find("\"" + requested + "\": { \"" + role + "\": { \"verdict\": \"deny\", \"origin\": \"owner\" } }") !=
           std::string::npos);
     const matrix::MatrixFile edited = matrix::MatrixFile::parse(out, "m.json");
     std::size_t cell_lines = 0;

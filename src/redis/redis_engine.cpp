@@ -36,7 +36,7 @@ std::string layout_release(std::string_view layout) {
   if (layout == "2") return "an unreleased pathlock";
   if (layout == "3") return "pathlock 0.1, Functions library";
   if (layout == "4") return "pathlock 0.2";
-  if (layout == kExpiringLayout) return "pathlock 0.3, keys that expire";
+  if (layout == kExpiringLayout) return "pathlock 1.0, keys that expire";
   return "a pathlock newer than this one";
 }
 

@@ -472,7 +472,7 @@ export class PathLock {
         throw new BackendError(
           (await this.missing(lib))
             ? `the library ${lib.name} is not loaded on the server and its text was not given`
-            : `the library ${lib.name} has no function 'contract': it is older than protocol 4.2 (pathlock 0.3), which this ` +
+            : `the library ${lib.name} has no function 'contract': it is older than protocol 4.2 (pathlock 1.0), which this ` +
                 'client needs; load the library shipped with this package (libraryFile: defaultLibraryFile)',
           { cause: e },
         );

@@ -151,7 +151,7 @@ final class LockEngine implements LockEngineInterface
             if ($try > 0 || !$this->libraryMissing()) {
                 throw new BackendException(
                     "the library {$this->library->name} has no function 'contract': it is older than protocol 4.2 "
-                    . '(pathlock 0.3), which this client needs; load the library shipped with this package (Library::bundled())',
+                    . '(pathlock 1.0), which this client needs; load the library shipped with this package (Library::bundled())',
                 );
             }
             $this->loadLibrary();
