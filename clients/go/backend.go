@@ -67,6 +67,23 @@ func parseURL(raw string) (endpoint, error) {
 	if !ok {
 		return ep, invalidf("redis url %q: expected redis[s]://host:port or redis[s]-sentinel://host:port#MASTER", raw)
 	}
+	if err := ep.setScheme(raw, scheme); err != nil {
+		return ep, err
+	}
+	if strings.Contains(rest, "?") {
+		return ep, invalidf("redis url %q: query strings are not supported", raw)
+	}
+	rest, err := ep.takeMaster(raw, rest)
+	if err == nil {
+		rest, err = ep.takeCredentials(raw, rest)
+	}
+	if err == nil {
+		err = ep.takeHostsAndDB(raw, rest)
+	}
+	return ep, err
+}
+
+func (ep *endpoint) setScheme(raw, scheme string) error {
 	switch scheme {
 	case "redis":
 	case "rediss":
@@ -76,44 +93,55 @@ func parseURL(raw string) (endpoint, error) {
 	case "rediss-sentinel":
 		ep.sentinel, ep.tls = "?", true
 	default:
-		return ep, invalidf("redis url %q: the scheme must be redis, rediss, redis-sentinel or rediss-sentinel", raw)
+		return invalidf("redis url %q: the scheme must be redis, rediss, redis-sentinel or rediss-sentinel", raw)
 	}
-	if strings.Contains(rest, "?") {
-		return ep, invalidf("redis url %q: query strings are not supported", raw)
-	}
-	if i := strings.IndexByte(rest, '#'); i >= 0 {
+	return nil
+}
+
+// takeMaster reads a sentinel url's #MASTER; returns the rest before it.
+func (ep *endpoint) takeMaster(raw, rest string) (string, error) {
+	i := strings.IndexByte(rest, '#')
+	switch {
+	case i >= 0 && ep.sentinel == "":
+		return rest, invalidf("redis url %q: a #fragment is only for a sentinel url (the master name)", raw)
+	case i >= 0:
+		ep.sentinel, rest = rest[i+1:], rest[:i]
 		if ep.sentinel == "" {
-			return ep, invalidf("redis url %q: a #fragment is only for a sentinel url (the master name)", raw)
+			return rest, invalidf("redis url %q: a sentinel url needs the master name after '#'", raw)
 		}
-		ep.sentinel = rest[i+1:]
-		rest = rest[:i]
-		if ep.sentinel == "" {
-			return ep, invalidf("redis url %q: a sentinel url needs the master name after '#'", raw)
-		}
-	} else if ep.sentinel != "" {
-		return ep, invalidf("redis url %q: a sentinel url needs the master name after '#'", raw)
+	case ep.sentinel != "":
+		return rest, invalidf("redis url %q: a sentinel url needs the master name after '#'", raw)
 	}
-	if i := strings.LastIndexByte(rest, '@'); i >= 0 {
-		cred := rest[:i]
-		rest = rest[i+1:]
-		u, p, hasPass := strings.Cut(cred, ":")
-		var err error
-		if ep.user, err = url.PathUnescape(u); err != nil {
-			return ep, invalidf("redis url %q: bad user", raw)
-		}
-		if hasPass {
-			if ep.password, err = url.PathUnescape(p); err != nil {
-				return ep, invalidf("redis url %q: bad password", raw)
-			}
-		} else {
-			ep.password, ep.user = ep.user, ""
-		}
+	return rest, nil
+}
+
+// takeCredentials reads [user:password@] (a lone name is the password).
+func (ep *endpoint) takeCredentials(raw, rest string) (string, error) {
+	i := strings.LastIndexByte(rest, '@')
+	if i < 0 {
+		return rest, nil
 	}
+	u, p, hasPass := strings.Cut(rest[:i], ":")
+	var err error
+	if ep.user, err = url.PathUnescape(u); err != nil {
+		return rest, invalidf("redis url %q: bad user", raw)
+	}
+	if !hasPass {
+		ep.password, ep.user = ep.user, ""
+	} else if ep.password, err = url.PathUnescape(p); err != nil {
+		return rest, invalidf("redis url %q: bad password", raw)
+	}
+	return rest[i+1:], nil
+}
+
+// takeHostsAndDB reads host:port[,host:port...][/db]; a host without a port
+// gets 6379 (26379 for sentinels).
+func (ep *endpoint) takeHostsAndDB(raw, rest string) error {
 	hosts, db, hasDB := strings.Cut(rest, "/")
 	if hasDB && db != "" {
 		n, err := strconv.Atoi(db)
 		if err != nil || n < 0 {
-			return ep, invalidf("redis url %q: bad database %q", raw, db)
+			return invalidf("redis url %q: bad database %q", raw, db)
 		}
 		ep.db = n
 	}
@@ -123,14 +151,14 @@ func parseURL(raw string) (endpoint, error) {
 	}
 	for _, h := range strings.Split(hosts, ",") {
 		if h == "" {
-			return ep, invalidf("redis url %q: empty host", raw)
+			return invalidf("redis url %q: empty host", raw)
 		}
 		if _, _, err := net.SplitHostPort(h); err != nil {
 			h = net.JoinHostPort(strings.Trim(h, "[]"), port)
 		}
 		ep.addrs = append(ep.addrs, h)
 	}
-	return ep, nil
+	return nil
 }
 
 func (ep endpoint) dialOptions(o *Options) []redis.DialOption {

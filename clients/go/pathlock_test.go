@@ -165,6 +165,13 @@ func TestErrorsAndProofs(t *testing.T) {
 	if _, err := l.Renew(ctx, 0); !errors.Is(err, pathlock.ErrNotHolder) {
 		t.Fatalf("want ErrNotHolder, got %v", err)
 	}
+}
+
+// Idempotency keys, fences, listing by pages and ForceRelease.
+func TestKeysFencesAndListing(t *testing.T) {
+	c := newClient(t)
+	ctx := context.Background()
+	ns := newNS(t)
 	// Idempotency key: the retry gets the same lock.
 	req := pathlock.Request{Namespace: ns, Owner: "bob", Op: "upload", Paths: []string{"/k/f"}, IdempotencyKey: "op-123"}
 	a := acquired(t, c, req)
