@@ -37,10 +37,15 @@ class HoldingSession {
       } catch (const std::exception&) {  // cancelled: the transaction rolls back
       }
     });
-    REQUIRE(test::Fixture::until([&] {
-      return count_of(server_, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'blocker' "
-                               "AND query LIKE '%pg_sleep%'") == 1;
-    }));
+    const bool holding = test::Fixture::until([&] {
+      // Asleep inside its transaction, holding advisory locks: the query
+      // text alone names pg_sleep from the start, before `take` has run.
+      return count_of(server_, "SELECT count(*) FROM pg_stat_activity a WHERE a.application_name = 'blocker' "
+                               "AND a.state = 'active' AND a.wait_event = 'PgSleep' AND EXISTS (SELECT 1 "
+                               "FROM pg_locks l WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.granted)") == 1;
+    });
+    if (!holding) release();  // a joinable thread must not outlive a failed constructor
+    REQUIRE(holding);
   }
   ~HoldingSession() { release(); }
   void release() {
