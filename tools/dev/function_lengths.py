@@ -29,12 +29,11 @@ in run", "func literal in New"). vendor/, node_modules/ and dist/ are not read.
 
 Tests. The C++ check (tests/CMakeLists.txt: function_length) reads src/ and
 tools/, which holds the test helpers (tools/dev: the servers the tests
-start), and not tests/, the test cases. The clients follow that rule: their
-helpers and programs are read (clients/node/test/support,
-clients/php/tests/Support, Go's helper functions in _test.go files), their
-test cases are not: the folders of test cases are not named, and in a Go
-_test.go file a Test, Benchmark, Example or Fuzz function (with the func
-literals in it) is skipped.
+start), and not tests/, the test cases. The clients follow that rule: the
+helper functions of their tests are read, their test cases are not: in a Go
+_test.go file a Test, Benchmark, Example or Fuzz function, in a PHP *Test.php
+file a test... method, each with the functions inside it, is skipped; a Node
+test is an anonymous callback, which the JavaScript parser does not report.
 
 A function is named path:name (a lambda: path:lambda in <its function>).
 --allow FILE lists the functions allowed to be longer, one per line:
@@ -50,6 +49,7 @@ import re
 import subprocess
 import sys
 
+NOT_READ = ("vendor", "node_modules", "dist", ".git")  # vendored or generated folders
 CTAGS_KINDS = ["--kinds-C++=f", "--kinds-Python=fm", "--kinds-JavaScript=fmgGSCv"]
 # A JavaScript constant or variable that holds a function.
 JS_FUNCTION_VALUE = re.compile(r"=\s*(async\s+)?(function\b|(\([^)]*\)|[\w$]+)\s*=>)")
@@ -82,7 +82,8 @@ def pick_folders(root, specs):
 
 def ctags_tags(root, folders):
     """(path, name, kind, scope, line, end or None) for every function ctags finds."""
-    cmd = ["ctags", "-R", "-G", "--languages=C++,Python,JavaScript", "--map-C++=+.h", *CTAGS_KINDS,
+    cmd = ["ctags", "-R", "-G", *(f"--exclude={d}" for d in NOT_READ), "--languages=C++,Python,JavaScript",
+           "--map-C++=+.h", *CTAGS_KINDS,
            "--fields=+nesKl", "-f", "-", *folders]
     try:
         out = subprocess.run(cmd, cwd=root, capture_output=True, text=True, check=True).stdout
@@ -185,7 +186,9 @@ SCANNED = {".go": "go", ".ts": "ts", ".php": "php", ".lua": "lua"}
 BLOCK_KEYWORDS = re.compile(r"\b(function|if|do|repeat|end|until)\b")  # Lua
 LUA_LONG_BRACKET = re.compile(r"\[(=*)\[")
 GO_FUNC = re.compile(r"\bfunc\b\s*(?:\(\s*(?:\w+\s+)?\*?\s*(\w+)[^)]*\)\s*)?(?:(\w+)(?=\s*[\[(]))?")
-GO_TEST_CASE = re.compile(r"(Test|Benchmark|Example|Fuzz)([A-Z_]|$)")  # and its func literals
+# A test case (and the functions in it), by its file's suffix and its name.
+TEST_CASES = {"go": ("_test.go", re.compile(r"(Test|Benchmark|Example|Fuzz)([A-Z_]|$)")),
+              "php": ("Test.php", re.compile(r"test"))}
 WORD_BEFORE = re.compile(r"([\w$]+)\s*(?:<[^<>(){};]*>)?\s*$")
 TS_NOT_FUNCTIONS = {"if", "for", "while", "switch", "catch", "with", "return", "await", "typeof", "new"}
 
@@ -289,10 +292,11 @@ def go_body(code, i):
 
 def go_functions(code):
     """(name or None, start, end) of every Go function, method and function literal."""
-    out = []
+    out, bodies = [], set()
     for m in GO_FUNC.finditer(code):
         body = go_body(code, m.end() if m.group(2) else m.start() + 4)
-        if body is not None:
+        if body is not None and body not in bodies:  # not a func type of a result
+            bodies.add(body)
             name = m.group(2) and (m.group(1) + "." if m.group(1) else "") + m.group(2)
             out.append((name, m.start(), block_close(code, body)))
     return out
@@ -357,8 +361,8 @@ def params_close(code, i, lang):
     """Index of the ")" that closes the parameters of a function whose body
     opens at code[i], or None."""
     j = len(code[:i].rstrip()) - 1
-    if j < 0 or code[j] == ")":
-        return j if j >= 0 else None
+    if j < 0 or code[j] in "):":  # after ":", a type literal
+        return j if j >= 0 and code[j] == ")" else None
     if lang == "php":
         m = re.search(r"\)\s*:\s*\??[\w\\|]+\s*$", code[max(0, i - 200):i])
         return i - (len(code[max(0, i - 200):i]) - m.start()) if m else None
@@ -416,7 +420,7 @@ def scanned_files(root, folders):
     vendored and generated folders (vendor, node_modules, dist) are not read."""
     for folder in folders:
         for top, dirs, files in os.walk(os.path.join(root, folder)):
-            dirs[:] = sorted(d for d in dirs if d not in ("vendor", "node_modules", "dist", ".git"))
+            dirs[:] = sorted(d for d in dirs if d not in NOT_READ)
             for f in sorted(files):
                 lang = SCANNED.get(os.path.splitext(f)[1]) or shebang_language(os.path.join(top, f))
                 if lang:
@@ -431,14 +435,15 @@ def scanned_tags(root, folders):
         with open(os.path.join(root, path), encoding="utf-8") as f:
             code = blank(f.read(), lang)
         found = finders[lang](code) if lang in finders else brace_functions(code, lang)
-        line = lambda i: code.count("\n", 0, i) + 1  # noqa: E731
-        spans = sorted(((line(start), line(end), name) for name, start, end in found), key=lambda s: s[:2])
+        spans = sorted(((start, end, name) for name, start, end in found), key=lambda s: s[:2])
         for start, end, name in spans:
-            outer = [n for s, e, n in spans if n and s <= start and end <= e and (s, e) != (start, end)]
+            outer = [n for s, e, n in spans if n and s < start and end <= e]
             kind = "func literal" if lang == "go" else "function"
             name = name or f"{kind} in {outer[-1] if outer else 'file scope'}"
-            if not (path.endswith("_test.go") and GO_TEST_CASE.match((outer or [name])[0])):
-                tags.append((path, name, lang, "", start, end))
+            suffix, test_name = TEST_CASES.get(lang, (None, None))
+            if not (suffix and path.endswith(suffix) and test_name.match((outer or [name])[0])):
+                line = code.count("\n", 0, start) + 1
+                tags.append((path, name, lang, "", line, line + code.count("\n", start, end)))
     return tags
 
 
