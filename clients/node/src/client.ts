@@ -702,6 +702,11 @@ export class PathLock {
     }
   }
 
+  // A grant whose caller gave up: released (a lost reply leaves it to its TTL).
+  private releaseLate(r: unknown[]): void {
+    if (r[0] === 'granted') this.release(String(r[1]), String(r[2])).catch(() => undefined);
+  }
+
   // Subscribes to the namespace's wake channel for a waiting acquire; returns the unsubscribe.
   private async subscribeWake(onMessage: (payload: string) => void): Promise<() => void> {
     const c = await this.contract();
@@ -713,11 +718,6 @@ export class PathLock {
   private async leaveLine(waiterId: string, signal: AbortSignal | undefined): Promise<void> {
     const left = this.leave(waiterId).catch(() => undefined);
     if (!signal?.aborted) await left;
-  }
-
-  // A grant whose caller gave up: released (a lost reply leaves it to its TTL).
-  private releaseLate(r: unknown[]): void {
-    if (r[0] === 'granted') this.release(String(r[1]), String(r[2])).catch(() => undefined);
   }
 
   /** Acquires or throws: LockRefusedError (with the conflict), NotHolderError for a failed reentry. */
