@@ -11,10 +11,13 @@ failure can be replayed) and a fixed list of the cases the drivers once
 disagreed on. Inputs: owners (controls, invalid UTF-8, lengths at the limits,
 quotes), paths (the shared vectors' valid and invalid ones, mutated),
 options (ttl, wait, fair, key, reenter: bounds, repeats, empty values,
-unknown ones), and the protocol itself (a UTF-8 BOM, a quoted command word,
+unknown ones), ids and tokens of held, release, renew and force-release, and the protocol itself (a UTF-8 BOM, a quoted command word,
 a leading NUL, upper case, unterminated quotes, stray escapes, tabs).
 Namespaces are a start-up option: every driver is also started once per
-candidate namespace, and must start or refuse alike.
+candidate namespace, and must start or refuse alike. Last, every driver takes
+locks with the same unusual owners in one shared namespace, and every driver
+must list all of them alike (a lock written by any client reads in every
+other).
 
 Each answer is reduced to what the protocol fixes (an error is an error
 whatever its words; a grant is a grant with its holds; a conflict names its
@@ -54,6 +57,8 @@ PROTOCOL = [b"\xef\xbb\xbfhello", b'"hello"', b"\x00hello", b"HELLO", b"hello ex
             b"renew a b ttl=5", b"renew a b ttl=0", b"locks / limit=0", b"locks / limit=10001", b"locks / limit=5",
             b"locks / after=x", b"locks / limit=5 limit=6", b"locks limit=5 /", b"waiters / limit=0",
             b"blockers upload /p/x limit=1001", b"blockers upload", b"nonsense", b"# comment", b"   # comment"]
+PROOFS = ["0123456789abcdef01234567", "0" * 32, "x", '""', '"a b"', "0-1", "-", "id=1", "Z" * 200, "é",
+          "0123456789ABCDEF01234567"]
 NAMESPACES = ["ok-name", "a" * 128, "a" * 129, "with space", "é", "a/b", "", "dots.and:colons_-"]
 
 
@@ -75,12 +80,23 @@ def acquire_line(rng, vectors):
     return " ".join(words).encode("utf-8", "surrogatepass")
 
 
+def proof_line(rng):
+    """held, release, renew or force-release of ids and tokens no lock has (or malformed ones)."""
+    cmd = rng.choice(["held", "release", "renew", "force-release"])
+    words = [cmd] + [rng.choice(PROOFS) for _ in range(rng.choice([1, 2, 2, 2, 3]))]
+    if cmd == "renew" and rng.random() < 0.5:
+        words.append(rng.choice(["ttl=1", "ttl=0", "ttl=", "ttl=604800001", '"ttl=5"', "ttl=5 ttl=5"]))
+    return " ".join(words).encode("utf-8")
+
+
 def generated(rng, vectors, n):
     lines = []
     for _ in range(n):
         r = rng.random()
-        if r < 0.6:
+        if r < 0.55:
             lines.append(acquire_line(rng, vectors))
+        elif r < 0.65:
+            lines.append(proof_line(rng))
         elif r < 0.8:
             lines.append(rng.choice(PROTOCOL))
         else:
@@ -167,6 +183,34 @@ def run_lines(drivers, lines):
     return disagreements
 
 
+def listing(d):
+    """A driver's `locks /x`, as what every client must read alike."""
+    a = d.ask("locks /x")
+    assert "locks" in a, a
+    return sorted(json.dumps([l["owner"], l["op"], l["targets"], l["holds"]], ensure_ascii=False) for l in a["locks"])
+
+
+def check_shared_namespace(commands, url):
+    """Every driver takes locks with unusual (valid) owners in one namespace,
+    and every driver must read the same listing of them, without a crash."""
+    ns = fresh_ns("fuzz-shared")
+    drivers = {name: Driver(argv, url, ns) for name, argv in commands.items()}
+    out = []
+    try:
+        for i, d in enumerate(drivers.values()):
+            for k, owner in enumerate(OWNERS):
+                d.ask(f"acquire {quote(owner)} upload {quote(f'/x/{i}/{k}/é f')} ttl=600000")
+        seen = {name: listing(d) for name, d in drivers.items()}
+        if len(set(json.dumps(v) for v in seen.values())) > 1:
+            out.append((b"locks /x in a shared namespace", seen))
+        elif not seen[next(iter(seen))]:
+            out.append((b"locks /x in a shared namespace: nothing granted", seen))
+    finally:
+        for d in drivers.values():
+            d.close()
+    return out
+
+
 def start_status(argv, url, ns):
     """'starts' when the driver answers hello on namespace ns, else 'refused'."""
     try:
@@ -224,6 +268,7 @@ def main():
         finally:
             for d in drivers.values():
                 d.close()
+        found += check_shared_namespace(commands, server.url)
         found += check_namespaces(commands, server.url)
     finally:
         server.stop()
