@@ -32,6 +32,7 @@
 #include "support/history.hpp"
 #include "support/netns.hpp"
 #include "support/partition.hpp"
+#include "support/partition_wait.hpp"
 #include "support/process.hpp"
 #include "support/redis_server.hpp"
 
@@ -161,8 +162,6 @@ bool rejoined(const ClusterLab& lab, int m) {
       30s);
 }
 
-int checked(const History& history, std::string& verdict) { return history.check(verdict); }
-
 // The test's namespace, its master and that master's replica, and a node of
 // the majority other than the replica to ask.
 struct Placement {
@@ -206,7 +205,7 @@ TEST_CASE("partition: a Cluster master on the minority side grants a lock its re
   history.hold(request_a, got_a.grant, sent_a, from_a, monotonic_ns());
   history.hold(request_b, got_b.grant, sent_b, from_b, monotonic_ns());
   std::string verdict;
-  const int status = checked(history, verdict);
+  const int status = history.check(verdict);
   INFO(verdict);
   CHECK(status == 1);  // the checker sees the two holders
   CHECK(verdict.find("VIOLATION") != std::string::npos);
@@ -245,24 +244,6 @@ TEST_CASE("partition: with WAIT for a replica, a Cluster master on the minority 
   REQUIRE(promoted(lab, at.other, at.ns, at.replica));
   cut.reset();
   REQUIRE(rejoined(lab, at.master));
-  const std::int64_t sent_b = monotonic_ns();
-  const AcquireResult got_b = answer(lab.b_ns, [&] {
-    LockRequest waiting = request_b;
-    waiting.wait = 10000ms;
-    return b->acquire(waiting);
-  });
-  const std::int64_t from_b = monotonic_ns();
-  REQUIRE(got_b.granted());
-  CHECK(from_b > lost.at);
-  CHECK_FALSE(answer(lab.a_ns, [&] { return a->is_held(at.ns, got_a.grant.id, got_a.grant.token); }));
-  history.hold(request_a, got_a.grant, sent_a, from_a, lost.at);
-  history.hold(request_b, got_b.grant, sent_b, from_b, monotonic_ns());
-  std::string verdict;
-  const int status = checked(history, verdict);
-  INFO(verdict);
-  CHECK(status == 0);
-  std::cout << fmt::format(
-      "partition, Cluster master on the minority side, WAIT 1: A's lease reported lost {} ms after it was granted "
-      "(lease {} ms), B granted {} ms after the report, once the old master had rejoined\n",
-      (lost.at - from_a) / 1000000, request_a.ttl.count(), (from_b - lost.at) / 1000000);
+  check_b_after_lost_lease(*a, lab.a_ns, *b, lab.b_ns, FirstHold{request_a, got_a.grant, sent_a, from_a}, lost, request_b,
+                           history, "partition, Cluster master on the minority side, WAIT 1");
 }

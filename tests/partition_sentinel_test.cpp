@@ -33,6 +33,7 @@
 #include "support/history.hpp"
 #include "support/netns.hpp"
 #include "support/partition.hpp"
+#include "support/partition_wait.hpp"
 #include "support/process.hpp"
 #include "support/redis_server.hpp"
 #include "support/waiting_probe.hpp"
@@ -154,12 +155,6 @@ bool old_master_rejoined(const SentinelLab& lab) {
       30s);
 }
 
-std::string checked(const History& history, int& status) {
-  std::string verdict;
-  status = history.check(verdict);
-  return verdict;
-}
-
 }  // namespace
 
 TEST_CASE("partition: a Sentinel master cut off grants a lock its replacement grants too, without WAIT (the limit)",
@@ -184,8 +179,8 @@ TEST_CASE("partition: a Sentinel master cut off grants a lock its replacement gr
   REQUIRE(got_b.granted());  // the same lock, on the other side
   history.hold(request_a, got_a.grant, sent_a, from_a, monotonic_ns());
   history.hold(request_b, got_b.grant, sent_b, from_b, monotonic_ns());
-  int status = 0;
-  const std::string verdict = checked(history, status);
+  std::string verdict;
+  const int status = history.check(verdict);
   INFO(verdict);
   CHECK(status == 1);  // the checker sees the two holders
   CHECK(verdict.find("VIOLATION") != std::string::npos);
@@ -223,24 +218,6 @@ TEST_CASE("partition: with WAIT for a replica, a Sentinel master cut off grants 
   REQUIRE(replica_promoted(lab));
   cut.reset();
   REQUIRE(old_master_rejoined(lab));
-  const std::int64_t sent_b = monotonic_ns();
-  const AcquireResult got_b = answer(lab.b_ns, [&] {
-    LockRequest waiting = request_b;
-    waiting.wait = 10000ms;
-    return b->acquire(waiting);
-  });
-  const std::int64_t from_b = monotonic_ns();
-  REQUIRE(got_b.granted());
-  CHECK(from_b > lost.at);
-  CHECK_FALSE(answer(lab.a_ns, [&] { return a->is_held(ns, got_a.grant.id, got_a.grant.token); }));
-  history.hold(request_a, got_a.grant, sent_a, from_a, lost.at);
-  history.hold(request_b, got_b.grant, sent_b, from_b, monotonic_ns());
-  int status = 0;
-  const std::string verdict = checked(history, status);
-  INFO(verdict);
-  CHECK(status == 0);
-  std::cout << fmt::format(
-      "partition, Sentinel master cut off, WAIT 1: A's lease reported lost {} ms after it was granted (lease {} ms), B "
-      "granted {} ms after the report, once the old master had rejoined\n",
-      (lost.at - from_a) / 1000000, request_a.ttl.count(), (from_b - lost.at) / 1000000);
+  check_b_after_lost_lease(*a, lab.a_ns, *b, lab.b_ns, FirstHold{request_a, got_a.grant, sent_a, from_a}, lost, request_b,
+                           history, "partition, Sentinel master cut off, WAIT 1");
 }

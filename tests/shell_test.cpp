@@ -436,6 +436,9 @@ TEST_CASE("shell: one owner's plain repeated acquire conflicts, a proof re-enter
   CHECK(wrong == json{{"granted", false}, {"not_holder", true}});
   CHECK(sh.ask("acquire alice move_folder /p/A /p/B reenter=" + id)["error"] == "reenter=ID and token=TOKEN come together");
   CHECK(sh.ask("acquire a upload /q key=k1 key=k2")["error"] == "key= is given twice");
+  CHECK(sh.ask("acquire a upload /q ttl=5 ttl=5")["error"] == "ttl= is given twice");  // even with one value
+  CHECK(sh.ask("acquire a upload /q wait=0 wait=1")["error"] == "wait= is given twice");
+  CHECK(sh.ask("acquire a upload /q fair=true fair=true")["error"] == "fair= is given twice");
   CHECK(sh.ask("held " + id + " " + token)["held"] == true);
   CHECK(sh.ask("held " + id + " guess")["held"] == false);
   const json keyed = sh.ask("acquire bob upload /q/x key=retry-1");

@@ -75,6 +75,18 @@ def test_reenter_and_idempotency(engine, ns):
         engine.acquire(ns, "other", "upload", {"target": "/k"}, idempotency_key="req-1")
 
 
+def test_reenter_with_a_proof_kept_elsewhere(engine, ns):
+    """Grant(id, token): the proof another process (or a stored record) kept, as in C++ and the line protocol."""
+    g = engine.acquire(ns, "o", "rename_folder", {"target": "/kept"}).grant
+    proof = pathlock.Grant(g.id, g.token)
+    again = engine.acquire(ns, "o", "rename_folder", {"target": "/kept"}, reenter=proof)
+    assert again and again.grant.id == g.id and again.grant.holds == 2
+    wrong = engine.acquire(ns, "o", "rename_folder", {"target": "/kept"}, reenter=pathlock.Grant(g.id, "0" * 32))
+    assert not wrong and wrong.not_holder
+    with pytest.raises(pathlock.InvalidRequest):  # the rest of the request is still checked
+        engine.acquire(ns, "", "rename_folder", {"target": "/kept"}, reenter=proof)
+
+
 def test_blockers_and_waiters(engine, ns):
     g = engine.acquire(ns, "alice", "delete_folder", {"target": "/p"}).grant
     page = engine.blockers(ns, "upload", {"target": "/p/x"})

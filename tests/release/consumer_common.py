@@ -1,5 +1,5 @@
-"""Shared by tests/release/test_consumer_cpp.py and test_consumer_redis_cli.py:
-the release folder (PATHLOCK_TEST_DIST, set by CTest: tests/release/README.md),
+"""Shared by the consumer tests (tests/release/test_consumer_*.py): the
+release folder (PATHLOCK_TEST_DIST, set by CTest: tests/release/README.md),
 a fresh folder outside the checkout, the Debian package unpacked into it, and
 an environment without the test wiring's variables."""
 import glob
@@ -15,6 +15,18 @@ def dist():
     d = os.environ.get("PATHLOCK_TEST_DIST")
     assert d, "PATHLOCK_TEST_DIST names the release folder (CTest sets it; tests/release/README.md)"
     assert os.path.isfile(os.path.join(d, "SHA256SUMS")), f"{d} holds no release (no SHA256SUMS)"
+    return d
+
+
+def release_folder(tmp_path_factory, script, timeout=600):
+    """The release folder a consumer test installs from: PATHLOCK_TEST_DIST
+    (CTest's fixture release_dist), else a temporary one that
+    tools/release/<script> writes for this test alone."""
+    d = os.environ.get("PATHLOCK_TEST_DIST")
+    if not d:
+        d = str(tmp_path_factory.mktemp("dist"))
+        subprocess.run([os.path.join(ROOT, "tools", "release", script), d], cwd=ROOT, check=True,
+                       stdout=subprocess.DEVNULL, timeout=timeout)
     return d
 
 

@@ -26,6 +26,8 @@ import time
 
 import pytest
 
+from consumer_common import release_folder
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "node.md").read_text(encoding="utf-8")
 NPM_FLAGS = ["--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error"]
@@ -45,10 +47,7 @@ def run(args, cwd, env=None, timeout=180):
 
 @pytest.fixture(scope="module")
 def tarball(tmp_path_factory):
-    dist = os.environ.get("PATHLOCK_TEST_DIST")
-    if not dist:
-        dist = str(tmp_path_factory.mktemp("dist"))
-        run([str(ROOT / "tools" / "release" / "node.sh"), dist], cwd=ROOT, env=dict(os.environ), timeout=240)
+    dist = release_folder(tmp_path_factory, "node.sh", timeout=240)
     found = glob.glob(os.path.join(dist, "pathlock-*.tgz"))
     assert len(found) == 1, f"one pathlock-*.tgz expected in {dist}, found {found}"
     return found[0]

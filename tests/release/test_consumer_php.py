@@ -17,7 +17,7 @@ import tempfile
 
 import pytest
 
-from consumer_common import empty_project_blocks
+from consumer_common import empty_project_blocks, release_folder
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 VERSION = (ROOT / "VERSION").read_text(encoding="utf-8").strip()
@@ -25,10 +25,7 @@ VERSION = (ROOT / "VERSION").read_text(encoding="utf-8").strip()
 
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory):
-    d = os.environ.get("PATHLOCK_TEST_DIST")
-    if not d:
-        d = str(tmp_path_factory.mktemp("dist"))
-        subprocess.run([str(ROOT / "tools" / "release" / "php.sh"), d], check=True, stdout=subprocess.DEVNULL)
+    d = release_folder(tmp_path_factory, "php.sh")
     assert os.path.isfile(os.path.join(d, "composer", f"pathlock-pathlock-{VERSION}.zip"))
     return d
 

@@ -18,7 +18,7 @@ import tempfile
 
 import pytest
 
-from consumer_common import empty_project_blocks
+from consumer_common import empty_project_blocks, release_folder
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 VERSION = (ROOT / "VERSION").read_text(encoding="utf-8").strip()
@@ -26,10 +26,7 @@ VERSION = (ROOT / "VERSION").read_text(encoding="utf-8").strip()
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory):
-    dist = os.environ.get("PATHLOCK_TEST_DIST")
-    if not dist:
-        dist = str(tmp_path_factory.mktemp("dist"))
-        subprocess.run([str(ROOT / "tools" / "release" / "python.sh"), dist], check=True, stdout=subprocess.DEVNULL)
+    dist = release_folder(tmp_path_factory, "python.sh", timeout=1200)
     found = glob.glob(os.path.join(dist, f"pathlock-{VERSION}-*.whl"))
     assert len(found) == 1, f"one pathlock-{VERSION} wheel in {dist}: {found}"
     return found[0]

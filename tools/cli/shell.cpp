@@ -66,6 +66,14 @@ std::string once(const std::string& current, const std::string& word, std::size_
   return word.substr(skip);
 }
 
+// Option word `word` (its name the first `skip` characters), marked as
+// given; an error when it was given before.
+const std::string& first_time(bool& given, const std::string& word, std::size_t skip) {
+  if (given) throw InvalidRequest(fmt::format("{} is given twice", word.substr(0, skip)));
+  given = true;
+  return word;
+}
+
 // The acquire that waits now (an `acquire ... wait=MS` line being
 // answered), which a `cancel` line read meanwhile stops (docs/cli.md).
 class WaitingAcquire {
@@ -185,10 +193,12 @@ json acquire(LockEngine& engine, const std::string& ns, const std::vector<std::s
   LockRequest req;
   req.ns = ns;
   std::vector<std::string> positional;
+  bool ttl = false, wait = false, fair = false;  // each option once (docs/cli.md)
   for (std::size_t i = 1; i < w.size(); ++i) {
-    if (!quoted[i] && w[i].rfind("ttl=", 0) == 0) req.ttl = parse_ms(w[i], 4);
-    else if (!quoted[i] && w[i].rfind("wait=", 0) == 0) req.wait = parse_ms(w[i], 5);
-    else if (!quoted[i] && (w[i] == "fair=true" || w[i] == "fair=false")) req.fair = w[i] == "fair=true";
+    if (!quoted[i] && w[i].rfind("ttl=", 0) == 0) req.ttl = parse_ms(first_time(ttl, w[i], 4), 4);
+    else if (!quoted[i] && w[i].rfind("wait=", 0) == 0) req.wait = parse_ms(first_time(wait, w[i], 5), 5);
+    else if (!quoted[i] && (w[i] == "fair=true" || w[i] == "fair=false"))
+      req.fair = first_time(fair, w[i], 5) == "fair=true";
     else if (!quoted[i] && w[i].rfind("fair=", 0) == 0) throw InvalidRequest("fair= takes true or false");
     else if (!quoted[i] && w[i].rfind("reenter=", 0) == 0) req.reenter_id = once(req.reenter_id, w[i], 8);
     else if (!quoted[i] && w[i].rfind("token=", 0) == 0) req.reenter_token = once(req.reenter_token, w[i], 6);

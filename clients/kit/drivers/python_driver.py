@@ -106,7 +106,6 @@ class Waiting:
 class Driver:
     def __init__(self, engine, ns, roles):
         self.engine, self.ns, self.roles = engine, ns, roles
-        self.grants = {}  # (id, token) -> the latest Grant of that lock in this process
         self.waiting = Waiting()
 
     def targets(self, op, paths):
@@ -119,7 +118,7 @@ class Driver:
 
     def answer(self, words):
         cmd, args = words[0][0], words[1:]
-        handler = getattr(self, "cmd_" + cmd.replace("-", "_"), None) if not words[0][1] else None
+        handler = getattr(self, "cmd_" + cmd.replace("-", "_"), None)  # quoted or not (docs/cli.md#quoting)
         if handler is None:
             raise Bad(f"unknown command '{cmd}' (acquire, release, renew, held, locks, force-release, blockers, "
                       "waiters, hello, cancel)")
@@ -139,16 +138,12 @@ class Driver:
             if not quoted and name in names:
                 if name in opts:
                     raise Bad(f"{name} is given twice")
+                if name in ("reenter=", "token=", "key=") and word == name:
+                    raise Bad(f"{name} needs a value")
                 opts[name] = word[len(name):]
             else:
                 positional.append(word)
         return opts, positional
-
-    def reentry(self, rid, token):
-        grant = self.grants.get((rid, token))
-        if grant is None and self.engine.is_held(self.ns, rid, token):
-            raise Bad("this driver re-enters only locks granted in its own process")
-        return grant
 
     def cmd_acquire(self, args):
         o, pos = self._options(args, ("ttl=", "wait=", "fair=", "reenter=", "token=", "key="))
@@ -163,10 +158,8 @@ class Driver:
               "wait": whole("wait=" + o.get("wait=", "0"), 5, 0, 10**15) / 1000,
               "fair": o.get("fair=", "true") == "true", "idempotency_key": o.get("key=")}
         targets = self.targets(pos[1], pos[2:])
-        if "reenter=" in o:
-            kw["reenter"] = self.reentry(o["reenter="], o["token="])
-            if kw["reenter"] is None:
-                return {"granted": False, "not_holder": True}
+        if "reenter=" in o:  # the engine checks the whole request, then the proof
+            kw["reenter"] = pathlock.Grant(o["reenter="], o["token="])
         r = self.acquire_stoppable(pos[0], pos[1], targets, kw)
         if r is None or r.cancelled:
             return {"granted": False, "cancelled": True}
@@ -179,7 +172,6 @@ class Driver:
                 "expires_in_ms": ms(c.expires_in), "requested_role": c.requested_role,
                 "requested_path": c.requested_path, "relation": c.relation, "queued": c.queued}}
         g = r.grant
-        self.grants[(g.id, g.token)] = g
         return {"granted": True, "id": g.id, "token": g.token, "fence": g.fence, "holds": g.holds,
                 "expires_in_ms": ms(g.expires_in)}
 
@@ -216,11 +208,14 @@ class Driver:
         return {"released": self.engine.force_release(self.ns, rid)}
 
     def cmd_renew(self, args):
-        o, pos = self._options(args, ("ttl=",))
-        if len(pos) != 2:
+        """ID and TOKEN are the first two words whatever they hold; then one unquoted ttl=MS may follow."""
+        ttl = None
+        if len(args) == 3 and not args[2][1] and args[2][0].startswith("ttl="):
+            ttl = whole(args[2][0], 4, 0, 10**15) / 1000
+            args = args[:2]
+        if len(args) != 2:
             raise Bad("usage: renew ID TOKEN [ttl=MS]")
-        ttl = whole("ttl=" + o["ttl="], 4, 0, 10**15) / 1000 if "ttl=" in o else None
-        return {"renewed": self.engine.renew(self.ns, pos[0], pos[1], ttl=ttl)}
+        return {"renewed": self.engine.renew(self.ns, args[0][0], args[1][0], ttl=ttl)}
 
     def cmd_locks(self, args):
         o, pos = self._options(args, ("limit=", "after="))
@@ -298,7 +293,12 @@ def main():
     with open(matrix_file, encoding="utf-8") as f:
         roles = {o["op"]: [r["role"] for r in o["roles"]] for o in json.load(f)["operations"]}
     matrix = pathlock.Matrix.from_file(a.matrix) if a.matrix else None
-    driver = Driver(pathlock.RedisEngine(a.redis, matrix=matrix), a.namespace, roles)
+    engine = pathlock.RedisEngine(a.redis, matrix=matrix)
+    try:  # an invalid namespace ends the driver before it reads a line, with status 1 (docs/cli.md)
+        engine.waiters(a.namespace, "/", 1)
+    except pathlock.InvalidRequest as e:
+        sys.exit(f"python_driver.py: {e}")
+    driver = Driver(engine, a.namespace, roles)
     lines = queue.Queue()
 
     def read():  # reads ahead, so that a `cancel` line stops the acquire that waits now

@@ -1,6 +1,10 @@
 #!/usr/bin/env node
-// pairs/s and p50 of acquire + release with the Node client against one
-// server: node bench/bench.js --redis URL [--seconds S] [--library FILE]
+// The Node client's line of tools/dev/clients_bench.py: --callers concurrent
+// loops share one PathLock (one ioredis connection); caller c runs --pairs
+// acquire + release pairs, one after the other, of `upload` on
+// /bench/c<c>/<i % 1000>/f. Prints, as JSON, pairs/s (all pairs over the
+// wall time) and the p50 and p99 of one pair.
+//   node bench/bench.js --redis URL [--pairs N] [--callers N] [--library FILE] [--namespace NS]
 // (library: --library or PATHLOCK_LIBRARY, else the one loaded on the server).
 'use strict';
 const path = require('node:path');
@@ -13,30 +17,40 @@ const opt = (name, def) => {
   return i >= 0 ? args[i + 1] : def;
 };
 const url = opt('--redis', 'redis://127.0.0.1:6379');
-const seconds = Number(opt('--seconds', '5'));
+const pairs = Number(opt('--pairs', '5000'));
+const callers = Number(opt('--callers', '1'));
+const namespace = opt('--namespace', `bench-node-${process.pid}`);
 const libraryFile = opt('--library', process.env.PATHLOCK_LIBRARY);
 
-(async () => {
-  const redis = new Redis(url, { autoResendUnfulfilledCommands: false });
-  const pl = new PathLock({ redis, namespace: `bench-node-${process.pid}`, libraryFile });
-  for (let i = 0; i < 200; i++) {
-    const g = await pl.acquire({ owner: 'bench', op: 'upload', paths: [`/bench/w/${i}`] });
+async function caller(pl, c, n, times) {
+  for (let i = 0; i < n; i++) {
+    const t = process.hrtime.bigint();
+    const g = await pl.acquire({ owner: 'bench', op: 'upload', paths: [`/bench/c${c}/${i % 1000}/f`] });
     await pl.release(g.id, g.token);
+    times.push(Number(process.hrtime.bigint() - t) / 1e3);
   }
+}
+
+async function runAll(pl, n) {
   const times = [];
-  const end = process.hrtime.bigint() + BigInt(Math.round(seconds * 1e9));
+  await Promise.all(Array.from({ length: callers }, (_, c) => caller(pl, c, n, times)));
+  return times;
+}
+
+(async () => {
+  if (!(pairs >= 1 && callers >= 1)) throw new Error('--pairs and --callers must be at least 1');
+  const redis = new Redis(url, { autoResendUnfulfilledCommands: false });
+  const warm = new PathLock({ redis, namespace: `${namespace}-warm`, libraryFile });
+  await runAll(warm, Math.min(pairs, 200));
+  await warm.close();
+  const pl = new PathLock({ redis, namespace, libraryFile });
   const start = process.hrtime.bigint();
-  let n = 0;
-  for (let now = start; now < end; now = process.hrtime.bigint()) {
-    const g = await pl.acquire({ owner: 'bench', op: 'upload', paths: [`/bench/p/${n % 1000}/f`] });
-    await pl.release(g.id, g.token);
-    times.push(Number(process.hrtime.bigint() - now) / 1e3);
-    n++;
-  }
+  const times = await runAll(pl, pairs);
   const elapsed = Number(process.hrtime.bigint() - start) / 1e9;
   times.sort((a, b) => a - b);
-  const p50 = times[Math.floor(times.length / 2)];
-  console.log(JSON.stringify({ client: 'node', pairs: n, pairs_per_s: Math.round(n / elapsed), p50_us: Math.round(p50) }));
+  const at = (q) => Math.round(times[Math.floor(times.length * q)]);
+  console.log(JSON.stringify({ client: 'node', callers, pairs: times.length,
+    pairs_per_s: Math.round(times.length / elapsed), p50_us: at(0.5), p99_us: at(0.99) }));
   await pl.close();
   redis.disconnect();
 })().catch((e) => {

@@ -363,8 +363,9 @@ final class LockEngine implements LockEngineInterface
     public function release(string $namespace, string $id, string $token): bool
     {
         self::checkNamespace($namespace);
-        $this->checkId($id, 'id');
-        $this->checkToken($token, 'token');
+        if (!$this->mayNameALock($id, $token)) {
+            return false;
+        }
         $r = $this->call('release', $namespace, [$id, $token]);
         return $r[0] === 'released';
     }
@@ -373,11 +374,12 @@ final class LockEngine implements LockEngineInterface
     public function renew(string $namespace, string $id, string $token, ?int $ttlMs = null): bool
     {
         self::checkNamespace($namespace);
-        $this->checkId($id, 'id');
-        $this->checkToken($token, 'token');
         $maxTtl = $this->contract()->limit('ttl_ms');
         if ($ttlMs !== null && ($ttlMs < 1 || $ttlMs > $maxTtl)) {
             throw new InvalidRequestException(sprintf('ttl %d ms is outside 1..%d ms', $ttlMs, $maxTtl));
+        }
+        if (!$this->mayNameALock($id, $token)) {
+            return false;
         }
         $r = $this->call('renew', $namespace, [$id, $token, $ttlMs === null ? '' : (string) $ttlMs]);
         return $r[0] === 'renewed';
@@ -387,8 +389,9 @@ final class LockEngine implements LockEngineInterface
     public function isHeld(string $namespace, string $id, string $token): bool
     {
         self::checkNamespace($namespace);
-        $this->checkId($id, 'id');
-        $this->checkToken($token, 'token');
+        if (!$this->mayNameALock($id, $token)) {
+            return false;
+        }
         $r = $this->call('held', $namespace, [$id, $token], true);
         return (int) ($r[1] ?? 0) === 1;
     }
@@ -397,7 +400,9 @@ final class LockEngine implements LockEngineInterface
     public function forceRelease(string $namespace, string $id): bool
     {
         self::checkNamespace($namespace);
-        $this->checkId($id, 'id');
+        if (!$this->mayNameALock($id, 'any')) {
+            return false;
+        }
         $r = $this->call('force_release', $namespace, [$id]);
         return $r[0] === 'released';
     }
@@ -941,6 +946,18 @@ final class LockEngine implements LockEngineInterface
         if (preg_match('/\A[A-Za-z0-9-]+\z/', $id) !== 1 || strlen($id) > $max) {
             throw new InvalidRequestException("$what must be 1..$max characters of [A-Za-z0-9-]");
         }
+    }
+
+    /**
+     * Could this id and token be a lock's (the engine's id and token rules)? A
+     * proof that could not names no lock: release, renew, isHeld and
+     * forceRelease answer false for it without asking the server, as every
+     * client does.
+     */
+    private function mayNameALock(string $id, string $token): bool
+    {
+        return preg_match('/\A[A-Za-z0-9-]+\z/', $id) === 1 && strlen($id) <= $this->contract()->limit('id_chars')
+            && $token !== '' && strlen($token) <= $this->contract()->limit('token_bytes');
     }
 
     private function checkToken(string $token, string $what): void

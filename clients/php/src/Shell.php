@@ -153,14 +153,14 @@ final class Shell implements Cancellation
         $wait = 0;
         $fair = true;
         $reenterId = $token = $key = null;
-        $positional = [];
+        $positional = $given = [];
         for ($i = 1; $i < count($w); $i++) {
             if ($opt($i, 'ttl=')) {
-                $ttl = self::ms($w[$i], 4);
+                $ttl = self::ms(self::firstTime($given, $w[$i], 4), 4);
             } elseif ($opt($i, 'wait=')) {
-                $wait = self::ms($w[$i], 5);
+                $wait = self::ms(self::firstTime($given, $w[$i], 5), 5);
             } elseif (!$q[$i] && ($w[$i] === 'fair=true' || $w[$i] === 'fair=false')) {
-                $fair = $w[$i] === 'fair=true';
+                $fair = self::firstTime($given, $w[$i], 5) === 'fair=true';
             } elseif ($opt($i, 'fair=')) {
                 throw new InvalidRequestException('fair= takes true or false');
             } elseif ($opt($i, 'reenter=')) {
@@ -451,6 +451,22 @@ final class Shell implements Cancellation
             throw new InvalidRequestException("'$word' needs a whole number from 1 to $max");
         }
         return (int) $v;
+    }
+
+    /**
+     * Option word $word (its name the first $skip bytes), recorded in $given;
+     * an error when it was given before: each option once (docs/cli.md).
+     *
+     * @param array<string,true> $given
+     */
+    private static function firstTime(array &$given, string $word, int $skip): string
+    {
+        $name = substr($word, 0, $skip);
+        if (isset($given[$name])) {
+            throw new InvalidRequestException("$name is given twice");
+        }
+        $given[$name] = true;
+        return $word;
     }
 
     private static function once(?string $current, string $word, int $skip): string

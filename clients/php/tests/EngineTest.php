@@ -44,6 +44,24 @@ final class EngineTest extends RedisTestCase
         $this->assertTrue($this->engine->acquire($this->ns, 'carol', 'upload', ['/p/A/C/D'])->isGranted());
     }
 
+    public function testAProofNoEngineMakesNamesNoLock(): void
+    {
+        // An id or token outside the engine's rules is answered as any unknown proof: false, as in every client.
+        $g = $this->engine->acquire($this->ns, 'alice', 'upload', ['/p/proof'])->grant;
+        foreach ([['', $g->token], ['id=1', $g->token], [str_repeat('a', 65), $g->token], ["\u{e9}", $g->token],
+                  [$g->id, ''], [$g->id, str_repeat('t', 257)]] as [$id, $token]) {
+            $this->assertFalse($this->engine->isHeld($this->ns, $id, $token));
+            $this->assertFalse($this->engine->renew($this->ns, $id, $token));
+            $this->assertFalse($this->engine->release($this->ns, $id, $token));
+            if ($token !== '' && strlen($token) <= 256) {
+                $this->assertFalse($this->engine->forceRelease($this->ns, $id));
+            }
+        }
+        $this->assertTrue($this->engine->isHeld($this->ns, $g->id, $g->token), 'the lock itself is untouched');
+        $this->expectException(InvalidRequestException::class);
+        $this->engine->renew($this->ns, '', $g->token, 0);   // a bad ttl is still an error
+    }
+
     public function testTheOwnerIsNoProofReentryIsByProof(): void
     {
         $t = ['src' => '/p/A', 'dst' => '/p/B'];
@@ -138,7 +156,6 @@ final class EngineTest extends RedisTestCase
             fn() => $this->engine->acquire($this->ns, 'a', 'upload', ['/p'], waitMs: -1),
             fn() => $this->engine->acquire($this->ns, 'a', 'upload', ['/p'], idempotencyKey: 'has space'),
             fn() => $this->engine->acquire($this->ns, 'a', 'upload', ['/p'], reenter: new Grant('x', 't', 0, 0, 0), idempotencyKey: 'k'),
-            fn() => $this->engine->release($this->ns, 'no/slash', 't'),
             fn() => $this->engine->renew($this->ns, 'id', 't', 604800001),
             fn() => $this->engine->listPage($this->ns, '/', 0),
             fn() => $this->engine->listPage($this->ns, '/', 10, 'abc'),

@@ -307,6 +307,15 @@ void register_errors(py::module_& m) {
 
 void register_results(py::module_& m) {
   py::class_<Grant>(m, "Grant", "A granted lock: `token` is the secret that releases or renews it.")
+      .def(py::init([](std::string id, std::string token) {
+             Grant g;
+             g.id = std::move(id);
+             g.token = std::move(token);
+             return g;
+           }),
+           py::arg("id"), py::arg("token"),
+           "The proof of a lock granted elsewhere (another process kept its id and token), for "
+           "`acquire(..., reenter=Grant(id, token))`: only id and token are read.")
       .def_readonly("id", &Grant::id)
       .def_readonly("token", &Grant::token)
       .def_readonly("fence", &Grant::fence, "Strictly increasing per namespace, per new lock.")

@@ -210,11 +210,7 @@ func (s *shell) line(line string, lines <-chan string) []string {
 	if len(w) == 0 {
 		return nil
 	}
-	cmd, args := w[0].text, w[1:]
-	if w[0].quoted {
-		s.reply(obj{{"error", fmt.Sprintf("unknown command %q", cmd)}})
-		return nil
-	}
+	cmd, args := w[0].text, w[1:] // a quoted command word is the command (docs/cli.md#quoting)
 	switch cmd {
 	case "hello":
 		if len(args) != 0 {
@@ -249,15 +245,11 @@ func (s *shell) line(line string, lines <-chan string) []string {
 func ctx() context.Context { return context.Background() }
 
 func (s *shell) forceRelease(args []word) {
-	pos, _, err := parse(args, nil)
-	if err == nil && len(pos) != 1 {
-		err = errors.New("force-release ID")
-	}
-	if err != nil {
-		s.fail(err)
+	if len(args) != 1 { // the one word is the ID whatever it holds
+		s.fail(errors.New("usage: force-release ID"))
 		return
 	}
-	ok, err := s.c.ForceRelease(ctx(), s.ns, pos[0])
+	ok, err := s.c.ForceRelease(ctx(), s.ns, args[0].text)
 	if err != nil {
 		s.fail(err)
 		return
@@ -538,15 +530,26 @@ func (s *shell) answer(lock *pathlock.Lock, err error) {
 // spoof the old marker, issue 41).
 const cancelledMarker = "\ncancelled"
 
+// proofWords: ID and TOKEN are the first two words whatever they hold (an
+// id no engine makes names no lock); renew may add one unquoted ttl=MS, as
+// docs/cli.md's table has it.
+func proofWords(cmd string, args []word) ([]string, map[string]string, error) {
+	o := map[string]string{}
+	if cmd == "renew" && len(args) == 3 && !args[2].quoted && strings.HasPrefix(args[2].text, "ttl=") {
+		o["ttl"] = strings.TrimPrefix(args[2].text, "ttl=")
+		args = args[:2]
+	}
+	if len(args) != 2 {
+		if cmd == "renew" {
+			return nil, nil, errors.New("usage: renew ID TOKEN [ttl=MS]")
+		}
+		return nil, nil, fmt.Errorf("usage: %s ID TOKEN", cmd)
+	}
+	return []string{args[0].text, args[1].text}, o, nil
+}
+
 func (s *shell) idToken(cmd string, args []word) {
-	allowed := []string(nil)
-	if cmd == "renew" {
-		allowed = []string{"ttl"}
-	}
-	pos, o, err := parse(args, allowed)
-	if err == nil && len(pos) != 2 {
-		err = fmt.Errorf("%s ID TOKEN", cmd)
-	}
+	pos, o, err := proofWords(cmd, args)
 	if err != nil {
 		s.fail(err)
 		return
