@@ -16,7 +16,7 @@ import {
   LockRefusedError,
   NotHolderError,
 } from './errors';
-import { Contract, LibraryInfo, parseContract, parseLibrary, prefixOfName, rolesIn } from './library';
+import { Contract, ContractLimits, LibraryInfo, parseContract, parseLibrary, prefixOfName, rolesIn } from './library';
 import { normalizePath, pathsOverlap, textProblem } from './paths';
 import { WakeHub, WakeNode } from './wake';
 import type { LeaseKeeper, Lease } from './keeper';
@@ -273,6 +273,35 @@ const BLOCKER_FIELDS: RowFields<Blocker> = {
   fence: num, holds: num, expiresInMs: num, waitedMs: num,
 };
 const WAITER_FIELDS: RowFields<Waiter> = { id: str, owner: str, op: str, waitedMs: num, expiresInMs: num, targets: targetsOf };
+
+// The checks of an acquire's options that need no server: its TTL (as sent)
+// and its wait, or InvalidRequestError.
+function checkAcquire(o: AcquireOptions, limits: ContractLimits): { ttlMs: number; ttl: string; waitMs: number } {
+  checkOwner(o.owner, limits.owner_bytes);
+  if (typeof o.op !== 'string' || o.op === '') throw new InvalidRequestError('op is empty');
+  const ttlMs = o.ttlMs ?? DEFAULT_TTL_MS;
+  const ttl = wholeMs('ttlMs', ttlMs, 1, limits.ttl_ms);
+  const waitMs = o.waitMs ?? 0;
+  wholeMs('waitMs', waitMs, 0, Number.MAX_SAFE_INTEGER);
+  if (o.reenter && o.idempotencyKey) throw new InvalidRequestError('reenter and idempotencyKey exclude each other');
+  if (o.reenter && (!o.reenter.id || !o.reenter.token)) throw new InvalidRequestError('reenter needs id and token');
+  const maxKey = limits.idempotency_key_chars;
+  if (o.idempotencyKey !== undefined && (!KEY_RE.test(o.idempotencyKey) || o.idempotencyKey.length > maxKey))
+    throw new InvalidRequestError(`idempotencyKey must be 1..${maxKey} of [A-Za-z0-9._:-]`);
+  return { ttlMs, ttl, waitMs };
+}
+
+// An acquire's reply as its result (a grant, a refusal, a failed reentry).
+function acquireResult(r: unknown[], ttlMs: number): AcquireResult {
+  if (r[0] === 'granted')
+    return {
+      granted: true,
+      grant: { id: String(r[1]), token: String(r[2]), fence: Number(r[3]), expiresInMs: Number(r[4]), holds: Number(r[5]), ttlMs },
+    };
+  if (r[0] === 'refused') return { granted: false, conflict: rowOf(CONFLICT_FIELDS, r, 1) };
+  if (r[0] === 'not_holder') return { granted: false, notHolder: true };
+  throw new BackendError(`redis: acquire: unexpected reply ${JSON.stringify(r)}`);
+}
 
 /**
  * A pathlock client for one namespace. Holds no global state: every client
@@ -574,18 +603,8 @@ export class PathLock {
   async tryAcquire(o: AcquireOptions): Promise<AcquireResult> {
     // The first call reads the contract: the signal ends that wait too.
     const { limits } = await untilAborted(this.contract(), o.signal);
-    checkOwner(o.owner, limits.owner_bytes);
-    if (typeof o.op !== 'string' || o.op === '') throw new InvalidRequestError('op is empty');
-    const ttlMs = o.ttlMs ?? DEFAULT_TTL_MS;
-    const ttl = wholeMs('ttlMs', ttlMs, 1, limits.ttl_ms);
-    const waitMs = o.waitMs ?? 0;
-    wholeMs('waitMs', waitMs, 0, Number.MAX_SAFE_INTEGER);
+    const { ttlMs, ttl, waitMs } = checkAcquire(o, limits);
     const fair = o.fair ?? true;
-    if (o.reenter && o.idempotencyKey) throw new InvalidRequestError('reenter and idempotencyKey exclude each other');
-    if (o.reenter && (!o.reenter.id || !o.reenter.token)) throw new InvalidRequestError('reenter needs id and token');
-    const maxKey = limits.idempotency_key_chars;
-    if (o.idempotencyKey !== undefined && (!KEY_RE.test(o.idempotencyKey) || o.idempotencyKey.length > maxKey))
-      throw new InvalidRequestError(`idempotencyKey must be 1..${maxKey} of [A-Za-z0-9._:-]`);
     const paths = await this.pathsOf(o);
     const signal = o.signal;
     if (signal?.aborted) throw abortReason(signal);
@@ -619,16 +638,7 @@ export class PathLock {
         }
       }
     };
-    const result = (r: unknown[]): AcquireResult => {
-      if (r[0] === 'granted')
-        return {
-          granted: true,
-          grant: { id: String(r[1]), token: String(r[2]), fence: Number(r[3]), expiresInMs: Number(r[4]), holds: Number(r[5]), ttlMs },
-        };
-      if (r[0] === 'refused') return { granted: false, conflict: rowOf(CONFLICT_FIELDS, r, 1) };
-      if (r[0] === 'not_holder') return { granted: false, notHolder: true };
-      throw new BackendError(`redis: acquire: unexpected reply ${JSON.stringify(r)}`);
-    };
+    const result = (r: unknown[]): AcquireResult => acquireResult(r, ttlMs);
     if (!waits) return result(await attempt(0));
     return this.waitLoop(paths, deadline, waiterId, signal, attempt, result, limits.reserve_ms);
   }
@@ -674,9 +684,7 @@ export class PathLock {
         }
         if (!detach) {
           // Subscribe, then try again at once (a removal before it is not missed).
-          const c = await this.contract();
-          const wakeKey = this.keysOf(c)[c.keys.suffixes.indexOf('wake')];
-          detach = await this.shared.wake.attach(wakeKey, () => this.wakeNode(), onMessage);
+          detach = await this.subscribeWake(onMessage);
           if (signal?.aborted) throw abortReason(signal);
           continue;
         }
@@ -686,11 +694,7 @@ export class PathLock {
         if (signal?.aborted) throw abortReason(signal);
       }
     } catch (e) {
-      // Leave the line (an abort does not wait for a server that may stall).
-      if (placeMayExist) {
-        const left = this.leave(waiterId).catch(() => undefined);
-        if (!signal?.aborted) await left;
-      }
+      if (placeMayExist) await this.leaveLine(waiterId, signal);
       throw e;
     } finally {
       signal?.removeEventListener('abort', onAbort);
@@ -701,6 +705,19 @@ export class PathLock {
   // A grant whose caller gave up: released (a lost reply leaves it to its TTL).
   private releaseLate(r: unknown[]): void {
     if (r[0] === 'granted') this.release(String(r[1]), String(r[2])).catch(() => undefined);
+  }
+
+  // Subscribes to the namespace's wake channel for a waiting acquire; returns the unsubscribe.
+  private async subscribeWake(onMessage: (payload: string) => void): Promise<() => void> {
+    const c = await this.contract();
+    const wakeKey = this.keysOf(c)[c.keys.suffixes.indexOf('wake')];
+    return this.shared.wake.attach(wakeKey, () => this.wakeNode(), onMessage);
+  }
+
+  // Leaves the line after a failed wait (an abort does not wait for a server that may stall).
+  private async leaveLine(waiterId: string, signal: AbortSignal | undefined): Promise<void> {
+    const left = this.leave(waiterId).catch(() => undefined);
+    if (!signal?.aborted) await left;
   }
 
   /** Acquires or throws: LockRefusedError (with the conflict), NotHolderError for a failed reentry. */

@@ -305,7 +305,7 @@ void register_errors(py::module_& m) {
 
 }
 
-void register_results(py::module_& m) {
+void register_grant(py::module_& m) {
   py::class_<Grant>(m, "Grant", "A granted lock: `token` is the secret that releases or renews it.")
       .def(py::init([](std::string id, std::string token) {
              Grant g;
@@ -326,7 +326,9 @@ void register_results(py::module_& m) {
         return "Grant(id='" + g.id + "', fence=" + std::to_string(g.fence) + ", holds=" + std::to_string(g.holds) +
                ")";
       });
+}
 
+void register_conflict(py::module_& m) {
   py::class_<Conflict>(m, "Conflict", "The held lock (or older waiting request, `queued`) that refused a request.")
       .def_readonly("id", &Conflict::id)
       .def_readonly("op", &Conflict::op)
@@ -343,7 +345,9 @@ void register_results(py::module_& m) {
         return "Conflict(op='" + c.op + "', role='" + c.role + "', path='" + c.path + "', owner='" + c.owner + "')";
       })
       .def("__str__", &conflict_words);
+}
 
+void register_acquire_result(py::module_& m) {
   py::class_<AcquireResult>(m, "AcquireResult",
                             "The answer of acquire: `granted` and `grant`, or the `conflict` that refused it, or "
                             "`not_holder` (a reentry whose proof names no live lock). True when granted.")
@@ -368,7 +372,12 @@ void register_results(py::module_& m) {
         if (r.cancelled()) return std::string("AcquireResult(cancelled)");
         return "AcquireResult(refused by " + conflict_words(r.conflict) + ")";
       });
+}
 
+void register_results(py::module_& m) {
+  register_grant(m);
+  register_conflict(m);
+  register_acquire_result(m);
 }
 
 void register_listings(py::module_& m) {
