@@ -25,7 +25,7 @@ are blanked out first, then
 - Lua: every function, to its "end" (function, if, do and repeat open a
   block; end and until close one).
 A function without a name is named after the function it is in ("function
-in run", "func literal in New"). vendor/, node_modules/ and dist/ are not read.
+in run", "func literal in New"). vendor/, node_modules/, dist/ and build/ are not read.
 
 Tests. The C++ check (tests/CMakeLists.txt: function_length) reads src/ and
 tools/, which holds the test helpers (tools/dev: the servers the tests
@@ -49,7 +49,7 @@ import re
 import subprocess
 import sys
 
-NOT_READ = ("vendor", "node_modules", "dist", ".git")  # vendored or generated folders
+NOT_READ = ("vendor", "node_modules", "dist", "build", ".git")  # vendored or generated folders (build: a pip build in clients/python)
 CTAGS_KINDS = ["--kinds-C++=f", "--kinds-Python=fm", "--kinds-JavaScript=fmgGSCv"]
 # A JavaScript constant or variable that holds a function.
 JS_FUNCTION_VALUE = re.compile(r"=\s*(async\s+)?(function\b|(\([^)]*\)|[\w$]+)\s*=>)")
@@ -417,7 +417,7 @@ def shebang_language(path):
 
 def scanned_files(root, folders):
     """Paths (relative to root) of the Go, TypeScript, PHP and Lua files under folders;
-    vendored and generated folders (vendor, node_modules, dist) are not read."""
+    vendored and generated folders (vendor, node_modules, dist, build) are not read."""
     for folder in folders:
         for top, dirs, files in os.walk(os.path.join(root, folder)):
             dirs[:] = sorted(d for d in dirs if d not in NOT_READ)
