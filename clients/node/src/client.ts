@@ -217,6 +217,23 @@ function isReplyError(e: unknown): e is Error {
   return e instanceof Error && e.name === 'ReplyError';
 }
 
+/**
+ * `call()`'s answer, or a rejection when the connection closes while it is in
+ * flight. With autoResendUnfulfilledCommands false (which this client needs),
+ * ioredis drops the commands that were on a connection that closed and never
+ * settles their promises: a call whose connection was cut would hang for ever
+ * (issue 41; the kit's fault check shows it). A command sent on a connection
+ * that is not ready waits in ioredis's offline queue and is not watched.
+ */
+function untilClosed<T>(redis: RedisClient, call: () => Promise<T>): Promise<T> {
+  if (isCluster(redis) || redis.status !== 'ready') return call();
+  return new Promise<T>((resolve, reject) => {
+    const onClose = () => reject(new Error('the connection closed before the reply arrived'));
+    redis.once('close', onClose);
+    call().then(resolve, reject).finally(() => redis.removeListener('close', onClose));
+  });
+}
+
 // AbortSignal.any (Node 20.3), which the ES2022 lib does not declare.
 function anySignal(signals: AbortSignal[]): AbortSignal {
   return (AbortSignal as unknown as { any(s: AbortSignal[]): AbortSignal }).any(signals);
@@ -543,7 +560,8 @@ export class PathLock {
   private async fcall(name: string, args: string[], readOnly = false): Promise<unknown[]> {
     const lib = await this.library();
     const keys = this.keysOf(await this.contract());
-    const send = () => this.redis.call(readOnly ? 'FCALL_RO' : 'FCALL', lib.prefix + name, keys.length, ...keys, ...args);
+    const send = () =>
+      untilClosed(this.redis, () => this.redis.call(readOnly ? 'FCALL_RO' : 'FCALL', lib.prefix + name, keys.length, ...keys, ...args));
     let reply: unknown;
     try {
       try {
