@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import _load_library
+from conftest import _load_library, cli
 from kitlib import Driver, RedisServer, Resp, acquire_line, fresh_ns, quote, wait_until
 from test_locks import check_grant
 from test_waiting import in_line, held_and_refused
@@ -48,7 +48,7 @@ def fault(server, driver_cmd, hello):
 
         @staticmethod
         def start(kind="driver"):
-            argv = driver_cmd if kind == "driver" else [_cli(), "shell", "--backend", "redis"]
+            argv = driver_cmd if kind == "driver" else [cli(), "shell", "--backend", "redis"]
             d = Driver(argv, server.url, ns)
             procs.append(d)
             return d
@@ -57,11 +57,6 @@ def fault(server, driver_cmd, hello):
     Fault.redis("CLIENT", "UNPAUSE")
     Fault.redis.close()
     assert [d.close() for d in procs] == [0] * len(procs), "a driver exited with an error at end of input"
-
-
-def _cli():
-    from conftest import cli
-    return cli()
 
 
 def _timed(d, line):
