@@ -15,6 +15,7 @@ import os
 import queue
 import sys
 import threading
+import time
 
 import pathlock
 
@@ -103,10 +104,36 @@ class Waiting:
             return self._stop is not None and self._stop.request_stop()
 
 
+class TimedOut(Exception):
+    """A call with deadline=MS that gave up at its deadline."""
+
+
 class Driver:
-    def __init__(self, engine, ns, roles):
+    def __init__(self, engine, ns, roles, open_engine=None):
         self.engine, self.ns, self.roles = engine, ns, roles
+        self.open_engine = open_engine  # command_timeout (s) -> a RedisEngine with that command timeout
+        self.within = {}  # deadline ms -> its engine
         self.waiting = Waiting()
+
+    def engine_for(self, o):
+        """The engine of a call: with deadline=MS, one whose command timeout is MS (the C++ client's
+        per-call deadline, which it sends as deadline_ms)."""
+        if "deadline=" not in o:
+            return self.engine
+        n = whole("deadline=" + o["deadline="], 9, 1, 604800000)
+        if n not in self.within:
+            self.within[n] = self.open_engine(n / 1000)
+        return self.within[n]
+
+    def deadlined(self, o, call):
+        """call(engine) with the engine of deadline=MS; a backend error at that deadline is TimedOut."""
+        start = time.monotonic()
+        try:
+            return call(self.engine_for(o))  # a new engine connects within the deadline too
+        except pathlock.BackendError as e:
+            if "deadline=" in o and time.monotonic() - start >= 0.9 * int(o["deadline="]) / 1000:
+                raise TimedOut(str(e)) from e
+            raise
 
     def targets(self, op, paths):
         if op not in self.roles:
@@ -128,7 +155,7 @@ class Driver:
         if args:
             raise Bad("usage: hello")
         return {"client": "pathlock-python", "version": pathlock.__version__,
-                "features": ["cancel", "blockers", "waiters", "matrix"]}
+                "features": ["cancel", "blockers", "waiters", "matrix", "deadline"]}
 
     def _options(self, args, names):
         """Splits option words (name=value, unquoted) from positional words; each option once."""
@@ -146,10 +173,10 @@ class Driver:
         return opts, positional
 
     def cmd_acquire(self, args):
-        o, pos = self._options(args, ("ttl=", "wait=", "fair=", "reenter=", "token=", "key="))
+        o, pos = self._options(args, ("ttl=", "wait=", "fair=", "reenter=", "token=", "key=", "deadline="))
         if len(pos) not in (3, 4):
             raise Bad("usage: acquire OWNER OP PATH [DST_PATH] [ttl=MS] [wait=MS] [fair=true|false] "
-                      "[reenter=ID token=TOKEN] [key=IDEMPOTENCY_KEY]")
+                      "[reenter=ID token=TOKEN] [key=IDEMPOTENCY_KEY] [deadline=MS]")
         if o.get("fair=", "true") not in ("true", "false"):
             raise Bad("fair= takes true or false")
         if ("reenter=" in o) != ("token=" in o):
@@ -160,7 +187,7 @@ class Driver:
         targets = self.targets(pos[1], pos[2:])
         if "reenter=" in o:  # the engine checks the whole request, then the proof
             kw["reenter"] = pathlock.Grant(o["reenter="], o["token="])
-        r = self.acquire_stoppable(pos[0], pos[1], targets, kw)
+        r = self.deadlined(o, lambda engine: self.acquire_stoppable(engine, pos[0], pos[1], targets, kw))
         if r is None or r.cancelled:
             return {"granted": False, "cancelled": True}
         if r.not_holder:
@@ -175,14 +202,14 @@ class Driver:
         return {"granted": True, "id": g.id, "token": g.token, "fence": g.fence, "holds": g.holds,
                 "expires_in_ms": ms(g.expires_in)}
 
-    def acquire_stoppable(self, owner, op, targets, kw):
+    def acquire_stoppable(self, engine, owner, op, targets, kw):
         """engine.acquire, stoppable by a `cancel` line when it waits; None when a cancel came after a grant
         (which is released: `cancelled` always means nothing is held)."""
         if kw["wait"] <= 0:
-            return self.engine.acquire(self.ns, owner, op, targets, **kw)
+            return engine.acquire(self.ns, owner, op, targets, **kw)
         stop = self.waiting.begin()
         try:
-            r = self.engine.acquire(self.ns, owner, op, targets, stop=stop, **kw)
+            r = engine.acquire(self.ns, owner, op, targets, stop=stop, **kw)
         finally:
             stopped = self.waiting.end()
         if stopped and r.granted:
@@ -199,23 +226,30 @@ class Driver:
         rid, token = self._exactly(args, 2, "release ID TOKEN")
         return {"released": self.engine.release(self.ns, rid, token)}
 
+    @staticmethod
+    def _proof(cmd, args, option):
+        """ID and TOKEN, the first two words whatever they hold, and the value of one unquoted `option`
+        (ttl= of renew, deadline= of held) that may follow them."""
+        o = {}
+        if len(args) == 3 and not args[2][1] and args[2][0].startswith(option):
+            o[option] = args[2][0][len(option):]
+            args = args[:2]
+        if len(args) != 2:
+            raise Bad(f"usage: {cmd} ID TOKEN [{option}MS]")
+        return args[0][0], args[1][0], o
+
     def cmd_held(self, args):
-        rid, token = self._exactly(args, 2, "held ID TOKEN")
-        return {"held": self.engine.is_held(self.ns, rid, token)}
+        rid, token, o = self._proof("held", args, "deadline=")
+        return {"held": self.deadlined(o, lambda engine: engine.is_held(self.ns, rid, token))}
 
     def cmd_force_release(self, args):
         (rid,) = self._exactly(args, 1, "force-release ID")
         return {"released": self.engine.force_release(self.ns, rid)}
 
     def cmd_renew(self, args):
-        """ID and TOKEN are the first two words whatever they hold; then one unquoted ttl=MS may follow."""
-        ttl = None
-        if len(args) == 3 and not args[2][1] and args[2][0].startswith("ttl="):
-            ttl = whole(args[2][0], 4, 0, 10**15) / 1000
-            args = args[:2]
-        if len(args) != 2:
-            raise Bad("usage: renew ID TOKEN [ttl=MS]")
-        return {"renewed": self.engine.renew(self.ns, args[0][0], args[1][0], ttl=ttl)}
+        rid, token, o = self._proof("renew", args, "ttl=")
+        ttl = whole("ttl=" + o["ttl="], 4, 0, 10**15) / 1000 if "ttl=" in o else None
+        return {"renewed": self.engine.renew(self.ns, rid, token, ttl=ttl)}
 
     def cmd_locks(self, args):
         o, pos = self._options(args, ("limit=", "after="))
@@ -279,6 +313,8 @@ def answer_line(driver, line, cancelled=None):
         return {"cancelled": bool(cancelled)}
     try:
         return driver.answer(split_words(line))
+    except TimedOut as e:
+        return {"error": str(e), "timed_out": True}
     except (Bad, pathlock.InvalidRequest, pathlock.BackendError) as e:
         return {"error": str(e)}
 
@@ -298,7 +334,8 @@ def main():
         engine.waiters(a.namespace, "/", 1)
     except pathlock.InvalidRequest as e:
         sys.exit(f"python_driver.py: {e}")
-    driver = Driver(engine, a.namespace, roles)
+    driver = Driver(engine, a.namespace, roles,
+                    lambda timeout: pathlock.RedisEngine(a.redis, matrix=matrix, command_timeout=timeout))
     lines = queue.Queue()
 
     def read():  # reads ahead, so that a `cancel` line stops the acquire that waits now

@@ -100,6 +100,14 @@ export interface AcquireOptions {
    * grant that arrives after the abort is released.
    */
   signal?: AbortSignal;
+  /**
+   * The longest this call may take, ms (waiting included): then it rejects
+   * with a `TimeoutError`, as with `signal: AbortSignal.timeout(timeoutMs)`,
+   * and each attempt also tells the server that moment (`deadline_ms` on the
+   * server's clock, docs/lua-protocol.md#deadlines), so an attempt a stalled
+   * server runs after the caller gave up grants nothing.
+   */
+  timeoutMs?: number;
 }
 
 export interface Grant {
@@ -208,6 +216,31 @@ export function checkOwner(owner: unknown, maxBytes = MAX_OWNER_BYTES): void {
 function isReplyError(e: unknown): e is Error {
   return e instanceof Error && e.name === 'ReplyError';
 }
+
+/**
+ * `call()`'s answer, or a rejection when the connection closes while it is in
+ * flight. With autoResendUnfulfilledCommands false (which this client needs),
+ * ioredis drops the commands that were on a connection that closed and never
+ * settles their promises: a call whose connection was cut would hang for ever
+ * (issue 41; the kit's fault check shows it). A command sent on a connection
+ * that is not ready waits in ioredis's offline queue and is not watched.
+ */
+function untilClosed<T>(redis: RedisClient, call: () => Promise<T>): Promise<T> {
+  if (isCluster(redis) || redis.status !== 'ready') return call();
+  return new Promise<T>((resolve, reject) => {
+    const onClose = () => reject(new Error('the connection closed before the reply arrived'));
+    redis.once('close', onClose);
+    call().then(resolve, reject).finally(() => redis.removeListener('close', onClose));
+  });
+}
+
+// AbortSignal.any (Node 20.3), which the ES2022 lib does not declare.
+function anySignal(signals: AbortSignal[]): AbortSignal {
+  return (AbortSignal as unknown as { any(s: AbortSignal[]): AbortSignal }).any(signals);
+}
+
+// How old a reading of the server's clock may get before it is read again (docs/lua-protocol.md#deadlines).
+const CLOCK_REFRESH_MS = 30_000;
 
 function abortReason(signal: AbortSignal): unknown {
   return signal.reason ?? new AbortError();
@@ -318,6 +351,8 @@ export class PathLock {
     contract?: Promise<Contract>;
     fingerprint?: string;
     wake: WakeHub;
+    /** The server's clock as last read: [TIME in ms, performance.now() then]; null: TIME not allowed. */
+    clock?: [number, number] | null;
   };
   private readonly subscriberFactory?: () => Redis;
   /**
@@ -554,7 +589,8 @@ export class PathLock {
   private async fcall(name: string, args: string[], readOnly = false): Promise<unknown[]> {
     const lib = await this.library();
     const keys = this.keysOf(await this.contract());
-    const send = () => this.redis.call(readOnly ? 'FCALL_RO' : 'FCALL', lib.prefix + name, keys.length, ...keys, ...args);
+    const send = () =>
+      untilClosed(this.redis, () => this.redis.call(readOnly ? 'FCALL_RO' : 'FCALL', lib.prefix + name, keys.length, ...keys, ...args));
     let reply: unknown;
     try {
       try {
@@ -601,6 +637,15 @@ export class PathLock {
    * when Redis fails, and the signal's reason when aborted.
    */
   async tryAcquire(o: AcquireOptions): Promise<AcquireResult> {
+    if (o.timeoutMs === undefined) return this.acquireWithin(o, undefined);
+    wholeMs('timeoutMs', o.timeoutMs, 1, Number.MAX_SAFE_INTEGER);
+    const timeout = AbortSignal.timeout(o.timeoutMs);
+    const signal = o.signal ? anySignal([o.signal, timeout]) : timeout;
+    return this.acquireWithin({ ...o, signal }, performance.now() + o.timeoutMs);
+  }
+
+  // tryAcquire, its caller giving up at giveUpAt (performance.now() clock) if set.
+  private async acquireWithin(o: AcquireOptions, giveUpAt: number | undefined): Promise<AcquireResult> {
     // The first call reads the contract: the signal ends that wait too.
     const { limits } = await untilAborted(this.contract(), o.signal);
     const { ttlMs, ttl, waitMs } = checkAcquire(o, limits);
@@ -624,12 +669,12 @@ export class PathLock {
     const waits = !o.reenter && waitMs > 0;
     const waiterId = waits && fair ? 'w' + randomHex(12) : '';
     const attempt = async (reserve: number): Promise<unknown[]> => {
-      const args = o.reenter ? head : [...head, fair ? '1' : '0', waiterId, String(reserve)];
+      const args = o.reenter && giveUpAt === undefined ? head : [...head, fair ? '1' : '0', waiterId, String(reserve)];
       for (let tries = 0; ; tries++) {
         try {
           // In flight too, the signal ends the wait for the answer; a grant
           // that arrives after it is released.
-          return await untilAborted(this.fcall('acquire', args), signal, (r) => this.releaseLate(r));
+          return await untilAborted(this.sendAcquire(args, giveUpAt), signal, (r) => this.releaseLate(r));
         } catch (e) {
           // Only an acquire with an idempotency key may be sent again after
           // its reply was lost: the retry gets the lock the first one made.
@@ -700,6 +745,39 @@ export class PathLock {
       signal?.removeEventListener('abort', onAbort);
       detach?.();
     }
+  }
+
+  // One acquire call; with giveUpAt, its deadline_ms. A `late` reply (the
+  // server's clock ran ahead of the estimate) changed nothing: sent once more
+  // with the clock it names, then a BackendError.
+  private async sendAcquire(args: string[], giveUpAt: number | undefined): Promise<unknown[]> {
+    if (giveUpAt === undefined) return this.fcall('acquire', args);
+    for (let tries = 0; ; tries++) {
+      const r = await this.fcall('acquire', [...args, await this.deadlineArg(giveUpAt)]);
+      if (r[0] !== 'late') return r;
+      this.shared.clock = [Number(r[1]), performance.now()];
+      if (tries > 0)
+        throw new BackendError("redis: acquire reached the server after its deadline twice (the server's clock runs ahead); nothing was taken", {
+          mayHaveRun: false,
+        });
+    }
+  }
+
+  // deadline_ms: the server's clock (TIME, read again after 30 s) at giveUpAt; '' where TIME is not allowed.
+  private async deadlineArg(giveUpAt: number): Promise<string> {
+    let c = this.shared.clock;
+    if (c === undefined || (c !== null && performance.now() - c[1] >= CLOCK_REFRESH_MS)) {
+      try {
+        const t = (await this.redis.call('TIME')) as string[];
+        c = [Number(t[0]) * 1000 + Math.floor(Number(t[1]) / 1000), performance.now()];
+      } catch (e) {
+        if (!isReplyError(e)) throw new BackendError(`redis: TIME: ${e instanceof Error ? e.message : e}`, { cause: e, mayHaveRun: false });
+        c = null; // an ACL without TIME: no deadline (protocol 4.1's behaviour)
+      }
+      this.shared.clock = c;
+    }
+    if (c === null) return '';
+    return String(Math.floor(c[0] + (giveUpAt - c[1])));
   }
 
   // A grant whose caller gave up: released (a lost reply leaves it to its TTL).

@@ -85,3 +85,47 @@ test('keep() stops keeping when its signal aborts', async () => {
   assert.equal(keeper.size, 0);
   assert.equal(lease.signal.aborted, false, 'stopping is not losing');
 });
+
+// deadline_ms (docs/lua-protocol.md#deadlines): with timeoutMs the acquire
+// tells the server when its caller gives up, so the paused call, run after
+// the pause, grants nothing. The listing is sent on the same connection
+// during the pause, behind the paused call and before any release of a late
+// grant (sent when its reply arrives): it would show a late grant.
+for (const [how, options] of [
+  ['timeoutMs', { timeoutMs: DEADLINE_MS }],
+  ['timeoutMs and a signal', { timeoutMs: DEADLINE_MS, signal: new AbortController().signal }],
+]) {
+  test(`acquire with ${how} on a stalled server rejects at its deadline and the late run grants nothing`, async () => {
+    const pl = fx.client();
+    await pl.contract();
+    await pauseServer(1000);
+    await rejectsInTime(pl.acquire({ owner: 'b', op: 'upload', paths: ['/t/x'], ...options }), 'TimeoutError');
+    assert.deepEqual((await pl.list()).locks, []);
+  });
+}
+
+test('timeoutMs is checked', async () => {
+  const pl = fx.client();
+  await assert.rejects(pl.acquire({ owner: 'b', op: 'upload', paths: ['/t/y'], timeoutMs: 0 }), (e) => e.name === 'InvalidRequestError');
+});
+
+// ioredis, told not to resend (autoResendUnfulfilledCommands: false), drops
+// the commands of a connection that closes without settling them: the
+// client rejects them itself (BackendError, mayHaveRun), never hangs, and
+// does not send an unkeyed acquire again.
+test('an acquire whose connection is cut in flight rejects and takes nothing', { timeout: 20_000 }, async () => {
+  const pl = fx.client();
+  await pl.contract();
+  const admin = connect(fx.server.url);
+  fx.onClose(() => admin.disconnect());
+  await admin.call('CLIENT', 'PAUSE', '20000', 'WRITE');
+  const call = pl.acquire({ owner: 'b', op: 'upload', paths: ['/k/x'] });
+  call.catch(() => undefined); // rejects before assert.rejects looks at it
+  const inFlight = async () => String(await admin.call('CLIENT', 'LIST')).split('\n').find((l) => / cmd=fcall /.test(l));
+  await until(inFlight, 'the acquire in flight', 5000);
+  const id = /^id=(\d+) /.exec(await inFlight())[1];
+  await admin.call('CLIENT', 'KILL', 'ID', id);
+  await admin.call('CLIENT', 'UNPAUSE');
+  await assert.rejects(call, (e) => e.name === 'BackendError' && e.mayHaveRun === true);
+  assert.deepEqual((await pl.list()).locks, []);
+});

@@ -533,6 +533,7 @@ final class LockEngine implements LockEngineInterface
     private function attempt(string $namespace, array $args, ?float $until = null): AcquireResult
     {
         $deadlines = $this->contract()->atLeast('4.2');
+        $resent = 0;
         for ($try = 0; ; $try++) {
             if ($deadlines) {
                 $this->refreshServerClock($until);
@@ -543,6 +544,11 @@ final class LockEngine implements LockEngineInterface
                 $r = $this->withReadTimeout($budget, fn(): array => $this->call('acquire', $namespace, $sent));
             } catch (InvalidRequestException $e) {
                 throw $this->withPaths($e, $args[1], array_slice($args, 8));
+            } catch (BackendException $e) {
+                if (!$this->resendable($e, $args[7], $resent++)) {
+                    throw $e;
+                }
+                continue;
             }
             if ($r[0] !== 'late') {
                 return $this->acquireResult($r);
@@ -552,6 +558,18 @@ final class LockEngine implements LockEngineInterface
                 throw new BackendException('acquire reached the server after its deadline twice (the server\'s clock runs ahead); nothing was taken');
             }
         }
+    }
+
+    /**
+     * May an acquire whose reply was lost be sent again? Only one with an
+     * idempotency key (the retry gets the lock the first one made), at most
+     * twice more, as the Go and Node clients do; never after its deadline
+     * (TimeoutException) or an error reply.
+     */
+    private function resendable(BackendException $e, string $idempotencyKey, int $resent): bool
+    {
+        return $idempotencyKey !== '' && $resent < 2 && !$e instanceof TimeoutException
+            && $e->getPrevious() instanceof \RedisException;
     }
 
     /**

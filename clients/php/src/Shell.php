@@ -6,6 +6,7 @@ namespace Pathlock;
 
 use Pathlock\Exception\InvalidRequestException;
 use Pathlock\Exception\PathlockException;
+use Pathlock\Exception\TimeoutException;
 
 /**
  * The shell line protocol of `pathlock shell` (docs/cli.md), spoken over a
@@ -31,9 +32,15 @@ final class Shell implements Cancellation
     /**
      * @param resource $in
      * @param resource $out
+     * @param ?\Redis $redis the engine's connection: given, `deadline=MS` sets its read timeout for one call
      */
-    public function __construct(private readonly LockEngine $engine, private readonly string $namespace, $in, $out)
-    {
+    public function __construct(
+        private readonly LockEngine $engine,
+        private readonly string $namespace,
+        $in,
+        $out,
+        private readonly ?\Redis $redis = null,
+    ) {
         $this->in = $in;
         $this->out = $out;
     }
@@ -71,6 +78,8 @@ final class Shell implements Cancellation
         try {
             [$words, $quoted] = self::splitWords($line);
             return $this->run1($words, $quoted);
+        } catch (TimeoutException $e) {
+            return ['error' => $e->getMessage(), 'timed_out' => true];  // gave up at its deadline=
         } catch (PathlockException $e) {
             return ['error' => $e->getMessage()];
         }
@@ -109,7 +118,7 @@ final class Shell implements Cancellation
         switch ($cmd) {
             case 'hello':
                 self::arity($w, 1, 1, 'hello');
-                return ['client' => self::CLIENT, 'version' => LockEngine::VERSION, 'features' => ['cancel', 'blockers', 'waiters']];
+                return ['client' => self::CLIENT, 'version' => LockEngine::VERSION, 'features' => $this->redis === null ? ['cancel', 'blockers', 'waiters'] : ['cancel', 'blockers', 'waiters', 'deadline']];
             case 'cancel':
                 self::arity($w, 1, 1, 'cancel');
                 return ['cancelled' => false];   // no acquire is waiting
@@ -129,8 +138,12 @@ final class Shell implements Cancellation
                 }
                 return ['renewed' => $this->engine->renew($this->namespace, $w[1], $w[2], $ttl)];
             case 'held':
-                self::arity($w, 3, 3, 'held ID TOKEN');
-                return ['held' => $this->engine->isHeld($this->namespace, $w[1], $w[2])];
+                self::arity($w, 3, 4, 'held ID TOKEN [deadline=MS]');
+                if (count($w) === 4 && !$opt(3, 'deadline=')) {
+                    throw new InvalidRequestException('usage: held ID TOKEN [deadline=MS]');
+                }
+                $deadline = count($w) === 4 ? $this->deadline($w[3]) : null;
+                return ['held' => $this->within($deadline, fn(): bool => $this->engine->isHeld($this->namespace, $w[1], $w[2]))];
             case 'force-release':
                 self::arity($w, 2, 2, 'force-release ID');
                 return ['released' => $this->engine->forceRelease($this->namespace, $w[1])];
@@ -152,7 +165,7 @@ final class Shell implements Cancellation
         $ttl = LockEngine::DEFAULT_TTL_MS;
         $wait = 0;
         $fair = true;
-        $reenterId = $token = $key = null;
+        $reenterId = $token = $key = $deadline = null;
         $positional = $given = [];
         for ($i = 1; $i < count($w); $i++) {
             if ($opt($i, 'ttl=')) {
@@ -169,13 +182,18 @@ final class Shell implements Cancellation
                 $token = self::once($token, $w[$i], 6);
             } elseif ($opt($i, 'key=')) {
                 $key = self::once($key, $w[$i], 4);
+            } elseif ($opt($i, 'deadline=')) {
+                if ($deadline !== null) {
+                    throw new InvalidRequestException('deadline= is given twice');
+                }
+                $deadline = $this->deadline($w[$i]);
             } else {
                 $positional[] = $w[$i];
             }
         }
         if (count($positional) < 3 || count($positional) > 4) {
             throw new InvalidRequestException(
-                'usage: acquire OWNER OP PATH [DST_PATH] [ttl=MS] [wait=MS] [fair=true|false] [reenter=ID token=TOKEN] [key=IDEMPOTENCY_KEY]',
+                'usage: acquire OWNER OP PATH [DST_PATH] [ttl=MS] [wait=MS] [fair=true|false] [reenter=ID token=TOKEN] [key=IDEMPOTENCY_KEY] [deadline=MS]',
             );
         }
         if (($reenterId === null) !== ($token === null)) {
@@ -192,12 +210,48 @@ final class Shell implements Cancellation
         $reenter = $reenterId !== null ? new Grant($reenterId, (string) $token, 0, 0, 0) : null;
         $this->waiting = $wait > 0;
         try {
-            $r = $this->engine->acquire($this->namespace, $owner, $op, array_slice($positional, 2), ttlMs: $ttl,
-                waitMs: $wait, fair: $fair, reenter: $reenter, idempotencyKey: $key, cancellation: $wait > 0 ? $this : null);
+            $r = $this->within($deadline, fn(): \Pathlock\AcquireResult => $this->engine->acquire($this->namespace, $owner, $op,
+                array_slice($positional, 2), ttlMs: $ttl, waitMs: $wait, fair: $fair, reenter: $reenter,
+                idempotencyKey: $key, cancellation: $wait > 0 ? $this : null));
         } finally {
             $this->waiting = false;
         }
         return self::acquireReply($r);
+    }
+
+    /** deadline=MS: 1 ms to a week; only with the connection (the `deadline` feature). */
+    private function deadline(string $word): int
+    {
+        if ($this->redis === null) {
+            throw new InvalidRequestException('deadline= needs the connection (this shell was made without it)');
+        }
+        $ms = self::ms($word, 9);
+        if ($ms < 1 || $ms > 604800000) {
+            throw new InvalidRequestException("'$word' needs 1 to 604800000 ms");
+        }
+        return $ms;
+    }
+
+    /**
+     * $call with the connection's read timeout (phpredis's per-command
+     * deadline, which the client sends as deadline_ms) set to $ms, restored after.
+     *
+     * @template T
+     * @param callable(): T $call
+     * @return T
+     */
+    private function within(?int $ms, callable $call): mixed
+    {
+        if ($ms === null || $this->redis === null) {
+            return $call();
+        }
+        $old = $this->redis->getOption(\Redis::OPT_READ_TIMEOUT);
+        $this->redis->setOption(\Redis::OPT_READ_TIMEOUT, $ms / 1000);
+        try {
+            return $call();
+        } finally {
+            $this->redis->setOption(\Redis::OPT_READ_TIMEOUT, $old);
+        }
     }
 
     /** @return array<string,mixed> the answer line of an acquire */

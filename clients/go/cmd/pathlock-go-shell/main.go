@@ -32,8 +32,28 @@ func usage(msg string) {
 }
 
 func main() {
+	opts := options(os.Args[1:])
+	ns := "default"
+	if v, ok := opts["--namespace"]; ok {
+		ns = v
+	}
+	if err := pathlock.CheckNamespace(ns); err != nil {
+		fmt.Fprintln(os.Stderr, "pathlock-go-shell:", err)
+		os.Exit(1)
+	}
+	c, err := open(opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "pathlock-go-shell:", err)
+		os.Exit(1)
+	}
+	defer c.Close()
+	sh := &shell{c: c, ns: ns, out: bufio.NewWriter(os.Stdout)}
+	sh.run(os.Stdin)
+}
+
+// options reads the command line (exit status 2 on a bad one).
+func options(args []string) map[string]string {
 	opts := map[string]string{}
-	args := os.Args[1:]
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		name, val, hasVal := strings.Cut(a, "=")
@@ -63,31 +83,24 @@ func main() {
 	if opts["--redis"] == "" {
 		usage("--redis URL is required")
 	}
-	ns := "default"
-	if v, ok := opts["--namespace"]; ok {
-		ns = v
-	}
-	if err := pathlock.CheckNamespace(ns); err != nil {
-		fmt.Fprintln(os.Stderr, "pathlock-go-shell:", err)
-		os.Exit(1)
-	}
+	return opts
+}
+
+// open connects the client, loading --library (or $PATHLOCK_LIBRARY) if given.
+func open(opts map[string]string) (*pathlock.Client, error) {
 	lib := opts["--library"]
 	if lib == "" {
 		lib = os.Getenv("PATHLOCK_LIBRARY")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	c, err := pathlock.New(ctx, pathlock.Options{URL: opts["--redis"], LibraryFile: lib})
 	if err == nil && lib != "" {
-		err = c.LoadLibrary(ctx)
+		if err = c.LoadLibrary(ctx); err != nil {
+			c.Close()
+		}
 	}
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "pathlock-go-shell:", err)
-		os.Exit(1)
-	}
-	defer c.Close()
-	sh := &shell{c: c, ns: ns, out: bufio.NewWriter(os.Stdout)}
-	sh.run(os.Stdin)
+	return c, err
 }
 
 type shell struct {
@@ -109,7 +122,14 @@ func (s *shell) reply(v interface{}) {
 	s.out.Flush()
 }
 
-func (s *shell) fail(err error) { s.reply(obj{{"error", message(err)}}) }
+// fail answers an error; a call that gave up at its deadline= says so.
+func (s *shell) fail(err error) {
+	if errors.Is(err, context.DeadlineExceeded) {
+		s.reply(obj{{"error", message(err)}, {"timed_out", true}})
+		return
+	}
+	s.reply(obj{{"error", message(err)}})
+}
 
 func message(err error) string {
 	var inv *pathlock.InvalidError
@@ -217,7 +237,7 @@ func (s *shell) line(line string, lines <-chan string) []string {
 			s.fail(errors.New("hello takes no argument"))
 			return nil
 		}
-		s.reply(obj{{"client", "pathlock-go"}, {"version", pathlock.Version}, {"features", []string{"cancel", "blockers", "waiters"}}})
+		s.reply(obj{{"client", "pathlock-go"}, {"version", pathlock.Version}, {"features", []string{"cancel", "blockers", "waiters", "deadline"}}})
 	case "cancel":
 		if len(args) != 0 {
 			s.fail(errors.New("cancel takes no argument"))
@@ -243,6 +263,21 @@ func (s *shell) line(line string, lines <-chan string) []string {
 }
 
 func ctx() context.Context { return context.Background() }
+
+// callCtx: the context of a call with deadline=MS (the caller gives up after
+// MS), or context.Background() without it.
+func callCtx(o map[string]string) (context.Context, context.CancelFunc, error) {
+	v, ok := o["deadline"]
+	if !ok {
+		return context.Background(), func() {}, nil
+	}
+	n, err := number("deadline", v, 1, 604800000)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, cancel := context.WithTimeout(context.Background(), time.Duration(n)*time.Millisecond)
+	return c, cancel, nil
+}
 
 func (s *shell) forceRelease(args []word) {
 	if len(args) != 1 { // the one word is the ID whatever it holds
@@ -385,7 +420,13 @@ func boolean(name, v string) (bool, error) {
 }
 
 func (s *shell) acquire(args []word, lines <-chan string) []string {
-	req, err := s.request(args)
+	req, o, err := s.request(args)
+	var call context.Context
+	cancel := context.CancelFunc(func() {})
+	if err == nil {
+		call, cancel, err = callCtx(o)
+	}
+	defer cancel()
 	if err != nil {
 		s.fail(err)
 		return nil
@@ -394,9 +435,9 @@ func (s *shell) acquire(args []word, lines <-chan string) []string {
 	var held []string
 	cancelled := false
 	if req.Wait > 0 {
-		lock, held, cancelled, err = s.await(req, lines)
+		lock, held, cancelled, err = s.await(call, req, lines)
 	} else {
-		lock, err = s.c.Acquire(context.Background(), req)
+		lock, err = s.c.Acquire(call, req)
 	}
 	if cancelled && err == nil {
 		// The grant came before the cancel was seen: `cancelled` must mean
@@ -412,14 +453,14 @@ func (s *shell) acquire(args []word, lines <-chan string) []string {
 }
 
 // request reads acquire's words into a Request.
-func (s *shell) request(args []word) (pathlock.Request, error) {
+func (s *shell) request(args []word) (pathlock.Request, map[string]string, error) {
 	req := pathlock.Request{Namespace: s.ns}
-	pos, o, err := parse(args, []string{"ttl", "wait", "fair", "reenter", "token", "key"})
+	pos, o, err := parse(args, []string{"ttl", "wait", "fair", "reenter", "token", "key", "deadline"})
 	if err != nil {
-		return req, err
+		return req, o, err
 	}
 	if len(pos) < 3 {
-		return req, errors.New("acquire OWNER OP PATH [DST_PATH] [ttl=MS] [wait=MS] [fair=true|false] [reenter=ID token=TOKEN] [key=KEY]")
+		return req, o, errors.New("acquire OWNER OP PATH [DST_PATH] [ttl=MS] [wait=MS] [fair=true|false] [reenter=ID token=TOKEN] [key=KEY] [deadline=MS]")
 	}
 	req.Owner, req.Op, req.Paths = pos[0], pos[1], pos[2:]
 	for _, d := range []struct {
@@ -430,7 +471,7 @@ func (s *shell) request(args []word) (pathlock.Request, error) {
 		if v, ok := o[d.name]; ok {
 			n, err := number(d.name, v, d.min, 604800000)
 			if err != nil {
-				return req, err
+				return req, o, err
 			}
 			*d.into = time.Duration(n) * time.Millisecond
 		}
@@ -438,11 +479,11 @@ func (s *shell) request(args []word) (pathlock.Request, error) {
 	if v, ok := o["fair"]; ok {
 		b, err := boolean("fair", v)
 		if err != nil {
-			return req, err
+			return req, o, err
 		}
 		req.Unfair = !b
 	}
-	return req, proofAndKey(&req, o)
+	return req, o, proofAndKey(&req, o)
 }
 
 // proofAndKey reads reenter=ID token=TOKEN and key=KEY.
@@ -472,8 +513,8 @@ func proofAndKey(req *pathlock.Request, o map[string]string) error {
 // await runs a waiting acquire while reading the lines sent meanwhile: the
 // first `cancel` cancels it (and is kept as cancelledMarker, to be answered
 // in its place); the others are returned, to be answered after it.
-func (s *shell) await(req pathlock.Request, lines <-chan string) (*pathlock.Lock, []string, bool, error) {
-	cctx, cancel := context.WithCancel(context.Background())
+func (s *shell) await(call context.Context, req pathlock.Request, lines <-chan string) (*pathlock.Lock, []string, bool, error) {
+	cctx, cancel := context.WithCancel(call)
 	defer cancel()
 	var lock *pathlock.Lock
 	var err error
@@ -532,16 +573,18 @@ const cancelledMarker = "\ncancelled"
 
 // proofWords: ID and TOKEN are the first two words whatever they hold (an
 // id no engine makes names no lock); renew may add one unquoted ttl=MS, as
-// docs/cli.md's table has it.
+// docs/cli.md's table has it, and held one deadline=MS (the kit's deadline
+// feature, docs/clients.md).
 func proofWords(cmd string, args []word) ([]string, map[string]string, error) {
 	o := map[string]string{}
-	if cmd == "renew" && len(args) == 3 && !args[2].quoted && strings.HasPrefix(args[2].text, "ttl=") {
-		o["ttl"] = strings.TrimPrefix(args[2].text, "ttl=")
+	option := map[string]string{"renew": "ttl", "held": "deadline"}[cmd]
+	if option != "" && len(args) == 3 && !args[2].quoted && strings.HasPrefix(args[2].text, option+"=") {
+		o[option] = strings.TrimPrefix(args[2].text, option+"=")
 		args = args[:2]
 	}
 	if len(args) != 2 {
-		if cmd == "renew" {
-			return nil, nil, errors.New("usage: renew ID TOKEN [ttl=MS]")
+		if option != "" {
+			return nil, nil, fmt.Errorf("usage: %s ID TOKEN [%s=MS]", cmd, option)
 		}
 		return nil, nil, fmt.Errorf("usage: %s ID TOKEN", cmd)
 	}
@@ -556,7 +599,13 @@ func (s *shell) idToken(cmd string, args []word) {
 	}
 	switch cmd {
 	case "held":
-		ok, err := s.c.Held(ctx(), s.ns, pos[0], pos[1])
+		call, cancel, err := callCtx(o)
+		if err != nil {
+			s.fail(err)
+			return
+		}
+		defer cancel()
+		ok, err := s.c.Held(call, s.ns, pos[0], pos[1])
 		if err != nil {
 			s.fail(err)
 			return
