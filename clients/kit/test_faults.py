@@ -125,20 +125,7 @@ def _cut_in_flight(fault, d, line):
     return d.answer()
 
 
-# Clients that report a keyed acquire's lost reply instead of sending it
-# again (docs/clients.md "Fault behaviour"): the caller retries with the key.
-REPORTS_LOST_KEYED_REPLY = {
-    "pathlock-shell": "the C++ engine reports a lost reply as 'effect unknown' and leaves the retry with the same "
-                      "key to its caller (no resend in the engine; a design decision, docs/clients.md)",
-    "pathlock-python": "the Python package is the C++ engine: it reports a lost reply as 'effect unknown' and leaves "
-                       "the retry with the same key to its caller",
-}
-
-
-def test_a_keyed_acquire_cut_in_flight_is_sent_again_once(fault, hello, request):
-    reason = REPORTS_LOST_KEYED_REPLY.get(hello["client"])
-    if reason:
-        request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
+def test_a_keyed_acquire_cut_in_flight_is_sent_again_once(fault):
     (h, ht), _ = held_and_refused()
     d, observer = fault.start(), fault.start("cpp")
     assert d.ask("locks") == {"locks": []}

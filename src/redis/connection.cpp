@@ -248,7 +248,8 @@ Reply Connection::receive(std::string_view what) {
     if (io == Stream::Io::timeout)
       fail(fmt::format("no reply to {} within {} ms; its effect is unknown", what, command_timeout_.count()));
     if (io != Stream::Io::done)
-      fail(fmt::format("connection lost waiting for the reply to {} ({}); its effect is unknown", what, why));
+      throw ReplyLost(
+          fmt::format("{}: connection lost waiting for the reply to {} ({}); its effect is unknown", name_, what, why));
     if (redisReaderFeed(reader_, data.data(), data.size()) != REDIS_OK)
       fail(fmt::format("protocol error: {}", reader_->errstr));
   }

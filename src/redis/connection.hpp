@@ -75,6 +75,13 @@ class NotSent : public BackendError {
   using BackendError::BackendError;
 };
 
+// The command was sent and the connection was lost before its whole reply
+// came back: it may have run (its effect is unknown).
+class ReplyLost : public BackendError {
+ public:
+  using BackendError::BackendError;
+};
+
 // No connection could be made (or set up): nothing was sent.
 class Unreachable : public BackendError {
  public:

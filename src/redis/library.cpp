@@ -174,4 +174,13 @@ std::string namespace_of_key(std::string_view key, std::string_view suffix) {
   return std::string(key.substr(4, key.size() - 4 - tail.size()));
 }
 
+std::string layout_release(std::string_view layout) {
+  if (layout == "1") return "pathlock 0.1, its first EVAL scripts";
+  if (layout == "2") return "an unreleased pathlock";
+  if (layout == "3") return "pathlock 0.1, Functions library";
+  if (layout == "4") return "pathlock 0.2";
+  if (layout == kExpiringLayout) return "pathlock 1.0, keys that expire";
+  return "a pathlock newer than this one";
+}
+
 }  // namespace pathlock::redis

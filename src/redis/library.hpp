@@ -95,6 +95,10 @@ struct LuaSource {
   std::string_view name;  // file name without ".lua"
   std::string_view text;
 };
+// The pathlock release that writes data layout `layout`
+// (docs/lua-protocol.md#versions), for messages.
+std::string layout_release(std::string_view layout);
+
 // The embedded lua/*.lua files (generated source, see the CMake target).
 const std::vector<LuaSource>& lua_sources();
 

@@ -29,17 +29,6 @@ namespace {
 constexpr std::size_t kIdBytes = 12;     // 24 hex characters
 constexpr std::size_t kTokenBytes = 16;  // 32 hex characters
 
-// The pathlock release that writes data layout `layout`
-// (docs/lua-protocol.md#versions).
-std::string layout_release(std::string_view layout) {
-  if (layout == "1") return "pathlock 0.1, its first EVAL scripts";
-  if (layout == "2") return "an unreleased pathlock";
-  if (layout == "3") return "pathlock 0.1, Functions library";
-  if (layout == "4") return "pathlock 0.2";
-  if (layout == kExpiringLayout) return "pathlock 1.0, keys that expire";
-  return "a pathlock newer than this one";
-}
-
 ClientOptions client_options(const RedisOptions& options, const core::Instruments& instruments) {
   if (options.replicas < 0 || options.replicas > 64)
     throw InvalidRequest(fmt::format("replicas must be 0..64, not {}", options.replicas));
@@ -243,10 +232,25 @@ class RedisEngine final : public LockEngine {
     core::Interrupt interrupt_;  // raised by a stop (another thread)
   };
 
+  // The acquire function's reply. A keyed acquire (args[7]) whose reply was
+  // lost goes again, at most twice more: its key answers a run that did
+  // happen with the same lock (docs/clients.md#fault-behaviour, as the Go,
+  // Node and PHP clients do). Nothing else is sent again after a lost reply.
+  Reply acquire_reply(std::string_view ns, const std::vector<std::string>& keys, const std::vector<std::string>& args,
+                      int* acked) {
+    for (int resent = 0;; ++resent) {
+      try {
+        return run("acquire", ns, args, &keys, acked, true);
+      } catch (const ReplyLost&) {
+        if (args.at(7).empty() || resent == 2) throw;
+      }
+    }
+  }
+
   // One acquire call with `args` (see acquire()).
   AcquireResult attempt(std::string_view ns, const std::vector<std::string>& keys, const std::vector<std::string>& args) {
     int acked = 0;
-    const Reply r = run("acquire", ns, args, &keys, replicas_ > 0 ? &acked : nullptr, true);
+    const Reply r = acquire_reply(ns, keys, args, replicas_ > 0 ? &acked : nullptr);
     const std::string& status = r.at(reply::granted::status).text();
     AcquireResult out;
     if (status == "granted") {
