@@ -147,8 +147,11 @@ END $$;
 -- it replies): its row is committed once every removal that did not see it
 -- has committed (the watch key, exclusive), so a waiter that looks again
 -- after its LISTEN either sees such a removal or is notified of it. Rows of
--- sessions that ended are dropped here.
+-- sessions that ended are dropped here. Watch and unwatch commit without
+-- waiting for their WAL flush (functions version 6): the row is visible at
+-- commit all the same, and a server crash ends the session it names.
 CREATE OR REPLACE FUNCTION pathlock.watch(p_ns text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE v_sync text := set_config('synchronous_commit', 'off', true);  -- a crash ends the session: nothing to keep
 BEGIN
   PERFORM pg_advisory_xact_lock(pathlock.watch_key(p_ns));
   INSERT INTO pathlock.watchers (ns, pid) VALUES (p_ns, pg_backend_pid()) ON CONFLICT DO NOTHING;
@@ -157,7 +160,8 @@ BEGIN
   RETURN pathlock.channel(p_ns);
 END $$;
 CREATE OR REPLACE FUNCTION pathlock.unwatch(p_ns text) RETURNS void LANGUAGE sql AS
-$$ DELETE FROM pathlock.watchers w WHERE w.ns = p_ns AND w.pid = pg_backend_pid() $$;
+$$ SELECT set_config('synchronous_commit', 'off', true);
+   DELETE FROM pathlock.watchers w WHERE w.ns = p_ns AND w.pid = pg_backend_pid() $$;
 -- The namespace-wide lock of functions version 3 (kept for scripts; no call
 -- of version 4 takes it).
 CREATE OR REPLACE FUNCTION pathlock.serialise(p_ns text) RETURNS void LANGUAGE sql AS

@@ -11,6 +11,12 @@
 //   of one namespace, waiting fairly (wait 30 s): conflicts on every pair;
 //   the min/max pairs per client shows whether waiting stays fair.
 // The backends run point by point, alternating, so they share the weather.
+// --sql FILE (repeatable) loads SQL over the functions the engine installed
+// (e.g. an older functions.sql: the same run measures both versions back to
+// back). --abandoned N adds a line postgres-sweep: the same server, with N
+// locks whose lease ended (in N namespaces nobody calls) written before
+// each of its points, so every release's pathlock.sweep removes 64 of them
+// while they last; the line says how many were swept.
 #include "pg_bench/clients.hpp"
 
 #include "pg_devtools/postgres_server.hpp"
@@ -21,6 +27,9 @@
 
 #include <fmt/format.h>
 #include <libpq-fe.h>
+
+#include <fstream>
+#include <sstream>
 
 #include <algorithm>
 #include <atomic>
@@ -141,6 +150,31 @@ class WaitSampler {
   std::thread thread_;
 };
 
+// N locks whose lease ended, one in each of N namespaces of their own
+// (point `point`), as the engine writes them: what pathlock.sweep removes.
+void abandon(const devtools::PostgresServer& pg, const LockEngine& engine, long long n, int point) {
+  const std::string fp(engine.matrix().fingerprint);
+  pg.sql(fmt::format(
+      "WITH l AS (INSERT INTO pathlock.locks SELECT 'gone-{0}-' || i, 'x' || i, 't', 'o', '{1}', 'upload', "
+      "'{{target}}', ARRAY['/a/f'], i, 1, 1000, pathlock.now_ms() - 1000, NULL FROM generate_series(1, {2}) i "
+      "RETURNING ns, id) INSERT INTO pathlock.held SELECT ns, id, 0, pathlock.sk('/a/f'), "
+      "pathlock.k(pathlock.sk('/a/f')), '{1}', 'target', '/a/f', 1 FROM l; "
+      "INSERT INTO pathlock.namespaces (ns) SELECT 'gone-{0}-' || i FROM generate_series(1, {2}) i; ANALYZE pathlock.locks",
+      point, fp, n));
+}
+
+long long ended_left(const devtools::PostgresServer& pg) {
+  return std::stoll(pg.sql("SELECT count(*) FROM pathlock.locks WHERE ns LIKE 'gone-%'"));
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
 int max_clients(const ClientsArgs& a) { return *std::max_element(a.clients.begin(), a.clients.end()); }
 
 std::unique_ptr<LockEngine> engine_of(const std::string& backend, const std::string& url, const ClientsArgs& a) {
@@ -175,6 +209,10 @@ void print_goals(const std::map<std::pair<std::string, int>, Point>& points, con
                "redis-fsync's pairs/s, p99 {:.1f}x of its 1-client p50\n",
                c, one ? pg->pairs_per_s / one->pairs_per_s : 0, redis ? pg->pairs_per_s / redis->pairs_per_s : 0,
                fsync ? pg->pairs_per_s / fsync->pairs_per_s : 0, one ? pg->p99_us / one->p50_us : 0);
+    if (const Point* sweep = at("postgres-sweep", c))
+      fmt::print("  {:>2} clients: postgres-sweep (releases sweeping ended leases) {:.2f}x of postgres's pairs/s, "
+                 "p50 {:.2f}x\n",
+                 c, sweep->pairs_per_s / pg->pairs_per_s, sweep->p50_us / pg->p50_us);
   }
 }
 
@@ -185,6 +223,9 @@ int run_clients(const ClientsArgs& a) {
   devtools::RedisServer redis, redis_fsync({"--appendonly", "yes", "--appendfsync", "always"});
   std::vector<std::pair<std::string, std::unique_ptr<LockEngine>>> engines;
   engines.emplace_back("postgres", engine_of("postgres", pg.url(), a));
+  if (a.abandoned > 0) engines.emplace_back("postgres-sweep", engine_of("postgres", pg.url(), a));
+  for (const std::string& file : a.sql_files) pg.sql(read_file(file));
+  fmt::print("postgres functions version {}\n", pg.sql("SELECT pathlock.functions_version()").substr(0, 1));
   if (!a.no_redis) {
     engines.emplace_back("redis", engine_of("redis", redis.url(), a));
     engines.emplace_back("redis-fsync", engine_of("redis", redis_fsync.url(), a));
@@ -192,17 +233,24 @@ int run_clients(const ClientsArgs& a) {
   fmt::print("{} s per point; postgres: {}; redis: no persistence; redis-fsync: appendfsync always\n", a.seconds,
              a.pg_settings.empty() ? std::string("defaults (fsync, synchronous_commit on)")
                                    : fmt::format("{}", fmt::join(a.pg_settings, " ")));
-  fmt::print("{:<9} {:<11} {:>7} {:>10} {:>10} {:>10} {:>9} {:>9}\n", "mode", "backend", "clients", "pairs/s",
+  int abandoned_points = 0;
+  fmt::print("{:<9} {:<14} {:>7} {:>10} {:>10} {:>10} {:>9} {:>9}\n", "mode", "backend", "clients", "pairs/s",
              "p50_us", "p99_us", "min/cl", "max/cl");
   for (const std::string& mode : a.modes) {
     std::map<std::pair<std::string, int>, Point> points;
     for (const int c : a.clients)
       for (auto& [name, engine] : engines) {
-        std::unique_ptr<WaitSampler> waits = name == "postgres" ? std::make_unique<WaitSampler>(pg.url()) : nullptr;
+        const bool sweep = name == "postgres-sweep";
+        if (sweep) abandon(pg, *engine, a.abandoned, ++abandoned_points);
+        const long long ended = sweep ? ended_left(pg) : 0;
+        const bool on_pg = name.starts_with("postgres");
+        std::unique_ptr<WaitSampler> waits = on_pg ? std::make_unique<WaitSampler>(pg.url()) : nullptr;
         const Point p = run_point(*engine, a, mode == "hot", c);
         points[{name, c}] = p;
-        fmt::print("{:<9} {:<11} {:>7} {:>10.0f} {:>10.0f} {:>10.0f} {:>9} {:>9}{}\n", mode, name, c, p.pairs_per_s,
-                   p.p50_us, p.p99_us, p.min_client, p.max_client, waits ? "  waits: " + waits->top() : "");
+        const std::string swept = sweep ? fmt::format("  swept {} of {}", ended - ended_left(pg), ended) : "";
+        fmt::print("{:<9} {:<14} {:>7} {:>10.0f} {:>10.0f} {:>10.0f} {:>9} {:>9}{}{}\n", mode, name, c,
+                   p.pairs_per_s, p.p50_us, p.p99_us, p.min_client, p.max_client,
+                   waits ? "  waits: " + waits->top() : "", swept);
         std::fflush(stdout);
       }
     print_goals(points, a);

@@ -13,6 +13,8 @@ struct ClientsArgs {
   std::vector<std::string> modes{"disjoint", "hot"};  // --mode disjoint|hot|both
   std::vector<std::string> pg_settings;           // --pg-setting, --async-commit
   bool no_redis = false;                          // --no-redis
+  std::vector<std::string> sql_files;             // --sql FILE: loaded over the engine's functions
+  long long abandoned = 0;                        // --abandoned N: a postgres-sweep line per point
 };
 
 // Runs the table; returns the exit status.
