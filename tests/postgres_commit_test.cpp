@@ -49,7 +49,7 @@ std::string row_of(const devtools::PostgresServer& server, const Grant& g) {
 
 }  // namespace
 
-TEST_CASE("postgres commits: a pair waits for one WAL flush, its grant's; a release flushes nothing", "[postgres]") {
+TEST_CASE("postgres commits: a pair waits for one WAL flush (its grant's) and a release flushes nothing", "[postgres]") {
   devtools::PostgresServer server(kQuietWal);
   test::postgres_engine(nullptr, server.url()).reset();  // the schema
   const long long before = wal_syncs(server);

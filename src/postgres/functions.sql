@@ -388,6 +388,12 @@ BEGIN
      AND NOT EXISTS (SELECT 1 FROM pathlock.waiters w WHERE w.expires <= p_now) THEN
     RETURN 0;
   END IF;
+  -- One sweeper at a time (this two-int key is apart from the paths' bigint
+  -- keys): concurrent sweeps all walked the head of locks_ended past the rows
+  -- the others held, and a backlog of ended leases collapsed every release.
+  IF NOT pg_try_advisory_xact_lock(1886151794, 1) THEN
+    RETURN 0;
+  END IF;
   FOR r IN WITH l AS (DELETE FROM pathlock.locks l
                       WHERE (l.ns, l.id) IN (SELECT x.ns, x.id FROM pathlock.locks x WHERE x.expires <= p_now
                                               ORDER BY x.expires LIMIT p_limit FOR UPDATE SKIP LOCKED)
