@@ -359,3 +359,43 @@ TEST_CASE("pathlock-matrixc writes the Lua library alone, to a bare file name", 
   CHECK(err.rfind("error: file/sub/x.lua: cannot create its folder", 0) == 0);
   CHECK(err.find("cloud-drive.json") == std::string::npos);
 }
+
+TEST_CASE("pathlock-matrixc refuses operation and code names that are C++ keywords", "[matrix][cli]") {
+  Cli cli;
+  // Valid for the runtime and lint (JSON names only), but Op::delete and
+  // Code::co_await would not compile: matrixc names both and writes no header.
+  const std::string bad = R"({"name": "keywords", "version": "1",
+    "operations": [{"op": "delete", "roles": [{"role": "target"}]}, {"op": "co", "roles": [{"role": "await"}]}],
+    "grid": {"delete": {"delete": "deny", "co": "allow"}, "co": {"delete": "allow", "co": "deny"}}})";
+  std::string good = bad;
+  for (auto at = good.find(R"("delete")"); at != std::string::npos; at = good.find(R"("delete")", at))
+    good.replace(at, 8, R"("delete_item")");
+  replace_once(good, R"("role": "await")", R"("role": "waiter")");
+  spit(cli.path("bad.json"), bad);
+  spit(cli.path("good.json"), good);
+  auto matrixc = [&](const std::string& json, const std::string& out) {
+    const std::string cmd = fmt::format("'{}' --json '{}' --out '{}' --namespace x --header x.hpp 2> '{}'",
+                                        PATHLOCK_MATRIXC, cli.path(json).string(), cli.path(out).string(),
+                                        cli.path(out + ".err").string());
+    const int raw = std::system(cmd.c_str());
+    return WIFEXITED(raw) ? WEXITSTATUS(raw) : 128;
+  };
+  CHECK(matrixc("bad.json", "bad") == 1);
+  const std::string err = slurp(cli.path("bad.err"));
+  INFO(err);
+  CHECK(count(err, "error: ") == 2);
+  CHECK(err.find("error: " + cli.path("bad.json").string() +
+                 ": operation 'delete': the name is a C++ keyword or predefined macro, and pathlock-matrixc makes "
+                 "every operation name an enumerator of Op") != std::string::npos);
+  CHECK(err.find("operation 'co' role 'await': the code name 'co_await' is a C++ keyword") != std::string::npos);
+  CHECK(!fs::exists(cli.path("bad/include/x.hpp")));
+  // lint accepts the file and warns that the generator would refuse it.
+  const auto lint = cli.run("matrix lint bad.json");
+  CHECK(lint.status == 0);
+  CHECK(count(lint.out, "warning: pathlock-matrixc refuses it: bad.json: operation '") == 2);
+  // Renamed, the same grid compiles.
+  CHECK(matrixc("good.json", "good") == 0);
+  const std::string header = slurp(cli.path("good/include/x.hpp"));
+  CHECK(header.find("  delete_item = 0,\n") != std::string::npos);
+  CHECK(header.find("  co_waiter = 1,\n") != std::string::npos);
+}

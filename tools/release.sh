@@ -113,6 +113,7 @@ export PATHLOCK_RELEASE_LUA="$dist/redis/cloud-drive.lua"
 export PATHLOCK_RELEASE_META="$dist/redis/cloud-drive.json"
 export PATHLOCK_RELEASE_BUILD="$build"
 export PATHLOCK_LIBRARY="${PATHLOCK_LIBRARY:-$PATHLOCK_RELEASE_LUA}"
+export PATHLOCK_WEBDAV_LIBRARY="${PATHLOCK_WEBDAV_LIBRARY:-$dist/redis/webdav.lua}"  # go.sh: the webdav module's
 for client in python node php go; do
   script=$root/tools/release/$client.sh
   [ -f "$script" ] || continue

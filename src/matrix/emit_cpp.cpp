@@ -8,14 +8,77 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
 #include <deque>
+#include <string_view>
 
 #include "matrix/table.hpp"
 #include "matrix/text.hpp"
 
 namespace pathlock::matrix {
 
+namespace {
+
+// C++20's keywords and alternative tokens ([lex.key], [lex.digraph]) that
+// the matrix naming rule [a-z][a-z0-9_]* lets through, and the lowercase
+// macros GCC and Clang predefine in their default GNU modes. Sorted.
+constexpr std::array<std::string_view, 94> kReserved = {
+    "alignas",      "alignof",      "and",           "and_eq",
+    "asm",          "auto",         "bitand",        "bitor",
+    "bool",         "break",        "case",          "catch",
+    "char",         "char16_t",     "char32_t",      "char8_t",
+    "class",        "co_await",     "co_return",     "co_yield",
+    "compl",        "concept",      "const",         "const_cast",
+    "consteval",    "constexpr",    "constinit",     "continue",
+    "decltype",     "default",      "delete",        "do",
+    "double",       "dynamic_cast", "else",          "enum",
+    "explicit",     "export",       "extern",        "false",
+    "float",        "for",          "friend",        "goto",
+    "if",           "inline",       "int",           "linux",
+    "long",         "mutable",      "namespace",     "new",
+    "noexcept",     "not",          "not_eq",        "nullptr",
+    "operator",     "or",           "or_eq",         "private",
+    "protected",    "public",       "register",      "reinterpret_cast",
+    "requires",     "return",       "short",         "signed",
+    "sizeof",       "static",       "static_assert", "static_cast",
+    "struct",       "switch",       "template",      "this",
+    "thread_local", "throw",        "true",          "try",
+    "typedef",      "typeid",       "typename",      "union",
+    "unix",         "unsigned",     "using",         "virtual",
+    "void",         "volatile",     "wchar_t",       "while",
+    "xor",          "xor_eq"};
+
+static_assert(std::is_sorted(kReserved.begin(), kReserved.end()));
+
+bool reserved(std::string_view name) {
+  return std::binary_search(kReserved.begin(), kReserved.end(), name);
+}
+
+}  // namespace
+
+std::vector<std::string> cxx_name_problems(const Matrix& m) {
+  std::vector<std::string> out;
+  for (const OpDef& op : m.ops) {
+    if (reserved(op.name))
+      out.push_back(fmt::format(
+          "{}: operation '{}': the name is a C++ keyword or predefined macro, and pathlock-matrixc makes every "
+          "operation name an enumerator of Op in the generated header; rename the operation (e.g. '{}_op')",
+          m.source, op.name, op.name));
+    for (const RoleDef& role : op.roles)
+      if (const std::string code = op.name + "_" + role.name; reserved(code))
+        out.push_back(fmt::format(
+            "{}: operation '{}' role '{}': the code name '{}' is a C++ keyword or predefined macro, and "
+            "pathlock-matrixc makes every operation_role an enumerator of Code in the generated header; rename "
+            "the operation or the role",
+            m.source, op.name, role.name, code));
+  }
+  return out;
+}
+
 std::string emit_header(const Matrix& m, const std::string& cxx_namespace) {
+  if (std::vector<std::string> problems = cxx_name_problems(m); !problems.empty())
+    throw MatrixError(std::move(problems));
   std::deque<std::string> strings;
   const MatrixTable t =
       build_table(m, [&](const std::string& s) -> std::string_view { return strings.emplace_back(s); });

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "matrix/diff.hpp"
+#include "matrix/emit_cpp.hpp"
 #include "matrix/text.hpp"
 
 namespace pathlock::matrix {
@@ -18,7 +19,8 @@ std::string lint_report(const Matrix& m) {
         refined += rule.refined();
       }
   const auto asym = asymmetric_pairs(m);
-  const auto warn = warnings(m);
+  auto warn = warnings(m);
+  for (const std::string& p : cxx_name_problems(m)) warn.push_back("pathlock-matrixc refuses it: " + p);
   std::string out = fmt::format(
       "{}: matrix '{}' version {} is valid\n  {} operations, {} (operation, role) codes, {} cells\n"
       "  {} shipped decisions, {} owner's rules, {} refined rules\n  fingerprint {}\n",

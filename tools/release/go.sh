@@ -5,16 +5,24 @@
 #     pathlock.dev/pathlock@v$(cat VERSION)   clients/go, with its LICENSE and the
 #                                             shipped matrix's library ($PATHLOCK_LIBRARY,
 #                                             else the C++ build's) in library/
-#     the modules clients/go/go.mod requires  (redigo, redisc) at the versions
-#                                             it names, zipped from Debian's
+#     pathlock.dev/pathlock/webdav@v<same>    clients/go/webdav (the WebDAV lock system and
+#                                             cmd/pathlock-webdav), its go.mod requiring
+#                                             pathlock.dev/pathlock v<same> (no replace), with
+#                                             matrix/webdav.json's library ($PATHLOCK_WEBDAV_LIBRARY,
+#                                             else the C++ build's) in library/
+#     the modules clients/go/go.mod requires  (redigo, redisc) and golang.org/x/net (which
+#                                             clients/go/webdav/go.mod requires) at the
+#                                             versions they name, zipped from Debian's
 #                                             packaged sources
 #   so that, with no network, in any Go module:
 #     GOPROXY=file://DIST_DIR/goproxy GOSUMDB=off go get pathlock.dev/pathlock@v<version>
+#   and anywhere:
+#     GOPROXY=file://DIST_DIR/goproxy GOSUMDB=off go install pathlock.dev/pathlock/webdav/cmd/pathlock-webdav@v<version>
 #   Published as it is at https://pathlock.dev/goproxy (served by the
 #   go-import meta tag "pathlock.dev/pathlock mod https://pathlock.dev/goproxy"),
 #   the same pathlock zip is what the public proxy and checksum database see.
 #   Prints the folder on stdout. Needs git, zip, dpkg-query and
-#   golang-github-gomodule-redigo-dev, golang-github-mna-redisc-dev
+#   golang-github-gomodule-redigo-dev, golang-github-mna-redisc-dev, golang-golang-x-net-dev
 #   ($GOCODE: another folder of Go sources than /usr/share/gocode/src).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -34,11 +42,11 @@ rm -rf "$proxy"
 # its small letter.
 escape() { printf '%s' "$1" | sed 's/[A-Z]/!\L&/g'; }
 
-# required MODULE: the version clients/go/go.mod requires.
+# required MODULE [GOMOD]: the version GOMOD (default clients/go/go.mod) requires.
 required() {
-  local v
-  v=$(sed -n "s|^[[:space:]]*\(require[[:space:]]\+\)\{0,1\}$1 \(v[^ ]*\).*|\2|p" "$root/clients/go/go.mod")
-  [ -n "$v" ] || { echo "go.sh: clients/go/go.mod requires no $1" >&2; exit 1; }
+  local v gomod=${2:-clients/go/go.mod}
+  v=$(sed -n "s|^[[:space:]]*\(require[[:space:]]\+\)\{0,1\}$1 \(v[^ ]*\).*|\2|p" "$root/$gomod")
+  [ -n "$v" ] || { echo "go.sh: $gomod requires no $1" >&2; exit 1; }
   printf '%s' "$v"
 }
 
@@ -85,6 +93,37 @@ pathlock_module() {
   publish "$module" "$version" "$work/pathlock" "$epoch"
 }
 
+# pathlock.dev/pathlock/webdav: the files git tracks in clients/go/webdav,
+# its LICENSE (the core module's), matrix/webdav.json's Functions library in
+# library/ (for webdav.Library()), and a go.mod that requires the core
+# module at this version instead of replacing it with the checkout.
+webdav_module() {
+  local module=pathlock.dev/pathlock/webdav dir=clients/go/webdav top epoch m
+  grep -q "^module $module\$" "$root/$dir/go.mod" ||
+    { echo "go.sh: $dir/go.mod does not name module $module" >&2; exit 1; }
+  for m in github.com/gomodule/redigo github.com/mna/redisc; do
+    [ "$(required "$m" "$dir/go.mod")" = "$(required "$m")" ] ||
+      { echo "go.sh: $dir/go.mod and clients/go/go.mod require different versions of $m" >&2; exit 1; }
+  done
+  top=$work/webdav/$module@$version
+  mkdir -p "$top/library"
+  (cd "$root/$dir" && git ls-files -z --cached -- . ':!vendor' | xargs -0 cp --parents -t "$top")
+  cp "$root/clients/go/LICENSE" "$top/LICENSE"
+  local library=${PATHLOCK_WEBDAV_LIBRARY:-${PATHLOCK_RELEASE_BUILD:-$root/build}/pathlock_matrix/pathlock_webdav/redis/pathlock_library.lua}
+  [ -f "$library" ] || { echo "go.sh: no WebDAV Functions library at $library: build the C++ target" \
+    "pathlock_webdav_library first, or set PATHLOCK_WEBDAV_LIBRARY" >&2; exit 1; }
+  cp "$library" "$top/library/pathlock_library.lua"
+  # The development replace (from its comment to the end) goes; the core
+  # module is required at the version published beside it.
+  sed -i -e '/^\/\/ Development: /,$d' \
+         -e "s|^\([[:space:]]*\(require[[:space:]]\+\)\{0,1\}pathlock.dev/pathlock\) v[^ ]*|\1 $version|" "$top/go.mod"
+  ! grep -q '^replace' "$top/go.mod" || { echo "go.sh: $dir/go.mod keeps a replace directive" >&2; exit 1; }
+  grep -q "pathlock.dev/pathlock $version\$" "$top/go.mod" ||
+    { echo "go.sh: $dir/go.mod: cannot require pathlock.dev/pathlock $version" >&2; exit 1; }
+  epoch=${SOURCE_DATE_EPOCH:-$(git -C "$root" log -1 --format=%ct)}
+  publish "$module" "$version" "$work/webdav" "$epoch"
+}
+
 # license_of PACKAGE: Debian's copyright file, and the full text of each
 # common license it refers to.
 license_of() {
@@ -97,19 +136,19 @@ license_of() {
   done
 }
 
-# dependency MODULE PACKAGE: the Debian package's sources of MODULE, which
-# must be the version go.mod requires; every regular file but those of a
+# dependency MODULE PACKAGE [GOMOD]: the Debian package's sources of MODULE,
+# which must be the version GOMOD (default clients/go/go.mod) requires; every regular file but those of a
 # nested module, with a LICENSE made from Debian's copyright file when the
 # sources carry none.
 dependency() {
   local module=$1 package=$2 v src have top nested
-  v=$(required "$module")
+  v=$(required "$module" "${3:-clients/go/go.mod}")
   src=$gocode/$module
   [ -d "$src" ] || { echo "go.sh: $src is missing: apt-get install $package" >&2; exit 1; }
   have=$(dpkg-query -W -f='${Version}' "$package")
-  have=${have#*:}
-  [ "v${have%%-*}" = "$v" ] ||
-    { echo "go.sh: $package is version $have; clients/go/go.mod requires $module $v" >&2; exit 1; }
+  have=${have#*:}  # epoch, then upstream version; Debian's revision and repack suffix (+dfsg) go
+  [ "v${have%%[-+]*}" = "$v" ] ||
+    { echo "go.sh: $package is version $have; ${3:-clients/go/go.mod} requires $module $v" >&2; exit 1; }
   top=$work/$package/$module@$v
   mkdir -p "$top"
   nested=$(cd "$src" && find . -mindepth 2 -name go.mod -printf '%h\n')
@@ -173,7 +212,9 @@ MOD
 }
 
 pathlock_module
+webdav_module
 dependency github.com/gomodule/redigo golang-github-gomodule-redigo-dev
 dependency github.com/mna/redisc golang-github-mna-redisc-dev
+dependency golang.org/x/net golang-golang-x-net-dev clients/go/webdav/go.mod
 module_graph
 echo "$proxy"

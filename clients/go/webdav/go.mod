@@ -4,7 +4,7 @@ go 1.19
 
 require (
 	golang.org/x/net v0.7.0
-	pathlock.dev/pathlock v0.2.0
+	pathlock.dev/pathlock v1.0.0
 )
 
 require (

@@ -6,8 +6,9 @@
 //	                [--namespace NS] [--prefix /dav] [--locks pathlock|memory]
 //
 // --library: the Functions library of matrix/webdav.json (loaded if the
-// server lacks it; without it the one pathlock library loaded on the server
-// is used). --locks memory: the handler's own in-memory lock system
+// server lacks it); without it, the one a released module carries
+// (webdav.Library), else (the sources) the one pathlock library loaded on
+// the server. --locks memory: the handler's own in-memory lock system
 // (webdav.NewMemLS), for comparison; then --redis is not needed. With
 // pathlock, shared LOCKs are granted too (plwebdav.SharedLocks).
 // It prints "pathlock-webdav: serving DIR on http://HOST:PORT" once it
@@ -43,7 +44,7 @@ func parse(args []string) (config, error) {
 	fs.StringVar(&c.root, "root", "", "the directory served (required)")
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:8080", "the address to listen on (port 0: any free port)")
 	fs.StringVar(&c.redis, "redis", "", "the Redis URL of pathlock (required with --locks pathlock)")
-	fs.StringVar(&c.library, "library", "", "pathlock_library.lua of matrix/webdav.json")
+	fs.StringVar(&c.library, "library", "", "pathlock_library.lua of matrix/webdav.json (default: the released module's)")
 	fs.StringVar(&c.namespace, "namespace", "webdav", "the pathlock namespace of the locks")
 	fs.StringVar(&c.prefix, "prefix", "", "URL path prefix to strip (e.g. /dav)")
 	fs.StringVar(&c.locks, "locks", "pathlock", "the lock system: pathlock, or memory (webdav.NewMemLS, one process only)")
@@ -76,7 +77,17 @@ func handler(ctx context.Context, c config) (http.Handler, func(), error) {
 		h.LockSystem = webdav.NewMemLS()
 		return h, func() {}, nil
 	}
-	client, err := pathlock.New(ctx, pathlock.Options{URL: c.redis, LibraryFile: c.library})
+	options := pathlock.Options{URL: c.redis, LibraryFile: c.library}
+	if c.library == "" {
+		// A released module carries the library of matrix/webdav.json; the
+		// sources do not (then the library already on the server is used).
+		if code, err := plwebdav.Library(); err == nil {
+			options.LibraryCode = code
+		} else if !errors.Is(err, plwebdav.ErrNoLibrary) {
+			return nil, nil, err
+		}
+	}
+	client, err := pathlock.New(ctx, options)
 	if err != nil {
 		return nil, nil, err
 	}
