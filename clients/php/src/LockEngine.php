@@ -363,7 +363,7 @@ final class LockEngine implements LockEngineInterface
     public function release(string $namespace, string $id, string $token): bool
     {
         self::checkNamespace($namespace);
-        if (!$this->mayNameALock($id, $token)) {
+        if (!$this->isLockId($id) || !$this->isLockToken($token)) {
             return false;
         }
         $r = $this->call('release', $namespace, [$id, $token]);
@@ -378,7 +378,7 @@ final class LockEngine implements LockEngineInterface
         if ($ttlMs !== null && ($ttlMs < 1 || $ttlMs > $maxTtl)) {
             throw new InvalidRequestException(sprintf('ttl %d ms is outside 1..%d ms', $ttlMs, $maxTtl));
         }
-        if (!$this->mayNameALock($id, $token)) {
+        if (!$this->isLockId($id) || !$this->isLockToken($token)) {
             return false;
         }
         $r = $this->call('renew', $namespace, [$id, $token, $ttlMs === null ? '' : (string) $ttlMs]);
@@ -389,7 +389,7 @@ final class LockEngine implements LockEngineInterface
     public function isHeld(string $namespace, string $id, string $token): bool
     {
         self::checkNamespace($namespace);
-        if (!$this->mayNameALock($id, $token)) {
+        if (!$this->isLockId($id) || !$this->isLockToken($token)) {
             return false;
         }
         $r = $this->call('held', $namespace, [$id, $token], true);
@@ -400,7 +400,7 @@ final class LockEngine implements LockEngineInterface
     public function forceRelease(string $namespace, string $id): bool
     {
         self::checkNamespace($namespace);
-        if (!$this->mayNameALock($id, 'any')) {
+        if (!$this->isLockId($id)) {
             return false;
         }
         $r = $this->call('force_release', $namespace, [$id]);
@@ -958,30 +958,35 @@ final class LockEngine implements LockEngineInterface
         }
     }
 
+    /**
+     * Could this be a lock's id (the engine's rule: 1..id_chars of [A-Za-z0-9-])?
+     * A proof that could not be a lock's names no lock: release, renew, isHeld
+     * and forceRelease answer false for it without asking the server, as every
+     * client does; a reentry refuses it (checkId).
+     */
+    private function isLockId(string $id): bool
+    {
+        return preg_match('/\A[A-Za-z0-9-]+\z/', $id) === 1 && strlen($id) <= $this->contract()->limit('id_chars');
+    }
+
+    /** Could this be a lock's token (1..token_bytes bytes)? */
+    private function isLockToken(string $token): bool
+    {
+        return $token !== '' && strlen($token) <= $this->contract()->limit('token_bytes');
+    }
+
     private function checkId(string $id, string $what): void
     {
-        $max = $this->contract()->limit('id_chars');
-        if (preg_match('/\A[A-Za-z0-9-]+\z/', $id) !== 1 || strlen($id) > $max) {
+        if (!$this->isLockId($id)) {
+            $max = $this->contract()->limit('id_chars');
             throw new InvalidRequestException("$what must be 1..$max characters of [A-Za-z0-9-]");
         }
     }
 
-    /**
-     * Could this id and token be a lock's (the engine's id and token rules)? A
-     * proof that could not names no lock: release, renew, isHeld and
-     * forceRelease answer false for it without asking the server, as every
-     * client does.
-     */
-    private function mayNameALock(string $id, string $token): bool
-    {
-        return preg_match('/\A[A-Za-z0-9-]+\z/', $id) === 1 && strlen($id) <= $this->contract()->limit('id_chars')
-            && $token !== '' && strlen($token) <= $this->contract()->limit('token_bytes');
-    }
-
     private function checkToken(string $token, string $what): void
     {
-        $max = $this->contract()->limit('token_bytes');
-        if ($token === '' || strlen($token) > $max) {
+        if (!$this->isLockToken($token)) {
+            $max = $this->contract()->limit('token_bytes');
             throw new InvalidRequestException("$what must be 1..$max bytes");
         }
     }
