@@ -157,3 +157,20 @@ TEST_CASE("postgres commits: a grant that followed a release survives kill -9 to
   REQUIRE_FALSE(refused.granted());
   CHECK(refused.conflict.id == b.id);
 }
+
+TEST_CASE("postgres: grants and releases do not update the namespace's row (functions version 7)", "[postgres]") {
+  devtools::PostgresServer server;
+  auto engine = test::postgres_engine(nullptr, server.url());
+  const Grant first = test::granted(*engine, upload("rows", "/first"));
+  const std::string row_version = server.sql("SELECT xmin FROM pathlock.namespaces WHERE ns = 'rows'");
+  REQUIRE(row_version != "");
+  Grant last = first;
+  for (int i = 0; i < 50; ++i) {
+    last = test::granted(*engine, upload("rows", "/p/f" + std::to_string(i)));
+    REQUIRE(engine->release("rows", last.id, last.token));
+  }
+  // A version 6 grant moved the row's fence: a new row version per grant.
+  CHECK(server.sql("SELECT xmin FROM pathlock.namespaces WHERE ns = 'rows'") == row_version);
+  CHECK(last.fence > first.fence);
+  REQUIRE(engine->release("rows", first.id, first.token));
+}

@@ -68,8 +68,6 @@ const std::vector<std::string>& statements() {
       "UPDATE pathlock.locks l SET expires = 9 WHERE l.ns = 'explain' AND l.id = 'bulk7' AND l.token = 't' "
       "AND l.expires > 5",
       "DELETE FROM pathlock.waiters w WHERE w.ns = 'explain' AND w.id = 'w7'",
-      "UPDATE pathlock.namespaces n SET fence = 9 WHERE n.ns = (SELECT x.ns FROM pathlock.namespaces x "
-      "WHERE x.ns = 'ns7' FOR UPDATE SKIP LOCKED) AND n.fence < 9",
       "SELECT 1 FROM pathlock.namespaces n WHERE n.ns = 'ns7'",
       "SELECT * FROM pathlock.locks l WHERE l.ns = 'explain' AND l.fence > 5 ORDER BY l.fence LIMIT 512",
       "SELECT * FROM pathlock.waiters w WHERE w.ns = 'explain' AND w.expires > 5 ORDER BY w.place LIMIT 100",

@@ -38,8 +38,8 @@ class PostgresInspector final : public admin::Inspector {
   admin::NamespaceStatus status(std::string_view ns) override {
     admin::NamespaceStatus out;
     out.ns = std::string(ns);
-    // The row's fence is updated only when no other call is updating it
-    // (functions version 4, pathlock.touch): the live locks' may be larger.
+    // The row's fence is the namespace's first (functions version 7: grants
+    // no longer move it); the largest of its locks' fences is the news.
     const Result row = c_.exec("SELECT greatest(n.fence, (SELECT max(l.fence) FROM pathlock.locks l WHERE l.ns = n.ns)), "
                                "(SELECT max(layout) FROM pathlock.meta) FROM pathlock.namespaces n WHERE n.ns = $1",
                                {out.ns}, timeout_);

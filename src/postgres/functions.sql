@@ -84,17 +84,11 @@ BEGIN
   RETURN v;
 END $$;
 
--- Keeps pathlock.namespaces (the namespaces known, and the last fence given
--- in each, for `admin status`) without waiting: a row another call is
--- updating is left to it; a new namespace gets its row.
+-- Gives namespace p_ns its row in pathlock.namespaces (the namespaces
+-- known, for `admin status`) when it has none, with fence p_fence (0 when
+-- NULL). Version 7: the row's fence is no longer moved by later grants.
 CREATE OR REPLACE FUNCTION pathlock.touch(p_ns text, p_fence bigint) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
-  IF p_fence IS NOT NULL THEN
-    UPDATE pathlock.namespaces n SET fence = p_fence
-     WHERE n.ns = (SELECT x.ns FROM pathlock.namespaces x WHERE x.ns = p_ns FOR UPDATE SKIP LOCKED)
-       AND n.fence < p_fence;
-    IF FOUND THEN RETURN; END IF;
-  END IF;
   IF NOT EXISTS (SELECT 1 FROM pathlock.namespaces n WHERE n.ns = p_ns) THEN
     INSERT INTO pathlock.namespaces (ns, fence) VALUES (p_ns, coalesce(p_fence, 0)) ON CONFLICT DO NOTHING;
   END IF;
@@ -228,18 +222,25 @@ BEGIN
           SELECT w.op, w.owner, w.expires FROM pathlock.waiters w WHERE c_queued AND w.ns = p_ns AND w.id = c_id) x;
 END $$;
 
--- A new lock and its targets; replies its fence (pathlock.next_fence).
+-- A new lock and its targets; replies its fence (pathlock.next_fence's
+-- rule; its fast path, one nextval, is inlined here). The namespace's row
+-- is written only when it has none (functions version 7: before, every
+-- grant also moved the row's fence for `admin status`, an update of one hot
+-- row per grant; status reads the live locks' fences instead).
 CREATE OR REPLACE FUNCTION pathlock.new_lock(p_ns text, p_fp text, p_owner text, p_op text, p_roles text[],
     p_codes int[], p_paths text[], p_ttl bigint, p_id text, p_token text, p_key text, p_now bigint)
 RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE v_fence bigint := pathlock.next_fence();
+DECLARE v_fence bigint := nextval('pathlock.fences');
 BEGIN
+  IF v_fence < pathlock.now_us() THEN v_fence := pathlock.next_fence(); END IF;  -- the clock passed the sequence
   WITH l AS (INSERT INTO pathlock.locks (ns, id, token, owner, fp, op, roles, paths, fence, holds, ttl, expires, idem)
                VALUES (p_ns, p_id, p_token, p_owner, p_fp, p_op, p_roles, p_paths, v_fence, 1, p_ttl, p_now + p_ttl,
                        nullif(p_key, '')))
   INSERT INTO pathlock.held (ns, id, code, sk, k, fp, role, path, fence)
     SELECT p_ns, p_id, t.code, t.sk, t.k, p_fp, t.role, t.path, v_fence FROM pathlock.targets(p_codes, p_roles, p_paths) t;
-  PERFORM pathlock.touch(p_ns, v_fence);
+  IF NOT EXISTS (SELECT 1 FROM pathlock.namespaces n WHERE n.ns = p_ns) THEN  -- a new namespace
+    INSERT INTO pathlock.namespaces (ns, fence) VALUES (p_ns, v_fence) ON CONFLICT DO NOTHING;
+  END IF;
   RETURN v_fence;
 END $$;
 
@@ -427,8 +428,10 @@ LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE v_paths text[]; v_left int; v_sync text := set_config('synchronous_commit', 'off', true);
   v_now bigint := pathlock.now_ms();
 BEGIN
-  PERFORM pathlock.reap(p_ns, v_now);
-  PERFORM pathlock.sweep(v_now, 64);  -- other namespaces' ended leases (docs/postgres.md#cleanup)
+  -- Ended leases and places, of this namespace and of others, oldest first
+  -- (docs/postgres.md#cleanup). Version 7: no reap of this namespace first;
+  -- an ended lease in a request's way is reaped by that request.
+  PERFORM pathlock.sweep(v_now, 64);
   DELETE FROM pathlock.locks l
    WHERE l.ns = p_ns AND l.id = p_id AND l.expires > v_now
      AND (p_token IS NULL OR (l.token = p_token AND l.holds <= 1))
@@ -500,4 +503,4 @@ LANGUAGE sql STABLE AS $$
 
 -- The version of the functions above: an engine that finds an older one
 -- runs this script again (every statement in it can be repeated).
-CREATE OR REPLACE FUNCTION pathlock.functions_version() RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT 6 $$;
+CREATE OR REPLACE FUNCTION pathlock.functions_version() RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT 7 $$;
