@@ -213,6 +213,28 @@ export function checkOwner(owner: unknown, maxBytes = MAX_OWNER_BYTES): void {
   if (problem) throw new InvalidRequestError(`owner has ${problem}`);
 }
 
+/**
+ * A lock call whose reply was lost may have run, so the ioredis client must
+ * never send it again by itself: not on reconnecting
+ * (`autoResendUnfulfilledCommands: false`; for a Cluster in `redisOptions`),
+ * and for a Cluster not after a node's connection closed under it either
+ * (`retryDelayOnFailover: 0`: ioredis otherwise sends the command again
+ * 100 ms later, issue 41).
+ */
+function checkNoResend(r: RedisClient): void {
+  const resend = isCluster(r) ? r.options.redisOptions?.autoResendUnfulfilledCommands : r.options.autoResendUnfulfilledCommands;
+  if (resend !== false)
+    throw new InvalidRequestError(
+      'the ioredis client must be created with autoResendUnfulfilledCommands: false ' +
+        '(for a Cluster: redisOptions.autoResendUnfulfilledCommands): a lock call whose reply was lost may have run',
+    );
+  if (isCluster(r) && r.options.retryDelayOnFailover !== 0)
+    throw new InvalidRequestError(
+      'the ioredis Cluster must be created with retryDelayOnFailover: 0: otherwise it sends a command again ' +
+        'after its connection closed, and a lock call whose reply was lost may have run',
+    );
+}
+
 function isReplyError(e: unknown): e is Error {
   return e instanceof Error && e.name === 'ReplyError';
 }
@@ -224,6 +246,8 @@ function isReplyError(e: unknown): e is Error {
  * settles their promises: a call whose connection was cut would hang for ever
  * (issue 41; the kit's fault check shows it). A command sent on a connection
  * that is not ready waits in ioredis's offline queue and is not watched.
+ * A Cluster rejects such a call by itself ("Connection is closed."), given
+ * retryDelayOnFailover: 0 (checkNoResend).
  */
 function untilClosed<T>(redis: RedisClient, call: () => Promise<T>): Promise<T> {
   if (isCluster(redis) || redis.status !== 'ready') return call();
@@ -374,13 +398,7 @@ export class PathLock {
       this.ownsRedis = true;
     } else {
       const r = options.redis;
-      const resend =
-        isCluster(r) ? r.options.redisOptions?.autoResendUnfulfilledCommands : r.options.autoResendUnfulfilledCommands;
-      if (resend !== false)
-        throw new InvalidRequestError(
-          'the ioredis client must be created with autoResendUnfulfilledCommands: false ' +
-            '(for a Cluster: redisOptions.autoResendUnfulfilledCommands): a lock call whose reply was lost may have run',
-        );
+      checkNoResend(r);
       this.redis = r;
       this.ownsRedis = false;
     }

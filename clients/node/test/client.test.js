@@ -72,6 +72,15 @@ test('bad input is InvalidRequestError before or from Redis', async () => {
   const resending = new Redis(fx.server.url, { lazyConnect: true });
   assert.throws(() => new PathLock({ redis: resending, namespace: 'x', library }), /autoResendUnfulfilledCommands/);
   resending.disconnect();
+  // A Cluster that would send a command again after its connection closed.
+  const port = Number(new URL(fx.server.url).port);
+  const opts = { lazyConnect: true, redisOptions: { autoResendUnfulfilledCommands: false } };
+  const failover = new Redis.Cluster([{ host: '127.0.0.1', port }], opts);
+  assert.throws(() => new PathLock({ redis: failover, namespace: 'x', library }), /retryDelayOnFailover: 0/);
+  failover.disconnect();
+  const still = new Redis.Cluster([{ host: '127.0.0.1', port }], { ...opts, redisOptions: {} });
+  assert.throws(() => new PathLock({ redis: still, namespace: 'x', library }), /autoResendUnfulfilledCommands/);
+  still.disconnect();
 });
 
 test('renew, force release, paged list, blockers', async () => {

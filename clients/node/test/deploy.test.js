@@ -91,6 +91,7 @@ test('Cluster of three masters: a namespace on each, its calls and wake-ups on t
   const ownerPort = (slot) => slots.find(([lo, hi]) => slot >= lo && slot <= hi)[2][1];
   const cluster = closing(new Cluster(nodes.map((n) => ({ host: '127.0.0.1', port: n.port })), {
     redisOptions: { autoResendUnfulfilledCommands: false },
+    retryDelayOnFailover: 0,
   }));
   const first = new PathLock({ redis: cluster, namespace: 'cluster-load', library });
   await first.load();
@@ -103,9 +104,42 @@ test('Cluster of three masters: a namespace on each, its calls and wake-ups on t
     const pl = closing(first.forNamespace(ns));
     const at = nodes.findIndex((n) => n.port === port);
     await scenario(pl, conns[at], conns.filter((_, j) => j !== at));
+    if (seen.size === 1) await cutInFlight(pl, conns[at]);
   }
   assert.equal(seen.size, 3);
 });
+
+/**
+ * A call whose connection to the namespace's master is cut while the call
+ * waits there (CLIENT PAUSE, then CLIENT KILL of the connection the pause
+ * holds back): rejected at once with mayHaveRun, never sent again by ioredis
+ * (retryDelayOnFailover: 0); a keyed acquire is sent again by the client and
+ * granted once.
+ */
+async function cutInFlight(pl, owner) {
+  const cut = async (call) => {
+    await owner.call('CLIENT', 'PAUSE', '10000', 'WRITE');
+    const out = {};
+    call().then((r) => (out.result = r), (e) => (out.error = e));
+    let id;
+    await until(async () => {
+      const line = (await owner.call('CLIENT', 'LIST')).split('\n').find((l) => / flags=\S*b/.test(l));
+      id = line?.match(/id=(\d+)/)[1];
+      return id !== undefined;
+    }, 'the call held back by the pause');
+    await owner.call('CLIENT', 'KILL', 'ID', id);
+    await owner.call('CLIENT', 'UNPAUSE');
+    await until(() => 'result' in out || 'error' in out, 'the cut call answered', 5000);
+    return out;
+  };
+  const plain = await cut(() => pl.acquire({ owner: 'a', op: 'upload', paths: ['/cut/plain'] }));
+  assert.ok(plain.error instanceof BackendError, String(plain.error ?? 'granted'));
+  assert.equal(plain.error.mayHaveRun, true);
+  const keyed = await cut(() => pl.acquire({ owner: 'a', op: 'upload', paths: ['/cut/keyed'], idempotencyKey: 'cut-1' }));
+  assert.equal(keyed.error, undefined);
+  assert.deepEqual((await pl.list()).locks.map((l) => l.id), [keyed.result.id]);
+  assert.equal(await pl.release(keyed.result.id, keyed.result.token), true);
+}
 const { Cluster } = Redis;
 
 test('Sentinel: the client knows only the sentinel and the master name', async () => {
