@@ -87,7 +87,7 @@ function inProcess(array $argv, int $callers, string $ns): array
 if (isset($opt['worker'])) {
     $engine = LockEngine::connect($url, $library);
     $caller = (int) $opt['worker'];
-    callerPairs($engine, $opt['worker-namespace'] . '-warm', $caller, min($pairs, 100));
+    callerPairs($engine, $opt['worker-namespace'] . '-warm', $caller, min($pairs, 1000));
     echo "ready\n";
     fgets(STDIN);
     echo json_encode(callerPairs($engine, $opt['worker-namespace'], $caller, $pairs)), "\n";

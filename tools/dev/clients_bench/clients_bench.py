@@ -48,6 +48,9 @@ def free_port():
         return s.getsockname()[1]
 
 
+WARM_PAIRS = 1000  # each program's warm-up per caller: connections, caches, and V8's and PHP's compiled paths
+
+
 def start_redis(tmp):
     port = free_port()
     proc = subprocess.Popen([shutil.which("redis-server") or "redis-server", "--port", str(port), "--bind",
@@ -101,7 +104,7 @@ def cpp_shell(a, url, tmp, callers, ns):
         ask(f"release {g['id']} {g['token']}")
 
     try:
-        for i in range(200):
+        for i in range(WARM_PAIRS):
             pair(i)
         times = []
         start = time.perf_counter()

@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
     options.redis.url = p->get("redis");
     options.redis.pool_size = static_cast<std::size_t>(callers);
     const auto engine = pathlock::make_engine(options);
-    run_all(*engine, ns + "-warm", callers, std::min(pairs, 200LL));  // connections, library, caches
+    run_all(*engine, ns + "-warm", callers, std::min(pairs, 1000LL));  // connections, library, caches
     auto [times, wall] = run_all(*engine, ns, callers, pairs);
     std::sort(times.begin(), times.end());
     std::printf("{\"client\": \"c++\", \"callers\": %lld, \"pairs\": %zu, \"pairs_per_s\": %.1f, \"p50_us\": %.1f, "

@@ -47,7 +47,7 @@ def main():
     ap.add_argument("--namespace", default="bench-python")
     a = ap.parse_args()
     engine = pathlock.RedisEngine(a.redis, pool_size=a.callers)
-    run_all(engine, a.namespace + "-warm", a.callers, min(a.pairs, 200))
+    run_all(engine, a.namespace + "-warm", a.callers, min(a.pairs, 1000))
     start = time.perf_counter()
     times = sorted(run_all(engine, a.namespace, a.callers, a.pairs))
     wall = time.perf_counter() - start

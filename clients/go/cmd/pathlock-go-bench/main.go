@@ -40,7 +40,7 @@ func main() {
 		fail(err)
 	}
 	defer c.Close()
-	runAll(ctx, c, *ns+"-warm", *callers, minInt(*pairs, 200)) // connections, library, caches
+	runAll(ctx, c, *ns+"-warm", *callers, minInt(*pairs, 1000)) // connections, library, caches
 	start := time.Now()
 	lat := runAll(ctx, c, *ns, *callers, *pairs)
 	total := time.Since(start)
