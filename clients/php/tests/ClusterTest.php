@@ -1,0 +1,232 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Pathlock\Tests;
+
+use Pathlock\Cancellation;
+use Pathlock\ClusterConnection;
+use Pathlock\Library;
+use Pathlock\LockEngine;
+use Pathlock\Tests\Support\RedisCluster;
+use PHPUnit\Framework\TestCase;
+
+/**
+ * The engine on a real Redis Cluster of three masters (docs/php.md
+ * "Deployments"): calls routed by the namespace's slot, the library loaded
+ * on every master, wake-ups subscribed on the master that serves the
+ * namespace, and a slot moved to another master while a lock is held and
+ * while someone waits for it.
+ *
+ * @large (phpunit.xml.dist: 60 s per test)
+ */
+final class ClusterTest extends TestCase
+{
+    private static ?RedisCluster $cluster = null;
+
+    public static function setUpBeforeClass(): void
+    {
+        self::$cluster = new RedisCluster(3);
+    }
+
+    public static function tearDownAfterClass(): void
+    {
+        self::$cluster?->stop();
+        self::$cluster = null;
+    }
+
+    private function engine(): LockEngine
+    {
+        return LockEngine::connect(self::$cluster->url(), Library::fromFile((string) getenv('PATHLOCK_LIBRARY')));
+    }
+
+    /** A fresh namespace whose slot the master on $port serves. */
+    private function namespaceOn(int $port): string
+    {
+        for ($i = 0; $i < 1000; $i++) {
+            $ns = 'php-cl-' . bin2hex(random_bytes(4));
+            if (self::$cluster->masterOf("pl:{{$ns}}:meta") === $port) {
+                return $ns;
+            }
+        }
+        throw new \RuntimeException("no namespace found on the master at $port");
+    }
+
+    public function testTheSlotIsComputedAsRedisDoes(): void
+    {
+        $node = self::$cluster->node(self::$cluster->ports[0]);
+        foreach (['pl:{a}:wake', 'pl:{php-cl-1}:meta', 'plain', '{}x', 'a{}{b}', 'x{y'] as $key) {
+            $this->assertSame((int) $node->rawCommand('CLUSTER', 'KEYSLOT', $key), ClusterConnection::slot($key), $key);
+        }
+    }
+
+    public function testNamespacesOnEachMasterAreGrantedAndRefusedByTheMatrix(): void
+    {
+        $alice = $this->engine();
+        $bob = $this->engine();
+        foreach (self::$cluster->ports as $port) {
+            $ns = $this->namespaceOn($port);
+            $held = $alice->lock($ns, 'alice', 'delete_folder', ['/p/A']);
+            $refused = $bob->acquire($ns, 'bob', 'upload', ['/p/A/x']);
+            $this->assertNull($refused->grant, "upload inside a folder being deleted is refused ($port)");
+            $this->assertSame($held->grant->id, $refused->conflict->id);
+            $other = $bob->acquire($ns, 'bob', 'upload', ['/q/x']);
+            $this->assertNotNull($other->grant, "an upload elsewhere is granted ($port)");
+            $this->assertCount(2, $bob->list($ns));
+            $this->assertSame(1, self::$cluster->node($port)->exists("pl:{{$ns}}:meta"), 'the keys live on the master of the slot');
+            $this->assertTrue($held->release());
+            $this->assertTrue($bob->release($ns, $other->grant->id, $other->grant->token));
+            $this->assertSame([], $alice->list($ns));
+        }
+    }
+
+    public function testAFreshClusterGetsTheLibraryOnEveryMaster(): void
+    {
+        $library = Library::fromFile((string) getenv('PATHLOCK_LIBRARY'));
+        foreach (self::$cluster->ports as $port) {
+            self::$cluster->node($port)->rawCommand('FUNCTION', 'FLUSH');
+        }
+        $engine = $this->engine();
+        $ns = $this->namespaceOn(self::$cluster->ports[2]);
+        $this->assertNotNull($engine->acquire($ns, 'alice', 'upload', ['/a'])->grant);
+        foreach (self::$cluster->ports as $port) {
+            $this->assertTrue($this->hasLibrary($port, $library->name), "loaded on the master at $port");
+        }
+        // One master loses it (a restart without persistence): the next call there loads it again.
+        self::$cluster->node(self::$cluster->ports[2])->rawCommand('FUNCTION', 'FLUSH');
+        $this->assertNotNull($engine->acquire($ns, 'alice', 'upload', ['/b'])->grant);
+        $this->assertTrue($this->hasLibrary(self::$cluster->ports[2], $library->name));
+    }
+
+    public function testAWaiterIsWokenThroughASubscriptionOnTheNamespacesMaster(): void
+    {
+        [$owner, $other] = [self::$cluster->ports[1], self::$cluster->ports[0]];
+        $ns = $this->namespaceOn($owner);
+        $alice = $this->engine();
+        $held = $alice->lock($ns, 'alice', 'delete_folder', ['/p/A']);
+        $seen = [];
+        $probe = new ClusterProbe([
+            function () use ($owner, $other, $held, &$seen) {
+                if ($this->subscribers($owner) === []) {
+                    return null;
+                }
+                $seen = [$this->channels($owner), $this->channels($other)];
+                return $held->release();
+            },
+        ]);
+        $r = $this->engine()->acquire($ns, 'bob', 'upload', ['/p/A/x'], waitMs: 20000, cancellation: $probe);
+        $this->assertNotNull($r->grant, 'bob was granted after the release');
+        $this->assertSame(1, $probe->step, 'the release came while bob was subscribed on the master of his namespace');
+        $this->assertSame(["pl:{{$ns}}:wake", ''], $seen, 'subscribed on the master of the namespace, on no other');
+        $this->assertTrue($alice->release($ns, $r->grant->id, $r->grant->token));
+    }
+
+    public function testASlotMovedWhileALockIsHeldStillHoldsItAndReleases(): void
+    {
+        [$from, $to] = [self::$cluster->ports[0], self::$cluster->ports[2]];
+        $ns = $this->namespaceOn($from);
+        $alice = $this->engine();
+        $held = $alice->lock($ns, 'alice', 'delete_folder', ['/p/A']);
+        self::$cluster->moveSlot(ClusterConnection::slot("pl:{{$ns}}:meta"), $to);
+        $this->assertSame($to, self::$cluster->masterOf("pl:{{$ns}}:meta"));
+        $this->assertSame(1, self::$cluster->node($to)->exists("pl:{{$ns}}:meta"), 'the keys moved with the slot');
+        $this->assertTrue($held->isHeld(), 'still held after the move');
+        $this->assertNull($this->engine()->acquire($ns, 'bob', 'upload', ['/p/A/x'])->grant, 'still refuses');
+        $this->assertSame([$held->grant->id], array_map(fn($l) => $l->id, $alice->list($ns)));
+        $this->assertTrue($held->release());
+        $this->assertNotNull($this->engine()->acquire($ns, 'bob', 'upload', ['/p/A/x'])->grant);
+    }
+
+    public function testAWaiterFollowsItsSlotToTheNewMaster(): void
+    {
+        [$from, $to] = [self::$cluster->ports[1], self::$cluster->ports[2]];
+        $ns = $this->namespaceOn($from);
+        $alice = $this->engine();
+        $held = $alice->lock($ns, 'alice', 'delete_folder', ['/p/A']);
+        $probe = new ClusterProbe([
+            // bob subscribed on the old master: move the slot away (Redis ends that subscription)
+            fn() => $this->subscribers($from) !== [] ? self::$cluster->moveSlot(ClusterConnection::slot("pl:{{$ns}}:wake"), $to) : null,
+            // bob subscribed again, on the new master: release there
+            fn() => $this->subscribers($to) !== [] ? $held->release() : null,
+        ]);
+        $r = $this->engine()->acquire($ns, 'bob', 'upload', ['/p/A/x'], waitMs: 20000, cancellation: $probe);
+        $this->assertNotNull($r->grant, 'bob was granted after the release');
+        $this->assertSame(2, $probe->step, 'bob subscribed on the old master, then on the new one, and the release came then');
+        $this->assertSame('', $this->channels($from), 'the old master ended the subscription');
+        $this->assertTrue($alice->release($ns, $r->grant->id, $r->grant->token));
+    }
+
+    public function testAClusterUrlOfOneNodeFindsTheWholeCluster(): void
+    {
+        $engine = LockEngine::connect('redis://127.0.0.1:' . self::$cluster->ports[0], Library::fromFile((string) getenv('PATHLOCK_LIBRARY')));
+        foreach (self::$cluster->ports as $port) {
+            $ns = $this->namespaceOn($port);
+            $g = $engine->lock($ns, 'alice', 'upload', ['/a']);
+            $this->assertTrue($g->release(), "a namespace on the master at $port");
+        }
+    }
+
+    public function testADatabaseOtherThanZeroIsRefused(): void
+    {
+        $this->expectException(\Pathlock\Exception\InvalidRequestException::class);
+        $this->expectExceptionMessage('only database 0');
+        LockEngine::connect(self::$cluster->url() . '/2', Library::fromFile((string) getenv('PATHLOCK_LIBRARY')));
+    }
+
+    private function hasLibrary(int $port, string $name): bool
+    {
+        return str_contains(json_encode(self::$cluster->node($port)->rawCommand('FUNCTION', 'LIST', 'LIBRARYNAME', $name)), $name);
+    }
+
+    /** @return list<string> the CLIENT LIST lines of sharded subscribers on the master at $port */
+    private function subscribers(int $port): array
+    {
+        $list = (string) self::$cluster->node($port)->rawCommand('CLIENT', 'LIST');
+        return array_values(array_filter(explode("\n", $list), fn(string $l) => str_contains($l, 'cmd=ssubscribe') && !str_contains($l, 'ssub=0')));
+    }
+
+    /** The shard channels with a subscriber on the master at $port, space-separated. */
+    private function channels(int $port): string
+    {
+        return implode(' ', (array) self::$cluster->node($port)->rawCommand('PUBSUB', 'SHARDCHANNELS'));
+    }
+}
+
+/**
+ * A Cancellation used as a probe of a waiting acquire: its stream stays
+ * readable, so the wait asks isCancelled() whenever it sleeps; each call
+ * runs the current step, which answers null while its condition does not
+ * hold yet (the wait asks again), else the probe goes to the next step.
+ * After the last step it goes quiet. It never cancels.
+ */
+final class ClusterProbe implements Cancellation
+{
+    /** @var array{resource, resource} */
+    private array $pair;
+    public int $step = 0;
+
+    /** @param list<\Closure(): mixed> $steps */
+    public function __construct(private readonly array $steps)
+    {
+        $this->pair = stream_socket_pair(STREAM_PF_UNIX, STREAM_SOCK_STREAM, STREAM_IPPROTO_IP);
+        fwrite($this->pair[1], 'x');
+    }
+
+    public function streams(): array
+    {
+        return [$this->pair[0]];
+    }
+
+    public function isCancelled(): bool
+    {
+        if ($this->step < count($this->steps) && ($this->steps[$this->step])() !== null) {
+            $this->step++;
+            if ($this->step === count($this->steps)) {
+                fread($this->pair[0], 1);
+            }
+        } elseif ($this->step < count($this->steps)) {
+            usleep(2000);   // not yet: the wait asks again at once
+        }
+        return false;
+    }
+}
