@@ -43,8 +43,9 @@ final class ClusterConnection implements Connection
 
     /**
      * A \RedisCluster from seeds (one or more nodes of the cluster), logged
-     * in as the first seed says, with TLS (its tlsOptions as phpredis's
-     * `stream` context) when it is `rediss://`.
+     * in as the first seed says, with TLS when it is `rediss://` (its
+     * tlsOptions as RedisCluster's `context`: phpredis 5.3 turns TLS on for
+     * any context given and reads the SSL options from it directly).
      *
      * @param non-empty-list<Endpoint> $seeds
      * @throws BackendException when no seed answers with the cluster's slot map
@@ -61,7 +62,7 @@ final class ClusterConnection implements Connection
         $addresses = array_map(fn(Endpoint $e): string => (str_contains($e->host, ':') ? "[{$e->host}]" : $e->host) . ':' . $e->port, $seeds);
         try {
             $cluster = @new \RedisCluster(null, $addresses, $first->connectTimeout, $first->commandTimeout, false, $auth,
-                $first->tls ? ['stream' => $first->tlsOptions] : null);
+                $first->tls ? $first->tlsOptions : null);   // 5.3: the SSL options themselves (\Redis: under 'stream')
         } catch (\RedisClusterException $e) {
             throw new BackendException('redis cluster at ' . implode(',', $addresses) . ': ' . $e->getMessage(), 0, $e);
         }

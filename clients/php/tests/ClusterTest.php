@@ -173,6 +173,34 @@ final class ClusterTest extends TestCase
         LockEngine::connect(self::$cluster->url() . '/2', Library::fromFile((string) getenv('PATHLOCK_LIBRARY')));
     }
 
+    public function testATlsClusterWithClientCertificates(): void
+    {
+        $certs = sys_get_temp_dir() . '/pathlock-php-certs-' . bin2hex(random_bytes(6));
+        mkdir($certs);
+        try {
+            exec('sh ' . escapeshellarg(dirname(__DIR__, 3) . '/tools/dev/redis_devtools/make_test_certs.sh') . ' ' . escapeshellarg($certs) . ' 2>&1', $out, $status);
+            $this->assertSame(0, $status, implode("\n", $out));
+            $tls = new RedisCluster(3, $certs);
+            $connect = fn() => LockEngine::connect($tls->url(), Library::fromFile((string) getenv('PATHLOCK_LIBRARY')), tlsOptions: $tls->tlsOptions());
+            $ns = 'php-cl-tls-' . bin2hex(random_bytes(4));
+            $owner = $tls->masterOf("pl:{{$ns}}:meta");
+            $alice = $connect();
+            $held = $alice->lock($ns, 'alice', 'delete_folder', ['/p/A']);
+            $seen = '';
+            $probe = new ClusterProbe([function () use ($tls, $owner, $held, &$seen) {
+                $seen = implode(' ', (array) $tls->node($owner)->rawCommand('PUBSUB', 'SHARDCHANNELS'));
+                return $seen === '' ? null : $held->release();
+            }]);
+            $r = $connect()->acquire($ns, 'bob', 'upload', ['/p/A/x'], waitMs: 20000, cancellation: $probe);
+            $this->assertNotNull($r->grant, 'bob was granted after the release');
+            $this->assertSame("pl:{{$ns}}:wake", $seen, 'a TLS subscription with the client certificate on the master of the namespace');
+            $this->assertTrue($alice->release($ns, $r->grant->id, $r->grant->token));
+            $tls->stop();
+        } finally {
+            exec('rm -rf ' . escapeshellarg($certs));
+        }
+    }
+
     private function hasLibrary(int $port, string $name): bool
     {
         return str_contains(json_encode(self::$cluster->node($port)->rawCommand('FUNCTION', 'LIST', 'LIBRARYNAME', $name)), $name);

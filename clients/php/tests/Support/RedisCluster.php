@@ -9,6 +9,8 @@ namespace Pathlock\Tests\Support;
  * test class and stopped afterwards: three `redis-server --cluster-enabled
  * yes` joined by `redis-cli --cluster create ... --cluster-replicas 0`,
  * ready once every node says `cluster_state:ok` and knows every slot.
+ * With $tlsDir (make_test_certs.sh's certificates) every node speaks only
+ * TLS, the cluster bus too, and asks clients for a certificate.
  */
 final class RedisCluster
 {
@@ -18,7 +20,7 @@ final class RedisCluster
     public array $ports = [];
     private string $dir;
 
-    public function __construct(int $masters = 3)
+    public function __construct(int $masters = 3, private readonly ?string $tlsDir = null)
     {
         $binary = getenv('PATHLOCK_REDIS_SERVER') ?: 'redis-server';
         $this->dir = sys_get_temp_dir() . '/pathlock-php-cluster-' . bin2hex(random_bytes(6));
@@ -38,15 +40,27 @@ final class RedisCluster
     /** `redis://127.0.0.1:P1,127.0.0.1:P2,...`: every node as a seed. */
     public function url(): string
     {
-        return 'redis://' . implode(',', array_map(fn(int $p) => "127.0.0.1:$p", $this->ports));
+        return ($this->tlsDir === null ? 'redis://' : 'rediss://') . implode(',', array_map(fn(int $p) => "127.0.0.1:$p", $this->ports));
     }
 
     /** A plain connection to one node (administration: CLUSTER, CLIENT LIST, FUNCTION). */
     public function node(int $port): \Redis
     {
         $r = new \Redis();
-        $r->connect('127.0.0.1', $port, 2.0, null, 0, 10.0);
+        $r->connect(($this->tlsDir === null ? '' : 'tls://') . '127.0.0.1', $port, 2.0, null, 0, 10.0, $this->context());
         return $r;
+    }
+
+    /** The SSL context options of a client of a TLS cluster (its CA, a client certificate); [] without TLS. */
+    public function tlsOptions(): array
+    {
+        return $this->tlsDir === null ? [] : ['cafile' => "{$this->tlsDir}/ca.crt",
+            'local_cert' => "{$this->tlsDir}/client.crt", 'local_pk' => "{$this->tlsDir}/client.key"];
+    }
+
+    private function context(): array
+    {
+        return $this->tlsDir === null ? [] : ['stream' => $this->tlsOptions()];
     }
 
     /** The port of the master that serves $key's slot now. */
@@ -121,14 +135,17 @@ final class RedisCluster
             $port = self::freePort();
             $dir = "{$this->dir}/n$i-$try";
             mkdir($dir);
-            $cmd = [$binary, '--port', (string) $port, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
+            $listen = $this->tlsDir === null ? ['--port', (string) $port] : ['--port', '0', '--tls-port', (string) $port,
+                '--tls-cluster', 'yes', '--tls-cert-file', "{$this->tlsDir}/server.crt", '--tls-key-file', "{$this->tlsDir}/server.key",
+                '--tls-ca-cert-file', "{$this->tlsDir}/ca.crt", '--tls-auth-clients', 'yes'];
+            $cmd = [$binary, ...$listen, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
                 '--cluster-enabled', 'yes', '--cluster-config-file', "$dir/nodes.conf", '--cluster-node-timeout', '5000',
                 '--dir', $dir, '--logfile', "$dir/redis.log"];
             $process = proc_open($cmd, [0 => ['file', '/dev/null', 'r'], 1 => ['file', '/dev/null', 'w'], 2 => ['file', '/dev/null', 'w']], $pipes);
             if ($process === false) {
                 throw new \RuntimeException("cannot start $binary");
             }
-            if (self::waitReady($port, $process)) {
+            if ($this->waitReady($port, $process)) {
                 $this->processes[] = $process;
                 $this->ports[] = $port;
                 return;
@@ -144,7 +161,8 @@ final class RedisCluster
     private function create(): void
     {
         $cmd = 'redis-cli --cluster create ' . implode(' ', array_map(fn(int $p) => "127.0.0.1:$p", $this->ports))
-            . ' --cluster-replicas 0 --cluster-yes 2>&1';
+            . ' --cluster-replicas 0 --cluster-yes' . ($this->tlsDir === null ? '' : ' --tls --cacert ' . escapeshellarg("{$this->tlsDir}/ca.crt")
+                . ' --cert ' . escapeshellarg("{$this->tlsDir}/client.crt") . ' --key ' . escapeshellarg("{$this->tlsDir}/client.key")) . ' 2>&1';
         exec($cmd, $out, $status);
         if ($status !== 0) {
             throw new \RuntimeException("redis-cli --cluster create failed:\n" . implode("\n", $out));
@@ -195,7 +213,7 @@ final class RedisCluster
     }
 
     /** @param resource $process */
-    private static function waitReady(int $port, $process): bool
+    private function waitReady(int $port, $process): bool
     {
         for ($i = 0; $i < 200; $i++) {
             if (!proc_get_status($process)['running']) {
@@ -203,7 +221,7 @@ final class RedisCluster
             }
             $r = new \Redis();
             try {
-                if (@$r->connect('127.0.0.1', $port, 0.2) && $r->ping()) {
+                if (@$r->connect(($this->tlsDir === null ? '' : 'tls://') . '127.0.0.1', $port, 0.2, null, 0, 0, $this->context()) && $r->ping()) {
                     $r->close();
                     return true;
                 }
