@@ -65,7 +65,10 @@ final class LockEngine implements LockEngineInterface
      * Connects to `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]` (or `rediss://`),
      * or to a Redis Cluster: `redis://[[USER]:PASSWORD@]HOST:PORT,HOST:PORT[,...]`
      * (the seeds; their login and TLS options hold for every node), or one
-     * node's URL when that node says `cluster_enabled:1` (`INFO cluster`).
+     * node's URL when that node says `cluster_enabled:1` (`INFO cluster`);
+     * or to the master a Sentinel names:
+     * `redis-sentinel://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:PORT]...][/DB]#MASTER`
+     * (SentinelDiscovery: found once, here).
      *
      * @param array<string,mixed> $tlsOptions PHP's SSL context options for `rediss://` (`cafile`, `local_cert`,
      *   `local_pk`, ...), used on the command connection and the wake-up subscription alike
@@ -77,6 +80,10 @@ final class LockEngine implements LockEngineInterface
         float $commandTimeout = 2.0,
         array $tlsOptions = [],
     ): self {
+        if (SentinelDiscovery::isSentinelUrl($url)) {
+            $master = SentinelDiscovery::master($url, $connectTimeout, $commandTimeout, $tlsOptions);
+            return new self($master->connect(), $library, $master);
+        }
         $seeds = Endpoint::seedsFromUrl($url, $connectTimeout, $commandTimeout, $tlsOptions);
         if (count($seeds) === 1) {
             $redis = $seeds[0]->connect();

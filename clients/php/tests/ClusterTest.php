@@ -4,11 +4,11 @@ declare(strict_types=1);
 
 namespace Pathlock\Tests;
 
-use Pathlock\Cancellation;
 use Pathlock\ClusterConnection;
 use Pathlock\Library;
 use Pathlock\LockEngine;
 use Pathlock\Tests\Support\RedisCluster;
+use Pathlock\Tests\Support\WaitProbe;
 use PHPUnit\Framework\TestCase;
 
 /**
@@ -18,7 +18,7 @@ use PHPUnit\Framework\TestCase;
  * namespace, and a slot moved to another master while a lock is held and
  * while someone waits for it.
  *
- * @large (phpunit.xml.dist: 60 s per test)
+ * Every test has 60 s (phpunit.xml.dist: enforceTimeLimit, pcntl and php-invoker).
  */
 final class ClusterTest extends TestCase
 {
@@ -105,7 +105,7 @@ final class ClusterTest extends TestCase
         $alice = $this->engine();
         $held = $alice->lock($ns, 'alice', 'delete_folder', ['/p/A']);
         $seen = [];
-        $probe = new ClusterProbe([
+        $probe = new WaitProbe([
             function () use ($owner, $other, $held, &$seen) {
                 if ($this->subscribers($owner) === []) {
                     return null;
@@ -143,7 +143,7 @@ final class ClusterTest extends TestCase
         $ns = $this->namespaceOn($from);
         $alice = $this->engine();
         $held = $alice->lock($ns, 'alice', 'delete_folder', ['/p/A']);
-        $probe = new ClusterProbe([
+        $probe = new WaitProbe([
             // bob subscribed on the old master: move the slot away (Redis ends that subscription)
             fn() => $this->subscribers($from) !== [] ? self::$cluster->moveSlot(ClusterConnection::slot("pl:{{$ns}}:wake"), $to) : null,
             // bob subscribed again, on the new master: release there
@@ -187,7 +187,7 @@ final class ClusterTest extends TestCase
             $alice = $connect();
             $held = $alice->lock($ns, 'alice', 'delete_folder', ['/p/A']);
             $seen = '';
-            $probe = new ClusterProbe([function () use ($tls, $owner, $held, &$seen) {
+            $probe = new WaitProbe([function () use ($tls, $owner, $held, &$seen) {
                 $seen = implode(' ', (array) $tls->node($owner)->rawCommand('PUBSUB', 'SHARDCHANNELS'));
                 return $seen === '' ? null : $held->release();
             }]);
@@ -217,44 +217,5 @@ final class ClusterTest extends TestCase
     private function channels(int $port): string
     {
         return implode(' ', (array) self::$cluster->node($port)->rawCommand('PUBSUB', 'SHARDCHANNELS'));
-    }
-}
-
-/**
- * A Cancellation used as a probe of a waiting acquire: its stream stays
- * readable, so the wait asks isCancelled() whenever it sleeps; each call
- * runs the current step, which answers null while its condition does not
- * hold yet (the wait asks again), else the probe goes to the next step.
- * After the last step it goes quiet. It never cancels.
- */
-final class ClusterProbe implements Cancellation
-{
-    /** @var array{resource, resource} */
-    private array $pair;
-    public int $step = 0;
-
-    /** @param list<\Closure(): mixed> $steps */
-    public function __construct(private readonly array $steps)
-    {
-        $this->pair = stream_socket_pair(STREAM_PF_UNIX, STREAM_SOCK_STREAM, STREAM_IPPROTO_IP);
-        fwrite($this->pair[1], 'x');
-    }
-
-    public function streams(): array
-    {
-        return [$this->pair[0]];
-    }
-
-    public function isCancelled(): bool
-    {
-        if ($this->step < count($this->steps) && ($this->steps[$this->step])() !== null) {
-            $this->step++;
-            if ($this->step === count($this->steps)) {
-                fread($this->pair[0], 1);
-            }
-        } elseif ($this->step < count($this->steps)) {
-            usleep(2000);   // not yet: the wait asks again at once
-        }
-        return false;
     }
 }
