@@ -7,6 +7,7 @@ namespace Pathlock\Tests;
 use Pathlock\ClusterConnection;
 use Pathlock\Library;
 use Pathlock\LockEngine;
+use Pathlock\Tests\Support\LineProcess;
 use Pathlock\Tests\Support\RedisCluster;
 use Pathlock\Tests\Support\WaitProbe;
 use PHPUnit\Framework\TestCase;
@@ -171,6 +172,28 @@ final class ClusterTest extends TestCase
         $this->expectException(\Pathlock\Exception\InvalidRequestException::class);
         $this->expectExceptionMessage('only database 0');
         LockEngine::connect(self::$cluster->url() . '/2', Library::fromFile((string) getenv('PATHLOCK_LIBRARY')));
+    }
+
+    public function testTheCppEngineSeesAndWaitsForAPhpLockOnTheCluster(): void
+    {
+        $ns = $this->namespaceOn(self::$cluster->ports[1]);
+        $php = $this->engine();
+        $held = $php->lock($ns, 'alice', 'delete_folder', ['/p/A'], ttlMs: 60000);
+        $cpp = LineProcess::cppShell(self::$cluster->url(), $ns);
+        $r = $cpp->ask('acquire bob upload /p/A/x');
+        $this->assertFalse($r['granted'], json_encode($r));
+        $this->assertSame($held->grant->id, $r['conflict']['id'] ?? null, json_encode($r));
+        $cpp->send('acquire bob upload /p/A/x wait=30000');
+        for ($i = 0; $i < 3000 && count($php->waiters($ns)) !== 1; $i++) {
+            usleep(10000);
+        }
+        $this->assertSame('bob', $php->waiters($ns)[0]->owner ?? null, 'the C++ request waits in line');
+        $this->assertTrue($held->release());
+        $g = $cpp->read();
+        $this->assertTrue($g['granted'], json_encode($g));
+        $this->assertSame([$g['id']], array_map(fn($l) => $l->id, $php->list($ns)));
+        $this->assertSame(['released' => true], $cpp->ask("release {$g['id']} {$g['token']}"));
+        $this->assertSame(0, $cpp->close());
     }
 
     public function testATlsClusterWithClientCertificates(): void
