@@ -103,7 +103,8 @@ final class ClusterConnection implements Connection
      * command on the key (EXISTS, which phpredis routes itself) teaches
      * phpredis's slot map the new master. The same address as before may be
      * an old redirection: then only a command that changes nothing is sent
-     * again, an FCALL is a lost reply (the next call finds the new master).
+     * again, an FCALL is a lost reply (the map is updated all the same, so
+     * the next call finds the new master).
      *
      * @param string|array{string,int} $route
      * @param list<string> $words
@@ -111,13 +112,15 @@ final class ClusterConnection implements Connection
     private function redirected(string|array $route, ?string $before, array $words, \RedisClusterException $e): mixed
     {
         $to = $this->cluster->_redir();
-        $fresh = is_string($to) && $to !== $before;
-        $harmless = in_array(strtoupper($words[0]), ['FCALL_RO', 'TIME', 'CLUSTER', 'FUNCTION'], true);
-        if (!is_string($route) || !is_string($to) || !($fresh || $harmless) || preg_match('/\A\[?(.+?)\]?:(\d+)\z/', $to, $m) !== 1) {
+        if (!is_string($route) || !is_string($to) || preg_match('/\A\[?(.+?)\]?:(\d+)\z/', $to, $m) !== 1) {
             throw new \RedisException($e->getMessage(), 0, $e);
         }
+        $harmless = in_array(strtoupper($words[0]), ['FCALL_RO', 'TIME', 'CLUSTER', 'FUNCTION'], true);
         try {
             @$this->cluster->exists($route);
+            if ($to === $before && !$harmless) {
+                throw new \RedisException($e->getMessage() . ' (the call may have run)', 0, $e);
+            }
             $this->cluster->clearLastError();
             $node = [$m[1], (int) $m[2]];
             $this->cluster->rawCommand($node, 'ASKING');

@@ -138,6 +138,42 @@ final class ClusterTest extends TestCase
         $this->assertNotNull($this->engine()->acquire($ns, 'bob', 'upload', ['/p/A/x'])->grant);
     }
 
+    /**
+     * phpredis 5.3's rawCommand does not follow MOVED; the engine does, and
+     * a second slot moved to the same master looks like the first
+     * redirection (docs/php.md "What phpredis 5.3.7 cannot do"): reads and
+     * keyed acquires still work, an unkeyed acquire is a lost reply once.
+     */
+    public function testTwoSlotsMovedToTheSameMaster(): void
+    {
+        [$from, $to] = [self::$cluster->ports[1], self::$cluster->ports[0]];
+        [$first, $second] = [$this->namespaceOn($from), $this->namespaceOn($from)];
+        $engine = $this->engine();
+        $held = [$engine->lock($first, 'alice', 'upload', ['/a']), $engine->lock($second, 'alice', 'upload', ['/a'])];
+        $move = fn(string $ns, int $port) => self::$cluster->moveSlot(ClusterConnection::slot("pl:{{$ns}}:meta"), $port);
+        $move($first, $to);
+        $this->assertNotNull($engine->acquire($first, 'bob', 'upload', ['/b'])->grant, 'a write after a new redirection is sent on');
+        $move($second, $to);
+        $this->assertTrue($held[1]->isHeld(), 'a read after the same redirection is sent on');
+        $move($first, $from);
+        $this->assertNotNull($engine->acquire($first, 'bob', 'upload', ['/c'])->grant);
+        $move($second, $from);
+        $this->assertNotNull($engine->acquire($second, 'bob', 'upload', ['/c'], idempotencyKey: 'k1')->grant, 'a keyed acquire is sent again');
+        $move($first, $to);
+        $this->assertCount(3, $engine->list($first));
+        $move($second, $to);
+        try {
+            $engine->acquire($second, 'bob', 'upload', ['/d']);
+            $this->fail('an unkeyed acquire after the same redirection is a lost reply');
+        } catch (\Pathlock\Exception\BackendException $e) {
+            $this->assertStringContainsString('may have run', $e->getMessage());
+        }
+        $this->assertSame(['/a', '/c'], array_map(fn($l) => array_values($l->targets)[0], $engine->list($second)),
+            '/d did not run, and the next call finds the master');
+        $this->assertTrue($held[0]->release());
+        $this->assertTrue($held[1]->release());
+    }
+
     public function testAWaiterFollowsItsSlotToTheNewMaster(): void
     {
         [$from, $to] = [self::$cluster->ports[1], self::$cluster->ports[2]];
