@@ -193,6 +193,34 @@ final class ClusterTest extends TestCase
         $this->assertTrue($alice->release($ns, $r->grant->id, $r->grant->token));
     }
 
+    /**
+     * A stalled master (CLIENT PAUSE ALL, 4 s) and an engine with a 0.3 s
+     * command timeout: the call is a TimeoutException before the pause ends
+     * (not a speed goal), and the engine works again once the master does.
+     */
+    public function testACallToAStalledMasterTimesOut(): void
+    {
+        $port = self::$cluster->ports[2];
+        $ns = $this->namespaceOn($port);
+        $engine = LockEngine::connect(self::$cluster->url(), Library::fromFile((string) getenv('PATHLOCK_LIBRARY')), commandTimeout: 0.3);
+        $g = $engine->lock($ns, 'alice', 'upload', ['/a']);
+        $admin = self::$cluster->node($port);
+        $admin->rawCommand('CLIENT', 'PAUSE', '4000', 'ALL');
+        $start = hrtime(true);
+        try {
+            $engine->isHeld($ns, $g->grant->id, $g->grant->token);
+            $this->fail('a call answered while the master was paused');
+        } catch (\Pathlock\Exception\TimeoutException $e) {
+            $this->assertStringContainsString('no reply within 0.300 s', $e->getMessage());
+        } finally {
+            $elapsed = (hrtime(true) - $start) / 1e9;
+            $admin->rawCommand('CLIENT', 'UNPAUSE');
+        }
+        $this->assertLessThan(4.0, $elapsed, 'returned before the master answered');
+        $this->assertTrue($g->isHeld(), 'the next call reconnects and works');
+        $this->assertTrue($g->release());
+    }
+
     public function testAClusterUrlOfOneNodeFindsTheWholeCluster(): void
     {
         $engine = LockEngine::connect('redis://127.0.0.1:' . self::$cluster->ports[0], Library::fromFile((string) getenv('PATHLOCK_LIBRARY')));
