@@ -68,6 +68,37 @@ final readonly class Endpoint
     }
 
     /**
+     * The seeds of a URL that names several nodes of a Redis Cluster,
+     * `redis://[[USER]:PASSWORD@]HOST:PORT,HOST:PORT[,...]` (or `rediss://`;
+     * the login and TLS options hold for every node); a URL of one host is one
+     * endpoint, as fromUrl() reads it.
+     *
+     * @param array<string,mixed> $tlsOptions
+     * @return non-empty-list<self>
+     */
+    public static function seedsFromUrl(string $url, float $connectTimeout = 2.0, float $commandTimeout = 2.0, array $tlsOptions = []): array
+    {
+        if (preg_match('#\A([A-Za-z]+://)([^@/]*@)?([^/@]*)(/.*)?\z#s', $url, $m) !== 1 || !str_contains($m[3], ',')) {
+            return [self::fromUrl($url, $connectTimeout, $commandTimeout, $tlsOptions)];
+        }
+        $seeds = [];
+        foreach (explode(',', $m[3]) as $host) {
+            if ($host === '') {
+                throw new InvalidRequestException("Redis URL '$url' has an empty host between commas");
+            }
+            $seeds[] = self::fromUrl($m[1] . $m[2] . $host . ($m[4] ?? ''), $connectTimeout, $commandTimeout, $tlsOptions);
+        }
+        return $seeds;
+    }
+
+    /** The same login, TLS and timeouts at another address. */
+    public function withAddress(string $host, int $port): self
+    {
+        return new self($host, $port, $this->tls, $this->user, $this->password, $this->db,
+            $this->connectTimeout, $this->commandTimeout, $this->tlsOptions);
+    }
+
+    /**
      * The endpoint a connected phpredis client talks to. phpredis does not
      * tell the SSL context it was connected with: give $tlsOptions again (or pass
      * an Endpoint to LockEngine's constructor) when it uses one.

@@ -36,27 +36,39 @@ final class LockEngine implements LockEngineInterface
     private const KEY_SUFFIXES = ['meta', 'idx', 'locks', 'exp', 'ent', 'wq', 'wexp', 'wrec', 'wake'];
     private const CLOCK_REFRESH_MS = 30000;
 
-    private ?Endpoint $wakeEndpoint;
+    private readonly Connection $connection;
     private ?Contract $contract = null;
     /** @var array{float, float}|null the server's clock: [s0 (ms since the epoch), m0 (nowMs() when read)] */
     private ?array $serverClock = null;
     private float $clockReadAt = -INF;
 
     /**
-     * @param \Redis $redis a connected phpredis client (calls go through it)
+     * @param \Redis|\RedisCluster|Connection $redis a connected phpredis client (calls go through it): a \Redis
+     *   (one server) or a \RedisCluster (a Redis Cluster, docs/php.md "Deployments")
      * @param Library $library the Functions library to call (and to load where it is missing, when it has its text)
-     * @param Endpoint|null $wakeEndpoint where to open wake-up subscriptions; default: the server $redis talks to
+     * @param Endpoint|null $wakeEndpoint wake-up subscriptions: with a \Redis, where to open them (default: the
+     *   server $redis talks to); with a \RedisCluster, their login and TLS (host and port unused; default: none)
      */
     public function __construct(
-        private readonly \Redis $redis,
+        \Redis|\RedisCluster|Connection $redis,
         private readonly Library $library,
         ?Endpoint $wakeEndpoint = null,
     ) {
-        $this->wakeEndpoint = $wakeEndpoint;
+        $this->connection = match (true) {
+            $redis instanceof Connection => $redis,
+            $redis instanceof \RedisCluster => new ClusterConnection($redis, $wakeEndpoint ?? new Endpoint('')),
+            default => new StandaloneConnection($redis, $wakeEndpoint),
+        };
     }
 
     /**
-     * Connects to `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]` (or `rediss://`).
+     * Connects to `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]` (or `rediss://`),
+     * or to a Redis Cluster: `redis://[[USER]:PASSWORD@]HOST:PORT,HOST:PORT[,...]`
+     * (the seeds; their login and TLS options hold for every node), or one
+     * node's URL when that node says `cluster_enabled:1` (`INFO cluster`);
+     * or to the master a Sentinel names:
+     * `redis-sentinel://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:PORT]...][/DB]#MASTER`
+     * (SentinelDiscovery: found once, here).
      *
      * @param array<string,mixed> $tlsOptions PHP's SSL context options for `rediss://` (`cafile`, `local_cert`,
      *   `local_pk`, ...), used on the command connection and the wake-up subscription alike
@@ -68,8 +80,19 @@ final class LockEngine implements LockEngineInterface
         float $commandTimeout = 2.0,
         array $tlsOptions = [],
     ): self {
-        $endpoint = Endpoint::fromUrl($url, $connectTimeout, $commandTimeout, $tlsOptions);
-        return new self($endpoint->connect(), $library, $endpoint);
+        if (SentinelDiscovery::isSentinelUrl($url)) {
+            $master = SentinelDiscovery::master($url, $connectTimeout, $commandTimeout, $tlsOptions);
+            return new self($master->connect(), $library, $master);
+        }
+        $seeds = Endpoint::seedsFromUrl($url, $connectTimeout, $commandTimeout, $tlsOptions);
+        if (count($seeds) === 1) {
+            $redis = $seeds[0]->connect();
+            if (!ClusterConnection::isClusterNode($redis)) {
+                return new self($redis, $library, $seeds[0]);
+            }
+            $redis->close();
+        }
+        return new self(ClusterConnection::open($seeds), $library);
     }
 
     public function library(): Library
@@ -78,8 +101,9 @@ final class LockEngine implements LockEngineInterface
     }
 
     /**
-     * Loads the library on the server (FUNCTION LOAD without REPLACE; "already
-     * exists" means this very text is there, which is success).
+     * Loads the library on the server, on a Cluster on every master (FUNCTION
+     * LOAD without REPLACE; "already exists" means this very text is there,
+     * which is success).
      */
     public function loadLibrary(): void
     {
@@ -88,26 +112,33 @@ final class LockEngine implements LockEngineInterface
                 "the server lacks the library {$this->library->name}, and this client was configured by its function prefix only (give the library file to load it)",
             );
         }
-        try {
-            $this->redis->clearLastError();
-            $r = $this->redis->rawCommand('FUNCTION', 'LOAD', $this->library->code);
-        } catch (\RedisException $e) {
-            throw new BackendException('redis: FUNCTION LOAD: ' . $e->getMessage(), 0, $e);
-        }
-        if ($r === false) {
-            $err = (string) $this->redis->getLastError();
-            if (!str_contains($err, 'already exists')) {
-                throw new BackendException("redis: FUNCTION LOAD: $err");
+        foreach ($this->connection->masters() as $master) {
+            $on = $master === null ? '' : " on {$master[0]}:{$master[1]}";
+            try {
+                $r = $this->connection->command($master, 'FUNCTION', 'LOAD', $this->library->code);
+            } catch (\RedisException $e) {
+                throw new BackendException("redis: FUNCTION LOAD$on: " . $e->getMessage(), 0, $e);
             }
-            $this->checkSameLibrary();
+            if ($r === false) {
+                $err = $this->connection->lastError();
+                if (!str_contains($err, 'already exists')) {
+                    throw new BackendException("redis: FUNCTION LOAD$on: $err");
+                }
+                $this->checkSameLibrary($master);
+            }
         }
     }
 
-    /** A library of this name is loaded: it must be this very text, else refused (never replaced). */
-    private function checkSameLibrary(): void
+    /**
+     * A library of this name is loaded (on $master): it must be this very
+     * text, else refused (never replaced).
+     *
+     * @param array{string,int}|null $master
+     */
+    private function checkSameLibrary(?array $master): void
     {
         $name = $this->library->name;
-        $list = $this->redis->rawCommand('FUNCTION', 'LIST', 'LIBRARYNAME', $name, 'WITHCODE');
+        $list = $this->connection->command($master, 'FUNCTION', 'LIST', 'LIBRARYNAME', $name, 'WITHCODE');
         foreach (is_array($list) ? $list : [] as $entry) {
             $fields = is_array($entry) ? $entry : [];
             $at = array_search('library_name', $fields, true);
@@ -133,8 +164,7 @@ final class LockEngine implements LockEngineInterface
         $fn = $this->library->functionPrefix . 'contract';
         for ($try = 0; ; $try++) {
             try {
-                $this->redis->clearLastError();
-                $r = $this->redis->rawCommand('FCALL_RO', $fn, '0');
+                $r = $this->connection->command(null, 'FCALL_RO', $fn, '0');
             } catch (\RedisException $e) {
                 throw $this->lostReply('contract', self::nowMs(), $e);
             }
@@ -144,7 +174,7 @@ final class LockEngine implements LockEngineInterface
                 $this->serverClock = $this->readServerClock();
                 return $this->contract;
             }
-            $err = (string) ($this->redis->getLastError() ?? '');
+            $err = $this->connection->lastError();
             if (!str_starts_with($err, 'ERR Function not found')) {
                 throw new BackendException("redis: contract: " . ($err !== '' ? $err : 'unexpected reply'));
             }
@@ -161,7 +191,7 @@ final class LockEngine implements LockEngineInterface
     /** Whether no library of this name is loaded. */
     private function libraryMissing(): bool
     {
-        $list = $this->redis->rawCommand('FUNCTION', 'LIST', 'LIBRARYNAME', $this->library->name);
+        $list = $this->connection->command(null, 'FUNCTION', 'LIST', 'LIBRARYNAME', $this->library->name);
         foreach (is_array($list) ? $list : [] as $entry) {
             $at = is_array($entry) ? array_search('library_name', $entry, true) : false;
             if ($at !== false && $entry[$at + 1] === $this->library->name) {
@@ -596,7 +626,7 @@ final class LockEngine implements LockEngineInterface
     /** How long (ms) an attempt waits for its answer: the command timeout, or up to $until + WAIT_MARGIN_MS. */
     private function budgetMs(?float $until): float
     {
-        $command = (float) $this->redis->getReadTimeout() * 1000;
+        $command = $this->connection->readTimeout() * 1000;
         $command = $command > 0 ? $command : INF;
         return $until === null ? $command : min($command, max(0.0, $until - self::nowMs()) + self::WAIT_MARGIN_MS);
     }
@@ -629,8 +659,7 @@ final class LockEngine implements LockEngineInterface
     {
         $start = self::nowMs();
         try {
-            $this->redis->clearLastError();
-            $t = $this->redis->rawCommand('TIME');
+            $t = $this->connection->command(null, 'TIME');
         } catch (\RedisException $e) {
             throw $this->lostReply('TIME', $start, $e);
         }
@@ -649,15 +678,14 @@ final class LockEngine implements LockEngineInterface
      */
     private function withReadTimeout(float $ms, callable $call): mixed
     {
-        $old = (float) $this->redis->getReadTimeout();
-        if (is_infinite($ms) || abs($ms / 1000 - $old) < 1e-6) {
-            return $call();
+        $old = $this->connection->readTimeout();
+        if (is_infinite($ms) || abs($ms / 1000 - $old) < 1e-6 || !$this->connection->setReadTimeout($ms / 1000)) {
+            return $call();   // (a Cluster keeps its read timeout: the deadline_ms sent still bounds the call)
         }
-        $this->redis->setOption(\Redis::OPT_READ_TIMEOUT, $ms / 1000);
         try {
             return $call();
         } finally {
-            $this->redis->setOption(\Redis::OPT_READ_TIMEOUT, $old);
+            $this->connection->setReadTimeout($old);
         }
     }
 
@@ -701,8 +729,8 @@ final class LockEngine implements LockEngineInterface
         for ($try = 0; ; $try++) {
             $start = self::nowMs();
             try {
-                $this->redis->clearLastError();
-                $r = $this->redis->rawCommand(
+                $r = $this->connection->command(
+                    $keys[0],   // the namespace's slot (all nine keys share its hash tag)
                     $readOnly ? 'FCALL_RO' : 'FCALL',
                     $this->library->functionPrefix . $fn,
                     (string) count($keys),
@@ -713,7 +741,7 @@ final class LockEngine implements LockEngineInterface
                 throw $this->lostReply($fn, $start, $e);
             }
             if ($r === false) {
-                $err = (string) ($this->redis->getLastError() ?? '');
+                $err = $this->connection->lastError();
                 if ($try === 0 && str_starts_with($err, 'ERR Function not found')) {
                     $this->loadLibrary();
                     continue;
@@ -745,15 +773,12 @@ final class LockEngine implements LockEngineInterface
      */
     private function lostReply(string $fn, float $start, \RedisException $e): BackendException
     {
-        $timeout = (float) $this->redis->getReadTimeout();
+        $timeout = $this->connection->readTimeout();
         $waited = (self::nowMs() - $start) / 1000;
         if ($timeout > 0 && $waited >= $timeout * 0.9) {
             // The late reply would be read as the next call's: drop the
             // connection; phpredis opens it again (and logs in) on the next call.
-            try {
-                $this->redis->close();
-            } catch (\RedisException) {
-            }
+            $this->connection->drop();
             return new TimeoutException(
                 sprintf('redis: %s: no reply within %.3f s (the call may have run): %s', $fn, $timeout, $e->getMessage()),
                 0,
@@ -766,8 +791,7 @@ final class LockEngine implements LockEngineInterface
     private function subscribe(string $namespace): ?WakeSubscription
     {
         try {
-            $this->wakeEndpoint ??= Endpoint::fromRedis($this->redis);
-            return WakeSubscription::open($this->wakeEndpoint, "pl:{{$namespace}}:wake");
+            return $this->connection->subscribe("pl:{{$namespace}}:wake");
         } catch (BackendException) {
             // No wake-ups (no channel rights, a proxy without sharded pub/sub):
             // the 200 ms re-check alone keeps the wait correct, only slower.

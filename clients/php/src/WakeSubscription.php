@@ -117,6 +117,9 @@ final class WakeSubscription
                 $this->buffer = substr($this->buffer, $used);
                 if (is_array($value) && ($value[0] ?? null) === 'smessage' && isset($value[2]) && is_string($value[2])) {
                     $this->pending[] = $value[2];
+                } elseif (is_array($value) && ($value[0] ?? null) === 'sunsubscribe') {
+                    // The server ended it: on a Cluster the slot left this master.
+                    $this->broken = true;
                 }
             }
         }

@@ -1,0 +1,83 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Pathlock\Tests;
+
+use Pathlock\Exception\BackendException;
+use Pathlock\Exception\InvalidRequestException;
+use Pathlock\Library;
+use Pathlock\LockEngine;
+use Pathlock\Tests\Support\RedisServer;
+use Pathlock\Tests\Support\SentinelServer;
+use Pathlock\Tests\Support\WaitProbe;
+use PHPUnit\Framework\TestCase;
+
+/**
+ * `redis-sentinel://…#MASTER` (docs/php.md "Deployments"): one master, one
+ * real sentinel watching it; the engine finds the master through the
+ * sentinel and works there, its wake-ups too. A failover is not tested
+ * (the master is found once, at connect()).
+ *
+ * Every test has 60 s (phpunit.xml.dist: enforceTimeLimit, pcntl and php-invoker).
+ */
+final class SentinelTest extends TestCase
+{
+    private static ?RedisServer $master = null;
+    private static ?SentinelServer $sentinel = null;
+
+    public static function setUpBeforeClass(): void
+    {
+        self::$master = new RedisServer();
+        self::$sentinel = new SentinelServer(self::$master->port);
+    }
+
+    public static function tearDownAfterClass(): void
+    {
+        self::$sentinel?->stop();
+        self::$master?->stop();
+        self::$sentinel = self::$master = null;
+    }
+
+    private function url(string $master): string
+    {
+        // a sentinel that is not there first: the next one is asked
+        return 'redis-sentinel://127.0.0.1:1,127.0.0.1:' . self::$sentinel->port . '#' . $master;
+    }
+
+    private function engine(): LockEngine
+    {
+        return LockEngine::connect($this->url(self::$sentinel->masterName), Library::fromFile((string) getenv('PATHLOCK_LIBRARY')));
+    }
+
+    public function testTheMasterIsFoundAndAWaiterIsWokenThere(): void
+    {
+        $ns = 'php-sen-' . bin2hex(random_bytes(4));
+        $alice = $this->engine();
+        $held = $alice->lock($ns, 'alice', 'delete_folder', ['/p/A']);
+        $this->assertSame(1, self::$master->client()->exists("pl:{{$ns}}:meta"), 'the lock is on the master');
+        $this->assertNull($this->engine()->acquire($ns, 'bob', 'upload', ['/p/A/x'])->grant);
+        $seen = '';
+        $probe = new WaitProbe([function () use ($held, &$seen) {
+            $seen = implode(' ', (array) self::$master->client()->rawCommand('PUBSUB', 'SHARDCHANNELS'));
+            return $seen === '' ? null : $held->release();
+        }]);
+        $r = $this->engine()->acquire($ns, 'bob', 'upload', ['/p/A/x'], waitMs: 20000, cancellation: $probe);
+        $this->assertNotNull($r->grant);
+        $this->assertSame("pl:{{$ns}}:wake", $seen, 'bob subscribed on the master');
+        $this->assertTrue($alice->release($ns, $r->grant->id, $r->grant->token));
+    }
+
+    public function testAnUnknownMasterNameIsABackendError(): void
+    {
+        $this->expectException(BackendException::class);
+        $this->expectExceptionMessage("does not know a master named 'nosuch'");
+        LockEngine::connect($this->url('nosuch'), Library::fromFile((string) getenv('PATHLOCK_LIBRARY')));
+    }
+
+    public function testAUrlWithoutAMasterNameIsRefused(): void
+    {
+        $this->expectException(InvalidRequestException::class);
+        LockEngine::connect('redis-sentinel://127.0.0.1:' . self::$sentinel->port, Library::fromFile((string) getenv('PATHLOCK_LIBRARY')));
+    }
+}

@@ -1,0 +1,70 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Pathlock\Tests\Support;
+
+/**
+ * A real Redis Sentinel on a free loopback port watching one master
+ * (`sentinel monitor MASTER 127.0.0.1 PORT 1`), started for a test class
+ * and stopped afterwards; ready once it names the master.
+ */
+final class SentinelServer
+{
+    /** @var resource */
+    private $process;
+    public readonly int $port;
+    private string $dir;
+
+    public function __construct(int $masterPort, public readonly string $masterName = 'pathlockmaster')
+    {
+        $binary = getenv('PATHLOCK_REDIS_SERVER') ?: 'redis-server';
+        $this->dir = sys_get_temp_dir() . '/pathlock-php-sentinel-' . bin2hex(random_bytes(6));
+        mkdir($this->dir);
+        $s = stream_socket_server('tcp://127.0.0.1:0', $errno, $errstr);
+        $name = (string) stream_socket_get_name($s, false);
+        fclose($s);
+        $this->port = (int) substr($name, strrpos($name, ':') + 1);
+        file_put_contents("{$this->dir}/sentinel.conf", "port {$this->port}\nbind 127.0.0.1\ndir {$this->dir}\n"
+            . "logfile {$this->dir}/sentinel.log\nsentinel monitor $masterName 127.0.0.1 $masterPort 1\n");
+        $process = proc_open([$binary, "{$this->dir}/sentinel.conf", '--sentinel'],
+            [0 => ['file', '/dev/null', 'r'], 1 => ['file', '/dev/null', 'w'], 2 => ['file', '/dev/null', 'w']], $pipes);
+        if ($process === false) {
+            throw new \RuntimeException("cannot start $binary --sentinel");
+        }
+        $this->process = $process;
+        $this->waitReady();
+    }
+
+    public function stop(): void
+    {
+        if (isset($this->process) && is_resource($this->process)) {
+            proc_terminate($this->process);
+            proc_close($this->process);
+        }
+        if (is_dir($this->dir)) {
+            exec('rm -rf ' . escapeshellarg($this->dir));
+        }
+    }
+
+    public function __destruct()
+    {
+        $this->stop();
+    }
+
+    /** Until the sentinel names the master (at most 10 s). */
+    private function waitReady(): void
+    {
+        for ($i = 0; $i < 400; $i++) {
+            try {
+                $s = new \RedisSentinel('127.0.0.1', $this->port, 0.2);
+                if (is_array($s->getMasterAddrByName($this->masterName))) {
+                    return;
+                }
+            } catch (\RedisException) {
+            }
+            usleep(25000);
+        }
+        throw new \RuntimeException("the sentinel did not start; see {$this->dir}/sentinel.log");
+    }
+}
