@@ -12,7 +12,7 @@ use Pathlock\Exception\InvalidRequestException;
  * (docs/php.md "Deployments").
  *
  * Routing: phpredis sends `rawCommand($key, ...)` to the master of the key's
- * slot and follows MOVED and ASK itself; a function call names its
+ * slot (a MOVED or ASK it does not follow: see command()); a function call names its
  * namespace's first key, and the nine keys share the hash tag `{NS}`, so a
  * call touches one slot. FUNCTION LOAD goes to each master (`_masters()`).
  *
