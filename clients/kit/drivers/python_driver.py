@@ -263,7 +263,7 @@ class Driver:
         if not self.engine.renew(self.ns, rid, token, ttl=ttl):
             return {"keeping": False}
         self.forget(rid)
-        self.kept[rid] = self.keeper.keep(self.ns, pathlock.Grant(rid, token), ttl)
+        self.kept[rid] = self.keeper.keep(self.ns, pathlock.Grant(rid, token, expires_in=ttl), ttl)
         return {"keeping": True}
 
     def cmd_kept(self, args):
