@@ -27,12 +27,18 @@ use Pathlock\Exception\InvalidRequestException;
  * the work. The keeper calls only LockEngineInterface::renew(). Go, Node,
  * Python and C++ have the same semantics with a thread or timers of their own.
  *
+ * Automatic ticking (tickOnAlarm(), needs the pcntl extension): SIGALRM
+ * calls tick() between any two statements of the program, so a loop that
+ * never calls tick() (a long library call, say) still keeps its leases; see
+ * that method for its caveats.
+ *
  * Not safe to share between processes: after a fork, keep in one only.
  */
 final class LeaseKeeper
 {
     /** @var array<int,KeptLease> by spl_object_id */
     private array $leases = [];
+    private bool $onAlarm = false;
 
     /**
      * @param float $renewAfter renew when this fraction of the TTL has passed (0 < f < 1)
@@ -63,6 +69,7 @@ final class LeaseKeeper
         }
         $lease = new KeptLease($this, $namespace, $grant, $ttlMs, $onLost === null ? null : $onLost(...), self::now());
         $this->leases[spl_object_id($lease)] = $lease;
+        $this->armAlarm();
         return $lease;
     }
 
@@ -76,6 +83,49 @@ final class LeaseKeeper
             if (!$lease->stopped && !$lease->isLost() && self::now() >= $lease->renewAt) {
                 $this->renew($lease);
             }
+        }
+    }
+
+    /**
+     * Ticks on SIGALRM from now on (pcntl_async_signals and pcntl_alarm):
+     * false, and nothing changes, without the pcntl extension. Caveats:
+     * - SIGALRM counts whole seconds, so a renewal may come up to 1 s late:
+     *   keep leases of 5 s or more this way.
+     * - tick() and onLost then run inside the signal handler, between any two
+     *   statements of the program: give the keeper a LockEngine on a
+     *   connection of its own (LockEngine::connect() once more), which the
+     *   program does not use, and let onLost only set a flag (an exception
+     *   it throws would leave from whatever statement was running).
+     * - The signal interrupts blocking calls: sleep() and usleep() return
+     *   early, stream_select() returns false; retry them.
+     * - The process has one SIGALRM: this replaces any handler and alarm of
+     *   the program's own. stopAlarm() gives it back (to SIG_DFL).
+     */
+    public function tickOnAlarm(): bool
+    {
+        if (!function_exists('pcntl_alarm') || !function_exists('pcntl_async_signals')) {
+            return false;
+        }
+        pcntl_async_signals(true);
+        pcntl_signal(SIGALRM, function (): void {
+            try {
+                $this->tick();
+            } finally {
+                $this->armAlarm();
+            }
+        });
+        $this->onAlarm = true;
+        $this->armAlarm();
+        return true;
+    }
+
+    /** Stops tickOnAlarm(): no alarm pending, SIGALRM's default action back. */
+    public function stopAlarm(): void
+    {
+        if ($this->onAlarm) {
+            $this->onAlarm = false;
+            pcntl_alarm(0);
+            pcntl_signal(SIGALRM, SIG_DFL);
         }
     }
 
@@ -102,11 +152,21 @@ final class LeaseKeeper
         return count($this->leases);
     }
 
-    /** Stops keeping every lease. */
+    /** Stops keeping every lease, and ticking on SIGALRM. */
     public function close(): void
     {
+        $this->stopAlarm();
         foreach ($this->leases as $lease) {
             $this->stop($lease);
+        }
+    }
+
+    /** With tickOnAlarm(): the next SIGALRM when the next renewal is due (whole seconds, at least 1). */
+    private function armAlarm(): void
+    {
+        if ($this->onAlarm) {
+            $due = $this->dueInMs();
+            pcntl_alarm($due === null ? 0 : max(1, intdiv($due + 999, 1000)));
         }
     }
 

@@ -100,6 +100,28 @@ final class KeeperTest extends RedisTestCase
         self::workLoop($keeper, 10 * self::TTL_MS, fn(): bool => $lease->isLost());
     }
 
+    /** @requires extension pcntl */
+    public function testTickOnAlarmKeepsALeaseWhileTheProgramNeverTicks(): void
+    {
+        $own = LockEngine::connect(static::$server->url, self::library());   // the handler's connection
+        $keeper = new LeaseKeeper($own);
+        $g = $this->engine->acquire($this->ns, 'alice', 'upload', ['/p/alarm'], ttlMs: 2000)->grant;
+        $lease = $keeper->keep($this->ns, $g, 2000);
+        $this->assertTrue($keeper->tickOnAlarm());
+        try {
+            $start = hrtime(true);
+            while (hrtime(true) - $start < 4.5e9) {   // the work: never calls tick(); the signal cuts usleep short
+                usleep(100000);
+            }
+            $this->assertFalse($lease->isLost());
+            $this->assertGreaterThanOrEqual(2, $lease->renewals());
+            $this->assertTrue($this->engine->isHeld($this->ns, $g->id, $g->token), 'held past twice its TTL');
+        } finally {
+            $keeper->close();
+        }
+        $this->assertSame(SIG_DFL, pcntl_signal_get_handler(SIGALRM));
+    }
+
     public function testBadInputIsRefused(): void
     {
         $keeper = new LeaseKeeper($this->engine);
