@@ -112,6 +112,22 @@ func (c *Client) Renew(ctx context.Context, ns, id, token string, ttl time.Durat
 	return 0, unexpected("renew", r)
 }
 
+// Adopt takes up a lock granted elsewhere (another process, or before a
+// restart of this one) by its proof: it renews the lock with ttl (1 ms to
+// MaxTTL; it becomes the lock's TTL) and returns it as a Lock, whose Keep,
+// Renew, Held and Release work as for one from Acquire. Fence and Holds of
+// an adopted Lock are 0 (not known here). ErrNotHolder: no such lock.
+func (c *Client) Adopt(ctx context.Context, ns string, p Proof, ttl time.Duration) (*Lock, error) {
+	if ttl == 0 {
+		return nil, invalidf("ttl must be 1 ms to one week")
+	}
+	left, err := c.Renew(ctx, ns, p.ID, p.Token, ttl)
+	if err != nil {
+		return nil, err
+	}
+	return &Lock{c: c, ns: ns, id: p.ID, token: p.Token, expiresIn: left, ttl: ttl}, nil
+}
+
 // Held: is lock id live with this token? Read-only (FCALL_RO).
 func (c *Client) Held(ctx context.Context, ns, id, token string) (bool, error) {
 	r, err := c.callCmd(ctx, "FCALL_RO", ns, "held", id, token)

@@ -419,6 +419,45 @@ func TestKeeperStopsWithItsContext(t *testing.T) {
 	}
 }
 
+// Adopt: a lock granted through another client (another process) is
+// renewed with the TTL given, and kept and released like one of Acquire;
+// a proof naming no live lock is ErrNotHolder.
+func TestAdoptKeepsALockGrantedElsewhere(t *testing.T) {
+	c, other := newClient(t), newClient(t)
+	ctx := context.Background()
+	ns := newNS(t)
+	granted := acquired(t, other, pathlock.Request{Namespace: ns, Owner: "k", Op: "upload", Paths: []string{"/k"}, TTL: time.Minute})
+	l, err := c.Adopt(ctx, ns, granted.Proof(), 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.ID() != granted.ID() || l.ExpiresIn() <= 0 || l.ExpiresIn() > 300*time.Millisecond {
+		t.Fatalf("adopted %s with %v left", l.ID(), l.ExpiresIn())
+	}
+	k := l.Keep(ctx, pathlock.KeepOptions{})
+	deadline := time.Now().Add(900 * time.Millisecond) // three of its new leases: only the keeper keeps it
+	for time.Now().Before(deadline) {
+		if ok, err := granted.Held(ctx); !ok || err != nil {
+			t.Fatalf("the adopted lock was not kept: %v %v", ok, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-k.Done()
+	if k.Err() != nil {
+		t.Fatalf("a released lock reported as lost: %v", k.Err())
+	}
+	if _, err := c.Adopt(ctx, ns, granted.Proof(), time.Second); !errors.Is(err, pathlock.ErrNotHolder) {
+		t.Fatalf("adopting a released lock: %v", err)
+	}
+	var inv *pathlock.InvalidError
+	if _, err := c.Adopt(ctx, ns, granted.Proof(), 0); !errors.As(err, &inv) {
+		t.Fatalf("a zero ttl: %v", err)
+	}
+}
+
 func TestFunctionNotFoundLoadsAndRetries(t *testing.T) {
 	code, err := os.ReadFile(library)
 	if err != nil {

@@ -92,22 +92,33 @@ class RespError(str):
 
 
 class RedisServer:
-    """A real redis-server on a free loopback port, in a temporary directory."""
+    """A real redis-server on a free loopback port, in a temporary directory;
+    restart() starts it again on the same port and directory."""
 
     def __init__(self, extra=()):
-        exe = os.environ.get("PATHLOCK_REDIS_SERVER") or shutil.which("redis-server")
-        if not exe:
+        self.exe = os.environ.get("PATHLOCK_REDIS_SERVER") or shutil.which("redis-server")
+        if not self.exe:
             raise RuntimeError("no redis-server (install redis-server or set PATHLOCK_REDIS_SERVER)")
         self.dir = tempfile.TemporaryDirectory(prefix="pathlock-kit-redis-")
         for _ in range(5):
             self.port = _free_port()
-            self.proc = subprocess.Popen(
-                [exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                 "--dir", self.dir.name, *extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            if self._ready():
+            if self._start(extra):
                 return
             self.stop()
         raise RuntimeError("redis-server did not start")
+
+    def _start(self, extra):
+        self.proc = subprocess.Popen(
+            [self.exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", self.dir.name, *extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return self._ready()
+
+    def restart(self, extra=()):
+        """Stops the server and starts it again on its port and directory with
+        `extra` arguments (e.g. the same persistence, so its data is reloaded)."""
+        self.stop()
+        if not self._start(extra):
+            raise RuntimeError("redis-server did not start again")
 
     @property
     def url(self):

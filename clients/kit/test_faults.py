@@ -1,6 +1,7 @@
 """Faults (docs/clients.md "Fault behaviour"): a stalled server and a call's
 deadline, a connection cut while a call is in flight (with and without an
-idempotency key), a dropped wake-up subscription while waiting. Each test has
+idempotency key), a dropped wake-up subscription while waiting, a server
+restart (with and without its data) while a keeper keeps a lock. Each test has
 a redis-server of its own (it pauses and cuts it), with the library loaded.
 
 The stall is `CLIENT PAUSE`: WRITE for acquire (FCALL), so that the kit can
@@ -160,3 +161,93 @@ def test_a_waiter_whose_subscription_drops_is_still_granted(fault):
     w = check_grant(b.answer(patience=30))
     assert w["fence"] > g["fence"]
     assert observer.ask("waiters") == {"waiters": []}
+
+
+# A server restart while a keeper runs (`keep`, docs/cli.md). The lease is
+# short, so that the restart is a real part of it; the downtime must be well
+# inside it (else the check proves nothing and says so).
+KEEP_TTL_MS = 1500
+DURABLE = ("--appendonly", "yes", "--appendfsync", "always")  # every write on disk before its reply
+# docs/clients.md: after a restart that lost the lock, the keeper reports the
+# lease lost within its TTL plus this margin (a renewal is due every third of
+# the TTL; the client reconnects and loads the library again first).
+LOST_MARGIN_MS = 1500
+
+
+@pytest.fixture
+def keep_fault(driver_cmd, hello, needs):
+    """start(extra): a redis-server of its own (arguments `extra`, the library
+    loaded) and a driver on it; the kit restarts the server itself."""
+    needs("keep")
+    servers, procs = [], []
+
+    def start(extra):
+        s = RedisServer(extra)
+        servers.append(s)
+        _load_library(s)
+        d = Driver(driver_cmd, s.url, fresh_ns("keep"))
+        procs.append(d)
+        return s, d
+
+    def observer(s):
+        o = Driver([cli(), "shell", "--backend", "redis"], s.url, procs[0].argv[-1])
+        procs.append(o)
+        return o
+
+    start.observer = observer
+    yield start
+    try:
+        assert [d.close() for d in procs] == [0] * len(procs), "a driver exited with an error at end of input"
+    finally:
+        for s in servers:
+            s.stop()
+
+
+def _kept_lock(d):
+    (h, ht), _ = held_and_refused()
+    g = check_grant(d.ask(acquire_line("a", h, ht, f"ttl={KEEP_TTL_MS}")))
+    proof = f"{g['id']} {quote(g['token'])}"
+    assert d.ask(f"keep {proof} ttl={KEEP_TTL_MS}") == {"keeping": True}
+    assert d.ask(f"kept {g['id']}") == {"keeping": True, "lost": False}
+    return g, proof
+
+
+def _restart(server, extra):
+    start = time.monotonic()
+    server.restart(extra)
+    down_ms = (time.monotonic() - start) * 1000
+    assert down_ms < KEEP_TTL_MS / 2, f"the restart took {down_ms:.0f} ms: too long for a {KEEP_TTL_MS} ms lease"
+    return start
+
+
+def test_a_kept_lock_outlives_a_restart_that_keeps_the_data(keep_fault):
+    server, d = keep_fault(DURABLE)
+    g, proof = _kept_lock(d)
+    restarted = _restart(server, DURABLE)
+    observer = keep_fault.observer(server)
+    # Two leases' time after the restart, the lock is still there, seen by
+    # the C++ engine at every look: only the keeper's renewals keep it.
+    while time.monotonic() - restarted < 2 * KEEP_TTL_MS / 1000:
+        assert [l["id"] for l in observer.ask("locks")["locks"]] == [g["id"]]
+        time.sleep(0.05)
+    assert observer.ask(f"held {proof}") == {"held": True}
+    assert d.ask(f"kept {g['id']}") == {"keeping": True, "lost": False}
+    assert d.ask(f"held {proof}") == {"held": True}
+    assert d.ask(f"release {proof}") == {"released": True}
+    assert d.ask(f"kept {g['id']}") == {"keeping": False, "lost": False}  # a release ends the keeping
+    assert observer.ask("locks") == {"locks": []}
+
+
+def test_a_kept_lock_lost_in_a_restart_without_its_data_is_reported_lost(keep_fault):
+    server, d = keep_fault(())
+    g, proof = _kept_lock(d)
+    restarted = _restart(server, ())  # no persistence: no lock, no library
+    lost = lambda: d.ask(f"kept {g['id']}")["lost"]
+    wait_until("the keeper reports the lease lost", lost, patience=(KEEP_TTL_MS + LOST_MARGIN_MS) / 1000 + 10)
+    took_ms = (time.monotonic() - restarted) * 1000
+    assert took_ms < KEEP_TTL_MS + LOST_MARGIN_MS, f"reported lost {took_ms:.0f} ms after the restart"
+    assert d.ask(f"kept {g['id']}") == {"keeping": False, "lost": True}
+    assert d.ask(f"held {proof}") == {"held": False}  # the client loaded the library again
+    assert keep_fault.observer(server).ask("locks") == {"locks": []}
+    assert d.ask(f"unkeep {g['id']}") == {"unkept": True}
+    assert d.ask(f"kept {g['id']}") == {"keeping": False, "lost": False}

@@ -11,7 +11,7 @@ failure can be replayed) and a fixed list of the cases the drivers once
 disagreed on. Inputs: owners (controls, invalid UTF-8, lengths at the limits,
 quotes), paths (the shared vectors' valid and invalid ones, mutated),
 options (ttl, wait, fair, key, reenter: bounds, repeats, empty values,
-unknown ones), ids and tokens of held, release, renew and force-release, and the protocol itself (a UTF-8 BOM, a quoted command word,
+unknown ones), ids and tokens of held, release, renew, force-release, keep, kept and unkeep, and the protocol itself (a UTF-8 BOM, a quoted command word,
 a leading NUL, upper case, unterminated quotes, stray escapes, tabs).
 Namespaces are a start-up option: every driver is also started once per
 candidate namespace, and must start or refuse alike. Last, every driver takes
@@ -81,11 +81,13 @@ def acquire_line(rng, vectors):
 
 
 def proof_line(rng):
-    """held, release, renew or force-release of ids and tokens no lock has (or malformed ones)."""
-    cmd = rng.choice(["held", "release", "renew", "force-release"])
+    """held, release, renew, force-release, keep, kept or unkeep of ids and tokens no lock has (or malformed
+    ones)."""
+    cmd = rng.choice(["held", "release", "renew", "force-release", "keep", "keep", "kept", "unkeep"])
     words = [cmd] + [rng.choice(PROOFS) for _ in range(rng.choice([1, 2, 2, 2, 3]))]
-    if cmd == "renew" and rng.random() < 0.5:
-        words.append(rng.choice(["ttl=1", "ttl=0", "ttl=", "ttl=604800001", '"ttl=5"', "ttl=5 ttl=5"]))
+    if cmd in ("renew", "keep") and rng.random() < (0.5 if cmd == "renew" else 0.8):
+        words.append(rng.choice(["ttl=1", "ttl=0", "ttl=", "ttl=604800001", '"ttl=5"', "ttl=5 ttl=5", "ttl=1500",
+                                 "ttl=-5", "ttl=x", "deadline=5"]))
     return " ".join(words).encode("utf-8")
 
 
@@ -111,7 +113,10 @@ def fixed_lines():
     return [b"acquire " + quote("f\x01z").encode() + b" upload /p/ctl", b"acquire \xff upload /p/utf8",
             b"acquire alice upload /p/rep ttl=5 ttl=5", b"acquire alice upload /p/k key=",
             b"\xef\xbb\xbfacquire alice upload /p/bom", b'"acquire" alice upload /p/q',
-            b"\x00cancel", b"\x00acquire alice upload /p/nul", b"acquire alice upload /p/x\r"]
+            b"\x00cancel", b"\x00acquire alice upload /p/nul", b"acquire alice upload /p/x\r",
+            b"keep", b"keep a", b"keep a b", b"keep a b ttl=", b"keep a b ttl=0", b'keep a b "ttl=5"',
+            b"keep a b ttl=5 ttl=5", b"keep a b ttl=1500", b"keep 0123456789abcdef01234567 x ttl=1500", b"kept",
+            b"kept a", b"kept a b", b'"kept" a', b"unkeep", b"unkeep a", b"unkeep a b", b"KEEP a b ttl=5"]
 
 
 def reduce(a):

@@ -133,3 +133,31 @@ def test_keeper_closed_while_callback_pending(engine, ns):
     engine.force_release(ns, g.id)
     keeper.close()
     keeper.close()
+
+
+def test_keeper_keeps_a_lock_granted_elsewhere_by_its_proof(engine, ns):
+    # The proof of another process's lock says how long its lease has left
+    # (what a renew just set): the keeper keeps it from there. Without
+    # expires_in (0) the lease counts as ended: reported lost at once.
+    g = engine.acquire(ns, "o", "upload", {"target": "/elsewhere"}, ttl=60).grant
+    assert engine.renew(ns, g.id, g.token, ttl=0.3)
+    proof = pathlock.Grant(g.id, g.token, expires_in=0.3)
+    assert (proof.id, proof.expires_in) == (g.id, 0.3)
+    with pytest.raises(pathlock.InvalidRequest):
+        pathlock.Grant(g.id, g.token, expires_in=float("nan"))
+    with pathlock.LeaseKeeper(engine) as keeper:
+        lease = keeper.keep(ns, proof, 0.3)
+        until = threading.Event()
+        for _ in range(int(PATIENCE / 0.05)):  # past several of its leases
+            if lease.renewals >= 3:
+                break
+            assert not lease.lost
+            until.wait(0.05)
+        assert engine.is_held(ns, g.id, g.token) and not lease.lost
+        keeper.stop(lease)
+        unknown = keeper.keep(ns, pathlock.Grant(g.id, g.token), 0.3)
+        for _ in range(int(PATIENCE / 0.01)):
+            if unknown.lost:
+                break
+            until.wait(0.01)
+        assert unknown.lost and unknown.renewals == 0

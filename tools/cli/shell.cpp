@@ -1,5 +1,6 @@
 #include "shell.hpp"
 #include "json_codec.hpp"
+#include "shell_keep.hpp"
 
 #include <pathlock/version.hpp>
 
@@ -144,7 +145,7 @@ std::size_t small_limit(const std::optional<std::size_t>& limit, const std::stri
 json hello() {
   return json{{"client", "pathlock-shell"},
               {"version", kVersionString},
-              {"features", json::array({"cancel", "blockers", "waiters", "matrix"})}};
+              {"features", json::array({"cancel", "blockers", "waiters", "matrix", "keep"})}};
 }
 
 // blockers OP PATH [DST_PATH] [fair=true|false] [limit=N]: what refuses
@@ -248,8 +249,17 @@ json locks(LockEngine& engine, const std::string& ns, const std::vector<std::str
   return json{{"locks", locks}, {"next", page.next.empty() ? json(nullptr) : json(page.next)}};
 }
 
+// keep, kept, unkeep (the `keep` feature); nullopt for any other command.
+std::optional<json> keeping(KeptLocks* kept, const std::vector<std::string>& w, const std::vector<bool>& quoted) {
+  const std::string& cmd = w[0];
+  if (cmd != "keep" && cmd != "kept" && cmd != "unkeep") return std::nullopt;
+  if (!kept) throw InvalidRequest(fmt::format("'{}' needs the shell's input loop", cmd));
+  if (cmd == "keep") return kept->keep(w, quoted);
+  return cmd == "kept" ? kept->kept(w) : kept->unkeep(w);
+}
+
 json run(LockEngine& engine, const std::string& ns, const std::vector<std::string>& w, const std::vector<bool>& quoted,
-         WaitingAcquire* waiting) {
+         WaitingAcquire* waiting, KeptLocks* kept) {
   const std::string& cmd = w[0];
   auto arity = [&](std::size_t lo, std::size_t hi, const char* usage) {
     if (w.size() < lo || w.size() > hi) throw InvalidRequest(fmt::format("usage: {}", usage));
@@ -257,6 +267,7 @@ json run(LockEngine& engine, const std::string& ns, const std::vector<std::strin
   if (cmd == "acquire") return acquire(engine, ns, w, quoted, waiting);
   if (cmd == "release") {
     arity(3, 3, "release ID TOKEN");
+    if (kept) kept->forget(w[1]);  // a released lock is no longer kept (nor lost)
     return json{{"released", engine.release(ns, w[1], w[2])}};
   }
   if (cmd == "renew") {
@@ -283,8 +294,11 @@ json run(LockEngine& engine, const std::string& ns, const std::vector<std::strin
   }
   if (cmd == "blockers") return blockers(engine, ns, w, quoted);
   if (cmd == "waiters") return waiters(engine, ns, w, quoted);
+  if (auto answer = keeping(kept, w, quoted)) return *answer;
   throw InvalidRequest(fmt::format(
-      "unknown command '{}' (acquire, release, renew, held, locks, force-release, blockers, waiters, hello, cancel)", cmd));
+      "unknown command '{}' (acquire, release, renew, held, locks, force-release, blockers, waiters, hello, cancel, "
+      "keep, kept, unkeep)",
+      cmd));
 }
 
 }  // namespace
@@ -340,7 +354,7 @@ namespace {
 // answer_line, with the shell's waiting acquire and, for a `cancel` line,
 // what the reader found when it read it (nullopt: not a cancel line).
 std::string answer(LockEngine& engine, const std::string& ns, const std::string& line, WaitingAcquire* waiting,
-                   std::optional<bool> cancelled) {
+                   KeptLocks* kept, std::optional<bool> cancelled) {
   // Lines end with LF alone. A CR is answered with an error, never skipped:
   // a client that sends CRLF learns it at its first line, and every line
   // that is not empty gets its answer (docs/cli.md).
@@ -355,7 +369,7 @@ std::string answer(LockEngine& engine, const std::string& ns, const std::string&
   if (words->size() == 1 && (*words)[0] == "cancel" && !quoted[0])
     return dump(json{{"cancelled", cancelled.value_or(false)}});
   try {
-    return dump(run(engine, ns, *words, quoted, waiting));
+    return dump(run(engine, ns, *words, quoted, waiting, kept));
   } catch (const std::exception& e) {
     return dump(error(e.what()));
   }
@@ -379,7 +393,7 @@ struct LineQueue {
 }  // namespace
 
 std::string answer_line(LockEngine& engine, const std::string& ns, const std::string& line) {
-  return answer(engine, ns, line, nullptr, std::nullopt);
+  return answer(engine, ns, line, nullptr, nullptr, std::nullopt);
 }
 
 namespace {
@@ -446,6 +460,7 @@ class SignalWatch {
 // waits now; every line is still answered in order by this thread.
 void run_shell(LockEngine& engine, const std::string& ns, std::istream& in, std::ostream& out) {
   WaitingAcquire waiting;
+  KeptLocks kept(engine, ns);
   LineQueue q;
   SignalWatch signals(waiting, q);
   std::thread reader([&] {
@@ -468,7 +483,7 @@ void run_shell(LockEngine& engine, const std::string& ns, std::istream& in, std:
     auto [line, cancelled] = std::move(q.lines.front());
     q.lines.pop_front();
     guard.unlock();
-    const std::string reply = answer(engine, ns, line, &waiting, cancelled);
+    const std::string reply = answer(engine, ns, line, &waiting, &kept, cancelled);
     if (!reply.empty()) {
       out << reply << '\n';
       out.flush();

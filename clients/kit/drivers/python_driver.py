@@ -114,6 +114,8 @@ class Driver:
         self.open_engine = open_engine  # command_timeout (s) -> a RedisEngine with that command timeout
         self.within = {}  # deadline ms -> its engine
         self.waiting = Waiting()
+        self.keeper = pathlock.LeaseKeeper(engine)  # keep, kept, unkeep
+        self.kept = {}  # lock id -> its pathlock.Lease
 
     def engine_for(self, o):
         """The engine of a call: with deadline=MS, one whose command timeout is MS (the C++ client's
@@ -148,14 +150,14 @@ class Driver:
         handler = getattr(self, "cmd_" + cmd.replace("-", "_"), None)  # quoted or not (docs/cli.md#quoting)
         if handler is None:
             raise Bad(f"unknown command '{cmd}' (acquire, release, renew, held, locks, force-release, blockers, "
-                      "waiters, hello, cancel)")
+                      "waiters, hello, cancel, keep, kept, unkeep)")
         return handler(args)
 
     def cmd_hello(self, args):
         if args:
             raise Bad("usage: hello")
         return {"client": "pathlock-python", "version": pathlock.__version__,
-                "features": ["cancel", "blockers", "waiters", "matrix", "deadline"]}
+                "features": ["cancel", "blockers", "waiters", "matrix", "deadline", "keep"]}
 
     def _options(self, args, names):
         """Splits option words (name=value, unquoted) from positional words; each option once."""
@@ -224,6 +226,7 @@ class Driver:
 
     def cmd_release(self, args):
         rid, token = self._exactly(args, 2, "release ID TOKEN")
+        self.forget(rid)  # a released lock is no longer kept (nor lost)
         return {"released": self.engine.release(self.ns, rid, token)}
 
     @staticmethod
@@ -250,6 +253,35 @@ class Driver:
         rid, token, o = self._proof("renew", args, "ttl=")
         ttl = whole("ttl=" + o["ttl="], 4, 0, 10**15) / 1000 if "ttl=" in o else None
         return {"renewed": self.engine.renew(self.ns, rid, token, ttl=ttl)}
+
+    def cmd_keep(self, args):
+        """keep ID TOKEN ttl=MS: renews now (as renew ... ttl=MS), then the LeaseKeeper keeps it."""
+        if len(args) != 3 or args[2][1] or not args[2][0].startswith("ttl="):
+            raise Bad("usage: keep ID TOKEN ttl=MS")
+        (rid, _), (token, _), (word, _) = args
+        ttl = whole("ttl=" + word[4:], 4, 0, 10**15) / 1000
+        if not self.engine.renew(self.ns, rid, token, ttl=ttl):
+            return {"keeping": False}
+        self.forget(rid)
+        self.kept[rid] = self.keeper.keep(self.ns, pathlock.Grant(rid, token, expires_in=ttl), ttl)
+        return {"keeping": True}
+
+    def cmd_kept(self, args):
+        (rid,) = self._exactly(args, 1, "kept ID")
+        lease = self.kept.get(rid)
+        lost = lease is not None and lease.lost
+        return {"keeping": lease is not None and not lost, "lost": lost}
+
+    def cmd_unkeep(self, args):
+        (rid,) = self._exactly(args, 1, "unkeep ID")
+        return {"unkept": self.forget(rid)}
+
+    def forget(self, rid):
+        """Stops keeping lock rid; True when it was kept (or lost)."""
+        lease = self.kept.pop(rid, None)
+        if lease is not None:
+            self.keeper.stop(lease)
+        return lease is not None
 
     def cmd_locks(self, args):
         o, pos = self._options(args, ("limit=", "after="))
@@ -352,6 +384,7 @@ def main():
             text = json.dumps(reply, ensure_ascii=False) + "\n"
             sys.stdout.buffer.write(text.encode("utf-8", "surrogateescape").decode("utf-8", "replace").encode())
             sys.stdout.buffer.flush()
+    driver.keeper.close()  # end of input: no lock is kept any longer
 
 
 if __name__ == "__main__":

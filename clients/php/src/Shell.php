@@ -28,6 +28,9 @@ final class Shell implements Cancellation
     /** @var list<string|true> lines read and not answered yet; true: a cancel that stopped a wait */
     private array $queue = [];
     private bool $waiting = false;
+    private readonly LeaseKeeper $keeper;
+    /** @var array<string,KeptLease> keep, kept, unkeep: by lock id */
+    private array $kept = [];
 
     /**
      * @param resource $in
@@ -43,6 +46,7 @@ final class Shell implements Cancellation
     ) {
         $this->in = $in;
         $this->out = $out;
+        $this->keeper = new LeaseKeeper($engine);
     }
 
     /** Answers every line until the end of the input. */
@@ -118,7 +122,7 @@ final class Shell implements Cancellation
         switch ($cmd) {
             case 'hello':
                 self::arity($w, 1, 1, 'hello');
-                return ['client' => self::CLIENT, 'version' => LockEngine::VERSION, 'features' => $this->redis === null ? ['cancel', 'blockers', 'waiters'] : ['cancel', 'blockers', 'waiters', 'deadline']];
+                return ['client' => self::CLIENT, 'version' => LockEngine::VERSION, 'features' => $this->redis === null ? ['cancel', 'blockers', 'waiters', 'keep'] : ['cancel', 'blockers', 'waiters', 'deadline', 'keep']];
             case 'cancel':
                 self::arity($w, 1, 1, 'cancel');
                 return ['cancelled' => false];   // no acquire is waiting
@@ -126,6 +130,7 @@ final class Shell implements Cancellation
                 return $this->acquire($w, $q, $opt);
             case 'release':
                 self::arity($w, 3, 3, 'release ID TOKEN');
+                $this->forget($w[1]);   // a released lock is no longer kept (nor lost)
                 return ['released' => $this->engine->release($this->namespace, $w[1], $w[2])];
             case 'renew':
                 self::arity($w, 3, 4, 'renew ID TOKEN [ttl=MS]');
@@ -153,9 +158,18 @@ final class Shell implements Cancellation
                 return $this->blockers($w, $opt);
             case 'waiters':
                 return $this->waiters($w, $opt);
+            case 'keep':
+                return $this->keep($w, $opt);
+            case 'kept':
+                self::arity($w, 2, 2, 'kept ID');
+                $lost = isset($this->kept[$w[1]]) && $this->kept[$w[1]]->isLost();
+                return ['keeping' => isset($this->kept[$w[1]]) && !$lost, 'lost' => $lost];
+            case 'unkeep':
+                self::arity($w, 2, 2, 'unkeep ID');
+                return ['unkept' => $this->forget($w[1])];
         }
         throw new InvalidRequestException(
-            "unknown command '$cmd' (acquire, release, renew, held, locks, force-release, blockers, waiters, hello, cancel)",
+            "unknown command '$cmd' (acquire, release, renew, held, locks, force-release, blockers, waiters, hello, cancel, keep, kept, unkeep)",
         );
     }
 
@@ -217,6 +231,37 @@ final class Shell implements Cancellation
             $this->waiting = false;
         }
         return self::acquireReply($r);
+    }
+
+    /**
+     * keep ID TOKEN ttl=MS: renews now (as renew ... ttl=MS), then the
+     * LeaseKeeper keeps it, ticked while the shell waits for input.
+     *
+     * @return array<string,mixed>
+     */
+    private function keep(array $w, \Closure $opt): array
+    {
+        if (count($w) !== 4 || !$opt(3, 'ttl=')) {
+            throw new InvalidRequestException('usage: keep ID TOKEN ttl=MS');
+        }
+        $ttl = self::ms($w[3], 4);
+        if (!$this->engine->renew($this->namespace, $w[1], $w[2], $ttl)) {
+            return ['keeping' => false];
+        }
+        $this->forget($w[1]);
+        $this->kept[$w[1]] = $this->keeper->keep($this->namespace, new Grant($w[1], $w[2], 0, $ttl, 0), $ttl);
+        return ['keeping' => true];
+    }
+
+    /** Stops keeping lock $id; true when it was kept (or lost). */
+    private function forget(string $id): bool
+    {
+        if (!isset($this->kept[$id])) {
+            return false;
+        }
+        $this->kept[$id]->stop();
+        unset($this->kept[$id]);
+        return true;
     }
 
     /** deadline=MS: 1 ms to a week; only with the connection (the `deadline` feature). */
@@ -544,9 +589,11 @@ final class Shell implements Cancellation
             if ($this->eof) {
                 return null;
             }
+            $this->keeper->tick();   // the kept leases are renewed while the shell waits for input
+            $due = $this->keeper->dueInMs();
             $read = [$this->in];
             $write = $except = null;
-            if (@stream_select($read, $write, $except, null) === false) {
+            if (@stream_select($read, $write, $except, $due === null ? null : intdiv($due, 1000), $due === null ? null : ($due % 1000) * 1000) === false) {
                 continue;
             }
             $this->fill();

@@ -19,6 +19,7 @@ class Grant:
     fence: int
     expires_in: float  # seconds of lease left when granted
     holds: int
+    def __init__(self, id: str, token: str, expires_in: float = 0.0) -> None: ...
 
 class Conflict:
     id: str

@@ -307,15 +307,18 @@ void register_errors(py::module_& m) {
 
 void register_grant(py::module_& m) {
   py::class_<Grant>(m, "Grant", "A granted lock: `token` is the secret that releases or renews it.")
-      .def(py::init([](std::string id, std::string token) {
+      .def(py::init([](std::string id, std::string token, double expires_in) {
              Grant g;
              g.id = std::move(id);
              g.token = std::move(token);
+             g.expires_in = to_millis(expires_in, "expires_in");
              return g;
            }),
-           py::arg("id"), py::arg("token"),
+           py::arg("id"), py::arg("token"), py::arg("expires_in") = 0.0,
            "The proof of a lock granted elsewhere (another process kept its id and token), for "
-           "`acquire(..., reenter=Grant(id, token))`: only id and token are read.")
+           "`acquire(..., reenter=Grant(id, token))`, which reads only id and token. To keep such a "
+           "lock with a LeaseKeeper, give the lease left (`expires_in` seconds, e.g. the TTL of a "
+           "renew() just done): the keeper counts the lease's end from it (0: already ended).")
       .def_readonly("id", &Grant::id)
       .def_readonly("token", &Grant::token)
       .def_readonly("fence", &Grant::fence, "Strictly increasing per namespace, per new lock.")

@@ -47,8 +47,11 @@ func main() {
 		os.Exit(1)
 	}
 	defer c.Close()
-	sh := &shell{c: c, ns: ns, out: bufio.NewWriter(os.Stdout)}
+	sh := &shell{c: c, ns: ns, out: bufio.NewWriter(os.Stdout), kept: map[string]*pathlock.Keeper{}}
 	sh.run(os.Stdin)
+	for id := range sh.kept { // end of input: no lock is kept any longer
+		sh.forget(id)
+	}
 }
 
 // options reads the command line (exit status 2 on a bad one).
@@ -104,9 +107,10 @@ func open(opts map[string]string) (*pathlock.Client, error) {
 }
 
 type shell struct {
-	c   *pathlock.Client
-	ns  string
-	out *bufio.Writer
+	c    *pathlock.Client
+	ns   string
+	out  *bufio.Writer
+	kept map[string]*pathlock.Keeper // keep, kept, unkeep: by lock id
 }
 
 // reply writes one JSON object and flushes.
@@ -237,7 +241,7 @@ func (s *shell) line(line string, lines <-chan string) []string {
 			s.fail(errors.New("hello takes no argument"))
 			return nil
 		}
-		s.reply(obj{{"client", "pathlock-go"}, {"version", pathlock.Version}, {"features", []string{"cancel", "blockers", "waiters", "deadline"}}})
+		s.reply(obj{{"client", "pathlock-go"}, {"version", pathlock.Version}, {"features", []string{"cancel", "blockers", "waiters", "deadline", "keep"}}})
 	case "cancel":
 		if len(args) != 0 {
 			s.fail(errors.New("cancel takes no argument"))
@@ -256,8 +260,12 @@ func (s *shell) line(line string, lines <-chan string) []string {
 		s.blockers(args)
 	case "waiters":
 		s.waiters(args)
+	case "keep":
+		s.keep(args)
+	case "kept", "unkeep":
+		s.keptOrUnkeep(cmd, args)
 	default:
-		s.reply(obj{{"error", fmt.Sprintf("unknown command '%s' (hello, acquire, release, renew, held, locks, force-release, blockers, waiters, cancel)", cmd)}})
+		s.reply(obj{{"error", fmt.Sprintf("unknown command '%s' (hello, acquire, release, renew, held, locks, force-release, blockers, waiters, cancel, keep, kept, unkeep)", cmd)}})
 	}
 	return nil
 }
@@ -612,6 +620,7 @@ func (s *shell) idToken(cmd string, args []word) {
 		}
 		s.reply(obj{{"held", ok}})
 	case "release":
+		s.forget(pos[0]) // a released lock is no longer kept (nor lost)
 		_, err := s.c.Release(ctx(), s.ns, pos[0], pos[1])
 		if err != nil && !errors.Is(err, pathlock.ErrNotHolder) {
 			s.fail(err)
@@ -635,6 +644,56 @@ func (s *shell) idToken(cmd string, args []word) {
 		}
 		s.reply(obj{{"renewed", err == nil}})
 	}
+}
+
+// keep ID TOKEN ttl=MS: the lock adopted (renewed now with ttl=MS, as
+// renew does) and kept by its Keeper; {"keeping":false} when it is gone.
+func (s *shell) keep(args []word) {
+	if len(args) != 3 || args[2].quoted || !strings.HasPrefix(args[2].text, "ttl=") {
+		s.fail(errors.New("usage: keep ID TOKEN ttl=MS"))
+		return
+	}
+	n, err := number("ttl", strings.TrimPrefix(args[2].text, "ttl="), 1, 604800000)
+	if err != nil {
+		s.fail(err)
+		return
+	}
+	proof := pathlock.Proof{ID: args[0].text, Token: args[1].text}
+	lock, err := s.c.Adopt(ctx(), s.ns, proof, time.Duration(n)*time.Millisecond)
+	if err != nil && !errors.Is(err, pathlock.ErrNotHolder) {
+		s.fail(err)
+		return
+	}
+	if err == nil {
+		s.forget(proof.ID)
+		s.kept[proof.ID] = lock.Keep(ctx(), pathlock.KeepOptions{})
+	}
+	s.reply(obj{{"keeping", err == nil}})
+}
+
+// kept ID: {"keeping","lost"}; unkeep ID: {"unkept"}, true when it was kept (or lost).
+func (s *shell) keptOrUnkeep(cmd string, args []word) {
+	if len(args) != 1 {
+		s.fail(fmt.Errorf("usage: %s ID", cmd))
+		return
+	}
+	if cmd == "unkeep" {
+		s.reply(obj{{"unkept", s.forget(args[0].text)}})
+		return
+	}
+	k, ok := s.kept[args[0].text]
+	lost := ok && k.Err() != nil
+	s.reply(obj{{"keeping", ok && !lost}, {"lost", lost}})
+}
+
+// forget stops keeping lock id; true when it was kept (or lost).
+func (s *shell) forget(id string) bool {
+	k, ok := s.kept[id]
+	if ok {
+		k.Stop()
+		delete(s.kept, id)
+	}
+	return ok
 }
 
 // rowsOf: the JSON row of each item, in order (an empty list, never null).
