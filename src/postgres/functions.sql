@@ -222,25 +222,22 @@ BEGIN
           SELECT w.op, w.owner, w.expires FROM pathlock.waiters w WHERE c_queued AND w.ns = p_ns AND w.id = c_id) x;
 END $$;
 
--- A new lock and its targets; replies its fence (pathlock.next_fence's
--- rule; its fast path, one nextval, is inlined here). The namespace's row
--- is written only when it has none (functions version 7: before, every
--- grant also moved the row's fence for `admin status`, an update of one hot
--- row per grant; status reads the live locks' fences instead).
+-- A new lock and its targets; replies its fence (pathlock.next_fence). The
+-- namespace's row is written only when it has none (pathlock.touch,
+-- functions version 7: before, every grant also moved the row's fence for
+-- `admin status`, an update of one hot row per grant; status reads the live
+-- locks' fences instead).
 CREATE OR REPLACE FUNCTION pathlock.new_lock(p_ns text, p_fp text, p_owner text, p_op text, p_roles text[],
     p_codes int[], p_paths text[], p_ttl bigint, p_id text, p_token text, p_key text, p_now bigint)
 RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE v_fence bigint := nextval('pathlock.fences');
+DECLARE v_fence bigint := pathlock.next_fence();
 BEGIN
-  IF v_fence < pathlock.now_us() THEN v_fence := pathlock.next_fence(); END IF;  -- the clock passed the sequence
   WITH l AS (INSERT INTO pathlock.locks (ns, id, token, owner, fp, op, roles, paths, fence, holds, ttl, expires, idem)
                VALUES (p_ns, p_id, p_token, p_owner, p_fp, p_op, p_roles, p_paths, v_fence, 1, p_ttl, p_now + p_ttl,
                        nullif(p_key, '')))
   INSERT INTO pathlock.held (ns, id, code, sk, k, fp, role, path, fence)
     SELECT p_ns, p_id, t.code, t.sk, t.k, p_fp, t.role, t.path, v_fence FROM pathlock.targets(p_codes, p_roles, p_paths) t;
-  IF NOT EXISTS (SELECT 1 FROM pathlock.namespaces n WHERE n.ns = p_ns) THEN  -- a new namespace
-    INSERT INTO pathlock.namespaces (ns, fence) VALUES (p_ns, v_fence) ON CONFLICT DO NOTHING;
-  END IF;
+  PERFORM pathlock.touch(p_ns, v_fence);
   RETURN v_fence;
 END $$;
 
