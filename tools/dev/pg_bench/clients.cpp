@@ -20,6 +20,7 @@
 #include "pg_bench/clients.hpp"
 
 #include "pg_devtools/postgres_server.hpp"
+#include "pg_devtools/server_process.hpp"
 #include "redis_devtools/redis_server.hpp"
 
 #include <pathlock/postgres.hpp>
@@ -28,8 +29,6 @@
 #include <fmt/format.h>
 #include <libpq-fe.h>
 
-#include <fstream>
-#include <sstream>
 
 #include <algorithm>
 #include <atomic>
@@ -167,14 +166,6 @@ long long ended_left(const devtools::PostgresServer& pg) {
   return std::stoll(pg.sql("SELECT count(*) FROM pathlock.locks WHERE ns LIKE 'gone-%'"));
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 int max_clients(const ClientsArgs& a) { return *std::max_element(a.clients.begin(), a.clients.end()); }
 
 std::unique_ptr<LockEngine> engine_of(const std::string& backend, const std::string& url, const ClientsArgs& a) {
@@ -224,7 +215,7 @@ int run_clients(const ClientsArgs& a) {
   std::vector<std::pair<std::string, std::unique_ptr<LockEngine>>> engines;
   engines.emplace_back("postgres", engine_of("postgres", pg.url(), a));
   if (a.abandoned > 0) engines.emplace_back("postgres-sweep", engine_of("postgres", pg.url(), a));
-  for (const std::string& file : a.sql_files) pg.sql(read_file(file));
+  for (const std::string& file : a.sql_files) pg.sql(devtools::read_named_file(file));
   fmt::print("postgres functions version {}\n", pg.sql("SELECT pathlock.functions_version()").substr(0, 1));
   if (!a.no_redis) {
     engines.emplace_back("redis", engine_of("redis", redis.url(), a));

@@ -31,7 +31,6 @@
 #include <fstream>
 #include <iostream>
 #include <regex>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -66,14 +65,6 @@ std::string folders(int depth) {
   std::string p;
   for (int level = 1; level < depth; ++level) p += fmt::format("/d{}", level);
   return p;
-}
-
-std::string read_file(const std::string& file) {
-  std::ifstream in(file);
-  if (!in) throw std::runtime_error("cannot read " + file);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 // `text` with every `from` replaced by `to`.
@@ -136,14 +127,14 @@ long long counted(const PostgresServer& server, const std::string& script, int p
                    "< {0}.sql > {0}.out 2>&1",
                    base, server.program("postgres"), server.dir())},
       base + ".log");
-  const std::string out = read_file(base + ".out");
+  const std::string out = pathlock::devtools::read_named_file(base + ".out");
   int granted = 0;
   const std::string mark = "\"granted\"";
   for (std::size_t at = out.find(mark); at != std::string::npos; at = out.find(mark, at + 1)) ++granted;
   if (granted != pairs)
     throw std::runtime_error(fmt::format("{} of {} pairs ran:\n{}", granted, pairs, out.substr(0, 2000)));
   std::smatch total;
-  const std::string cg = read_file(base + ".cg");
+  const std::string cg = pathlock::devtools::read_named_file(base + ".cg");
   if (!std::regex_search(cg, total, std::regex(R"((?:summary|totals): (\d+))")))
     throw std::runtime_error("no totals in " + base + ".cg");
   return std::stoll(total[1]);
@@ -156,7 +147,7 @@ int main(int argc, char** argv) try {
   PostgresServer server({"log_statement=all"});
   const std::string path = folders(a.depth) + "/captured";
   const std::string call = captured_call(server, path);
-  for (const std::string& file : a.sql) server.sql(read_file(file));
+  for (const std::string& file : a.sql) server.sql(pathlock::devtools::read_named_file(file));
   std::string version = server.sql("SELECT pathlock.functions_version()");
   version.erase(version.find_last_not_of('\n') + 1);
   server.stop();

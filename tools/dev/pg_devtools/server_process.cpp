@@ -93,4 +93,10 @@ std::string read_whole_file(const std::string& file) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+std::string read_named_file(const std::string& file) {
+  std::ifstream in(file);
+  if (!in) throw std::runtime_error("cannot read " + file);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
 }  // namespace pathlock::devtools

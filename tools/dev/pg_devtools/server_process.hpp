@@ -34,4 +34,8 @@ bool server_group_alive(pid_t pid);
 // The whole text of `file` ("" when it cannot be read).
 std::string read_whole_file(const std::string& file);
 
+// The whole text of `file`; throws std::runtime_error when it cannot be read
+// (a file the user named, such as a tool's --sql FILE).
+std::string read_named_file(const std::string& file);
+
 }  // namespace pathlock::devtools
