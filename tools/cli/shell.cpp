@@ -249,13 +249,18 @@ json locks(LockEngine& engine, const std::string& ns, const std::vector<std::str
   return json{{"locks", locks}, {"next", page.next.empty() ? json(nullptr) : json(page.next)}};
 }
 
-// keep, kept, unkeep (the `keep` feature); nullopt for any other command.
+// keep ID TOKEN ttl=MS, kept ID, unkeep ID (the `keep` feature); nullopt
+// for any other command.
 std::optional<json> keeping(KeptLocks* kept, const std::vector<std::string>& w, const std::vector<bool>& quoted) {
   const std::string& cmd = w[0];
   if (cmd != "keep" && cmd != "kept" && cmd != "unkeep") return std::nullopt;
   if (!kept) throw InvalidRequest(fmt::format("'{}' needs the shell's input loop", cmd));
-  if (cmd == "keep") return kept->keep(w, quoted);
-  return cmd == "kept" ? kept->kept(w) : kept->unkeep(w);
+  if (cmd == "keep") {
+    if (w.size() != 4 || quoted[3] || w[3].rfind("ttl=", 0) != 0) throw InvalidRequest("usage: keep ID TOKEN ttl=MS");
+    return kept->keep(w[1], w[2], parse_ms(w[3], 4));
+  }
+  if (w.size() != 2) throw InvalidRequest(fmt::format("usage: {} ID", cmd));
+  return cmd == "kept" ? kept->kept(w[1]) : kept->unkeep(w[1]);
 }
 
 json run(LockEngine& engine, const std::string& ns, const std::vector<std::string>& w, const std::vector<bool>& quoted,

@@ -1,7 +1,5 @@
 #include "shell_keep.hpp"
 
-#include <charconv>
-
 namespace pathlock::cli {
 
 using json = nlohmann::json;
@@ -12,37 +10,24 @@ KeptLocks::~KeptLocks() {
   for (auto& [id, lease] : leases_) keeper_.stop(*lease);
 }
 
-json KeptLocks::keep(const std::vector<std::string>& w, const std::vector<bool>& quoted) {
-  const char* usage = "usage: keep ID TOKEN ttl=MS";
-  if (w.size() != 4 || quoted[3] || w[3].rfind("ttl=", 0) != 0) throw InvalidRequest(usage);
-  long long ms = 0;
-  const char* begin = w[3].data() + 4;
-  const char* end = w[3].data() + w[3].size();
-  const auto [ptr, ec] = std::from_chars(begin, end, ms);
-  if (ec != std::errc() || ptr != end || begin == end)
-    throw InvalidRequest("'" + w[3] + "' needs a whole number of milliseconds");
-  const Millis ttl{ms};
-  if (!engine_.renew(ns_, w[1], w[2], ttl)) return json{{"keeping", false}};
-  forget(w[1]);
+json KeptLocks::keep(const std::string& id, const std::string& token, Millis ttl) {
+  if (!engine_.renew(ns_, id, token, ttl)) return json{{"keeping", false}};
+  forget(id);
   Grant grant;
-  grant.id = w[1];
-  grant.token = w[2];
+  grant.id = id;
+  grant.token = token;
   grant.expires_in = ttl;
-  leases_[w[1]] = keeper_.keep(ns_, grant, ttl);
+  leases_[id] = keeper_.keep(ns_, grant, ttl);
   return json{{"keeping", true}};
 }
 
-json KeptLocks::kept(const std::vector<std::string>& w) const {
-  if (w.size() != 2) throw InvalidRequest("usage: kept ID");
-  const auto it = leases_.find(w[1]);
+json KeptLocks::kept(const std::string& id) const {
+  const auto it = leases_.find(id);
   const bool lost = it != leases_.end() && it->second->lost();
   return json{{"keeping", it != leases_.end() && !lost}, {"lost", lost}};
 }
 
-json KeptLocks::unkeep(const std::vector<std::string>& w) {
-  if (w.size() != 2) throw InvalidRequest("usage: unkeep ID");
-  return json{{"unkept", forget(w[1])}};
-}
+json KeptLocks::unkeep(const std::string& id) { return json{{"unkept", forget(id)}}; }
 
 bool KeptLocks::forget(const std::string& id) {
   const auto it = leases_.find(id);

@@ -12,7 +12,6 @@
 #include <map>
 #include <memory>
 #include <string>
-#include <vector>
 
 namespace pathlock::cli {
 
@@ -26,12 +25,12 @@ class KeptLocks {
 
   // keep ID TOKEN ttl=MS: renews the lock now (as `renew ID TOKEN ttl=MS`)
   // and, when renewed, keeps it: {"keeping":true}, else {"keeping":false}.
-  // A lock kept already is kept anew. Throws InvalidRequest for bad words.
-  nlohmann::json keep(const std::vector<std::string>& w, const std::vector<bool>& quoted);
+  // A lock kept already is kept anew.
+  nlohmann::json keep(const std::string& id, const std::string& token, Millis ttl);
   // kept ID: {"keeping":bool,"lost":bool}.
-  nlohmann::json kept(const std::vector<std::string>& w) const;
+  nlohmann::json kept(const std::string& id) const;
   // unkeep ID: stops keeping it; {"unkept":true} when it was kept (or lost).
-  nlohmann::json unkeep(const std::vector<std::string>& w);
+  nlohmann::json unkeep(const std::string& id);
   // Stops keeping lock `id` (before its release); true when it was kept.
   bool forget(const std::string& id);
 
