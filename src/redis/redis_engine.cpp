@@ -28,6 +28,7 @@ namespace {
 
 constexpr std::size_t kIdBytes = 12;     // 24 hex characters
 constexpr std::size_t kTokenBytes = 16;  // 32 hex characters
+constexpr std::size_t kKeyArg = 7;       // acquire's ARGV index of idempotency_key (contract.hpp)
 
 ClientOptions client_options(const RedisOptions& options, const core::Instruments& instruments) {
   if (options.replicas < 0 || options.replicas > 64)
@@ -232,7 +233,7 @@ class RedisEngine final : public LockEngine {
     core::Interrupt interrupt_;  // raised by a stop (another thread)
   };
 
-  // The acquire function's reply. A keyed acquire (args[7]) whose reply was
+  // The acquire function's reply. A keyed acquire (args[kKeyArg]) whose reply was
   // lost goes again, at most twice more: its key answers a run that did
   // happen with the same lock (docs/clients.md#fault-behaviour, as the Go,
   // Node and PHP clients do). Nothing else is sent again after a lost reply.
@@ -242,7 +243,7 @@ class RedisEngine final : public LockEngine {
       try {
         return run("acquire", ns, args, &keys, acked, true);
       } catch (const ReplyLost&) {
-        if (args.at(7).empty() || resent == 2) throw;
+        if (args.at(kKeyArg).empty() || resent == 2) throw;
       }
     }
   }
