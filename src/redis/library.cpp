@@ -137,7 +137,7 @@ Library library_for(const MatrixTable& table) {
   Library lib;
   lib.code = fmt::format("#!lua name=pathlock_{}\n", kNamePlaceholder) +
              data_chunk(table, fmt::format("pathlock_{}", kNamePlaceholder), fmt::format("pl_{}_", kNamePlaceholder));
-  const std::vector<LuaSource>& sources = lua_sources();
+  const std::span<const LuaSource> sources = lua_sources();
   if (sources.size() != std::size(kOrder))
     throw std::logic_error(fmt::format("{} embedded Lua files, expected {}", sources.size(), std::size(kOrder)));
   for (const std::string_view name : kOrder) {

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <pathlock/matrix_table.hpp>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -99,7 +100,8 @@ struct LuaSource {
 // (docs/lua-protocol.md#versions), for messages.
 std::string layout_release(std::string_view layout);
 
-// The embedded lua/*.lua files (generated source, see the CMake target).
-const std::vector<LuaSource>& lua_sources();
+// The embedded lua/*.lua files (generated source, see the CMake target):
+// a constant-initialised array, so no call of this takes a first-use guard.
+std::span<const LuaSource> lua_sources() noexcept;
 
 }  // namespace pathlock::redis

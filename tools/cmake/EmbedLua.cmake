@@ -1,7 +1,10 @@
 # cmake -DOUT=file.cpp -DFILES="a.lua|b.lua" -P EmbedLua.cmake
 #
-# Writes a C++ source defining pathlock::redis::kLuaSources: the name and
-# text of each Lua file, as raw string literals. Run at build time by the
+# Writes a C++ source defining pathlock::redis::lua_sources(): the name and
+# text of each Lua file, as raw string literals in a constinit array. The
+# array is constant-initialised (no first-use guard): a fork that lands while
+# another thread makes its first engine cannot leave a guard held in the
+# child (docs/design.md#fork). Run at build time by the
 # Redis library target (CMakeLists.txt); OUT is rewritten only when its
 # content changes, so an unchanged Lua file rebuilds nothing.
 string(REPLACE "|" ";" FILES "${FILES}")
@@ -21,12 +24,14 @@ set(content "// Generated from lua/*.lua by tools/cmake/EmbedLua.cmake. Do not e
 #include \"redis/library.hpp\"
 
 namespace pathlock::redis {
+namespace {
 
-const std::vector<LuaSource>& lua_sources() {
-  static const std::vector<LuaSource> sources{
-${body}  };
-  return sources;
-}
+constinit const LuaSource kSources[]{
+${body}};
+
+}  // namespace
+
+std::span<const LuaSource> lua_sources() noexcept { return kSources; }
 
 }  // namespace pathlock::redis
 ")

@@ -1,0 +1,8 @@
+// A fixture for first_use_guards_finds_offenders: a function-local static
+// with a run-time initialiser, the pattern tests/first_use_guards.py refuses.
+#include <string>
+
+const std::string& lazily_made_name() {
+  static const std::string name = std::string("made at the first call, ") + "under a guard";
+  return name;
+}
