@@ -68,7 +68,7 @@ final class LockEngine implements LockEngineInterface
      * node's URL when that node says `cluster_enabled:1` (`INFO cluster`);
      * or to the master a Sentinel names:
      * `redis-sentinel://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:PORT]...][/DB]#MASTER`
-     * (SentinelDiscovery: found once, here).
+     * (SentinelConnection: found again after a failover).
      *
      * @param array<string,mixed> $tlsOptions PHP's SSL context options for `rediss://` (`cafile`, `local_cert`,
      *   `local_pk`, ...), used on the command connection and the wake-up subscription alike
@@ -81,8 +81,7 @@ final class LockEngine implements LockEngineInterface
         array $tlsOptions = [],
     ): self {
         if (SentinelDiscovery::isSentinelUrl($url)) {
-            $master = SentinelDiscovery::master($url, $connectTimeout, $commandTimeout, $tlsOptions);
-            return new self($master->connect(), $library, $master);
+            return new self(SentinelConnection::open($url, $connectTimeout, $commandTimeout, $tlsOptions), $library);
         }
         $seeds = Endpoint::seedsFromUrl($url, $connectTimeout, $commandTimeout, $tlsOptions);
         if (count($seeds) === 1) {

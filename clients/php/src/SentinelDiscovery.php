@@ -17,10 +17,8 @@ use Pathlock\Exception\InvalidRequestException;
  *
  * What phpredis 5.3 cannot do: its RedisSentinel takes no password and no
  * TLS, so the sentinels must accept plain connections without AUTH (the
- * master may ask for either); and a \Redis stays on the address it was
- * given, so the master is found once, by LockEngine::connect(): after a
- * failover the old address answers READONLY or not at all (a
- * BackendException), and the application connects again.
+ * master may ask for either). SentinelConnection asks again after a
+ * failover.
  */
 final class SentinelDiscovery
 {

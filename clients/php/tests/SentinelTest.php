@@ -16,8 +16,9 @@ use PHPUnit\Framework\TestCase;
 /**
  * `redis-sentinel://…#MASTER` (docs/php.md "Deployments"): one master, one
  * real sentinel watching it; the engine finds the master through the
- * sentinel and works there, its wake-ups too. A failover is not tested
- * (the master is found once, at connect()).
+ * sentinel and works there, its wake-ups too. A failover (a master, its
+ * replica and a sentinel of their own, SENTINEL FAILOVER): the engine made
+ * before it finds the new master by itself, its lock still held there.
  *
  * Every test has 60 s (phpunit.xml.dist: enforceTimeLimit, pcntl and php-invoker).
  */
@@ -66,6 +67,44 @@ final class SentinelTest extends TestCase
         $this->assertNotNull($r->grant);
         $this->assertSame("pl:{{$ns}}:wake", $seen, 'bob subscribed on the master');
         $this->assertTrue($alice->release($ns, $r->grant->id, $r->grant->token));
+    }
+
+    public function testAfterAFailoverTheEngineFindsTheNewMaster(): void
+    {
+        $old = new RedisServer(null, ['--repl-diskless-sync-delay', '0']);   // the replica's first sync at once
+        $replica = new RedisServer(null, ['--replicaof', '127.0.0.1', (string) $old->port, '--repl-diskless-sync-delay', '0']);
+        $sentinel = new SentinelServer($old->port, 'pathlockfailover');
+        try {
+            $ns = 'php-fo-' . bin2hex(random_bytes(4));
+            $engine = LockEngine::connect("redis-sentinel://127.0.0.1:{$sentinel->port}#pathlockfailover",
+                Library::fromFile((string) getenv('PATHLOCK_LIBRARY')));
+            $held = $engine->lock($ns, 'alice', 'delete_folder', ['/p/A']);
+            for ($i = 0; $i < 200 && $replica->client()->exists("pl:{{$ns}}:meta") !== 1; $i++) {
+                usleep(50000);   // until the replica has the lock (at most 10 s; the call's effects come as one)
+            }
+            $this->assertSame(1, $replica->client()->exists("pl:{{$ns}}:meta"), 'the replica has the lock');
+            $sentinel->failOverTo($replica->port);
+            for ($i = 0; $i < 200 && $old->client()->role()[0] !== 'slave'; $i++) {
+                usleep(50000);   // until the sentinel has made the old master a replica (at most 10 s)
+            }
+            $this->assertSame('slave', $old->client()->role()[0]);
+
+            // The first call goes to the old master, now a replica: READONLY, then the new master.
+            $this->assertNull($engine->acquire($ns, 'bob', 'upload', ['/p/A/x'])->grant, 'the lock is held on the new master');
+            $seen = '';
+            $probe = new WaitProbe([function () use ($held, $replica, &$seen) {
+                $seen = implode(' ', (array) $replica->client()->rawCommand('PUBSUB', 'SHARDCHANNELS'));
+                return $seen === '' ? null : $held->release();
+            }]);
+            $r = $engine->acquire($ns, 'bob', 'upload', ['/p/A/x'], waitMs: 20000, cancellation: $probe);
+            $this->assertNotNull($r->grant);
+            $this->assertSame("pl:{{$ns}}:wake", $seen, 'bob subscribed on the new master');
+            $this->assertTrue($engine->release($ns, $r->grant->id, $r->grant->token));
+        } finally {
+            $sentinel->stop();
+            $replica->stop();
+            $old->stop();
+        }
     }
 
     public function testAnUnknownMasterNameIsABackendError(): void

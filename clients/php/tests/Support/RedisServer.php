@@ -21,8 +21,9 @@ final class RedisServer
     /**
      * @param string|null $tlsDir a folder of make_test_certs.sh's certificates: also listen with TLS on
      *   $tlsPort (server.crt, signed by ca.crt), asking clients for a certificate signed by ca.crt
+     * @param list<string> $args more options for redis-server (e.g. `--replicaof HOST PORT`)
      */
-    public function __construct(?string $tlsDir = null)
+    public function __construct(?string $tlsDir = null, array $args = [])
     {
         $binary = getenv('PATHLOCK_REDIS_SERVER') ?: 'redis-server';
         $this->dir = sys_get_temp_dir() . '/pathlock-php-redis-' . bin2hex(random_bytes(6));
@@ -30,7 +31,7 @@ final class RedisServer
         for ($try = 0; ; $try++) {
             $port = self::freePort();
             $cmd = [$binary, '--port', (string) $port, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
-                '--dir', $this->dir, '--logfile', $this->dir . '/redis.log'];
+                '--dir', $this->dir, '--logfile', $this->dir . '/redis.log', ...$args];
             $tlsPort = $tlsDir === null ? 0 : self::freePort();
             if ($tlsDir !== null) {
                 array_push($cmd, '--tls-port', (string) $tlsPort, '--tls-cert-file', "$tlsDir/server.crt",

@@ -52,6 +52,28 @@ final class SentinelServer
         $this->stop();
     }
 
+    /**
+     * A failover to the replica on $replicaPort (SENTINEL FAILOVER, asked
+     * again while the sentinel does not know the replica yet), until the
+     * sentinel names it (at most 30 s).
+     */
+    public function failOverTo(int $replicaPort): void
+    {
+        $s = new \RedisSentinel('127.0.0.1', $this->port, 2.0, null, 0, 5.0);
+        $asked = false;
+        for ($i = 0; $i < 300; $i++) {
+            $address = $s->getMasterAddrByName($this->masterName);
+            if (is_array($address) && (int) $address[1] === $replicaPort) {
+                return;
+            }
+            if (!$asked) {
+                $asked = $s->failover($this->masterName) === true;   // NOGOODSLAVE until it knows the replica
+            }
+            usleep(100000);
+        }
+        throw new \RuntimeException("no failover to port $replicaPort; see {$this->dir}/sentinel.log");
+    }
+
     /** Until the sentinel names the master (at most 10 s). */
     private function waitReady(): void
     {
