@@ -107,6 +107,34 @@ final class SentinelTest extends TestCase
         }
     }
 
+    public function testAfterItsMasterDiedTheEngineAsksTheSentinelsAgain(): void
+    {
+        $old = new RedisServer(null, ['--repl-diskless-sync-delay', '0']);
+        $replica = new RedisServer(null, ['--replicaof', '127.0.0.1', (string) $old->port, '--repl-diskless-sync-delay', '0']);
+        $sentinel = new SentinelServer($old->port, 'pathlockdead', 1000);
+        try {
+            $ns = 'php-dead-' . bin2hex(random_bytes(4));
+            $engine = LockEngine::connect("redis-sentinel://127.0.0.1:{$sentinel->port}#pathlockdead",
+                Library::fromFile((string) getenv('PATHLOCK_LIBRARY')));
+            $this->assertNotNull($engine->acquire($ns, 'alice', 'upload', ['/p/A/1'])->grant);
+            $old->stop();
+            $sentinel->failOverTo($replica->port, ask: false);
+            try {
+                $engine->acquire($ns, 'alice', 'upload', ['/p/A/2']);
+                $this->fail('a call to the dead master succeeded');
+            } catch (BackendException $e) {
+                $this->assertStringContainsString('redis: acquire:', $e->getMessage());
+            }
+            $r = $engine->acquire($ns, 'alice', 'upload', ['/p/A/3']);   // the sentinels are asked first
+            $this->assertNotNull($r->grant);
+            $this->assertSame(1, $replica->client()->exists("pl:{{$ns}}:meta"), 'granted on the new master');
+        } finally {
+            $sentinel->stop();
+            $replica->stop();
+            $old->stop();
+        }
+    }
+
     public function testAnUnknownMasterNameIsABackendError(): void
     {
         $this->expectException(BackendException::class);

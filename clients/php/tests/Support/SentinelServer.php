@@ -16,7 +16,8 @@ final class SentinelServer
     public readonly int $port;
     private string $dir;
 
-    public function __construct(int $masterPort, public readonly string $masterName = 'pathlockmaster')
+    /** @param int $downAfterMs how long the master may not answer before the sentinel fails it over */
+    public function __construct(int $masterPort, public readonly string $masterName = 'pathlockmaster', int $downAfterMs = 30000)
     {
         $binary = getenv('PATHLOCK_REDIS_SERVER') ?: 'redis-server';
         $this->dir = sys_get_temp_dir() . '/pathlock-php-sentinel-' . bin2hex(random_bytes(6));
@@ -26,7 +27,8 @@ final class SentinelServer
         fclose($s);
         $this->port = (int) substr($name, strrpos($name, ':') + 1);
         file_put_contents("{$this->dir}/sentinel.conf", "port {$this->port}\nbind 127.0.0.1\ndir {$this->dir}\n"
-            . "logfile {$this->dir}/sentinel.log\nsentinel monitor $masterName 127.0.0.1 $masterPort 1\n");
+            . "logfile {$this->dir}/sentinel.log\nsentinel monitor $masterName 127.0.0.1 $masterPort 1\n"
+            . "sentinel down-after-milliseconds $masterName $downAfterMs\n");
         $process = proc_open([$binary, "{$this->dir}/sentinel.conf", '--sentinel'],
             [0 => ['file', '/dev/null', 'r'], 1 => ['file', '/dev/null', 'w'], 2 => ['file', '/dev/null', 'w']], $pipes);
         if ($process === false) {
@@ -53,14 +55,15 @@ final class SentinelServer
     }
 
     /**
-     * A failover to the replica on $replicaPort (SENTINEL FAILOVER, asked
-     * again while the sentinel does not know the replica yet), until the
-     * sentinel names it (at most 30 s).
+     * A failover to the replica on $replicaPort, until the sentinel names it
+     * (at most 30 s): with $ask, SENTINEL FAILOVER (asked again while the
+     * sentinel does not know the replica yet); else the sentinel's own, once
+     * the master has not answered for $downAfterMs.
      */
-    public function failOverTo(int $replicaPort): void
+    public function failOverTo(int $replicaPort, bool $ask = true): void
     {
         $s = new \RedisSentinel('127.0.0.1', $this->port, 2.0, null, 0, 5.0);
-        $asked = false;
+        $asked = !$ask;
         for ($i = 0; $i < 300; $i++) {
             $address = $s->getMasterAddrByName($this->masterName);
             if (is_array($address) && (int) $address[1] === $replicaPort) {
