@@ -80,18 +80,34 @@ final class LockEngine implements LockEngineInterface
         float $commandTimeout = 2.0,
         array $tlsOptions = [],
     ): self {
+        return new self(self::openConnection($url, $connectTimeout, $commandTimeout, $tlsOptions), $library);
+    }
+
+    /**
+     * The Connection connect() makes for $url (the same URLs and options),
+     * for code that also needs the connection itself (the driver
+     * bin/pathlock-php-shell sets its read timeout per call).
+     *
+     * @param array<string,mixed> $tlsOptions
+     */
+    public static function openConnection(
+        string $url,
+        float $connectTimeout = 2.0,
+        float $commandTimeout = 2.0,
+        array $tlsOptions = [],
+    ): Connection {
         if (SentinelDiscovery::isSentinelUrl($url)) {
-            return new self(SentinelConnection::open($url, $connectTimeout, $commandTimeout, $tlsOptions), $library);
+            return SentinelConnection::open($url, $connectTimeout, $commandTimeout, $tlsOptions);
         }
         $seeds = Endpoint::seedsFromUrl($url, $connectTimeout, $commandTimeout, $tlsOptions);
         if (count($seeds) === 1) {
             $redis = $seeds[0]->connect();
             if (!ClusterConnection::isClusterNode($redis)) {
-                return new self($redis, $library, $seeds[0]);
+                return new StandaloneConnection($redis, $seeds[0]);
             }
             $redis->close();
         }
-        return new self(ClusterConnection::open($seeds), $library);
+        return ClusterConnection::open($seeds);
     }
 
     public function library(): Library

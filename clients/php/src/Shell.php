@@ -31,19 +31,25 @@ final class Shell implements Cancellation
     private readonly LeaseKeeper $keeper;
     /** @var array<string,KeptLease> keep, kept, unkeep: by lock id */
     private array $kept = [];
+    private readonly ?Connection $connection;
+    /** Whether the connection takes a read timeout per call (the `deadline` feature). */
+    private readonly bool $deadlines;
 
     /**
      * @param resource $in
      * @param resource $out
-     * @param ?\Redis $redis the engine's connection: given, `deadline=MS` sets its read timeout for one call
+     * @param \Redis|Connection|null $connection the engine's connection: given, and able to change its read
+     *   timeout (not a Redis Cluster's), `deadline=MS` sets that timeout for one call
      */
     public function __construct(
         private readonly LockEngine $engine,
         private readonly string $namespace,
         $in,
         $out,
-        private readonly ?\Redis $redis = null,
+        \Redis|Connection|null $connection = null,
     ) {
+        $this->connection = $connection instanceof \Redis ? new StandaloneConnection($connection) : $connection;
+        $this->deadlines = $this->connection !== null && $this->connection->setReadTimeout($this->connection->readTimeout());
         $this->in = $in;
         $this->out = $out;
         $this->keeper = new LeaseKeeper($engine);
@@ -122,7 +128,7 @@ final class Shell implements Cancellation
         switch ($cmd) {
             case 'hello':
                 self::arity($w, 1, 1, 'hello');
-                return ['client' => self::CLIENT, 'version' => LockEngine::VERSION, 'features' => $this->redis === null ? ['cancel', 'blockers', 'waiters', 'keep'] : ['cancel', 'blockers', 'waiters', 'deadline', 'keep']];
+                return ['client' => self::CLIENT, 'version' => LockEngine::VERSION, 'features' => $this->deadlines ? ['cancel', 'blockers', 'waiters', 'deadline', 'keep'] : ['cancel', 'blockers', 'waiters', 'keep']];
             case 'cancel':
                 self::arity($w, 1, 1, 'cancel');
                 return ['cancelled' => false];   // no acquire is waiting
@@ -267,8 +273,10 @@ final class Shell implements Cancellation
     /** deadline=MS: 1 ms to a week; only with the connection (the `deadline` feature). */
     private function deadline(string $word): int
     {
-        if ($this->redis === null) {
-            throw new InvalidRequestException('deadline= needs the connection (this shell was made without it)');
+        if (!$this->deadlines) {
+            throw new InvalidRequestException($this->connection === null
+                ? 'deadline= needs the connection (this shell was made without it)'
+                : 'deadline= needs a read timeout per call, which a Redis Cluster (phpredis 5.3) does not have');
         }
         $ms = self::ms($word, 9);
         if ($ms < 1 || $ms > 604800000) {
@@ -287,15 +295,15 @@ final class Shell implements Cancellation
      */
     private function within(?int $ms, callable $call): mixed
     {
-        if ($ms === null || $this->redis === null) {
+        if ($ms === null || $this->connection === null) {
             return $call();
         }
-        $old = $this->redis->getOption(\Redis::OPT_READ_TIMEOUT);
-        $this->redis->setOption(\Redis::OPT_READ_TIMEOUT, $ms / 1000);
+        $old = $this->connection->readTimeout();
+        $this->connection->setReadTimeout($ms / 1000);
         try {
             return $call();
         } finally {
-            $this->redis->setOption(\Redis::OPT_READ_TIMEOUT, $old);
+            $this->connection->setReadTimeout($old);
         }
     }
 

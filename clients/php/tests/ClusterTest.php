@@ -238,6 +238,24 @@ final class ClusterTest extends TestCase
         LockEngine::connect(self::$cluster->url() . '/2', Library::fromFile((string) getenv('PATHLOCK_LIBRARY')));
     }
 
+    public function testThePhpShellWorksOnTheClusterWithoutDeadlines(): void
+    {
+        $ns = $this->namespaceOn(self::$cluster->ports[2]);
+        $held = $this->engine()->lock($ns, 'alice', 'delete_folder', ['/p/A'], ttlMs: 60000);
+        $shell = LineProcess::phpShell(self::$cluster->url(), $ns);
+        $hello = $shell->ask('hello');
+        $this->assertNotContains('deadline', $hello['features'] ?? null, 'a RedisCluster has one read timeout');
+        $this->assertContains('keep', $hello['features'] ?? null);
+        $r = $shell->ask('acquire bob upload /p/A/x');
+        $this->assertFalse($r['granted'], json_encode($r));
+        $this->assertSame($held->grant->id, $r['conflict']['id'] ?? null, json_encode($r));
+        $this->assertTrue($held->release());
+        $g = $shell->ask('acquire bob upload /p/A/x');
+        $this->assertTrue($g['granted'], json_encode($g));
+        $this->assertSame(['released' => true], $shell->ask("release {$g['id']} {$g['token']}"));
+        $this->assertSame(0, $shell->close());
+    }
+
     public function testTheCppEngineSeesAndWaitsForAPhpLockOnTheCluster(): void
     {
         $ns = $this->namespaceOn(self::$cluster->ports[1]);

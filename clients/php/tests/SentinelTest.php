@@ -8,6 +8,7 @@ use Pathlock\Exception\BackendException;
 use Pathlock\Exception\InvalidRequestException;
 use Pathlock\Library;
 use Pathlock\LockEngine;
+use Pathlock\Tests\Support\LineProcess;
 use Pathlock\Tests\Support\RedisServer;
 use Pathlock\Tests\Support\SentinelServer;
 use Pathlock\Tests\Support\WaitProbe;
@@ -67,6 +68,18 @@ final class SentinelTest extends TestCase
         $this->assertNotNull($r->grant);
         $this->assertSame("pl:{{$ns}}:wake", $seen, 'bob subscribed on the master');
         $this->assertTrue($alice->release($ns, $r->grant->id, $r->grant->token));
+    }
+
+    public function testThePhpShellWorksThroughTheSentinel(): void
+    {
+        $ns = 'php-sen-' . bin2hex(random_bytes(4));
+        $shell = LineProcess::phpShell($this->url(self::$sentinel->masterName), $ns);
+        $this->assertContains('deadline', $shell->ask('hello')['features'] ?? null);
+        $g = $shell->ask('acquire bob upload /p/A/x deadline=5000');
+        $this->assertTrue($g['granted'], json_encode($g));
+        $this->assertSame(1, self::$master->client()->exists("pl:{{$ns}}:meta"), 'the lock is on the master');
+        $this->assertSame(['released' => true], $shell->ask("release {$g['id']} {$g['token']}"));
+        $this->assertSame(0, $shell->close());
     }
 
     public function testAfterAFailoverTheEngineFindsTheNewMaster(): void
