@@ -246,6 +246,8 @@ final class ClusterTest extends TestCase
         $hello = $shell->ask('hello');
         $this->assertNotContains('deadline', $hello['features'] ?? null, 'a RedisCluster has one read timeout');
         $this->assertContains('keep', $hello['features'] ?? null);
+        $e = $shell->ask('acquire bob upload /p/B deadline=5000');
+        $this->assertStringContainsString('deadline= needs a read timeout per call', $e['error'] ?? '', json_encode($e));
         $r = $shell->ask('acquire bob upload /p/A/x');
         $this->assertFalse($r['granted'], json_encode($r));
         $this->assertSame($held->grant->id, $r['conflict']['id'] ?? null, json_encode($r));
