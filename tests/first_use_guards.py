@@ -2,12 +2,13 @@
 """Which objects of the library take a first-use guard (docs/design.md#fork).
 
 A function-local static with a run-time initialiser compiles to a call of
-__cxa_guard_acquire. A fork that lands while another thread is inside such an
-initialisation leaves the guard "in progress" in the child, and the child's
-next call through it waits for ever. So every object of the library that
-calls __cxa_guard_acquire must be one of the audited ones below, each with
-the reason its guard cannot be split by a fork; and each audited object must
-still call it (a stale entry is an error, so the list stays true).
+__cxa_guard_acquire; std::call_once and pthread_once call pthread_once. A
+fork that lands while another thread is inside such an initialisation
+leaves it "in progress" in the child, and the child's next call through it
+waits for ever. So every object of the library that calls one of them must
+be one of the audited ones below, each with the reason its guard cannot be
+split by a fork; and each audited object must still call it (a stale entry
+is an error, so the list stays true).
 
     first_use_guards.py [--nm PROGRAM] ARCHIVE...
 
@@ -24,14 +25,18 @@ AUDITED = {
 }
 
 
+# what the compiler emits for a first-use initialisation
+GUARDS = ("__cxa_guard_acquire", "pthread_once")
+
+
 def guarded_objects(nm, archive):
-    """The member objects of `archive` that call __cxa_guard_acquire."""
+    """The member objects of `archive` that call one of GUARDS."""
     out = subprocess.run([nm, "-A", "-u", archive], check=True, capture_output=True, text=True,
                          timeout=60).stdout
     found = set()
     for line in out.splitlines():
-        if line.rstrip().endswith(" __cxa_guard_acquire"):
-            # "archive.a:member.o:                 U __cxa_guard_acquire"
+        # "archive.a:member.o:                 U __cxa_guard_acquire"
+        if line.split()[-1] in GUARDS:
             found.add(line.split(":")[1])
     return found
 
@@ -52,11 +57,12 @@ def main(argv):
             if obj in AUDITED:
                 print(f"{archive}: {obj}: audited: {AUDITED[obj]}")
             else:
-                failures.append(f"{archive}: {obj} calls __cxa_guard_acquire: a function-local static "
-                                "initialised at a first call, which a fork can split (docs/design.md#fork); "
-                                "make it constant (constexpr/constinit) or made at load, or audit it here")
+                failures.append(f"{archive}: {obj} calls __cxa_guard_acquire or pthread_once: a function-local "
+                                "static or a call_once initialised at a first call, which a fork can split "
+                                "(docs/design.md#fork); make it constant (constexpr/constinit) or made at load, "
+                                "or audit it here")
     for obj in sorted(set(AUDITED) - seen):
-        failures.append(f"{obj} is audited here but calls __cxa_guard_acquire no more: remove its entry")
+        failures.append(f"{obj} is audited here but takes no first-use guard any more: remove its entry")
     for f in failures:
         print(f, file=sys.stderr)
     return 1 if failures else 0

@@ -1,5 +1,6 @@
-// A fixture for first_use_guards_finds_offenders: a function-local static
-// with a run-time initialiser, the pattern tests/first_use_guards.py refuses.
+// Fixtures for first_use_guards_finds_offenders: a function-local static
+// with a run-time initialiser (lazy.cpp) and a std::call_once (once.cpp),
+// the patterns tests/first_use_guards.py refuses.
 #include <string>
 
 const std::string& lazily_made_name() {
