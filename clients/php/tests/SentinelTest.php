@@ -82,15 +82,32 @@ final class SentinelTest extends TestCase
         $this->assertSame(0, $shell->close());
     }
 
-    public function testAfterAFailoverTheEngineFindsTheNewMaster(): void
+    /**
+     * $test($engine, $ns, $old, $replica, $sentinel) on a master and its
+     * replica watched by a sentinel of their own (failing the master over
+     * after $downAfterMs without an answer), with an engine made through it.
+     *
+     * @param callable(LockEngine, string, RedisServer, RedisServer, SentinelServer): void $test
+     */
+    private function withMasterAndReplica(string $name, int $downAfterMs, callable $test): void
     {
         $old = new RedisServer(null, ['--repl-diskless-sync-delay', '0']);   // the replica's first sync at once
         $replica = new RedisServer(null, ['--replicaof', '127.0.0.1', (string) $old->port, '--repl-diskless-sync-delay', '0']);
-        $sentinel = new SentinelServer($old->port, 'pathlockfailover');
+        $sentinel = new SentinelServer($old->port, $name, $downAfterMs);
         try {
-            $ns = 'php-fo-' . bin2hex(random_bytes(4));
-            $engine = LockEngine::connect("redis-sentinel://127.0.0.1:{$sentinel->port}#pathlockfailover",
+            $engine = LockEngine::connect("redis-sentinel://127.0.0.1:{$sentinel->port}#$name",
                 Library::fromFile((string) getenv('PATHLOCK_LIBRARY')));
+            $test($engine, 'php-fo-' . bin2hex(random_bytes(4)), $old, $replica, $sentinel);
+        } finally {
+            $sentinel->stop();
+            $replica->stop();
+            $old->stop();
+        }
+    }
+
+    public function testAfterAFailoverTheEngineFindsTheNewMaster(): void
+    {
+        $this->withMasterAndReplica('pathlockfailover', 30000, function (LockEngine $engine, string $ns, RedisServer $old, RedisServer $replica, SentinelServer $sentinel): void {
             $held = $engine->lock($ns, 'alice', 'delete_folder', ['/p/A']);
             for ($i = 0; $i < 200 && $replica->client()->exists("pl:{{$ns}}:meta") !== 1; $i++) {
                 usleep(50000);   // until the replica has the lock (at most 10 s; the call's effects come as one)
@@ -113,22 +130,12 @@ final class SentinelTest extends TestCase
             $this->assertNotNull($r->grant);
             $this->assertSame("pl:{{$ns}}:wake", $seen, 'bob subscribed on the new master');
             $this->assertTrue($engine->release($ns, $r->grant->id, $r->grant->token));
-        } finally {
-            $sentinel->stop();
-            $replica->stop();
-            $old->stop();
-        }
+        });
     }
 
     public function testAfterItsMasterDiedTheEngineAsksTheSentinelsAgain(): void
     {
-        $old = new RedisServer(null, ['--repl-diskless-sync-delay', '0']);
-        $replica = new RedisServer(null, ['--replicaof', '127.0.0.1', (string) $old->port, '--repl-diskless-sync-delay', '0']);
-        $sentinel = new SentinelServer($old->port, 'pathlockdead', 1000);
-        try {
-            $ns = 'php-dead-' . bin2hex(random_bytes(4));
-            $engine = LockEngine::connect("redis-sentinel://127.0.0.1:{$sentinel->port}#pathlockdead",
-                Library::fromFile((string) getenv('PATHLOCK_LIBRARY')));
+        $this->withMasterAndReplica('pathlockdead', 1000, function (LockEngine $engine, string $ns, RedisServer $old, RedisServer $replica, SentinelServer $sentinel): void {
             $this->assertNotNull($engine->acquire($ns, 'alice', 'upload', ['/p/A/1'])->grant);
             $old->stop();
             $sentinel->failOverTo($replica->port, ask: false);
@@ -141,11 +148,7 @@ final class SentinelTest extends TestCase
             $r = $engine->acquire($ns, 'alice', 'upload', ['/p/A/3']);   // the sentinels are asked first
             $this->assertNotNull($r->grant);
             $this->assertSame(1, $replica->client()->exists("pl:{{$ns}}:meta"), 'granted on the new master');
-        } finally {
-            $sentinel->stop();
-            $replica->stop();
-            $old->stop();
-        }
+        });
     }
 
     public function testAnUnknownMasterNameIsABackendError(): void
