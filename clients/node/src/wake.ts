@@ -49,7 +49,7 @@ export class WakeHub {
     const nc = this.connection(node);
     let ch = nc.channels.get(channel);
     if (!ch) {
-      ch = { listeners: new Set(), ready: nc.conn.ssubscribe(channel) };
+      ch = { listeners: new Set(), ready: whenReady(nc.conn).then(() => nc.conn.ssubscribe(channel)) };
       ch.ready.catch(() => undefined);
       nc.channels.set(channel, ch);
     }
@@ -91,6 +91,35 @@ export class WakeHub {
     for (const nc of this.nodes.values()) nc.conn.disconnect();
     this.nodes.clear();
   }
+}
+
+/**
+ * Resolves when `conn` is ready (at once if it is), rejects if it fails or
+ * ends first. SSUBSCRIBE waits for this: ioredis writes a command flagged
+ * "loading" (SSUBSCRIBE is) during the connection's handshake, ahead of its
+ * INFO ready check; the reply turns the connection to subscriber mode and
+ * ioredis then refuses its own INFO, failing the connection and every
+ * subscription on it (seen as a wait that was never woken: wait.test.js).
+ */
+function whenReady(conn: Redis): Promise<void> {
+  if (conn.status === 'ready') return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const settle = (e?: Error) => {
+      conn.off('ready', onReady);
+      conn.off('error', onError);
+      conn.off('end', onEnd);
+      if (e) reject(e);
+      else resolve();
+    };
+    const onReady = () => settle();
+    const onError = (e: Error) => settle(e);
+    const onEnd = () => settle(new Error('the wake-up connection closed'));
+    conn.on('ready', onReady);
+    conn.on('error', onError);
+    conn.on('end', onEnd);
+    // A lazy connection (a Cluster node's duplicate) connects at its first command: start it.
+    if (conn.status === 'wait') conn.connect().catch(() => undefined);
+  });
 }
 
 function once(fn: () => void): () => void {

@@ -126,8 +126,14 @@ test('one wake-up connection per client, shared by the waits of all its namespac
   // Subscribed connections of the server: CLIENT LIST's ssub field.
   const subscribed = async () =>
     String(await fx.redis.call('CLIENT', 'LIST')).split('\n').map((l) => Number(/ ssub=(\d+)/.exec(l)?.[1] ?? 0)).filter((n) => n > 0);
+  // The message shows which part did not come. This test caught a lost
+  // subscription about once in six runs under load (wake.ts, whenReady).
+  const state = async () =>
+    `three waiting, both channels subscribed: waiters ${(await pl.waiters()).length} and ${(await other.waiters()).length}, ` +
+    `subscribers ${await shardSubscribers(pl)} and ${await shardSubscribers(other)}, ` +
+    `connections with ssub ${JSON.stringify(await subscribed())}, wake connections ${pl.wakeConnections}`;
   await until(async () => (await pl.waiters()).length === 2 && (await other.waiters()).length === 1 &&
-    (await shardSubscribers(pl)) === 1 && (await shardSubscribers(other)) === 1, 'three waiting, both channels subscribed');
+    (await shardSubscribers(pl)) === 1 && (await shardSubscribers(other)) === 1, state);
   assert.deepEqual(await subscribed(), [2], 'one connection holding both channels');
   assert.equal(pl.wakeConnections, 1);
   assert.equal(other.wakeConnections, 1);
@@ -139,4 +145,26 @@ test('one wake-up connection per client, shared by the waits of all its namespac
   await waits[2];
   await until(async () => (await subscribed()).length === 0, 'the connection closed after the last wait');
   assert.equal(pl.wakeConnections, 0);
+});
+
+test('a channel subscribed during the wake-up connection handshake is subscribed', async () => {
+  // WakeHub itself (internal): the second channel is attached at the
+  // connection's 'connect' event, before ioredis's INFO ready check. ioredis
+  // wrote that SSUBSCRIBE at once and then refused its own INFO, losing both
+  // subscriptions; WakeHub now subscribes once the connection is ready.
+  const { WakeHub } = require('../dist/cjs/wake.js');
+  const hub = new WakeHub();
+  fx.onClose(() => hub.close());
+  let conn;
+  const node = { key: 'k', open: () => (conn = fx.redis.duplicate()) };
+  const ns = `hs-${process.pid}-${Date.now()}`;
+  const first = hub.attach(`pl:{${ns}}:wake`, async () => node, () => undefined);
+  while (conn === undefined) await new Promise((resolve) => setImmediate(resolve)); // attach's locate() runs first
+  if (conn.status === 'connecting') await new Promise((resolve) => conn.once('connect', resolve));
+  assert.equal(conn.status, 'connect', 'in the handshake (connected, not yet ready)');
+  const second = hub.attach(`pl:{${ns}-2}:wake`, async () => node, () => undefined);
+  await Promise.all([first, second]);
+  const subscribers = await fx.redis.call('PUBSUB', 'SHARDNUMSUB', `pl:{${ns}}:wake`, `pl:{${ns}-2}:wake`);
+  assert.deepEqual(subscribers.map(String), [`pl:{${ns}}:wake`, '1', `pl:{${ns}-2}:wake`, '1']);
+  assert.equal(hub.connections, 1);
 });

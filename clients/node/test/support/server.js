@@ -87,12 +87,16 @@ function freshNamespace(prefix = 't') {
   return `${prefix}-${process.pid}-${++counter}-${Date.now()}`;
 }
 
-/** Waits until `cond()` is true (a sync point on observable state, not a sleep). */
+/**
+ * Waits until `cond()` is true (a sync point on observable state, not a
+ * sleep). `what` names the condition; a function's (async) result is put in
+ * the error instead, to show the state that did not come.
+ */
 async function until(cond, what = 'condition', timeoutMs = 20000) {
   const end = Date.now() + timeoutMs;
   for (;;) {
     if (await cond()) return;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > end) throw new Error(`timed out waiting for ${typeof what === 'function' ? await what() : what}`);
     await new Promise((r) => setTimeout(r, 5));
   }
 }
