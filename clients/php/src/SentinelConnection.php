@@ -22,7 +22,6 @@ final class SentinelConnection implements Connection
 {
     private ?StandaloneConnection $current = null;
     private ?float $readTimeout = null;
-    private string $error = '';
 
     /** @param array<string,mixed> $tlsOptions for the master (the sentinels take none) */
     private function __construct(
@@ -50,10 +49,7 @@ final class SentinelConnection implements Connection
     public function command(string|array|null $route, string ...$words): mixed
     {
         try {
-            $r = $this->send($words);
-            if ($r !== false || !str_starts_with($this->error, 'READONLY')) {
-                return $r;
-            }
+            return $this->send($words);
         } catch (\RedisException $e) {
             if (!str_starts_with($e->getMessage(), 'READONLY')) {   // phpredis throws this error reply
                 throw $e;
@@ -64,7 +60,7 @@ final class SentinelConnection implements Connection
 
     public function lastError(): string
     {
-        return $this->error;
+        return $this->current?->lastError() ?? '';
     }
 
     public function masters(): array
@@ -99,18 +95,12 @@ final class SentinelConnection implements Connection
      */
     private function send(array $words): mixed
     {
-        $c = $this->connection();
         try {
-            $r = $c->command(null, ...$words);
+            return $this->connection()->command(null, ...$words);
         } catch (\RedisException $e) {
             $this->forget();
             throw $e;
         }
-        $this->error = $c->lastError();
-        if ($r === false && str_starts_with($this->error, 'READONLY')) {
-            $this->forget();
-        }
-        return $r;
     }
 
     /** The connection to the master, found through the sentinels when there is none. */
