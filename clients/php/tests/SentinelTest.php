@@ -114,8 +114,10 @@ final class SentinelTest extends TestCase
             }
             $this->assertSame(1, $replica->client()->exists("pl:{{$ns}}:meta"), 'the replica has the lock');
             $sentinel->failOverTo($replica->port);
-            for ($i = 0; $i < 200 && $old->client()->role()[0] !== 'slave'; $i++) {
-                usleep(50000);   // until the sentinel has made the old master a replica (at most 10 s)
+            for ($i = 0; $i < 500 && $old->client()->role()[0] !== 'slave'; $i++) {
+                // until the sentinel has made the old master a replica: it sees the old
+                // master's role in INFO, asked every 10 s (at most 25 s here)
+                usleep(50000);
             }
             $this->assertSame('slave', $old->client()->role()[0]);
 
