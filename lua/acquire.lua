@@ -10,7 +10,7 @@
   number of locks; a refusal costs what Conflicts says.
 
   Uses:      Values (num), Call (begin), Commands (writable), Meta (check_meta,
-             tag_available, own_tag, TAGS_FULL, tag_count, expire, gcode), Paths (fields_of,
+             tag_available, own_tag, TAGS_FULL, tag_count, expire, evicting_policy, gcode), Paths (fields_of,
              entry_member, list_member, fence16), Index (batch, check_set, want, fetch,
              want_target, bump_target, flush), Records (unpack_lock, pack_lock, pack_waiter,
              head_of, key_field, remaining), Removal (load_waiters, remove_locks,
@@ -26,7 +26,7 @@ do
   local writable = Commands.writable
   local check_meta, tag_available, own_tag, TAGS_FULL = Meta.check_meta, Meta.tag_available, Meta.own_tag,
     Meta.TAGS_FULL
-  local tag_count, expire, gcode = Meta.tag_count, Meta.expire, Meta.gcode
+  local tag_count, expire, gcode, evicting_policy = Meta.tag_count, Meta.expire, Meta.gcode, Meta.evicting_policy
   -- The keys a new lock or a new place in line may create (Meta.expire):
   -- none when this matrix already has a lock (a place) here.
   local NEW_LOCK, NEW_PLACE = { "idx", "locks", "exp", "ent" }, { "idx", "wq", "wexp", "wrec" }
@@ -320,7 +320,7 @@ do
     -- A call that runs after its caller stopped waiting changes nothing
     -- (docs/lua-protocol.md#deadlines); the reply gives the server's clock.
     if r.deadline and c.now >= r.deadline then return { "late", c.now } end
-    bad = check_meta(c) or open_line(c, r)
+    bad = check_meta(c) or evicting_policy(c) or open_line(c, r)
     if bad then return bad end
     if r.reenter_id ~= "" then return reenter(c, r) end
     if r.key ~= "" then

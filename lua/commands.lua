@@ -20,7 +20,7 @@ do
     { "HSET", "idx", "f", "1" }, { "HDEL", "idx", "f" }, { "ZADD", "ent", "0", "m" }, { "ZREM", "ent", "m" },
     { "ZRANGE", "wexp", "0", "0" }, { "ZREVRANGE", "wq", "0", "0" }, { "ZRANGEBYSCORE", "exp", "0", "1" },
     { "ZRANGEBYLEX", "ent", "-", "+" }, { "ZREVRANGEBYLEX", "ent", "+", "-" }, { "ZMSCORE", "wq", "m" },
-    { "SPUBLISH", "wake", "" }, { "PEXPIREAT", "meta", "1" },
+    { "SPUBLISH", "wake", "" }, { "PEXPIREAT", "meta", "1" }, { "PERSIST", "meta" }, { "INFO" },
   }
   local COMMAND = {}
   for i = 1, #COMMANDS do COMMAND[COMMANDS[i][1]] = COMMANDS[i] end
@@ -42,10 +42,11 @@ do
 
   -- Before the first write of a call: may this caller run the write commands
   -- the call may use? `adds`: HSET and ZADD (new data), and PEXPIREAT where
-  -- the keys expire (c.expiring); `removes`: HSET, HDEL and ZREM (removals).
-  -- Returns the error reply of a refused command, else nil.
+  -- the keys expire (c.expiring), PERSIST and HDEL where the call may take
+  -- a TTL off (c.persist: Meta.check_meta); `removes`: HSET, HDEL and ZREM
+  -- (removals). Returns the error reply of a refused command, else nil.
   local HSET, ZADD, HDEL, ZREM = COMMAND.HSET, COMMAND.ZADD, COMMAND.HDEL, COMMAND.ZREM
-  local PEXPIREAT = COMMAND.PEXPIREAT
+  local PEXPIREAT, PERSIST = COMMAND.PEXPIREAT, COMMAND.PERSIST
   local function writable(c, adds, removes)
     local bad
     if not c.hset then
@@ -54,7 +55,8 @@ do
       c.hset = true
     end
     if adds and not c.zadd then
-      bad = refused_command(c, ZADD) or (c.expiring and refused_command(c, PEXPIREAT))
+      bad = refused_command(c, ZADD) or (c.expiring and not c.persist and refused_command(c, PEXPIREAT))
+            or (c.persist and (refused_command(c, PERSIST) or refused_command(c, HDEL)))
       if bad then return bad end
       c.zadd = true
     end

@@ -7,7 +7,7 @@
              PL_BLOCKSET
   Provides:  Meta.TAG_N, Meta.TAGS_FULL, Meta.check_meta, Meta.begin_with,
              Meta.own_tag, Meta.tag_available, Meta.tag_count, Meta.count_down,
-             Meta.expire, Meta.gcode, Meta.blocks
+             Meta.expire, Meta.evicting_policy, Meta.gcode, Meta.blocks
 ]]
 local Meta
 do
@@ -36,6 +36,38 @@ do
   -- (every grant and release) usually need not read them again.
   local TAG_GUESS = 1
 
+  -- The server's maxmemory-policy, which decides whether a key with a TTL
+  -- may be evicted (docs/operations.md#eviction-and-memory-limits): only
+  -- under noeviction may live data carry one. Read from INFO memory (which
+  -- managed services answer where CONFIG is disabled) at most once a second
+  -- per library: the policy is the server's, the same for every namespace.
+  -- "unknown" (INFO refused by the ACL, renamed, or unreadable) counts as
+  -- one that evicts.
+  local POLICY, POLICY_AT = "unknown", nil
+  local function eviction_policy(c)
+    local at = POLICY_AT
+    if at and c.now >= at and c.now < at + 1000 then return POLICY end
+    local p = "unknown"
+    local known, allowed = pcall(redis.acl_check_cmd, "INFO", "memory") -- (raises where INFO is renamed)
+    if known and allowed then
+      local s = rpcall("INFO", "memory")
+      if type(s) == "string" then p = smatch(s, "maxmemory_policy:([%w-]+)") or p end
+    end
+    POLICY, POLICY_AT = p, c.now
+    return p
+  end
+  -- May this call give live data a TTL? Not where Redis would evict it.
+  local function may_expire(c) return eviction_policy(c) == "noeviction" end
+  -- An error reply when the policy may evict any key (allkeys-*), lock data
+  -- included: nothing may be granted or queued there. Else nil.
+  local function evicting_policy(c)
+    local p = eviction_policy(c)
+    if ssub(p, 1, 8) ~= "allkeys-" then return nil end
+    return redis.error_reply("PATHLOCK maxmemory-policy is " .. p .. ", which lets Redis evict lock data under "
+                             .. "memory pressure; set maxmemory-policy noeviction (or a volatile-* policy); "
+                             .. "nothing was changed")
+  end
+
   -- A namespace of layout 3 (pathlock 0.1) that holds no lock and no place in
   -- line has nothing this layout reads differently: meta keeps only its
   -- layout and fence (a matrix's tag fields go with its last lock). It is
@@ -61,6 +93,14 @@ do
       return { "layout", layout, PL_LAYOUT }
     end
     c.x = m[6] and tonum(m[6])
+    -- Will this call take TTLs off, if it adds data? An expiring namespace
+    -- on a server that may evict keys with one, or a drained one whose meta
+    -- has one (drained).
+    if c.expiring then
+      c.persist = not may_expire(c)
+    else
+      c.persist = c.x ~= nil
+    end
     c.fence_s = m[2] or "0"
     c.tag = m[3] and (TAG_N[m[3]] or tonum(m[3])) or nil
     if c.tag == g then
@@ -100,9 +140,17 @@ do
     local t = c.next_tag or free_tag(c)
     if not t then return nil end
     -- A new or drained namespace becomes one whose keys expire, if this
-    -- caller may set their expiry (docs/lua-protocol.md#expiry).
-    if not c.expiring and rcall("EXISTS", c.locks, c.wq) == 0 and redis.acl_check_cmd("PEXPIREAT", c.meta, "1") then
-      c.expiring = true
+    -- caller may set their expiry and no key with a TTL can be evicted
+    -- (docs/lua-protocol.md#expiry). Else its meta, which may carry the TTL
+    -- it got when it drained (drained), keeps its data without one.
+    if not c.expiring and rcall("EXISTS", c.locks, c.wq) == 0 then
+      if may_expire(c) and redis.acl_check_cmd("PEXPIREAT", c.meta, "1") then
+        c.expiring, c.persist = true, false
+      elseif c.x then
+        rcall("PERSIST", c.meta)
+        rcall("HDEL", c.meta, "x")
+        c.x, c.persist = nil, false
+      end
     end
     rcall("HSET", c.meta, "layout", c.expiring and PL_EXPIRING_LAYOUT or PL_LAYOUT, T_FIELD, TAG_S[t], M_FIELD[t],
           M_VALUE, L_FIELD[t], "0", W_FIELD[t], "0")
@@ -120,6 +168,20 @@ do
   end
   local TAGS_FULL = "PATHLOCK " .. TAG_MAX .. " matrices are in use in this namespace; the request was not granted"
 
+  -- After the last lock or place of a tag went: when it was the
+  -- namespace's last (only meta is left, with the fence), a namespace whose
+  -- keys do not expire lets meta expire PL_EXPIRY_MARGIN from now, which is
+  -- after its fence's time: a fence made without meta (the server clock)
+  -- still exceeds it. Its next lock or place takes the TTL back (own_tag).
+  -- Skipped, never refused, for a caller without PEXPIREAT.
+  local function drained(c)
+    if c.expiring or rcall("EXISTS", c.locks, c.wq) ~= 0 then return end
+    if not redis.acl_check_cmd("PEXPIREAT", c.meta, "1") then return end
+    local xs = sformat("%.0f", mfloor((c.now + PL_EXPIRY_MARGIN + 999) / 1000) * 1000)
+    rcall("HSET", c.meta, "x", xs)
+    rcall("PEXPIREAT", c.meta, xs)
+    c.x = tonum(xs)
+  end
   -- Adds dl locks and dw places to a tag's counts; a tag whose locks and
   -- places both reach zero leaves meta (its matrix is no longer in use here).
   -- Counts are lowered only after the data is gone. `f16`, when given, is
@@ -140,6 +202,7 @@ do
       if tag == 1 then c.tag1_free = true end
       c.next_tag = nil
       if f16 then rcall("HSET", c.meta, "fence", f16) end
+      drained(c)
       return
     end
     l, w = mmax(l, 0), mmax(w, 0)
@@ -171,8 +234,18 @@ do
   -- other gives the keys it may have created (`new`: fields of c) the
   -- current one. Nothing for a namespace of layout PL_LAYOUT.
   local ALL_KEYS = { "meta", "idx", "locks", "exp", "ent", "wq", "wexp", "wrec" }
+  -- An expiring namespace on a server whose policy may now evict keys with
+  -- a TTL (it was changed since the namespace expired its keys) keeps its
+  -- data without one from this call on: layout PL_LAYOUT.
+  local function persist(c)
+    for i = 1, #ALL_KEYS do rcall("PERSIST", c[ALL_KEYS[i]]) end
+    rcall("HSET", c.meta, "layout", PL_LAYOUT)
+    rcall("HDEL", c.meta, "x")
+    c.expiring, c.x = false, nil
+  end
   local function expire(c, end_ms, new)
     if not c.expiring then return end
+    if c.persist then return persist(c) end
     local t = mfloor((end_ms + PL_EXPIRY_MARGIN + 999) / 1000) * 1000
     if c.x and t <= c.x then
       if new then
@@ -203,5 +276,6 @@ do
 
   Meta = { TAG_N = TAG_N, TAGS_FULL = TAGS_FULL, check_meta = check_meta, begin_with = begin_with, own_tag = own_tag,
          tag_available = tag_available, tag_count = tag_count, count_down = count_down, expire = expire,
+         evicting_policy = evicting_policy,
          gcode = gcode, blocks = blocks }
 end

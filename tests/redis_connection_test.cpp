@@ -234,7 +234,8 @@ TEST_CASE("an eviction policy that can drop lock data is refused", "[redis][conf
     CHECK_THROWS_WITH(redis_engine(server.url()),
                       Catch::Contains(policy) && Catch::Contains("set maxmemory-policy noeviction"));
   }
-  // Lock keys never get a TTL, so volatile-* policies never evict them.
+  // Under volatile-* policies only keys with a TTL are evicted, and the
+  // library gives live lock data none there (tests/redis_eviction_test.cpp).
   for (const char* policy : {"noeviction", "volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl"}) {
     INFO(policy);
     REQUIRE_FALSE(server.command({"CONFIG", "SET", "maxmemory-policy", policy}).is_error());
@@ -248,8 +249,10 @@ TEST_CASE("an eviction policy that can drop lock data is refused", "[redis][conf
   CHECK_THROWS_WITH(engine->list("ns"), Catch::Contains("allkeys-lru"));
 }
 
-TEST_CASE("a server with CONFIG renamed away works, with a warning", "[redis][config]") {
-  RedisServer server({"--rename-command", "CONFIG", ""});
+TEST_CASE("a server with CONFIG and INFO renamed away works, with a warning", "[redis][config]") {
+  // (With CONFIG alone renamed, the policy is read from INFO:
+  // tests/redis_eviction_test.cpp.)
+  RedisServer server({"--rename-command", "CONFIG", "", "--rename-command", "INFO", ""});
   std::unique_ptr<LockEngine> engine;
   const std::string err = test::capture_stderr([&] { engine = redis_engine(server.url()); });
   CHECK_THAT(err, Catch::Contains("maxmemory-policy") && Catch::Contains("noeviction"));

@@ -167,23 +167,40 @@ std::optional<long long> Connection::server_deadline(Millis budget) {
 }
 
 // The eviction policy decides whether Redis may drop lock data under
-// memory pressure. Lock keys never get a TTL, so volatile-* policies
-// cannot pick them; allkeys-* policies can, and would silently free locks.
+// memory pressure. allkeys-* policies may evict any key, and would silently
+// free locks: refused. Under volatile-* ones only keys with a TTL can be
+// evicted, and the library gives live lock data none there (it reads the
+// policy itself: docs/operations.md#eviction-and-memory-limits). Managed
+// services that disable CONFIG still answer INFO, which names the policy.
 void Connection::check_eviction_policy(Warnings& warnings) {
   const Reply r = setup_exchange({"CONFIG", "GET", "maxmemory-policy"});
-  // A user the docs grant no +config|get (the read-only operator of
-  // docs/operations.md) skips the check without a warning: it cannot make
-  // Redis evict anything, and the services' users check the policy.
-  if (r.is_error() && r.str.rfind("NOPERM", 0) == 0) return;
-  if (r.is_error() || r.type != Reply::Type::array || r.elements.size() != 2) {
+  std::string policy, why;
+  if (!r.is_error() && r.type == Reply::Type::array && r.elements.size() == 2) {
+    policy = r.elements[1].str;
+  } else {
+    why = fmt::format("CONFIG GET: {}", r.is_error() ? r.str : "unexpected reply");
+    const Reply info = setup_exchange({"INFO", "memory"});
+    constexpr std::string_view kField = "maxmemory_policy:";
+    const std::size_t at = info.is_error() ? std::string::npos : info.str.find(kField);
+    if (at != std::string::npos) {
+      const std::size_t from = at + kField.size();
+      policy = info.str.substr(from, info.str.find_first_of("\r\n", from) - from);
+    } else {
+      why += fmt::format("; INFO memory: {}", info.is_error() ? info.str : "no maxmemory_policy");
+      // A user the docs grant neither (the read-only operator of
+      // docs/operations.md) skips the check without a warning: it cannot make
+      // Redis evict anything, and the services' users check the policy.
+      if (r.is_error() && r.str.rfind("NOPERM", 0) == 0 && info.is_error() && info.str.rfind("NOPERM", 0) == 0) return;
+    }
+  }
+  if (policy.empty()) {
     if (!warnings.config.exchange(true))
-      warnings.warn(fmt::format("{}: cannot read maxmemory-policy (CONFIG GET: {}); make sure it is noeviction, or "
+      warnings.warn(fmt::format("{}: cannot read maxmemory-policy ({}); make sure it is noeviction or volatile-*, or "
                                 "Redis may evict lock data under memory pressure",
-                                name_, r.is_error() ? r.str : "unexpected reply"),
+                                name_, why),
                     {{"event", "maxmemory_policy_unknown"}, {"server", name_}});
     return;
   }
-  const std::string& policy = r.elements[1].str;
   if (policy != "noeviction" && policy.rfind("volatile-", 0) != 0)
     fail(fmt::format("maxmemory-policy is {}, which lets Redis evict lock data under memory pressure; set "
                      "maxmemory-policy noeviction (redis.conf, or CONFIG SET maxmemory-policy noeviction)",

@@ -35,7 +35,7 @@ def service_user(port, prefix):
              ("acquire", "release", "renew", "list", "list_ro", "probe", "held", "blockers", "waiters")]
     acl = ["on", ">svcpw", "resetkeys", "~pl:*", "resetchannels", "&pl:*", "-@all", *calls, "+fcall_ro",
            "+@read", "+@write", "-@dangerous", "-function", "+time", "+spublish", "+ssubscribe", "+sunsubscribe",
-           "+ping", "+client|setname", "+config|get"]
+           "+ping", "+client|setname", "+config|get", "+info"]
     assert redis_cli(port, "ACL", "SETUSER", "svc", *acl) == "OK"
 
 
