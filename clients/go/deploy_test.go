@@ -159,9 +159,10 @@ func startCluster(t *testing.T) []string {
 	dir := t.TempDir()
 	var addrs []string
 	for i := 0; i < 3; i++ {
-		port := freePort()
-		serveRedis(t, dir, "", port, "--cluster-enabled", "yes",
-			"--cluster-config-file", fmt.Sprintf("nodes-%d.conf", port), "--cluster-node-timeout", "5000")
+		port := serveRedis(t, freeClusterPort, dir, "", func(port int) []string {
+			return []string{"--cluster-enabled", "yes",
+				"--cluster-config-file", fmt.Sprintf("nodes-%d.conf", port), "--cluster-node-timeout", "5000"}
+		})
 		addrs = append(addrs, loopback(port))
 	}
 	cli := os.Getenv("REDIS_CLI")
@@ -185,6 +186,22 @@ func startCluster(t *testing.T) []string {
 		})
 	}
 	return addrs
+}
+
+// freeClusterPort never gives a port whose bus port (port + 10000) is not
+// a port: 2000 draws (freePort's share above clusterPortMax is logged: the
+// OS's ephemeral range, often 32768-60999, reaches above it).
+func TestFreeClusterPort(t *testing.T) {
+	above := 0
+	for i := 0; i < 2000; i++ {
+		if p := freeClusterPort(); p < 1 || p > clusterPortMax || p+10000 > 65535 {
+			t.Fatalf("freeClusterPort gave %d: its bus port %d is not a port", p, p+10000)
+		}
+		if freePort() > clusterPortMax {
+			above++
+		}
+	}
+	t.Logf("freePort gave %d of 2000 ports above %d", above, clusterPortMax)
 }
 
 // A Redis Cluster of three masters: a namespace on each master, its calls
@@ -246,15 +263,13 @@ func ownerOf(t *testing.T, addr string, slot int) string {
 // sentinel's address and the master's name.
 func TestSentinel(t *testing.T) {
 	dir := t.TempDir()
-	master := freePort()
-	serveRedis(t, dir, "", master)
-	sentinel := freePort()
+	master := serveRedis(t, freePort, dir, "", nil)
 	conf := filepath.Join(dir, "sentinel.conf")
 	text := fmt.Sprintf("sentinel monitor gomaster 127.0.0.1 %d 1\n", master)
 	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	serveRedis(t, dir, conf, sentinel, "--sentinel")
+	sentinel := serveRedis(t, freePort, dir, conf, fixedArgs("--sentinel"))
 	c := connect(t, pathlock.Options{URL: fmt.Sprintf("redis-sentinel://127.0.0.1:%d#gomaster", sentinel)})
 	deploymentScenario(t, c, newNS(t), dialObserver(loopback(master)))
 	// A name the sentinel does not monitor is a backend error.
@@ -269,10 +284,13 @@ func TestTLS(t *testing.T) {
 	if out, err := exec.Command("sh", repoFile("tools", "dev", "redis_devtools", "make_test_certs.sh"), certs).CombinedOutput(); err != nil {
 		t.Fatalf("make_test_certs.sh: %v\n%s", err, out)
 	}
-	plain, tlsPort := freePort(), freePort()
-	serveRedis(t, t.TempDir(), "", plain, "--tls-port", strconv.Itoa(tlsPort),
-		"--tls-cert-file", filepath.Join(certs, "server.crt"), "--tls-key-file", filepath.Join(certs, "server.key"),
-		"--tls-ca-cert-file", filepath.Join(certs, "ca.crt"), "--tls-auth-clients", "yes")
+	var tlsPort int // drawn again with the plain port on every try
+	plain := serveRedis(t, freePort, t.TempDir(), "", func(int) []string {
+		tlsPort = freePort()
+		return []string{"--tls-port", strconv.Itoa(tlsPort),
+			"--tls-cert-file", filepath.Join(certs, "server.crt"), "--tls-key-file", filepath.Join(certs, "server.key"),
+			"--tls-ca-cert-file", filepath.Join(certs, "ca.crt"), "--tls-auth-clients", "yes"}
+	})
 	tlsConfig := func(cert string) *tls.Config {
 		roots := x509.NewCertPool()
 		pem, err := os.ReadFile(filepath.Join(certs, "ca.crt"))
