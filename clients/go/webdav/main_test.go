@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,6 +29,9 @@ var (
 	program  string // pathlock-webdav, built for the suite
 )
 
+// freePort: a loopback port that was free a moment ago (the OS's choice;
+// the server here is no Redis Cluster node, whose bus port is port + 10000:
+// clients/go/main_test.go has freeClusterPort for those).
 func freePort() int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -37,30 +41,57 @@ func freePort() int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-func startRedis(dir string, port int) (func(), error) {
+// startRedis starts redis-server in dir on a free port, on another one when
+// it does not start (a parallel test took the port meanwhile; five tries),
+// and waits until it answers with INFO naming its own process (not another
+// test's server on that port). Returns its URL and what stops it.
+func startRedis(dir string) (string, func(), error) {
 	bin := os.Getenv("REDIS_SERVER")
 	if bin == "" {
 		bin = "redis-server"
 	}
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir)
-	if err := cmd.Start(); err != nil {
-		return nil, err
+	var err error
+	for try := 0; try < 5; try++ {
+		port := strconv.Itoa(freePort())
+		addr := "127.0.0.1:" + port
+		cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir)
+		if err = cmd.Start(); err != nil {
+			return "", nil, err
+		}
+		exited := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(exited) }()
+		stop := func() { _ = cmd.Process.Kill(); <-exited }
+		if err = answers(addr, cmd.Process.Pid, exited); err == nil {
+			return "redis://" + addr, stop, nil
+		}
+		stop()
 	}
-	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
-	addr := "127.0.0.1:" + strconv.Itoa(port)
+	return "", nil, err
+}
+
+// answers waits until the redis-server of process pid answers on addr, or
+// it exits.
+func answers(addr string, pid int, exited chan struct{}) error {
+	self := fmt.Sprintf("process_id:%d\r\n", pid)
 	for i := 0; ; i++ {
-		c, err := redis.Dial("tcp", addr)
+		select {
+		case <-exited:
+			return fmt.Errorf("redis-server on %s exited before it answered", addr)
+		default:
+		}
+		// Time limits: what holds the port may be no redis-server at all.
+		c, err := redis.Dial("tcp", addr, redis.DialConnectTimeout(time.Second),
+			redis.DialReadTimeout(time.Second), redis.DialWriteTimeout(time.Second))
 		if err == nil {
-			_, err = c.Do("PING")
+			var info string
+			info, err = redis.String(c.Do("INFO", "server"))
 			c.Close()
-			if err == nil {
-				return stop, nil
+			if err == nil && strings.Contains(info, self) {
+				return nil
 			}
 		}
 		if i > 200 {
-			stop()
-			return nil, fmt.Errorf("redis-server on %s did not answer: %v", addr, err)
+			return fmt.Errorf("redis-server on %s did not answer: %v", addr, err)
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
@@ -81,13 +112,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "go build ./cmd/pathlock-webdav: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	port := freePort()
-	stop, err := startRedis(dir, port)
+	url, stop, err := startRedis(dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	redisURL = "redis://127.0.0.1:" + strconv.Itoa(port)
+	redisURL = url
 	code := m.Run()
 	stop()
 	os.RemoveAll(dir)
