@@ -12,7 +12,7 @@ const os = require('node:os');
 const path = require('node:path');
 const Redis = require('ioredis');
 const { PathLock, BackendError } = require('../dist/cjs/index.js');
-const { freePort, startRedis, freshNamespace, until, library } = require('./support/server');
+const { freeClusterPort, CLUSTER_PORT_MAX, startRedis, freshNamespace, until, library } = require('./support/server');
 
 const cleanups = [];
 after(async () => {
@@ -76,6 +76,13 @@ async function scenario(pl, owner, others = []) {
   assert.deepEqual((await pl.list()).locks.map((l) => l.id), [holder.id]);
   assert.equal(await pl.release(holder.id, holder.token), true);
 }
+
+test('freeClusterPort: 2000 draws, each a port whose bus port (port + 10000) is a port too', async () => {
+  for (let i = 0; i < 2000; i++) {
+    const port = await freeClusterPort();
+    assert.ok(port >= 1 && port <= CLUSTER_PORT_MAX && port + 10000 <= 65535, `freeClusterPort gave ${port}`);
+  }
+});
 
 test('Cluster of three masters: a namespace on each, its calls and wake-ups on that master', async () => {
   const nodes = [];
@@ -172,12 +179,12 @@ test('TLS: the client reaches the server only on its TLS port, with a client cer
   const certs = fs.mkdtempSync(path.join(os.tmpdir(), 'pathlock-node-certs-'));
   cleanups.push(() => fs.rmSync(certs, { recursive: true, force: true }));
   execFileSync('sh', [path.join(__dirname, '..', '..', '..', 'tools', 'dev', 'redis_devtools', 'make_test_certs.sh'), certs], { stdio: 'ignore' });
-  const tlsPort = await freePort();
   const file = (name) => path.join(certs, name);
   const s = await server({
-    args: ['--tls-port', String(tlsPort), '--tls-cert-file', file('server.crt'), '--tls-key-file', file('server.key'),
+    tlsArgs: ['--tls-cert-file', file('server.crt'), '--tls-key-file', file('server.key'),
       '--tls-ca-cert-file', file('ca.crt'), '--tls-auth-clients', 'yes'],
   });
+  const { tlsPort } = s;
   const tls = (cert) => ({ ca: fs.readFileSync(file('ca.crt')), cert: fs.readFileSync(file(`${cert}.crt`)), key: fs.readFileSync(file(`${cert}.key`)) });
   const pl = closing(new PathLock({
     redis: `rediss://127.0.0.1:${tlsPort}`,

@@ -18,6 +18,7 @@ if (!libraryFile || !fs.existsSync(libraryFile)) {
 }
 const library = fs.readFileSync(libraryFile, 'utf8');
 
+/** A loopback port that was free a moment ago (the OS's choice). */
 function freePort() {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
@@ -30,29 +31,61 @@ function freePort() {
 }
 
 /**
- * Starts redis-server on a free port in a fresh directory. options.args:
+ * The highest port a Redis Cluster node may listen on: its cluster bus
+ * listens on port + 10000 (no --cluster-port is given), which must be a
+ * port too; redis-server refuses to start above it.
+ */
+const CLUSTER_PORT_MAX = 65535 - 10000;
+
+/** freePort for a Redis Cluster node: drawn again while the OS gives one above CLUSTER_PORT_MAX. */
+async function freeClusterPort() {
+  for (;;) {
+    const port = await freePort();
+    if (port <= CLUSTER_PORT_MAX) return port;
+  }
+}
+
+/** Whether redis-server arguments make a Cluster node (--cluster-enabled yes). */
+function clusterNode(args) {
+  const i = args.indexOf('--cluster-enabled');
+  return i >= 0 && args[i + 1] === 'yes';
+}
+
+/**
+ * Starts redis-server on a free port in a fresh directory (freeClusterPort's
+ * when options.args enable Cluster mode), on another one when it exits
+ * before it is ready (a parallel test took the port meanwhile). options.args:
  * more arguments; options.conf(dir, port): the text of a configuration file
- * given first (a sentinel's).
+ * given first (a sentinel's); options.tlsArgs: TLS arguments, with a TLS
+ * port drawn on each try (`--tls-port`; the result's tlsPort).
  */
 async function startRedis(options = {}) {
   const bin = process.env.REDIS_SERVER ?? 'redis-server';
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pathlock-node-redis-'));
+  const extra = options.args ?? [];
   for (let tries = 0; ; tries++) {
-    const port = await freePort();
+    const port = clusterNode(extra) ? await freeClusterPort() : await freePort();
     const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir];
     if (options.conf) {
       const conf = path.join(dir, 'redis.conf');
       fs.writeFileSync(conf, options.conf(dir, port));
       args.unshift(conf);
     }
-    const proc = spawn(bin, [...args, ...(options.args ?? [])], {
+    const tlsPort = options.tlsArgs ? await freePort() : undefined;
+    if (options.tlsArgs) args.push('--tls-port', String(tlsPort), ...options.tlsArgs);
+    const proc = spawn(bin, [...args, ...extra], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
     proc.stdout.on('data', (d) => (out += d));
     const ok = await new Promise((resolve) => {
-      proc.once('exit', () => resolve(false));
+      let settled = false;
+      proc.once('exit', () => {
+        settled = true;
+        resolve(false);
+      });
       const check = () => {
+        if (settled) return;
         // A sentinel never says "Ready": it has listened by its +monitor.
         if (out.includes('Ready to accept connections') || out.includes('+monitor master')) resolve(true);
         else setTimeout(check, 20);
@@ -64,6 +97,7 @@ async function startRedis(options = {}) {
       return {
         url,
         port,
+        tlsPort,
         proc,
         async stop() {
           proc.kill('SIGTERM');
@@ -134,4 +168,4 @@ function serverFixture(prefix = 't') {
   return fx;
 }
 
-module.exports = { freePort, startRedis, connect, freshNamespace, until, library, libraryFile, serverFixture };
+module.exports = { freePort, freeClusterPort, CLUSTER_PORT_MAX, startRedis, connect, freshNamespace, until, library, libraryFile, serverFixture };
