@@ -89,6 +89,24 @@ TEST_CASE("CRC16 and key slots follow the Redis Cluster spec", "[cluster][slot]"
   CHECK(redis::key_slot("pl:{project-42}:fence") == redis::key_slot("project-42"));
 }
 
+TEST_CASE("a Cluster node's port leaves room for its bus port, port + 10000", "[cluster][ports]") {
+  // A node on a port above 55535 cannot start (its bus port would be over
+  // 65535): a CI run drew one. Drawn many times, since the kernel's
+  // ephemeral range reaches 60999.
+  const std::vector<std::string> node{"--cluster-enabled", "yes"};
+  const std::vector<std::string> with_bus{"--cluster-enabled", "yes", "--cluster-port", "7000"};
+  int above = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const int port = devtools::node_port_for(node);
+    REQUIRE(port > 0);
+    REQUIRE(port + 10000 <= 65535);
+    REQUIRE(devtools::node_port_for({"--sentinel"}) <= devtools::kMaxNodePort);
+    above += devtools::node_port_for(with_bus) > devtools::kMaxNodePort ? 1 : 0;
+  }
+  INFO("ports above " << devtools::kMaxNodePort << " drawn where the bus port is given: " << above);
+  CHECK(devtools::kMaxNodePort == 55535);
+}
+
 TEST_CASE("key slots match CLUSTER KEYSLOT on a real server", "[cluster][slot]") {
   ClusterServers& cluster = shared_cluster();
   std::mt19937 rng(7);

@@ -68,6 +68,24 @@ int free_loopback_port() {
   return port;
 }
 
+int free_loopback_port_below(int limit) {
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const int port = free_loopback_port();
+    if (port <= limit) return port;
+  }
+  throw std::runtime_error("cannot find a free loopback port at most " + std::to_string(limit));
+}
+
+int node_port_for(const std::vector<std::string>& args) {
+  bool cluster = false, bus_given = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--cluster-enabled" && i + 1 < args.size() && args[i + 1] == "yes") cluster = true;
+    if (args[i] == "--cluster-port") bus_given = true;
+    if (args[i] == "--sentinel") cluster = true;  // (room kept as for a node: a Sentinel's port must be valid too)
+  }
+  return cluster && !bus_given ? free_loopback_port_below(kMaxNodePort) : free_loopback_port();
+}
+
 namespace {
 
 std::string read_file(const std::string& path) {
@@ -194,7 +212,7 @@ void RedisServer::start(const std::vector<std::string>& extra_args, const std::s
 
   std::string last_log;
   for (int attempt = 0; attempt < 3; ++attempt) {
-    const int port = free_loopback_port();
+    const int port = node_port_for(extra_args);
     std::vector<std::string> args{binary};
     if (!config_file.empty()) args.push_back(config_file);
     args.insert(args.end(), {                     "--port",       std::to_string(port),  "--bind",

@@ -62,6 +62,15 @@ class RedisConnection {
 
 // A TCP port on 127.0.0.1 that was free a moment ago.
 int free_loopback_port();
+// A Redis Cluster node's bus port is its port + 10000 unless --cluster-port
+// names another: a node's port must be at most kMaxNodePort.
+inline constexpr int kMaxNodePort = 65535 - 10000;
+// A free loopback port of at most `limit` (free_loopback_port, drawn again
+// above it).
+int free_loopback_port_below(int limit);
+// The port RedisServer gives a server started with `args`: at most
+// kMaxNodePort for a Cluster node without --cluster-port (and a Sentinel).
+int node_port_for(const std::vector<std::string>& args);
 
 // Runs `argv` (argv[0] looked up in PATH) with stdin from /dev/null and its
 // output captured; kills it after `timeout_ms`. Returns the exit status
