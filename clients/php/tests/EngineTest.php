@@ -10,6 +10,7 @@ use Pathlock\Exception\InvalidRequestException;
 use Pathlock\Grant;
 use Pathlock\Library;
 use Pathlock\LockEngine;
+use Pathlock\Tests\Support\Ports;
 use Pathlock\Tests\Support\RedisTestCase;
 
 final class EngineTest extends RedisTestCase
@@ -176,11 +177,9 @@ final class EngineTest extends RedisTestCase
     public function testBackendErrors(): void
     {
         // Nothing listens on a port we just had and closed.
-        $s = stream_socket_server('tcp://127.0.0.1:0');
-        $name = stream_socket_get_name($s, false);
-        fclose($s);
+        $port = Ports::free();
         try {
-            LockEngine::connect('redis://' . $name, self::library(), 0.5, 0.5);
+            LockEngine::connect("redis://127.0.0.1:$port", self::library(), 0.5, 0.5);
             $this->fail('connected to nothing');
         } catch (BackendException) {
             $this->addToAssertionCount(1);

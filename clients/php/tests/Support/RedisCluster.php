@@ -132,7 +132,7 @@ final class RedisCluster
     private function startNode(string $binary, int $i): void
     {
         for ($try = 0; ; $try++) {
-            $port = self::freePort();
+            $port = Ports::freeCluster();
             $dir = "{$this->dir}/n$i-$try";
             mkdir($dir);
             $listen = $this->tlsDir === null ? ['--port', (string) $port] : ['--port', '0', '--tls-port', (string) $port,
@@ -190,28 +190,6 @@ final class RedisCluster
         throw new \RuntimeException('the cluster did not reach cluster_state:ok within 30 s');
     }
 
-    private static function freePort(): int
-    {
-        // A cluster node also listens on its port + 10000 (the cluster bus).
-        for ($i = 0; $i < 50; $i++) {
-            $s = stream_socket_server('tcp://127.0.0.1:0', $errno, $errstr);
-            if ($s === false) {
-                throw new \RuntimeException("no free port: $errstr");
-            }
-            $name = (string) stream_socket_get_name($s, false);
-            fclose($s);
-            $port = (int) substr($name, strrpos($name, ':') + 1);
-            if ($port + 10000 <= 65535) {
-                $bus = @stream_socket_server('tcp://127.0.0.1:' . ($port + 10000), $errno, $errstr);
-                if ($bus !== false) {
-                    fclose($bus);
-                    return $port;
-                }
-            }
-        }
-        throw new \RuntimeException('no free port pair (port, port + 10000)');
-    }
-
     /** @param resource $process */
     private function waitReady(int $port, $process): bool
     {
@@ -221,7 +199,8 @@ final class RedisCluster
             }
             $r = new \Redis();
             try {
-                if (@$r->connect(($this->tlsDir === null ? '' : 'tls://') . '127.0.0.1', $port, 0.2, null, 0, 0, $this->context()) && $r->ping()) {
+                if (@$r->connect(($this->tlsDir === null ? '' : 'tls://') . '127.0.0.1', $port, 0.2, null, 0, 1.0, $this->context())
+                    && Ports::servedBy($r, $process)) {
                     $r->close();
                     return true;
                 }

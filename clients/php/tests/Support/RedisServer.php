@@ -6,7 +6,8 @@ namespace Pathlock\Tests\Support;
 
 /**
  * A real redis-server on a free loopback port, started for a test class and
- * stopped afterwards (no persistence, nothing left behind).
+ * stopped afterwards (no persistence, nothing left behind); on other ports
+ * when it does not start (a port taken meanwhile), ready once it answers.
  */
 final class RedisServer
 {
@@ -29,10 +30,10 @@ final class RedisServer
         $this->dir = sys_get_temp_dir() . '/pathlock-php-redis-' . bin2hex(random_bytes(6));
         mkdir($this->dir);
         for ($try = 0; ; $try++) {
-            $port = self::freePort();
+            $port = Ports::free();
             $cmd = [$binary, '--port', (string) $port, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
                 '--dir', $this->dir, '--logfile', $this->dir . '/redis.log', ...$args];
-            $tlsPort = $tlsDir === null ? 0 : self::freePort();
+            $tlsPort = $tlsDir === null ? 0 : Ports::free();
             if ($tlsDir !== null) {
                 array_push($cmd, '--tls-port', (string) $tlsPort, '--tls-cert-file', "$tlsDir/server.crt",
                     '--tls-key-file', "$tlsDir/server.key", '--tls-ca-cert-file', "$tlsDir/ca.crt", '--tls-auth-clients', 'yes');
@@ -80,17 +81,6 @@ final class RedisServer
         $this->stop();
     }
 
-    private static function freePort(): int
-    {
-        $s = stream_socket_server('tcp://127.0.0.1:0', $errno, $errstr);
-        if ($s === false) {
-            throw new \RuntimeException("no free port: $errstr");
-        }
-        $name = stream_socket_get_name($s, false);
-        fclose($s);
-        return (int) substr($name, strrpos($name, ':') + 1);
-    }
-
     /** @param resource $process */
     private static function waitReady(int $port, $process): bool
     {
@@ -100,7 +90,7 @@ final class RedisServer
             }
             $r = new \Redis();
             try {
-                if (@$r->connect('127.0.0.1', $port, 0.2) && $r->ping()) {
+                if (@$r->connect('127.0.0.1', $port, 0.2, null, 0, 1.0) && Ports::servedBy($r, $process)) {
                     $r->close();
                     return true;
                 }

@@ -7,7 +7,8 @@ namespace Pathlock\Tests\Support;
 /**
  * A real Redis Sentinel on a free loopback port watching one master
  * (`sentinel monitor MASTER 127.0.0.1 PORT 1`), started for a test class
- * and stopped afterwards; ready once it names the master.
+ * and stopped afterwards, on another port when it does not start (a port
+ * taken meanwhile); ready once it names the master.
  */
 final class SentinelServer
 {
@@ -22,20 +23,27 @@ final class SentinelServer
         $binary = getenv('PATHLOCK_REDIS_SERVER') ?: 'redis-server';
         $this->dir = sys_get_temp_dir() . '/pathlock-php-sentinel-' . bin2hex(random_bytes(6));
         mkdir($this->dir);
-        $s = stream_socket_server('tcp://127.0.0.1:0', $errno, $errstr);
-        $name = (string) stream_socket_get_name($s, false);
-        fclose($s);
-        $this->port = (int) substr($name, strrpos($name, ':') + 1);
-        file_put_contents("{$this->dir}/sentinel.conf", "port {$this->port}\nbind 127.0.0.1\ndir {$this->dir}\n"
-            . "logfile {$this->dir}/sentinel.log\nsentinel monitor $masterName 127.0.0.1 $masterPort 1\n"
-            . "sentinel down-after-milliseconds $masterName $downAfterMs\n");
-        $process = proc_open([$binary, "{$this->dir}/sentinel.conf", '--sentinel'],
-            [0 => ['file', '/dev/null', 'r'], 1 => ['file', '/dev/null', 'w'], 2 => ['file', '/dev/null', 'w']], $pipes);
-        if ($process === false) {
-            throw new \RuntimeException("cannot start $binary --sentinel");
+        for ($try = 0; ; $try++) {
+            $port = Ports::free();
+            file_put_contents("{$this->dir}/sentinel.conf", "port $port\nbind 127.0.0.1\ndir {$this->dir}\n"
+                . "logfile {$this->dir}/sentinel.log\nsentinel monitor $masterName 127.0.0.1 $masterPort 1\n"
+                . "sentinel down-after-milliseconds $masterName $downAfterMs\n");
+            $process = proc_open([$binary, "{$this->dir}/sentinel.conf", '--sentinel'],
+                [0 => ['file', '/dev/null', 'r'], 1 => ['file', '/dev/null', 'w'], 2 => ['file', '/dev/null', 'w']], $pipes);
+            if ($process === false) {
+                throw new \RuntimeException("cannot start $binary --sentinel");
+            }
+            if ($this->waitReady($port, $process)) {
+                $this->process = $process;
+                $this->port = $port;
+                return;
+            }
+            proc_terminate($process);
+            proc_close($process);
+            if ($try >= 4) {
+                throw new \RuntimeException("the sentinel did not start; see {$this->dir}/sentinel.log");
+            }
         }
-        $this->process = $process;
-        $this->waitReady();
     }
 
     public function stop(): void
@@ -77,19 +85,32 @@ final class SentinelServer
         throw new \RuntimeException("no failover to port $replicaPort; see {$this->dir}/sentinel.log");
     }
 
-    /** Until the sentinel names the master (at most 10 s). */
-    private function waitReady(): void
+    /**
+     * Until the sentinel of $process names the master (at most 10 s); false
+     * when it exits first (e.g. its port was taken meanwhile).
+     *
+     * @param resource $process
+     */
+    private function waitReady(int $port, $process): bool
     {
+        $ours = false;
         for ($i = 0; $i < 400; $i++) {
+            if (!proc_get_status($process)['running']) {
+                return false;
+            }
             try {
-                $s = new \RedisSentinel('127.0.0.1', $this->port, 0.2);
-                if (is_array($s->getMasterAddrByName($this->masterName))) {
-                    return;
+                if (!$ours) {
+                    $r = new \Redis();
+                    $ours = @$r->connect('127.0.0.1', $port, 0.2, null, 0, 1.0) && Ports::servedBy($r, $process);
+                    $r->close();
+                }
+                if ($ours && is_array((new \RedisSentinel('127.0.0.1', $port, 0.2, null, 0, 1.0))->getMasterAddrByName($this->masterName))) {
+                    return true;
                 }
             } catch (\RedisException) {
             }
             usleep(25000);
         }
-        throw new \RuntimeException("the sentinel did not start; see {$this->dir}/sentinel.log");
+        return false;
     }
 }
