@@ -27,17 +27,54 @@ def quote(word):
     return '"' + word.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+# The highest port a Redis Cluster node may listen on: its cluster bus listens
+# on port + 10000 (no --cluster-port is given), which must be a port too;
+# redis-server refuses to start above it.
+CLUSTER_PORT_MAX = 65535 - 10000
+
+
+def free_port(cluster=False):
+    """A loopback port that was free a moment ago (the OS's choice): the one
+    helper of the Python tests and tools. With cluster, one for a Redis
+    Cluster node: drawn again while the OS gives one above CLUSTER_PORT_MAX
+    (a socket bound without SO_REUSEADDR gets one from the whole ephemeral
+    range, often 32768-60999)."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if not cluster or port <= CLUSTER_PORT_MAX:
+            return port
+
+
+def is_cluster_node(args):
+    """Whether redis-server arguments make a Cluster node (--cluster-enabled yes)."""
+    args = list(args)
+    return any(a == "--cluster-enabled" and args[i + 1:i + 2] == ["yes"] for i, a in enumerate(args))
+
+
+def serves(port, proc):
+    """Whether the redis-server (or sentinel) of proc, a Popen of it with no
+    shell between, answers on port, and not another test's server that took
+    the port meanwhile: INFO names its process id. One second per reply."""
+    try:
+        r = Resp(port, timeout=1.0)
+    except OSError:
+        return False
+    try:
+        info = r("INFO", "server")
+        return isinstance(info, bytes) and b"process_id:%d\r\n" % proc.pid in info
+    except (OSError, ValueError):  # no answer, or no RESP (what holds the port may be no redis-server)
+        return False
+    finally:
+        r.close()
 
 
 class Resp:
     """Just enough RESP2 to send a command and read its reply (no pipelining)."""
 
-    def __init__(self, port):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=PATIENCE_S)
+    def __init__(self, port, timeout=PATIENCE_S):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
         self.buf = b""
 
     def close(self):
@@ -92,24 +129,34 @@ class RespError(str):
 
 
 class RedisServer:
-    """A real redis-server on a free loopback port, in a temporary directory;
-    restart() starts it again on the same port and directory."""
+    """A real redis-server on a free loopback port, in a temporary directory
+    (a port <= CLUSTER_PORT_MAX when `extra` makes it a Cluster node), on
+    another port when it does not start (a port taken meanwhile: five tries);
+    conf(port), when given, is the text of a configuration file given first
+    (a sentinel's, with "--sentinel" in extra). restart() starts it again on
+    the same port and directory."""
 
-    def __init__(self, extra=()):
+    def __init__(self, extra=(), conf=None):
         self.exe = os.environ.get("PATHLOCK_REDIS_SERVER") or shutil.which("redis-server")
         if not self.exe:
             raise RuntimeError("no redis-server (install redis-server or set PATHLOCK_REDIS_SERVER)")
         self.dir = tempfile.TemporaryDirectory(prefix="pathlock-kit-redis-")
+        self.conf = conf
         for _ in range(5):
-            self.port = _free_port()
+            self.port = free_port(cluster=is_cluster_node(extra))
             if self._start(extra):
                 return
             self.stop()
         raise RuntimeError("redis-server did not start")
 
     def _start(self, extra):
+        first = []
+        if self.conf:
+            first = [os.path.join(self.dir.name, "redis.conf")]
+            with open(first[0], "w", encoding="utf-8") as f:
+                f.write(self.conf(self.port))
         self.proc = subprocess.Popen(
-            [self.exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+            [self.exe, *first, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
              "--dir", self.dir.name, *extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         return self._ready()
 
@@ -127,15 +174,9 @@ class RedisServer:
     def _ready(self):
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and self.proc.poll() is None:
-            try:
-                r = Resp(self.port)
-                try:
-                    if r("PING") == "PONG":
-                        return True
-                finally:
-                    r.close()
-            except OSError:
-                time.sleep(0.02)
+            if serves(self.port, self.proc):
+                return True
+            time.sleep(0.02)
         return False
 
     def stop(self):

@@ -15,7 +15,7 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "clients", "kit"))
-from kitlib import RedisServer, Resp, _free_port  # noqa: E402
+from kitlib import CLUSTER_PORT_MAX, RedisServer, Resp, free_port  # noqa: E402
 
 # The administrator of docs/operations.md#trust-model, with what the loader
 # needs on top: INFO (is this a cluster?) and CLUSTER SLOTS (its masters).
@@ -44,7 +44,8 @@ def add_admin(port):
 
 
 class Cluster:
-    """Three cluster-enabled redis-servers, made one cluster with redis-cli --cluster create."""
+    """Three cluster-enabled redis-servers, made one cluster with redis-cli --cluster create
+    (RedisServer gives each a port <= CLUSTER_PORT_MAX: the bus port is port + 10000)."""
 
     def __init__(self):
         self.nodes = [RedisServer(["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"])
@@ -147,28 +148,30 @@ def test_bad_usage_exits_2():
 
 def test_load_through_sentinel_reaches_the_master():
     master = RedisServer()
-    conf = os.path.join(master.dir.name, "sentinel.conf")
-    sentinel_port = _free_port()
-    with open(conf, "w", encoding="utf-8") as f:
-        f.write(f"port {sentinel_port}\nbind 127.0.0.1\nsentinel monitor kitmaster 127.0.0.1 {master.port} 1\n")
-    sentinel = subprocess.Popen([os.environ.get("PATHLOCK_REDIS_SERVER") or shutil.which("redis-server"), conf,
-                                 "--sentinel"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        sentinel = RedisServer(["--sentinel"], conf=lambda port: f"sentinel monitor kitmaster 127.0.0.1 {master.port} 1\n")
+    except BaseException:
+        master.stop()
+        raise
     try:
         deadline = time.monotonic() + 30
-        while True:
-            try:
-                if Resp(sentinel_port)("SENTINEL", "get-master-addr-by-name", "kitmaster"):
-                    break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, "the sentinel did not start"
+        while not Resp(sentinel.port)("SENTINEL", "get-master-addr-by-name", "kitmaster"):
+            assert time.monotonic() < deadline, "the sentinel does not name the master"
             time.sleep(0.05)
-        url = f"redis-sentinel://127.0.0.1:{sentinel_port}#kitmaster"
+        url = f"redis-sentinel://127.0.0.1:{sentinel.port}#kitmaster"
         (done,) = lines(cli("redis", "load", "--redis", url))
         assert (done["node"], done["status"]) == (f"127.0.0.1:{master.port}", "loaded")
         (listed,) = lines(cli("redis", "libraries", "--redis", url))
         check_info(listed["info"], done["library"])
     finally:
-        sentinel.terminate()
-        sentinel.wait(30)
+        sentinel.stop()
         master.stop()
+
+
+def test_free_cluster_ports_leave_room_for_the_bus_port():
+    """2000 draws of the kit's helper (Python binds without SO_REUSEADDR, so the
+    OS draws from its whole ephemeral range: above CLUSTER_PORT_MAX too)."""
+    for _ in range(2000):
+        port = free_port(cluster=True)
+        assert 1 <= port <= CLUSTER_PORT_MAX and port + 10000 <= 65535, port
+    assert CLUSTER_PORT_MAX == 55535
