@@ -9,14 +9,17 @@ Environment, set by tests/CMakeLists.txt:
 import json
 import os
 import shutil
-import socket
 import subprocess
+import sys
 import tempfile
 import uuid
 
 import pytest
 
 import pathlock
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "clients", "kit"))
+from kitlib import free_port, serves  # noqa: E402  (the one free-port helper of the Python tests)
 
 
 def _vectors_dir():
@@ -35,14 +38,9 @@ def fresh_ns():
     return "py-" + uuid.uuid4().hex[:12]
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class RedisServer:
-    """A real redis-server on a free loopback port, in a temporary directory."""
+    """A real redis-server on a free loopback port, in a temporary directory;
+    on another port when it does not start (a port taken meanwhile)."""
 
     def __init__(self, tls_files=None):
         """tls_files: {"cert", "key", "ca"}: also a TLS port (self.tls_port) that
@@ -52,11 +50,11 @@ class RedisServer:
             pytest.fail("no redis-server (install redis-server or set PATHLOCK_REDIS_SERVER)")
         self.dir = tempfile.TemporaryDirectory(prefix="pathlock-py-redis-")
         for _ in range(5):
-            self.port = _free_port()
+            self.port = free_port()
             args = [exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                     "--dir", self.dir.name]
             if tls_files:
-                self.tls_port = _free_port()
+                self.tls_port = free_port()
                 args += ["--tls-port", str(self.tls_port), "--tls-cert-file", tls_files["cert"],
                          "--tls-key-file", tls_files["key"], "--tls-ca-cert-file", tls_files["ca"],
                          "--tls-auth-clients", "yes"]
@@ -77,13 +75,8 @@ class RedisServer:
         for _ in range(200):
             if self.proc.poll() is not None:
                 return False
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
-                    s.sendall(b"PING\r\n")
-                    if s.recv(16).startswith(b"+PONG"):
-                        return True
-            except OSError:
-                pass
+            if serves(self.port, self.proc):
+                return True
             self.proc_wait(0.05)
         return False
 

@@ -4,6 +4,7 @@ import math
 import pytest
 
 import pathlock
+from conftest import free_port
 
 
 @pytest.mark.parametrize("kwargs", [
@@ -63,10 +64,7 @@ def test_bad_redis_options():
 
 
 def test_backend_failure_is_connection_error():
-    import socket
-    with socket.socket() as s:  # a port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()  # a port nobody listens on
     with pytest.raises(pathlock.BackendError) as info:
         pathlock.RedisEngine(f"redis://127.0.0.1:{port}", connect_timeout=0.5)
     assert isinstance(info.value, ConnectionError)
