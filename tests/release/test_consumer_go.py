@@ -15,10 +15,8 @@ import os
 import pathlib
 import re
 import shutil
-import socket
 import subprocess
 import tempfile
-import time
 
 import pytest
 
@@ -68,32 +66,6 @@ def user_env(home, **extra):
     env.update(HOME=str(home), PATH=os.pathsep.join([os.path.dirname(go_binary()), env.get("PATH", "/usr/bin:/bin")]))
     env.update(extra)
     return env
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def redis_url(tmp_path):
-    port = free_port()
-    proc = subprocess.Popen([os.environ.get("REDIS_SERVER", "redis-server"), "--port", str(port),
-                             "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(tmp_path)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            assert proc.poll() is None, "redis-server exited"
-            assert time.monotonic() < deadline, "redis-server did not listen within 10 s"
-            time.sleep(0.02)
-    yield f"redis://127.0.0.1:{port}"
-    proc.terminate()
-    proc.wait(timeout=10)
 
 
 def doc_example():

@@ -19,14 +19,13 @@ import os
 import pathlib
 import re
 import shutil
-import socket
 import subprocess
 import tempfile
-import time
 
 import pytest
 
 from consumer_common import release_folder
+from kitlib import RedisServer  # clients/kit, put on the path by conftest.py
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "node.md").read_text(encoding="utf-8")
@@ -53,34 +52,18 @@ def tarball(tmp_path_factory):
     return found[0]
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_redis(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("redis")
-    port = free_port()
-    proc = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(folder)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def start_redis():
+    """A redis-server of the caller's own (the kit's RedisServer): yields its port, then stops it."""
+    server = RedisServer()
     try:
-        for _ in range(500):
-            ping = subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True, text=True)
-            if ping.stdout.strip() == "PONG":
-                break
-            assert proc.poll() is None, "redis-server exited"
-            time.sleep(0.01)
-        yield port
+        yield server.port
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        server.stop()
 
 
 @pytest.fixture(scope="module")
-def redis_url(tmp_path_factory):
-    for port in start_redis(tmp_path_factory):
+def redis_url():
+    for port in start_redis():
         yield f"redis://127.0.0.1:{port}"
 
 
@@ -155,10 +138,10 @@ redis.disconnect();
 """
 
 
-def test_a_server_where_only_redis_cli_loaded_the_library(project, tmp_path_factory):
+def test_a_server_where_only_redis_cli_loaded_the_library(project):
     """The doc's redis-cli line loads the packaged file; the client finds it."""
     lua = project / "node_modules" / "pathlock" / "library" / "pathlock_library.lua"
-    for port in start_redis(tmp_path_factory):
+    for port in start_redis():
         with lua.open("rb") as text:
             loaded = subprocess.run(["redis-cli", "-p", str(port), "-x", "FUNCTION", "LOAD"], stdin=text,
                                     capture_output=True, text=True, timeout=30)
