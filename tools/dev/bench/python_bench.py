@@ -16,14 +16,14 @@ timed from outside, so its connect is counted: a slight advantage to Python).
 import argparse
 import os
 import re
-import shutil
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 
 import pathlock
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "clients", "kit"))
+from kitlib import RedisServer  # noqa: E402  (a free port, another when it was taken meanwhile)
 
 
 def depth5(i):
@@ -72,23 +72,6 @@ def cpp_redis(build, url, pairs):
     return pairs / (time.perf_counter() - start)
 
 
-def start_redis():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    d = tempfile.mkdtemp(prefix="pathlock-bench-")
-    proc = subprocess.Popen([shutil.which("redis-server"), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no", "--dir", d], stdout=subprocess.DEVNULL)
-    url = f"redis://127.0.0.1:{port}"
-    for _ in range(200):
-        try:
-            pathlock.RedisEngine(url)
-            return proc, url, d
-        except pathlock.BackendError:
-            time.sleep(0.05)
-    sys.exit("redis-server did not start")
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default="build")
@@ -99,15 +82,14 @@ def main():
     cpp_mem, _ = cpp_memory(a.build, a.seconds)
     py_mem = python_memory(a.seconds)
     print(f"embedded: C++ {cpp_mem:,.0f} pairs/s, Python {py_mem:,.0f} pairs/s, Python/C++ {py_mem / cpp_mem:.2f}")
-    proc, url, d = start_redis()
+    server = RedisServer()
+    url = server.url
     try:
         cpp_r = cpp_redis(a.build, url, a.pairs)
         py_r = python_redis(url, a.pairs)
         print(f"redis:    C++ {cpp_r:,.0f} pairs/s, Python {py_r:,.0f} pairs/s, Python/C++ {py_r / cpp_r:.2f}")
     finally:
-        proc.terminate()
-        proc.wait()
-        shutil.rmtree(d, ignore_errors=True)
+        server.stop()
 
 
 if __name__ == "__main__":

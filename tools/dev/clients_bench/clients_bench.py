@@ -32,7 +32,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -40,32 +39,11 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, os.path.join(ROOT, "clients", "kit"))
+from kitlib import RedisServer  # noqa: E402  (a free port, another when it was taken meanwhile)
 
 
 WARM_PAIRS = 1000  # each program's warm-up per caller: connections, caches, and V8's and PHP's compiled paths
-
-
-def start_redis(tmp):
-    port = free_port()
-    proc = subprocess.Popen([shutil.which("redis-server") or "redis-server", "--port", str(port), "--bind",
-                             "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", tmp],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(200):
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
-                s.sendall(b"PING\r\n")
-                if s.recv(16).startswith(b"+PONG"):
-                    return proc, f"redis://127.0.0.1:{port}"
-        except OSError:
-            time.sleep(0.05)
-    proc.kill()
-    sys.exit("redis-server did not start")
 
 
 def run(cmd, **kw):
@@ -219,14 +197,14 @@ def main():
     a.library = os.path.abspath(a.library or os.path.join(
         a.build, "pathlock_matrix", "pathlock_cloud_drive", "redis", "pathlock_library.lua"))
     tmp = tempfile.mkdtemp(prefix="pathlock-clients-bench-")
-    proc, url = start_redis(tmp)
+    server = RedisServer()
+    url = server.url
     rows = []
     try:
         for rnd in range(1, a.rounds + 1):
             measure_round(a, url, tmp, rnd, rows)
     finally:
-        proc.terminate()
-        proc.wait()
+        server.stop()
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"one redis-server ({url}), {a.pairs} pairs per caller, 1 and {a.callers} callers per client")
     table(rows)
