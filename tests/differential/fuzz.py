@@ -226,7 +226,7 @@ def start_status(argv, url, ns):
         d.ask("hello", patience=20)
         d.close()
         return "starts"
-    except (DriverGone, AssertionError):
+    except (DriverGone, AssertionError, BrokenPipeError):  # (gone before hello was written: refused too)
         d.proc.kill()
         d.proc.wait()
         return "refused"
