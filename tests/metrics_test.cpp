@@ -123,6 +123,9 @@ TEST_CASE("metrics: the Prometheus text parses back, histograms are cumulative",
   metrics->observe_redis_call(std::chrono::microseconds(300));
   metrics->observe_redis_call(std::chrono::seconds(1000));  // past the last bound: +Inf only
   metrics->count_retry(RetryReason::moved);
+  metrics->observe_call(Backend::postgres, std::chrono::milliseconds(2));
+  metrics->count_retry(Backend::postgres, RetryReason::unreachable);
+  metrics->count_failover(Backend::redis, FailoverKind::sentinel);
 
   std::map<std::string, std::string> types;
   const std::vector<Sample> samples = parse_prometheus(metrics->prometheus(), types);
@@ -142,6 +145,21 @@ TEST_CASE("metrics: the Prometheus text parses back, histograms are cumulative",
   CHECK(value_of(samples, "pathlock_redis_call_seconds_bucket", {{"le", "300"}}) == 1);
   CHECK(value_of(samples, "pathlock_redis_call_seconds_bucket", {{"le", "+Inf"}}) == 2);
   CHECK(value_of(samples, "pathlock_redis_call_seconds_sum", {}) == Approx(1000.0003));
+  // The backend-neutral series (1.1): the same Redis figures under backend="redis",
+  // PostgreSQL's under its own name (1.0 counted them as Redis calls).
+  CHECK(types["pathlock_backend_call_seconds"] == "histogram");
+  CHECK(value_of(samples, "pathlock_backend_call_seconds_count", {{"backend", "redis"}}) == 2);
+  CHECK(value_of(samples, "pathlock_backend_call_seconds_sum", {{"backend", "redis"}}) == Approx(1000.0003));
+  CHECK(value_of(samples, "pathlock_backend_call_seconds_count", {{"backend", "postgres"}}) == 1);
+  CHECK(value_of(samples, "pathlock_backend_call_seconds_bucket", {{"backend", "postgres"}, {"le", "0.0025"}}) == 1);
+  CHECK(value_of(samples, "pathlock_backend_retries_total", {{"backend", "redis"}, {"reason", "moved"}}) == 1);
+  CHECK(value_of(samples, "pathlock_backend_retries_total", {{"backend", "postgres"}, {"reason", "unreachable"}}) == 1);
+  CHECK(value_of(samples, "pathlock_redis_retries_total", {{"reason", "unreachable"}}) == 0);
+  CHECK(value_of(samples, "pathlock_backend_failovers_total", {{"backend", "redis"}, {"kind", "sentinel"}}) == 1);
+  CHECK(value_of(samples, "pathlock_redis_failovers_total", {{"kind", "sentinel"}}) == 1);
+  CHECK(value_of(samples, "pathlock_backend_failovers_total", {{"backend", "postgres"}, {"kind", "cluster"}}) == 0);
+  for (const Sample& sample : samples)  // the embedded backend makes no calls: no series of its own
+    CHECK((sample.labels.count("backend") == 0 || sample.labels.at("backend") != "memory"));
   // Every operation's series from the start, at 0 (so increase() sees the first event).
   CHECK(value_of(samples, "pathlock_wait_seconds_count", {{"op", "purge"}}) == 0);
   CHECK(value_of(samples, "pathlock_waiting_requests", {{"op", "purge"}}) == 0);

@@ -33,6 +33,11 @@
 
 namespace pathlock {
 
+// The backends behind LockEngine: the embedded one, Redis and PostgreSQL
+// (make_engine's choice, factory.hpp; the `backend` label of the metrics'
+// call series, metrics.hpp).
+enum class Backend { memory, redis, postgres };
+
 class Metrics;  // pathlock/metrics.hpp
 
 using Millis = std::chrono::milliseconds;

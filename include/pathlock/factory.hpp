@@ -17,7 +17,7 @@
 
 namespace pathlock {
 
-enum class Backend { memory, redis, postgres };
+// Backend (memory, redis, postgres): engine.hpp.
 
 struct EngineOptions {
   Backend backend = Backend::memory;

@@ -55,12 +55,21 @@ inline constexpr std::size_t kRefusalKindCount = 4;
 inline constexpr std::size_t kRefusalQueued = 3;
 std::string_view refusal_kind_name(std::size_t kind);  // same, held_ancestor, held_descendant, queued
 
-// Why the Redis client sent a command again (redis_client.hpp's retry rule).
+// The backend a call went to (Backend, engine.hpp): the `backend` label of
+// the call, retry and failover series (pathlock_backend_*). The embedded
+// backend makes no calls: its series stay at 0 and are not exported.
+inline constexpr std::size_t kBackendCount = 3;
+std::string_view backend_name(Backend backend);  // "memory", "redis", "postgres"
+
+// Why a backend's client sent a command again because it provably did not
+// run (the Redis client's retry rule, redis_client.hpp: moved and ask are a
+// Redis Cluster's redirections; the others are any backend's).
 enum class RetryReason : std::uint8_t { moved, ask, busy, read_only, not_sent, unreachable };
 inline constexpr std::size_t kRetryReasonCount = 6;
 std::string_view retry_reason_name(RetryReason reason);
 
-// How the Redis client learnt that its master changed.
+// How a backend's client learnt that its primary changed (Redis: Sentinel
+// or Cluster).
 enum class FailoverKind : std::uint8_t {
   sentinel,  // the sentinels named another master
   cluster,   // a cluster node was unreachable or read-only; the slot map was read again
@@ -98,10 +107,17 @@ struct MetricsSnapshot {
   std::uint64_t leases_lost = 0;        // LeaseKeeper leases lost
   std::uint64_t long_waits = 0;         // waits logged as long (ObserveOptions::long_wait)
   std::uint64_t long_holds = 0;         // holds logged as long (ObserveOptions::long_hold)
-  std::uint64_t backend_errors = 0;     // BackendErrors raised by the Redis client
+  std::uint64_t backend_errors = 0;     // BackendErrors raised by a backend's client
+  // Per backend (index: Backend): one call, retries included; commands sent
+  // again, by reason; changes of primary, by kind.
+  std::array<HistogramSnapshot, kBackendCount> calls{};
+  std::array<std::array<std::uint64_t, kRetryReasonCount>, kBackendCount> backend_retries{};
+  std::array<std::array<std::uint64_t, kFailoverKindCount>, kBackendCount> backend_failovers{};
+  // Redis's rows of the three above, as in 1.0 (kept until 2.0; the
+  // pathlock_redis_* series they feed go in 1.2: docs/changes.md).
   std::array<std::uint64_t, kRetryReasonCount> retries{};
   std::array<std::uint64_t, kFailoverKindCount> failovers{};
-  HistogramSnapshot redis_calls;  // one Redis call, retries included
+  HistogramSnapshot redis_calls;
   // Work in progress, per operation: acquire calls waiting now (refused at
   // least once, not answered yet), and how long the oldest of them has.
   std::vector<std::uint64_t> waiting;
@@ -145,9 +161,13 @@ class Metrics {
   void count_long_wait() noexcept;
   void count_long_hold() noexcept;
   void count_backend_error() noexcept;
-  void count_retry(RetryReason reason) noexcept;
-  void count_failover(FailoverKind kind) noexcept;
-  void observe_redis_call(std::chrono::nanoseconds took) noexcept;
+  void count_retry(Backend backend, RetryReason reason) noexcept;
+  void count_failover(Backend backend, FailoverKind kind) noexcept;
+  void observe_call(Backend backend, std::chrono::nanoseconds took) noexcept;
+  // 1.0's spellings: the Redis backend's (kept until 2.0).
+  void count_retry(RetryReason reason) noexcept { count_retry(Backend::redis, reason); }
+  void count_failover(FailoverKind kind) noexcept { count_failover(Backend::redis, kind); }
+  void observe_redis_call(std::chrono::nanoseconds took) noexcept { observe_call(Backend::redis, took); }
   // A waiting acquire of `op` was refused first at `since` and waits; it
   // ends with wait_ended(op, since) whatever its answer (work in progress:
   // MetricsSnapshot::waiting and oldest_wait).

@@ -135,6 +135,15 @@ std::string_view retry_reason_name(RetryReason reason) {
   return "?";
 }
 
+std::string_view backend_name(Backend backend) {
+  switch (backend) {
+    case Backend::memory: return "memory";
+    case Backend::redis: return "redis";
+    case Backend::postgres: return "postgres";
+  }
+  return "unknown";
+}
+
 std::string_view failover_kind_name(FailoverKind kind) {
   return kind == FailoverKind::sentinel ? "sentinel" : "cluster";
 }
@@ -207,9 +216,9 @@ struct Block {
   std::unique_ptr<Histogram[]> wait, hold;
   Counter releases{0}, force_releases{0}, renewals{0}, renewals_missing{0}, leases_lost{0}, long_waits{0},
       long_holds{0}, backend_errors{0};
-  std::array<Counter, kRetryReasonCount> retries{};
-  std::array<Counter, kFailoverKindCount> failovers{};
-  Histogram redis_calls;
+  std::array<std::array<Counter, kRetryReasonCount>, kBackendCount> retries{};
+  std::array<std::array<Counter, kFailoverKindCount>, kBackendCount> failovers{};
+  std::array<Histogram, kBackendCount> calls;
 };
 
 struct Metrics::Impl {
@@ -301,11 +310,15 @@ void Metrics::count_lease_lost() noexcept { add(impl_->mine().leases_lost); }
 void Metrics::count_long_wait() noexcept { add(impl_->mine().long_waits); }
 void Metrics::count_long_hold() noexcept { add(impl_->mine().long_holds); }
 void Metrics::count_backend_error() noexcept { add(impl_->mine().backend_errors); }
-void Metrics::count_retry(RetryReason reason) noexcept { add(impl_->mine().retries[static_cast<std::size_t>(reason)]); }
-void Metrics::count_failover(FailoverKind kind) noexcept {
-  add(impl_->mine().failovers[static_cast<std::size_t>(kind)]);
+void Metrics::count_retry(Backend backend, RetryReason reason) noexcept {
+  add(impl_->mine().retries[static_cast<std::size_t>(backend)][static_cast<std::size_t>(reason)]);
 }
-void Metrics::observe_redis_call(std::chrono::nanoseconds took) noexcept { impl_->mine().redis_calls.observe(took); }
+void Metrics::count_failover(Backend backend, FailoverKind kind) noexcept {
+  add(impl_->mine().failovers[static_cast<std::size_t>(backend)][static_cast<std::size_t>(kind)]);
+}
+void Metrics::observe_call(Backend backend, std::chrono::nanoseconds took) noexcept {
+  impl_->mine().calls[static_cast<std::size_t>(backend)].observe(took);
+}
 void Metrics::wait_began(int op, std::chrono::steady_clock::time_point since) noexcept {
   if (!impl_->has(op)) return;
   try {
@@ -355,12 +368,47 @@ MetricsSnapshot Metrics::snapshot() const {
     s.long_waits += get(b.long_waits);
     s.long_holds += get(b.long_holds);
     s.backend_errors += get(b.backend_errors);
-    for (std::size_t i = 0; i < kRetryReasonCount; ++i) s.retries[i] += get(b.retries[i]);
-    for (std::size_t i = 0; i < kFailoverKindCount; ++i) s.failovers[i] += get(b.failovers[i]);
-    sum(s.redis_calls, b.redis_calls);
+    for (std::size_t k = 0; k < kBackendCount; ++k) {
+      for (std::size_t i = 0; i < kRetryReasonCount; ++i) s.backend_retries[k][i] += get(b.retries[k][i]);
+      for (std::size_t i = 0; i < kFailoverKindCount; ++i) s.backend_failovers[k][i] += get(b.failovers[k][i]);
+      sum(s.calls[k], b.calls[k]);
+    }
   }
+  const auto redis = static_cast<std::size_t>(Backend::redis);
+  s.retries = s.backend_retries[redis];
+  s.failovers = s.backend_failovers[redis];
+  s.redis_calls = s.calls[redis];
   return s;
 }
+
+namespace {
+
+// The per-backend series: every backend's that makes calls (not the
+// embedded one), from the start (at 0).
+constexpr auto kFirstCalled = static_cast<std::size_t>(Backend::redis);
+void backend_lines(std::string& out, const MetricsSnapshot& s) {
+  auto it = std::back_inserter(out);
+  header(out, "pathlock_backend_retries_total", "counter",
+         "Commands a backend's client sent again because they provably did not run, by backend and reason.");
+  for (std::size_t k = kFirstCalled; k < kBackendCount; ++k)
+    for (std::size_t i = 0; i < kRetryReasonCount; ++i)
+      fmt::format_to(it, "pathlock_backend_retries_total{{backend=\"{}\",reason=\"{}\"}} {}\n",
+                     backend_name(static_cast<Backend>(k)), retry_reason_name(static_cast<RetryReason>(i)),
+                     s.backend_retries[k][i]);
+  header(out, "pathlock_backend_failovers_total", "counter",
+         "Changes of primary a backend's client learnt of, by backend and kind.");
+  for (std::size_t k = kFirstCalled; k < kBackendCount; ++k)
+    for (std::size_t i = 0; i < kFailoverKindCount; ++i)
+      fmt::format_to(it, "pathlock_backend_failovers_total{{backend=\"{}\",kind=\"{}\"}} {}\n",
+                     backend_name(static_cast<Backend>(k)), failover_kind_name(static_cast<FailoverKind>(i)),
+                     s.backend_failovers[k][i]);
+  header(out, "pathlock_backend_call_seconds", "histogram", "Duration of one call to a backend, retries included.");
+  for (std::size_t k = kFirstCalled; k < kBackendCount; ++k)
+    histogram_lines(out, "pathlock_backend_call_seconds",
+                    fmt::format("backend=\"{}\"", backend_name(static_cast<Backend>(k))), s.calls[k]);
+}
+
+}  // namespace
 
 std::string Metrics::prometheus() const {
   const MetricsSnapshot s = snapshot();
@@ -408,17 +456,21 @@ std::string Metrics::prometheus() const {
           s.leases_lost);
   counter("pathlock_long_waits_total", "Waiting acquires logged as long (ObserveOptions::long_wait).", s.long_waits);
   counter("pathlock_long_holds_total", "Locks logged as held long (ObserveOptions::long_hold).", s.long_holds);
-  counter("pathlock_backend_errors_total", "Backend errors raised by the Redis client.", s.backend_errors);
+  counter("pathlock_backend_errors_total", "Backend errors raised by a backend's client.", s.backend_errors);
+  backend_lines(out, s);
+  // 1.0's names, the Redis backend's series alone (they go in 1.2).
   header(out, "pathlock_redis_retries_total", "counter",
-         "Redis commands sent again, by reason (moved and ask are the cluster's redirections).");
+         "Deprecated (pathlock_backend_retries_total{backend=\"redis\"}): Redis commands sent again, by reason.");
   for (std::size_t i = 0; i < kRetryReasonCount; ++i)
     fmt::format_to(it, "pathlock_redis_retries_total{{reason=\"{}\"}} {}\n", retry_reason_name(static_cast<RetryReason>(i)),
                    s.retries[i]);
-  header(out, "pathlock_redis_failovers_total", "counter", "Changes of master the Redis client learnt of, by kind.");
+  header(out, "pathlock_redis_failovers_total", "counter",
+         "Deprecated (pathlock_backend_failovers_total{backend=\"redis\"}): changes of master, by kind.");
   for (std::size_t i = 0; i < kFailoverKindCount; ++i)
     fmt::format_to(it, "pathlock_redis_failovers_total{{kind=\"{}\"}} {}\n",
                    failover_kind_name(static_cast<FailoverKind>(i)), s.failovers[i]);
-  header(out, "pathlock_redis_call_seconds", "histogram", "Duration of one Redis call, retries included.");
+  header(out, "pathlock_redis_call_seconds", "histogram",
+         "Deprecated (pathlock_backend_call_seconds{backend=\"redis\"}): one Redis call, retries included.");
   histogram_lines(out, "pathlock_redis_call_seconds", "", s.redis_calls);
   return out;
 }

@@ -297,7 +297,7 @@ class PostgresEngine final : public LockEngine {
     try {
       Pool::Lease c = pool().take(options_.command_timeout);
       Result r = c->exec(sql, params, options_.command_timeout);
-      if (Metrics* m = instruments_.metrics()) m->observe_redis_call(std::chrono::steady_clock::now() - begun);
+      if (Metrics* m = instruments_.metrics()) m->observe_call(Backend::postgres, std::chrono::steady_clock::now() - begun);
       return r;
     } catch (const BackendError& e) {
       if (Metrics* m = instruments_.metrics()) m->count_backend_error();

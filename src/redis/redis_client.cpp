@@ -130,7 +130,7 @@ void RedisClient::rediscover(Clock::time_point seen) {
     try {
       const Endpoint master = ask_sentinels(options_.url, settings_, warnings_);
       std::lock_guard guard(mutex_);
-      if (options_.metrics && !(master == master_)) options_.metrics->count_failover(FailoverKind::sentinel);
+      if (options_.metrics && !(master == master_)) options_.metrics->count_failover(Backend::redis, FailoverKind::sentinel);
       master_ = master;
     } catch (const BackendError&) {
     }
@@ -173,7 +173,7 @@ struct RedisClient::Missed {
 };
 
 void RedisClient::count_retry(RetryReason reason) const {
-  if (options_.metrics) options_.metrics->count_retry(reason);
+  if (options_.metrics) options_.metrics->count_retry(Backend::redis, reason);
 }
 
 // A redirect or a refusal that the next attempt answers (MOVED, ASK,
@@ -234,7 +234,7 @@ void RedisClient::between_attempts(int slot, const Endpoint& node, const Missed&
   if (m.relearn) rediscover(started);
   // A node gone or demoted whose slot now has another master: a failover.
   if (m.lost_node && mode_ == Mode::cluster && options_.metrics && slot >= 0 && !(target(slot) == node))
-    options_.metrics->count_failover(FailoverKind::cluster);
+    options_.metrics->count_failover(Backend::redis, FailoverKind::cluster);
   if (m.back_off) {
     std::this_thread::sleep_for(std::min(pause, std::chrono::ceil<Millis>(deadline - Clock::now())));
     pause = std::min(pause * 2, Millis{200});
@@ -250,7 +250,7 @@ Reply RedisClient::routed(int slot, int* acked, Body&& body) {
     Metrics* m;
     Clock::time_point begun;
     ~Timed() {
-      if (m) m->observe_redis_call(Clock::now() - begun);
+      if (m) m->observe_call(Backend::redis, Clock::now() - begun);
     }
   } timed{options_.metrics, begun};
   Missed last;

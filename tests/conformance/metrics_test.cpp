@@ -149,7 +149,16 @@ TEST_CASE("metrics count every outcome, the refusal grid and the waits, and a lo
   CHECK(s.renewals_missing == 1);
   CHECK(s.long_waits == 2);
   CHECK(s.backend_errors == 0);
-  if (!backend.can.in_process) CHECK(s.redis_calls.count() > 0);
+  // Calls are timed under their own backend's name, and under no other.
+  const Backend called = backend.name == "postgres" ? Backend::postgres : Backend::redis;
+  if (!backend.can.in_process) {
+    CHECK(s.calls[static_cast<std::size_t>(called)].count() > 0);
+    CHECK(s.calls[static_cast<std::size_t>(called == Backend::redis ? Backend::postgres : Backend::redis)].count() ==
+          0);
+  } else {
+    for (const HistogramSnapshot& h : s.calls) CHECK(h.count() == 0);
+  }
+  CHECK(s.redis_calls.count() == s.calls[static_cast<std::size_t>(Backend::redis)].count());
 }
 
 TEST_CASE("metrics: a long hold is logged once when the holder renews, and counting can be off", "[metrics]") {
