@@ -22,7 +22,8 @@ void PostgresServer::prepare() {
   dir_ = make_server_dir("pg");
 }
 
-PostgresServer::PostgresServer(const std::vector<std::string>& settings) : settings_(settings) {
+PostgresServer::PostgresServer(const std::vector<std::string>& settings, const std::vector<std::string>& environment)
+    : settings_(settings), environment_(environment) {
   prepare();
   run_as_server_user({bin_ + "/initdb", "-D", dir_ + "/data", "-U", "postgres", "--auth=trust", "-E", "UTF8",
                       "--locale=C", "--no-sync"},
@@ -69,7 +70,8 @@ void PostgresServer::start() {
   // attached for a moment: try again until it starts.
   const std::string conninfo = url();
   wait_for("PostgresServer", "the server to accept connections", [&] {
-    if (pid_ <= 0 || ::waitpid(pid_, nullptr, WNOHANG) == pid_) pid_ = spawn_as_server_user(argv, log, true);
+    if (pid_ <= 0 || ::waitpid(pid_, nullptr, WNOHANG) == pid_)
+      pid_ = spawn_as_server_user(argv, log, true, environment_);
     return PQping(conninfo.c_str()) == PQPING_OK;
   }, 30);
 }

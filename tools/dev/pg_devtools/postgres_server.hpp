@@ -30,8 +30,12 @@ namespace pathlock::devtools {
 
 class PostgresServer {
  public:
-  // Starts a private server; `settings` are extra "-c name=value" pairs.
-  explicit PostgresServer(const std::vector<std::string>& settings = {});
+  // Starts a private server; `settings` are extra "-c name=value" pairs, and
+  // `environment` ("NAME=value" each) is added to the server's environment
+  // (not initdb's), also when it is restarted: a clock faker's LD_PRELOAD
+  // (tests/support/clock_step.hpp).
+  explicit PostgresServer(const std::vector<std::string>& settings = {},
+                          const std::vector<std::string>& environment = {});
   // Starts a streaming standby of `primary`.
   struct StandbyOf {};
   static constexpr StandbyOf standby_of{};
@@ -77,6 +81,7 @@ class PostgresServer {
   std::string dir_;   // the data directory is dir_/data, the socket dir_
   std::string bin_;
   std::vector<std::string> settings_;
+  std::vector<std::string> environment_;  // added to the server's environment
   int port_ = 0;
   pid_t pid_ = -1;
 };

@@ -1,6 +1,8 @@
 // Child processes run as an unprivileged user: see server_process.hpp.
 #include "pg_devtools/server_process.hpp"
 
+#include "redis_devtools/redis_server.hpp"  // environment_with
+
 #include <fcntl.h>
 #include <pwd.h>
 #include <signal.h>
@@ -37,13 +39,17 @@ std::string make_server_dir(const std::string& tag) {
   return tmpl;
 }
 
-pid_t spawn_as_server_user(const std::vector<std::string>& argv, const std::string& log, bool own_group) {
+pid_t spawn_as_server_user(const std::vector<std::string>& argv, const std::string& log, bool own_group,
+                           const std::vector<std::string>& environment) {
   const passwd* pw = server_user();
   const bool from_main = ::getpid() == ::gettid();
   const pid_t parent = ::getpid();
-  std::vector<char*> args;
+  std::vector<char*> args, env;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  const std::vector<std::string> env_strings = environment_with(environment);  // made before the fork
+  for (const std::string& e : env_strings) env.push_back(const_cast<char*>(e.c_str()));
+  env.push_back(nullptr);
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error("server process: fork failed");
   if (pid == 0) {
@@ -60,7 +66,7 @@ pid_t spawn_as_server_user(const std::vector<std::string>& argv, const std::stri
       ::dup2(out, STDERR_FILENO);
     }
     if (pw && (::setgid(pw->pw_gid) != 0 || ::setuid(pw->pw_uid) != 0)) ::_exit(126);
-    ::execv(args[0], args.data());
+    ::execve(args[0], args.data(), env.data());
     ::_exit(127);
   }
   return pid;

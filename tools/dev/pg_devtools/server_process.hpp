@@ -17,8 +17,10 @@ std::string make_server_dir(const std::string& tag);
 // fork + (as root) setgid/setuid to nobody + exec of argv[0] (a path);
 // stdout/stderr appended to `log`, stdin /dev/null. `own_group`: in a
 // process group of its own. A child started from the main thread dies with
-// its parent (PR_SET_PDEATHSIG).
-pid_t spawn_as_server_user(const std::vector<std::string>& argv, const std::string& log, bool own_group);
+// its parent (PR_SET_PDEATHSIG). Its environment is this process's plus
+// `environment` ("NAME=value" each: environment_with, redis_server.hpp).
+pid_t spawn_as_server_user(const std::vector<std::string>& argv, const std::string& log, bool own_group,
+                           const std::vector<std::string>& environment = {});
 
 // Runs a program to its end as the server's user; throws
 // std::runtime_error with its output (`log`) when it fails.

@@ -26,6 +26,7 @@
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 namespace pathlock::devtools {
@@ -121,9 +122,12 @@ pid_t fork_or_throw() {
   return pid;
 }
 
-// Forks and execs redis-server with `args` (args[0] is the binary).
-pid_t launch(std::vector<std::string> args, bool main_thread) {
+// Forks and execs redis-server with `args` (args[0] is the binary) and this
+// process's environment plus `environment`.
+pid_t launch(std::vector<std::string> args, bool main_thread, const std::vector<std::string>& environment) {
   std::vector<char*> cargs = exec_argv(args);
+  std::vector<std::string> env = environment_with(environment);
+  std::vector<char*> cenv = exec_argv(env);  // made before the fork: the child only execs
   const pid_t pid = fork_or_throw();
   if (pid == 0) {
     if (main_thread) ::prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -134,9 +138,9 @@ pid_t launch(std::vector<std::string> args, bool main_thread) {
       ::dup2(null_fd, STDOUT_FILENO);
       ::dup2(null_fd, STDERR_FILENO);
     }
-    ::execvp(cargs[0], cargs.data());
+    ::execvpe(cargs[0], cargs.data(), cenv.data());
     cargs[0] = const_cast<char*>("/usr/bin/redis-server");
-    ::execv(cargs[0], cargs.data());
+    ::execve(cargs[0], cargs.data(), cenv.data());
     ::_exit(127);
   }
   return pid;
@@ -196,6 +200,12 @@ RedisServer::RedisServer(const std::vector<std::string>& extra_args, const std::
   start(extra_args, config);
 }
 
+RedisServer::RedisServer(const std::vector<std::string>& extra_args, const std::string& config,
+                         const std::vector<std::string>& environment)
+    : environment_(environment) {
+  start(extra_args, config);
+}
+
 void RedisServer::start(const std::vector<std::string>& extra_args, const std::string& config) {
   char tmpl[] = "/tmp/pathlock-redis-XXXXXX";
   if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
@@ -221,7 +231,7 @@ void RedisServer::start(const std::vector<std::string>& extra_args, const std::s
                                   "no",           "--dir",        dir_,                  "--logfile",
                                   log});
     args.insert(args.end(), extra_args.begin(), extra_args.end());
-    const pid_t pid = launch(args, main_thread);
+    const pid_t pid = launch(args, main_thread, environment_);
     args_ = args;
     pid_ = pid;
     port_ = port;
@@ -259,6 +269,18 @@ void RedisServer::stop() {
   if (pid_ <= 0) return;
   child_process::stop(pid_);
   pid_ = -1;
+}
+
+std::vector<std::string> environment_with(const std::vector<std::string>& vars) {
+  const auto name_of = [](std::string_view v) { return v.substr(0, v.find('=')); };
+  std::vector<std::string> out;
+  for (char** e = environ; *e; ++e) {
+    const std::string_view name = name_of(*e);
+    if (std::none_of(vars.begin(), vars.end(), [&](const std::string& v) { return name_of(v) == name; }))
+      out.emplace_back(*e);
+  }
+  out.insert(out.end(), vars.begin(), vars.end());
+  return out;
 }
 
 int run_program(const std::vector<std::string>& argv, std::string& output, int timeout_ms) {
@@ -336,7 +358,7 @@ void RedisServer::kill_hard() {
 void RedisServer::restart() {
   if (pid_ > 0 || args_.empty()) throw std::runtime_error("restart: the server is running, or was not started here");
   const bool main_thread = ::getpid() == static_cast<pid_t>(::syscall(SYS_gettid));
-  pid_ = launch(args_, main_thread);
+  pid_ = launch(args_, main_thread, environment_);
   // Ready once PING answers PONG (or an error other than LOADING, e.g. NOAUTH).
   const auto loaded = [&] {
     try {

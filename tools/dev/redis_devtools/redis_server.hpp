@@ -12,6 +12,8 @@
 // The binary is $PATHLOCK_REDIS_SERVER, else redis-server from PATH, else
 // /usr/bin/redis-server. A server that does not answer PING within 10 s
 // makes the constructor throw std::runtime_error with the server's log.
+// The server gets this process's environment, plus the variables a test
+// names (a clock faker's LD_PRELOAD: tests/support/clock_step.hpp).
 //
 // RedisConnection is deliberately independent of the library's own client:
 // tests and benchmarks look at the server through it, not through the code
@@ -72,6 +74,11 @@ int free_loopback_port_below(int limit);
 // kMaxNodePort for a Cluster node without --cluster-port (and a Sentinel).
 int node_port_for(const std::vector<std::string>& args);
 
+// This process's environment ("NAME=value" each) with `vars` ("NAME=value"
+// each) added, replacing the variables of the same names: what a child
+// started with them sees.
+std::vector<std::string> environment_with(const std::vector<std::string>& vars);
+
 // Runs `argv` (argv[0] looked up in PATH) with stdin from /dev/null and its
 // output captured; kills it after `timeout_ms`. Returns the exit status
 // (128 + signal if killed) and appends the output to `output`.
@@ -98,6 +105,10 @@ class RedisServer {
   // named first on the command line (redis-server --sentinel needs a
   // writable config file).
   RedisServer(const std::vector<std::string>& extra_args, const std::string& config);
+  // Same (`config` may be empty: none), with `environment` ("NAME=value"
+  // each) added to the server's environment, also when it is restarted.
+  RedisServer(const std::vector<std::string>& extra_args, const std::string& config,
+              const std::vector<std::string>& environment);
   // Stops the server if this object started it.
   ~RedisServer();
   RedisServer(const RedisServer&) = delete;
@@ -145,6 +156,7 @@ class RedisServer {
   pid_t pid_ = -1;
   std::string dir_;  // working directory of an owned server (holds its log)
   std::vector<std::string> args_;  // command line of an owned server, for restart()
+  std::vector<std::string> environment_;  // what the server's environment adds, for restart()
 };
 
 }  // namespace pathlock::devtools
