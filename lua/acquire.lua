@@ -261,16 +261,28 @@ do
              r.op.roles[w.at], r.paths[w.at], w.relation, w.waiter and 1 or 0 }
   end
 
+  -- The highest fence this library has issued in any namespace since it was
+  -- loaded on this server: a floor for the next, so that fences never go
+  -- back when a namespace's keys (meta.fence with them) expired on a clock
+  -- that was ahead and the clock then stepped back (docs/design.md#clock-steps).
+  -- (Kept by the server's Lua state: a restart or a reload starts it again
+  -- at 0, and the clock alone then bounds the fence, as after a data loss.)
+  local FLOOR = 0
+
   -- The fence of a new lock: one more than the last, and at least the server
   -- clock in microseconds, so it never goes back even when Redis lost the
   -- namespace's data (restart without persistence, failover to a lagging
-  -- replica). Returns the fence and its 16-digit text, or nil.
+  -- replica), and above FLOOR. Returns the fence and its 16-digit text, or nil.
   local function next_fence(c)
     local now_us = tonum(c.now_us_s)
-    local fence = (tonum(c.fence_s) or 0) + 1
-    if now_us >= fence and #c.now_us_s == PL_FENCE_DIGITS then return now_us, c.now_us_s end
+    local fence = mmax((tonum(c.fence_s) or 0), FLOOR) + 1
+    if now_us >= fence and #c.now_us_s == PL_FENCE_DIGITS then
+      FLOOR = now_us
+      return now_us, c.now_us_s
+    end
     fence = mmax(fence, now_us)
     if fence > PL_MAX_FENCE then return nil end
+    FLOOR = fence
     return fence, fence16(fence)
   end
 
