@@ -152,11 +152,18 @@ bool promoted(const ClusterLab& lab, int asked, const std::string& ns, int repli
       30s);
 }
 
-// Waits until the old master `m` follows the new one, in sync.
+// Waits until the old master `m` follows the new one, in sync. A look that
+// fails while it changes role (its connections are reset as it turns into a
+// replica) looks again.
 bool rejoined(const ClusterLab& lab, int m) {
   return until(
       [&] {
-        const std::string info = lab.ask(m, {"INFO", "replication"}).str;
+        std::string info;
+        try {
+          info = lab.ask(m, {"INFO", "replication"}).str;
+        } catch (const std::runtime_error&) {
+          return false;
+        }
         return info.find("role:slave") != std::string::npos && info.find("master_link_status:up") != std::string::npos;
       },
       30s);
