@@ -368,22 +368,18 @@ class RedisEngine final : public LockEngine {
   // A command the library can do without, refused: a warning. SPUBLISH:
   // waiting requests re-check on a timer; PEXPIREAT: the namespaces this
   // user creates keep their keys (docs/lua-protocol.md#expiry); INFO: the
-  // library cannot read the eviction policy, so it gives no key a TTL (the
-  // same).
+  // library cannot read the eviction policy, so it gives no key a TTL.
   void optional_denied(std::string_view ns, std::string_view command) {
-    const bool publish = command == "SPUBLISH";
-    std::string message = publish
+    const bool publish = command == "SPUBLISH", info = command == "INFO";
+    const std::string message = publish
         ? fmt::format("redis at {}: this user may not SPUBLISH on pl:{{{}}}:wake; waiting requests only re-check on a "
-                      "timer. Grant the user the channels pl:* (ACL SETUSER ... &pl:*)",
-                      client_->server(), ns)
+                      "timer. Grant the user the channels pl:* (ACL SETUSER ... &pl:*)", client_->server(), ns)
         : fmt::format("redis at {}: this user may not run {} {}; namespaces it creates keep their keys until calls "
-                      "remove them. Grant +{}",
-                      client_->server(), command, command == "INFO" ? "(the library reads maxmemory-policy with it)"
-                                                                    : fmt::format("on pl:{{{}}}:*", ns),
-                      command == "INFO" ? "info" : "pexpireat");
-    const char* event = publish ? "no_spublish" : command == "INFO" ? "no_info" : "no_pexpireat";
-    instruments_.log(LogLevel::warning, message,
-                     {{"event", event}, {"server", client_->server()}, {"ns", std::string(ns)}});
+                      "remove them. Grant +{}", client_->server(), command,
+                      info ? "(the library reads maxmemory-policy with it)" : fmt::format("on pl:{{{}}}:*", ns),
+                      info ? "info" : "pexpireat");
+    instruments_.log(LogLevel::warning, message, {{"event", publish ? "no_spublish" : info ? "no_info" : "no_pexpireat"},
+                                                  {"server", client_->server()}, {"ns", std::string(ns)}});
   }
 
   // Lock `id` released with `holds_left`: when it is gone and this process
