@@ -204,6 +204,15 @@ Verdict check(const History& history) {
   return v;
 }
 
+// `pathlock-stress check` finds no violation in `history`.
+void check_clean(const History& history) {
+  const Verdict v = check(history);
+  INFO(v.text);
+  CHECK(v.status == 0);
+  CHECK(v.violations == 0);
+  CHECK(v.fence_violations == 0);
+}
+
 // The end of the lease a holder can vouch for after its acquire was
 // answered at `answered` (no keeper): the granting call ran on the server
 // after it was sent, at most the command timeout before its answer.
@@ -366,11 +375,7 @@ void backward_step(ClockLab& lab) {
   history.hold(ha.request, ga, ha.sent, ha.from, vouched_end(ha.from));
   history.hold(hc.request, hc.got.grant, hc.sent, hc.from, std::min(released_c, vouched_end(hc.from)));
   history.hold(waiter.request, gb, waiter.sent, waiter.answered, std::min(released_b, vouched_end(waiter.answered)));
-  const Verdict v = check(history);
-  INFO(v.text);
-  CHECK(v.status == 0);
-  CHECK(v.violations == 0);
-  CHECK(v.fence_violations == 0);
+  check_clean(history);
   std::cout << fmt::format(
       "clock, {}: step -{} s with {} ms leases: A's lease had {} ms left after the step, A's lock lasted {:.0f} ms "
       "of real time (lease + step = {} ms); fences after the step: C +{} us, B +{} us over A's\n",
@@ -400,6 +405,24 @@ TEST_CASE("clock: a step back extends a lease by no more than the step, with no 
 
 namespace {
 
+// The clock stepped back by kForward while `lease` keeps `grant`: what the
+// lease had left just after the step, and after its next renewal (which
+// counts from the corrected clock).
+std::pair<Millis, Millis> step_back_while_kept(ClockLab& lab, LockEngine& observer, const std::string& ns,
+                                              const Grant& grant, const Lease& lease) {
+  lab.step_to(0s);  // back by kForward
+  const std::uint64_t renewed = lease.renewals();
+  const std::vector<LockInfo> after_step = observer.list(ns);
+  REQUIRE(find_lock(after_step, grant.id));
+  const Millis left_after_step = find_lock(after_step, grant.id)->expires_in;
+  REQUIRE(until([&] { return lease.renewals() > renewed; }));
+  const std::vector<LockInfo> after_renewal = observer.list(ns);
+  REQUIRE(find_lock(after_renewal, grant.id));
+  const Millis left_after_renewal = find_lock(after_renewal, grant.id)->expires_in;
+  CHECK(left_after_renewal <= kTtl);
+  return {left_after_step, left_after_renewal};
+}
+
 void forward_then_back(ClockLab& lab) {
   const std::string ns = unique_namespace("clock-fwd-back");
   const auto a = lab.engine(), b = lab.engine(), c = lab.engine();
@@ -426,16 +449,7 @@ void forward_then_back(ClockLab& lab) {
   const auto lease_b = keeper_b.keep(ns, gb, kTtl, [&](const Lease&) { lost_b.mark(); });
   REQUIRE(until([&] { return lease_b->renewals() >= 1; }));  // renewed on the clock that is ahead
 
-  lab.step_to(0s);  // back by kForward
-  const std::uint64_t renewed = lease_b->renewals();
-  const std::vector<LockInfo> after_step = c->list(ns);
-  REQUIRE(find_lock(after_step, gb.id));
-  const Millis left_after_step = find_lock(after_step, gb.id)->expires_in;
-  REQUIRE(until([&] { return lease_b->renewals() > renewed; }));
-  const std::vector<LockInfo> after_renewal = c->list(ns);
-  REQUIRE(find_lock(after_renewal, gb.id));
-  const Millis left_after_renewal = find_lock(after_renewal, gb.id)->expires_in;
-  CHECK(left_after_renewal <= kTtl);  // the renewal counts from the corrected clock
+  const auto [left_after_step, left_after_renewal] = step_back_while_kept(lab, *c, ns, gb, *lease_b);
   CHECK(lost_b.at == 0);
 
   Attempt waiter_c(*c, delete_folder(ns, "C", "/p/A", 10000ms));
@@ -462,11 +476,7 @@ void forward_then_back(ClockLab& lab) {
   history.hold(waiter_c.request, gc, waiter_c.sent, waiter_c.answered,
                std::min(released_c, vouched_end(waiter_c.answered)));
   history.hold(hd.request, gd, hd.sent, hd.from, std::min(released_d, vouched_end(hd.from)));
-  const Verdict v = check(history);
-  INFO(v.text);
-  CHECK(v.status == 0);
-  CHECK(v.violations == 0);
-  CHECK(v.fence_violations == 0);
+  check_clean(history);
   std::cout << fmt::format(
       "clock, {}: step +{} s then back: A's loss reported {:.0f} ms after the forward step; B's kept lease had {} ms "
       "left after the step back, {} ms after its next renewal; fences B-A +{} us, C-B +{} us, D-C +{} us\n",
@@ -532,11 +542,7 @@ void forward_idle_back(ClockLab& lab) {
 
   history.hold(ha.request, ga, ha.sent, ha.from, std::min(released_a, vouched_end(ha.from)));
   history.hold(hb.request, gb, hb.sent, hb.from, std::min(released_b, vouched_end(hb.from)));
-  const Verdict v = check(history);
-  INFO(v.text);
-  CHECK(v.status == 0);
-  CHECK(v.violations == 0);
-  CHECK(v.fence_violations == 0);
+  check_clean(history);
   std::cout << fmt::format(
       "clock, {}: step +{} s, namespace idle {:.1f} s, step back: B's fence {} A's by {} us\n", lab.name(),
       kForward.count(), ms_between(released_a, hb.sent) / 1000,

@@ -29,13 +29,6 @@ using namespace pathlock::test;
 
 namespace {
 
-long long info_field(const RedisServer& server, const std::string& section, const std::string& field) {
-  const std::string info = server.command({"INFO", section}).str;
-  const std::size_t at = info.find(field + ":");
-  REQUIRE(at != std::string::npos);
-  return std::stoll(info.substr(at + field.size() + 1));
-}
-
 // maxmemory: what the server uses now (the library loaded) plus `headroom`.
 void limit_memory(const RedisServer& server, long long headroom) {
   const long long used = info_field(server, "memory", "used_memory");

@@ -30,13 +30,6 @@ using namespace pathlock::test;
 
 namespace {
 
-long long info_field(const RedisServer& server, const std::string& section, const std::string& field) {
-  const std::string info = server.command({"INFO", section}).str;
-  const std::size_t at = info.find(field + ":");
-  REQUIRE(at != std::string::npos);
-  return std::stoll(info.substr(at + field.size() + 1));
-}
-
 long long dbsize(const RedisServer& server) { return server.command({"DBSIZE"}).integer; }
 
 int namespace_count() {

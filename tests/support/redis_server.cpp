@@ -4,6 +4,7 @@
 #include "support/backends.hpp"
 
 #include <cstdlib>
+#include <stdexcept>
 
 namespace pathlock::test {
 
@@ -69,6 +70,13 @@ TwoMatrices::TwoMatrices(const MatrixTable& other_matrix, const std::string& hin
       other(redis_engine(shared_redis_server().url(), &other_matrix)) {}
 
 std::string prefix_of(const std::string& ns) { return "pl:{" + ns + "}:"; }
+
+long long info_field(const RedisServer& server, const std::string& section, const std::string& field) {
+  const std::string info = server.command({"INFO", section}).str;
+  const std::size_t at = info.find("\n" + field + ":");
+  if (at == std::string::npos) throw std::runtime_error("INFO " + section + " has no field " + field);
+  return std::stoll(info.substr(at + field.size() + 2));
+}
 
 std::vector<std::string> ns_keys(const RedisServer& server, const std::string& ns) {
   std::vector<std::string> out;

@@ -77,6 +77,10 @@ struct TwoMatrices {
 // "pl:{NS}:", the prefix of every key of namespace `ns`.
 std::string prefix_of(const std::string& ns);
 
+// A numeric field of `INFO section` on `server` (used_memory, evicted_keys);
+// throws std::runtime_error when the field is missing.
+long long info_field(const RedisServer& server, const std::string& section, const std::string& field);
+
 // The keys of namespace `ns` on `server`, without the prefix, sorted.
 std::vector<std::string> ns_keys(const RedisServer& server, const std::string& ns);
 
