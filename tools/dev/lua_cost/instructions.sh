@@ -16,7 +16,10 @@
 #   LIBRARY=FILE  a library text to load first (e.g. from `pathlock-matrixc
 #                 --lua FILE` of another commit): the engine uses a library
 #                 already loaded under its name, so two library versions can
-#                 be compared with one build
+#                 be compared with one build (give the old text the new
+#                 library's name: the hash in its first lines)
+#   REFUSED=1     count refused acquires instead of pairs: a delete_folder
+#                 held on the pairs' folder refuses each (the other hot call)
 # Needs valgrind (apt-get install valgrind). Starts its own server on a free
 # loopback port and stops it. Prints: "<n> instructions per pair (...)".
 set -euo pipefail
@@ -53,9 +56,12 @@ ring=${RING:-1000}
 if [[ -n ${LIBRARY:-} ]]; then
   redis-cli -p "$port" -x FUNCTION LOAD REPLACE <"$LIBRARY" >/dev/null
 fi
-"$loop" --redis "$url" --held "$held" --pairs 100 --ring "$ring" # the held locks, the library, warm caches
+mode=()
+what="pair"
+if [[ -n ${REFUSED:-} ]]; then mode=(--refused); what="refused acquire"; fi
+"$loop" --redis "$url" --held "$held" --pairs 100 --ring "$ring" "${mode[@]}" # the held locks, the library, warm caches
 callgrind_control -z "$vg" >/dev/null 2>&1
-"$loop" --redis "$url" --pairs "$pairs" --ring "$ring"
+"$loop" --redis "$url" --pairs "$pairs" --ring "$ring" "${mode[@]}"
 rm -f "$work"/cg.*.*
 callgrind_control -d "$vg" >/dev/null 2>&1
 dump=""
@@ -65,5 +71,5 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 total=$(grep '^totals:' "$dump" | awk '{print $2}')
-echo "$((total / pairs)) instructions per pair ($held held, depth 5, $pairs pairs over $ring paths, one client;" \
+echo "$((total / pairs)) instructions per $what ($held held, depth 5, $pairs ${what}s over $ring paths, one client;" \
   "$("$server" --version | awk '{print $3}')${LIBRARY:+; library $LIBRARY})"

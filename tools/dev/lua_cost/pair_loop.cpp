@@ -5,11 +5,14 @@
 // acquire+release pairs, one after another on one connection, each on a
 // sibling of held locks at depth 5 (so every pair walks a populated index
 // and is granted), cycling through --ring distinct paths (default 1000, as
-// pathlock-bench's clients do). Timing is not its job: it prints nothing but
-// errors.
+// pathlock-bench's clients do). With --refused, each of the --pairs steps
+// is instead one acquire that a held delete_folder of their folder refuses
+// (the other hot call: a refusal names the lock, takes no place in line).
+// Timing is not its job: it prints nothing but errors.
 //
-// Usage: pathlock-pair-loop --redis URL [--held N] [--pairs N] [--ring N] [--namespace NS]
-// Exit status: 0 done, 1 a pair was refused or failed, 2 bad usage.
+// Usage: pathlock-pair-loop --redis URL [--held N] [--pairs N] [--ring N] [--namespace NS] [--refused]
+// Exit status: 0 done, 1 a pair was refused or failed (or, with --refused,
+// a step was granted), 2 bad usage.
 #include <pathlock/pathlock.hpp>
 
 #include "common/options.hpp"
@@ -23,7 +26,7 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: pathlock-pair-loop --redis URL [--held N] [--pairs N] [--ring N] [--namespace NS]\n";
+    "usage: pathlock-pair-loop --redis URL [--held N] [--pairs N] [--ring N] [--namespace NS] [--refused]\n";
 
 namespace options = pathlock::options;
 const options::Options kOptions = options::Options{}
@@ -31,7 +34,28 @@ const options::Options kOptions = options::Options{}
                                       .number("held", 0, 100000000)
                                       .number("pairs", 0, 1000000000000)
                                       .number("ring", 1, 100000000)
-                                      .value("namespace");
+                                      .value("namespace")
+                                      .flag("refused");
+
+// --refused: a delete_folder held on /f/7/x/w (a sibling of the held locks'
+// folder) refuses every step's upload below it, at depth 5 as a pair's. The run that takes the held locks takes it too (`take_blocker`),
+// so that the run counted after it sends nothing but the refused acquires.
+int refusals(pathlock::LockEngine& engine, const std::string& ns, long long steps, long long ring, bool take_blocker) {
+  pathlock::LockRequest blocker{ns, "blocker", "delete_folder", {{"target", "/f/7/x/w"}}};
+  blocker.ttl = pathlock::Millis(3600 * 1000);
+  if (take_blocker && !engine.acquire(blocker)) {
+    std::fprintf(stderr, "pathlock-pair-loop: the blocker was refused\n");
+    return 1;
+  }
+  for (long long i = 0; i < steps; ++i) {
+    const pathlock::LockRequest r{ns, "me", "upload", {{"target", "/f/7/x/w/m" + std::to_string(i % ring)}}};
+    if (engine.acquire(r)) {
+      std::fprintf(stderr, "pathlock-pair-loop: a step meant to be refused was granted\n");
+      return 1;
+    }
+  }
+  return 0;
+}
 
 }  // namespace
 
@@ -55,6 +79,7 @@ int main(int argc, char** argv) {
         return 1;
       }
     }
+    if (p->has("refused")) return refusals(*engine, ns, pairs, ring, held > 0);
     for (long long i = 0; i < pairs; ++i) {
       const pathlock::LockRequest r{ns, "me", "upload", {{"target", "/f/7/x/y/m" + std::to_string(i % ring)}}};
       const pathlock::AcquireResult g = engine->acquire(r);
