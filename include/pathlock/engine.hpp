@@ -1,4 +1,6 @@
-// pathlock/engine.hpp: the lock engine interface and its factory.
+// pathlock/engine.hpp: the lock engine interface, its requests and results
+// (each backend's factory is in its own header: memory.hpp, redis.hpp,
+// postgres.hpp; make_engine, by configuration, in factory.hpp).
 //
 // A LockEngine grants locks on paths for file operations. A request names a
 // namespace (one per project or tenant), an owner, an operation from the

@@ -1,6 +1,11 @@
-// pathlock/pathlock.hpp: every public header of pathlock.
+// pathlock/pathlock.hpp: every public header of the pathlock library
+// (pathlock::pathlock) at once. Two public headers belong to other parts and
+// are included by name: pathlock/matrix.hpp (the matrix files' library,
+// pathlock::matrix) and pathlock/metrics_server.hpp (built only with
+// PATHLOCK_WITH_METRICS_SERVER). tests/public_headers.py checks this list.
 #pragma once
 
+#include <pathlock/admin.hpp>
 #include <pathlock/clock.hpp>
 #include <pathlock/engine.hpp>
 #include <pathlock/factory.hpp>
@@ -12,4 +17,7 @@
 #include <pathlock/path.hpp>
 #include <pathlock/postgres.hpp>
 #include <pathlock/redis.hpp>
+#include <pathlock/redis_admin.hpp>
+#include <pathlock/redis_secret.hpp>
+#include <pathlock/redis_url.hpp>
 #include <pathlock/version.hpp>
