@@ -106,7 +106,14 @@ TEST_CASE("stress survives connection kills, stalls and server restarts without 
   };
   for (int i = 0; i < 500 && !connected(); ++i) std::this_thread::sleep_for(20ms);
   REQUIRE(connected());
-  std::this_thread::sleep_for(300ms);  // and got going
+  // ... and got going: each process's threads have called the library.
+  const auto fcalls = [&] {
+    const std::string stats = server.command({"INFO", "commandstats"}).str;
+    const std::size_t at = stats.find("cmdstat_fcall:calls=");
+    return at == std::string::npos ? 0LL : std::stoll(stats.substr(at + 20));
+  };
+  devtools::wait_for("fault test", "the stress processes to call the library",
+                     [&] { return fcalls() >= kProcesses * kThreads; });
 
   long clients_killed = 0, kill_rounds = 0, stalls = 0, restarts = 0;
   for (int round = 0; round < kRounds; ++round) {

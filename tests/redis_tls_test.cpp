@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <set>
 #include <sstream>
+#include <atomic>
 #include <thread>
 #include <fstream>
 
@@ -298,13 +299,20 @@ TEST_CASE("a Redis Cluster over TLS: every master, MOVED to TLS ports, wake-ups"
   CHECK(cluster.master_of(slot) == to);
   CHECK_FALSE(cluster.node(to).keys(prefix_of(moved_ns) + "*").empty());
 
-  // A waiting call is woken by the release through its TLS subscription.
+  // A waiting call is woken by the release through its TLS subscription
+  // (a delete_folder: an upload would not wait for alice's upload).
+  std::atomic<bool> in_line{false};
   std::thread releaser([&] {
-    std::this_thread::sleep_for(200ms);
+    try {
+      devtools::wait_for("tls test", "bob to wait in line", [&] { return engine->waiters(moved_ns).size() == 1; });
+      in_line = true;
+    } catch (const std::exception&) {  // (the CHECK below says so)
+    }
     engine->release(moved_ns, held.grant.id, held.grant.token);
   });
-  const AcquireResult waited = engine->acquire(one_target_request(moved_ns, "bob", "upload", "/a", 20000ms));
+  const AcquireResult waited = engine->acquire(one_target_request(moved_ns, "bob", "delete_folder", "/a", 20000ms));
   releaser.join();
+  CHECK(in_line);
   CHECK(waited.granted());
 
   // Every connection this process holds to any node came in on its TLS port.
@@ -371,7 +379,7 @@ TEST_CASE("over TLS as over TCP: a late reply is never retried, a closed connect
   };
   const long long before = fcalls();
   std::thread sleeper([&] { server.command({"DEBUG", "SLEEP", "1.5"}); });
-  std::this_thread::sleep_for(400ms);  // the server is busy sleeping now
+  REQUIRE(test::until_busy(server));  // the server is busy sleeping now
   CHECK_THROWS_WITH(engine->acquire(one_target_request(ns, "late", "upload", "/late")),
                     Catch::Contains("no reply") && Catch::Contains("effect is unknown"));
   sleeper.join();

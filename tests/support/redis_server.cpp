@@ -3,6 +3,14 @@
 #include "redis/library.hpp"
 #include "support/backends.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -70,6 +78,34 @@ TwoMatrices::TwoMatrices(const MatrixTable& other_matrix, const std::string& hin
       other(redis_engine(shared_redis_server().url(), &other_matrix)) {}
 
 std::string prefix_of(const std::string& ns) { return "pl:{" + ns + "}:"; }
+
+namespace {
+// Does the server at 127.0.0.1:`port` answer a PING within `limit`? A
+// connection the kernel accepts for a busy server is answered late.
+bool answers_ping_within(int port, std::chrono::milliseconds limit) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return true;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  bool answered = true;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      ::send(fd, "PING\r\n", 6, MSG_NOSIGNAL) == 6) {
+    pollfd p{fd, POLLIN, 0};
+    answered = ::poll(&p, 1, static_cast<int>(limit.count())) != 0;
+  }
+  ::close(fd);
+  return answered;
+}
+}  // namespace
+
+bool until_busy(const RedisServer& server) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < end)
+    if (!answers_ping_within(server.port(), std::chrono::milliseconds(100))) return true;
+  return false;
+}
 
 long long info_field(const RedisServer& server, const std::string& section, const std::string& field) {
   const std::string info = server.command({"INFO", section}).str;

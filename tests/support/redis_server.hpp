@@ -77,6 +77,11 @@ struct TwoMatrices {
 // "pl:{NS}:", the prefix of every key of namespace `ns`.
 std::string prefix_of(const std::string& ns);
 
+// Polls (up to 5 s) until `server` is busy: a PING on a new plain
+// connection gets no answer within 100 ms (a DEBUG SLEEP or a long script
+// runs). True once it is.
+bool until_busy(const RedisServer& server);
+
 // A numeric field of `INFO section` on `server` (used_memory, evicted_keys);
 // throws std::runtime_error when the field is missing.
 long long info_field(const RedisServer& server, const std::string& section, const std::string& field);
