@@ -12,6 +12,7 @@
 #include "redis/library.hpp"
 
 #include <pathlock/engine.hpp>
+#include <pathlock/redis_admin.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -214,12 +215,18 @@ TEST_CASE("namespaces are isolated, even when one name is a prefix of another", 
   REQUIRE(engine->list(ns2).size() == 1);
   CHECK(engine->list(ns2)[0].id == grants[ns2].id);
 
-  for (const std::string& key : server.keys("pl:{" + base + "*")) {
+  // redis_admin::key_pattern (public) matches every key of the three, and
+  // only theirs.
+  const std::vector<std::string> all = server.keys(redis_admin::key_pattern(base));
+  CHECK(all.size() == ns_keys(server, ns1).size() + ns_keys(server, ns2).size() + ns_keys(server, ns3).size());
+  for (const std::string& key : all) {
     INFO(key);
     const bool one_of = key.rfind(prefix_of(ns1), 0) == 0 || key.rfind(prefix_of(ns2), 0) == 0 ||
                         key.rfind(prefix_of(ns3), 0) == 0;
     CHECK(one_of);
   }
+  CHECK(server.keys(redis_admin::key_pattern(base + ":sub")).size() == ns_keys(server, ns2).size());
+  CHECK_THROWS_AS(redis_admin::key_pattern("a*"), InvalidRequest);
   CHECK(engine->release(ns1, grants[ns1].id, grants[ns1].token));
   CHECK(ns_keys(server, ns1) == kOnlyMeta);
   CHECK(engine->list(ns2).size() == 1);  // untouched

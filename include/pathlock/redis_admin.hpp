@@ -46,4 +46,11 @@ struct ServerLibrary {
 // writes nothing). Throws BackendError when FUNCTION LIST fails.
 std::vector<ServerLibrary> list_libraries(const RedisOptions& options);
 
+// The SCAN MATCH pattern of every key the Redis backend keeps for the
+// namespaces whose names start with `namespace_prefix` (a benchmark or a
+// test that removes what its namespaces left: docs/lua-protocol.md#keys), so
+// that no program spells the key layout. Throws InvalidRequest for a prefix
+// with a character namespaces do not have. Works without the Redis backend.
+std::string key_pattern(std::string_view namespace_prefix);
+
 }  // namespace pathlock::redis_admin

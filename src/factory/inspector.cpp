@@ -4,6 +4,7 @@
 #include <pathlock/redis_admin.hpp>
 
 #include "core/request.hpp"
+#include "redis/library.hpp"
 
 #include <algorithm>
 
@@ -47,6 +48,13 @@ void check_lock_id(std::string_view id) { core::check_lock_id(id); }
 std::string log_escape(std::string_view text) { return core::log_escape(text); }
 
 }  // namespace admin
+
+namespace redis_admin {
+std::string key_pattern(std::string_view namespace_prefix) {
+  if (!namespace_prefix.empty()) core::check_namespace(namespace_prefix);  // a prefix of a name is a name
+  return redis::namespaces_key_pattern(namespace_prefix);
+}
+}  // namespace redis_admin
 }  // namespace pathlock
 
 #ifndef PATHLOCK_WITH_REDIS

@@ -167,6 +167,8 @@ std::string namespace_key(std::string_view ns, std::string_view suffix) {
   return fmt::format("pl:{{{}}}:{}", ns, suffix);
 }
 
+std::string namespaces_key_pattern(std::string_view prefix) { return fmt::format("pl:{{{}*", prefix); }
+
 std::string namespace_of_key(std::string_view key, std::string_view suffix) {
   const std::string tail = fmt::format("}}:{}", suffix);
   if (key.size() <= 4 + tail.size() || key.substr(0, 4) != "pl:{" || key.substr(key.size() - tail.size()) != tail)

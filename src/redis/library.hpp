@@ -88,6 +88,10 @@ Library library_for(const MatrixTable& table);
 std::vector<std::string> namespace_keys(std::string_view ns);
 // One of them: "pl:{NS}:" + suffix (one of kKeySuffixes).
 std::string namespace_key(std::string_view ns, std::string_view suffix);
+// The SCAN MATCH pattern of every key of the namespaces whose names start
+// with `prefix` ("pl:{" + prefix + "*"; namespace names hold no glob
+// character).
+std::string namespaces_key_pattern(std::string_view prefix);
 // The namespace whose key `key` is with `suffix` ("pl:{NS}:meta" -> "NS"),
 // or "" if `key` is not such a key.
 std::string namespace_of_key(std::string_view key, std::string_view suffix);

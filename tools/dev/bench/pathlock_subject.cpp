@@ -21,6 +21,7 @@
 #include <pathlock/engine.hpp>
 #include <pathlock/memory.hpp>
 #include <pathlock/redis.hpp>
+#include <pathlock/redis_admin.hpp>
 #include <thread>
 
 #include "subject.hpp"
@@ -62,7 +63,7 @@ class PathlockSubject final : public Subject {
   bool in_redis() const override { return engine_ == Engine::redis; }
   std::vector<std::string> key_patterns() const override {
     if (engine_ != Engine::redis) return {};
-    return {"pl:{bench-" + run_ + "-*"};
+    return {redis_admin::key_pattern("bench-" + run_ + "-")};
   }
 
   void fill(const World& w, std::size_t from, std::size_t to) override {
