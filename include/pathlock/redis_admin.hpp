@@ -50,7 +50,8 @@ std::vector<ServerLibrary> list_libraries(const RedisOptions& options);
 // namespaces whose names start with `namespace_prefix` (a benchmark or a
 // test that removes what its namespaces left: docs/lua-protocol.md#keys), so
 // that no program spells the key layout. Throws InvalidRequest for a prefix
-// with a character namespaces do not have. Works without the Redis backend.
+// with a character namespaces do not have (and, as the functions above, in a
+// build without the Redis backend).
 std::string key_pattern(std::string_view namespace_prefix);
 
 }  // namespace pathlock::redis_admin

@@ -4,7 +4,6 @@
 #include <pathlock/redis_admin.hpp>
 
 #include "core/request.hpp"
-#include "redis/library.hpp"
 
 #include <algorithm>
 
@@ -49,12 +48,6 @@ std::string log_escape(std::string_view text) { return core::log_escape(text); }
 
 }  // namespace admin
 
-namespace redis_admin {
-std::string key_pattern(std::string_view namespace_prefix) {
-  if (!namespace_prefix.empty()) core::check_namespace(namespace_prefix);  // a prefix of a name is a name
-  return redis::namespaces_key_pattern(namespace_prefix);
-}
-}  // namespace redis_admin
 }  // namespace pathlock
 
 #ifndef PATHLOCK_WITH_REDIS
@@ -64,5 +57,6 @@ namespace pathlock::redis_admin {
 }
 std::vector<LibraryLoad> load_library(const RedisOptions&) { no_redis(); }
 std::vector<ServerLibrary> list_libraries(const RedisOptions&) { no_redis(); }
+std::string key_pattern(std::string_view) { no_redis(); }
 }  // namespace pathlock::redis_admin
 #endif

@@ -11,6 +11,7 @@
 #include <pathlock/admin.hpp>
 #include <pathlock/redis_admin.hpp>
 
+#include "core/request.hpp"
 #include "redis/library.hpp"
 #include "redis/redis_client.hpp"
 #include <pathlock/redis_url.hpp>
@@ -192,6 +193,11 @@ ServerLibrary library_of(redis::RedisClient& client, const Endpoint& node, const
 }
 
 }  // namespace
+
+std::string key_pattern(std::string_view namespace_prefix) {
+  if (!namespace_prefix.empty()) core::check_namespace(namespace_prefix);  // a prefix of a name is a name
+  return redis::namespaces_key_pattern(namespace_prefix);
+}
 
 std::vector<ServerLibrary> list_libraries(const RedisOptions& options) {
   redis::RedisClient client(redis::admin_client_options(options));
