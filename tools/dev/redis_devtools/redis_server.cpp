@@ -96,16 +96,28 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
-// True once the server answers at all ("PONG", or "NOAUTH ..." from a
-// server that wants a password).
-bool answers_ping(const std::string& url) {
+// True once the server answers as process `pid`: "PONG", then INFO names
+// that process (another test's server may hold the port this one failed to
+// bind: it answered for this one before), or, where this server wants a
+// password (`wants_password`), "NOAUTH ..." (its INFO cannot be read).
+bool answers_as(const std::string& url, pid_t pid, bool wants_password) {
   try {
     RedisConnection c(url);
     const RedisReply r = c.command({"PING"});
-    return r.str == "PONG" || r.is_error();
+    if (r.is_error()) return wants_password;
+    if (r.str != "PONG") return false;
+    const RedisReply info = c.command({"INFO", "server"});
+    return info.str.find("process_id:" + std::to_string(pid) + "\r") != std::string::npos;
   } catch (const std::exception&) {
     return false;
   }
+}
+
+bool wants_password(const std::vector<std::string>& args, bool config_file) {
+  if (config_file) return true;  // (a sentinel's or a test's own configuration may set one)
+  for (const std::string& a : args)
+    if (a == "--requirepass" || a == "--aclfile" || a == "--user") return true;
+  return false;
 }
 
 // execv()'s view of `args` (which must outlive it): pointers, then nullptr.
@@ -221,6 +233,7 @@ void RedisServer::start(const std::vector<std::string>& extra_args, const std::s
   const bool main_thread = ::getpid() == static_cast<pid_t>(::syscall(SYS_gettid));
 
   std::string last_log;
+  const bool password = wants_password(extra_args, !config_file.empty());
   for (int attempt = 0; attempt < 3; ++attempt) {
     const int port = node_port_for(extra_args);
     std::vector<std::string> args{binary};
@@ -237,7 +250,8 @@ void RedisServer::start(const std::vector<std::string>& extra_args, const std::s
     port_ = port;
     url_ = "redis://127.0.0.1:" + std::to_string(port);
     const auto startup =
-        child_process::wait_until_ready(pid_, [&] { return answers_ping(url_); }, std::chrono::milliseconds(20));
+        child_process::wait_until_ready(pid_, [&] { return answers_as(url_, pid, password); },
+                                        std::chrono::milliseconds(20));
     if (startup == child_process::Startup::ready) return;
     const bool exited = startup == child_process::Startup::exited;
     if (exited) pid_ = -1;
