@@ -107,6 +107,7 @@ bool answers_as(const std::string& url, pid_t pid, bool wants_password) {
     if (r.is_error()) return wants_password;
     if (r.str != "PONG") return false;
     const RedisReply info = c.command({"INFO", "server"});
+    if (info.is_error()) return true;  // INFO renamed away by the test: PONG is all it can say
     return info.str.find("process_id:" + std::to_string(pid) + "\r") != std::string::npos;
   } catch (const std::exception&) {
     return false;
