@@ -7,20 +7,20 @@
 -- (docs/postgres.md#concurrency).
 --
 -- Plans (functions version 8). The calls that write (acquire, release,
--- renew, leave) run with enable_seqscan and enable_bitmapscan off, set on
--- the function like plan_cache_mode: their statements read a handful of
--- rows each through an index, and the plan a session makes is kept for the
--- session, made when it first calls, often on tables that are empty or
--- nearly so. On such tables the planner found a sequential scan or a bitmap
--- scan of a namespace's whole range cheapest, and kept it while the tables
--- filled with the dead rows of released locks (autovacuum comes once a
--- minute): the sweep's probe read every page of `locks`, the conflict check
--- every index entry of the namespace in held_code and each of their heap
--- rows (a bitmap scan never marks an entry dead, so it read them again
--- every call): 353 buffers a call after 20 s of 16 clients, 61 % of an
--- acquire's time. Off, they are index scans, which also mark the entries
--- of dead rows they meet so that later scans skip them
--- (docs/benchmarks.md#postgresql-under-many-clients).
+-- renew, leave; watch and unwatch in schema.sql) run with enable_seqscan
+-- and enable_bitmapscan off, set on the function like plan_cache_mode:
+-- their statements read a handful of rows each through an index, and the
+-- plan a session makes is kept for the session, made when it first calls,
+-- often on tables that are empty or nearly so. On such tables the planner
+-- found a sequential scan or a bitmap scan of a namespace's whole range
+-- cheapest, and kept it while the tables filled with the dead rows of
+-- released locks (autovacuum comes once a minute): the sweep's probe read
+-- every page of `locks`, the conflict check every index entry of the
+-- namespace in held_code and each of their heap rows (a bitmap scan never
+-- marks an entry dead, so it read them again every call): 353 buffers a
+-- call over the first 30 s of 16 clients, 61 % of an acquire's time. Off,
+-- they are index scans, which also mark the entries of dead rows they meet
+-- so that later scans skip them (docs/benchmarks.md#postgresql-under-many-clients).
 
 -- Functions version 2 had these (now first_conflict and queued_conflict,
 -- with fewer calls of PL/pgSQL functions: each costs about as much as a
