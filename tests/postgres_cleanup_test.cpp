@@ -111,7 +111,6 @@ TEST_CASE("postgres: a live lock and a namespace with a live lock are never swep
   CHECK(engine->is_held("mixed", live.id, live.token));
 }
 
-
 // Rounds of abandoned namespaces (issue 47: "every row of a dormant
 // namespace goes, and its space is reused"). A round leaves `count`
 // namespaces prefix0.. that nobody calls again, each with
@@ -123,11 +122,11 @@ TEST_CASE("postgres: a live lock and a namespace with a live lock are never swep
 //   its deadline: its client's last attempt);
 // - the place in line of a waiter whose client died while it waited: the
 //   engine's acquire call, sent from SQL, refused, never called again, so
-//   its reservation (`lease`) ends by itself.
+//   its reservation (at most 2 s) ends by itself.
 // Meanwhile another namespace ("busy") does acquire + release pairs all the
 // time, as a service's other users do: its releases sweep (pathlock.sweep,
 // 64 ended leases and places per release), and the server's autovacuum
-// (with the settings schema.sql gives the tables) makes the space reusable.
+// makes the space reusable.
 namespace {
 
 std::vector<std::string> lines_of(const std::string& text) {
@@ -208,7 +207,8 @@ void dead_waiters(const devtools::PostgresServer& server, const LockEngine& engi
               reserve.count())) == std::min(count, from + 500) - from);
 }
 
-// One session at a time: when two sessions extend a table at once,
+// From one session, while "busy" pauses (run_rounds): when two sessions
+// extend a table at once,
 // PostgreSQL adds up to 20 pages per waiting session (hio.c,
 // RelationAddExtraBlocks), free space that later rows reuse and vacuum's
 // truncation gives back, but that would make one round's peak 20 pages
