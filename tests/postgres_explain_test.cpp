@@ -9,7 +9,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <optional>
+#include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace pathlock;
@@ -87,4 +91,54 @@ TEST_CASE("postgres: every statement on the hot path reads an index (EXPLAIN)", 
     CHECK(plan.find("Index") != std::string::npos);
     CHECK(plan.find("Seq Scan") == std::string::npos);
   }
+}
+
+// The plans the calls really run (functions version 8): a session plans
+// each statement of a function once, at its first call, and keeps the plan
+// (generic plans), often made on tables that are empty then. With
+// auto_explain logging every nested statement's plan and autovacuum off (so
+// nothing is planned again and the dead rows of released locks pile up),
+// the calls of a fresh server's engine, from empty tables on: no plan reads
+// a pathlock table by a sequential scan or a bitmap scan (both read the dead
+// rows again on every call; before version 8 the conflict check read a
+// namespace's whole range of held_code by a bitmap scan and the sweep's
+// probe read all of `locks`).
+TEST_CASE("postgres: the plans the calls make on empty tables use no sequential or bitmap scan",
+          "[postgres][explain]") {
+  devtools::PostgresServer server({"shared_preload_libraries=auto_explain", "auto_explain.log_min_duration=0",
+                                   "auto_explain.log_nested_statements=on", "autovacuum=off"});
+  auto engine = test::postgres_engine(nullptr, server.url());  // the schema, its tables empty
+  const std::size_t from = server.log().size();
+  const std::string ns = "plans";
+  for (int i = 0; i < 200; ++i) {
+    const Grant g = test::granted(*engine, test::one_target_request(ns, "alice", "upload", "/c/d/f" + std::to_string(i)));
+    REQUIRE(engine->release(ns, g.id, g.token));
+  }
+  // A holder with a key, renewed and entered again; a fair waiter that
+  // gives up; a force-release; an ended lease in a request's way.
+  LockRequest keyed = test::one_target_request(ns, "bob", "delete_folder", "/x");
+  keyed.idempotency_key = "k1";
+  const Grant held = test::granted(*engine, keyed);
+  CHECK(test::granted(*engine, keyed).id == held.id);
+  CHECK(engine->renew(ns, held.id, held.token, std::nullopt));
+  LockRequest again = keyed;
+  again.idempotency_key.clear();
+  test::granted(*engine, again.reenter(held));
+  CHECK_FALSE(engine->acquire(test::one_target_request(ns, "carol", "upload", "/x/y", Millis{50})).granted());
+  CHECK(engine->force_release(ns, held.id));
+  LockRequest brief = test::one_target_request(ns, "dave", "delete_folder", "/z");
+  brief.ttl = Millis{1};
+  test::granted(*engine, brief);
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  test::granted(*engine, test::one_target_request(ns, "erin", "upload", "/z/a"));
+  const std::string log = server.log().substr(from);
+  REQUIRE(log.find("pathlock.acquire") != std::string::npos);  // auto_explain logged the calls
+  const std::regex scan("(Seq Scan|Bitmap Heap Scan) on (locks|held|waiters|queued|namespaces|watchers)\\b");
+  std::vector<std::string> found;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), scan); it != std::sregex_iterator(); ++it)
+    if (found.size() < 5) found.push_back(it->str());
+  std::string names;
+  for (const std::string& f : found) names += f + "; ";
+  INFO("first plans that scan: " << names);
+  CHECK(found.empty());
 }

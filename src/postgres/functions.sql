@@ -5,6 +5,22 @@
 -- one transaction. Calls whose paths overlap run one after the other
 -- (pathlock.lock_paths: intention locks on the paths), the others at once
 -- (docs/postgres.md#concurrency).
+--
+-- Plans (functions version 8). The calls that write (acquire, release,
+-- renew, leave; watch and unwatch in schema.sql) run with enable_seqscan
+-- and enable_bitmapscan off, set on the function like plan_cache_mode:
+-- their statements read a handful of rows each through an index, and the
+-- plan a session makes is kept for the session, made when it first calls,
+-- often on tables that are empty or nearly so. On such tables the planner
+-- found a sequential scan or a bitmap scan of a namespace's whole range
+-- cheapest, and kept it while the tables filled with the dead rows of
+-- released locks (autovacuum comes once a minute): the sweep's probe read
+-- every page of `locks`, the conflict check every index entry of the
+-- namespace in held_code and each of their heap rows (a bitmap scan never
+-- marks an entry dead, so it read them again every call): 353 buffers a
+-- call over the first 30 s of 16 clients, 61 % of an acquire's time. Off,
+-- they are index scans, which also mark the entries of dead rows they meet
+-- so that later scans skip them (docs/benchmarks.md#postgresql-under-many-clients).
 
 -- Functions version 2 had these (now first_conflict and queued_conflict,
 -- with fewer calls of PL/pgSQL functions: each costs about as much as a
@@ -277,7 +293,7 @@ CREATE OR REPLACE FUNCTION pathlock.acquire(
     OUT status text, OUT id text, OUT token text, OUT fence bigint, OUT expires_in bigint, OUT holds int,
     OUT c_id text, OUT c_op text, OUT c_role text, OUT c_path text, OUT c_owner text, OUT c_expires_in bigint,
     OUT c_index int, OUT c_relation int, OUT c_queued boolean)
-LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET enable_bitmapscan = off AS $$
 DECLARE v_now bigint; v_place bigint; v_lock pathlock.locks; v_sync text; c record;
 BEGIN
   IF p_budget IS NOT NULL THEN v_sync := set_config('lock_timeout', greatest(p_budget, 1) || 'ms', true); END IF;
@@ -361,7 +377,8 @@ END $$;
 -- without waiting for its WAL flush (functions version 6): a place lost by
 -- a crash is a reservation that ends by itself within 2 s, and a crash
 -- ends every waiting call's session anyway.
-CREATE OR REPLACE FUNCTION pathlock.leave(p_ns text, p_id text) RETURNS boolean LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION pathlock.leave(p_ns text, p_id text) RETURNS boolean LANGUAGE plpgsql
+SET enable_seqscan = off SET enable_bitmapscan = off AS $$
 DECLARE v_sync text := set_config('synchronous_commit', 'off', true);
 BEGIN
   RETURN pathlock.drop_place(p_ns, p_id, true);
@@ -421,7 +438,7 @@ END $$;
 -- read before it is woken by its notification), and two calls on the same
 -- lock meet on its row.
 CREATE OR REPLACE FUNCTION pathlock.release(p_ns text, p_id text, p_token text) RETURNS int
-LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET enable_bitmapscan = off AS $$
 DECLARE v_paths text[]; v_left int; v_sync text := set_config('synchronous_commit', 'off', true);
   v_now bigint := pathlock.now_ms();
 BEGIN
@@ -448,7 +465,7 @@ END $$;
 -- before the time its holder was told. Touches its own row only (a lease
 -- that ended is not renewed, as if reaped): it waits for no other call.
 CREATE OR REPLACE FUNCTION pathlock.renew(p_ns text, p_id text, p_token text, p_ttl bigint) RETURNS bigint
-LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET enable_bitmapscan = off AS $$
 DECLARE v_now bigint; v_left bigint;
 BEGIN
   v_now := pathlock.now_ms();
@@ -500,4 +517,4 @@ LANGUAGE sql STABLE AS $$
 
 -- The version of the functions above: an engine that finds an older one
 -- runs this script again (every statement in it can be repeated).
-CREATE OR REPLACE FUNCTION pathlock.functions_version() RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT 7 $$;
+CREATE OR REPLACE FUNCTION pathlock.functions_version() RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT 8 $$;

@@ -150,7 +150,8 @@ END $$;
 -- sessions that ended are dropped here. Watch and unwatch commit without
 -- waiting for their WAL flush (functions version 6): the row is visible at
 -- commit all the same, and a server crash ends the session it names.
-CREATE OR REPLACE FUNCTION pathlock.watch(p_ns text) RETURNS text LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION pathlock.watch(p_ns text) RETURNS text LANGUAGE plpgsql
+SET enable_seqscan = off SET enable_bitmapscan = off AS $$  -- as the calls of functions.sql (version 8)
 DECLARE v_sync text := set_config('synchronous_commit', 'off', true);  -- a crash ends the session: nothing to keep
 BEGIN
   PERFORM pg_advisory_xact_lock(pathlock.watch_key(p_ns));
@@ -159,7 +160,8 @@ BEGIN
    WHERE w.ns = p_ns AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = w.pid);
   RETURN pathlock.channel(p_ns);
 END $$;
-CREATE OR REPLACE FUNCTION pathlock.unwatch(p_ns text) RETURNS void LANGUAGE sql AS
+CREATE OR REPLACE FUNCTION pathlock.unwatch(p_ns text) RETURNS void LANGUAGE sql
+SET enable_seqscan = off SET enable_bitmapscan = off AS
 $$ SELECT set_config('synchronous_commit', 'off', true);
    DELETE FROM pathlock.watchers w WHERE w.ns = p_ns AND w.pid = pg_backend_pid() $$;
 -- The namespace-wide lock of functions version 3 (kept for scripts; no call

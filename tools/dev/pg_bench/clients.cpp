@@ -10,7 +10,11 @@
 // - hot: every client uploads one of four files of one folder, /hot/f<0..3>
 //   of one namespace, waiting fairly (wait 30 s): conflicts on every pair;
 //   the min/max pairs per client shows whether waiting stays fair.
-// The backends run point by point, alternating, so they share the weather.
+// The backends run point by point, alternating, so they share the weather;
+// --rounds R runs the whole list R times over and pools each point's R
+// slices (its p50, p99 and pairs/s over all of them), so that a gust of
+// the machine's weather falls on every backend alike. The run ends with
+// the goals (PASS or FAIL, with the figures) and the load average.
 // --sql FILE (repeatable) loads SQL over the functions the engine installed
 // (e.g. an older functions.sql: the same run measures both versions back to
 // back). --abandoned N adds a line postgres-sweep: the same server, with N
@@ -55,6 +59,40 @@ double quantile(std::vector<double>& v, double q) {
   return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))];
 }
 
+// What a point measured, over one slice or several (--rounds): every pair's
+// time (µs), the pairs per client, the seconds.
+struct Samples {
+  std::vector<double> micros;
+  std::vector<long long> per_client;
+  double seconds = 0;
+
+  void add(const Samples& other) {
+    micros.insert(micros.end(), other.micros.begin(), other.micros.end());
+    per_client.resize(std::max(per_client.size(), other.per_client.size()));
+    for (std::size_t c = 0; c < other.per_client.size(); ++c) per_client[c] += other.per_client[c];
+    seconds += other.seconds;
+  }
+  Point point() const {
+    Point p;
+    std::vector<double> all = micros;
+    p.pairs_per_s = seconds > 0 ? static_cast<double>(all.size()) / seconds : 0;
+    p.p50_us = quantile(all, 0.5);
+    p.p99_us = quantile(all, 0.99);
+    if (!per_client.empty()) {
+      p.min_client = *std::min_element(per_client.begin(), per_client.end());
+      p.max_client = *std::max_element(per_client.begin(), per_client.end());
+    }
+    return p;
+  }
+};
+
+// The machine's load average (1, 5, 15 min), from /proc/loadavg.
+std::string load_average() {
+  std::string out = devtools::read_named_file("/proc/loadavg");
+  const auto cut = out.find(' ', out.find(' ', out.find(' ') + 1) + 1);
+  return cut == std::string::npos ? out : out.substr(0, cut);
+}
+
 // One client's loop: pairs until `end`; its pair times (µs) in `micros`.
 void client(LockEngine& engine, const ClientsArgs& a, bool hot, int c, SteadyClock::time_point end,
             std::vector<double>& micros) {
@@ -72,7 +110,7 @@ void client(LockEngine& engine, const ClientsArgs& a, bool hot, int c, SteadyClo
   }
 }
 
-Point run_point(LockEngine& engine, const ClientsArgs& a, bool hot, int clients) {
+Samples run_point(LockEngine& engine, const ClientsArgs& a, bool hot, int clients) {
   std::vector<std::vector<double>> micros(static_cast<std::size_t>(clients));
   std::vector<std::thread> threads;
   std::atomic<bool> failed{false};
@@ -89,19 +127,13 @@ Point run_point(LockEngine& engine, const ClientsArgs& a, bool hot, int clients)
     });
   for (std::thread& t : threads) t.join();
   if (failed) throw std::runtime_error("a client failed");
-  const double seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
-  Point p;
-  std::vector<double> all;
-  p.min_client = static_cast<long long>(micros[0].size());
+  Samples s;
+  s.seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
   for (const auto& m : micros) {
-    all.insert(all.end(), m.begin(), m.end());
-    p.min_client = std::min(p.min_client, static_cast<long long>(m.size()));
-    p.max_client = std::max(p.max_client, static_cast<long long>(m.size()));
+    s.micros.insert(s.micros.end(), m.begin(), m.end());
+    s.per_client.push_back(static_cast<long long>(m.size()));
   }
-  p.pairs_per_s = static_cast<double>(all.size()) / seconds;
-  p.p50_us = quantile(all, 0.5);
-  p.p99_us = quantile(all, 0.99);
-  return p;
+  return s;
 }
 
 // What the engine's backends wait on while a point runs: pg_stat_activity
@@ -184,8 +216,8 @@ std::unique_ptr<LockEngine> engine_of(const std::string& backend, const std::str
   return make_redis_engine(o);
 }
 
-// The goals of issue 39 for one mode, from the table's points.
-void print_goals(const std::map<std::pair<std::string, int>, Point>& points, const ClientsArgs& a) {
+// The ratios per client count for one mode, from the table's points.
+void print_ratios(const std::map<std::pair<std::string, int>, Point>& points, const ClientsArgs& a) {
   const auto at = [&](const std::string& b, int c) -> const Point* {
     const auto it = points.find({b, c});
     return it == points.end() ? nullptr : &it->second;
@@ -207,6 +239,78 @@ void print_goals(const std::map<std::pair<std::string, int>, Point>& points, con
   }
 }
 
+// The goals for PostgreSQL under many clients (issues 39 and 47), each
+// PASS or FAIL with its figures, from the points of this run: at 16
+// clients on disjoint paths, at least 4x the pairs/s of one client, at least
+// a third of the pairs/s of an equally durable Redis (appendfsync always) at
+// the same concurrency, a p99 within 10x the 1-client p50; on the hot
+// folder, every client gets its turn (the fewest pairs a client did at
+// least half the most).
+void print_goals(const std::map<std::string, std::map<std::pair<std::string, int>, Point>>& by_mode) {
+  constexpr int kMany = 16;
+  const auto at = [&](const std::string& mode, const std::string& b, int c) -> const Point* {
+    const auto m = by_mode.find(mode);
+    if (m == by_mode.end()) return nullptr;
+    const auto it = m->second.find({b, c});
+    return it == m->second.end() ? nullptr : &it->second;
+  };
+  const auto verdict = [](bool ok) { return ok ? "PASS" : "FAIL"; };
+  fmt::print("goals (issue 47), from this run:\n");
+  const Point* one = at("disjoint", "postgres", 1);
+  const Point* many = at("disjoint", "postgres", kMany);
+  const Point* fsync = at("disjoint", "redis-fsync", kMany);
+  if (one && many) {
+    const double x = many->pairs_per_s / one->pairs_per_s;
+    fmt::print("  {} postgres pairs/s at {} clients >= 4x one client's (disjoint): {:.0f} vs {:.0f} = {:.2f}x\n",
+               verdict(x >= 4), kMany, many->pairs_per_s, one->pairs_per_s, x);
+    const double p = many->p99_us / one->p50_us;
+    fmt::print("  {} postgres p99 at {} clients <= 10x its 1-client p50 (disjoint): {:.0f} vs {:.0f} us = {:.1f}x\n",
+               verdict(p <= 10), kMany, many->p99_us, one->p50_us, p);
+  } else {
+    fmt::print("  (no 1- and {}-client points on disjoint paths: --clients 1,{} --mode disjoint or both)\n", kMany,
+               kMany);
+  }
+  if (many && fsync) {
+    const double r = many->pairs_per_s / fsync->pairs_per_s;
+    fmt::print("  {} postgres pairs/s at {} clients >= 1/3 of redis-fsync's (appendfsync always, disjoint): {:.0f} vs "
+               "{:.0f} = {:.2f}\n",
+               verdict(r >= 1.0 / 3), kMany, many->pairs_per_s, fsync->pairs_per_s, r);
+  } else if (many) {
+    fmt::print("  (no redis-fsync point at {} clients: run without --no-redis)\n", kMany);
+  }
+  if (const Point* hot = at("hot", "postgres", kMany)) {
+    const double f = hot->max_client > 0 ? static_cast<double>(hot->min_client) / static_cast<double>(hot->max_client) : 0;
+    fmt::print("  {} hot folder at {} clients, fair: the fewest pairs of a client >= half the most: {} vs {} = {:.2f}\n",
+               verdict(f >= 0.5), kMany, hot->min_client, hot->max_client, f);
+  }
+}
+
+void print_header() {
+  fmt::print("{:<9} {:<14} {:>7} {:>10} {:>10} {:>10} {:>9} {:>9}\n", "mode", "backend", "clients", "pairs/s",
+             "p50_us", "p99_us", "min/cl", "max/cl");
+}
+
+// Each mode's points, by backend and client count, over every round.
+using Pooled = std::map<std::string, std::map<std::pair<std::string, int>, Samples>>;
+
+// With --rounds: the table of each point's slices together; then the goals.
+void print_pooled(const Pooled& pooled, const ClientsArgs& a) {
+  std::map<std::string, std::map<std::pair<std::string, int>, Point>> by_mode;
+  for (const auto& [mode, samples] : pooled)
+    for (const auto& [key, s] : samples) by_mode[mode][key] = s.point();
+  if (a.rounds > 1) {
+    fmt::print("all {} rounds, each point's slices together:\n", a.rounds);
+    print_header();
+    for (const auto& [mode, points] : by_mode) {
+      for (const auto& [key, p] : points)
+        fmt::print("{:<9} {:<14} {:>7} {:>10.0f} {:>10.0f} {:>10.0f} {:>9} {:>9}\n", mode, key.first, key.second,
+                   p.pairs_per_s, p.p50_us, p.p99_us, p.min_client, p.max_client);
+      print_ratios(points, a);
+    }
+  }
+  print_goals(by_mode);
+}
+
 }  // namespace
 
 int run_clients(const ClientsArgs& a) {
@@ -224,28 +328,35 @@ int run_clients(const ClientsArgs& a) {
   fmt::print("{} s per point; postgres: {}; redis: no persistence; redis-fsync: appendfsync always\n", a.seconds,
              a.pg_settings.empty() ? std::string("defaults (fsync, synchronous_commit on)")
                                    : fmt::format("{}", fmt::join(a.pg_settings, " ")));
+  fmt::print("load average at the start: {}\n", load_average());
   int abandoned_points = 0;
-  fmt::print("{:<9} {:<14} {:>7} {:>10} {:>10} {:>10} {:>9} {:>9}\n", "mode", "backend", "clients", "pairs/s",
-             "p50_us", "p99_us", "min/cl", "max/cl");
+  print_header();
+  Pooled pooled;
   for (const std::string& mode : a.modes) {
     std::map<std::pair<std::string, int>, Point> points;
-    for (const int c : a.clients)
-      for (auto& [name, engine] : engines) {
-        const bool sweep = name == "postgres-sweep";
-        if (sweep) abandon(pg, *engine, a.abandoned, ++abandoned_points);
-        const long long ended = sweep ? ended_left(pg) : 0;
-        const bool on_pg = name.starts_with("postgres");
-        std::unique_ptr<WaitSampler> waits = on_pg ? std::make_unique<WaitSampler>(pg.url()) : nullptr;
-        const Point p = run_point(*engine, a, mode == "hot", c);
-        points[{name, c}] = p;
-        const std::string swept = sweep ? fmt::format("  swept {} of {}", ended - ended_left(pg), ended) : "";
-        fmt::print("{:<9} {:<14} {:>7} {:>10.0f} {:>10.0f} {:>10.0f} {:>9} {:>9}{}{}\n", mode, name, c,
-                   p.pairs_per_s, p.p50_us, p.p99_us, p.min_client, p.max_client,
-                   waits ? "  waits: " + waits->top() : "", swept);
-        std::fflush(stdout);
-      }
-    print_goals(points, a);
+    for (int round = 1; round <= a.rounds; ++round)
+      for (const int c : a.clients)
+        for (auto& [name, engine] : engines) {
+          const bool sweep = name == "postgres-sweep";
+          if (sweep) abandon(pg, *engine, a.abandoned, ++abandoned_points);
+          const long long ended = sweep ? ended_left(pg) : 0;
+          const bool on_pg = name.starts_with("postgres");
+          std::unique_ptr<WaitSampler> waits = on_pg ? std::make_unique<WaitSampler>(pg.url()) : nullptr;
+          const Samples slice = run_point(*engine, a, mode == "hot", c);
+          pooled[mode][{name, c}].add(slice);
+          const Point p = slice.point();
+          points[{name, c}] = p;
+          const std::string swept = sweep ? fmt::format("  swept {} of {}", ended - ended_left(pg), ended) : "";
+          fmt::print("{:<9} {:<14} {:>7} {:>10.0f} {:>10.0f} {:>10.0f} {:>9} {:>9}{}{}{}\n", mode, name, c,
+                     p.pairs_per_s, p.p50_us, p.p99_us, p.min_client, p.max_client,
+                     a.rounds > 1 ? fmt::format("  round {}", round) : "", waits ? "  waits: " + waits->top() : "",
+                     swept);
+          std::fflush(stdout);
+        }
+    if (a.rounds == 1) print_ratios(points, a);
   }
+  print_pooled(pooled, a);
+  fmt::print("load average at the end: {}\n", load_average());
   return 0;
 }
 

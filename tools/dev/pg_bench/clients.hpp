@@ -15,6 +15,7 @@ struct ClientsArgs {
   bool no_redis = false;                          // --no-redis
   std::vector<std::string> sql_files;             // --sql FILE: loaded over the engine's functions
   long long abandoned = 0;                        // --abandoned N: a postgres-sweep line per point
+  int rounds = 1;                                 // --rounds R: the points R times over, slices pooled
 };
 
 // Runs the table; returns the exit status.

@@ -133,11 +133,12 @@ const char* const kUsage =
     "usage: pathlock-pg-bench [--pairs N] [--slice N] [--async-commit] [--pg-setting name=value]...\n"
     "       pathlock-pg-bench --clients 1,4,16,32 [--namespaces N] [--seconds S] [--mode disjoint|hot|both]\n"
     "                         [--no-redis] [--async-commit] [--pg-setting name=value]... [--sql FILE]...\n"
-    "                         [--abandoned N]\n"
+    "                         [--abandoned N] [--rounds R]\n"
     "The first form: one client, pairs at depths 3, 5 and 8, PostgreSQL beside Redis, a per-level row lock\n"
     "and one durable commit. The second: that many clients at once per point (docs/benchmarks.md);\n"
     "--sql loads a file over the engine's functions (an older functions.sql), --abandoned N adds a line\n"
-    "postgres-sweep with N ended leases of other namespaces written before each point, for releases to sweep.\n";
+    "postgres-sweep with N ended leases of other namespaces written before each point, for releases to sweep;\n"
+    "--rounds R runs the points R times over and pools each point's slices. It ends with the goals, PASS or FAIL.\n";
 
 struct Args {
   int pairs = 2000, slice = 100;
@@ -188,6 +189,7 @@ Args parse(int argc, char** argv) {
     else if (arg == "--no-redis") a.clients.no_redis = true;
     else if (arg == "--sql") a.clients.sql_files.push_back(value());
     else if (arg == "--abandoned") a.clients.abandoned = positive(arg, value());
+    else if (arg == "--rounds") a.clients.rounds = positive(arg, value());
     else if (arg == "--mode") {
       const std::string m = value();
       if (m != "disjoint" && m != "hot" && m != "both") throw BadArgs("--mode is disjoint, hot or both, not " + m);
