@@ -154,13 +154,45 @@ enum class AcquireOutcome {
   // grant that raced the stop was released); `conflict` is the last refusal
   // seen, if any.
   cancelled,
+  // Refused because granting (or queueing) the request would take its
+  // namespace or its owner over a limit the operator set (set_limits):
+  // `limit` names the limit and the count; nothing was taken, no place in
+  // line kept. A waiting request is answered at once (a limit is not a
+  // lock that ends). Added in 1.1.
+  over_limit,
+};
+
+// The limits of a namespace (docs/operations.md#limits-per-namespace). Each
+// empty: no limit. All count live data only: a lock whose lease ended, or a
+// place whose reservation ended, no longer counts.
+struct Limits {
+  std::optional<std::uint64_t> locks;        // live locks in the namespace
+  std::optional<std::uint64_t> places;       // places in line (fair waiting requests) in the namespace
+  std::optional<std::uint64_t> owner_locks;  // live locks of one owner in the namespace
+  bool operator==(const Limits&) const = default;
+};
+// The largest value of a limit.
+inline constexpr std::uint64_t kMaxLimit = 1'000'000'000;
+
+// Which limit refused a request.
+enum class LimitKind { locks, places, owner_locks };
+// "locks", "places", "owner_locks": the names of docs, replies and metrics.
+std::string_view limit_name(LimitKind kind) noexcept;
+
+// A request refused by a limit (AcquireOutcome::over_limit).
+struct LimitRefusal {
+  LimitKind limit = LimitKind::locks;
+  std::uint64_t max = 0;    // the limit in force
+  std::uint64_t count = 0;  // what the namespace (the owner) has now, at least `max`
 };
 
 struct AcquireResult {
   AcquireOutcome outcome = AcquireOutcome::conflicted;
   Grant grant;        // valid when granted()
   Conflict conflict;  // valid when conflicted() (and see cancelled)
+  LimitRefusal limit;  // valid when over_limit()
   bool granted() const noexcept { return outcome == AcquireOutcome::granted; }
+  bool over_limit() const noexcept { return outcome == AcquireOutcome::over_limit; }
   bool conflicted() const noexcept { return outcome == AcquireOutcome::conflicted; }
   bool not_holder() const noexcept { return outcome == AcquireOutcome::not_holder; }
   bool cancelled() const noexcept { return outcome == AcquireOutcome::cancelled; }
@@ -190,6 +222,9 @@ struct ListPage {
   std::vector<LockInfo> locks;
   std::string next;  // cursor for list_page's `after`; empty on the last page
 };
+
+// How long a Redis engine keeps the default limits it read (set_default_limits).
+inline constexpr Millis kLimitsRefresh{5000};
 
 // The most locks one list_page call returns.
 inline constexpr std::size_t kMaxListLimit = 10000;
@@ -226,6 +261,17 @@ struct WaiterInfo {
   std::vector<Target> targets;  // canonical paths, in the matrix's role order
   Millis waited{0};             // since it took its place
   Millis expires_in{0};         // what is left of its reservation
+};
+
+// The limits of one namespace and its use of them (LockEngine::limits).
+struct LimitsStatus {
+  Limits defaults;                  // the default for every namespace (set_default_limits)
+  std::optional<Limits> overrides;  // this namespace's own, replacing the default whole (set_limits)
+  Limits effective;                 // what is enforced: overrides, else defaults
+  std::uint64_t locks = 0;          // live locks now
+  std::uint64_t places = 0;         // places in line now
+  std::uint64_t owner_locks = 0;    // the live locks of the owner that has the most
+  std::string owner;                // that owner (empty when no lock is held)
 };
 
 // The most blockers one blockers() call returns, and the most waiters one
@@ -311,6 +357,20 @@ class LockEngine {
   // Administrator's release: drops lock `id` whatever its holds and token.
   // Returns false if there was no such live lock.
   virtual bool force_release(std::string_view ns, std::string_view id) = 0;
+
+  // Limits per namespace (added in 1.1; docs/operations.md#limits-per-namespace).
+  // An operator's calls: they change what every engine on the backend
+  // enforces, in the same call as each grant. The default applies to every
+  // namespace without limits of its own; set_limits gives `ns` its own
+  // (replacing the default whole) or, with nullopt, takes them away. A value
+  // above kMaxLimit is InvalidRequest. Where an engine learns the default
+  // (Redis: each engine reads it at most every kLimitsRefresh) a change of
+  // the default reaches it within that time; a namespace's own limits at once.
+  // The defaults of these three throw BackendError (engines from elsewhere).
+  virtual void set_default_limits(const Limits& limits);
+  virtual void set_limits(std::string_view ns, const std::optional<Limits>& limits);
+  // The limits in force in `ns` and its use of them. Read-only.
+  virtual LimitsStatus limits(std::string_view ns);
 
   // The rules this engine enforces.
   virtual const MatrixTable& matrix() const = 0;

@@ -108,6 +108,8 @@ struct MetricsSnapshot {
   std::uint64_t long_waits = 0;         // waits logged as long (ObserveOptions::long_wait)
   std::uint64_t long_holds = 0;         // holds logged as long (ObserveOptions::long_hold)
   std::uint64_t backend_errors = 0;     // BackendErrors raised by a backend's client
+  // Acquire calls refused by a namespace's limit, by LimitKind (added in 1.1).
+  std::array<std::uint64_t, 3> limit_refusals{};
   // Per backend (index: Backend): one call, retries included; commands sent
   // again, by reason; changes of primary, by kind.
   std::array<HistogramSnapshot, kBackendCount> calls{};
@@ -161,6 +163,7 @@ class Metrics {
   void count_long_wait() noexcept;
   void count_long_hold() noexcept;
   void count_backend_error() noexcept;
+  void count_limit_refusal(LimitKind kind) noexcept;
   void count_retry(Backend backend, RetryReason reason) noexcept;
   void count_failover(Backend backend, FailoverKind kind) noexcept;
   void observe_call(Backend backend, std::chrono::nanoseconds took) noexcept;

@@ -20,3 +20,26 @@ AcquireResult LockEngine::acquire(const LockRequest& request, std::stop_token st
 }
 
 }  // namespace pathlock
+
+namespace pathlock {
+
+std::string_view limit_name(LimitKind kind) noexcept {
+  switch (kind) {
+    case LimitKind::locks: return "locks";
+    case LimitKind::places: return "places";
+    case LimitKind::owner_locks: return "owner_locks";
+  }
+  return "locks";
+}
+
+void LockEngine::set_default_limits(const Limits&) {
+  throw BackendError("this engine does not keep limits per namespace");
+}
+void LockEngine::set_limits(std::string_view, const std::optional<Limits>&) {
+  throw BackendError("this engine does not keep limits per namespace");
+}
+LimitsStatus LockEngine::limits(std::string_view) {
+  throw BackendError("this engine does not keep limits per namespace");
+}
+
+}  // namespace pathlock

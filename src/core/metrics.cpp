@@ -172,6 +172,7 @@ struct Block {
   std::array<std::array<Counter, kRetryReasonCount>, kBackendCount> retries{};
   std::array<std::array<Counter, kFailoverKindCount>, kBackendCount> failovers{};
   std::array<Histogram, kBackendCount> calls;
+  std::array<Counter, 3> limit_refusals{};
 };
 
 struct Metrics::Impl {
@@ -263,6 +264,9 @@ void Metrics::count_lease_lost() noexcept { add(impl_->mine().leases_lost); }
 void Metrics::count_long_wait() noexcept { add(impl_->mine().long_waits); }
 void Metrics::count_long_hold() noexcept { add(impl_->mine().long_holds); }
 void Metrics::count_backend_error() noexcept { add(impl_->mine().backend_errors); }
+void Metrics::count_limit_refusal(LimitKind kind) noexcept {
+  add(impl_->mine().limit_refusals[static_cast<std::size_t>(kind)]);
+}
 void Metrics::count_retry(Backend backend, RetryReason reason) noexcept {
   add(impl_->mine().retries[static_cast<std::size_t>(backend)][static_cast<std::size_t>(reason)]);
 }
@@ -321,6 +325,7 @@ MetricsSnapshot Metrics::snapshot() const {
     s.long_waits += get(b.long_waits);
     s.long_holds += get(b.long_holds);
     s.backend_errors += get(b.backend_errors);
+    for (std::size_t k = 0; k < s.limit_refusals.size(); ++k) s.limit_refusals[k] += get(b.limit_refusals[k]);
     for (std::size_t k = 0; k < kBackendCount; ++k) {
       for (std::size_t i = 0; i < kRetryReasonCount; ++i) s.backend_retries[k][i] += get(b.retries[k][i]);
       for (std::size_t i = 0; i < kFailoverKindCount; ++i) s.backend_failovers[k][i] += get(b.failovers[k][i]);

@@ -151,6 +151,11 @@ std::string Metrics::prometheus() const {
   counter("pathlock_long_waits_total", "Waiting acquires logged as long (ObserveOptions::long_wait).", s.long_waits);
   counter("pathlock_long_holds_total", "Locks logged as held long (ObserveOptions::long_hold).", s.long_holds);
   counter("pathlock_backend_errors_total", "Backend errors raised by a backend's client.", s.backend_errors);
+  header(out, "pathlock_limit_refusals_total", "counter",
+         "Acquire calls refused by a namespace's limit (docs/operations.md#limits-per-namespace), by limit.");
+  for (LimitKind k : {LimitKind::locks, LimitKind::places, LimitKind::owner_locks})
+    fmt::format_to(it, "pathlock_limit_refusals_total{{limit=\"{}\"}} {}\n", limit_name(k),
+                   s.limit_refusals[static_cast<std::size_t>(k)]);
   backend_lines(out, s);
   deprecated_redis_lines(out, s);
   return out;

@@ -134,9 +134,10 @@ AcquireResult wait_loop(const LockRequest& request, const Clock& clock, WaitingA
     // judged as the oldest of its peers, not as a newcomer.
     const Millis reserve = final_attempt || !in_line ? Millis{0} : std::min(left + kRecheck, kMaxReservation);
     AcquireResult out = backend.attempt(reserve);
-    if (!out.granted() && !out.not_holder() && trace) trace->refused(out.conflict, clock.now());
+    if (out.conflicted() && trace) trace->refused(out.conflict, clock.now());
     if (stopped_after_grant(request, backend, out, stop)) return out;
-    if (out.granted() || out.not_holder() || final_attempt) return out;
+    // A limit is no lock that ends: the request is answered at once.
+    if (!out.conflicted() || final_attempt) return out;
     last = out.conflict;
     if (!listening) {
       listening = true;
@@ -190,8 +191,10 @@ AcquireResult counted_attempt(WaitingAttempts& backend, Metrics& m, const Matrix
   AcquireResult out = backend.attempt(Millis{0});
   on_throw.armed = false;
   m.count_acquire(op, out.granted() ? Outcome::granted : Outcome::refused);
-  // (A reentry without a live lock to prove, not_holder, names no lock.)
-  if (!out.granted() && !out.not_holder()) m.count_refusal(op, matrix.op_index(out.conflict.op), refusal_kind(out.conflict));
+  // (A reentry without a live lock to prove, not_holder, names no lock; nor
+  // does a refusal by a limit.)
+  if (out.conflicted()) m.count_refusal(op, matrix.op_index(out.conflict.op), refusal_kind(out.conflict));
+  if (out.over_limit()) m.count_limit_refusal(out.limit.limit);
   return out;
 }
 
@@ -225,10 +228,12 @@ AcquireResult traced(const LockRequest& request, const Clock& clock, WaitingAtte
   } on_throw{m, op, instruments, call, trace};
   AcquireResult out = policy(request, clock, backend, &trace, stop);
   on_throw.armed = false;
-  if (!out.granted() && !out.not_holder() && !out.cancelled() && !trace.first) trace.count_first(out.conflict);
+  if (out.conflicted() && !trace.first) trace.count_first(out.conflict);
+  if (m && out.over_limit()) m->count_limit_refusal(out.limit.limit);
   call.outcome = out.granted()     ? (trace.first ? Outcome::waited_then_granted : Outcome::granted)
                  : out.cancelled() ? Outcome::cancelled
-                                 : (waits ? Outcome::timed_out : Outcome::refused);
+                 : (waits && !out.over_limit()) ? Outcome::timed_out
+                                                : Outcome::refused;
   if (waits && trace.first) {
     const auto waited = clock.now() - trace.start;
     call.waited = std::chrono::duration_cast<Millis>(waited);

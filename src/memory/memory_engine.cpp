@@ -4,12 +4,14 @@
 
 #include "memory/expiry_wheel.hpp"
 #include "memory/hold_report.hpp"
+#include "memory/limits.hpp"
 #include "memory/lock_table.hpp"
 #include "memory/namespace_registry.hpp"
 #include "memory/namespace_state.hpp"
 #include "memory/path_index.hpp"
 #include "memory/reads.hpp"
 
+#include "core/limits.hpp"
 #include "core/observe.hpp"
 #include "core/process.hpp"
 #include "core/request.hpp"
@@ -26,10 +28,6 @@
 #include <utility>
 
 namespace pathlock::memory {
-
-namespace {
-
-}  // namespace
 
 class MemoryEngine final : public LockEngine {
  public:
@@ -137,6 +135,28 @@ class MemoryEngine final : public LockEngine {
     return core::page_of(list(ns_name, prefix), limit, after);
   }
 
+  void set_default_limits(const Limits& limits) override {
+    core::check_limits(limits);
+    defaults_.set(limits);
+  }
+
+  void set_limits(std::string_view ns_name, const std::optional<Limits>& limits) override {
+    core::check_namespace(ns_name);
+    if (limits) core::check_limits(*limits);
+    Namespace& ns = registry_.get(ns_name);
+    std::lock_guard guard(ns.mutex);
+    ns.limits = limits;
+  }
+
+  LimitsStatus limits(std::string_view ns_name) override {
+    core::check_namespace(ns_name);
+    Namespace* ns = registry_.find(ns_name);
+    if (!ns) return limits_status(defaults_.get(), std::nullopt, nullptr, clock_->now());
+    std::lock_guard guard(ns->mutex);
+    const Clock::time_point now = clock_->now();
+    return limits_status(defaults_.get(), ns->limits, reap(*ns, now), now);
+  }
+
   MemoryEngineStats stats() {
     MemoryEngineStats out;
     std::vector<Namespace*> all;
@@ -168,11 +188,12 @@ class MemoryEngine final : public LockEngine {
       AcquireResult result;
       const bool granted = engine_.try_acquire(ns_, st, req_, request_, me_, now, result);
       seen_ = ns_.generation;
-      if (!granted && reserve > Millis{0}) {
+      if (!granted && reserve > Millis{0} && result.conflicted()) {
         if (me_) me_->deadline = now + reserve;
-        else me_ = engine_.enqueue(ns_, st, req_, request_.owner, now, now + reserve);
+        else if (auto refused = place_refusal(engine_.limits_of(ns_), st, now)) result = std::move(*refused);
+        else me_ = enqueue(ns_, st, req_, request_.owner, now, now + reserve);
       } else if (me_) {
-        engine_.dequeue(ns_, st, *me_);
+        dequeue(ns_, st, *me_);
         me_ = nullptr;
       }
       return result;
@@ -195,7 +216,7 @@ class MemoryEngine final : public LockEngine {
     void leave() noexcept override {
       if (!me_) return;
       std::lock_guard guard(ns_.mutex);
-      engine_.dequeue(ns_, *ns_.state, *me_);  // a waiter keeps the state alive
+      dequeue(ns_, *ns_.state, *me_);  // a waiter keeps the state alive
       me_ = nullptr;
     }
 
@@ -283,8 +304,13 @@ class MemoryEngine final : public LockEngine {
       for (const core::ResolvedTarget& t : req.targets)
         if (find_older_waiter(st, t, me, now, result.conflict)) return false;
 
+    if (auto refused = grant_refusal(limits_of(ns), st, request.owner)) {
+      result = std::move(*refused);
+      return false;
+    }
     Lock& lock = st.locks.take(ns.next_fence++);
     lock.owner = request.owner;
+    count_owner(st, lock.owner, 1);
     lock.op = req.op;
     lock.ttl = request.ttl;
     lock.expires_at = now + request.ttl;
@@ -337,32 +363,6 @@ class MemoryEngine final : public LockEngine {
     return true;
   }
 
-  Waiter* enqueue(Namespace& ns, NamespaceState& st, const core::ResolvedRequest& req, const std::string& owner,
-                  Clock::time_point now, Clock::time_point deadline) {
-    Waiter& w = st.waiters.emplace_back();
-    w.in_line = std::prev(st.waiters.end());
-    w.seq = ns.next_waiter++;
-    w.owner = owner;
-    w.op = req.op;
-    w.since = now;
-    w.deadline = deadline;
-    w.entries.resize(req.targets.size());
-    for (std::size_t i = 0; i < req.targets.size(); ++i) {
-      Entry& e = w.entries[i];
-      e.waiter = &w;
-      e.code = req.targets[i].code;
-      e.path = req.targets[i].path;
-      st.index.link(e, kWaiting);
-    }
-    return &w;
-  }
-
-  static void dequeue(Namespace& ns, NamespaceState& st, Waiter& w) {
-    for (Entry& e : w.entries) st.index.unlink(e, kWaiting);
-    st.waiters.erase(w.in_line);
-    ns.notify();  // younger waiters may go now
-  }
-
   // Fairness: is there a waiter older than `me` (all of them if me is null)
   // that refuses target t? The index answers "no waiter at all" in O(depth)
   // (me's own entries are indexed too, so for a waiter in line that is only
@@ -394,6 +394,7 @@ class MemoryEngine final : public LockEngine {
   }
 
   static void remove(NamespaceState& st, Lock& lock) {
+    count_owner(st, lock.owner, -1);
     if (!lock.idempotency_key.empty()) st.idempotent.erase(lock.idempotency_key);
     for (Entry& e : lock.entries) st.index.unlink(e, kHeld);
     st.expiry.disarm(lock);
@@ -413,8 +414,12 @@ class MemoryEngine final : public LockEngine {
     return st;
   }
 
+  // The limits in force in `ns` (its mutex held).
+  Limits limits_of(const Namespace& ns) const { return ns.limits ? *ns.limits : defaults_.get(); }
+
   const MatrixTable& matrix_;
   const std::shared_ptr<const Clock> clock_;
+  DefaultLimits defaults_;
   const core::Instruments instruments_;
   NamespaceRegistry<Namespace> registry_;
   core::ProcessStamp process_;

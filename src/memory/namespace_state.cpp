@@ -1,6 +1,8 @@
 // See namespace_state.hpp.
 #include "memory/namespace_state.hpp"
 
+#include <iterator>
+
 #include <utility>
 
 namespace pathlock::memory {
@@ -23,6 +25,32 @@ NamespaceState& Namespace::use(Clock::time_point now) {
 void Namespace::notify() {
   ++generation;
   changed.notify_all();
+}
+
+Waiter* enqueue(Namespace& ns, NamespaceState& st, const core::ResolvedRequest& req, const std::string& owner,
+                Clock::time_point now, Clock::time_point deadline) {
+  Waiter& w = st.waiters.emplace_back();
+  w.in_line = std::prev(st.waiters.end());
+  w.seq = ns.next_waiter++;
+  w.owner = owner;
+  w.op = req.op;
+  w.since = now;
+  w.deadline = deadline;
+  w.entries.resize(req.targets.size());
+  for (std::size_t i = 0; i < req.targets.size(); ++i) {
+    Entry& e = w.entries[i];
+    e.waiter = &w;
+    e.code = req.targets[i].code;
+    e.path = req.targets[i].path;
+    st.index.link(e, kWaiting);
+  }
+  return &w;
+}
+
+void dequeue(Namespace& ns, NamespaceState& st, Waiter& w) {
+  for (Entry& e : w.entries) st.index.unlink(e, kWaiting);
+  st.waiters.erase(w.in_line);
+  ns.notify();  // younger waiters may go now
 }
 
 }  // namespace pathlock::memory

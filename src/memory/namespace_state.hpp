@@ -19,13 +19,17 @@
 #include "memory/namespace_registry.hpp"
 #include "memory/path_index.hpp"
 
+#include "core/request.hpp"
+
 #include <pathlock/clock.hpp>
+#include <pathlock/engine.hpp>
 
 #include <condition_variable>
 #include <cstdint>
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -37,6 +41,7 @@ struct NamespaceState {
   ExpiryWheel expiry;
   std::list<Waiter> waiters;  // oldest first
   std::unordered_map<std::string, Lock*> idempotent;  // idempotency key -> its live lock
+  std::unordered_map<std::string, std::uint64_t> owners;  // owner -> its live locks (limits.hpp)
 
   explicit NamespaceState(Clock::time_point now) : expiry(now) {}
   bool idle() const { return locks.live() == 0 && waiters.empty(); }
@@ -51,6 +56,7 @@ struct Namespace final {
   std::unique_ptr<NamespaceState> state;  // null: trimmed (or never used)
   bool acquired_since_visit = false;      // an acquire came since the sweep's last visit
   std::uint64_t trims = 0;                // states freed so far (stats)
+  std::optional<Limits> limits;           // its own limits (set_limits), else the engine's default
 
   bool trim_if_idle();
   // The state, made when there is none. Call with `mutex` held; an acquire
@@ -59,5 +65,12 @@ struct Namespace final {
   // A lock or a waiter went: wake the waiters, which may now get in.
   void notify();
 };
+
+// A new place at the back of the line of `ns` for `req` (of `owner`),
+// reserved until `deadline`; and the place taken out again (waking the
+// younger waiters, which may go now). Call with ns.mutex held.
+Waiter* enqueue(Namespace& ns, NamespaceState& st, const core::ResolvedRequest& req, const std::string& owner,
+                Clock::time_point now, Clock::time_point deadline);
+void dequeue(Namespace& ns, NamespaceState& st, Waiter& w);
 
 }  // namespace pathlock::memory
