@@ -15,7 +15,8 @@
              want_target, bump_target, flush), Records (unpack_lock, pack_lock, pack_waiter,
              head_of, key_field, remaining), Removal (load_waiters, remove_locks,
              remove_waiters, expired_locks, ended_waiters, remove_ended, add_once),
-             Conflicts (held_conflict, waiter_flag, older_waiter), Request (read_request);
+             Conflicts (held_conflict, waiter_flag, older_waiter), Request (read_request),
+             Limits (effective, grant_refusal, place_refusal, owner_up);
              PL_CODES_PER_TAG, PL_FENCE_DIGITS, PL_MAX_FENCE
   Provides:  Acquire.acquire
 ]]
@@ -44,6 +45,8 @@ do
   local held_conflict, waiter_flag = Conflicts.held_conflict, Conflicts.waiter_flag
   local older_waiter = Conflicts.older_waiter
   local read_request = Request.read_request
+  local effective, grant_refusal, place_refusal, owner_up = Limits.effective, Limits.grant_refusal,
+    Limits.place_refusal, Limits.owner_up
 
   -- ---- acquire, step by step ------------------------------------------------
   -- pl_acquire runs: read_request (argument checks, before anything is read),
@@ -246,7 +249,8 @@ do
         rcall("ZADD", c.wexp, exp, r.waiter_id)
         expire(c, c.now + r.reserve)
       else
-        bad = take_place(c, r, exp)
+        local lim = effective(c, r)
+        bad = (lim and place_refusal(c, lim)) or take_place(c, r, exp)
         if bad then return bad end
       end
     elseif r.me then
@@ -310,6 +314,7 @@ do
     members[#members + 1] = "0"
     members[#members + 1] = list_member(f16, id)
     tag_count(c, tag, 1, 0, f16) -- and the fence, in the same HSET
+    owner_up(c, r)
     flush(c, b)
     if r.key ~= "" then
       rcall("HSET", c.locks, id, pack_lock(l), key_field(r.key), id)
@@ -321,6 +326,17 @@ do
     if r.me then remove_waiters(c, { r.me }) end
     -- the layout of src/redis/replies.hpp (reply::granted)
     return { "granted", id, r.new_token, fence, r.ttl, 1 }
+  end
+
+  -- Refused by a limit (`over`, the reply): a caller in line leaves it,
+  -- nothing else is written.
+  local function leave_over(c, r, over)
+    if r.me then
+      local bad = writable(c, false, true)
+      if bad then return bad end
+      remove_waiters(c, { r.me })
+    end
+    return over
   end
 
   local function pl_acquire(keys, argv)
@@ -348,6 +364,9 @@ do
       if bad then return bad end
     end
     if w then return refuse(c, r, w) end
+    local lim = effective(c, r)
+    bad = lim and grant_refusal(c, r, lim)
+    if bad then return leave_over(c, r, bad) end
     return grant(c, r, b)
   end
 

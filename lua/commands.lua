@@ -21,6 +21,7 @@ do
     { "ZRANGE", "wexp", "0", "0" }, { "ZREVRANGE", "wq", "0", "0" }, { "ZRANGEBYSCORE", "exp", "0", "1" },
     { "ZRANGEBYLEX", "ent", "-", "+" }, { "ZREVRANGEBYLEX", "ent", "+", "-" }, { "ZMSCORE", "wq", "m" },
     { "SPUBLISH", "wake", "" }, { "PEXPIREAT", "meta", "1" }, { "PERSIST", "meta" }, { "INFO" },
+    { "ZCOUNT", "exp", "0", "1" }, { "HGETALL", "meta" },
   }
   local COMMAND = {}
   for i = 1, #COMMANDS do COMMAND[COMMANDS[i][1]] = COMMANDS[i] end

@@ -7,7 +7,7 @@
              PL_BLOCKSET
   Provides:  Meta.TAG_N, Meta.TAGS_FULL, Meta.check_meta, Meta.begin_with,
              Meta.own_tag, Meta.tag_available, Meta.tag_count, Meta.count_down,
-             Meta.expire, Meta.evicting_policy, Meta.gcode, Meta.blocks
+             Meta.expire, Meta.evicting_policy, Meta.persist, Meta.drained, Meta.gcode, Meta.blocks
 ]]
 local Meta
 do
@@ -85,7 +85,7 @@ do
   -- read costs: what only some calls need is read by those.)
   local function check_meta(c)
     local g = TAG_GUESS
-    local m = rcall("HMGET", c.meta, "layout", "fence", T_FIELD, L_FIELD[g], W_FIELD[g], "x")
+    local m = rcall("HMGET", c.meta, "layout", "fence", T_FIELD, L_FIELD[g], W_FIELD[g], "x", "lim")
     -- Layout 1 (pathlock <= 0.1) had no layout field, but a fingerprint.
     local layout = m[1] or (rcall("HGET", c.meta, "fingerprint") and "1")
     c.expiring = layout == PL_EXPIRING_LAYOUT
@@ -93,6 +93,7 @@ do
       return { "layout", layout, PL_LAYOUT }
     end
     c.x = m[6] and tonum(m[6])
+    c.lim_s = m[7] -- the namespace's own limits (lua/limits.lua), or nil
     -- Will this call take TTLs off, if it adds data? An expiring namespace
     -- on a server that may evict keys with one, or a drained one whose meta
     -- has one (drained).
@@ -144,7 +145,9 @@ do
     -- (docs/lua-protocol.md#expiry). Else its meta, which may carry the TTL
     -- it got when it drained (drained), keeps its data without one.
     if not c.expiring and rcall("EXISTS", c.locks, c.wq) == 0 then
-      if may_expire(c) and redis.acl_check_cmd("PEXPIREAT", c.meta, "1") then
+      -- (Not a namespace with limits of its own: an operator's setting,
+      -- which its keys' expiry would drop; lua/limits.lua.)
+      if not c.lim_s and may_expire(c) and redis.acl_check_cmd("PEXPIREAT", c.meta, "1") then
         c.expiring, c.persist = true, false
       elseif c.x then
         rcall("PERSIST", c.meta)
@@ -175,7 +178,7 @@ do
   -- still exceeds it. Its next lock or place takes the TTL back (own_tag).
   -- Skipped, never refused, for a caller without PEXPIREAT.
   local function drained(c)
-    if c.expiring or rcall("EXISTS", c.locks, c.wq) ~= 0 then return end
+    if c.expiring or c.lim_s or rcall("EXISTS", c.locks, c.wq) ~= 0 then return end
     if not redis.acl_check_cmd("PEXPIREAT", c.meta, "1") then return end
     local xs = sformat("%.0f", mfloor((c.now + PL_EXPIRY_MARGIN + 999) / 1000) * 1000)
     rcall("HSET", c.meta, "x", xs)
@@ -276,6 +279,6 @@ do
 
   Meta = { TAG_N = TAG_N, TAGS_FULL = TAGS_FULL, check_meta = check_meta, begin_with = begin_with, own_tag = own_tag,
          tag_available = tag_available, tag_count = tag_count, count_down = count_down, expire = expire,
-         evicting_policy = evicting_policy,
+         evicting_policy = evicting_policy, persist = persist, drained = drained,
          gcode = gcode, blocks = blocks }
 end

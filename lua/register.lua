@@ -8,7 +8,7 @@
   call them; replicas may serve them); info reads nothing at all (no keys:
   any node of a Cluster answers it), and so does contract.
 
-  Uses:      Acquire, Release, Renew, Leave, List, Probe, Blockers, Info, Contract; PL_FUNCTION_PREFIX
+  Uses:      Acquire, Release, Renew, Leave, List, Probe, Blockers, Info, Contract, Limits; PL_FUNCTION_PREFIX
   Provides:  (nothing to Lua: the functions, registered with Redis)
 ]]
 do
@@ -26,6 +26,8 @@ do
     { "waiters", Blockers.waiters, { "no-writes" } },
     { "info", Info.info, { "no-writes", "allow-stale" } },
     { "contract", Contract.contract, { "no-writes", "allow-stale" } },
+    { "set_limits", Limits.set_limits, { "allow-oom" } },
+    { "limits_ro", Limits.limits_ro, { "no-writes" } },
   }
   for i = 1, #FUNCTIONS do
     local f = FUNCTIONS[i]

@@ -4,8 +4,8 @@
 
   Uses:      Commands (chunked, writable), Meta (gcode, count_down),
              Paths (entry_member, list_member), Index (batch, want_target, fetch,
-             bump_target, flush), Records (unpack_lock, unpack_waiter, key_field, wake);
-             PL_REAP_LIMIT
+             bump_target, flush), Records (unpack_lock, unpack_waiter, key_field, wake),
+             Limits (count_owners); PL_REAP_LIMIT
   Provides:  Removal.remove_locks, Removal.expired_locks, Removal.load_waiters,
              Removal.remove_waiters, Removal.add_once, Removal.remove_ended,
              Removal.ended_waiters
@@ -14,6 +14,7 @@ local Removal
 do
   local chunked, writable = Commands.chunked, Commands.writable
   local gcode, count_down = Meta.gcode, Meta.count_down
+  local count_owners = Limits.count_owners
   local entry_member, list_member = Paths.entry_member, Paths.list_member
   local batch, want_target, fetch, bump_target, flush = Index.batch, Index.want_target, Index.fetch,
     Index.bump_target, Index.flush
@@ -69,6 +70,7 @@ do
     chunked("ZREM", c.exp, ids)
     if #fields > 0 then chunked("HDEL", c.locks, fields) end
     count_down(c, locks, false)
+    count_owners(c, locks)
     wake(c, paths)
   end
 

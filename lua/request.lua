@@ -2,14 +2,15 @@
   lua/request.lua: the arguments of acquire, checked before anything is read
   (docs/lua-protocol.md#acquire).
 
-  Uses:      Values (dec, valid_id, valid_key), Paths (path_problem, within); PL_OPS,
-             PL_MAX_OWNER, PL_MAX_TTL, PL_MAX_ID, PL_MAX_TOKEN, PL_MAX_KEY, PL_MAX_RESERVE
+  Uses:      Values (dec, valid_id, valid_key), Paths (path_problem, within), Limits (valid); PL_OPS,
+             PL_MAX_OWNER, PL_MAX_TTL, PL_MAX_ID, PL_MAX_TOKEN, PL_MAX_KEY, PL_MAX_RESERVE, PL_MAX_LIMIT
   Provides:  Request.read_request
 ]]
 local Request
 do
   local dec, valid_id, valid_key = Values.dec, Values.valid_id, Values.valid_key
   local path_problem, within = Paths.path_problem, Paths.within
+  local valid_limits = Limits.valid
 
   -- reenter_id, reenter_token and the idempotency key of request r.
   local function read_proofs(r)
@@ -66,9 +67,9 @@ do
     local op = PL_OPS[op_name or ""]
     if not op then return nil, { "invalid", "unknown operation '" .. tostring(op_name) .. "'" } end
     local n = #op.roles
-    if #argv ~= 8 + n and #argv ~= 11 + n and #argv ~= 12 + n then
+    if #argv ~= 8 + n and #argv ~= 11 + n and #argv ~= 12 + n and #argv ~= 13 + n then
       return nil, { "invalid", "operation '" .. op_name .. "' takes " .. n .. " path(s) after 8 arguments, then"
-                               .. " optionally fair, waiter_id, reserve_ms [, deadline_ms]" }
+                               .. " optionally fair, waiter_id, reserve_ms [, deadline_ms [, default_limits]]" }
     end
     if owner == "" or #owner > PL_MAX_OWNER then return nil, { "invalid", "owner must be 1.." .. PL_MAX_OWNER .. " bytes" } end
     if not ttl or ttl < 1 or ttl > PL_MAX_TTL then
@@ -76,7 +77,8 @@ do
     end
     local r = { owner = owner, op_name = op_name, op = op, n = n, ttl = ttl, ttl_s = argv[3], new_id = argv[4],
                 new_token = argv[5], reenter_id = argv[6], reenter_token = argv[7], key = argv[8], paths = {},
-                fair = true, waiter_id = "", reserve = 0, deadline = nil }
+                fair = true, waiter_id = "", reserve = 0, deadline = nil,
+                default_limits = nil, owner_n = nil }
     if not valid_id(r.new_id) then return nil, { "invalid", "new_id must be 1.." .. PL_MAX_ID .. " of [A-Za-z0-9-]" } end
     if r.new_token == "" or #r.new_token > PL_MAX_TOKEN then
       return nil, { "invalid", "new_token must be 1.." .. PL_MAX_TOKEN .. " bytes" }
@@ -91,6 +93,14 @@ do
     if deadline and deadline ~= "" then
       r.deadline = dec(deadline)
       if not r.deadline then return nil, { "invalid", "deadline_ms must be empty or decimal digits" } end
+    end
+    local limits = argv[13 + n]
+    if limits and limits ~= "" then
+      if not valid_limits(limits) then
+        return nil, { "invalid", "default_limits must be empty or \"LOCKS PLACES OWNER_LOCKS\", each 0.."
+                                 .. PL_MAX_LIMIT .. " or -" }
+      end
+      r.default_limits = limits
     end
     return r
   end

@@ -38,7 +38,7 @@
 namespace pathlock::redis::contract {
 
 // The protocol version the library implements (docs/lua-protocol.md#versions).
-inline constexpr std::string_view kProtocolVersion = "4.2";
+inline constexpr std::string_view kProtocolVersion = "4.3";
 
 inline std::string json_string(std::string_view s) {
   return core::quoted(s, [](unsigned char c) {
@@ -135,13 +135,15 @@ inline std::string other_replies() {
       "\"not_holder\": {},\n    \"late\": {},\n    \"released\": {},\n    \"missing\": {},\n    \"renewed\": {},\n"
       "    \"left\": {},\n    \"held\": {},\n    \"ok\": {},\n    \"denied\": {{\"fields\": [[\"status\", \"bulk\"]], "
       "\"rest\": [\"command\", \"bulk\"]}},\n    \"info\": {},\n    \"contract\": {},\n    \"invalid\": {},\n"
-      "    \"layout\": {}",
+      "    \"layout\": {},\n    \"over_limit\": {},\n    \"limits\": {}",
       plain({s}), plain({s, {"now_ms", "int"}}), plain({s, {"holds_left", "int"}}), plain({s}),
       plain({s, {"expires_in_ms", "int"}}), plain({s, {"removed", "int"}}), plain({s, {"held", "int"}}), plain({s}),
       plain({s, {"library", "bulk"}, {"matrix", "bulk"}, {"matrix_version", "bulk"}, {"fingerprint", "bulk"},
              {"layout", "int"}, {"pathlock_version", "bulk"}}),
       plain({s, {"json", "bulk"}}), plain({s, {"message", "bulk"}}),
-      plain({s, {"stored", "bulk"}, {"mine", "bulk"}}));
+      plain({s, {"stored", "bulk"}, {"mine", "bulk"}}),
+      plain({s, {"limit", "bulk"}, {"max", "int"}, {"count", "int"}}),
+      plain({s, {"own", "bulk"}, {"locks", "int"}, {"places", "int"}, {"owner_locks", "int"}, {"owner", "bulk"}}));
 }
 
 // One function: name, keys (9: the namespace's; 0: none), arguments
@@ -152,12 +154,14 @@ struct Function {
   std::string_view name;
   int keys;
   std::vector<std::string_view> args, optional, optional_more, flags, replies;
+  std::vector<std::string_view> optional_last{};  // a third optional group, after optional_more
 };
 
 inline std::string function_json(const Function& f) {
   std::string optional = "[";
   if (!f.optional.empty()) optional += json_strings(f.optional);
   if (!f.optional_more.empty()) optional += ", " + json_strings(f.optional_more);
+  if (!f.optional_last.empty()) optional += ", " + json_strings(f.optional_last);
   return fmt::format(
       "    {{\"name\": {}, \"keys\": {}, \"args\": {}, \"optional\": {}], \"flags\": {}, \"replies\": {}}}",
       json_string(f.name), f.keys, json_strings(f.args), optional, json_strings(f.flags), json_strings(f.replies));
@@ -168,7 +172,8 @@ inline std::string functions() {
   const std::vector<Function> all{
       {"acquire", 9,
        {"owner", "op", "ttl_ms", "new_id", "new_token", "reenter_id", "reenter_token", "idempotency_key", "path..."},
-       {"fair", "waiter_id", "reserve_ms"}, {"deadline_ms"}, {}, {"granted", "refused", "not_holder", "late"}},
+       {"fair", "waiter_id", "reserve_ms"}, {"deadline_ms"}, {}, {"granted", "refused", "not_holder", "late",
+       "over_limit"}, {"default_limits"}},
       {"release", 9, {"id", "token"}, {}, {}, {"allow-oom"}, {"released", "missing"}},
       {"force_release", 9, {"id"}, {}, {}, {"allow-oom"}, {"released", "missing"}},
       {"renew", 9, {"id", "token", "ttl_ms"}, {}, {}, {"allow-oom"}, {"renewed", "missing"}},
@@ -181,6 +186,8 @@ inline std::string functions() {
       {"waiters", 9, {"prefix", "limit"}, {}, {}, {"no-writes"}, {"waiters"}},
       {"info", 0, {}, {}, {}, {"no-writes", "allow-stale"}, {"info"}},
       {"contract", 0, {}, {}, {}, {"no-writes", "allow-stale"}, {"contract"}},
+      {"set_limits", 9, {"limits"}, {}, {}, {"allow-oom"}, {"limits"}},
+      {"limits_ro", 9, {}, {}, {}, {"no-writes"}, {"limits"}},
   };
   std::string out;
   for (const Function& f : all) out += (out.empty() ? "" : ",\n") + function_json(f);
@@ -222,10 +229,12 @@ inline std::string limits() {
       "\"ttl_ms\": {}, \"reserve_ms\": {}, \"path_bytes\": {}, \"component_bytes\": {}, \"owner_bytes\": {}, "
       "\"id_chars\": {}, \"token_bytes\": {}, \"idempotency_key_chars\": {}, \"namespace_bytes\": {}, "
       "\"list_limit\": {}, \"blockers_limit\": {}, \"waiters_limit\": {}, \"decimal_digits\": {}, \"max_fence\": {}, "
-      "\"reap_per_call\": {}, \"list_scan\": {}, \"expiry_margin_ms\": {}, \"max_matrices\": {}",
+      "\"reap_per_call\": {}, \"list_scan\": {}, \"expiry_margin_ms\": {}, \"max_matrices\": {}, "
+      "\"limit_max\": {}, \"default_limits_key\": {}, \"default_limits_refresh_ms\": {}",
       kMaxTtl.count(), core::kMaxReservation.count(), kMaxPathBytes, kMaxComponentBytes, kMaxOwnerBytes, kMaxIdBytes,
       kMaxTokenBytes, kMaxIdempotencyKeyBytes, kMaxNamespaceBytes, kMaxListLimit, kMaxBlockers, kMaxWaiters,
-      kMaxDecimalDigits, kMaxFence, kReapLimit, kListScan, kExpiryMarginMs, kMaxTags);
+      kMaxDecimalDigits, kMaxFence, kReapLimit, kListScan, kExpiryMarginMs, kMaxTags, kMaxLimit,
+      json_string("pl:limits"), kLimitsRefresh.count());
 }
 
 inline std::string operations(const MatrixTable& t) {

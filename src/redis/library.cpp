@@ -32,7 +32,7 @@ namespace {
 // standard functions every module reads), then each module after those it
 // uses (its header says which), register.lua last; every embedded file must
 // be listed (lua/README.md).
-constexpr std::string_view kOrder[] = {"std",     "values",  "call",      "commands", "meta",    "paths",   "index",
+constexpr std::string_view kOrder[] = {"std",     "values",  "call",      "commands", "meta",    "limits",  "paths",   "index",
                                        "records", "removal", "conflicts", "request",  "acquire", "release", "renew",
                                        "leave",   "list",    "blockers",  "probe",    "info",    "contract",
                                        "register"};
@@ -74,11 +74,12 @@ std::string data_chunk(const MatrixTable& t, std::string_view library_name, std:
       "local PL_MAX_TTL = {}\nlocal PL_MAX_RESERVE = {}\nlocal PL_MAX_PATH = {}\nlocal PL_MAX_NAME = {}\n"
       "local PL_MAX_OWNER = {}\nlocal PL_MAX_ID = {}\nlocal PL_MAX_TOKEN = {}\nlocal PL_MAX_KEY = {}\n"
       "local PL_MAX_BLOCKERS = {}\nlocal PL_MAX_WAITERS = {}\nlocal PL_MAX_LIST = {}\n"
-      "local PL_MAX_NAMESPACE = {}\nlocal PL_EXPIRING_LAYOUT = \"{}\"\nlocal PL_EXPIRY_MARGIN = {}\n",
+      "local PL_MAX_NAMESPACE = {}\nlocal PL_EXPIRING_LAYOUT = \"{}\"\nlocal PL_EXPIRY_MARGIN = {}\n"
+      "local PL_MAX_LIMIT = {}\n",
       t.name, t.version, kLayoutVersion, library_name, function_prefix, kVersionString, lua_string(t.name),
       lua_string(t.version), lua_string(t.fingerprint), kMaxTtl.count(), core::kMaxReservation.count(), kMaxPathBytes,
       kMaxComponentBytes, kMaxOwnerBytes, kMaxIdBytes, kMaxTokenBytes, kMaxIdempotencyKeyBytes, kMaxBlockers,
-      kMaxWaiters, kMaxListLimit, kMaxNamespaceBytes, kExpiringLayout, kExpiryMarginMs);
+      kMaxWaiters, kMaxListLimit, kMaxNamespaceBytes, kExpiringLayout, kExpiryMarginMs, kMaxLimit);
   out += layout_chunk();
   out += fmt::format("local PL_CONTRACT = {}\n", lua_string(contract::contract_json(t)));
   out += "local PL_KEY_SUFFIXES = {";

@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include <stdexcept>
+
 #include <algorithm>
 #include <thread>
 
@@ -364,7 +366,7 @@ static bool late(const Reply& r) {
 }
 
 Reply RedisClient::fcall(const std::string& function, const std::vector<std::string>& keys,
-                         const std::vector<std::string>& args, int* acked, bool deadline) {
+                         const std::vector<std::string>& args, int* acked, std::optional<std::size_t> deadline_at) {
   std::vector<std::string> argv;
   argv.reserve(3 + keys.size() + args.size());
   argv.push_back("FCALL");
@@ -373,15 +375,17 @@ Reply RedisClient::fcall(const std::string& function, const std::vector<std::str
   argv.insert(argv.end(), keys.begin(), keys.end());
   argv.insert(argv.end(), args.begin(), args.end());
   const int slot = keys.empty() ? -1 : key_slot(keys.front());
+  if (deadline_at && *deadline_at >= args.size()) throw std::logic_error("fcall: deadline argument out of range");
+  std::string* deadline = deadline_at ? &argv[3 + keys.size() + *deadline_at] : nullptr;
   const auto send = [&](Attempt& x) {
     if (deadline) {
       const std::optional<long long> at = x.c.server_deadline(options_.command_timeout);
-      argv.back() = at ? std::to_string(*at) : std::string();
+      *deadline = at ? std::to_string(*at) : std::string();
     }
     Reply r = x(argv);
     if (deadline && late(r)) {  // the estimate was behind: nothing ran; correct it and send again
       x.c.learn_server_clock(r.elements[1].integer);
-      argv.back() = std::to_string(*x.c.server_deadline(options_.command_timeout));
+      *deadline = std::to_string(*x.c.server_deadline(options_.command_timeout));
       r = x(argv);
     }
     return r;

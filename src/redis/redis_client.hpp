@@ -122,14 +122,15 @@ class RedisClient final : private SubscriptionHost {
   // With options.replicas > 0 and `acked` given, *acked is the number of
   // replicas that acknowledged (WAIT on the same connection right after the
   // call; 0 if WAIT failed); with replicas == 0, *acked is 0 and no WAIT runs.
-  // With `deadline`, the last of `args` is replaced at every send by the
+  // With `deadline_at`, args[deadline_at] is replaced at every send by the
   // moment, on the server's clock, at which this client stops waiting for
   // the reply (Connection::server_deadline: now + command_timeout), or by ""
   // when the server's clock is unknown; a {"late", server_ms} reply (the
   // estimate was behind the server's clock: nothing was changed) corrects the
   // estimate and the call is sent once more (docs/lua-protocol.md#deadlines).
   Reply fcall(const std::string& function, const std::vector<std::string>& keys,
-              const std::vector<std::string>& args, int* acked = nullptr, bool deadline = false);
+              const std::vector<std::string>& args, int* acked = nullptr,
+              std::optional<std::size_t> deadline_at = std::nullopt);
 
   // Opens a dedicated connection and SSUBSCRIBEs it to `channel` on the node
   // serving the channel's slot: in place when this returns, so a message

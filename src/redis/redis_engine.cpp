@@ -8,9 +8,11 @@
 #include "core/request.hpp"
 #include "core/waiting.hpp"
 #include "redis/library.hpp"
+#include "redis/limits.hpp"
 #include "redis/redis_client.hpp"
 #include <pathlock/redis_url.hpp>
 #include "redis/replies.hpp"
+#include "redis/warnings.hpp"
 
 #include <pathlock/path.hpp>
 #include <pathlock/version.hpp>
@@ -66,7 +68,8 @@ class RedisEngine final : public LockEngine {
   AcquireResult acquire(const LockRequest& request, std::stop_token stop) override {
     const core::ResolvedRequest req = core::resolve_request(matrix_, request);
     // ARGV: owner, op, ttl, new_id, new_token, reenter_id, reenter_token,
-    // idempotency_key, paths..., fair, waiter_id, reserve_ms, deadline_ms.
+    // idempotency_key, paths..., fair, waiter_id, reserve_ms, deadline_ms,
+    // default_limits.
     // The new id and token serve every attempt of this call (only a grant
     // uses them, and a grant ends the call); the client sets the deadline
     // at each send.
@@ -85,6 +88,7 @@ class RedisEngine final : public LockEngine {
     args.push_back(waiter);
     args.push_back("0");  // reserve_ms, set per attempt
     args.push_back("");   // deadline_ms, set per send (RedisClient::fcall)
+    args.push_back(defaults_.text(client(), false, [this](std::string_view e) { default_unread(e); }));
     Attempts attempts(*this, request.ns, req, std::move(args), waiter);
     AcquireResult out =
         core::wait_for_grant(request, *steady_clock(), attempts, &instruments_, req.op, std::move(stop));
@@ -144,6 +148,21 @@ class RedisEngine final : public LockEngine {
     for (std::size_t i = reply::list::first_row; i < r.elements.size(); ++i)
       page.locks.push_back(reply::read_lock(r.elements[i]));
     return page;
+  }
+
+  void set_default_limits(const Limits& limits) override {
+    core::check_limits(limits);
+    defaults_.set(client(), limits);
+  }
+  void set_limits(std::string_view ns, const std::optional<Limits>& limits) override {
+    core::check_namespace(ns);
+    if (limits) core::check_limits(*limits);
+    run("set_limits", ns, {limits ? core::limits_text(*limits) : std::string()});
+  }
+  LimitsStatus limits(std::string_view ns) override {
+    core::check_namespace(ns);
+    const Reply r = run("limits_ro", ns, {});
+    return read_limits_status(r, defaults_.text(client(), true, [this](std::string_view e) { default_unread(e); }));
   }
 
   bool is_held(std::string_view ns, std::string_view id, std::string_view token) override {
@@ -206,7 +225,7 @@ class RedisEngine final : public LockEngine {
           waiter_(std::move(waiter)) {}
 
     AcquireResult attempt(Millis reserve) override {
-      args_[args_.size() - 2] = std::to_string(reserve.count());
+      args_[args_.size() - 3] = std::to_string(reserve.count());
       return engine_.attempt(ns_, keys_, args_);
     }
     // Subscribe, then look again at once: a removal between the first
@@ -227,7 +246,7 @@ class RedisEngine final : public LockEngine {
     std::string_view ns_;
     const core::ResolvedRequest& req_;
     std::vector<std::string> keys_;  // the namespace's keys (docs/lua-protocol.md)
-    std::vector<std::string> args_;  // the acquire arguments; the last two: reserve_ms, deadline_ms
+    std::vector<std::string> args_;  // the acquire arguments; the last three: reserve_ms, deadline_ms, default_limits
     std::string waiter_;             // place-in-line id ("" when not in line)
     std::unique_ptr<Subscription> listener_;
     core::Interrupt interrupt_;  // raised by a stop (another thread)
@@ -241,7 +260,7 @@ class RedisEngine final : public LockEngine {
                       int* acked) {
     for (int resent = 0;; ++resent) {
       try {
-        return run("acquire", ns, args, &keys, acked, true);
+        return run("acquire", ns, args, &keys, acked, args.size() - 2);
       } catch (const ReplyLost&) {
         if (args.at(kKeyArg).empty() || resent == 2) throw;
       }
@@ -262,6 +281,8 @@ class RedisEngine final : public LockEngine {
       out.conflict = reply::read_conflict(r, *client_);
     } else if (status == "not_holder") {
       out.outcome = AcquireOutcome::not_holder;
+    } else if (status == "over_limit") {
+      out = read_over_limit(r, *client_);
     } else if (status == "late") {
       client_->fail("acquire reached the server after this client's deadline twice (its clock runs ahead of this "
                     "host's estimate); nothing was changed (docs/lua-protocol.md#deadlines)");
@@ -269,22 +290,6 @@ class RedisEngine final : public LockEngine {
       unexpected("acquire", status);
     }
     return out;
-  }
-
-  // Sleeps until `until`, or until a message on the wake channel names a
-  // path that overlaps one of the request's targets (only such a removal can
-  // let it in), or the subscription had to be reopened (messages may have
-  // been lost). An empty payload (another client's bare wake-up) also wakes.
-  static void sleep_until_woken(Subscription& listener, Clock::time_point until, const core::ResolvedRequest& req,
-                                const core::Interrupt* interrupt) {
-    std::vector<std::string> payloads;
-    while (true) {
-      const Millis left = std::chrono::ceil<Millis>(until - std::chrono::steady_clock::now());
-      if (left <= Millis{0}) return;
-      payloads.clear();
-      if (listener.wait(left, payloads, interrupt) != Subscription::Wake::message) return;
-      if (core::wake_concerns(payloads, req)) return;
-    }
   }
 
   // A grant that fewer than `replicas_` replicas acknowledged in time: a
@@ -317,17 +322,19 @@ class RedisEngine final : public LockEngine {
   // namespace, docs/operations.md#changing-the-matrix-rolling-deploys.) The
   // engine's first call probes the user's permissions first.
   // With `acked`, the client runs WAIT after the call (RedisOptions::replicas)
-  // and stores how many replicas acknowledged it; with `deadline`, the last
+  // and stores how many replicas acknowledged it; with `deadline_at`, that
   // argument is the call's deadline (RedisClient::fcall).
   Reply run(std::string_view function, std::string_view ns, const std::vector<std::string>& args,
-            const std::vector<std::string>* keys = nullptr, int* acked = nullptr, bool deadline = false) {
+            const std::vector<std::string>* keys = nullptr, int* acked = nullptr,
+            std::optional<std::size_t> deadline_at = std::nullopt) {
     std::vector<std::string> own;
     if (!keys) keys = &(own = namespace_keys(ns));
     // Read-only functions need no write permission: a user with read
     // rights only may call them, so they skip the probe.
-    if (function != "held" && function != "blockers" && function != "waiters" && function != "list_ro")
+    if (function != "held" && function != "blockers" && function != "waiters" && function != "list_ro" &&
+        function != "limits_ro")
       probe(ns, *keys);
-    Reply r = client().fcall(library_.function_prefix + std::string(function), *keys, args, acked, deadline);
+    Reply r = client().fcall(library_.function_prefix + std::string(function), *keys, args, acked, deadline_at);
     const std::string& status = r.at(0).text();
     if (status == "layout")
       client_->fail(fmt::format(
@@ -365,21 +372,16 @@ class RedisEngine final : public LockEngine {
     probed_.store(true, std::memory_order_release);
   }
 
-  // A command the library can do without, refused: a warning. SPUBLISH:
-  // waiting requests re-check on a timer; PEXPIREAT: the namespaces this
-  // user creates keep their keys (docs/lua-protocol.md#expiry); INFO: the
-  // library cannot read the eviction policy, so it gives no key a TTL.
+  // A command the library can do without (SPUBLISH, PEXPIREAT, INFO), or
+  // the default limits' GET, refused: a warning (redis/warnings.hpp).
   void optional_denied(std::string_view ns, std::string_view command) {
-    const bool publish = command == "SPUBLISH", info = command == "INFO";
-    const std::string message = publish
-        ? fmt::format("redis at {}: this user may not SPUBLISH on pl:{{{}}}:wake; waiting requests only re-check on a "
-                      "timer. Grant the user the channels pl:* (ACL SETUSER ... &pl:*)", client_->server(), ns)
-        : fmt::format("redis at {}: this user may not run {} {}; namespaces it creates keep their keys until calls "
-                      "remove them. Grant +{}", client_->server(), command,
-                      info ? "(the library reads maxmemory-policy with it)" : fmt::format("on pl:{{{}}}:*", ns),
-                      info ? "info" : "pexpireat");
-    instruments_.log(LogLevel::warning, message, {{"event", publish ? "no_spublish" : info ? "no_info" : "no_pexpireat"},
-                                                  {"server", client_->server()}, {"ns", std::string(ns)}});
+    warn(optional_denied_warning(client_->server(), ns, command), ns);
+  }
+  void default_unread(std::string_view error) { warn(default_unread_warning(client_->server(), error), {}); }
+  void warn(const Warning& w, std::string_view ns) {
+    std::vector<LogField> fields{{"event", w.event}, {"server", client_->server()}};
+    if (!ns.empty()) fields.push_back({"ns", std::string(ns)});
+    instruments_.log(LogLevel::warning, w.message, fields);
   }
 
   // Lock `id` released with `holds_left`: when it is gone and this process
@@ -432,6 +434,7 @@ class RedisEngine final : public LockEngine {
   std::mutex fork_mutex_;
   const int replicas_;  // RedisOptions::replicas
   std::atomic<bool> probed_{false};  // a probe found every permission
+  DefaultLimitsCache defaults_;      // pl:limits, as last read
 };
 
 }  // namespace

@@ -8,6 +8,8 @@
 // it. Nothing else is ever sent on it.
 #include "redis/subscription.hpp"
 
+#include "core/waiting.hpp"
+
 #include "redis/cluster.hpp"
 #include "redis/connection.hpp"
 
@@ -139,6 +141,18 @@ Subscription::Wake Subscription::wait(Millis timeout, std::vector<std::string>& 
   } catch (const Broken&) {
     open();  // throws BackendError if no node serves the slot in time
     return Wake::reopened;
+  }
+}
+
+void sleep_until_woken(Subscription& listener, std::chrono::steady_clock::time_point until,
+                       const core::ResolvedRequest& req, const core::Interrupt* interrupt) {
+  std::vector<std::string> payloads;
+  while (true) {
+    const Millis left = std::chrono::ceil<Millis>(until - std::chrono::steady_clock::now());
+    if (left <= Millis{0}) return;
+    payloads.clear();
+    if (listener.wait(left, payloads, interrupt) != Subscription::Wake::message) return;
+    if (core::wake_concerns(payloads, req)) return;
   }
 }
 

@@ -23,6 +23,7 @@
 #include <pathlock/redis_url.hpp>
 
 #include "core/interrupt.hpp"
+#include "core/request.hpp"
 
 #include <pathlock/engine.hpp>
 #include <pathlock/metrics.hpp>
@@ -107,5 +108,12 @@ class Subscription {
   int slot_;
   std::unique_ptr<Connection> conn_;  // null: the server refused the subscription
 };
+
+// Sleeps until `until`, or until a message on the wake channel names a path
+// that overlaps one of the request's targets (only such a removal can let it
+// in), or the subscription had to be reopened (messages may have been lost).
+// An empty payload (another client's bare wake-up) also wakes.
+void sleep_until_woken(Subscription& listener, std::chrono::steady_clock::time_point until,
+                       const core::ResolvedRequest& req, const core::Interrupt* interrupt);
 
 }  // namespace pathlock::redis

@@ -1,0 +1,61 @@
+// Limits per namespace on Redis: the default's cache and the replies of the
+// library's limit calls (limits.hpp).
+#include "redis/limits.hpp"
+
+#include "redis/redis_client.hpp"
+
+#include <fmt/format.h>
+
+namespace pathlock::redis {
+
+std::string DefaultLimitsCache::text(RedisClient& client, bool fresh,
+                                     const std::function<void(std::string_view)>& warn) {
+  std::lock_guard guard(mutex_);
+  const auto now = std::chrono::steady_clock::now();
+  if (read_ && !fresh && now - read_at_ < kLimitsRefresh) return text_;
+  const Reply r = client.call({"GET", std::string(kDefaultLimitsKey)});
+  read_at_ = now;
+  read_ = true;
+  if (r.is_error()) {
+    // (Kept as none for kLimitsRefresh: a user without GET on pl:* is told once.)
+    text_.clear();
+    if (!warned_ && warn) warn(r.str);
+    warned_ = true;
+  } else {
+    // A value this release cannot read (another tool's) counts as none.
+    text_ = r.type == Reply::Type::string && core::parse_limits(r.str) ? r.str : std::string();
+  }
+  return text_;
+}
+
+void DefaultLimitsCache::set(RedisClient& client, const Limits& limits) {
+  const bool none = !limits.locks && !limits.places && !limits.owner_locks;
+  const std::string text = none ? std::string() : core::limits_text(limits);
+  if (none) client.command({"DEL", std::string(kDefaultLimitsKey)});
+  else client.command({"SET", std::string(kDefaultLimitsKey), text});
+  std::lock_guard guard(mutex_);
+  text_ = text;
+  read_at_ = std::chrono::steady_clock::now();
+  read_ = true;
+}
+
+AcquireResult read_over_limit(const Reply& r, const RedisClient& client) {
+  const std::optional<LimitKind> kind = core::limit_kind(r.at(1).text());
+  if (!kind) client.fail(fmt::format("acquire replied over_limit with an unknown limit '{}'", r.at(1).text()));
+  return core::over_limit(*kind, static_cast<std::uint64_t>(r.at(2).number()),
+                          static_cast<std::uint64_t>(r.at(3).number()));
+}
+
+LimitsStatus read_limits_status(const Reply& r, std::string_view default_text) {
+  LimitsStatus out;
+  out.defaults = core::parse_limits(default_text).value_or(Limits{});
+  if (!r.at(1).text().empty()) out.overrides = core::parse_limits(r.at(1).text());
+  out.effective = out.overrides ? *out.overrides : out.defaults;
+  out.locks = static_cast<std::uint64_t>(r.at(2).number());
+  out.places = static_cast<std::uint64_t>(r.at(3).number());
+  out.owner_locks = static_cast<std::uint64_t>(r.at(4).number());
+  out.owner = r.at(5).text();
+  return out;
+}
+
+}  // namespace pathlock::redis
