@@ -44,6 +44,9 @@ json conflict(const Conflict& c) { return refusal(c); }
 json acquire_result(const AcquireResult& r) {
   if (r.cancelled()) return json{{"granted", false}, {"cancelled", true}};
   if (r.not_holder()) return json{{"granted", false}, {"not_holder", true}};
+  if (r.over_limit())
+    return json{{"granted", false},
+                {"over_limit", {{"limit", limit_name(r.limit.limit)}, {"max", r.limit.max}, {"count", r.limit.count}}}};
   if (!r.granted()) return json{{"granted", false}, {"conflict", conflict(r.conflict)}};
   return grant(r.grant);
 }
