@@ -4,28 +4,42 @@
 
 #include "redis/redis_client.hpp"
 
+#include "core/process.hpp"
+
 #include <fmt/format.h>
+
+#include <utility>
 
 namespace pathlock::redis {
 
+// The mutex is held for a copy only, never across the GET (a fork while a
+// thread of the parent waits for the reply would leave it held in the
+// child), and inside a NoForkSection. Threads that find the text stale at
+// once all read it: one GET each, every kLimitsRefresh.
 std::string DefaultLimitsCache::text(RedisClient& client, bool fresh,
                                      const std::function<void(std::string_view)>& warn) {
-  std::lock_guard guard(mutex_);
   const auto now = std::chrono::steady_clock::now();
-  if (read_ && !fresh && now - read_at_ < kLimitsRefresh) return text_;
-  const Reply r = client.call({"GET", std::string(kDefaultLimitsKey)});
-  read_at_ = now;
-  read_ = true;
-  if (r.is_error()) {
-    // (Kept as none for kLimitsRefresh: a user without GET on pl:* is told once.)
-    text_.clear();
-    if (!warned_ && warn) warn(r.str);
-    warned_ = true;
-  } else {
-    // A value this release cannot read (another tool's) counts as none.
-    text_ = r.type == Reply::Type::string && core::parse_limits(r.str) ? r.str : std::string();
+  {
+    const core::NoForkSection no_fork;
+    std::lock_guard guard(mutex_);
+    if (read_ && !fresh && now - read_at_ < kLimitsRefresh) return text_;
   }
-  return text_;
+  const Reply r = client.call({"GET", std::string(kDefaultLimitsKey)});
+  // An error (a user without GET on pl:*) counts as none, and is told once;
+  // a value this release cannot read (another tool's) counts as none.
+  std::string text;
+  if (!r.is_error() && r.type == Reply::Type::string && core::parse_limits(r.str)) text = r.str;
+  bool tell = false;
+  {
+    const core::NoForkSection no_fork;
+    std::lock_guard guard(mutex_);
+    text_ = text;
+    read_at_ = now;
+    read_ = true;
+    tell = r.is_error() && !std::exchange(warned_, true);
+  }
+  if (tell && warn) warn(r.str);
+  return text;
 }
 
 void DefaultLimitsCache::set(RedisClient& client, const Limits& limits) {
@@ -33,6 +47,7 @@ void DefaultLimitsCache::set(RedisClient& client, const Limits& limits) {
   const std::string text = none ? std::string() : core::limits_text(limits);
   if (none) client.command({"DEL", std::string(kDefaultLimitsKey)});
   else client.command({"SET", std::string(kDefaultLimitsKey), text});
+  const core::NoForkSection no_fork;
   std::lock_guard guard(mutex_);
   text_ = text;
   read_at_ = std::chrono::steady_clock::now();

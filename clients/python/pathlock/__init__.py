@@ -35,6 +35,9 @@ from ._pathlock import (  # noqa: F401  (re-exported)
     InvalidRequest,
     Lease,
     LeaseKeeper,
+    LimitRefusal,
+    Limits,
+    LimitsStatus,
     ListPage,
     LockInfo,
     Matrix,
@@ -66,6 +69,9 @@ class LockRefused(Exception):
         self.result = result
         if result.not_holder:
             text = "refused: the reentry's id and token name no live lock"
+        elif result.over_limit is not None:
+            o = result.over_limit
+            text = f"refused: the namespace's limit on {o.limit} is {o.max} (now {o.count})"
         elif result.conflict is not None:
             text = f"refused: {result.conflict}"
         else:
@@ -208,7 +214,7 @@ async def _acquire_async(self: Engine, ns: str, owner: str, op: str, targets: Ta
 
     stop = StopSource()
     first = await _stoppable(_pools.calls(), functools.partial(attempt, stop, False), stop, give_back)
-    if first.granted or first.not_holder or wait <= 0 or reenter is not None:
+    if first.granted or first.not_holder or first.over_limit is not None or wait <= 0 or reenter is not None:
         return first
     stop = StopSource()
     return await _stoppable(_pools.waits(), functools.partial(attempt, stop, True), stop, give_back)
@@ -245,6 +251,6 @@ Engine.lock_async = _lock_async
 
 __all__ = [
     "AcquireResult", "BackendError", "Blocker", "BlockersPage", "Conflict", "Engine", "Grant", "InvalidRequest",
-    "Lease", "LeaseKeeper", "ListPage", "LockInfo", "LockRefused", "Matrix", "MatrixError", "MemoryEngine",
+    "Lease", "LeaseKeeper", "LimitRefusal", "Limits", "LimitsStatus", "ListPage", "LockInfo", "LockRefused", "Matrix", "MatrixError", "MemoryEngine",
     "StopSource", "WaiterInfo", "configure_asyncio", "normalize_path", "__version__",
 ] + (["RedisEngine"] if "RedisEngine" in globals() else [])

@@ -24,6 +24,8 @@
 
 #include <fmt/format.h>
 
+#include "py_engine.hpp"
+
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -120,12 +122,6 @@ struct PyMatrix {
 // An engine and what it must not outlive. After os.fork() the C++ engine
 // sees to itself: a Redis engine makes new connections in the child, an
 // embedded one refuses with BackendError (docs/python.md#fork).
-struct PyEngine {
-  std::shared_ptr<const matrix::MatrixFile> matrix;  // null: the shipped matrix
-  std::unique_ptr<LockEngine> engine;
-  std::string backend;
-  LockEngine& get() const { return *engine; }
-};
 
 const MatrixTable* table_of(const std::shared_ptr<PyMatrix>& m) { return m ? &m->table() : nullptr; }
 
@@ -280,7 +276,6 @@ py::class_<T>& who(py::class_<T>&& c) {
 
 namespace {
 
-using EngineClass = py::class_<PyEngine, std::shared_ptr<PyEngine>>;
 
 void register_errors(py::module_& m) {
   // Exceptions: bad input is a ValueError, a backend failure a ConnectionError.
@@ -361,11 +356,16 @@ void register_acquire_result(py::module_& m) {
                              })
       .def_property_readonly("conflict",
                              [](const AcquireResult& r) -> py::object {
-                               return r.granted() || r.not_holder() || (r.cancelled() && r.conflict.id.empty())
+                               return r.granted() || r.not_holder() || r.over_limit() ||
+                                              (r.cancelled() && r.conflict.id.empty())
                                           ? py::none()
                                           : py::cast(r.conflict);
                              })
       .def_property_readonly("not_holder", &AcquireResult::not_holder)
+      .def_property_readonly(
+          "over_limit",
+          [](const AcquireResult& r) -> py::object { return r.over_limit() ? py::cast(r.limit) : py::none(); },
+          "Refused by a limit of the namespace: the LimitRefusal (limit, max, count); None otherwise.")
       .def_property_readonly("cancelled", &AcquireResult::cancelled,
                              "Stopped before it returned (a StopSource, an asyncio cancellation): nothing is held.")
       .def("__bool__", [](const AcquireResult& r) { return r.granted(); })
@@ -373,6 +373,9 @@ void register_acquire_result(py::module_& m) {
         if (r.granted()) return "AcquireResult(granted, id='" + r.grant.id + "')";
         if (r.not_holder()) return std::string("AcquireResult(not_holder)");
         if (r.cancelled()) return std::string("AcquireResult(cancelled)");
+        if (r.over_limit())
+          return "AcquireResult(over_limit " + std::string(limit_name(r.limit.limit)) + " " +
+                 std::to_string(r.limit.count) + "/" + std::to_string(r.limit.max) + ")";
         return "AcquireResult(refused by " + conflict_words(r.conflict) + ")";
       });
 }
@@ -509,6 +512,7 @@ void register_engine_calls(py::module_& m) {
           "is_held", &id_token_call<&LockEngine::is_held>, py::arg("ns"), py::arg("id"), py::arg("token"),
           "Am I still the holder? Read-only: for a storage write, next to the fence check.");
   register_engine_reads(c);
+  register_limits(m, c);
 }
 
 // The engine: listings, blockers, administration.
