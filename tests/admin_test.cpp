@@ -213,3 +213,50 @@ TEST_CASE("admin: why, waiters and status need read rights only, and status coun
   CHECK(forced.status == 1);
   CHECK(engine->list(ns).size() == 1);
 }
+
+// `admin limits` (issue 47.4): an operator sets a namespace's limits and the
+// default, and sees each namespace's use against them; a service's engine
+// on the same server is refused at the limit set; bad input exits 2 or 1
+// and sets nothing.
+TEST_CASE("admin: limits set, shown and enforced, the default and a namespace's own", "[redis][admin][tenant-limits]") {
+  const std::string url = test::shared_redis_server().url();
+  const std::string ns = test::unique_namespace("admin-limits");
+  auto engine = test::redis_engine(url);
+  const Run set = admin({"limits", "--redis", url, "--namespace", ns, "--set", "--locks", "2", "--owner-locks", "1"});
+  REQUIRE(set.status == 0);
+  CHECK(set.lines.at(0)["own"] == json{{"locks", 2}, {"places", nullptr}, {"owner_locks", 1}});
+  CHECK(engine->acquire({ns, "alice", "upload", {{"target", "/a"}}}).granted());
+  const AcquireResult over = engine->acquire({ns, "alice", "upload", {{"target", "/b"}}});
+  REQUIRE(over.over_limit());
+  CHECK(over.limit.limit == LimitKind::owner_locks);
+  CHECK(engine->acquire({ns, "bob", "upload", {{"target", "/b"}}}).granted());
+  CHECK(engine->acquire({ns, "carol", "upload", {{"target", "/c"}}}).limit.limit == LimitKind::locks);
+  const Run shown = admin({"limits", "--redis", url, "--namespace", ns});
+  REQUIRE(shown.status == 0);
+  CHECK(shown.lines.at(0)["use"] == json{{"locks", 2}, {"places", 0}, {"owner_locks", 1}, {"owner", "alice"}});
+  CHECK(shown.lines.at(0)["effective"] == shown.lines.at(0)["own"]);
+  // The default, then the namespace's own taken away: the default applies.
+  REQUIRE(admin({"limits", "--redis", url, "--default", "--set", "--locks", "1"}).status == 0);
+  REQUIRE(admin({"limits", "--redis", url, "--namespace", ns, "--clear"}).status == 0);
+  const Run cleared = admin({"limits", "--redis", url, "--namespace", ns});
+  CHECK(cleared.lines.at(0)["own"].is_null());
+  CHECK(cleared.lines.at(0)["effective"] == json{{"locks", 1}, {"places", nullptr}, {"owner_locks", nullptr}});
+  auto fresh = test::redis_engine(url);  // reads the default at its first acquire
+  CHECK(fresh->acquire({ns, "dave", "upload", {{"target", "/d"}}}).limit.max == 1);
+  REQUIRE(admin({"limits", "--redis", url, "--default", "--set"}).status == 0);  // no limit: the default goes
+  CHECK(admin({"limits", "--redis", url, "--default"}).lines.at(0) ==
+        json{{"locks", nullptr}, {"places", nullptr}, {"owner_locks", nullptr}});
+  for (const auto& [args, status] : std::vector<std::pair<std::vector<std::string>, int>>{
+           {{"limits", "--redis", url}, 2},                                                  // neither
+           {{"limits", "--redis", url, "--default", "--namespace", ns}, 2},                  // both
+           {{"limits", "--redis", url, "--namespace", ns, "--locks", "3"}, 2},               // no --set
+           {{"limits", "--redis", url, "--namespace", ns, "--set", "--clear"}, 2},
+           {{"limits", "--redis", url, "--namespace", ns, "--set", "--locks", "-1"}, 2},
+           {{"limits", "--redis", url, "--namespace", ns, "--set", "--locks", "1000000001"}, 2},
+           {{"limits", "--redis", url, "--namespace", "bad ns!", "--set", "--locks", "1"}, 1},
+       }) {
+    INFO(args.back());
+    CHECK(admin(args).status == status);
+  }
+  CHECK(admin({"limits", "--redis", url, "--namespace", ns}).lines.at(0)["own"].is_null());
+}

@@ -32,6 +32,7 @@ inline constexpr const char* kAdminUsage =
     "  pathlock admin waiters --redis URL --namespace NS [PREFIX] [--limit N]\n"
     "  pathlock admin force-release --redis URL --namespace NS ID\n"
     "  pathlock admin top --redis URL --namespace NS [--interval-ms MS] [--iterations N] [--rows N]\n"
+    "  pathlock admin limits --redis URL (--namespace NS | --default) [--set [--locks N] [--places N] [--owner-locks N] | --clear]\n"
     "  (why, locks, waiters, force-release and top also take --matrix FILE and the --tls-... options;\n"
     "   every admin command takes --backend postgres --postgres URL [--postgres-listen URL] instead of --redis URL)\n";
 
@@ -41,6 +42,8 @@ int run_admin(const std::vector<std::string>& args, std::ostream& out, std::ostr
 // Whether NAME is one of run_admin_op's commands.
 bool is_admin_op(const std::string& name);
 int run_admin_op(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+// `admin limits` (admin_limits.cpp): shows or sets a namespace's limits, or the default.
+int admin_limits(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 // Adds --backend memory|redis|postgres, --redis URL, --postgres URL,
 // --postgres-listen URL and the --tls-... options to a command's table.

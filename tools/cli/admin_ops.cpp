@@ -240,6 +240,7 @@ const AdminOp kAdminOps[] = {
     {"waiters", [](const Args& a, std::ostream& out, std::ostream&) { return waiters(a, out); }},
     {"force-release", [](const Args& a, std::ostream& out, std::ostream& err) { return force_release(a, out, err); }},
     {"top", [](const Args& a, std::ostream& out, std::ostream&) { return top(a, out); }},
+    {"limits", admin_limits},
 };
 
 const AdminOp* find_admin_op(const std::string& name) {

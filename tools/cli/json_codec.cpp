@@ -95,4 +95,17 @@ json namespace_status(const admin::NamespaceStatus& s) {
   return out;
 }
 
+json limits(const Limits& l) {
+  const auto one = [](const std::optional<std::uint64_t>& v) { return v ? json(*v) : json(nullptr); };
+  return json{{"locks", one(l.locks)}, {"places", one(l.places)}, {"owner_locks", one(l.owner_locks)}};
+}
+
+json limits_status(std::string_view ns, const LimitsStatus& s) {
+  return json{{"namespace", ns},
+              {"defaults", limits(s.defaults)},
+              {"own", s.overrides ? limits(*s.overrides) : json(nullptr)},
+              {"effective", limits(s.effective)},
+              {"use", {{"locks", s.locks}, {"places", s.places}, {"owner_locks", s.owner_locks}, {"owner", s.owner}}}};
+}
+
 }  // namespace pathlock::json_codec

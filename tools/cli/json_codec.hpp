@@ -38,5 +38,9 @@ json waiter(const WaiterInfo& waiter);
 // {"namespace","exists":false} or {"namespace","layout","fence","matrices":[{"tag",
 // "fingerprint","name","version","locks","waiters"}]} (`admin status`).
 json namespace_status(const admin::NamespaceStatus& status);
+// {"locks":N|null,"places":N|null,"owner_locks":N|null} (null: no limit).
+json limits(const Limits& limits);
+// {"namespace","defaults","own" (null: none),"effective","use":{"locks","places","owner_locks","owner"}}.
+json limits_status(std::string_view ns, const LimitsStatus& status);
 
 }  // namespace pathlock::json_codec
