@@ -89,6 +89,9 @@ def main():
     wait_until("redis-server", lambda: subprocess.run(["redis-cli", "-p", str(port), "ping"],
                                                      capture_output=True, text=True).stdout.strip() == "PONG")
     shell = [a.pathlock, "shell", "--backend", "redis", "--redis", url, "--namespace", NS]
+    # The namespace's own limits: the page shows its use against them.
+    subprocess.run([a.pathlock, "admin", "limits", "--redis", url, "--namespace", NS, "--set", "--locks", "5"],
+                   capture_output=True, check=True)
     script = "\n".join([
         "acquire alice upload /team/docs/report.pdf ttl=600000",
         'acquire "bob smith" delete_folder /team/old ttl=600000',
@@ -120,6 +123,11 @@ def main():
         # Exactly the engine's locks and waiters.
         assert shown_ids(driver, "#tree .lock", "data-lock-id") == engine_locks
         assert shown_ids(driver, "#waiters > li", "data-waiter-id") == engine_waiters
+        # The namespace's use against its limit: 4 locks of 5, near it; its badge in the list.
+        wait_until("the limits", lambda: driver.find_elements(By.CSS_SELECTOR, "#limits .limit"))
+        limit = driver.find_element(By.CSS_SELECTOR, "#limits .limit")
+        assert limit.text == "locks 4 of 5" and "near" in limit.get_attribute("class"), limit.text
+        assert driver.find_element(By.CSS_SELECTOR, "#ns-list .use").text == "4/5"
         # Each waiter is drawn beside the locks that block it: the three under /team.
         beside = driver.execute_script(
             "return [...document.querySelectorAll('#tree .waiting')].map(w=>w.previousElementSibling.getAttribute('data-lock-id'));")

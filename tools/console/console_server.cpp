@@ -118,7 +118,22 @@ struct ConsoleServer::Impl {
     auto it = after.empty() ? all.begin() : std::upper_bound(all.begin(), all.end(), after);
     json page = json::array();
     for (; it != all.end() && page.size() < limit; ++it) page.push_back(*it);
-    return {{"namespaces", page}, {"next", it == all.end() ? "" : page.back().get<std::string>()}};
+    // Each listed namespace's use against its limits (one read-only call
+    // each), for the list's badges; left out where the backend has none.
+    json use = json::object();
+    for (const json& ns : page) {
+      try {
+        use[ns.get<std::string>()] = codec::limits_status(ns.get<std::string>(), engine.limits(ns.get<std::string>()));
+      } catch (const BackendError&) {
+      }
+    }
+    return {{"namespaces", page}, {"next", it == all.end() ? "" : page.back().get<std::string>()}, {"limits", use}};
+  }
+
+  // A namespace's limits and its use of them (LockEngine::limits).
+  json limits_of(const httplib::Request& req) const {
+    const std::string ns = ns_param(req);
+    return codec::limits_status(ns, engine.limits(ns));
   }
 
   json locks_page(const httplib::Request& req) const {
@@ -291,6 +306,7 @@ ConsoleServer::ConsoleServer(LockEngine& engine, ConsoleOptions options)
   s.Get("/api/namespaces", api([&m](const httplib::Request& r) { return m.namespaces_page(r); }));
   s.Get("/api/locks", api([&m](const httplib::Request& r) { return m.locks_page(r); }));
   s.Get("/api/waiters", api([&m](const httplib::Request& r) { return m.waiters_list(r); }));
+  s.Get("/api/limits", api([&m](const httplib::Request& r) { return m.limits_of(r); }));
   s.Get("/api/why", api([&m](const httplib::Request& r) { return m.why(r); }));
   s.Get("/api/grid", api([&m](const httplib::Request&) { return m.grid(); }));
   add_matrix_editor(s, m.opt.matrix_file);

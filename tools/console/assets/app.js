@@ -6,7 +6,7 @@
 const PAGE = 500;  // locks per page of the tree
 const st = {
   info: null, ns: "", locks: [], next: "", waiters: [], open: new Set(["/"]), closed: new Set(),
-  blockers: new Set(), nsNext: "", timer: null,
+  blockers: new Set(), nsNext: "", timer: null, limits: null,
 };
 
 function el(tag, attrs, ...kids) {
@@ -59,12 +59,49 @@ async function loadNamespaces(more) {
   if (!more) list.replaceChildren();
   for (const ns of page.namespaces) {
     const a = el("a", { href: "#ns=" + encodeURIComponent(ns), "data-ns": ns }, ns);
+    const worst = page.limits && page.limits[ns] ? fullest(page.limits[ns]) : null;
+    if (worst) a.append(el("span", { class: "use " + worst.level, title: worst.text }, worst.short));
     if (ns === st.ns) a.classList.add("current");
     list.append(el("li", {}, a));
   }
   st.nsNext = page.next;
   $("ns-more").hidden = !page.next;
   return page.namespaces;
+}
+
+// ---- limits per namespace (docs/operations.md#limits-per-namespace) ------
+// Each limit in force with its use: {name, used, max}; the owner's is the
+// owner with the most locks.
+function limitRows(s) {
+  const rows = [];
+  const e = s.effective;
+  if (e.locks !== null) rows.push({ name: "locks", used: s.use.locks, max: e.locks });
+  if (e.places !== null) rows.push({ name: "places in line", used: s.use.places, max: e.places });
+  if (e.owner_locks !== null)
+    rows.push({ name: s.use.owner ? `locks of ${s.use.owner}` : "locks per owner", used: s.use.owner_locks, max: e.owner_locks });
+  return rows;
+}
+function levelOf(r) { return r.used >= r.max ? "full" : r.used >= 0.8 * r.max ? "near" : "ok"; }
+// The limit nearest to its end, as a badge for the namespace list; null when none is set.
+function fullest(s) {
+  const rows = limitRows(s);
+  if (!rows.length) return null;
+  const r = rows.reduce((a, b) => (b.used / Math.max(b.max, 1) > a.used / Math.max(a.max, 1) ? b : a));
+  return { level: levelOf(r), short: `${r.used}/${r.max}`, text: `${r.name}: ${r.used} of ${r.max}` };
+}
+function renderLimits() {
+  const box = $("limits");
+  box.replaceChildren();
+  if (!st.ns || !st.limits) return;
+  const rows = limitRows(st.limits);
+  const whose = st.limits.own ? "its own" : "the default";
+  if (!rows.length) { box.append(el("span", { class: "muted" }, `No limits (${whose}).`)); return; }
+  box.append(el("span", { class: "muted" }, `Limits (${whose}): `));
+  for (const r of rows) {
+    const pct = Math.min(100, Math.round((100 * r.used) / Math.max(r.max, 1)));
+    box.append(el("span", { class: "limit " + levelOf(r), "data-limit": r.name },
+      `${r.name} ${r.used} of ${r.max}`, el("span", { class: "bar" }, el("span", { style: { width: pct + "%" } }))));
+  }
 }
 
 function markCurrentNamespace() {
@@ -207,6 +244,7 @@ async function loadLocks(more) {
   st.locks = more ? st.locks.concat(page.locks) : page.locks;
   st.next = page.next;
   st.waiters = (await api("/api/waiters?" + q({ ns: st.ns }))).waiters;
+  st.limits = await api("/api/limits?" + q({ ns: st.ns }));
 }
 
 async function refresh() {
@@ -214,6 +252,7 @@ async function refresh() {
     if (!$("page-locks").hidden) {
       await loadLocks(false);
       renderTree();
+      renderLimits();
       renderWaiters();
     } else if (!$("page-metrics").hidden) await loadMetrics();
     $("status").textContent = `${st.info.backend} · matrix ${st.info.matrix.name} ${st.info.matrix.version}` +
@@ -222,7 +261,7 @@ async function refresh() {
 }
 
 async function chooseNamespace(ns) {
-  st.ns = ns; st.locks = []; st.next = ""; st.waiters = []; st.blockers = new Set(); st.open = new Set(["/"]); st.closed = new Set();
+  st.ns = ns; st.limits = null; st.locks = []; st.next = ""; st.waiters = []; st.blockers = new Set(); st.open = new Set(["/"]); st.closed = new Set();
   $("ns-title").textContent = ns ? `Namespace ${ns}` : "No namespace chosen";
   $("why-answer").replaceChildren();
   markCurrentNamespace();
