@@ -356,6 +356,12 @@ do
       if bad then return bad end
     end
     if rcall("HGET", c.locks, r.new_id) then return { "invalid", "new_id " .. r.new_id .. " is in use" } end
+    -- Limits on new locks first: a namespace (an owner) at its limit is
+    -- refused whatever its conflicts, before the costly checks, so that a
+    -- client acquiring in a loop costs the server little once stopped.
+    local lim = effective(c, r)
+    bad = lim and grant_refusal(c, r, lim)
+    if bad then return leave_over(c, r, bad) end
     local w, b, flagged
     w, b, flagged, bad = held_refusal(c, r)
     if bad then return bad end
@@ -364,9 +370,6 @@ do
       if bad then return bad end
     end
     if w then return refuse(c, r, w) end
-    local lim = effective(c, r)
-    bad = lim and grant_refusal(c, r, lim)
-    if bad then return leave_over(c, r, bad) end
     return grant(c, r, b)
   end
 

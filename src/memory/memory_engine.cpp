@@ -287,6 +287,11 @@ class MemoryEngine final : public LockEngine {
         return true;
       }
     }
+    // Limits on new locks first, whatever the conflicts (as the Redis library).
+    if (auto refused = grant_refusal(limits_of(ns), st, request.owner)) {
+      result = std::move(*refused);
+      return false;
+    }
     thread_local std::vector<PathProbe> probes;
     probes.assign(req.targets.size(), PathProbe{});
     const Entry* hit = nullptr;
@@ -304,10 +309,6 @@ class MemoryEngine final : public LockEngine {
       for (const core::ResolvedTarget& t : req.targets)
         if (find_older_waiter(st, t, me, now, result.conflict)) return false;
 
-    if (auto refused = grant_refusal(limits_of(ns), st, request.owner)) {
-      result = std::move(*refused);
-      return false;
-    }
     Lock& lock = st.locks.take(ns.next_fence++);
     lock.owner = request.owner;
     count_owner(st, lock.owner, 1);

@@ -52,9 +52,9 @@ TEST_CASE("tenant limits: a namespace's limit on locks refuses the next new lock
   // What creates no lock is not limited: a reentry, an idempotent retry.
   LockRequest again = f.request_on("alice", "upload", path_of(0));
   CHECK(f.engine->acquire(again.reenter(held[0])).granted());
-  // A conflict is reported as a conflict, not as the limit.
-  const AcquireResult conflicted = f.one("carol", "delete_folder", "/t");
-  CHECK(conflicted.conflicted());
+  // The limit on new locks is judged first: a request that also conflicts
+  // is told of the limit (it could not be granted once the conflict ended).
+  refused_by(f.one("carol", "delete_folder", "/t"), LimitKind::locks, 3, 3);
   // Another namespace is not limited by this one's.
   Fixture other;
   for (int i = 0; i < 4; ++i) CHECK(other.one("alice", "upload", path_of(i)).granted());
