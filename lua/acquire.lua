@@ -313,8 +313,7 @@ do
     end
     members[#members + 1] = "0"
     members[#members + 1] = list_member(f16, id)
-    tag_count(c, tag, 1, 0, f16) -- and the fence, in the same HSET
-    owner_up(c, r)
+    tag_count(c, tag, 1, 0, f16, owner_up(c)) -- and the fence and the owner's count, in the same HSET
     flush(c, b)
     if r.key ~= "" then
       rcall("HSET", c.locks, id, pack_lock(l), key_field(r.key), id)
@@ -348,7 +347,8 @@ do
     -- A call that runs after its caller stopped waiting changes nothing
     -- (docs/lua-protocol.md#deadlines); the reply gives the server's clock.
     if r.deadline and c.now >= r.deadline then return { "late", c.now } end
-    bad = check_meta(c) or evicting_policy(c) or open_line(c, r)
+    c.owner_field = "o:" .. r.owner
+    bad = check_meta(c, c.owner_field) or evicting_policy(c) or open_line(c, r)
     if bad then return bad end
     if r.reenter_id ~= "" then return reenter(c, r) end
     if r.key ~= "" then

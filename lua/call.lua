@@ -66,7 +66,8 @@ do
     return { meta = keys[K_META], idx = keys[K_IDX], locks = keys[K_LOCKS], exp = keys[K_EXP], ent = keys[K_ENT],
              wq = keys[K_WQ], wexp = keys[K_WEXP], wrec = keys[K_WREC], wake = keys[K_WAKE], now = tonum(now_s), now_s = now_s,
              now_us_s = now_us_s, fence_s = nil, tag = nil, tag_l = nil, tag_w = nil, tag1_free = nil,
-             next_tag = nil, hset = nil, zadd = nil, zrem = nil, expiring = nil, persist = nil, x = nil, lim_s = nil }
+             next_tag = nil, hset = nil, zadd = nil, zrem = nil, expiring = nil, persist = nil, x = nil, lim_s = nil, extra = nil,
+             owner_field = nil }
   end
 
   Call = { keys_problem = keys_problem, begin = begin }

@@ -57,11 +57,10 @@ do
   local function live_locks(c) return rcall("ZCOUNT", c.exp, "(" .. c.now_s, "+inf") end
   local function live_places(c) return rcall("ZCOUNT", c.wexp, "(" .. c.now_s, "+inf") end
 
-  -- The count of owner `owner`'s locks (r.owner_n, read once per call).
-  local function owner_count(c, r)
-    if not r.owner_n then r.owner_n = tonum(rcall("HGET", c.meta, "o:" .. r.owner) or "0") or 0 end
-    return r.owner_n
-  end
+  -- The count of the acquiring owner's locks: meta's field c.owner_field,
+  -- which acquire's check_meta read (c.extra) and count_owners keeps up to
+  -- date when the call removes locks of that owner.
+  local function owner_count(c) return tonum(c.extra or "0") or 0 end
 
   -- Would a new lock of request r take the namespace over `l`? The reply,
   -- or nil.
@@ -71,7 +70,7 @@ do
       if n >= l[1] then return over("locks", l[1], n) end
     end
     if l[3] then
-      local n = owner_count(c, r)
+      local n = owner_count(c)
       if n >= l[3] then return over("owner_locks", l[3], n) end
     end
     return nil
@@ -85,10 +84,9 @@ do
     return nil
   end
 
-  -- A grant of request r: its owner has one lock more.
-  local function owner_up(c, r)
-    rcall("HSET", c.meta, "o:" .. r.owner, num(owner_count(c, r) + 1))
-  end
+  -- A grant of request r: its owner's field and count, one lock more (the
+  -- grant writes them with its other counts: Meta.tag_count).
+  local function owner_up(c) return c.owner_field, num(owner_count(c) + 1) end
 
   -- The locks `locks` went: each owner's count goes down by its locks there
   -- (a field that reaches 0 goes; a lock granted by a library without counts,
@@ -103,6 +101,7 @@ do
       local f = "o:" .. o
       local n = (tonum(rcall("HGET", c.meta, f) or "0") or 0) - d
       if n > 0 then rcall("HSET", c.meta, f, num(n)) else rcall("HDEL", c.meta, f) end
+      if f == c.owner_field then c.extra = n > 0 and num(n) or nil end
     end
   end
 

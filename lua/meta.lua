@@ -80,12 +80,19 @@ do
 
   -- Reads the fence (c.fence_s, text), this library's tag (c.tag) and, when
   -- the guess was right, its counts (c.tag_l, c.tag_w); whether the keys
-  -- expire (c.expiring: layout PL_EXPIRING_LAYOUT) and when (c.x). Returns a
+  -- expire (c.expiring: layout PL_EXPIRING_LAYOUT) and when (c.x); the
+  -- namespace's own limits (c.lim_s); and meta's field `extra`, when
+  -- given, as c.extra (acquire reads its owner's count so). Returns a
   -- reply when the namespace belongs to another data layout. (Every value
   -- read costs: what only some calls need is read by those.)
-  local function check_meta(c)
+  local function check_meta(c, extra)
     local g = TAG_GUESS
-    local m = rcall("HMGET", c.meta, "layout", "fence", T_FIELD, L_FIELD[g], W_FIELD[g], "x", "lim")
+    local m
+    if extra then
+      m = rcall("HMGET", c.meta, "layout", "fence", T_FIELD, L_FIELD[g], W_FIELD[g], "x", "lim", extra)
+    else
+      m = rcall("HMGET", c.meta, "layout", "fence", T_FIELD, L_FIELD[g], W_FIELD[g], "x", "lim")
+    end
     -- Layout 1 (pathlock <= 0.1) had no layout field, but a fingerprint.
     local layout = m[1] or (rcall("HGET", c.meta, "fingerprint") and "1")
     c.expiring = layout == PL_EXPIRING_LAYOUT
@@ -94,6 +101,7 @@ do
     end
     c.x = m[6] and tonum(m[6])
     c.lim_s = m[7] -- the namespace's own limits (lua/limits.lua), or nil
+    c.extra = extra and m[8] -- the field `extra` the caller asked for in the same read, or nil
     -- Will this call take TTLs off, if it adds data? An expiring namespace
     -- on a server that may evict keys with one, or a drained one whose meta
     -- has one (drained).
@@ -188,8 +196,9 @@ do
   -- Adds dl locks and dw places to a tag's counts; a tag whose locks and
   -- places both reach zero leaves meta (its matrix is no longer in use here).
   -- Counts are lowered only after the data is gone. `f16`, when given, is
-  -- written as the namespace's fence in the same HSET.
-  local function tag_count(c, tag, dl, dw, f16)
+  -- written as the namespace's fence in the same HSET, and with it field
+  -- `xf` = `xv` when given (a grant's owner count: dl > 0).
+  local function tag_count(c, tag, dl, dw, f16, xf, xv)
     local ts = TAG_S[tag] or num(tag)
     local l, w, fp
     if tag == c.tag and c.tag_l then
@@ -209,7 +218,9 @@ do
       return
     end
     l, w = mmax(l, 0), mmax(w, 0)
-    if f16 then
+    if xf then
+      rcall("HSET", c.meta, "fence", f16, "l:" .. ts, num(l), "w:" .. ts, num(w), xf, xv)
+    elseif f16 then
       rcall("HSET", c.meta, "fence", f16, "l:" .. ts, num(l), "w:" .. ts, num(w))
     else
       rcall("HSET", c.meta, "l:" .. ts, num(l), "w:" .. ts, num(w))

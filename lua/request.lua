@@ -78,7 +78,7 @@ do
     local r = { owner = owner, op_name = op_name, op = op, n = n, ttl = ttl, ttl_s = argv[3], new_id = argv[4],
                 new_token = argv[5], reenter_id = argv[6], reenter_token = argv[7], key = argv[8], paths = {},
                 fair = true, waiter_id = "", reserve = 0, deadline = nil,
-                default_limits = nil, owner_n = nil }
+                default_limits = nil }
     if not valid_id(r.new_id) then return nil, { "invalid", "new_id must be 1.." .. PL_MAX_ID .. " of [A-Za-z0-9-]" } end
     if r.new_token == "" or #r.new_token > PL_MAX_TOKEN then
       return nil, { "invalid", "new_token must be 1.." .. PL_MAX_TOKEN .. " bytes" }

@@ -153,6 +153,10 @@ TEST_CASE("tenant limits: a lock whose lease ended no longer counts", "[engine][
   refused_by(f.one("alice", "upload", path_of(2)), LimitKind::locks, 1, 1);
   REQUIRE(f.until_expired(brief.grant, 400ms));
   CHECK(f.one("alice", "upload", path_of(2)).granted());
+  // The ended lock left alice's count when the call reaped it: one lock now.
+  f.engine->set_limits(f.ns, Limits{std::nullopt, std::nullopt, 1});
+  refused_by(f.one("alice", "upload", path_of(3)), LimitKind::owner_locks, 1, 1);
+  CHECK(f.engine->limits(f.ns).owner_locks == 1);
 }
 
 TEST_CASE("tenant limits: refusals are counted by limit", "[engine][tenant-limits]") {
