@@ -171,3 +171,39 @@ TEST_CASE("a user that may not run PEXPIREAT: its new namespaces keep their keys
                     Catch::Contains("PEXPIREAT") && Catch::Contains("nothing was changed"));
   CHECK(admin->list(expiring).size() == 1);
 }
+
+// Limits per namespace (docs/lua-protocol.md#limits): an operator's
+// setting, which the expiry of a dormant namespace must not drop. A
+// namespace given limits of its own keeps its keys without a TTL (an
+// expiring one is made layout 4), drained too; with its limits taken away
+// it expires again.
+TEST_CASE("a namespace with limits of its own keeps its keys; without them it expires again",
+          "[redis][expiry][tenant-limits]") {
+  const RedisServer& server = shared_redis_server();
+  const std::string ns = unique_namespace("exp-limits");
+  const auto engine = redis_engine(server.url());
+  const std::string meta = prefix_of(ns) + "meta";
+  const Grant g = granted(*engine, request(ns, "svc", "upload", {{"target", "/a"}}, Millis{1000}));
+  REQUIRE(server.command({"HGET", meta, "layout"}).str == redis::kExpiringLayout);
+  engine->set_limits(ns, Limits{10, std::nullopt, std::nullopt});
+  CHECK(server.command({"HGET", meta, "layout"}).str == "4");
+  for (const std::string& suffix : ns_keys(server, ns)) CHECK(server.command({"PTTL", prefix_of(ns) + suffix}).integer == -1);
+  // Drained: meta stays, with the limits, and no TTL; a new lock adds none.
+  REQUIRE(engine->release(ns, g.id, g.token));
+  CHECK(ns_keys(server, ns) == kOnlyMeta);
+  CHECK(server.command({"PTTL", meta}).integer == -1);
+  const Grant again = granted(*engine, request(ns, "svc", "upload", {{"target", "/b"}}, Millis{1000}));
+  CHECK(again.fence > g.fence);
+  CHECK(server.command({"HGET", meta, "layout"}).str == "4");
+  REQUIRE(engine->release(ns, again.id, again.token));
+  CHECK(engine->limits(ns).overrides == Limits{10, std::nullopt, std::nullopt});
+  // Taken away: the drained namespace's meta expires, and its next lock makes it expiring.
+  engine->set_limits(ns, std::nullopt);
+  const long long pttl = server.command({"PTTL", meta}).integer;
+  CHECK(pttl > 0);
+  CHECK(pttl <= redis::kExpiryMarginMs + 1000);
+  const Grant next = granted(*engine, request(ns, "svc", "upload", {{"target", "/c"}}, Millis{1000}));
+  CHECK(next.fence > again.fence);
+  CHECK(server.command({"HGET", meta, "layout"}).str == redis::kExpiringLayout);
+  check_volatile(server, ns, 1000 + redis::kExpiryMarginMs + 1000);
+}

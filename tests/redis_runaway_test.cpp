@@ -9,6 +9,7 @@
 #include "support/redis_server.hpp"
 
 #include <pathlock/engine.hpp>
+#include <pathlock/metrics.hpp>
 #include <pathlock/redis.hpp>
 
 #include <catch2/catch.hpp>
@@ -16,6 +17,7 @@
 
 #include <chrono>
 #include <future>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -109,4 +111,35 @@ TEST_CASE("runaway: the default limit and one owner's limit stop it too; places 
   engine->set_default_limits(Limits{});
   CHECK(engine->force_release(ns, held.id));
   for (auto& w : waiting) CHECK(w.get().granted());
+}
+
+// A service user that may not read pl:limits (ACL: -get): its engine tells
+// so once and sends no default, and keeps working; a namespace's own limits,
+// which the library reads itself, still bind it.
+TEST_CASE("runaway: a user that may not GET the default limits is told once; a namespace's own still bind it",
+          "[redis][tenant-limits][acl]") {
+  RedisServer server({"--maxmemory-policy", "noeviction"});
+  REQUIRE(server.command({"ACL", "SETUSER", "noget", "on", ">pw", "~pl:*", "&pl:*", "+@all", "-get"}).str == "OK");
+  auto admin = make_redis_engine(RedisOptions{.url = server.url()});
+  admin->set_default_limits(Limits{1, std::nullopt, std::nullopt});
+  std::vector<std::string> warnings;
+  std::mutex mu;
+  RedisOptions options;
+  options.url = "redis://noget:pw@127.0.0.1:" + std::to_string(server.port());
+  options.observe.log = [&](LogLevel level, std::string_view message, const std::vector<LogField>&) {
+    std::lock_guard guard(mu);
+    if (level == LogLevel::warning) warnings.emplace_back(message);
+  };
+  auto engine = make_redis_engine(options);
+  const std::string ns = unique_namespace("noget");
+  CHECK(runaway(*engine, ns, "svc", 0, 3) == 3);  // no default reached it
+  {
+    std::lock_guard guard(mu);
+    REQUIRE(warnings.size() == 1);
+    CHECK(warnings[0].find("may not GET pl:limits") != std::string::npos);
+  }
+  admin->set_limits(ns, Limits{4, std::nullopt, std::nullopt});
+  CHECK(runaway(*engine, ns, "svc", 3, 5) == 1);
+  CHECK(admin->limits(ns).locks == 4);
+  admin->set_default_limits(Limits{});
 }
