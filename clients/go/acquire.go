@@ -70,9 +70,11 @@ func millis(v interface{}) time.Duration { return time.Duration(num(v)) * time.M
 
 // Acquire asks for a lock. It returns the Lock, or an error: a
 // *RefusedError (errors.Is ErrRefused) when a conflict remains at the end of
-// Wait, ErrNotHolder for a reentry whose proof names no live lock,
-// *InvalidError, *BackendError, or the context's error when ctx ends first
-// (then the request has left the line and nothing is held).
+// Wait, ErrNotHolder for a reentry whose proof names no live lock, an
+// *OverLimitError (errors.Is ErrOverLimit) when a limit of the namespace
+// refuses it (at once, even when it would wait), *InvalidError,
+// *BackendError, or the context's error when ctx ends first (then the
+// request has left the line and nothing is held).
 func (c *Client) Acquire(ctx context.Context, req Request) (*Lock, error) {
 	paths, err := req.check()
 	if err != nil {
@@ -98,7 +100,18 @@ func (c *Client) Acquire(ctx context.Context, req Request) (*Lock, error) {
 		req.Reenter.ID, req.Reenter.Token, req.IdempotencyKey}
 	args = append(args, paths...)
 	args = append(args, fair, waiter, "0", "") // reserve_ms, deadline_ms: set per attempt, per send
-	w := &waiting{c: c, req: &req, paths: paths, args: args, waiter: waiter}
+	// The default limits (limits.go), read once per Acquire; sent only when
+	// there are some, so that a library older than protocol 4.3 is called
+	// as before.
+	defaults, err := c.defaults.get(ctx, c, false)
+	if err != nil {
+		return nil, err
+	}
+	reserveAt := len(args) - 2
+	if defaults != "" {
+		args = append(args, defaults)
+	}
+	w := &waiting{c: c, req: &req, paths: paths, args: args, waiter: waiter, reserveAt: reserveAt}
 	if !waits {
 		l, _, err := w.attempt(ctx, 0)
 		return l, err
@@ -159,6 +172,8 @@ type waiting struct {
 	args   []string
 	waiter string
 	sub    *subscription
+	// reserveAt: the index in args of reserve_ms; deadline_ms follows it.
+	reserveAt int
 }
 
 // attempt is one call of acquire, honouring ctx in flight: it carries the
@@ -168,8 +183,8 @@ type waiting struct {
 // connection failed, the read timed out) is sent again, twice at most, while
 // ctx lasts: the server answers with the lock the lost one made, if it ran.
 func (w *waiting) attempt(ctx context.Context, reserve time.Duration) (*Lock, *Conflict, error) {
-	w.args[len(w.args)-2] = ms(reserve)
-	spec := callSpec{cmd: "FCALL", ns: w.req.Namespace, fn: "acquire", args: w.args, deadline: true,
+	w.args[w.reserveAt] = ms(reserve)
+	spec := callSpec{cmd: "FCALL", ns: w.req.Namespace, fn: "acquire", args: w.args, deadlineAt: w.reserveAt + 1,
 		late: w.c.releaseGrant(w.req.Namespace)}
 	r, err := w.c.run(ctx, spec)
 	for tries := 1; err != nil && w.req.IdempotencyKey != "" && tries <= 2 && lostReply(err); tries++ {
@@ -195,6 +210,11 @@ func (w *waiting) attempt(ctx context.Context, reserve time.Duration) (*Lock, *C
 		return nil, &cf, &RefusedError{Conflict: cf}
 	case "not_holder":
 		return nil, nil, ErrNotHolder
+	case "over_limit":
+		if len(r) < 4 {
+			return nil, nil, unexpected("acquire", r)
+		}
+		return nil, nil, &OverLimitError{Limit: LimitKind(str(r[1])), Max: num(r[2]), Count: num(r[3])}
 	}
 	return nil, nil, unexpected("acquire", r)
 }
@@ -301,6 +321,9 @@ func (w *waiting) run(ctx context.Context) (*Lock, error) {
 				return nil, ctx.Err()
 			}
 			return lock, nil
+		}
+		if errors.Is(err, ErrOverLimit) {
+			return nil, err // at once; the library took the place out of the line
 		}
 		if conflict == nil { // not_holder cannot happen here (no reentry waits); an error
 			w.leave()

@@ -33,6 +33,9 @@ const (
 type backend interface {
 	// conn: a connection for the namespace's calls; the caller closes it.
 	conn(ctx context.Context, ns string) (redis.Conn, error)
+	// keyConn: a connection to the server of key's slot (the default
+	// limits' key, limits.go); the caller closes it.
+	keyConn(ctx context.Context, key string) (redis.Conn, error)
 	// wakeAddr: the address of the namespace's master, for the wake-up
 	// subscription (subscribe.go).
 	wakeAddr(ctx context.Context, ns string) (string, error)
@@ -261,6 +264,10 @@ func (s *single) conn(ctx context.Context, ns string) (redis.Conn, error) {
 	return s.pool.GetContext(ctx)
 }
 
+func (s *single) keyConn(ctx context.Context, key string) (redis.Conn, error) {
+	return s.pool.GetContext(ctx)
+}
+
 func (s *single) wakeAddr(ctx context.Context, ns string) (string, error) { return s.addr, nil }
 
 func (s *single) masters(ctx context.Context) ([]string, error) { return []string{s.addr}, nil }
@@ -283,8 +290,12 @@ type cluster struct {
 }
 
 func (c *cluster) conn(ctx context.Context, ns string) (redis.Conn, error) {
+	return c.keyConn(ctx, keyPrefix(ns)+"meta")
+}
+
+func (c *cluster) keyConn(ctx context.Context, key string) (redis.Conn, error) {
 	conn := c.c.Get()
-	if err := redisc.BindConn(conn, keyPrefix(ns)+"meta"); err != nil {
+	if err := redisc.BindConn(conn, key); err != nil {
 		conn.Close()
 		return nil, err
 	}
@@ -471,6 +482,10 @@ func (s *sentinels) conn(ctx context.Context, ns string) (redis.Conn, error) {
 		s.broken()
 	}
 	return c, err
+}
+
+func (s *sentinels) keyConn(ctx context.Context, key string) (redis.Conn, error) {
+	return s.conn(ctx, "")
 }
 
 func (s *sentinels) wakeAddr(ctx context.Context, ns string) (string, error) {

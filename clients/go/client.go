@@ -53,6 +53,11 @@ type Options struct {
 	// finds them all busy fails at once with ErrPoolExhausted; nothing was
 	// sent.
 	MaxConns int
+
+	// Warn gets the client's warnings: for now one, when the user may not
+	// read the default limits (GET pl:limits; then none apply to its
+	// requests). Default: the standard logger (log.Print).
+	Warn func(message string)
 }
 
 // Client is a connection to one Redis deployment and one pathlock library.
@@ -72,6 +77,8 @@ type Client struct {
 	wake        wakeHub
 	// afterAttempt, for tests: called after each attempt of a wait.
 	afterAttempt func(granted bool)
+	// defaults: the default limits as last read (limits.go).
+	defaults defaultLimits
 	// recheck, for tests: the longest sleep of a wait between attempts
 	// (0: Recheck). A test that sets it beyond its wait proves that a grant
 	// came through the wake-up channel.
@@ -118,6 +125,7 @@ func New(ctx context.Context, o Options) (*Client, error) {
 		o.MaxConns = 64
 	}
 	c := &Client{code: o.LibraryCode, readTimeout: o.ReadTimeout, maxConns: o.MaxConns}
+	c.defaults.warn = o.Warn
 	if c.code == "" && o.LibraryFile != "" {
 		b, err := os.ReadFile(o.LibraryFile)
 		if err != nil {
@@ -348,8 +356,9 @@ func (c *Client) callCmd(ctx context.Context, cmd, ns, fn string, args ...string
 type callSpec struct {
 	cmd, ns, fn string
 	args        []string
-	// deadline: the last argument is acquire's deadline_ms, set per send.
-	deadline bool
+	// deadlineAt: the index in args of acquire's deadline_ms, set per send
+	// (0: none; acquire's is never its first argument).
+	deadlineAt int
 	// late gets a reply that arrived after the caller gave up.
 	late func([]interface{})
 }
@@ -416,7 +425,7 @@ func (c *Client) sender(ctx context.Context, s callSpec, a []interface{}) func(r
 		if budget <= 0 {
 			return nil, ctx.Err()
 		}
-		if !s.deadline {
+		if s.deadlineAt == 0 {
 			return doTimed(conn, budget, s.cmd, a...)
 		}
 		key := c.be.clockKey(s.ns)
@@ -425,7 +434,7 @@ func (c *Client) sender(ctx context.Context, s callSpec, a []interface{}) func(r
 			if err != nil {
 				return nil, err
 			}
-			a[len(a)-1] = d
+			a[len(a)-len(s.args)+s.deadlineAt] = d
 			v, err := doTimed(conn, budget, s.cmd, a...)
 			r, _ := v.([]interface{})
 			if err != nil || len(r) != 2 || str(r[0]) != "late" || tries == 1 {

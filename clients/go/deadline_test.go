@@ -244,6 +244,9 @@ func TestKeyedAcquireRetriedAfterLostReply(t *testing.T) {
 	c, obs, addr := stalledServer(t, pathlock.Options{ReadTimeout: 400 * time.Millisecond})
 	ns := newNS(t)
 	bg := context.Background()
+	// The client reads the default limits first (then at most every 5 s),
+	// so that the reply lost below is the acquire's own.
+	acquired(t, c, pathlock.Request{Namespace: newNS(t), Owner: "a", Op: "upload", Paths: []string{"/w"}})
 	done := busy(t, addr, 900*time.Millisecond)
 	ctx, cancel := context.WithTimeout(bg, 10*time.Second)
 	defer cancel()

@@ -210,6 +210,7 @@ func TestCluster(t *testing.T) {
 	addrs := startCluster(t)
 	c := connect(t, pathlock.Options{URL: "redis://" + strings.Join(addrs, ",")})
 	masters := map[string]bool{}
+	var spread []string // a namespace on each master
 	for i := 0; len(masters) < 3 && i < 100; i++ {
 		ns := fmt.Sprintf("cluster-%d", i)
 		conn, _ := redis.Dial("tcp", addrs[0])
@@ -220,6 +221,7 @@ func TestCluster(t *testing.T) {
 			continue
 		}
 		masters[owner] = true
+		spread = append(spread, ns)
 		var others []observer
 		for _, a := range addrs {
 			if a != owner {
@@ -230,6 +232,40 @@ func TestCluster(t *testing.T) {
 	}
 	if len(masters) != 3 {
 		t.Fatalf("namespaces reached %d masters", len(masters))
+	}
+	clusterDefaultLimits(t, c, addrs, spread)
+}
+
+// The default limits' key lives on the master of its own slot: written and
+// read there (routed by the key), and enforced in every namespace.
+func clusterDefaultLimits(t *testing.T, c *pathlock.Client, addrs, spread []string) {
+	ctx := context.Background()
+	if err := c.SetDefaultLimits(ctx, pathlock.Limits{Locks: pathlock.Limit(0)}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := c.SetDefaultLimits(ctx, pathlock.Limits{}); err != nil {
+			t.Error(err)
+		}
+	}()
+	conn, _ := redis.Dial("tcp", addrs[0])
+	slot, _ := redis.Int(conn.Do("CLUSTER", "KEYSLOT", pathlock.DefaultLimitsKey))
+	conn.Close()
+	node, err := redis.Dial("tcp", ownerOf(t, addrs[0], slot))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Close()
+	if v, err := redis.String(node.Do("GET", pathlock.DefaultLimitsKey)); v != "0 - -" {
+		t.Fatalf("GET %s on the master of its slot: %q %v", pathlock.DefaultLimitsKey, v, err)
+	}
+	fresh := connect(t, pathlock.Options{URL: "redis://" + strings.Join(addrs, ",")}) // reads it anew
+	for _, ns := range spread {
+		_, err := fresh.Acquire(ctx, pathlock.Request{Namespace: ns, Owner: "d", Op: "upload", Paths: []string{"/d"}})
+		var over *pathlock.OverLimitError
+		if !errors.As(err, &over) || over.Limit != pathlock.LimitLocks || over.Max != 0 {
+			t.Fatalf("%s: want over the limit on locks (0), got %v", ns, err)
+		}
 	}
 }
 

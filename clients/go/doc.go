@@ -47,7 +47,9 @@
 //
 // Errors are matched with errors.Is and errors.As: ErrRefused (*RefusedError
 // carries the Conflict), ErrNotHolder (a reentry, release or renew whose id and
-// token name no live lock), ErrInvalid (bad input, answered before or by the
+// token name no live lock), ErrOverLimit (*OverLimitError: a limit of the
+// namespace refused the request, at once even when it would wait; see
+// Client.SetLimits), ErrInvalid (bad input, answered before or by the
 // library; nothing changed) and ErrBackend (Redis unreachable, refused
 // permissions, a namespace of another data layout, ...; *BackendError).
 //

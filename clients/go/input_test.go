@@ -85,25 +85,30 @@ func TestLimitsEqualTheContract(t *testing.T) {
 		t.Fatalf("contract: %v %v", r, err)
 	}
 	var contract struct {
-		Limits map[string]int64 `json:"limits"`
+		Limits map[string]interface{} `json:"limits"` // numbers, and since 4.3 a key's name
 	}
 	if err := json.Unmarshal(r[1].([]byte), &contract); err != nil {
 		t.Fatal(err)
 	}
+	if k := contract.Limits["default_limits_key"]; k != pathlock.DefaultLimitsKey {
+		t.Errorf("default_limits_key: the client has %q, the contract %v", pathlock.DefaultLimitsKey, k)
+	}
 	mine := map[string]int64{
-		"owner_bytes":           pathlock.MaxOwnerBytes,
-		"id_chars":              pathlock.MaxIDChars,
-		"token_bytes":           pathlock.MaxTokenBytes,
-		"ttl_ms":                pathlock.MaxTTL.Milliseconds(),
-		"reserve_ms":            pathlock.MaxReservation.Milliseconds(),
-		"path_bytes":            pathlock.MaxPathBytes,
-		"component_bytes":       pathlock.MaxComponentBytes,
-		"idempotency_key_chars": 128, // keyRE
-		"namespace_bytes":       128, // CheckNamespace
+		"owner_bytes":               pathlock.MaxOwnerBytes,
+		"id_chars":                  pathlock.MaxIDChars,
+		"token_bytes":               pathlock.MaxTokenBytes,
+		"ttl_ms":                    pathlock.MaxTTL.Milliseconds(),
+		"reserve_ms":                pathlock.MaxReservation.Milliseconds(),
+		"path_bytes":                pathlock.MaxPathBytes,
+		"component_bytes":           pathlock.MaxComponentBytes,
+		"idempotency_key_chars":     128, // keyRE
+		"namespace_bytes":           128, // CheckNamespace
+		"limit_max":                 pathlock.MaxLimit,
+		"default_limits_refresh_ms": pathlock.DefaultLimitsRefresh.Milliseconds(),
 	}
 	for name, v := range mine {
-		if got, ok := contract.Limits[name]; !ok || got != v {
-			t.Errorf("limit %s: the client has %d, the contract %d (present %v)", name, v, got, ok)
+		if got, ok := contract.Limits[name].(float64); !ok || int64(got) != v {
+			t.Errorf("limit %s: the client has %d, the contract %v", name, v, contract.Limits[name])
 		}
 	}
 	if err := pathlock.CheckNamespace(strings.Repeat("n", 128)); err != nil {

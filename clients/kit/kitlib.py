@@ -188,6 +188,39 @@ class RedisServer:
             self.proc.wait()
 
 
+class Library:
+    """The loaded pathlock library's functions, called as a client calls them
+    (docs/lua-protocol.md): the one library whose functions include `fn`
+    (its prefix read from FUNCTION LIST), on a namespace's keys (the pattern
+    and suffixes of its contract). For what a driver's line protocol cannot
+    do, such as an operator's set_limits."""
+
+    def __init__(self, redis, fn="contract"):
+        self.redis = redis
+        prefixes = set()
+        for lib in redis("FUNCTION", "LIST", "LIBRARYNAME", "pathlock_v4_*"):
+            fields = dict(zip(lib[::2], lib[1::2]))
+            for f in fields[b"functions"]:
+                name = dict(zip(f[::2], f[1::2]))[b"name"].decode()
+                if name.endswith("_" + fn):
+                    prefixes.add(name[:-len(fn)])
+        assert len(prefixes) == 1, f"want one loaded pathlock library with the function {fn}, found {sorted(prefixes)}"
+        self.prefix = prefixes.pop()
+        r = redis("FCALL_RO", self.prefix + "contract", "0")
+        assert isinstance(r, list) and r[0] == b"contract", r
+        self.contract = json.loads(r[1])
+
+    def keys(self, ns):
+        k = self.contract["keys"]
+        return [k["pattern"].replace("{NS}", "{" + ns + "}").replace("<suffix>", s) for s in k["suffixes"]]
+
+    def __call__(self, fn, ns, *args, read_only=False):
+        """FCALL (FCALL_RO) of function fn on namespace ns's keys: the reply, bulk strings decoded."""
+        keys = self.keys(ns)
+        r = self.redis("FCALL_RO" if read_only else "FCALL", self.prefix + fn, len(keys), *keys, *args)
+        return [v.decode() if isinstance(v, bytes) else v for v in r] if isinstance(r, list) else r
+
+
 class DriverGone(AssertionError):
     pass
 

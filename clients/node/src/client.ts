@@ -15,8 +15,10 @@ import {
   LayoutError,
   LockRefusedError,
   NotHolderError,
+  OverLimitError,
 } from './errors';
 import { Contract, ContractLimits, LibraryInfo, parseContract, parseLibrary, prefixOfName, rolesIn } from './library';
+import { DefaultLimits, LimitRefusal, Limits, LimitsStatus, limitsStatusOf, limitsText, overLimitOf } from './limits';
 import { normalizePath, pathsOverlap, textProblem } from './paths';
 import { WakeHub, WakeNode } from './wake';
 import type { LeaseKeeper, Lease } from './keeper';
@@ -64,6 +66,12 @@ export interface PathLockOptions {
    * for a Cluster, a connection to the master serving the namespace's slot.
    */
   subscriber?: () => Redis;
+  /**
+   * Gets the client's warnings: for now one, when the user may not read the
+   * default limits (GET pl:limits; then none apply to its requests).
+   * Default: `process.emitWarning`.
+   */
+  onWarning?: (message: string) => void;
 }
 
 /** Options of a single call: `signal` rejects it with `signal.reason` when aborted, even in flight. */
@@ -122,8 +130,10 @@ export interface Grant {
 
 export type AcquireResult =
   | { granted: true; grant: Grant }
-  | { granted: false; conflict: Conflict; notHolder?: undefined }
-  | { granted: false; notHolder: true; conflict?: undefined };
+  | { granted: false; conflict: Conflict; notHolder?: undefined; overLimit?: undefined }
+  | { granted: false; notHolder: true; conflict?: undefined; overLimit?: undefined }
+  /** A limit of the namespace refused it (at once, also when it would wait; src/limits.ts). */
+  | { granted: false; overLimit: LimitRefusal; conflict?: undefined; notHolder?: undefined };
 
 export interface LockInfo {
   id: string;
@@ -369,6 +379,7 @@ function acquireResult(r: unknown[], ttlMs: number): AcquireResult {
     };
   if (r[0] === 'refused') return { granted: false, conflict: rowOf(CONFLICT_FIELDS, r, 1) };
   if (r[0] === 'not_holder') return { granted: false, notHolder: true };
+  if (r[0] === 'over_limit') return { granted: false, overLimit: overLimitOf(r) };
   throw new BackendError(`redis: acquire: unexpected reply ${JSON.stringify(r)}`);
 }
 
@@ -389,6 +400,8 @@ export class PathLock {
     wake: WakeHub;
     /** The server's clock as last read: [TIME in ms, performance.now() then]; null: TIME not allowed. */
     clock?: [number, number] | null;
+    /** The default limits as last read. */
+    defaults: DefaultLimits;
   };
   private readonly subscriberFactory?: () => Redis;
   /**
@@ -417,7 +430,8 @@ export class PathLock {
     this.subscriberFactory = options.subscriber;
     if (shared) this.shared = shared;
     else {
-      this.shared = { fingerprint: options.fingerprint, wake: new WakeHub() };
+      const warn = options.onWarning ?? ((m: string) => process.emitWarning(m, 'PathLockWarning'));
+      this.shared = { fingerprint: options.fingerprint, wake: new WakeHub(), defaults: new DefaultLimits(warn) };
       let text = options.library;
       if (options.libraryFile !== undefined) text = readFileSync(options.libraryFile, 'utf8');
       if (text !== undefined) this.shared.library = parseLibrary(text);
@@ -677,11 +691,15 @@ export class PathLock {
   // tryAcquire, its caller giving up at giveUpAt (performance.now() clock) if set.
   private async acquireWithin(o: AcquireOptions, giveUpAt: number | undefined): Promise<AcquireResult> {
     // The first call reads the contract: the signal ends that wait too.
-    const { limits } = await untilAborted(this.contract(), o.signal);
+    const contract = await untilAborted(this.contract(), o.signal);
+    const { limits } = contract;
     const { ttlMs, ttl, waitMs } = checkAcquire(o, limits);
     const fair = o.fair ?? true;
     const paths = await this.pathsOf(o);
     const signal = o.signal;
+    // The default limits (src/limits.ts), read once per acquire; sent only
+    // when there are some.
+    const defaults = await untilAborted(this.shared.defaults.get(this.redis, contract), signal);
     if (signal?.aborted) throw abortReason(signal);
     const head = [
       o.owner,
@@ -699,12 +717,12 @@ export class PathLock {
     const waits = !o.reenter && waitMs > 0;
     const waiterId = waits && fair ? 'w' + randomHex(12) : '';
     const attempt = async (reserve: number): Promise<unknown[]> => {
-      const args = o.reenter && giveUpAt === undefined ? head : [...head, fair ? '1' : '0', waiterId, String(reserve)];
+      const args = o.reenter && giveUpAt === undefined && !defaults ? head : [...head, fair ? '1' : '0', waiterId, String(reserve)];
       for (let tries = 0; ; tries++) {
         try {
           // In flight too, the signal ends the wait for the answer; a grant
           // that arrives after it is released.
-          return await untilAborted(this.sendAcquire(args, giveUpAt), signal, (r) => this.releaseLate(r));
+          return await untilAborted(this.sendAcquire(args, giveUpAt, defaults), signal, (r) => this.releaseLate(r));
         } catch (e) {
           // Only an acquire with an idempotency key may be sent again after
           // its reply was lost: the retry gets the lock the first one made.
@@ -752,7 +770,7 @@ export class PathLock {
           this.releaseLate(r);
           throw abortReason(signal);
         }
-        if (res.granted || res.notHolder) return res;
+        if (res.granted || res.notHolder || res.overLimit) return res; // over a limit: at once, out of the line
         if (last) {
           placeMayExist = false; // reserve 0: the refusal removed the place
           return res;
@@ -777,13 +795,15 @@ export class PathLock {
     }
   }
 
-  // One acquire call; with giveUpAt, its deadline_ms. A `late` reply (the
-  // server's clock ran ahead of the estimate) changed nothing: sent once more
-  // with the clock it names, then a BackendError.
-  private async sendAcquire(args: string[], giveUpAt: number | undefined): Promise<unknown[]> {
-    if (giveUpAt === undefined) return this.fcall('acquire', args);
+  // One acquire call; with giveUpAt, its deadline_ms; then the default
+  // limits, if any. A `late` reply (the server's clock ran ahead of the
+  // estimate) changed nothing: sent once more with the clock it names, then
+  // a BackendError.
+  private async sendAcquire(args: string[], giveUpAt: number | undefined, defaults: string): Promise<unknown[]> {
+    const tail = defaults ? [defaults] : [];
+    if (giveUpAt === undefined) return this.fcall('acquire', tail.length ? [...args, '', ...tail] : args);
     for (let tries = 0; ; tries++) {
-      const r = await this.fcall('acquire', [...args, await this.deadlineArg(giveUpAt)]);
+      const r = await this.fcall('acquire', [...args, await this.deadlineArg(giveUpAt), ...tail]);
       if (r[0] !== 'late') return r;
       this.shared.clock = [Number(r[1]), performance.now()];
       if (tries > 0)
@@ -828,11 +848,15 @@ export class PathLock {
     if (!signal?.aborted) await left;
   }
 
-  /** Acquires or throws: LockRefusedError (with the conflict), NotHolderError for a failed reentry. */
+  /**
+   * Acquires or throws: LockRefusedError (with the conflict), NotHolderError
+   * for a failed reentry, OverLimitError when a limit of the namespace refuses it.
+   */
   async acquire(o: AcquireOptions): Promise<Grant> {
     const r = await this.tryAcquire(o);
     if (r.granted) return r.grant;
     if (r.notHolder) throw new NotHolderError(`no live lock ${o.reenter?.id} with that token to re-enter`);
+    if (r.overLimit) throw new OverLimitError(r.overLimit);
     throw new LockRefusedError(r.conflict);
   }
 
@@ -880,6 +904,29 @@ export class PathLock {
   async forceRelease(id: string): Promise<boolean> {
     const r = await this.fcall('force_release', [id]);
     return r[0] === 'released';
+  }
+
+  // ---- limits per namespace (src/limits.ts; administrators) ----------------
+
+  /**
+   * Gives this namespace limits of its own, which replace the default whole
+   * at once for every client; null takes them away. Its keys then do not
+   * expire while it is idle.
+   */
+  async setLimits(limits: Limits | null): Promise<void> {
+    const r = await this.fcall('set_limits', [limits === null ? '' : limitsText(limits)]);
+    if (r[0] !== 'limits') throw new BackendError(`redis: set_limits: unexpected reply ${JSON.stringify(r)}`);
+  }
+
+  /** The limits in force in this namespace and its use of them (read-only; the default read afresh). */
+  async limits(): Promise<LimitsStatus> {
+    const r = await this.fcall('limits_ro', [], true);
+    return limitsStatusOf(r, await this.shared.defaults.get(this.redis, await this.contract(), true));
+  }
+
+  /** Sets the default limits of every namespace without its own (pl:limits); every client sees them within 5 s, this one at once. */
+  async setDefaultLimits(limits: Limits): Promise<void> {
+    await this.shared.defaults.set(this.redis, await this.contract(), limits);
   }
 
   /** Takes a place out of the line (harmless when it is gone); true when one was removed. */

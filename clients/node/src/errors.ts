@@ -47,6 +47,23 @@ export class LockRefusedError extends PathLockError {
 export class NotHolderError extends PathLockError {}
 
 /**
+ * A limit of the namespace (or of the owner in it) refused the request, at
+ * once even when it would wait: `limit` names it, `max` is its value and
+ * `count` what the namespace (the owner) has now. Nothing was taken.
+ */
+export class OverLimitError extends PathLockError {
+  readonly limit: 'locks' | 'places' | 'owner_locks';
+  readonly max: number;
+  readonly count: number;
+  constructor(refusal: { limit: 'locks' | 'places' | 'owner_locks'; max: number; count: number }) {
+    super(`over the limit on ${refusal.limit}: ${refusal.count} of at most ${refusal.max}`);
+    this.limit = refusal.limit;
+    this.max = refusal.max;
+    this.count = refusal.count;
+  }
+}
+
+/**
  * Redis could not be reached or answered an error (NOPERM, OOM, a data
  * layout of another version, a lost reply). `mayHaveRun` is true when the
  * command was sent and its reply was lost: it may have run.

@@ -20,6 +20,13 @@ async function pauseServer(ms) {
   pauser.disconnect();
 }
 
+// The contract and the default limits are read on first use: an acquire
+// elsewhere reads them, so that what stalls afterwards is the acquire.
+async function warmUp(pl) {
+  const warm = await pl.acquire({ owner: 'w', op: 'upload', paths: ['/warm'] });
+  await pl.release(warm.id, warm.token);
+}
+
 async function rejectsInTime(call, name) {
   const start = Date.now();
   await assert.rejects(call, (e) => e.name === name);
@@ -37,8 +44,7 @@ for (const waitMs of [0, 60_000]) {
     const released = [];
     sub.on('smessage', (_channel, message) => released.push(message));
     await sub.ssubscribe(`pl:{${pl.namespace}}:wake`);
-    // The contract is read on first use: read it first, so that what stalls is the acquire.
-    await pl.contract();
+    await warmUp(pl);
     await pauseServer(2000);
     const signal = AbortSignal.timeout(DEADLINE_MS);
     await rejectsInTime(pl.acquire({ owner: 'b', op: 'upload', paths: ['/d/x'], waitMs, signal }), 'TimeoutError');
@@ -97,7 +103,7 @@ for (const [how, options] of [
 ]) {
   test(`acquire with ${how} on a stalled server rejects at its deadline and the late run grants nothing`, async () => {
     const pl = fx.client();
-    await pl.contract();
+    await warmUp(pl);
     await pauseServer(1000);
     await rejectsInTime(pl.acquire({ owner: 'b', op: 'upload', paths: ['/t/x'], ...options }), 'TimeoutError');
     assert.deepEqual((await pl.list()).locks, []);
@@ -121,7 +127,9 @@ test('an acquire whose connection is cut in flight rejects and takes nothing', {
   await admin.call('CLIENT', 'PAUSE', '20000', 'WRITE');
   const call = pl.acquire({ owner: 'b', op: 'upload', paths: ['/k/x'] });
   call.catch(() => undefined); // rejects before assert.rejects looks at it
-  const inFlight = async () => String(await admin.call('CLIENT', 'LIST')).split('\n').find((l) => / cmd=fcall /.test(l));
+  // Blocked by the pause (flag b): a connection's last command shows as cmd= long after it ran.
+  const inFlight = async () =>
+    String(await admin.call('CLIENT', 'LIST')).split('\n').find((l) => / flags=b /.test(l) && / cmd=fcall /.test(l));
   await until(inFlight, 'the acquire in flight', 5000);
   const id = /^id=(\d+) /.exec(await inFlight())[1];
   await admin.call('CLIENT', 'KILL', 'ID', id);

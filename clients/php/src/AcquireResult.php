@@ -6,8 +6,10 @@ namespace Pathlock;
 
 /**
  * The answer of LockEngine::acquire(): exactly one of grant (granted),
- * conflict (refused), notHolder (a reentry proof naming no live lock) or
- * cancelled (a Cancellation stopped the wait; nothing is held).
+ * conflict (refused), notHolder (a reentry proof naming no live lock),
+ * cancelled (a Cancellation stopped the wait; nothing is held) or overLimit
+ * (a limit of the namespace refused it, at once even when it would wait;
+ * nothing is held).
  */
 final readonly class AcquireResult
 {
@@ -16,6 +18,7 @@ final readonly class AcquireResult
         public ?Conflict $conflict,
         public bool $notHolder,
         public bool $cancelled,
+        public ?LimitRefusal $overLimit = null,
     ) {
     }
 
@@ -37,6 +40,11 @@ final readonly class AcquireResult
     public static function cancelled(): self
     {
         return new self(null, null, false, true);
+    }
+
+    public static function overLimit(LimitRefusal $refusal): self
+    {
+        return new self(null, null, false, false, $refusal);
     }
 
     public function isGranted(): bool

@@ -115,7 +115,7 @@ final class ClusterConnection implements Connection
         if (!is_string($route) || !is_string($to) || preg_match('/\A\[?(.+?)\]?:(\d+)\z/', $to, $m) !== 1) {
             throw new \RedisException($e->getMessage(), 0, $e);
         }
-        $harmless = in_array(strtoupper($words[0]), ['FCALL_RO', 'TIME', 'CLUSTER', 'FUNCTION'], true);
+        $harmless = in_array(strtoupper($words[0]), ['FCALL_RO', 'TIME', 'CLUSTER', 'FUNCTION', 'GET'], true);
         try {
             @$this->cluster->exists($route);
             if ($to === $before && !$harmless) {

@@ -41,6 +41,7 @@ final class LockEngine implements LockEngineInterface
     /** @var array{float, float}|null the server's clock: [s0 (ms since the epoch), m0 (nowMs() when read)] */
     private ?array $serverClock = null;
     private float $clockReadAt = -INF;
+    private readonly DefaultLimits $defaults;
 
     /**
      * @param \Redis|\RedisCluster|Connection $redis a connected phpredis client (calls go through it): a \Redis
@@ -59,6 +60,7 @@ final class LockEngine implements LockEngineInterface
             $redis instanceof \RedisCluster => new ClusterConnection($redis, $wakeEndpoint ?? new Endpoint('')),
             default => new StandaloneConnection($redis, $wakeEndpoint),
         };
+        $this->defaults = new DefaultLimits();
     }
 
     /**
@@ -241,6 +243,7 @@ final class LockEngine implements LockEngineInterface
     ): AcquireResult {
         $this->checkAcquire($namespace, $owner, $ttlMs, $waitMs, $reenter, $idempotencyKey);
         $paths = $this->resolveTargets($op, $targets);
+        $defaults = $this->defaultLimits();   // read at most every 5 s, sent when there are some
         $inLine = $fair && $waitMs > 0 && $reenter === null;
         $waiter = $inLine ? 'w' . bin2hex(random_bytes(12)) : '';
         $args = [
@@ -251,10 +254,10 @@ final class LockEngine implements LockEngineInterface
             $fair ? '1' : '0', $waiter, '0',
         ];
         if ($waitMs === 0 || $reenter !== null) {
-            return $this->attempt($namespace, $args);   // one attempt, no place in line
+            return $this->attempt($namespace, $args, null, $defaults);   // one attempt, no place in line
         }
         try {
-            return $this->wait($namespace, $args, $paths, self::nowMs() + $waitMs, $waiter, $cancellation);
+            return $this->wait($namespace, $args, $paths, self::nowMs() + $waitMs, $waiter, $cancellation, $defaults);
         } catch (\Throwable $e) {
             // After a timeout the server stalls: leaving would wait on it too, and
             // the place ends with its reservation (at most 2 s) anyway.
@@ -302,7 +305,7 @@ final class LockEngine implements LockEngineInterface
      * @param list<string> $args the acquire call's arguments; the last one is reserve_ms
      * @param list<string> $paths
      */
-    private function wait(string $namespace, array $args, array $paths, float $deadline, string $waiter, ?Cancellation $cancellation): AcquireResult
+    private function wait(string $namespace, array $args, array $paths, float $deadline, string $waiter, ?Cancellation $cancellation, string $defaults): AcquireResult
     {
         $last = count($args) - 1;
         $sub = null;
@@ -314,14 +317,14 @@ final class LockEngine implements LockEngineInterface
                 // The reservation outlasts the deadline by one re-check, so the
                 // last attempt still finds its own place.
                 $args[$last] = (string) ($final || $waiter === '' ? 0 : min($left + self::RECHECK_MS, $this->contract()->limit('reserve_ms')));
-                $out = $this->attempt($namespace, $args, $deadline);
+                $out = $this->attempt($namespace, $args, $deadline, $defaults);
                 if ($out->grant !== null && $waited && $cancellation?->isCancelled()) {
                     // a grant that raced the cancellation: given back, never dropped
                     $this->release($namespace, $out->grant->id, $out->grant->token);
                     return AcquireResult::cancelled();
                 }
                 if ($out->conflict === null || $final) {
-                    return $out;
+                    return $out;   // (over a limit: at once; the library took the place out of the line)
                 }
                 if (!$waited || ($sub !== null && $sub->isBroken())) {
                     // Subscribe (again), then look again at once: a removal between
@@ -549,6 +552,56 @@ final class LockEngine implements LockEngineInterface
         return $out;
     }
 
+    // --- limits per namespace (Limits, DefaultLimits; administrators) -----------
+
+    /**
+     * Gives $namespace limits of its own, which replace the default whole at
+     * once for every client; null takes them away. Its keys then do not
+     * expire while it is idle.
+     */
+    public function setLimits(string $namespace, ?Limits $limits): void
+    {
+        self::checkNamespace($namespace);
+        $this->call('set_limits', $namespace, [$limits?->text() ?? '']);
+    }
+
+    /** The limits in force in $namespace and its use of them (read-only; the default read afresh). */
+    public function limits(string $namespace): LimitsStatus
+    {
+        self::checkNamespace($namespace);
+        return LimitsStatus::fromReply($this->call('limits_ro', $namespace, [], true), $this->defaultLimits(true));
+    }
+
+    /** Sets the default limits of every namespace without its own (SET, or DEL for none); every client sees them within 5 s, this one at once. */
+    public function setDefaultLimits(Limits $limits): void
+    {
+        $this->defaults->write($this->connection, $this->contract(), $limits);
+    }
+
+    /** Where the one warning goes when the user may not read the default limits (default: error_log). */
+    public function setWarningHandler(?callable $warn): void
+    {
+        $this->defaults->setWarningHandler($warn);
+    }
+
+    /** The default limits' text for an acquire ('' when none; DefaultLimits). */
+    private function defaultLimits(bool $fresh = false): string
+    {
+        return $this->defaults->text($this->contract(), function (string $key): array {
+            $start = self::nowMs();
+            try {
+                $v = $this->connection->command($key, 'GET', $key);
+            } catch (\RedisException $e) {
+                if (str_starts_with($e->getMessage(), 'NOPERM')) {
+                    return [false, $e->getMessage()];   // (phpredis throws an ACL refusal)
+                }
+                throw $this->lostReply("GET $key", $start, $e);
+            }
+            $error = $v === false ? $this->connection->lastError() : '';
+            return [$v === false && $error === '' ? null : $v, $error];   // (phpredis answers a missing key false)
+        }, $fresh);
+    }
+
     /** Takes a place out of the line (harmless when it is gone). */
     public function leave(string $namespace, string $waiterId): bool
     {
@@ -575,7 +628,7 @@ final class LockEngine implements LockEngineInterface
      *
      * @param list<string> $args
      */
-    private function attempt(string $namespace, array $args, ?float $until = null): AcquireResult
+    private function attempt(string $namespace, array $args, ?float $until = null, string $defaults = ''): AcquireResult
     {
         $deadlines = $this->contract()->atLeast('4.2');
         $resent = 0;
@@ -585,6 +638,9 @@ final class LockEngine implements LockEngineInterface
             }
             $budget = $this->budgetMs($until);
             $sent = $deadlines ? [...$args, $this->serverDeadline($budget)] : $args;
+            if ($defaults !== '') {
+                $sent[] = $defaults;   // default_limits (protocol 4.3, after deadline_ms)
+            }
             try {
                 $r = $this->withReadTimeout($budget, fn(): array => $this->call('acquire', $namespace, $sent));
             } catch (InvalidRequestException $e) {
@@ -725,6 +781,8 @@ final class LockEngine implements LockEngineInterface
                 ));
             case 'not_holder':
                 return AcquireResult::notHolder();
+            case 'over_limit':
+                return AcquireResult::overLimit(LimitRefusal::fromReply($r));
         }
         throw new BackendException("acquire: unexpected reply '{$r[0]}'");
     }

@@ -316,6 +316,10 @@ final class Shell implements Cancellation
         if ($r->notHolder) {
             return ['granted' => false, 'not_holder' => true];
         }
+        if ($r->overLimit !== null) {   // a limit of the namespace: at once, also when waiting
+            $o = $r->overLimit;
+            return ['granted' => false, 'over_limit' => ['limit' => $o->limit, 'max' => $o->max, 'count' => $o->count]];
+        }
         if ($r->grant === null) {
             $c = $r->conflict;
             return ['granted' => false, 'conflict' => [

@@ -555,6 +555,7 @@ func (s *shell) await(call context.Context, req pathlock.Request, lines <-chan s
 // answer writes acquire's answer.
 func (s *shell) answer(lock *pathlock.Lock, err error) {
 	var refused *pathlock.RefusedError
+	var over *pathlock.OverLimitError
 	switch {
 	case err == nil:
 		s.reply(obj{{"granted", true}, {"id", lock.ID()}, {"token", lock.Token()}, {"fence", lock.Fence()},
@@ -566,6 +567,9 @@ func (s *shell) answer(lock *pathlock.Lock, err error) {
 			{"requested_path", c.RequestedPath}, {"relation", string(c.Relation)}, {"queued", c.Queued}}}})
 	case errors.Is(err, pathlock.ErrNotHolder):
 		s.reply(obj{{"granted", false}, {"not_holder", true}})
+	case errors.As(err, &over):
+		s.reply(obj{{"granted", false}, {"over_limit", obj{{"limit", string(over.Limit)}, {"max", over.Max},
+			{"count", over.Count}}}})
 	case errors.Is(err, context.Canceled):
 		s.reply(obj{{"granted", false}, {"cancelled", true}})
 	default:

@@ -10,7 +10,8 @@ use Pathlock\AcquireResult;
  * LockEngine::lock() and withLock() gave no lock. One subclass per outcome:
  * LockConflictedException (a lock or an older waiter refused it; after
  * waiting, when it waited), NotHolderException (a reentry's proof named no
- * live lock), AcquireCancelledException (a Cancellation stopped the wait).
+ * live lock), AcquireCancelledException (a Cancellation stopped the wait),
+ * OverLimitException (a limit of the namespace refused it).
  * acquire() answers these outcomes as an AcquireResult instead.
  */
 abstract class LockRefusedException extends PathlockException
@@ -22,6 +23,7 @@ abstract class LockRefusedException extends PathlockException
             $result->conflict !== null => new LockConflictedException($result->conflict),
             $result->notHolder => new NotHolderException(),
             $result->cancelled => new AcquireCancelledException(),
+            $result->overLimit !== null => new OverLimitException($result->overLimit),
             default => throw new \LogicException('a granted result is no refusal'),
         };
     }
