@@ -177,7 +177,7 @@ TEST_CASE("a user that may not run PEXPIREAT: its new namespaces keep their keys
 // namespace given limits of its own keeps its keys without a TTL (an
 // expiring one is made layout 4), drained too; with its limits taken away
 // it expires again.
-TEST_CASE("a namespace with limits of its own keeps its keys; without them it expires again",
+TEST_CASE("a namespace with limits of its own keeps its keys, and without them it expires again",
           "[redis][expiry][tenant-limits]") {
   const RedisServer& server = shared_redis_server();
   const std::string ns = unique_namespace("exp-limits");

@@ -77,7 +77,7 @@ TEST_CASE("runaway: a client acquiring in a loop is stopped at its limit and mem
   CHECK(grown > 2000 * 200);  // what the limit saved: a lock costs far more than the flat line's noise
 }
 
-TEST_CASE("runaway: the default limit and one owner's limit stop it too; places in line are bounded",
+TEST_CASE("runaway: the default limit and one owner's limit stop it too, and places in line are bounded",
           "[redis][tenant-limits][runaway]") {
   RedisServer server({"--maxmemory-policy", "noeviction"});
   auto engine = make_redis_engine(RedisOptions{.url = server.url()});
@@ -116,7 +116,7 @@ TEST_CASE("runaway: the default limit and one owner's limit stop it too; places 
 // A service user that may not read pl:limits (ACL: -get): its engine tells
 // so once and sends no default, and keeps working; a namespace's own limits,
 // which the library reads itself, still bind it.
-TEST_CASE("runaway: a user that may not GET the default limits is told once; a namespace's own still bind it",
+TEST_CASE("runaway: a user that may not GET the default limits is told once, and a namespace's own still bind it",
           "[redis][tenant-limits][acl]") {
   RedisServer server({"--maxmemory-policy", "noeviction"});
   REQUIRE(server.command({"ACL", "SETUSER", "noget", "on", ">pw", "~pl:*", "&pl:*", "+@all", "-get"}).str == "OK");

@@ -194,6 +194,9 @@ class Driver:
             return {"granted": False, "cancelled": True}
         if r.not_holder:
             return {"granted": False, "not_holder": True}
+        if r.over_limit is not None:
+            o = r.over_limit
+            return {"granted": False, "over_limit": {"limit": o.limit, "max": o.max, "count": o.count}}
         if not r.granted:
             c = r.conflict
             return {"granted": False, "conflict": {
