@@ -275,18 +275,7 @@ class MemoryEngine final : public LockEngine {
   bool try_acquire(Namespace& ns, NamespaceState& st, core::ResolvedRequest& req, const LockRequest& request,
                    const Waiter* me, Clock::time_point now, AcquireResult& result) {
     if (req.reentry) return reenter(st, req, request, now, result);
-    if (!request.idempotency_key.empty()) {
-      const auto it = st.idempotent.find(request.idempotency_key);
-      if (it != st.idempotent.end()) {
-        Lock& lock = *it->second;
-        if (lock.owner != request.owner || !same_targets(lock, req))
-          throw InvalidRequest("idempotency_key is in use by another request (another owner, operation or targets)");
-        extend(st, lock, std::max(lock.expires_at, now + request.ttl));
-        result.outcome = AcquireOutcome::granted;
-        result.grant = grant_of(lock, now);
-        return true;
-      }
-    }
+    if (idempotent(st, req, request, now, result)) return true;
     // Limits on new locks first, whatever the conflicts (as the Redis library).
     if (auto refused = grant_refusal(limits_of(ns), st, request.owner)) {
       result = std::move(*refused);
@@ -330,6 +319,22 @@ class MemoryEngine final : public LockEngine {
       e.path = std::move(req.targets[i].path);
       st.index.link(e, kHeld, &probes[i]);
     }
+    result.outcome = AcquireOutcome::granted;
+    result.grant = grant_of(lock, now);
+    return true;
+  }
+
+  // Idempotent retry: the live lock of the request's key, if any, comes back
+  // unchanged (its lease extended): true, with `result` set.
+  bool idempotent(NamespaceState& st, const core::ResolvedRequest& req, const LockRequest& request,
+                  Clock::time_point now, AcquireResult& result) {
+    if (request.idempotency_key.empty()) return false;
+    const auto it = st.idempotent.find(request.idempotency_key);
+    if (it == st.idempotent.end()) return false;
+    Lock& lock = *it->second;
+    if (lock.owner != request.owner || !same_targets(lock, req))
+      throw InvalidRequest("idempotency_key is in use by another request (another owner, operation or targets)");
+    extend(st, lock, std::max(lock.expires_at, now + request.ttl));
     result.outcome = AcquireOutcome::granted;
     result.grant = grant_of(lock, now);
     return true;
