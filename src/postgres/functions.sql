@@ -300,10 +300,12 @@ END $$;
 -- waiters_expires; the owner's range of locks_owner), only as far as the
 -- limit (a grant under the limit reads at most that many), and on a refusal
 -- again in full for the reply. A live lock is written (ns, expires) >
--- (p_ns, p_now) beside ns = p_ns: the same rows as expires > p_now, but a
+-- (p_ns, p_now) beside ns = p_ns (an owner's: (ns, owner, expires) >
+-- (p_ns, p_owner, p_now)): the same rows as expires > p_now, but a
 -- condition that locks_ended (expires alone, every namespace) cannot serve,
 -- so the planner cannot take that index and read the live locks of every
--- namespace (it did, from its estimates, on tables of few namespaces).
+-- namespace (it did, from its estimates, where the namespace or the owner
+-- held most of the table).
 -- Replies the limit's name, the limit and the count, or three NULLs. Writes
 -- nothing.
 CREATE OR REPLACE FUNCTION pathlock.limit_refusal(p_ns text, p_owner text, p_lim pathlock.limits, p_grant boolean,
@@ -334,11 +336,13 @@ BEGIN
   IF p_grant AND p_lim.owner_locks IS NOT NULL THEN  -- ns and owner: '/' is in no namespace
     PERFORM pg_advisory_xact_lock(hashtext('pathlock-limits:' || p_ns || '/' || p_owner), 3);
     SELECT count(*) INTO l_count
-      FROM (SELECT 1 FROM pathlock.locks l WHERE l.ns = p_ns AND l.owner = p_owner AND l.expires > p_now
+      FROM (SELECT 1 FROM pathlock.locks l
+             WHERE l.ns = p_ns AND l.owner = p_owner AND (l.ns, l.owner, l.expires) > (p_ns, p_owner, p_now)
              LIMIT p_lim.owner_locks) x;
     IF l_count >= p_lim.owner_locks THEN
       l_limit := 'owner_locks'; l_max := p_lim.owner_locks;
-      SELECT count(*) INTO l_count FROM pathlock.locks l WHERE l.ns = p_ns AND l.owner = p_owner AND l.expires > p_now;
+      SELECT count(*) INTO l_count FROM pathlock.locks l
+       WHERE l.ns = p_ns AND l.owner = p_owner AND (l.ns, l.owner, l.expires) > (p_ns, p_owner, p_now);
       RETURN;
     END IF;
   END IF;
