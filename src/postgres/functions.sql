@@ -295,19 +295,18 @@ END $$;
 -- grants on disjoint paths cannot both take the last lock left. The keys
 -- are pairs of ints, apart from the paths' bigint keys, and each call takes
 -- them after its path locks and takes nothing after them that another
--- call could hold while it waits for them: no deadlock. The counts read
--- one namespace's entries of an index (locks_expires or locks_owner,
--- waiters_expires; the owner's range of locks_owner), only as far as the
--- limit (a grant under the limit reads at most that many), and on a refusal
--- again in full for the reply. A live lock is written (ns, expires) >
--- (p_ns, p_now) beside ns = p_ns (an owner's: (ns, owner, expires) >
--- (p_ns, p_owner, p_now)): the same rows as expires > p_now, but a
--- condition that locks_ended (expires alone, every namespace) cannot serve,
--- so the planner cannot take that index and read the live locks of every
--- namespace (it did, from its estimates, where the namespace or the owner
--- held most of the table).
--- Replies the limit's name, the limit and the count, or three NULLs. Writes
--- nothing.
+-- call could hold while it waits for them: no deadlock. Each count reads
+-- the namespace's range (the owner's, for owner_locks) of an index that
+-- begins with ns (locks_expires or locks_owner, waiters_expires), only as
+-- far as the limit (a grant under the limit reads at most that many
+-- entries), and on a refusal again in full for the reply. "Live" is
+-- written (ns, expires) > (p_ns, p_now) beside ns = p_ns (an owner's:
+-- (ns, owner, expires) > (p_ns, p_owner, p_now)): the same rows as
+-- expires > p_now, but a condition that locks_ended (expires alone, every
+-- namespace) cannot serve, so the planner cannot take that index and read
+-- the live locks of every namespace (it did, from its estimates, where the
+-- namespace or the owner held most of the table). Replies the limit's
+-- name, the limit and the count, or three NULLs. Writes nothing.
 CREATE OR REPLACE FUNCTION pathlock.limit_refusal(p_ns text, p_owner text, p_lim pathlock.limits, p_grant boolean,
     p_now bigint, OUT l_limit text, OUT l_max bigint, OUT l_count bigint) LANGUAGE plpgsql AS $$
 BEGIN
