@@ -1,7 +1,8 @@
 // Every statement on the PostgreSQL backend's hot path, as the functions
 // (src/postgres/functions.sql, schema.sql) and the engine write it, reads an
-// index: EXPLAIN of each over tables of 40,000 locks, 40,000 places in line
-// and 20,000 namespaces shows an index and no sequential scan.
+// index: EXPLAIN of each over tables of 40,000 locks, 40,000 places in line,
+// 20,000 namespaces and 20,000 namespaces' limits shows an index and no
+// sequential scan.
 #include "support/backends.hpp"
 #include "support/postgres_server.hpp"
 
@@ -35,15 +36,16 @@ void fill(const devtools::PostgresServer& server, const std::string& fp) {
       "INSERT INTO pathlock.queued SELECT w.ns, w.id, 1, pathlock.sk(w.paths[1]), pathlock.k(pathlock.sk(w.paths[1])), "
       "w.fp, 'target', w.paths[1], w.place FROM w; "
       "INSERT INTO pathlock.namespaces (ns) SELECT 'ns' || i FROM generate_series(1, 20000) i; "
+      "INSERT INTO pathlock.limits (ns, locks) SELECT 'ns' || i, i FROM generate_series(1, 20000) i; "
       "ANALYZE pathlock.held; ANALYZE pathlock.locks; ANALYZE pathlock.waiters; ANALYZE pathlock.queued; "
-      "ANALYZE pathlock.namespaces;");
+      "ANALYZE pathlock.namespaces; ANALYZE pathlock.limits;");
 }
 
 // The hot path's statements with sample arguments: the conflict check
 // (ancestors and the path, whether anything is below, below per code, the
 // matrices present, places in line), the reentry, key, waiter and lock
 // lookups, the expiry probes and deletions, release, renew, the namespace's
-// row, and the engine's is_held, list and waiters.
+// row, the namespace's limits, and the engine's is_held, list and waiters.
 const std::vector<std::string>& statements() {
   static const std::vector<std::string> all{
       "SELECT * FROM pathlock.held h WHERE h.ns = 'explain' AND h.k = ANY (pathlock.above('/f7/x/y') || "
@@ -73,8 +75,34 @@ const std::vector<std::string>& statements() {
       "AND l.expires > 5",
       "DELETE FROM pathlock.waiters w WHERE w.ns = 'explain' AND w.id = 'w7'",
       "SELECT 1 FROM pathlock.namespaces n WHERE n.ns = 'ns7'",
+      "SELECT * FROM pathlock.limits m WHERE m.ns IN ('explain', '*') ORDER BY m.ns DESC LIMIT 1",
       "SELECT * FROM pathlock.locks l WHERE l.ns = 'explain' AND l.fence > 5 ORDER BY l.fence LIMIT 512",
       "SELECT * FROM pathlock.waiters w WHERE w.ns = 'explain' AND w.expires > 5 ORDER BY w.place LIMIT 100",
+  };
+  return all;
+}
+
+// The counts of pathlock.limit_refusal (functions version 9), run only when
+// a limit applies: the live locks, an owner's live locks, the live places of
+// a namespace, up to the limit and in full. They read most of a namespace's
+// entries, and namespace "explain" holds half of every table here, so with
+// the server's settings the planner rightly finds a sequential scan
+// cheaper; the functions run with enable_seqscan and enable_bitmapscan off
+// (set on acquire), as these are explained, and must then read the
+// namespace's range of an index that begins with ns (never locks_ended or
+// waiters_ended, whose ranges hold every namespace's live rows).
+const std::vector<std::string>& counting_statements() {
+  static const std::vector<std::string> all{
+      "SELECT count(*) FROM (SELECT 1 FROM pathlock.locks l WHERE l.ns = 'explain' "
+      "AND (l.ns, l.expires) > ('explain', 5) LIMIT 100) x",
+      "SELECT count(*) FROM pathlock.locks l WHERE l.ns = 'explain' AND (l.ns, l.expires) > ('explain', 5)",
+      "SELECT count(*) FROM (SELECT 1 FROM pathlock.locks l WHERE l.ns = 'explain' AND l.owner = 'o' "
+      "AND (l.ns, l.owner, l.expires) > ('explain', 'o', 5) LIMIT 100) x",
+      "SELECT count(*) FROM pathlock.locks l WHERE l.ns = 'explain' AND l.owner = 'o' "
+      "AND (l.ns, l.owner, l.expires) > ('explain', 'o', 5)",
+      "SELECT count(*) FROM (SELECT 1 FROM pathlock.waiters w WHERE w.ns = 'explain' "
+      "AND (w.ns, w.expires) > ('explain', 5) LIMIT 100) x",
+      "SELECT count(*) FROM pathlock.waiters w WHERE w.ns = 'explain' AND (w.ns, w.expires) > ('explain', 5)",
   };
   return all;
 }
@@ -91,9 +119,16 @@ TEST_CASE("postgres: every statement on the hot path reads an index (EXPLAIN)", 
     CHECK(plan.find("Index") != std::string::npos);
     CHECK(plan.find("Seq Scan") == std::string::npos);
   }
+  for (const std::string& statement : counting_statements()) {
+    const std::string plan =
+        server.sql("SET enable_seqscan = off; SET enable_bitmapscan = off; EXPLAIN (COSTS OFF) " + statement);
+    INFO(statement << "\n" << plan);
+    CHECK(std::regex_search(plan, std::regex("Index (Only )?Scan using (locks_expires|locks_owner|waiters_expires)")));
+    CHECK(plan.find("Seq Scan") == std::string::npos);
+  }
 }
 
-// The plans the calls really run (functions version 8): a session plans
+// The plans the calls really run (functions version 8; 9's limits): a session plans
 // each statement of a function once, at its first call, and keeps the plan
 // (generic plans), often made on tables that are empty then. With
 // auto_explain logging every nested statement's plan and autovacuum off (so
@@ -102,7 +137,9 @@ TEST_CASE("postgres: every statement on the hot path reads an index (EXPLAIN)", 
 // a pathlock table by a sequential scan or a bitmap scan (both read the dead
 // rows again on every call; before version 8 the conflict check read a
 // namespace's whole range of held_code by a bitmap scan and the sweep's
-// probe read all of `locks`).
+// probe read all of `locks`). The calls include those of a namespace with
+// limits (version 9): the lookup of its limits, the counts under them and
+// the refusal by each, and setting them.
 TEST_CASE("postgres: the plans the calls make on empty tables use no sequential or bitmap scan",
           "[postgres][explain]") {
   devtools::PostgresServer server({"shared_preload_libraries=auto_explain", "auto_explain.log_min_duration=0",
@@ -131,9 +168,27 @@ TEST_CASE("postgres: the plans the calls make on empty tables use no sequential 
   test::granted(*engine, brief);
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
   test::granted(*engine, test::one_target_request(ns, "erin", "upload", "/z/a"));
+  // A namespace with limits: grants counted under them, a fair waiter's
+  // place counted, then a refusal by each limit (the counts in full).
+  const std::string limited = "plans-limited";
+  engine->set_limits(limited, Limits{100, 100, 100});
+  for (int i = 0; i < 20; ++i) {
+    const Grant g =
+        test::granted(*engine, test::one_target_request(limited, "alice", "upload", "/c/f" + std::to_string(i)));
+    REQUIRE(engine->release(limited, g.id, g.token));
+  }
+  const Grant folder = test::granted(*engine, test::one_target_request(limited, "bob", "delete_folder", "/x"));
+  CHECK(engine->acquire(test::one_target_request(limited, "carol", "upload", "/x/y", Millis{50})).conflicted());
+  engine->set_limits(limited, Limits{1, 0, std::nullopt});
+  CHECK(engine->acquire(test::one_target_request(limited, "carol", "upload", "/y")).over_limit());
+  CHECK(engine->acquire(test::one_target_request(limited, "carol", "upload", "/x/y", Millis{50})).over_limit());
+  engine->set_limits(limited, Limits{std::nullopt, std::nullopt, 1});
+  CHECK(engine->acquire(test::one_target_request(limited, "bob", "upload", "/y")).over_limit());
+  engine->set_limits(limited, std::nullopt);
+  CHECK(engine->release(limited, folder.id, folder.token));
   const std::string log = server.log().substr(from);
   REQUIRE(log.find("pathlock.acquire") != std::string::npos);  // auto_explain logged the calls
-  const std::regex scan("(Seq Scan|Bitmap Heap Scan) on (locks|held|waiters|queued|namespaces|watchers)\\b");
+  const std::regex scan("(Seq Scan|Bitmap Heap Scan) on (locks|held|waiters|queued|namespaces|watchers|limits)\\b");
   std::vector<std::string> found;
   for (auto it = std::sregex_iterator(log.begin(), log.end(), scan); it != std::sregex_iterator(); ++it)
     if (found.size() < 5) found.push_back(it->str());

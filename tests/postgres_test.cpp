@@ -135,7 +135,19 @@ TEST_CASE("postgres: an engine brings older functions up to date and keeps the l
   const Grant a = test::granted(*test::postgres_engine(nullptr, server.url()), upload(ns, "/a/file"));
   // A database at an older version of the functions: a helper version 3
   // no longer has, no sequences (before version 4, fences and places were
-  // the namespace's row, here far ahead) and an acquire of 17 arguments.
+  // the namespace's row, here far ahead), an acquire of 17 arguments, the
+  // acquire of versions 4 to 8 (the arguments of today's, fewer replies),
+  // no limits table nor its owner index (before version 9), and a service
+  // role granted the tables there were.
+  server.sql(
+      "DROP TABLE pathlock.limits CASCADE; DROP INDEX pathlock.locks_owner; "
+      "DROP FUNCTION pathlock.acquire(text, text, text, text, text[], int[], bigint[], text[], bigint, text, text, "
+      "text, text, text, boolean, text, bigint, bigint); "
+      "CREATE FUNCTION pathlock.acquire(text, text, text, text, text[], int[], bigint[], text[], bigint, text, text, "
+      "text, text, text, boolean, text, bigint, bigint DEFAULT NULL, OUT status text, OUT id text) "
+      "LANGUAGE plpgsql AS $$ BEGIN END $$; "
+      "CREATE ROLE svc LOGIN; GRANT USAGE ON SCHEMA pathlock TO svc; "
+      "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA pathlock TO svc;");
   server.sql(
       "CREATE OR REPLACE FUNCTION pathlock.functions_version() RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT 2 $$; "
       "CREATE FUNCTION pathlock.held_conflict(text, text, text, bigint, bigint, bigint, text[]) RETURNS int "
@@ -145,12 +157,103 @@ TEST_CASE("postgres: an engine brings older functions up to date and keeps the l
       "CREATE FUNCTION pathlock.acquire(text, text, text, text, text[], int[], bigint[], text[], bigint, text, text, "
       "text, text, text, boolean, text, bigint) RETURNS int LANGUAGE sql AS $$ SELECT 0 $$;");
   still_held(*test::postgres_engine(nullptr, server.url()), ns, a);
-  CHECK(count_of(server, "SELECT pathlock.functions_version()") == 8);  // src/postgres/schema.hpp
+  CHECK(count_of(server, "SELECT pathlock.functions_version()") == 9);  // src/postgres/schema.hpp
   CHECK(count_of(server, "SELECT count(*) FROM pg_proc WHERE proname = 'held_conflict'") == 0);
   CHECK(count_of(server, "SELECT count(*) FROM pg_proc WHERE proname = 'acquire'") == 1);
+  CHECK(count_of(server, "SELECT count(*) FROM pg_proc WHERE proname = 'acquire' AND 'l_limit' = ANY (proargnames)") ==
+        1);
+  CHECK(count_of(server, "SELECT count(*) FROM pg_indexes WHERE indexname = 'locks_owner'") == 1);
+  // The service reads and writes the new limits table with the rights it
+  // had on locks (the sequences, new since version 4, it is granted here).
+  server.sql("GRANT USAGE, UPDATE ON ALL SEQUENCES IN SCHEMA pathlock TO svc;");
+  auto service = test::postgres_engine(nullptr, server.url_as("svc"));
+  service->set_limits(ns, Limits{std::nullopt, std::nullopt, 2});
+  const AcquireResult over = service->acquire(upload(ns, "/c/file"));
+  REQUIRE(over.over_limit());
+  CHECK(over.limit.limit == LimitKind::owner_locks);
+  CHECK(over.limit.count == 2);
+  CHECK(service->limits(ns).owner == "alice");
   // Fences go on above the row's, places above its last place.
   CHECK(server.sql("SELECT max(fence) > 9000000000000000000 FROM pathlock.locks") == "t\n");
   CHECK(count_of(server, "SELECT nextval('pathlock.places')") > 77);
+}
+
+// Limits per namespace (the conformance cases, tenant_limits_test.cpp, run
+// on this backend too): what only the PostgreSQL side can get wrong.
+// Acquires on disjoint paths run at the same time on the server, so the
+// count and the grant must be one step for them too: the limit lock of
+// pathlock.limit_refusal makes them count one after the other.
+TEST_CASE("postgres: limits hold when grants and places on disjoint paths race", "[postgres][tenant-limits]") {
+  auto engine = test::postgres_engine();
+  const std::string ns = test::unique_namespace("limits-race");
+  engine->set_limits(ns, Limits{5, std::nullopt, std::nullopt});
+  constexpr int kCallers = 8;
+  std::vector<std::future<int>> grants;
+  for (int t = 0; t < kCallers; ++t)
+    grants.push_back(std::async(std::launch::async, [&, t] {
+      int n = 0;
+      for (int i = 0; i < 4; ++i)
+        n += engine->acquire(upload(ns, "/r" + std::to_string(t) + "/f" + std::to_string(i))).granted() ? 1 : 0;
+      return n;
+    }));
+  int granted = 0;
+  for (auto& g : grants) granted += g.get();
+  CHECK(granted == 5);
+  CHECK(engine->limits(ns).locks == 5);
+  // Fair waiters refused by a lock held (a delete_folder of its folder each,
+  // 30 s of waiting): three take a place, the others are refused by the
+  // limit at once.
+  const std::string held = engine->list(ns).front().targets.front().path;
+  const std::string folder = held.substr(0, held.rfind('/'));
+  engine->set_limits(ns, Limits{std::nullopt, 3, std::nullopt});
+  std::vector<std::stop_source> stops(kCallers);
+  std::vector<std::future<AcquireResult>> waits;
+  for (int t = 0; t < kCallers; ++t)
+    waits.push_back(std::async(std::launch::async, [&, t] {
+      return engine->acquire(test::one_target_request(ns, "w" + std::to_string(t), "delete_folder", folder, 30s),
+                             stops[static_cast<std::size_t>(t)].get_token());
+    }));
+  const auto answered = [&] {
+    int n = 0;
+    for (auto& w : waits) n += w.wait_for(0s) == std::future_status::ready ? 1 : 0;
+    return n;
+  };
+  REQUIRE(test::Fixture::until([&] { return answered() == kCallers - 3; }));
+  CHECK(engine->waiters(ns).size() == 3);
+  for (auto& s : stops) s.request_stop();
+  int over = 0, cancelled = 0;
+  for (auto& w : waits) {
+    const AcquireResult r = w.get();
+    over += r.over_limit() ? 1 : 0;
+    cancelled += r.cancelled() ? 1 : 0;
+  }
+  CHECK(over == kCallers - 3);
+  CHECK(cancelled == 3);
+  CHECK(engine->waiters(ns).empty());
+}
+
+// A waiter whose turn comes when its namespace is at its limit on locks is
+// answered over_limit, and its place goes in that same call (the waiting
+// policy does not leave the line after a refusal by a limit): a place left
+// behind would hold others back for up to 2 s.
+TEST_CASE("postgres: a waiter refused by a limit when its turn comes leaves the line in that call",
+          "[postgres][tenant-limits]") {
+  auto engine = test::postgres_engine();
+  const std::string ns = test::unique_namespace("limits-turn");
+  const Grant blocker = test::granted(*engine, upload(ns, "/p/a"));
+  test::granted(*engine, upload(ns, "/q"));
+  auto bob = std::async(std::launch::async, [&] {
+    return engine->acquire(test::one_target_request(ns, "bob", "delete_folder", "/p", 30s));
+  });
+  REQUIRE(test::Fixture::until([&] { return engine->waiters(ns).size() == 1; }));
+  engine->set_limits(ns, Limits{1, std::nullopt, std::nullopt});
+  REQUIRE(engine->release(ns, blocker.id, blocker.token));  // one lock left: the limit
+  REQUIRE(bob.wait_for(10s) == std::future_status::ready);
+  const AcquireResult r = bob.get();
+  REQUIRE(r.over_limit());
+  CHECK(r.limit.limit == LimitKind::locks);
+  CHECK(r.limit.count == 1);
+  CHECK(engine->waiters(ns).empty());
 }
 
 TEST_CASE("postgres: a connection dropped by the server is an error, and the engine goes on", "[postgres]") {
@@ -211,6 +314,8 @@ TEST_CASE("postgres: a read-only user reads, and its writes are refused with the
   CHECK(reader->list(ns).size() == 1);
   CHECK(reader->blockers(ns, "delete_folder", {{"target", "/ro"}}).blockers.size() == 1);
   CHECK(reader->waiters(ns).empty());
+  CHECK(reader->limits(ns).locks == 1);
+  CHECK_THROWS_AS(reader->set_limits(ns, Limits{}), BackendError);
   try {
     (void)reader->acquire(upload(ns, "/other"));
     FAIL("a read-only user acquired a lock");

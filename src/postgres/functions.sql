@@ -35,6 +35,22 @@ DROP FUNCTION IF EXISTS pathlock.other_matrices(text, text);
 -- (p_budget DEFAULT NULL) answers the calls of version 3 engines too.
 DROP FUNCTION IF EXISTS pathlock.acquire(text, text, text, text, text[], int[], bigint[], text[], bigint, text, text,
   text, text, text, boolean, text, bigint);
+-- Version 9's acquire replies three more columns (l_limit, l_max, l_count:
+-- a refusal by a limit). CREATE OR REPLACE cannot change what a function
+-- replies, so the acquire of versions 4 to 8, with the same arguments, is
+-- dropped first, in this script's transaction: other sessions see the old
+-- function until it commits, then the new one. Only when it lacks l_limit,
+-- so that running the script again replaces version 9's in place.
+DO $$
+BEGIN
+  IF EXISTS (SELECT 1 FROM pg_proc p
+              WHERE p.oid = to_regprocedure('pathlock.acquire(text, text, text, text, text[], int[], bigint[], text[], '
+                                            'bigint, text, text, text, text, text, boolean, text, bigint, bigint)')
+                AND NOT 'l_limit' = ANY (p.proargnames)) THEN
+    DROP FUNCTION pathlock.acquire(text, text, text, text, text[], int[], bigint[], text[], bigint, text, text, text,
+                                   text, text, boolean, text, bigint, bigint);
+  END IF;
+END $$;
 
 -- The sequences of fences and places (version 4; before, a row per
 -- namespace held both, and its row lock made every grant of a namespace
@@ -269,12 +285,82 @@ BEGIN
   END IF;
 END $$;
 
+-- Would the request take namespace p_ns over its limits p_lim (acquire
+-- calls this only when one of them applies)? p_grant: for a new lock of
+-- p_owner, the limit on the namespace's live locks, then the one on the
+-- owner's; else for a new place in line, the limit on places. First it
+-- takes the namespace's limit lock for what it counts (and the owner's),
+-- held to commit, exclusive: requests that count the same thing count one
+-- after the other, each seeing the previous one's lock or place, so two
+-- grants on disjoint paths cannot both take the last lock left. The keys
+-- are pairs of ints, apart from the paths' bigint keys, and each call takes
+-- them after its path locks and takes nothing after them that another
+-- call could hold while it waits for them: no deadlock. Each count reads
+-- the namespace's range (the owner's, for owner_locks) of an index that
+-- begins with ns (locks_expires or locks_owner, waiters_expires), only as
+-- far as the limit (a grant under the limit reads at most that many
+-- entries), and on a refusal again in full for the reply. "Live" is
+-- written (ns, expires) > (p_ns, p_now) beside ns = p_ns (an owner's:
+-- (ns, owner, expires) > (p_ns, p_owner, p_now)): the same rows as
+-- expires > p_now, but a condition that locks_ended (expires alone, every
+-- namespace) cannot serve, so the planner cannot take that index and read
+-- the live locks of every namespace (it did, from its estimates, where the
+-- namespace or the owner held most of the table). Replies the limit's
+-- name, the limit and the count, or three NULLs. Writes nothing.
+CREATE OR REPLACE FUNCTION pathlock.limit_refusal(p_ns text, p_owner text, p_lim pathlock.limits, p_grant boolean,
+    p_now bigint, OUT l_limit text, OUT l_max bigint, OUT l_count bigint) LANGUAGE plpgsql AS $$
+BEGIN
+  IF NOT p_grant THEN
+    PERFORM pg_advisory_xact_lock(hashtext('pathlock-limits:' || p_ns), 4);
+    SELECT count(*) INTO l_count
+      FROM (SELECT 1 FROM pathlock.waiters w WHERE w.ns = p_ns AND (w.ns, w.expires) > (p_ns, p_now)
+             LIMIT p_lim.places) x;
+    IF l_count >= p_lim.places THEN
+      l_limit := 'places'; l_max := p_lim.places;
+      SELECT count(*) INTO l_count FROM pathlock.waiters w WHERE w.ns = p_ns AND (w.ns, w.expires) > (p_ns, p_now);
+      RETURN;
+    END IF;
+  END IF;
+  IF p_grant AND p_lim.locks IS NOT NULL THEN
+    PERFORM pg_advisory_xact_lock(hashtext('pathlock-limits:' || p_ns), 2);
+    SELECT count(*) INTO l_count
+      FROM (SELECT 1 FROM pathlock.locks l WHERE l.ns = p_ns AND (l.ns, l.expires) > (p_ns, p_now)
+             LIMIT p_lim.locks) x;
+    IF l_count >= p_lim.locks THEN
+      l_limit := 'locks'; l_max := p_lim.locks;
+      SELECT count(*) INTO l_count FROM pathlock.locks l WHERE l.ns = p_ns AND (l.ns, l.expires) > (p_ns, p_now);
+      RETURN;
+    END IF;
+  END IF;
+  IF p_grant AND p_lim.owner_locks IS NOT NULL THEN  -- ns and owner: '/' is in no namespace
+    PERFORM pg_advisory_xact_lock(hashtext('pathlock-limits:' || p_ns || '/' || p_owner), 3);
+    SELECT count(*) INTO l_count
+      FROM (SELECT 1 FROM pathlock.locks l
+             WHERE l.ns = p_ns AND l.owner = p_owner AND (l.ns, l.owner, l.expires) > (p_ns, p_owner, p_now)
+             LIMIT p_lim.owner_locks) x;
+    IF l_count >= p_lim.owner_locks THEN
+      l_limit := 'owner_locks'; l_max := p_lim.owner_locks;
+      SELECT count(*) INTO l_count FROM pathlock.locks l
+       WHERE l.ns = p_ns AND l.owner = p_owner AND (l.ns, l.owner, l.expires) > (p_ns, p_owner, p_now);
+      RETURN;
+    END IF;
+  END IF;
+  l_count := NULL;
+END $$;
+
 -- acquire: one call per attempt (docs/postgres.md#functions). p_masks holds,
 -- per target k, the refusal masks of its code for the relations same,
 -- held_ancestor and held_descendant at 3k-2, 3k-1, 3k (bit c: held code c
 -- of the same matrix refuses). Replies one row: status 'granted' (id,
 -- token, fence, expires_in, holds), 'refused' (the conflict's fields,
--- c_index the request's target it hit, 1-based) or 'not_holder'. Bad input
+-- c_index the request's target it hit, 1-based), 'not_holder' or, since
+-- version 9, 'over_limit' (l_limit names the limit, l_max and l_count the
+-- limit and the count). Limits (pathlock.limits) are looked up only when
+-- the request would create a new lock (no conflict, no reentry, no lock of
+-- its key) or take a new place in line (a fair waiting request refused,
+-- without a place yet): one probe of the table's primary key, then, only
+-- when a limit applies, pathlock.limit_refusal. A refusal by a limit takes
+-- nothing and gives up the request's place, if it had one. Bad input
 -- found here raises SQLSTATE 22023 and changes nothing. p_budget (ms, the
 -- engine's command timeout less a margin) bounds every lock wait of the call
 -- (lock_timeout) and is checked again before a grant writes (in_time): past
@@ -292,9 +378,9 @@ CREATE OR REPLACE FUNCTION pathlock.acquire(
     p_fair boolean, p_waiter text, p_reserve bigint, p_budget bigint DEFAULT NULL,
     OUT status text, OUT id text, OUT token text, OUT fence bigint, OUT expires_in bigint, OUT holds int,
     OUT c_id text, OUT c_op text, OUT c_role text, OUT c_path text, OUT c_owner text, OUT c_expires_in bigint,
-    OUT c_index int, OUT c_relation int, OUT c_queued boolean)
+    OUT c_index int, OUT c_relation int, OUT c_queued boolean, OUT l_limit text, OUT l_max bigint, OUT l_count bigint)
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET enable_bitmapscan = off AS $$
-DECLARE v_now bigint; v_place bigint; v_lock pathlock.locks; v_sync text; c record;
+DECLARE v_now bigint; v_place bigint; v_lock pathlock.locks; v_lim pathlock.limits; v_sync text; c record;
 BEGIN
   IF p_budget IS NOT NULL THEN v_sync := set_config('lock_timeout', greatest(p_budget, 1) || 'ms', true); END IF;
   PERFORM pathlock.lock_paths(p_ns, p_paths);
@@ -316,6 +402,18 @@ BEGIN
   IF c.c_id IS NOT NULL AND NOT c.c_queued AND c.c_expires_in <= 0 THEN  -- an ended lease: reap, look again
     PERFORM pathlock.reap(p_ns, v_now);
     c := pathlock.first_conflict(p_ns, p_fp, p_paths, p_masks, p_fair, v_place, v_now);
+  END IF;
+  IF c.c_id IS NULL OR (p_waiter <> '' AND p_reserve > 0 AND v_place IS NULL) THEN  -- a new lock, or a new place
+    -- The namespace's own row, else the default's: '*' sorts below every character of a namespace.
+    SELECT * INTO v_lim FROM pathlock.limits m WHERE m.ns IN (p_ns, '*') ORDER BY m.ns DESC LIMIT 1;
+    IF (CASE WHEN c.c_id IS NULL THEN coalesce(v_lim.locks, v_lim.owner_locks) ELSE v_lim.places END) IS NOT NULL THEN
+      SELECT * INTO l_limit, l_max, l_count FROM pathlock.limit_refusal(p_ns, p_owner, v_lim, c.c_id IS NULL, v_now);
+    END IF;
+    IF l_limit IS NOT NULL THEN  -- answered now: nothing taken, no place kept (it would hold others back)
+      status := 'over_limit'; v_sync := set_config('synchronous_commit', 'off', true);
+      IF v_place IS NOT NULL THEN PERFORM pathlock.drop_place(p_ns, p_waiter, true); END IF;
+      RETURN;
+    END IF;
   END IF;
   IF c.c_id IS NOT NULL THEN
     status := 'refused'; c_id := c.c_id; c_op := c.c_op; c_role := c.c_role; c_path := c.c_path;
@@ -515,6 +613,65 @@ LANGUAGE sql STABLE AS $$
             CASE WHEN rel = 1 THEN octet_length(path) ELSE 0 END, path COLLATE "C", fence, id COLLATE "C"
    LIMIT p_limit + 1 $$;
 
+-- The text form of a limits row (core/limits.hpp): "L P O", each a number
+-- or "-" for no limit.
+CREATE OR REPLACE FUNCTION pathlock.limits_text(m pathlock.limits) RETURNS text LANGUAGE sql IMMUTABLE AS
+$$ SELECT concat_ws(' ', coalesce(m.locks::text, '-'), coalesce(m.places::text, '-'),
+                    coalesce(m.owner_locks::text, '-')) $$;
+
+-- Sets the limits of namespace p_ns (its own, replacing the default whole;
+-- '*': the default of every namespace without its own) to p_limits, in
+-- that text form: "- - -" is no limits (for '*', the row goes: no default),
+-- NULL takes the namespace's own away. Every engine on the database
+-- enforces them from the commit on. By hand:
+-- SELECT pathlock.set_limits('tenant-a', '1000 100 50'). Bad input raises
+-- SQLSTATE 22023. Takes no lock of any path: a grant that read the limits
+-- before this commit was judged by those.
+CREATE OR REPLACE FUNCTION pathlock.set_limits(p_ns text, p_limits text) RETURNS void LANGUAGE plpgsql
+SET enable_seqscan = off SET enable_bitmapscan = off AS $$
+DECLARE v bigint[];
+BEGIN
+  IF p_ns IS NULL OR (p_ns <> '*' AND p_ns !~ '^[A-Za-z0-9._:-]{1,128}$') THEN
+    RAISE EXCEPTION 'limits: bad namespace %', coalesce(p_ns, 'NULL') USING ERRCODE = '22023';
+  END IF;
+  IF p_limits IS NULL OR (p_ns = '*' AND p_limits = '- - -') THEN
+    DELETE FROM pathlock.limits m WHERE m.ns = p_ns;
+    RETURN;
+  END IF;
+  IF p_limits !~ '^([0-9]{1,10}|-) ([0-9]{1,10}|-) ([0-9]{1,10}|-)$' THEN
+    RAISE EXCEPTION 'limits must be "L P O", each 0..1000000000 or -, got "%"', p_limits USING ERRCODE = '22023';
+  END IF;
+  v := string_to_array(p_limits, ' ', '-')::bigint[];  -- "-": NULL
+  IF 1000000000 < ANY (v) THEN
+    RAISE EXCEPTION 'limits must be "L P O", each 0..1000000000 or -, got "%"', p_limits USING ERRCODE = '22023';
+  END IF;
+  INSERT INTO pathlock.limits AS m (ns, locks, places, owner_locks) VALUES (p_ns, v[1], v[2], v[3])
+    ON CONFLICT (ns) DO UPDATE SET locks = excluded.locks, places = excluded.places, owner_locks = excluded.owner_locks;
+END $$;
+
+-- The limits of namespace p_ns and its use of them (LockEngine::limits):
+-- the default and its own (NULL: none) in the text form, its live locks
+-- and places, and the owner with the most live locks (ties: the smallest
+-- name in byte order; NULL when no lock is held) with their count.
+-- Read-only; counts every live lock and place of the namespace (its
+-- entries of locks_expires or locks_owner, and of waiters_expires; the
+-- conditions written as in pathlock.limit_refusal).
+CREATE OR REPLACE FUNCTION pathlock.limits_status(p_ns text, OUT s_defaults text, OUT s_overrides text,
+    OUT s_locks bigint, OUT s_places bigint, OUT s_owner_locks bigint, OUT s_owner text)
+LANGUAGE plpgsql STABLE AS $$
+DECLARE v_now bigint := pathlock.now_ms();
+BEGIN
+  SELECT pathlock.limits_text(m) INTO s_defaults FROM pathlock.limits m WHERE m.ns = '*';
+  s_defaults := coalesce(s_defaults, '- - -');
+  SELECT pathlock.limits_text(m) INTO s_overrides FROM pathlock.limits m WHERE m.ns = p_ns;
+  SELECT count(*) INTO s_locks FROM pathlock.locks l WHERE l.ns = p_ns AND (l.ns, l.expires) > (p_ns, v_now);
+  SELECT count(*) INTO s_places FROM pathlock.waiters w WHERE w.ns = p_ns AND (w.ns, w.expires) > (p_ns, v_now);
+  SELECT l.owner, count(*) INTO s_owner, s_owner_locks FROM pathlock.locks l
+   WHERE l.ns = p_ns AND (l.ns, l.expires) > (p_ns, v_now)
+   GROUP BY l.owner ORDER BY count(*) DESC, l.owner COLLATE "C" LIMIT 1;
+  s_owner_locks := coalesce(s_owner_locks, 0);
+END $$;
+
 -- The version of the functions above: an engine that finds an older one
 -- runs this script again (every statement in it can be repeated).
-CREATE OR REPLACE FUNCTION pathlock.functions_version() RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT 8 $$;
+CREATE OR REPLACE FUNCTION pathlock.functions_version() RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT 9 $$;

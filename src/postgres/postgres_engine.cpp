@@ -3,11 +3,13 @@
 // and waiting: src/postgres/README.md (and docs/postgres.md).
 #include <pathlock/postgres.hpp>
 
+#include "core/limits.hpp"
 #include "core/observe.hpp"
 #include "core/process.hpp"
 #include "core/request.hpp"
 #include "core/waiting.hpp"
 #include "postgres/connection.hpp"
+#include "postgres/limits.hpp"
 #include "postgres/listener.hpp"
 #include "postgres/schema.hpp"
 #include "postgres/values.hpp"
@@ -29,9 +31,11 @@ constexpr std::size_t kListLook = 512;   // locks one list_page call looks at
 
 const char* const kAcquire =
     "SELECT status, id, token, fence, expires_in, holds, c_id, c_op, c_role, c_path, c_owner, c_expires_in, "
-    "c_index, c_relation, c_queued FROM pathlock.acquire($1, $2, $3, $4, $5::text[], $6::int[], $7::bigint[], "
-    "$8::text[], $9::bigint, $10, $11, $12, $13, $14, $15::boolean, $16, $17::bigint, $18::bigint)";
+    "c_index, c_relation, c_queued, l_limit, l_max, l_count FROM pathlock.acquire($1, $2, $3, $4, $5::text[], "
+    "$6::int[], $7::bigint[], $8::text[], $9::bigint, $10, $11, $12, $13, $14, $15::boolean, $16, $17::bigint, "
+    "$18::bigint)";
 constexpr int kReserveParam = 16;  // index of $17 in the acquire parameters
+constexpr int kLimitColumn = 15;   // l_limit, then l_max and l_count
 
 // The server's budget for one acquire (p_budget): three quarters of the
 // client's command timeout, so the server gives up (lock_timeout, and
@@ -197,6 +201,24 @@ class PostgresEngine final : public LockEngine {
     return out;
   }
 
+  // Limits live in pathlock.limits (the default in its row '*'), read by
+  // every engine's acquires from the commit on.
+  void set_default_limits(const Limits& limits) override {
+    core::check_limits(limits);
+    call(kSetLimits, set_limits_params(std::nullopt, limits));
+  }
+
+  void set_limits(std::string_view ns, const std::optional<Limits>& limits) override {
+    core::check_namespace(ns);
+    if (limits) core::check_limits(*limits);
+    call(kSetLimits, set_limits_params(ns, limits));
+  }
+
+  LimitsStatus limits(std::string_view ns) override {
+    core::check_namespace(ns);
+    return status_of(call(kLimitsStatus, {std::string(ns)}).get());
+  }
+
   std::vector<WaiterInfo> waiters(std::string_view ns, std::string_view prefix, std::size_t limit) override {
     core::check_namespace(ns);
     const std::string canonical = core::resolve_prefix(prefix);
@@ -284,6 +306,8 @@ class PostgresEngine final : public LockEngine {
                               relation_of(number(x, 0, 13)), text(x, 0, 14) == "t"};
     } else if (status == "not_holder") {
       out.outcome = AcquireOutcome::not_holder;
+    } else if (status == "over_limit") {
+      out = over_limit_of(x, kLimitColumn);
     } else {
       throw BackendError(fmt::format("postgres: pathlock.acquire replied '{}'", status));
     }

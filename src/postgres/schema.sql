@@ -38,6 +38,9 @@ CREATE TABLE IF NOT EXISTS pathlock.locks (
 CREATE UNIQUE INDEX IF NOT EXISTS locks_idem ON pathlock.locks (ns, idem) WHERE idem IS NOT NULL;
 CREATE INDEX IF NOT EXISTS locks_fence ON pathlock.locks (ns, fence);
 CREATE INDEX IF NOT EXISTS locks_expires ON pathlock.locks (ns, expires);
+-- An owner's live locks in a namespace, counted for the limit on them
+-- (owner_locks, functions version 9): one range of this index.
+CREATE INDEX IF NOT EXISTS locks_owner ON pathlock.locks (ns, owner, expires);
 -- Ended leases of every namespace, oldest first (pathlock.sweep, functions
 -- version 5): a namespace nobody calls any more is cleaned by others' calls.
 CREATE INDEX IF NOT EXISTS locks_ended ON pathlock.locks (expires);
@@ -71,6 +74,31 @@ CREATE INDEX IF NOT EXISTS queued_path ON pathlock.queued (ns, k);
 CREATE TABLE IF NOT EXISTS pathlock.watchers (
   ns text COLLATE "C" NOT NULL, pid int NOT NULL,
   PRIMARY KEY (ns, pid));
+-- Limits per namespace (functions version 9, docs/postgres.md#limits-per-namespace):
+-- a namespace's own limits in its row, the default of every namespace
+-- without a row in the row '*' (no namespace has that name: namespaces are
+-- [A-Za-z0-9._:-]). A NULL column is no limit, so a row whose three columns
+-- are NULL gives its namespace no limits whatever the default. Operators'
+-- settings: no sweep or cleanup removes a row. A database that had the
+-- tables of an older version gets this one with the rights the roles have
+-- on pathlock.locks, so that services granted the tables before can still
+-- read it (every grant reads it) and set limits if they could write locks.
+DO $$
+DECLARE g record;
+BEGIN
+  IF to_regclass('pathlock.limits') IS NULL THEN
+    CREATE TABLE pathlock.limits (
+      ns text COLLATE "C" PRIMARY KEY,
+      locks bigint CHECK (locks BETWEEN 0 AND 1000000000),  -- kMaxLimit
+      places bigint CHECK (places BETWEEN 0 AND 1000000000),
+      owner_locks bigint CHECK (owner_locks BETWEEN 0 AND 1000000000));
+    FOR g IN SELECT a.grantee, a.privilege_type FROM pg_class c, aclexplode(c.relacl) a
+              WHERE c.oid = 'pathlock.locks'::regclass AND a.grantee <> c.relowner LOOP
+      EXECUTE format('GRANT %s ON pathlock.limits TO %s', g.privilege_type,
+                     CASE WHEN g.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(g.grantee)) END);
+    END LOOP;
+  END IF;
+END $$;
 
 CREATE OR REPLACE FUNCTION pathlock.now_us() RETURNS bigint LANGUAGE sql VOLATILE AS
 $$ SELECT floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint $$;
