@@ -355,11 +355,12 @@ END $$;
 -- token, fence, expires_in, holds), 'refused' (the conflict's fields,
 -- c_index the request's target it hit, 1-based), 'not_holder' or, since
 -- version 9, 'over_limit' (l_limit names the limit, l_max and l_count the
--- limit and the count). Limits (pathlock.limits) are looked up only when
--- the request would create a new lock (no conflict, no reentry, no lock of
--- its key) or take a new place in line (a fair waiting request refused,
--- without a place yet): one probe of the table's primary key, then, only
--- when a limit applies, pathlock.limit_refusal. A refusal by a limit takes
+-- limit and the count). Limits (pathlock.limits) are looked up when the
+-- request is no reentry and has no lock of its key: one probe of the
+-- table's primary key, then, only when a limit applies,
+-- pathlock.limit_refusal: for a limit on new locks whatever the conflict,
+-- for the limit on places when a fair waiting request refused without a
+-- place yet would take one. A refusal by a limit takes
 -- nothing and gives up the request's place, if it had one. Bad input
 -- found here raises SQLSTATE 22023 and changes nothing. p_budget (ms, the
 -- engine's command timeout less a margin) bounds every lock wait of the call
@@ -403,17 +404,23 @@ BEGIN
     PERFORM pathlock.reap(p_ns, v_now);
     c := pathlock.first_conflict(p_ns, p_fp, p_paths, p_masks, p_fair, v_place, v_now);
   END IF;
-  IF c.c_id IS NULL OR (p_waiter <> '' AND p_reserve > 0 AND v_place IS NULL) THEN  -- a new lock, or a new place
-    -- The namespace's own row, else the default's: '*' sorts below every character of a namespace.
-    SELECT * INTO v_lim FROM pathlock.limits m WHERE m.ns IN (p_ns, '*') ORDER BY m.ns DESC LIMIT 1;
-    IF (CASE WHEN c.c_id IS NULL THEN coalesce(v_lim.locks, v_lim.owner_locks) ELSE v_lim.places END) IS NOT NULL THEN
-      SELECT * INTO l_limit, l_max, l_count FROM pathlock.limit_refusal(p_ns, p_owner, v_lim, c.c_id IS NULL, v_now);
-    END IF;
-    IF l_limit IS NOT NULL THEN  -- answered now: nothing taken, no place kept (it would hold others back)
-      status := 'over_limit'; v_sync := set_config('synchronous_commit', 'off', true);
-      IF v_place IS NOT NULL THEN PERFORM pathlock.drop_place(p_ns, p_waiter, true); END IF;
-      RETURN;
-    END IF;
+  -- The namespace's own row, else the default's: '*' sorts below every
+  -- character of a namespace. The limits on new locks are judged whatever
+  -- the conflict (a request over one is told so, as by the Redis library
+  -- and the embedded engine: it could not be granted once the conflict
+  -- went); the limit on places when a refused request would take a new one.
+  SELECT * INTO v_lim FROM pathlock.limits m WHERE m.ns IN (p_ns, '*') ORDER BY m.ns DESC LIMIT 1;
+  IF coalesce(v_lim.locks, v_lim.owner_locks) IS NOT NULL THEN
+    SELECT * INTO l_limit, l_max, l_count FROM pathlock.limit_refusal(p_ns, p_owner, v_lim, true, v_now);
+  END IF;
+  IF l_limit IS NULL AND c.c_id IS NOT NULL AND p_waiter <> '' AND p_reserve > 0 AND v_place IS NULL
+     AND v_lim.places IS NOT NULL THEN  -- a new place
+    SELECT * INTO l_limit, l_max, l_count FROM pathlock.limit_refusal(p_ns, p_owner, v_lim, false, v_now);
+  END IF;
+  IF l_limit IS NOT NULL THEN  -- answered now: nothing taken, no place kept (it would hold others back)
+    status := 'over_limit'; v_sync := set_config('synchronous_commit', 'off', true);
+    IF v_place IS NOT NULL THEN PERFORM pathlock.drop_place(p_ns, p_waiter, true); END IF;
+    RETURN;
   END IF;
   IF c.c_id IS NOT NULL THEN
     status := 'refused'; c_id := c.c_id; c_op := c.c_op; c_role := c.c_role; c_path := c.c_path;
