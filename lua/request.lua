@@ -60,6 +60,22 @@ do
     return nil
   end
 
+  -- The optional deadline_ms and default_limits of request r.
+  local function read_tail(r, deadline, limits)
+    if deadline and deadline ~= "" then
+      r.deadline = dec(deadline)
+      if not r.deadline then return { "invalid", "deadline_ms must be empty or decimal digits" } end
+    end
+    if limits and limits ~= "" then
+      if not valid_limits(limits) then
+        return { "invalid", "default_limits must be empty or \"LOCKS PLACES OWNER_LOCKS\", each 0.."
+                            .. PL_MAX_LIMIT .. " or -" }
+      end
+      r.default_limits = limits
+    end
+    return nil
+  end
+
   -- The request in argv, checked (docs/lua-protocol.md#acquire): a table, or
   -- nil and an "invalid" reply.
   local function read_request(argv)
@@ -89,19 +105,8 @@ do
       bad = read_line_args(r, argv[9 + n], argv[10 + n], argv[11 + n])
       if bad then return nil, bad end
     end
-    local deadline = argv[12 + n]
-    if deadline and deadline ~= "" then
-      r.deadline = dec(deadline)
-      if not r.deadline then return nil, { "invalid", "deadline_ms must be empty or decimal digits" } end
-    end
-    local limits = argv[13 + n]
-    if limits and limits ~= "" then
-      if not valid_limits(limits) then
-        return nil, { "invalid", "default_limits must be empty or \"LOCKS PLACES OWNER_LOCKS\", each 0.."
-                                 .. PL_MAX_LIMIT .. " or -" }
-      end
-      r.default_limits = limits
-    end
+    bad = read_tail(r, argv[12 + n], argv[13 + n])
+    if bad then return nil, bad end
     return r
   end
 

@@ -80,14 +80,13 @@ func TestLimitsOwnLimitOnLocks(t *testing.T) {
 	if locks, err := c.ListAll(ctx, ns, "/t/more"); err != nil || len(locks) != 0 {
 		t.Fatalf("the refused request holds %+v (%v)", locks, err)
 	}
-	// A reentry creates no lock: not limited. A conflict is a conflict.
+	// A reentry creates no lock: not limited. The limit is judged before the
+	// conflicts: a request that also conflicts is told of the limit.
 	again := upload(ns, "alice", "/t/f0")
 	again.Reenter = held[0].Proof()
 	acquired(t, c, again)
 	_, err = c.Acquire(ctx, pathlock.Request{Namespace: ns, Owner: "carol", Op: "delete_folder", Paths: []string{"/t"}})
-	if !errors.Is(err, pathlock.ErrRefused) {
-		t.Fatalf("want a conflict, got %v", err)
-	}
+	overLimit(t, err, pathlock.LimitLocks, 3, 3)
 	s, err := c.Limits(ctx, ns)
 	if err != nil {
 		t.Fatal(err)
