@@ -227,13 +227,14 @@ func (c *Client) keyCommand(ctx context.Context, key, cmd string, args ...interf
 // concurrent use: one read at a time, which the others wait for (or for
 // their contexts).
 type defaultLimits struct {
-	mu      sync.Mutex
-	text    string
-	readAt  time.Time
-	read    bool
-	warned  bool
-	reading chan struct{} // closed when the read under way ends; nil: none
-	warn    func(string)  // Options.Warn
+	mu          sync.Mutex
+	text        string
+	readAt      time.Time
+	read        bool
+	warned      bool
+	unreachable bool          // the last read failed on the network (told once per such stretch)
+	reading     chan struct{} // closed when the read under way ends; nil: none
+	warn        func(string)  // Options.Warn
 }
 
 // get: the text to send with an acquire ("" when none), read from the
@@ -281,7 +282,22 @@ func (d *defaultLimits) fetch(ctx context.Context, c *Client) (string, error) {
 	var be *BackendError
 	refused := errors.As(err, &be) && errors.As(err, &re)
 	if err != nil && !refused {
-		return "", err
+		if ctx.Err() != nil {
+			return "", err
+		}
+		// The key's node cannot be reached (a Cluster node down or cut off,
+		// which the namespace's need not be): the last text read stays, read
+		// again after DefaultLimitsRefresh; the acquire goes on (a limit
+		// protects memory, not a lock), as in every pathlock client.
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		d.readAt, d.read = time.Now(), true
+		if !d.unreachable {
+			d.unreachable = true
+			d.warnf("pathlock: could not read the default limits (%s): %v; the last default read stays",
+				DefaultLimitsKey, err)
+		}
+		return d.text, nil
 	}
 	text := ""
 	if b, ok := v.([]byte); ok {
@@ -291,18 +307,23 @@ func (d *defaultLimits) fetch(ctx context.Context, c *Client) (string, error) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.text, d.readAt, d.read = text, time.Now(), true
+	d.text, d.readAt, d.read, d.unreachable = text, time.Now(), true, false
 	if refused && !d.warned {
 		// Kept as none for DefaultLimitsRefresh: the user is told once.
 		d.warned = true
-		warn := d.warn
-		if warn == nil {
-			warn = func(s string) { log.Print(s) }
-		}
-		warn(fmt.Sprintf("pathlock: this user may not GET %s (%v); no default limits apply to its requests. "+
-			"Grant +get on ~pl:*", DefaultLimitsKey, re))
+		d.warnf("pathlock: this user may not GET %s (%v); no default limits apply to its requests. "+
+			"Grant +get on ~pl:*", DefaultLimitsKey, re)
 	}
 	return text, nil
+}
+
+// warnf: one warning through Options.Warn (default log.Print). Called with d.mu held.
+func (d *defaultLimits) warnf(format string, args ...any) {
+	warn := d.warn
+	if warn == nil {
+		warn = func(s string) { log.Print(s) }
+	}
+	warn(fmt.Sprintf(format, args...))
 }
 
 // set: the text this client wrote (SetDefaultLimits).

@@ -24,7 +24,28 @@ std::string DefaultLimitsCache::text(RedisClient& client, bool fresh,
     std::lock_guard guard(mutex_);
     if (read_ && !fresh && now - read_at_ < kLimitsRefresh) return text_;
   }
-  const Reply r = client.call({"GET", std::string(kDefaultLimitsKey)});
+  Reply r;
+  try {
+    r = client.call({"GET", std::string(kDefaultLimitsKey)});
+  } catch (const BackendError& e) {
+    // The key's node cannot be reached (a Cluster node down or cut off,
+    // which the namespace's own node need not be): the last text read
+    // stays, tried again after kLimitsRefresh, and the acquire goes on.
+    // A limit protects the server's memory, not a lock: a read that fails
+    // must not fail every namespace's acquires with it.
+    bool tell = false;
+    std::string kept;
+    {
+      const core::NoForkSection no_fork;
+      std::lock_guard guard(mutex_);
+      read_at_ = now;
+      read_ = true;
+      kept = text_;
+      tell = !std::exchange(unreachable_, true);
+    }
+    if (tell && warn) warn(fmt::format("could not read it ({}); the last default read stays", e.what()));
+    return kept;
+  }
   // An error (a user without GET on pl:*) counts as none, and is told once;
   // a value this release cannot read (another tool's) counts as none.
   std::string text;
@@ -36,6 +57,7 @@ std::string DefaultLimitsCache::text(RedisClient& client, bool fresh,
     text_ = text;
     read_at_ = now;
     read_ = true;
+    unreachable_ = false;
     tell = r.is_error() && !std::exchange(warned_, true);
   }
   if (tell && warn) warn(r.str);

@@ -32,7 +32,10 @@ class DefaultLimitsCache {
  public:
   // The text to send with an acquire ("" when none): read from the server
   // when older than kLimitsRefresh (or `fresh`); a read the user may not make
-  // (NOPERM) counts as none, with one warning through `warn`.
+  // (NOPERM) counts as none, with one warning through `warn`; a read that
+  // fails on the network keeps the last text read (none before the first),
+  // with one warning per stretch of failures, and is tried again after
+  // kLimitsRefresh.
   std::string text(RedisClient& client, bool fresh, const std::function<void(std::string_view)>& warn);
   // Sets them on the server (SET, or DEL for no limit at all) and here.
   void set(RedisClient& client, const Limits& limits);
@@ -42,6 +45,7 @@ class DefaultLimitsCache {
   std::string text_;
   std::chrono::steady_clock::time_point read_at_{};
   bool read_ = false, warned_ = false;
+  bool unreachable_ = false;  // the last read failed on the network (told once per such stretch)
 };
 
 // acquire's {"over_limit", limit, max, count}, as an AcquireResult; an

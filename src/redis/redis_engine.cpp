@@ -19,9 +19,7 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <chrono>
-#include <iterator>
 #include <atomic>
 #include <mutex>
 
@@ -49,6 +47,8 @@ class RedisEngine final : public LockEngine {
         client_(std::make_unique<RedisClient>(client_options(options, instruments_))),
         replicas_(options.replicas) {
     client_->load_library(library_.name, library_.code);
+    // The default limits, read now: an acquire right after need not wait for them.
+    defaults_.text(*client_, true, [this](std::string_view e) { default_unread(e); });
   }
 
   // In a child forked after the engine was made, the parent's client (its
@@ -67,9 +67,8 @@ class RedisEngine final : public LockEngine {
 
   AcquireResult acquire(const LockRequest& request, std::stop_token stop) override {
     const core::ResolvedRequest req = core::resolve_request(matrix_, request);
-    // ARGV: owner, op, ttl, new_id, new_token, reenter_id, reenter_token,
-    // idempotency_key, paths..., fair, waiter_id, reserve_ms, deadline_ms,
-    // default_limits.
+    // ARGV: owner, op, ttl, new_id, new_token, reenter_id, reenter_token, idempotency_key,
+    // paths..., fair, waiter_id, reserve_ms, deadline_ms, default_limits.
     // The new id and token serve every attempt of this call (only a grant
     // uses them, and a grant ends the call); the client sets the deadline
     // at each send.
@@ -161,8 +160,8 @@ class RedisEngine final : public LockEngine {
   }
   LimitsStatus limits(std::string_view ns) override {
     core::check_namespace(ns);
-    const Reply r = run("limits_ro", ns, {});
-    return read_limits_status(r, defaults_.text(client(), true, [this](std::string_view e) { default_unread(e); }));
+    return read_limits_status(run("limits_ro", ns, {}),
+                              defaults_.text(client(), true, [this](std::string_view e) { default_unread(e); }));
   }
 
   bool is_held(std::string_view ns, std::string_view id, std::string_view token) override {

@@ -21,6 +21,9 @@ Warning optional_denied_warning(std::string_view server, std::string_view ns, st
 }
 
 Warning default_unread_warning(std::string_view server, std::string_view error) {
+  if (error.rfind("could not read it", 0) == 0)
+    return {fmt::format("redis at {}: the default limits ({}): {}", server, kDefaultLimitsKey, error),
+            "default_limits_unreachable"};
   return {fmt::format("redis at {}: this user may not GET {} ({}); no default limits apply to its requests. Grant "
                       "+get on ~pl:*", server, kDefaultLimitsKey, error),
           "no_default_limits"};

@@ -117,6 +117,7 @@ export class DefaultLimits {
   private readAt = -Infinity;
   private reading?: Promise<string>;
   private warned = false;
+  private unreachable = false;
 
   constructor(private readonly warn: (message: string) => void) {}
 
@@ -138,7 +139,17 @@ export class DefaultLimits {
     try {
       v = await redis.call('GET', key);
     } catch (e) {
-      if (!isReplyError(e)) throw new BackendError(`redis: GET ${key}: ${e instanceof Error ? e.message : e}`, { cause: e });
+      if (!isReplyError(e)) {
+        // The key's node cannot be reached (a Cluster node down or cut off,
+        // which the namespace's need not be): the last text read stays, read
+        // again after the refresh period; the acquire goes on (a limit
+        // protects memory, not a lock), as in every pathlock client.
+        if (!this.unreachable)
+          this.warn(`could not read the default limits (${key}): ${e instanceof Error ? e.message : e}; the last default read stays`);
+        this.unreachable = true;
+        this.readAt = performance.now();
+        return this.text;
+      }
       if (!this.warned)
         this.warn(`this user may not GET ${key} (${e.message}); no default limits apply to its requests. Grant +get on ~pl:*`);
       this.warned = true;
@@ -147,6 +158,7 @@ export class DefaultLimits {
     const text = v === null || v === undefined ? '' : String(v);
     this.text = parseLimits(text) ? text : '';
     this.readAt = performance.now();
+    this.unreachable = false;
     return this.text;
   }
 

@@ -18,6 +18,7 @@ final class DefaultLimits
     private string $text = '';
     private float $readAt = -INF;
     private bool $warned = false;
+    private bool $unreachable = false;
     /** @var \Closure(string): void */
     private \Closure $warn;
 
@@ -53,7 +54,21 @@ final class DefaultLimits
             return $this->text;
         }
         $key = self::key($contract);
-        [$v, $error] = $get($key);
+        try {
+            [$v, $error] = $get($key);
+        } catch (Exception\BackendException $e) {
+            // The key's node cannot be reached (a Cluster node down or cut
+            // off, which the namespace's need not be): the last text read
+            // stays, read again after the refresh period; the acquire goes
+            // on (a limit protects memory, not a lock), as in every client.
+            if (!$this->unreachable) {
+                ($this->warn)("could not read the default limits ($key): {$e->getMessage()}; the last default read stays");
+            }
+            $this->unreachable = true;
+            $this->readAt = self::nowMs();
+            return $this->text;
+        }
+        $this->unreachable = false;
         if ($v === false && !$this->warned) {
             $this->warned = true;
             ($this->warn)("this user may not GET $key ($error); no default limits apply to its requests. Grant +get on ~pl:*");
