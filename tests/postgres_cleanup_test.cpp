@@ -377,8 +377,15 @@ TEST_CASE("postgres: rounds of abandoned namespaces: every row goes and the tabl
     CHECK(r.rows_left == 0);     // every row of the round's namespaces is gone
     CHECK(r.unvacuumed.empty());  // (else the sizes below say nothing)
   }
-  // Per relation (each table's heap, each index), the main fork: rounds 2..5
-  // peak at round 1's peak, give or take two pages, for autovacuum's timing:
+  // Per relation (each table's heap, each index), the main fork: rounds 3..5
+  // peak at the larger peak of rounds 1 and 2, give or take two pages. Round 2
+  // is part of the reference because a B-tree page that a vacuum emptied and
+  // deleted is reused only once a later vacuum finds no transaction that
+  // could still see it: the indexes of the line (waiters_place, waiters_pkey,
+  // queued_path, queued_pkey) grow by two or three pages from round 1 to
+  // round 2 and then stay (two clean-clone runs side by side: waiters_place
+  // 2, 4, 5, 5, 5 and 2, 4, 4, 5, 5 pages); compared with round 1 alone they
+  // failed the check. The tolerance is for autovacuum's timing:
   // the places given up during a round are dead rows until a vacuum, and
   // whether one came during the round decides whether the round's later
   // rows reuse their index space or split pages (125 such places here: about
@@ -392,11 +399,14 @@ TEST_CASE("postgres: rounds of abandoned namespaces: every row goes and the tabl
   // maps (3 + 1) and its TOAST table's index (1).
   constexpr long long kPage = 8192;
   for (const auto& [name, size] : rounds.front().peak) {
-    const Size first = peak_of(rounds.front(), name);
-    for (std::size_t r = 1; r < rounds.size(); ++r) {
+    const Size one = peak_of(rounds[0], name), two = peak_of(rounds[1], name);
+    const long long reference = std::max(one.main, two.main);
+    INFO(name << ", rounds 1 and 2");
+    CHECK(two.main <= one.main + 4 * kPage);  // the warm-up of page recycling, bounded
+    for (std::size_t r = 0; r < rounds.size(); ++r) {
       INFO(name << ", round " << r + 1);
       const Size later = peak_of(rounds[r], name);
-      CHECK(later.main <= first.main + 2 * kPage);
+      if (r >= 2) CHECK(later.main <= reference + 2 * kPage);
       CHECK(later.total - later.main <= (name.find('.') != std::string::npos ? 3 : 5) * kPage);
     }
   }

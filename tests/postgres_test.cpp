@@ -232,10 +232,11 @@ TEST_CASE("postgres: limits hold when grants and places on disjoint paths race",
   CHECK(engine->waiters(ns).empty());
 }
 
-// A waiter whose turn comes when its namespace is at its limit on locks is
-// answered over_limit, and its place goes in that same call (the waiting
-// policy does not leave the line after a refusal by a limit): a place left
-// behind would hold others back for up to 2 s.
+// A waiter whose namespace reaches its limit on locks while it waits is
+// answered over_limit at its next attempt (the limits on new locks are
+// judged before the conflicts), and its place goes in that same call (the
+// waiting policy does not leave the line after a refusal by a limit): a
+// place left behind would hold others back for up to 2 s.
 TEST_CASE("postgres: a waiter refused by a limit when its turn comes leaves the line in that call",
           "[postgres][tenant-limits]") {
   auto engine = test::postgres_engine();
@@ -246,14 +247,14 @@ TEST_CASE("postgres: a waiter refused by a limit when its turn comes leaves the 
     return engine->acquire(test::one_target_request(ns, "bob", "delete_folder", "/p", 30s));
   });
   REQUIRE(test::Fixture::until([&] { return engine->waiters(ns).size() == 1; }));
-  engine->set_limits(ns, Limits{1, std::nullopt, std::nullopt});
-  REQUIRE(engine->release(ns, blocker.id, blocker.token));  // one lock left: the limit
-  REQUIRE(bob.wait_for(10s) == std::future_status::ready);
+  engine->set_limits(ns, Limits{1, std::nullopt, std::nullopt});  // two locks held: over it
+  REQUIRE(bob.wait_for(10s) == std::future_status::ready);  // its next attempt, within a re-check
   const AcquireResult r = bob.get();
   REQUIRE(r.over_limit());
   CHECK(r.limit.limit == LimitKind::locks);
-  CHECK(r.limit.count == 1);
+  CHECK(r.limit.count == 2);
   CHECK(engine->waiters(ns).empty());
+  CHECK(engine->is_held(ns, blocker.id, blocker.token));
 }
 
 TEST_CASE("postgres: a connection dropped by the server is an error, and the engine goes on", "[postgres]") {
