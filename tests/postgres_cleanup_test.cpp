@@ -240,27 +240,50 @@ struct Round {
 
 // `rounds` rounds of `count` abandoned namespaces on `engine`'s server,
 // while a thread does pairs in namespace "busy".
+// The busy namespace of a service that runs beside the rounds, until `stop`
+// (held back while `pause`): about 20 acquire + release pairs a second, each
+// with a request that waits for the lock and gives up, so places in line
+// come and go too. Counts what went wrong in `failed`.
+void busy_namespace(LockEngine& engine, const std::atomic<bool>& stop, const std::atomic<bool>& pause,
+                    std::atomic<long long>& failed) {
+  while (!stop) {
+    if (pause) {
+      std::this_thread::sleep_for(1ms);
+      continue;
+    }
+    try {
+      const AcquireResult g = engine.acquire(test::one_target_request("busy", "busy", "delete_folder", "/b"));
+      if (engine.acquire(test::one_target_request("busy", "other", "upload", "/b/x", 1ms)).granted()) ++failed;
+      if (!g.granted() || !engine.release("busy", g.grant.id, g.grant.token)) ++failed;
+    } catch (const std::exception&) {
+      ++failed;
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+}
+
+// The tables a round's vacuums have not reached yet (space-separated; empty
+// when all have): two vacuums since the sweep (`after_sweep`) of each table
+// the busy namespace also writes, and for `namespaces` one since the leases
+// ended (`before`) that left no dead row.
+std::string unvacuumed(const devtools::PostgresServer& server, const std::map<std::string, long long>& before,
+                       const std::map<std::string, long long>& after_sweep) {
+  const std::map<std::string, long long> now = vacuums(server);
+  std::string names;
+  for (const char* t : {"namespaces", "locks", "held", "waiters", "queued", "watchers"})
+    if (std::string(t) == "namespaces"
+            ? now.at(t) <= before.at(t) ||
+                  count_of(server, "SELECT n_dead_tup FROM pg_stat_user_tables WHERE relid = 'pathlock.namespaces'::regclass") > 0
+            : now.at(t) < after_sweep.at(t) + 2)
+      names += std::string(names.empty() ? "" : " ") + t;
+  return names;
+}
+
 std::vector<Round> run_rounds(LockEngine& engine, const devtools::PostgresServer& server, int rounds, int count,
                               Millis lease) {
   std::atomic<bool> stop{false}, pause{false};
   std::atomic<long long> failed{0};
-  std::thread busy([&] {  // no Catch assertion off the test's thread
-    while (!stop) {
-      if (pause) {
-        std::this_thread::sleep_for(1ms);
-        continue;
-      }
-      try {
-        const AcquireResult g = engine.acquire(test::one_target_request("busy", "busy", "delete_folder", "/b"));
-        // A request that waits for it, and gives up: places in line come and go too.
-        if (engine.acquire(test::one_target_request("busy", "other", "upload", "/b/x", 1ms)).granted()) ++failed;
-        if (!g.granted() || !engine.release("busy", g.grant.id, g.grant.token)) ++failed;
-      } catch (const std::exception&) {
-        ++failed;
-      }
-      std::this_thread::sleep_for(50ms);  // about 20 pairs a second
-    }
-  });
+  std::thread busy([&] { busy_namespace(engine, stop, pause, failed); });  // no Catch assertion off the test's thread
   // The busy namespace's own churn first reaches its steady size (its dead
   // rows between two vacuums), so that round 1 is measured on a service
   // that was already running.
@@ -301,19 +324,8 @@ std::vector<Round> run_rounds(LockEngine& engine, const devtools::PostgresServer
     // frees there is recycled by the next round's vacuum: the tolerance
     // below).
     const std::map<std::string, long long> after_sweep = vacuums(server);
-    const auto missing = [&] {
-      const std::map<std::string, long long> now = vacuums(server);
-      std::string names;
-      for (const char* t : {"namespaces", "locks", "held", "waiters", "queued", "watchers"})
-        if (std::string(t) == "namespaces"
-                ? now.at(t) <= before.at(t) ||
-                      count_of(server, "SELECT n_dead_tup FROM pg_stat_user_tables WHERE relid = 'pathlock.namespaces'::regclass") > 0
-                : now.at(t) < after_sweep.at(t) + 2)
-          names += std::string(names.empty() ? "" : " ") + t;
-      return names;
-    };
-    test::Fixture::until([&] { return missing().empty(); }, 60000ms);
-    round.unvacuumed = missing();
+    test::Fixture::until([&] { return unvacuumed(server, before, after_sweep).empty(); }, 60000ms);
+    round.unvacuumed = unvacuumed(server, before, after_sweep);
     round.vacuum_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - swept).count();
     round.after = sizes_of(server);
     out.push_back(std::move(round));
