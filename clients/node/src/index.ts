@@ -1,6 +1,12 @@
 export * from './errors';
 export * from './paths';
 export { parseLibrary, prefixOfName, parseContract, rolesIn, protocolAtLeast, LibraryInfo, Contract, ContractLimits } from './library';
-export * from './client';
+export { PathLock, defaultLibraryFile } from './client';
+export { LockGuard } from './guard';
+export * from './types';
+export { RedisClient, isCluster } from './topology';
+export { DEFAULT_TTL_MS, MAX_OWNER_BYTES, MAX_TTL_MS, checkOwner } from './validation';
+export { MAX_RESERVATION_MS, RECHECK_MS } from './waiting';
+export { untilAborted } from './abort';
 export * from './limits';
 export { LeaseKeeper, Lease, LostReason } from './keeper';

@@ -5,7 +5,8 @@
 // each renewal was sent, so it errs towards reporting loss early.
 import { EventEmitter } from 'node:events';
 
-import type { Grant, PathLock } from './client';
+import type { PathLock } from './client';
+import type { Grant } from './types';
 import { LeaseLostError } from './errors';
 
 export type LostReason = 'missing' | 'expired';

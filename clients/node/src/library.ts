@@ -4,6 +4,7 @@
 // docs/lua-protocol.md#contract-read-only). The client never reads the
 // library's Lua text for anything else.
 import { BackendError, InvalidRequestError } from './errors';
+import type { WaitingNumbers } from './waiting';
 
 /** What a client knows of the library it calls. */
 export interface LibraryInfo {
@@ -43,6 +44,8 @@ export interface Contract {
   functions: { name: string; keys: number; args: string[]; optional: string[][]; flags: string[]; replies: string[] }[];
   replies: Record<string, unknown>;
   errors: { prefix: string; changed: string; retry: string }[];
+  /** The waiting policy's numbers (protocol 4.4; src/waiting.ts falls back for an older library). */
+  waiting?: WaitingNumbers;
 }
 
 /** Reads the JSON a library's `contract` answers; BackendError when it lacks what a client needs. */
@@ -55,6 +58,9 @@ export function parseContract(json: string): Contract {
   }
   if (typeof c?.protocol !== 'string' || !Array.isArray(c.operations) || typeof c.limits !== 'object' || !Array.isArray(c.keys?.suffixes))
     throw new BackendError("the library's contract lacks protocol, operations, limits or keys");
+  const w = c.waiting as unknown as Record<string, unknown> | undefined;
+  if (w !== undefined && ['recheck_ms', 'max_reservation_ms', 'wake_margin_ms'].some((k) => !Number.isSafeInteger(w?.[k]) || (w[k] as number) < 0))
+    throw new BackendError(`the library's contract has waiting numbers this client cannot read: ${JSON.stringify(w)}`);
   return c;
 }
 

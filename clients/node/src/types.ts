@@ -1,0 +1,154 @@
+// The public types of the client's calls: its options, what acquire
+// answers, and the rows list, blockers and waiters read (src/codec.ts reads
+// them from the replies).
+import type Redis from 'ioredis';
+import type { RedisOptions } from 'ioredis';
+
+import type { Conflict } from './errors';
+import type { LeaseKeeper, Lease } from './keeper';
+import type { LimitRefusal } from './limits';
+import type { RedisClient } from './topology';
+
+export interface PathLockOptions {
+  /**
+   * An ioredis client (Redis, including Sentinel and TLS, or Cluster), owned
+   * by the caller, or a URL (`redis://`, `rediss://`) for a connection this
+   * client opens and closes. A given client must not resend commands after a
+   * reconnect (`autoResendUnfulfilledCommands: false`): a lock call whose
+   * reply was lost may have run, and must not run twice.
+   */
+  redis: RedisClient | string;
+  /** 1..128 of [A-Za-z0-9._:-]. */
+  namespace: string;
+  /** The library text (loaded when missing, without REPLACE). */
+  library?: string;
+  /** A file holding the library text. */
+  libraryFile?: string;
+  /** `pl_v4_<H>_`: call an already loaded library without its text. */
+  functionPrefix?: string;
+  /** With neither library nor prefix: pick the loaded library of this matrix fingerprint. */
+  fingerprint?: string;
+  /** Extra ioredis options when `redis` is a URL. */
+  redisOptions?: RedisOptions;
+  /**
+   * Opens the connection that subscribes to wake-ups (a subscribed
+   * connection runs nothing else). Default: `duplicate()` of a Redis client;
+   * for a Cluster, a connection to the master serving the namespace's slot.
+   */
+  subscriber?: () => Redis;
+  /**
+   * Gets the client's warnings: for now one, when the user may not read the
+   * default limits (GET pl:limits; then none apply to its requests).
+   * Default: `process.emitWarning`.
+   */
+  onWarning?: (message: string) => void;
+}
+
+/** Options of a single call: `signal` rejects it with `signal.reason` when aborted, even in flight. */
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
+export interface Target {
+  role: string;
+  path: string;
+}
+
+export interface AcquireOptions {
+  owner: string;
+  op: string;
+  /** The operation's paths in its roles' order (`[src, dst]` for a move). */
+  paths?: string[];
+  /** The paths by role name (needs the library text, which names the roles). */
+  targets?: Record<string, string>;
+  /** The lease, ms (default 30000). */
+  ttlMs?: number;
+  /** How long a refused request waits, ms (default 0: answer at once). */
+  waitMs?: number;
+  /** false: ignore the line of older waiting requests, and take no place in it. */
+  fair?: boolean;
+  /** Take a lock this caller holds once more, by its proof. Never waits. */
+  reenter?: { id: string; token: string };
+  /** 1..128 of [A-Za-z0-9._:-], random per logical acquire: makes a retry safe. */
+  idempotencyKey?: string;
+  /**
+   * Ends the call when aborted, also while a call is in flight on a stalled
+   * server: rejects with `signal.reason` (AbortSignal.timeout: a
+   * `TimeoutError`; abort(): an `AbortError`), out of the line at once; a
+   * grant that arrives after the abort is released.
+   */
+  signal?: AbortSignal;
+  /**
+   * The longest this call may take, ms (waiting included): then it rejects
+   * with a `TimeoutError`, as with `signal: AbortSignal.timeout(timeoutMs)`,
+   * and each attempt also tells the server that moment (`deadline_ms` on the
+   * server's clock, docs/lua-protocol.md#deadlines), so an attempt a stalled
+   * server runs after the caller gave up grants nothing.
+   */
+  timeoutMs?: number;
+}
+
+export interface Grant {
+  id: string;
+  token: string;
+  fence: number;
+  expiresInMs: number;
+  holds: number;
+  /** The lease asked for (what renewals use). */
+  ttlMs: number;
+}
+
+export type AcquireResult =
+  | { granted: true; grant: Grant }
+  | { granted: false; conflict: Conflict; notHolder?: undefined; overLimit?: undefined }
+  | { granted: false; notHolder: true; conflict?: undefined; overLimit?: undefined }
+  /** A limit of the namespace refused it (at once, also when it would wait; src/limits.ts). */
+  | { granted: false; overLimit: LimitRefusal; conflict?: undefined; notHolder?: undefined };
+
+export interface LockInfo {
+  id: string;
+  owner: string;
+  op: string;
+  fence: number;
+  holds: number;
+  expiresInMs: number;
+  targets: Target[];
+}
+
+export interface ListPage {
+  locks: LockInfo[];
+  /** Pass as `after` for the next page; null on the last page. */
+  next: string | null;
+}
+
+export interface Blocker {
+  queued: boolean;
+  id: string;
+  owner: string;
+  op: string;
+  role: string;
+  path: string;
+  requestedRole: string;
+  requestedPath: string;
+  relation: Conflict['relation'];
+  fence: number;
+  holds: number;
+  expiresInMs: number;
+  waitedMs: number;
+}
+
+export interface Waiter {
+  id: string;
+  owner: string;
+  op: string;
+  waitedMs: number;
+  expiresInMs: number;
+  targets: Target[];
+}
+
+export interface LockOptions extends AcquireOptions {
+  /** Keep the lease renewed while the guard holds it. */
+  keeper?: LeaseKeeper;
+  /** Told once when the keeper loses the lease. */
+  onLost?: (lease: Lease) => void;
+}
