@@ -26,7 +26,7 @@ const client = fx.client;
 test('driver: hello, acquire, refusal, locks, errors', async () => {
   const ns = freshNamespace('d');
   const d = driver(ns);
-  assert.deepEqual(await d.ask('hello'), { client: 'pathlock-node', version: require('../package.json').version, features: ['cancel', 'blockers', 'waiters', 'deadline', 'keep'] });
+  assert.deepEqual(await d.ask('hello'), { client: 'pathlock-node', version: require('../package.json').version, features: ['cancel', 'blockers', 'waiters', 'deadline', 'keep', 'protocol'] });
   const g = await d.ask('acquire "bob smith" delete_folder "/p/My Documents"');
   assert.equal(g.granted, true);
   assert.deepEqual(Object.keys(g), ['granted', 'id', 'token', 'fence', 'holds', 'expires_in_ms']);

@@ -40,6 +40,7 @@ test('driver: protocol answers the keys, the first acquire arguments and reserve
   const contract = await fx.client(ns).contract();
   const d = lineProcess(process.execPath, [DRIVER, '--redis', fx.server.url, '--namespace', ns], { ...process.env, PATHLOCK_LIBRARY: libraryFile });
   fx.onClose(() => d.end());
+  assert.ok((await d.ask('hello')).features.includes('protocol'));
   const cases = [
     ['upload', ['/p/a'], 0, true],
     ['upload', ['/p/a'], 150, true],
