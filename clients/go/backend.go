@@ -280,6 +280,11 @@ func (s *single) clockKey(ns string) string { return "" }
 func (s *single) broken()                   {}
 func (s *single) close() error              { return s.pool.Close() }
 
+// slotKey: a key in the slot of namespace ns: every key of a namespace
+// carries its hash tag {NS} (the contract's keys.pattern, which
+// parseContract checks), so this one has their slot.
+func slotKey(ns string) string { return "{" + ns + "}" }
+
 // cluster: Redis Cluster through redisc; every key of a namespace is in the
 // slot of its hash tag {NS}.
 type cluster struct {
@@ -290,7 +295,7 @@ type cluster struct {
 }
 
 func (c *cluster) conn(ctx context.Context, ns string) (redis.Conn, error) {
-	return c.keyConn(ctx, keyPrefix(ns)+"meta")
+	return c.keyConn(ctx, slotKey(ns))
 }
 
 func (c *cluster) keyConn(ctx context.Context, key string) (redis.Conn, error) {
@@ -320,13 +325,13 @@ func (t timedConn) DoWithTimeout(_ time.Duration, cmd string, args ...interface{
 func (t timedConn) ReceiveWithTimeout(_ time.Duration) (interface{}, error) { return t.Conn.Receive() }
 
 func (c *cluster) clockKey(ns string) string {
-	return strconv.Itoa(redisc.Slot(keyPrefix(ns) + "meta"))
+	return strconv.Itoa(redisc.Slot(slotKey(ns)))
 }
 
 // wakeAddr: the master of the namespace's slot, from CLUSTER SLOTS (read
 // again when the slot is not in the table).
 func (c *cluster) wakeAddr(ctx context.Context, ns string) (string, error) {
-	slot := redisc.Slot(keyPrefix(ns) + "meta")
+	slot := redisc.Slot(slotKey(ns))
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for refreshed := false; ; refreshed = true {
