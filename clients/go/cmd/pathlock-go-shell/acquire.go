@@ -6,6 +6,8 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -167,3 +169,60 @@ func (s *shell) answer(lock *pathlock.Lock, err error) {
 // line feed, so no input line can be it (a line starting with NUL could
 // spoof the old marker, issue 41).
 const cancelledMarker = "\ncancelled"
+
+// kitLefts: the lefts of a wait (ms) whose reserve_ms protocol answers.
+var kitLefts = []int64{1, 150, 1799, 1800, 1801, 2500, 60000}
+
+// protocol OP PATH [PATH...] [wait=MS] [fair=0|1]: what the client sends for
+// `acquire kit-owner OP PATH... ttl=1000 wait=MS`, built by the client's
+// own code (Client.AcquireWire, Client.Reservation): the keys, the first
+// attempt's arguments with fixed ids, and reserve_ms for each of kitLefts
+// (docs/clients.md, clients/kit/test_protocol.py).
+func (s *shell) protocol(args []word) {
+	pos, o, err := parse(args, []string{"wait", "fair"})
+	if err == nil && len(pos) < 2 {
+		err = errors.New("usage: protocol OP PATH [PATH...] [wait=MS] [fair=0|1]")
+	}
+	req := pathlock.Request{Namespace: s.ns, Owner: "kit-owner", TTL: time.Second}
+	if err == nil {
+		req.Op, req.Paths = pos[0], pos[1:]
+		err = protocolOptions(&req, o)
+	}
+	var wire pathlock.Wire
+	if err == nil {
+		wire, err = s.c.AcquireWire(ctx(), req, pathlock.WireIDs{ID: "kit-id", Token: "kit-token", Waiter: "kit-waiter"})
+	}
+	reserve := obj{}
+	for _, left := range kitLefts {
+		if err != nil {
+			break
+		}
+		var r time.Duration
+		r, err = s.c.Reservation(ctx(), s.ns, time.Duration(left)*time.Millisecond)
+		reserve = append(reserve, kv{strconv.FormatInt(left, 10), r.Milliseconds()})
+	}
+	if err != nil {
+		s.fail(err)
+		return
+	}
+	s.reply(obj{{"keys", wire.Keys}, {"acquire_args", wire.Args}, {"reserve_ms", reserve}})
+}
+
+// protocolOptions reads protocol's wait=MS (default 0) and fair=0|1 (default 1).
+func protocolOptions(req *pathlock.Request, o map[string]string) error {
+	if v, ok := o["wait"]; ok {
+		n, err := number("wait", v, 0, 604800000)
+		if err != nil {
+			return err
+		}
+		req.Wait = time.Duration(n) * time.Millisecond
+	}
+	switch v, ok := o["fair"]; {
+	case !ok || v == "1":
+	case v == "0":
+		req.Unfair = true
+	default:
+		return fmt.Errorf("fair=%s: 0 or 1", v)
+	}
+	return nil
+}

@@ -249,6 +249,8 @@ func (s *shell) line(line string, lines <-chan string) []string {
 		s.reply(obj{{"cancelled", false}})
 	case "acquire":
 		return s.acquire(args, lines)
+	case "protocol":
+		s.protocol(args)
 	case "held", "release", "renew":
 		s.idToken(cmd, args)
 	case "force-release":
@@ -264,7 +266,7 @@ func (s *shell) line(line string, lines <-chan string) []string {
 	case "kept", "unkeep":
 		s.keptOrUnkeep(cmd, args)
 	default:
-		s.reply(obj{{"error", fmt.Sprintf("unknown command '%s' (hello, acquire, release, renew, held, locks, force-release, blockers, waiters, cancel, keep, kept, unkeep)", cmd)}})
+		s.reply(obj{{"error", fmt.Sprintf("unknown command '%s' (hello, acquire, release, renew, held, locks, force-release, blockers, waiters, cancel, keep, kept, unkeep, protocol)", cmd)}})
 	}
 	return nil
 }
