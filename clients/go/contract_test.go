@@ -67,6 +67,11 @@ func TestAcquireWireFollowsTheContract(t *testing.T) {
 	if k.Waiting != nil {
 		recheck, most = k.Waiting.RecheckMs, k.Waiting.MaxReservationMs
 	}
+	// The constants say what the library says (and stand for it before 4.4).
+	if recheck != pathlock.Recheck.Milliseconds() || most != pathlock.MaxReservation.Milliseconds() {
+		t.Errorf("waiting: the library has %d and %d ms, the constants %v and %v", recheck, most,
+			pathlock.Recheck, pathlock.MaxReservation)
+	}
 	var names []string
 	for _, f := range k.Functions {
 		if f.Name == "acquire" {
