@@ -240,7 +240,7 @@ func (s *shell) line(line string, lines <-chan string) []string {
 			s.fail(errors.New("hello takes no argument"))
 			return nil
 		}
-		s.reply(obj{{"client", "pathlock-go"}, {"version", pathlock.Version}, {"features", []string{"cancel", "blockers", "waiters", "deadline", "keep"}}})
+		s.reply(obj{{"client", "pathlock-go"}, {"version", pathlock.Version}, {"features", []string{"cancel", "blockers", "waiters", "deadline", "keep", "protocol"}}})
 	case "cancel":
 		if len(args) != 0 {
 			s.fail(errors.New("cancel takes no argument"))
