@@ -16,9 +16,13 @@ import (
 const (
 	DefaultTTL = 30 * time.Second
 	MaxTTL     = 7 * 24 * time.Hour
-	// Recheck: a waiting request looks again at least this often.
+	// Recheck: a waiting request looks again at least this often. A wait
+	// uses the library's number (its contract's waiting.recheck_ms,
+	// protocol 4.4), which the bundled library sets to this; this is the
+	// number of a library older than 4.4.
 	Recheck = 200 * time.Millisecond
-	// MaxReservation: the longest place in line one attempt keeps.
+	// MaxReservation: the longest place in line one attempt keeps: the
+	// library's waiting.max_reservation_ms, as Recheck.
 	MaxReservation = 2 * time.Second
 )
 
@@ -83,40 +87,62 @@ func (c *Client) Acquire(ctx context.Context, req Request) (*Lock, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if req.TTL == 0 {
-		req.TTL = DefaultTTL
-	}
-	reentry := req.Reenter != (Proof{})
-	waits := req.Wait > 0 && !reentry
-	waiter := ""
-	if waits && !req.Unfair {
-		waiter = "w" + randomHex(12)
-	}
-	fair := "1"
-	if req.Unfair {
-		fair = "0"
-	}
-	args := []string{req.Owner, req.Op, ms(req.TTL), randomHex(12), randomHex(16),
-		req.Reenter.ID, req.Reenter.Token, req.IdempotencyKey}
-	args = append(args, paths...)
-	args = append(args, fair, waiter, "0", "") // reserve_ms, deadline_ms: set per attempt, per send
-	// The default limits (limits.go), read once per Acquire; sent only when
-	// there are some, so that a library older than protocol 4.3 is called
-	// as before.
-	defaults, err := c.defaults.get(ctx, c, false)
+	w, err := c.prepare(ctx, &req, paths, WireIDs{ID: randomHex(12), Token: randomHex(16), Waiter: "w" + randomHex(12)})
 	if err != nil {
 		return nil, err
 	}
-	reserveAt := len(args) - 2
-	if defaults != "" {
-		args = append(args, defaults)
-	}
-	w := &waiting{c: c, req: &req, paths: paths, args: args, waiter: waiter, reserveAt: reserveAt}
-	if !waits {
+	if !w.waits {
 		l, _, err := w.attempt(ctx, 0)
 		return l, err
 	}
 	return w.run(ctx)
+}
+
+// prepare builds the acquire call of req (checked: paths are its paths
+// normalised) from the library's contract: every argument by its name
+// (contract.go), reserve_ms "0" and deadline_ms "" (set per attempt, per
+// send), and the default limits (limits.go), read once per Acquire. ids
+// are the new lock's and the waiter's (its id is sent only by a request
+// that takes a place in line).
+func (c *Client) prepare(ctx context.Context, req *Request, paths []string, ids WireIDs) (*waiting, error) {
+	if req.TTL == 0 {
+		req.TTL = DefaultTTL
+	}
+	k, err := c.contract(ctx, req.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	fn, err := k.function("acquire")
+	if err != nil {
+		return nil, err
+	}
+	w := &waiting{c: c, req: req, paths: paths, k: k, numbers: k.waiting}
+	w.waits = req.Wait > 0 && req.Reenter == (Proof{}) // a reentry never waits
+	fair := "1"
+	if req.Unfair {
+		fair = "0"
+	}
+	if w.waits && !req.Unfair {
+		w.waiter = ids.Waiter
+	}
+	defaults, err := c.defaults.get(ctx, c, false)
+	if err != nil {
+		return nil, err
+	}
+	values := map[string]string{"owner": req.Owner, "op": req.Op, "ttl_ms": ms(req.TTL), "new_id": ids.ID,
+		"new_token": ids.Token, "reenter_id": req.Reenter.ID, "reenter_token": req.Reenter.Token,
+		"idempotency_key": req.IdempotencyKey, "fair": fair, "waiter_id": w.waiter, "reserve_ms": "0",
+		"deadline_ms": "", "default_limits": defaults}
+	args, at, err := fn.arguments(values, paths)
+	if err != nil {
+		return nil, err
+	}
+	w.args = args
+	w.reserveAt, w.deadlineAt = -1, at["deadline_ms"] // 0 (none) when absent: owner is first
+	if i, ok := at["reserve_ms"]; ok {
+		w.reserveAt = i
+	}
+	return w, nil
 }
 
 // check applies the engine's input rules (input.go) to the request and
@@ -163,17 +189,28 @@ func (req *Request) check() ([]string, error) {
 	return paths, nil
 }
 
-// waiting is one Acquire's wait loop (docs/lua-protocol.md "Waiting and
-// the line").
+// waiting is one Acquire's call and wait loop (docs/lua-protocol.md
+// "Waiting and the line").
 type waiting struct {
-	c      *Client
-	req    *Request
-	paths  []string
-	args   []string
-	waiter string
-	sub    *subscription
-	// reserveAt: the index in args of reserve_ms; deadline_ms follows it.
-	reserveAt int
+	c       *Client
+	req     *Request
+	paths   []string
+	k       *contract
+	numbers waitNumbers // the contract's waiting
+	args    []string
+	waits   bool   // Wait > 0 and no reentry
+	waiter  string // the place in line's id; "": none (unfair, or no wait)
+	sub     *subscription
+	// reserveAt, deadlineAt: the indexes in args of reserve_ms (-1: none)
+	// and deadline_ms (0: none), found by name in the contract.
+	reserveAt, deadlineAt int
+}
+
+// setReserve sets the next attempt's reserve_ms.
+func (w *waiting) setReserve(reserve time.Duration) {
+	if w.reserveAt >= 0 {
+		w.args[w.reserveAt] = ms(reserve)
+	}
 }
 
 // attempt is one call of acquire, honouring ctx in flight: it carries the
@@ -183,8 +220,8 @@ type waiting struct {
 // connection failed, the read timed out) is sent again, twice at most, while
 // ctx lasts: the server answers with the lock the lost one made, if it ran.
 func (w *waiting) attempt(ctx context.Context, reserve time.Duration) (*Lock, *Conflict, error) {
-	w.args[w.reserveAt] = ms(reserve)
-	spec := callSpec{cmd: "FCALL", ns: w.req.Namespace, fn: "acquire", args: w.args, deadlineAt: w.reserveAt + 1,
+	w.setReserve(reserve)
+	spec := callSpec{cmd: "FCALL", ns: w.req.Namespace, fn: "acquire", args: w.args, deadlineAt: w.deadlineAt,
 		late: w.c.releaseGrant(w.req.Namespace)}
 	r, err := w.c.run(ctx, spec)
 	for tries := 1; err != nil && w.req.IdempotencyKey != "" && tries <= 2 && lostReply(err); tries++ {
@@ -244,11 +281,13 @@ func (c *Client) releaseGrant(ns string) func([]interface{}) {
 	}
 }
 
-func (c *Client) recheckEvery() time.Duration {
-	if c.recheck > 0 {
-		return c.recheck
+// recheckEvery: the longest sleep between two attempts (the contract's
+// recheck_ms, unless a test set another).
+func (w *waiting) recheckEvery() time.Duration {
+	if w.c.recheck > 0 {
+		return w.c.recheck
 	}
-	return Recheck
+	return w.numbers.Recheck
 }
 
 // cleanup: a context for the calls that end a wait, whatever ctx says.
@@ -298,16 +337,7 @@ func (w *waiting) run(ctx context.Context) (*Lock, error) {
 	for {
 		left := time.Until(deadline)
 		last := left <= 0
-		var reserve time.Duration
-		if !last && w.waiter != "" {
-			// Round up so the last attempt, at the deadline, still finds
-			// its own place.
-			reserve = left.Round(time.Millisecond) + time.Millisecond + Recheck
-			if reserve > MaxReservation {
-				reserve = MaxReservation
-			}
-		}
-		lock, conflict, err := w.attempt(ctx, reserve)
+		lock, conflict, err := w.attempt(ctx, w.numbers.reserve(left, w.waiter != ""))
 		if h := w.c.afterAttempt; h != nil {
 			h(lock != nil)
 		}
@@ -349,14 +379,14 @@ func (w *waiting) pause(ctx context.Context, deadline time.Time, conflict *Confl
 		return ctx.Err()
 	}
 	if w.sub == nil || w.sub.broken() {
-		w.sub = w.c.subscribe(ctx, w.req.Namespace, w.paths)
+		w.sub = w.c.subscribe(ctx, w.req.Namespace, w.k.key(w.req.Namespace, "wake"), w.paths)
 		return nil
 	}
 	sleep := time.Until(deadline)
-	if recheck := w.c.recheckEvery(); sleep > recheck {
+	if recheck := w.recheckEvery(); sleep > recheck {
 		sleep = recheck
 	}
-	if e := conflict.ExpiresIn + time.Millisecond; sleep > e {
+	if e := conflict.ExpiresIn + w.numbers.WakeMargin; sleep > e {
 		sleep = e
 	}
 	if sleep < 0 {

@@ -10,7 +10,7 @@ package pathlock
 // SUNSUBSCRIBE arrive in the order the commands were sent, so a queue
 // matches each to its command. A wait whose subscription failed (the
 // connection broke, an ACL without channel rights, a slot that moved) keeps
-// a subscription that never signals: its timed re-checks (Recheck) keep it
+// a subscription that never signals: its timed re-checks (recheck_ms) keep it
 // correct. When a connection breaks, its waits are woken, look again and
 // subscribe anew on a connection dialled again.
 
@@ -62,10 +62,14 @@ type wakeChannel struct {
 }
 
 // subscribe attaches a wait for paths of ns to the client's wake-up
-// connection to the namespace's server and returns once the channel is
-// subscribed (or failed: then the subscription never signals).
-func (c *Client) subscribe(ctx context.Context, ns string, paths []string) *subscription {
+// connection to the namespace's server and returns once channel (the
+// contract's key "wake" of ns) is subscribed (or failed, or channel is "":
+// then the subscription never signals).
+func (c *Client) subscribe(ctx context.Context, ns, channel string, paths []string) *subscription {
 	s := &subscription{paths: paths, wake: make(chan struct{}, 1)}
+	if channel == "" {
+		return s
+	}
 	addr, err := c.be.wakeAddr(ctx, ns)
 	if err != nil {
 		return s
@@ -74,7 +78,7 @@ func (c *Client) subscribe(ctx context.Context, ns string, paths []string) *subs
 	if err != nil {
 		return s
 	}
-	ch, err := wc.attach(s, keyPrefix(ns)+"wake")
+	ch, err := wc.attach(s, channel)
 	if err != nil {
 		return s
 	}
