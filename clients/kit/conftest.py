@@ -21,7 +21,7 @@ import pytest
 from kitlib import Driver, RedisServer, Resp, driver_argv, fresh_ns
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FEATURES = ("cancel", "blockers", "waiters", "matrix", "deadline", "keep")
+FEATURES = ("cancel", "blockers", "waiters", "matrix", "deadline", "keep", "protocol")
 
 
 def pytest_addoption(parser):

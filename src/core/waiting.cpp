@@ -129,10 +129,10 @@ AcquireResult wait_loop(const LockRequest& request, const Clock& clock, WaitingA
     }
     const Millis left = std::chrono::ceil<Millis>(deadline - clock.now());
     const bool final_attempt = left <= Millis{0};  // a refusal now is the answer
-    // The reservation outlasts the deadline by one re-check period, so the
-    // last attempt (made at the deadline) still finds its own place and is
-    // judged as the oldest of its peers, not as a newcomer.
-    const Millis reserve = final_attempt || !in_line ? Millis{0} : std::min(left + kRecheck, kMaxReservation);
+    // The reservation outlasts the deadline (reservation()), so the last
+    // attempt still finds its own place and is judged as the oldest of its
+    // peers, not as a newcomer.
+    const Millis reserve = in_line ? reservation(left) : Millis{0};
     AcquireResult out = backend.attempt(reserve);
     if (out.conflicted() && trace) trace->refused(out.conflict, clock.now());
     if (stopped_after_grant(request, backend, out, stop)) return out;
@@ -146,7 +146,7 @@ AcquireResult wait_loop(const LockRequest& request, const Clock& clock, WaitingA
     if (WaitObserver* observer = wait_observer.load(std::memory_order_acquire)) observer->waiting(request);
     if (stop.stop_requested()) continue;  // leave at the top of the loop
     const Clock::time_point now = clock.now();
-    const Clock::time_point until = std::min({deadline, now + kRecheck, now + out.conflict.expires_in + Millis{1}});
+    const Clock::time_point until = std::min({deadline, now + kRecheck, now + out.conflict.expires_in + kWakeMargin});
     backend.sleep_until(until);
     if (WaitObserver* observer = wait_observer.load(std::memory_order_acquire); observer && clock.now() < until)
       observer->woken(request);

@@ -25,6 +25,7 @@
 #include "core/observe.hpp"
 #include "core/request.hpp"
 
+#include <algorithm>
 #include <stop_token>
 #include <string>
 #include <vector>
@@ -36,6 +37,19 @@ inline constexpr Millis kRecheck{200};
 // Longest reservation of a place in line. A live waiter refreshes it with
 // every attempt, at least every kRecheck, so 10x leaves room for stalls.
 inline constexpr Millis kMaxReservation{2000};
+// A sleep that ends with the conflicting lease lasts this much longer, so
+// the next attempt finds the lease over.
+inline constexpr Millis kWakeMargin{1};
+
+// The reservation an attempt asks for with `left` of its wait left (whole
+// milliseconds, rounded up): one re-check period past the deadline, so the
+// attempt made at the deadline still finds its own place, at most
+// kMaxReservation; 0 for the attempt at the deadline (left <= 0). Every
+// client computes the same from the contract's "waiting" numbers
+// (docs/lua-protocol.md#waiting-and-the-line).
+constexpr Millis reservation(Millis left) {
+  return left <= Millis{0} ? Millis{0} : std::min(left + kRecheck, kMaxReservation);
+}
 
 // What a backend provides to the waiting policy for one acquire call.
 class WaitingAttempts {

@@ -21,6 +21,7 @@
 #include "core/waiting.hpp"
 #include "redis/library.hpp"
 #include "redis/replies.hpp"
+#include "redis/request_layout.hpp"
 
 #include <pathlock/engine.hpp>
 #include <pathlock/matrix_table.hpp>
@@ -38,7 +39,7 @@
 namespace pathlock::redis::contract {
 
 // The protocol version the library implements (docs/lua-protocol.md#versions).
-inline constexpr std::string_view kProtocolVersion = "4.3";
+inline constexpr std::string_view kProtocolVersion = "4.4";
 
 inline std::string json_string(std::string_view s) {
   return core::quoted(s, [](unsigned char c) {
@@ -167,13 +168,24 @@ inline std::string function_json(const Function& f) {
       json_string(f.name), f.keys, json_strings(f.args), optional, json_strings(f.flags), json_strings(f.replies));
 }
 
+// acquire's entry, from the layout the engine builds its calls with
+// (request_layout.hpp).
+inline Function acquire_function() {
+  namespace a = acquire_args;
+  Function f{"acquire", 9, {a::kHead.begin(), a::kHead.end()}, {}, {}, {}, {"granted", "refused", "not_holder",
+             "late", "over_limit"}};
+  f.args.push_back(a::kPaths);
+  std::vector<std::string_view>* groups[] = {&f.optional, &f.optional_more, &f.optional_last};
+  std::size_t at = 0;
+  for (std::size_t g = 0; g < a::kTailGroups.size(); ++g)
+    for (std::size_t i = 0; i < a::kTailGroups[g]; ++i) groups[g]->push_back(a::kTail[at++]);
+  return f;
+}
+
 // The functions as lua/register.lua registers them (the test compares).
 inline std::string functions() {
   const std::vector<Function> all{
-      {"acquire", 9,
-       {"owner", "op", "ttl_ms", "new_id", "new_token", "reenter_id", "reenter_token", "idempotency_key", "path..."},
-       {"fair", "waiter_id", "reserve_ms"}, {"deadline_ms"}, {}, {"granted", "refused", "not_holder", "late",
-       "over_limit"}, {"default_limits"}},
+      acquire_function(),
       {"release", 9, {"id", "token"}, {}, {}, {"allow-oom"}, {"released", "missing"}},
       {"force_release", 9, {"id"}, {}, {}, {"allow-oom"}, {"released", "missing"}},
       {"renew", 9, {"id", "token", "ttl_ms"}, {}, {}, {"allow-oom"}, {"renewed", "missing"}},
@@ -223,6 +235,13 @@ inline std::string errors() {
   return out;
 }
 
+// The waiting policy's numbers (core/waiting.hpp): every client's wait loop
+// uses these (docs/lua-protocol.md#waiting-and-the-line).
+inline std::string waiting() {
+  return fmt::format("\"recheck_ms\": {}, \"max_reservation_ms\": {}, \"wake_margin_ms\": {}", core::kRecheck.count(),
+                     core::kMaxReservation.count(), core::kWakeMargin.count());
+}
+
 // The limits the functions enforce (the C++ constants).
 inline std::string limits() {
   return fmt::format(
@@ -258,12 +277,12 @@ inline std::string contract_json(const MatrixTable& t) {
       "{{\n  \"protocol\": {},\n  \"layout\": {},\n  \"stored_layouts\": {{\"expiring\": {}, \"plain\": {}}},\n"
       "  \"matrix\": {{\"name\": {}, \"version\": {}, \"fingerprint\": {}}},\n"
       "  \"keys\": {{\"pattern\": \"pl:{{NS}}:<suffix>\", \"suffixes\": {}}},\n"
-      "  \"operations\": [\n{}\n  ],\n  \"relations\": {},\n  \"limits\": {{{}}},\n"
+      "  \"operations\": [\n{}\n  ],\n  \"relations\": {},\n  \"limits\": {{{}}},\n  \"waiting\": {{{}}},\n"
       "  \"functions\": [\n{}\n  ],\n  \"replies\": {{\n    {},\n    {}\n  }},\n  \"rows\": {{\n    {}\n  }},\n"
       "  \"errors\": [\n{}\n  ]\n}}\n",
       json_string(kProtocolVersion), kLayoutVersion, json_string(kExpiringLayout),
       json_string(std::to_string(kLayoutVersion)), json_string(t.name), json_string(t.version),
-      json_string(t.fingerprint), json_strings(keys), operations(t), json_strings(relations), limits(), functions(),
+      json_string(t.fingerprint), json_strings(keys), operations(t), json_strings(relations), limits(), waiting(), functions(),
       engine_replies(), other_replies(), rows(), errors());
 }
 

@@ -12,6 +12,7 @@
 #include "redis/redis_client.hpp"
 #include <pathlock/redis_url.hpp>
 #include "redis/replies.hpp"
+#include "redis/request_layout.hpp"
 #include "redis/warnings.hpp"
 
 #include <pathlock/path.hpp>
@@ -28,7 +29,6 @@ namespace {
 
 constexpr std::size_t kIdBytes = 12;     // 24 hex characters
 constexpr std::size_t kTokenBytes = 16;  // 32 hex characters
-constexpr std::size_t kKeyArg = 7;       // acquire's ARGV index of idempotency_key (contract.hpp)
 
 ClientOptions client_options(const RedisOptions& options, const core::Instruments& instruments) {
   if (options.replicas < 0 || options.replicas > 64)
@@ -67,27 +67,25 @@ class RedisEngine final : public LockEngine {
 
   AcquireResult acquire(const LockRequest& request, std::stop_token stop) override {
     const core::ResolvedRequest req = core::resolve_request(matrix_, request);
-    // ARGV: owner, op, ttl, new_id, new_token, reenter_id, reenter_token, idempotency_key,
-    // paths..., fair, waiter_id, reserve_ms, deadline_ms, default_limits.
-    // The new id and token serve every attempt of this call (only a grant
-    // uses them, and a grant ends the call); the client sets the deadline
-    // at each send.
-    std::vector<std::string> args{request.owner,
-                                  std::string(matrix_.ops[static_cast<std::size_t>(req.op)].name),
-                                  std::to_string(request.ttl.count()),
-                                  core::random_hex(kIdBytes),
-                                  core::random_hex(kTokenBytes),
-                                  request.reenter_id,
-                                  request.reenter_token,
-                                  request.idempotency_key};
-    for (const core::ResolvedTarget& t : req.targets) args.push_back(t.path);
+    // The arguments by name (request_layout.hpp). The new id and token
+    // serve every attempt of this call (only a grant uses them, and a grant
+    // ends the call); the client sets the deadline at each send.
+    acquire_args::Values v;
+    v.owner = request.owner;
+    v.op = std::string(matrix_.ops[static_cast<std::size_t>(req.op)].name);
+    v.ttl_ms = std::to_string(request.ttl.count());
+    v.new_id = core::random_hex(kIdBytes);
+    v.new_token = core::random_hex(kTokenBytes);
+    v.reenter_id = request.reenter_id;
+    v.reenter_token = request.reenter_token;
+    v.idempotency_key = request.idempotency_key;
+    for (const core::ResolvedTarget& t : req.targets) v.paths.push_back(t.path);
     const bool in_line = request.fair && request.wait > Millis{0} && !req.reentry;
     const std::string waiter = in_line ? "w" + core::random_hex(kIdBytes) : std::string();
-    args.push_back(request.fair ? "1" : "0");
-    args.push_back(waiter);
-    args.push_back("0");  // reserve_ms, set per attempt
-    args.push_back("");   // deadline_ms, set per send (RedisClient::fcall)
-    args.push_back(defaults_.text(client(), false, [this](std::string_view e) { default_unread(e); }));
+    v.fair = request.fair;
+    v.waiter_id = waiter;
+    v.default_limits = defaults_.text(client(), false, [this](std::string_view e) { default_unread(e); });
+    acquire_args::Call args(std::move(v));
     Attempts attempts(*this, request.ns, req, std::move(args), waiter);
     AcquireResult out =
         core::wait_for_grant(request, *steady_clock(), attempts, &instruments_, req.op, std::move(stop));
@@ -215,7 +213,7 @@ class RedisEngine final : public LockEngine {
   class Attempts final : public core::WaitingAttempts {
    public:
     Attempts(RedisEngine& engine, std::string_view ns, const core::ResolvedRequest& req,
-             std::vector<std::string> args, std::string waiter)
+             acquire_args::Call args, std::string waiter)
         : engine_(engine),
           ns_(ns),
           req_(req),
@@ -224,7 +222,7 @@ class RedisEngine final : public LockEngine {
           waiter_(std::move(waiter)) {}
 
     AcquireResult attempt(Millis reserve) override {
-      args_[args_.size() - 3] = std::to_string(reserve.count());
+      args_.set_reserve(reserve.count());
       return engine_.attempt(ns_, keys_, args_);
     }
     // Subscribe, then look again at once: a removal between the first
@@ -245,29 +243,29 @@ class RedisEngine final : public LockEngine {
     std::string_view ns_;
     const core::ResolvedRequest& req_;
     std::vector<std::string> keys_;  // the namespace's keys (docs/lua-protocol.md)
-    std::vector<std::string> args_;  // the acquire arguments; the last three: reserve_ms, deadline_ms, default_limits
+    acquire_args::Call args_;        // the acquire arguments, by name
     std::string waiter_;             // place-in-line id ("" when not in line)
     std::unique_ptr<Subscription> listener_;
     core::Interrupt interrupt_;  // raised by a stop (another thread)
   };
 
-  // The acquire function's reply. A keyed acquire (args[kKeyArg]) whose reply was
+  // The acquire function's reply. A keyed acquire (an idempotency_key) whose reply was
   // lost goes again, at most twice more: its key answers a run that did
   // happen with the same lock (docs/clients.md#fault-behaviour, as the Go,
   // Node and PHP clients do). Nothing else is sent again after a lost reply.
-  Reply acquire_reply(std::string_view ns, const std::vector<std::string>& keys, const std::vector<std::string>& args,
+  Reply acquire_reply(std::string_view ns, const std::vector<std::string>& keys, const acquire_args::Call& args,
                       int* acked) {
     for (int resent = 0;; ++resent) {
       try {
-        return run("acquire", ns, args, &keys, acked, args.size() - 2);
+        return run("acquire", ns, args.argv(), &keys, acked, args.deadline_index());
       } catch (const ReplyLost&) {
-        if (args.at(kKeyArg).empty() || resent == 2) throw;
+        if (args.at("idempotency_key").empty() || resent == 2) throw;
       }
     }
   }
 
   // One acquire call with `args` (see acquire()).
-  AcquireResult attempt(std::string_view ns, const std::vector<std::string>& keys, const std::vector<std::string>& args) {
+  AcquireResult attempt(std::string_view ns, const std::vector<std::string>& keys, const acquire_args::Call& args) {
     int acked = 0;
     const Reply r = acquire_reply(ns, keys, args, replicas_ > 0 ? &acked : nullptr);
     const std::string& status = r.at(reply::granted::status).text();
