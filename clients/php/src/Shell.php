@@ -130,7 +130,7 @@ final class Shell implements Cancellation
         switch ($cmd) {
             case 'hello':
                 ShellWords::arity($w, 1, 1, 'hello');
-                $features = ['cancel', 'blockers', 'waiters', ...($this->deadlines ? ['deadline'] : []), 'keep'];
+                $features = ['cancel', 'blockers', 'waiters', ...($this->deadlines ? ['deadline'] : []), 'keep', 'protocol'];
                 return ['client' => self::CLIENT, 'version' => LockEngine::VERSION, 'features' => $features];
             case 'cancel':
                 ShellWords::arity($w, 1, 1, 'cancel');
