@@ -68,4 +68,22 @@ final class Library
         }
         return new self('pathlock_' . $m[1], $functionPrefix, null);
     }
+
+    /**
+     * @internal The contract this library's text embeds (its data chunk's
+     * `PL_CONTRACT`, what its function `contract` answers), for
+     * LockEngine::keys() without a contract alone: an engine asks the
+     * loaded library (LockEngine::contract()).
+     */
+    public function embeddedContract(): string
+    {
+        if ($this->code === null || preg_match('/^local PL_CONTRACT = "((?:[^"\\\\]|\\\\.)*)"$/m', $this->code, $m) !== 1) {
+            throw new InvalidRequestException("the library {$this->name}: no text with a contract (PL_CONTRACT) to read");
+        }
+        return (string) preg_replace_callback(
+            '/\\\\([0-9]{3}|.)/s',
+            static fn(array $e): string => ctype_digit($e[1]) ? chr((int) $e[1]) : $e[1],
+            $m[1],
+        );
+    }
 }

@@ -1,0 +1,115 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Pathlock;
+
+use Pathlock\Exception\InvalidRequestException;
+
+/**
+ * @internal The shell's read commands (docs/cli.md): `locks`, `blockers`
+ * and `waiters`, their words read and their answers made (ShellAnswers).
+ */
+final class ShellQueries
+{
+    public function __construct(
+        private readonly LockEngine $engine,
+        private readonly string $namespace,
+    ) {
+    }
+
+    /** @return array<string,mixed> */
+    public function locks(array $w, \Closure $opt): array
+    {
+        $prefix = $after = null;
+        $limit = null;
+        for ($i = 1; $i < count($w); $i++) {
+            if ($opt($i, 'limit=')) {
+                $limit = ShellWords::limit($limit, $w[$i], LockEngine::MAX_LIST_LIMIT);
+            } elseif ($opt($i, 'after=')) {
+                if ($after !== null) {
+                    throw new InvalidRequestException('after= is given twice');
+                }
+                $after = substr($w[$i], 6);
+                if ($after === '') {
+                    throw new InvalidRequestException('after= needs a cursor: the "next" of the previous page');
+                }
+            } else {
+                if ($prefix !== null) {
+                    throw new InvalidRequestException('usage: locks [PREFIX] [limit=N] [after=CURSOR]');
+                }
+                $prefix = $w[$i];
+            }
+        }
+        if ($limit === null) {
+            if ($after !== null) {
+                throw new InvalidRequestException('after= needs limit=');
+            }
+            return ['locks' => array_map(ShellAnswers::lock(...), $this->engine->list($this->namespace, $prefix ?? '/'))];
+        }
+        $page = $this->engine->listPage($this->namespace, $prefix ?? '/', $limit, $after ?? '');
+        return ['locks' => array_map(ShellAnswers::lock(...), $page->locks), 'next' => $page->next === '' ? null : $page->next];
+    }
+
+    /** @return array<string,mixed> */
+    public function blockers(array $w, \Closure $opt): array
+    {
+        $fair = true;
+        $limit = null;
+        $positional = [];
+        for ($i = 1; $i < count($w); $i++) {
+            if ($opt($i, 'limit=')) {
+                $limit = ShellWords::limit($limit, $w[$i], LockEngine::MAX_BLOCKERS);
+            } elseif ($opt($i, 'fair=')) {
+                if ($w[$i] !== 'fair=true' && $w[$i] !== 'fair=false') {
+                    throw new InvalidRequestException('fair= takes true or false');
+                }
+                $fair = $w[$i] === 'fair=true';
+            } else {
+                $positional[] = $w[$i];
+            }
+        }
+        if (count($positional) < 2 || count($positional) > 3) {
+            throw new InvalidRequestException('usage: blockers OP PATH [DST_PATH] [fair=true|false] [limit=N]');
+        }
+        $op = $positional[0];
+        $roles = $this->engine->contract()->roles($op);
+        if ($roles === null) {
+            throw new InvalidRequestException("unknown operation '$op'");
+        }
+        if (count($positional) - 1 !== count($roles)) {
+            throw new InvalidRequestException(sprintf("operation '%s' takes %d path(s), got %d", $op, count($roles), count($positional) - 1));
+        }
+        $page = $this->engine->blockers($this->namespace, $op, array_slice($positional, 1), $limit ?? LockEngine::MAX_BLOCKERS);
+        $rows = [];
+        foreach ($page->blockers as $b) {
+            if (!$fair && $b->queued) {
+                continue;   // a request that is not fair ignores the line
+            }
+            $rows[] = ShellAnswers::blocker($b);
+        }
+        return ['blockers' => $rows, 'truncated' => $page->truncated];
+    }
+
+    /** @return array<string,mixed> */
+    public function waiters(array $w, \Closure $opt): array
+    {
+        $prefix = null;
+        $limit = null;
+        for ($i = 1; $i < count($w); $i++) {
+            if ($opt($i, 'limit=')) {
+                $limit = ShellWords::limit($limit, $w[$i], LockEngine::MAX_WAITERS);
+            } else {
+                if ($prefix !== null) {
+                    throw new InvalidRequestException('usage: waiters [PREFIX] [limit=N]');
+                }
+                $prefix = $w[$i];
+            }
+        }
+        $rows = [];
+        foreach ($this->engine->waiters($this->namespace, $prefix ?? '/', $limit ?? LockEngine::MAX_WAITERS) as $x) {
+            $rows[] = ShellAnswers::who($x) + ['waited_ms' => $x->waitedMs, 'expires_in_ms' => $x->expiresInMs];
+        }
+        return ['waiters' => $rows];
+    }
+}
