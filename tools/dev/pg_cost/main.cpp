@@ -19,7 +19,10 @@
 //                 order), e.g. the schema.sql of another commit: its
 //                 functions replace the build's (the call's arguments
 //                 must be the same)
-// Needs valgrind. Prints "<n> instructions per pair (...)".
+// Needs valgrind. Prints "<n> instructions per pair (...)". With
+// PATHLOCK_PG_COST_KEEP=DIR it also writes the two callgrind profiles to
+// DIR/warm.cg and DIR/full.cg (callgrind_annotate --inclusive=yes), and
+// the scripts they ran beside them (warm.sql, full.sql).
 #include "pg_devtools/postgres_server.hpp"
 #include "pg_devtools/server_process.hpp"
 
@@ -135,6 +138,10 @@ long long counted(const PostgresServer& server, const std::string& script, int p
     throw std::runtime_error(fmt::format("{} of {} pairs ran:\n{}", granted, pairs, out.substr(0, 2000)));
   std::smatch total;
   const std::string cg = pathlock::devtools::read_named_file(base + ".cg");
+  if (const char* keep = std::getenv("PATHLOCK_PG_COST_KEEP")) {  // a directory: keep the profile and the script
+    std::ofstream(fmt::format("{}/{}.cg", keep, tag)) << cg;
+    std::ofstream(fmt::format("{}/{}.sql", keep, tag)) << script;
+  }
   if (!std::regex_search(cg, total, std::regex(R"((?:summary|totals): (\d+))")))
     throw std::runtime_error("no totals in " + base + ".cg");
   return std::stoll(total[1]);
