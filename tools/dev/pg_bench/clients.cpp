@@ -320,7 +320,9 @@ int run_clients(const ClientsArgs& a) {
   engines.emplace_back("postgres", engine_of("postgres", pg.url(), a));
   if (a.abandoned > 0) engines.emplace_back("postgres-sweep", engine_of("postgres", pg.url(), a));
   for (const std::string& file : a.sql_files) pg.sql(devtools::read_named_file(file));
-  fmt::print("postgres functions version {}\n", pg.sql("SELECT pathlock.functions_version()").substr(0, 1));
+  std::string version = pg.sql("SELECT pathlock.functions_version()");
+  version.erase(version.find_last_not_of('\n') + 1);  // every digit (version 10), not the first one
+  fmt::print("postgres functions version {}\n", version);
   if (!a.no_redis) {
     engines.emplace_back("redis", engine_of("redis", redis.url(), a));
     engines.emplace_back("redis-fsync", engine_of("redis", redis_fsync.url(), a));
