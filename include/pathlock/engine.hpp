@@ -279,6 +279,11 @@ struct LimitsStatus {
 inline constexpr std::size_t kMaxBlockers = 1000;
 inline constexpr std::size_t kMaxWaiters = 1000;
 
+// The interface of every backend. The shorter forms of renew, list,
+// blockers and waiters are not virtual: each calls the full form with the
+// documented default (virtual functions take no default arguments, so an
+// override cannot disagree with them). This library's backends derive from
+// an internal base that checks input and counts once (src/README.md).
 class LockEngine {
  public:
   virtual ~LockEngine() = default;
@@ -315,7 +320,10 @@ class LockEngine {
   // Extends the lease of lock `id` to now + ttl (the lock's own TTL when
   // ttl is empty). Returns false if no live lock has this id and token.
   virtual bool renew(std::string_view ns, std::string_view id, std::string_view token,
-                     std::optional<Millis> ttl = std::nullopt) = 0;
+                     std::optional<Millis> ttl) = 0;
+  bool renew(std::string_view ns, std::string_view id, std::string_view token) {
+    return renew(ns, id, token, std::nullopt);
+  }
 
   // Am I still the holder? True when lock `id` is live and its token is
   // `token`. Read-only and cheap (one lookup; on Redis one read-only call
@@ -326,7 +334,8 @@ class LockEngine {
 
   // Returns the live locks with a target at or inside `prefix`, ordered by
   // fence. Costs O(size of that subtree), never a scan of all locks.
-  virtual std::vector<LockInfo> list(std::string_view ns, std::string_view prefix = "/") = 0;
+  virtual std::vector<LockInfo> list(std::string_view ns, std::string_view prefix) = 0;
+  std::vector<LockInfo> list(std::string_view ns) { return list(ns, "/"); }
 
   // One page of list(ns, prefix): at most `limit` (1..kMaxListLimit) locks
   // with fences above the cursor `after` ("" for the first page), in fence
@@ -347,12 +356,18 @@ class LockEngine {
   // blockers; `truncated` says there are more. Validates like acquire
   // (InvalidRequest); on Redis one read-only call that replicas may serve.
   virtual BlockersPage blockers(std::string_view ns, std::string_view op, const std::vector<Target>& targets,
-                                std::size_t limit = kMaxBlockers) = 0;
+                                std::size_t limit) = 0;
+  BlockersPage blockers(std::string_view ns, std::string_view op, const std::vector<Target>& targets) {
+    return blockers(ns, op, targets, kMaxBlockers);
+  }
 
   // The waiting requests with a place in line that have a target at or
   // inside `prefix`, oldest first, at most `limit` (1..kMaxWaiters).
-  virtual std::vector<WaiterInfo> waiters(std::string_view ns, std::string_view prefix = "/",
-                                          std::size_t limit = kMaxWaiters) = 0;
+  virtual std::vector<WaiterInfo> waiters(std::string_view ns, std::string_view prefix, std::size_t limit) = 0;
+  std::vector<WaiterInfo> waiters(std::string_view ns, std::string_view prefix) {
+    return waiters(ns, prefix, kMaxWaiters);
+  }
+  std::vector<WaiterInfo> waiters(std::string_view ns) { return waiters(ns, "/", kMaxWaiters); }
 
   // Administrator's release: drops lock `id` whatever its holds and token.
   // Returns false if there was no such live lock.

@@ -11,6 +11,7 @@
 #include "memory/path_index.hpp"
 #include "memory/reads.hpp"
 
+#include "core/backend_engine.hpp"
 #include "core/limits.hpp"
 #include "core/observe.hpp"
 #include "core/process.hpp"
@@ -29,25 +30,20 @@
 
 namespace pathlock::memory {
 
-class MemoryEngine final : public LockEngine {
+class MemoryEngine final : public core::BackendEngine {
  public:
   MemoryEngine(const MatrixTable& matrix, std::shared_ptr<const Clock> clock, const ObserveOptions& observe)
-      : matrix_(matrix), clock_(std::move(clock)), instruments_(observe, matrix) {}
+      : BackendEngine(matrix, observe), clock_(std::move(clock)) {}
 
-  const MatrixTable& matrix() const override { return matrix_; }
-  std::shared_ptr<Metrics> metrics() const override { return instruments_.shared_metrics(); }
-
-  AcquireResult acquire(const LockRequest& request) override { return acquire(request, std::stop_token{}); }
-
-  AcquireResult acquire(const LockRequest& request, std::stop_token stop) override {
+ private:
+  AcquireResult do_acquire(const LockRequest& request, core::ResolvedRequest& req, std::stop_token stop) override {
     check_process();
-    core::ResolvedRequest req = core::resolve_request(matrix_, request);
     registry_.note_call();
     Attempts attempts(*this, registry_.get(request.ns), req, request);
     return core::wait_for_grant(request, *clock_, attempts, &instruments_, req.op, std::move(stop));
   }
 
-  bool release(std::string_view ns_name, std::string_view id, std::string_view token) override {
+  bool do_release(std::string_view ns_name, std::string_view id, std::string_view token) override {
     check_process();
     std::optional<HoldReport> hold;
     const bool ok =
@@ -60,15 +56,12 @@ class MemoryEngine final : public LockEngine {
           }
         });
     report(instruments_, ns_name, hold);
-    instruments_.released(ns_name, id, ok, false);
     return ok;
   }
 
-  bool renew(std::string_view ns_name, std::string_view id, std::string_view token,
-             std::optional<Millis> ttl) override {
+  bool do_renew(std::string_view ns_name, std::string_view id, std::string_view token,
+                std::optional<Millis> ttl) override {
     check_process();
-    core::check_namespace(ns_name);
-    if (ttl) core::check_ttl(*ttl);
     std::optional<HoldReport> hold;
     const bool ok =
         with_lock(ns_name, id, &token, [&](Namespace&, NamespaceState& st, Lock& lock, Clock::time_point now) {
@@ -77,35 +70,29 @@ class MemoryEngine final : public LockEngine {
           hold = hold_report(lock, now, false, instruments_.long_hold());
         });
     report(instruments_, ns_name, hold);
-    instruments_.renewed(ns_name, id, ok);
     return ok;
   }
 
-  bool is_held(std::string_view ns_name, std::string_view id, std::string_view token) override {
+  bool do_is_held(std::string_view ns_name, std::string_view id, std::string_view token) override {
     check_process();
     return with_lock(ns_name, id, &token, [](Namespace&, NamespaceState&, Lock&, Clock::time_point) {});
   }
 
-  BlockersPage blockers(std::string_view ns_name, std::string_view op, const std::vector<Target>& targets,
-                        std::size_t limit) override {
+  BlockersPage do_blockers(std::string_view ns_name, const core::ResolvedRequest& req, std::size_t limit) override {
     check_process();
-    const core::ResolvedRequest req = core::resolve_dry_run(matrix_, ns_name, op, targets, limit, kMaxBlockers);
     return read_state<BlockersPage>(ns_name, [&](NamespaceState& st, Clock::time_point now) {
       return find_blockers(matrix_, st, req, limit, now);
     });
   }
 
-  std::vector<WaiterInfo> waiters(std::string_view ns_name, std::string_view prefix, std::size_t limit) override {
+  std::vector<WaiterInfo> do_waiters(std::string_view ns_name, const std::string& prefix, std::size_t limit) override {
     check_process();
-    core::check_namespace(ns_name);
-    const std::string canonical = core::resolve_prefix(prefix);
-    core::check_limit(limit, kMaxWaiters);
     return read_state<std::vector<WaiterInfo>>(ns_name, [&](NamespaceState& st, Clock::time_point now) {
-      return list_waiters(matrix_, st, canonical, limit, now);
+      return list_waiters(matrix_, st, prefix, limit, now);
     });
   }
 
-  bool force_release(std::string_view ns_name, std::string_view id) override {
+  bool do_force_release(std::string_view ns_name, std::string_view id) override {
     check_process();
     std::optional<HoldReport> hold;
     const bool ok =
@@ -115,41 +102,30 @@ class MemoryEngine final : public LockEngine {
           ns.notify();
         });
     report(instruments_, ns_name, hold);
-    instruments_.released(ns_name, id, ok, true);
     return ok;
   }
 
-  std::vector<LockInfo> list(std::string_view ns_name, std::string_view prefix) override {
+  std::vector<LockInfo> do_list(std::string_view ns_name, const std::string& prefix) override {
     check_process();
-    core::check_namespace(ns_name);
-    const std::string canonical = core::resolve_prefix(prefix);
     return read_state<std::vector<LockInfo>>(ns_name, [&](NamespaceState& st, Clock::time_point now) {
-      return list_locks(matrix_, st, canonical, now);
+      return list_locks(matrix_, st, prefix, now);
     });
   }
 
-  ListPage list_page(std::string_view ns_name, std::string_view prefix, std::size_t limit,
-                     std::string_view after) override {
-    check_process();
-    core::check_page(limit, after);
-    return core::page_of(list(ns_name, prefix), limit, after);
+  ListPage do_list_page(std::string_view ns_name, const core::PageQuery& page, std::size_t limit,
+                        std::string_view after) override {
+    return core::page_of(do_list(ns_name, page.prefix), limit, after);
   }
 
-  void set_default_limits(const Limits& limits) override {
-    core::check_limits(limits);
-    defaults_.set(limits);
-  }
+  void do_set_default_limits(const Limits& limits) override { defaults_.set(limits); }
 
-  void set_limits(std::string_view ns_name, const std::optional<Limits>& limits) override {
-    core::check_namespace(ns_name);
-    if (limits) core::check_limits(*limits);
+  void do_set_limits(std::string_view ns_name, const std::optional<Limits>& limits) override {
     Namespace& ns = registry_.get(ns_name);
     std::lock_guard guard(ns.mutex);
     ns.limits = limits;
   }
 
-  LimitsStatus limits(std::string_view ns_name) override {
-    core::check_namespace(ns_name);
+  LimitsStatus do_limits(std::string_view ns_name) override {
     Namespace* ns = registry_.find(ns_name);
     if (!ns) return limits_status(defaults_.get(), std::nullopt, nullptr, clock_->now());
     std::lock_guard guard(ns->mutex);
@@ -157,6 +133,7 @@ class MemoryEngine final : public LockEngine {
     return limits_status(defaults_.get(), ns->limits, reap(*ns, now), now);
   }
 
+ public:
   MemoryEngineStats stats() {
     MemoryEngineStats out;
     std::vector<Namespace*> all;
@@ -423,10 +400,8 @@ class MemoryEngine final : public LockEngine {
   // The limits in force in `ns` (its mutex held).
   Limits limits_of(const Namespace& ns) const { return ns.limits ? *ns.limits : defaults_.get(); }
 
-  const MatrixTable& matrix_;
   const std::shared_ptr<const Clock> clock_;
   DefaultLimits defaults_;
-  const core::Instruments instruments_;
   NamespaceRegistry<Namespace> registry_;
   core::ProcessStamp process_;
 };

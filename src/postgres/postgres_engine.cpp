@@ -3,6 +3,7 @@
 // and waiting: src/postgres/README.md (and docs/postgres.md).
 #include <pathlock/postgres.hpp>
 
+#include "core/backend_engine.hpp"
 #include "core/limits.hpp"
 #include "core/observe.hpp"
 #include "core/process.hpp"
@@ -49,11 +50,10 @@ std::string server_budget(Millis command_timeout) {
 
 namespace {
 
-class PostgresEngine final : public LockEngine {
+class PostgresEngine final : public core::BackendEngine {
  public:
   explicit PostgresEngine(const PostgresOptions& options)
-      : matrix_(options.matrix ? *options.matrix : default_matrix()),
-        instruments_(options.observe, matrix_),
+      : BackendEngine(options.matrix ? *options.matrix : default_matrix(), options.observe),
         options_(checked(options)) {
     make_connections();
     install_schema();
@@ -68,13 +68,8 @@ class PostgresEngine final : public LockEngine {
     (void)listener_.release();  // its thread is not in this process
   }
 
-  const MatrixTable& matrix() const override { return matrix_; }
-  std::shared_ptr<Metrics> metrics() const override { return instruments_.shared_metrics(); }
-
-  AcquireResult acquire(const LockRequest& request) override { return acquire(request, std::stop_token{}); }
-
-  AcquireResult acquire(const LockRequest& request, std::stop_token stop) override {
-    const core::ResolvedRequest req = core::resolve_request(matrix_, request);
+ private:
+  AcquireResult do_acquire(const LockRequest& request, core::ResolvedRequest& req, std::stop_token stop) override {
     const MatrixArgs m = matrix_args(matrix_, req);
     const bool in_line = request.fair && request.wait > Millis{0} && !req.reentry;
     std::vector<Param> params{request.ns,
@@ -102,38 +97,30 @@ class PostgresEngine final : public LockEngine {
     return out;
   }
 
-  bool release(std::string_view ns, std::string_view id, std::string_view token) override {
-    core::check_namespace(ns);
+  bool do_release(std::string_view ns, std::string_view id, std::string_view token) override {
     const Result r = call("SELECT pathlock.release($1, $2, $3)", {std::string(ns), std::string(id), std::string(token)});
     const bool ok = !is_null(r.get(), 0, 0);
     if (ok) lock_gone(ns, id, static_cast<std::uint32_t>(number(r.get(), 0, 0)));
-    instruments_.released(ns, id, ok, false);
     return ok;
   }
 
-  bool force_release(std::string_view ns, std::string_view id) override {
-    core::check_namespace(ns);
+  bool do_force_release(std::string_view ns, std::string_view id) override {
     const Result r = call("SELECT pathlock.release($1, $2, NULL)", {std::string(ns), std::string(id)});
     const bool ok = !is_null(r.get(), 0, 0);
     if (ok) lock_gone(ns, id, 0);
-    instruments_.released(ns, id, ok, true);
     return ok;
   }
 
-  bool renew(std::string_view ns, std::string_view id, std::string_view token, std::optional<Millis> ttl) override {
-    core::check_namespace(ns);
-    if (ttl) core::check_ttl(*ttl);
+  bool do_renew(std::string_view ns, std::string_view id, std::string_view token, std::optional<Millis> ttl) override {
     const Result r = call("SELECT pathlock.renew($1, $2, $3, $4::bigint)",
                           {std::string(ns), std::string(id), std::string(token),
                            ttl ? Param(std::to_string(ttl->count())) : Param()});
     const bool ok = !is_null(r.get(), 0, 0);
     if (ok) core::hold_renewed(holds_, instruments_, ns, id, ttl);
-    instruments_.renewed(ns, id, ok);
     return ok;
   }
 
-  bool is_held(std::string_view ns, std::string_view id, std::string_view token) override {
-    core::check_namespace(ns);
+  bool do_is_held(std::string_view ns, std::string_view id, std::string_view token) override {
     const Result r = call(
         "SELECT EXISTS (SELECT 1 FROM pathlock.locks l WHERE l.ns = $1 AND l.id = $2 AND l.token = $3 "
         "AND l.expires > pathlock.now_ms())",
@@ -141,16 +128,12 @@ class PostgresEngine final : public LockEngine {
     return text(r.get(), 0, 0) == "t";
   }
 
-  std::vector<LockInfo> list(std::string_view ns, std::string_view prefix) override {
-    return core::list_by_pages(*this, ns, prefix);
-  }
-
   // One call looks at up to kListLook locks in fence order from the cursor
   // (one index range), so a page may hold fewer than `limit` locks and still
   // have a `next`: the fence of the last lock looked at.
-  ListPage list_page(std::string_view ns, std::string_view prefix, std::size_t limit,
-                     std::string_view after) override {
-    const auto [canonical, from] = core::check_list_page(ns, prefix, limit, after);
+  ListPage do_list_page(std::string_view ns, const core::PageQuery& query, std::size_t limit,
+                        std::string_view) override {
+    const auto& [canonical, from] = query;
     const Result r = call(
         "WITH looked AS (SELECT * FROM pathlock.locks l WHERE l.ns = $1 AND l.fence > $2::bigint "
         "ORDER BY l.fence LIMIT $3::int) "
@@ -175,9 +158,7 @@ class PostgresEngine final : public LockEngine {
     return page;
   }
 
-  BlockersPage blockers(std::string_view ns, std::string_view op, const std::vector<Target>& targets,
-                        std::size_t limit) override {
-    const core::ResolvedRequest req = core::resolve_dry_run(matrix_, ns, op, targets, limit, kMaxBlockers);
+  BlockersPage do_blockers(std::string_view ns, const core::ResolvedRequest& req, std::size_t limit) override {
     const MatrixArgs m = matrix_args(matrix_, req);
     const Result r = call(
         "SELECT queued, id, owner, op, role, path, requested_role, requested_path, relation, fence, holds, "
@@ -203,26 +184,19 @@ class PostgresEngine final : public LockEngine {
 
   // Limits live in pathlock.limits (the default in its row '*'), read by
   // every engine's acquires from the commit on.
-  void set_default_limits(const Limits& limits) override {
-    core::check_limits(limits);
+  void do_set_default_limits(const Limits& limits) override {
     call(kSetLimits, set_limits_params(std::nullopt, limits));
   }
 
-  void set_limits(std::string_view ns, const std::optional<Limits>& limits) override {
-    core::check_namespace(ns);
-    if (limits) core::check_limits(*limits);
+  void do_set_limits(std::string_view ns, const std::optional<Limits>& limits) override {
     call(kSetLimits, set_limits_params(ns, limits));
   }
 
-  LimitsStatus limits(std::string_view ns) override {
-    core::check_namespace(ns);
+  LimitsStatus do_limits(std::string_view ns) override {
     return status_of(call(kLimitsStatus, {std::string(ns)}).get());
   }
 
-  std::vector<WaiterInfo> waiters(std::string_view ns, std::string_view prefix, std::size_t limit) override {
-    core::check_namespace(ns);
-    const std::string canonical = core::resolve_prefix(prefix);
-    core::check_limit(limit, kMaxWaiters);
+  std::vector<WaiterInfo> do_waiters(std::string_view ns, const std::string& canonical, std::size_t limit) override {
     const Result r = call(
         "SELECT w.id, w.owner, w.op, pathlock.now_ms() - w.since, w.expires - pathlock.now_ms(), "
         "array_to_string(w.roles, chr(1)), array_to_string(w.paths, chr(1)) FROM pathlock.waiters w "
@@ -409,8 +383,6 @@ class PostgresEngine final : public LockEngine {
     return options;
   }
 
-  const MatrixTable& matrix_;
-  const core::Instruments instruments_;
   core::HoldTable holds_;  // grant times of this process's locks
   const PostgresOptions options_;
   std::unique_ptr<Pool> pool_;

@@ -5,6 +5,7 @@
 
 #include "core/observe.hpp"
 #include "core/process.hpp"
+#include "core/backend_engine.hpp"
 #include "core/request.hpp"
 #include "core/waiting.hpp"
 #include "redis/library.hpp"
@@ -37,11 +38,10 @@ ClientOptions client_options(const RedisOptions& options, const core::Instrument
                        options.pool_size, options.replicas, options.tls, instruments.metrics(), instruments.sink()};
 }
 
-class RedisEngine final : public LockEngine {
+class RedisEngine final : public core::BackendEngine {
  public:
   explicit RedisEngine(const RedisOptions& options)
-      : matrix_(options.matrix ? *options.matrix : default_matrix()),
-        instruments_(options.observe, matrix_),
+      : BackendEngine(options.matrix ? *options.matrix : default_matrix(), options.observe),
         library_(library_for(matrix_)),
         options_(options),
         client_(std::make_unique<RedisClient>(client_options(options, instruments_))),
@@ -60,13 +60,9 @@ class RedisEngine final : public LockEngine {
     holds_.forget_after_fork();  // the inherited table may be mid-change: not destroyed
   }
 
-  const MatrixTable& matrix() const override { return matrix_; }
-  std::shared_ptr<Metrics> metrics() const override { return instruments_.shared_metrics(); }
+ private:
 
-  AcquireResult acquire(const LockRequest& request) override { return acquire(request, std::stop_token{}); }
-
-  AcquireResult acquire(const LockRequest& request, std::stop_token stop) override {
-    const core::ResolvedRequest req = core::resolve_request(matrix_, request);
+  AcquireResult do_acquire(const LockRequest& request, core::ResolvedRequest& req, std::stop_token stop) override {
     // The arguments by name (request_layout.hpp). The new id and token
     // serve every attempt of this call (only a grant uses them, and a grant
     // ends the call); the client sets the deadline at each send.
@@ -93,18 +89,14 @@ class RedisEngine final : public LockEngine {
     return out;
   }
 
-  bool release(std::string_view ns, std::string_view id, std::string_view token) override {
-    core::check_namespace(ns);
+  bool do_release(std::string_view ns, std::string_view id, std::string_view token) override {
     const Reply r = run("release", ns, {std::string(id), std::string(token)});
     const bool ok = released("release", r);
     if (ok) lock_gone(ns, id, static_cast<std::uint32_t>(r.at(1).number()));
-    instruments_.released(ns, id, ok, false);
     return ok;
   }
 
-  bool renew(std::string_view ns, std::string_view id, std::string_view token, std::optional<Millis> ttl) override {
-    core::check_namespace(ns);
-    if (ttl) core::check_ttl(*ttl);
+  bool do_renew(std::string_view ns, std::string_view id, std::string_view token, std::optional<Millis> ttl) override {
     int acked = 0;
     const Reply r = run("renew", ns,
                         {std::string(id), std::string(token), ttl ? std::to_string(ttl->count()) : std::string()},
@@ -120,12 +112,7 @@ class RedisEngine final : public LockEngine {
                                 "lease may end at its previous end",
                                 acked, replicas_, id));
     if (ok) core::hold_renewed(holds_, instruments_, ns, id, ttl);
-    instruments_.renewed(ns, id, ok);
     return ok;
-  }
-
-  std::vector<LockInfo> list(std::string_view ns, std::string_view prefix) override {
-    return core::list_by_pages(*this, ns, prefix);
   }
 
   // The list function looks at a bounded number of locks per call (fence
@@ -134,10 +121,9 @@ class RedisEngine final : public LockEngine {
   // lock looked at. Reading writes nothing: list_ro skips what has ended
   // without reaping it (the next writing call reaps), so a user with read
   // rights only may list.
-  ListPage list_page(std::string_view ns, std::string_view prefix, std::size_t limit,
-                     std::string_view after) override {
-    const std::string canonical = core::check_list_page(ns, prefix, limit, after).prefix;
-    const Reply r = run("list_ro", ns, {canonical, std::to_string(limit), std::string(after)});
+  ListPage do_list_page(std::string_view ns, const core::PageQuery& query, std::size_t limit,
+                        std::string_view after) override {
+    const Reply r = run("list_ro", ns, {query.prefix, std::to_string(limit), std::string(after)});
     if (r.at(reply::list::status).text() != "locks") unexpected("list", r.at(reply::list::status).text());
     ListPage page;
     page.next = r.at(reply::list::next).text();
@@ -147,31 +133,22 @@ class RedisEngine final : public LockEngine {
     return page;
   }
 
-  void set_default_limits(const Limits& limits) override {
-    core::check_limits(limits);
-    defaults_.set(client(), limits);
-  }
-  void set_limits(std::string_view ns, const std::optional<Limits>& limits) override {
-    core::check_namespace(ns);
-    if (limits) core::check_limits(*limits);
+  void do_set_default_limits(const Limits& limits) override { defaults_.set(client(), limits); }
+  void do_set_limits(std::string_view ns, const std::optional<Limits>& limits) override {
     run("set_limits", ns, {limits ? core::limits_text(*limits) : std::string()});
   }
-  LimitsStatus limits(std::string_view ns) override {
-    core::check_namespace(ns);
+  LimitsStatus do_limits(std::string_view ns) override {
     return read_limits_status(run("limits_ro", ns, {}),
                               defaults_.text(client(), true, [this](std::string_view e) { default_unread(e); }));
   }
 
-  bool is_held(std::string_view ns, std::string_view id, std::string_view token) override {
-    core::check_namespace(ns);
+  bool do_is_held(std::string_view ns, std::string_view id, std::string_view token) override {
     const Reply r = run("held", ns, {std::string(id), std::string(token)});
     if (r.at(0).text() != "held") unexpected("held", r.at(0).text());
     return r.at(1).number() != 0;
   }
 
-  BlockersPage blockers(std::string_view ns, std::string_view op, const std::vector<Target>& targets,
-                        std::size_t limit) override {
-    const core::ResolvedRequest req = core::resolve_dry_run(matrix_, ns, op, targets, limit, kMaxBlockers);
+  BlockersPage do_blockers(std::string_view ns, const core::ResolvedRequest& req, std::size_t limit) override {
     std::vector<std::string> args{std::string(matrix_.ops[static_cast<std::size_t>(req.op)].name)};
     for (const core::ResolvedTarget& t : req.targets) args.push_back(t.path);
     args.push_back(std::to_string(limit));
@@ -186,11 +163,8 @@ class RedisEngine final : public LockEngine {
     return out;
   }
 
-  std::vector<WaiterInfo> waiters(std::string_view ns, std::string_view prefix, std::size_t limit) override {
-    core::check_namespace(ns);
-    const std::string canonical = core::resolve_prefix(prefix);
-    core::check_limit(limit, kMaxWaiters);
-    const Reply r = run("waiters", ns, {canonical, std::to_string(limit)});
+  std::vector<WaiterInfo> do_waiters(std::string_view ns, const std::string& prefix, std::size_t limit) override {
+    const Reply r = run("waiters", ns, {prefix, std::to_string(limit)});
     if (r.at(reply::waiters::status).text() != "waiters") unexpected("waiters", r.at(reply::waiters::status).text());
     std::vector<WaiterInfo> out;
     for (std::size_t i = reply::waiters::first_row; i < r.elements.size(); ++i)
@@ -198,11 +172,9 @@ class RedisEngine final : public LockEngine {
     return out;
   }
 
-  bool force_release(std::string_view ns, std::string_view id) override {
-    core::check_namespace(ns);
+  bool do_force_release(std::string_view ns, std::string_view id) override {
     const bool ok = released("force_release", run("force_release", ns, {std::string(id)}));
     if (ok) lock_gone(ns, id, 0);
-    instruments_.released(ns, id, ok, true);
     return ok;
   }
 
@@ -421,8 +393,6 @@ class RedisEngine final : public LockEngine {
     process_.adopt();  // after client_ is set: a thread that sees this process as the owner sees the new client
   }
 
-  const MatrixTable& matrix_;
-  const core::Instruments instruments_;  // before client_, which counts into it
   core::HoldTable holds_;                // grant times of this process's locks
   Library library_;
   const RedisOptions options_;
