@@ -24,6 +24,7 @@
 
 #include <fmt/format.h>
 
+#include "convert.hpp"
 #include "py_engine.hpp"
 
 #include <chrono>
@@ -38,29 +39,9 @@
 
 namespace py = pybind11;
 using namespace pathlock;
+using namespace pathlock::binding;
 
 namespace {
-
-// Seconds (Python) to milliseconds (C++). NaN, infinities and values beyond
-// the C++ range are bad input; the engine checks the allowed range itself.
-Millis to_millis(double seconds, const char* field) {
-  if (!std::isfinite(seconds) || std::fabs(seconds) > 1e12)
-    throw InvalidRequest(std::string(field) + ": must be a finite number of seconds");
-  return Millis{static_cast<Millis::rep>(std::llround(seconds * 1000.0))};
-}
-
-double to_seconds(Millis ms) { return static_cast<double>(ms.count()) / 1000.0; }
-
-// A duration argument in seconds that must lie within lo..hi: the message
-// speaks the API's unit (seconds), never the engine's milliseconds.
-Millis seconds_within(double seconds, const char* field, Millis lo, Millis hi) {
-  const Millis ms = to_millis(seconds, field);
-  if (ms < lo || ms > hi)
-    throw InvalidRequest(fmt::format("{}: {} s is outside {}..{} s", field, seconds, to_seconds(lo), to_seconds(hi)));
-  return ms;
-}
-Millis ttl_arg(double seconds) { return seconds_within(seconds, "ttl", kMinTtl, kMaxTtl); }
-Millis wait_arg(double seconds) { return seconds_within(seconds, "wait", Millis{0}, kMaxTtl); }
 
 // The engine's acquire, stoppable by `stop`, with the GIL released, and
 // never losing a grant to a Python exception: while it waits, the calling
@@ -125,89 +106,6 @@ struct PyMatrix {
 
 const MatrixTable* table_of(const std::shared_ptr<PyMatrix>& m) { return m ? &m->table() : nullptr; }
 
-// A str argument as UTF-8. A str that cannot be UTF-8 (a lone surrogate, as
-// os.fsdecode makes of a byte that is not UTF-8) is bad input, not a
-// UnicodeEncodeError from deep inside the binding.
-std::string utf8_of(const py::handle& h, const char* field) {
-  Py_ssize_t size = 0;
-  const char* data = PyUnicode_AsUTF8AndSize(h.ptr(), &size);
-  if (!data) {
-    PyErr_Clear();
-    throw InvalidRequest(std::string(field) + ": not valid Unicode (a lone surrogate?): " +
-                         py::cast<std::string>(py::repr(h)));
-  }
-  return std::string(data, static_cast<std::size_t>(size));
-}
-
-// A role or path: str only. bytes are refused: b'/p/a' is not a path of any
-// matrix, and decoding it would guess an encoding.
-std::string target_text(const py::handle& h) {
-  if (!py::isinstance<py::str>(h))
-    throw InvalidRequest("targets: roles and paths must be str, got " +
-                         py::cast<std::string>(py::str(h.get_type().attr("__name__"))) +
-                         (py::isinstance<py::bytes>(h) ? " (decode it first, e.g. os.fsdecode)" : ""));
-  return utf8_of(h, "targets");
-}
-
-// {role: path} or a sequence of (role, path) pairs, in the order given.
-std::vector<Target> to_targets(const py::handle& targets) {
-  std::vector<Target> out;
-  if (py::isinstance<py::str>(targets) || py::isinstance<py::bytes>(targets))
-    throw InvalidRequest("targets: expected {role: path} or a sequence of (role, path) pairs, got a string");
-  if (py::isinstance<py::dict>(targets)) {
-    for (auto item : py::reinterpret_borrow<py::dict>(targets))
-      out.push_back(Target{target_text(item.first), target_text(item.second)});
-    return out;
-  }
-  if (!py::isinstance<py::sequence>(targets))
-    throw InvalidRequest("targets: expected {role: path} or a sequence of (role, path) pairs");
-  for (auto item : py::reinterpret_borrow<py::sequence>(targets)) {
-    if (!py::isinstance<py::sequence>(item) || py::isinstance<py::str>(item) || py::len(item) != 2)
-      throw InvalidRequest("targets: each pair must be (role, path)");
-    auto pair = py::reinterpret_borrow<py::sequence>(item);
-    out.push_back(Target{target_text(pair[0]), target_text(pair[1])});
-  }
-  return out;
-}
-
-// A namespace, owner or operation argument: str only, valid Unicode.
-std::string text_arg(const py::handle& h, const char* field) {
-  if (!py::isinstance<py::str>(h))
-    throw InvalidRequest(std::string(field) + ": must be str, got " +
-                         py::cast<std::string>(py::str(h.get_type().attr("__name__"))));
-  return utf8_of(h, field);
-}
-
-// 'text' with ' and \ escaped and control characters as \xNN, so a repr
-// or message shows an owner or path literally, whatever it holds.
-std::string py_quoted(std::string_view text) {
-  std::string out = "'";
-  for (const char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '\'' || c == '\\') out += '\\';
-    if (u < 0x20 || u == 0x7f) out += fmt::format("\\x{:02x}", u);
-    else out += c;
-  }
-  return out + "'";
-}
-
-// A conflict in words: who holds what, where, and for how long.
-std::string conflict_words(const Conflict& c) {
-  return fmt::format("{} {} by {} on {} ({} {}), {:.3f} s left", c.queued ? "waiting" : "held", c.op, py_quoted(c.owner),
-                     py_quoted(c.path), relation_name(c.relation), py_quoted(c.requested_path), to_seconds(c.expires_in));
-}
-
-py::list targets_list(const std::vector<Target>& targets) {
-  py::list out;
-  for (const Target& t : targets) out.append(py::make_tuple(t.role, t.path));
-  return out;
-}
-
-std::size_t to_limit(long long limit, const char* field) {
-  if (limit < 1) throw InvalidRequest(std::string(field) + ": must be at least 1");
-  return static_cast<std::size_t>(limit);
-}
-
 // A Python callable called from a C++ thread: the GIL is taken to call it
 // and to drop it, and an exception it raises is reported as unraisable (it
 // cannot propagate into the keeper's thread).
@@ -264,167 +162,6 @@ template <bool (LockEngine::*Method)(std::string_view, std::string_view, std::st
 bool id_token_call(PyEngine& self, const std::string& ns, const std::string& id, const std::string& token) {
   py::gil_scoped_release nogil;
   return (self.get().*Method)(ns, id, token);
-}
-
-}  // namespace
-
-// The id, owner and op that every listed lock, blocker and waiter has.
-template <class T>
-py::class_<T>& who(py::class_<T>&& c) {
-  return c.def_readonly("id", &T::id).def_readonly("owner", &T::owner).def_readonly("op", &T::op);
-}
-
-namespace {
-
-
-void register_errors(py::module_& m) {
-  // Exceptions: bad input is a ValueError, a backend failure a ConnectionError.
-  static auto& invalid_request = py::register_exception<InvalidRequest>(m, "InvalidRequest", PyExc_ValueError);
-  invalid_request.attr("__doc__") = "Bad input (unknown operation or role, bad path, TTL, namespace, ...); nothing was changed.";
-  static auto& backend_error = py::register_exception<BackendError>(m, "BackendError", PyExc_ConnectionError);
-  backend_error.attr("__doc__") =
-      "The backend could not do its work (connection lost, timeout, another matrix in the namespace, ...).";
-  static py::exception<matrix::MatrixError> matrix_error(m, "MatrixError", invalid_request.ptr());
-  matrix_error.attr("__doc__") = "A matrix file that cannot be compiled; `problems` lists every problem found.";
-  py::register_exception_translator([](std::exception_ptr p) {
-    try {
-      if (p) std::rethrow_exception(p);
-    } catch (const matrix::MatrixError& e) {
-      py::object err = py::reinterpret_borrow<py::object>(matrix_error.ptr())(e.what());
-      err.attr("problems") = py::cast(e.problems());
-      PyErr_SetObject(matrix_error.ptr(), err.ptr());
-    } catch (const PathError& e) {  // a path error is bad input, like any other
-      PyErr_SetString(invalid_request.ptr(), e.what());
-    }
-  });
-
-}
-
-void register_grant(py::module_& m) {
-  py::class_<Grant>(m, "Grant", "A granted lock: `token` is the secret that releases or renews it.")
-      .def(py::init([](std::string id, std::string token, double expires_in) {
-             Grant g;
-             g.id = std::move(id);
-             g.token = std::move(token);
-             g.expires_in = to_millis(expires_in, "expires_in");
-             return g;
-           }),
-           py::arg("id"), py::arg("token"), py::arg("expires_in") = 0.0,
-           "The proof of a lock granted elsewhere (another process kept its id and token), for "
-           "`acquire(..., reenter=Grant(id, token))`, which reads only id and token. To keep such a "
-           "lock with a LeaseKeeper, give the lease left (`expires_in` seconds, e.g. the TTL of a "
-           "renew() just done): the keeper counts the lease's end from it (0: already ended).")
-      .def_readonly("id", &Grant::id)
-      .def_readonly("token", &Grant::token)
-      .def_readonly("fence", &Grant::fence, "Strictly increasing per namespace, per new lock.")
-      .def_property_readonly("expires_in", [](const Grant& g) { return to_seconds(g.expires_in); },
-                             "Lease left when granted, in seconds.")
-      .def_readonly("holds", &Grant::holds, "Reentrant hold count.")
-      .def("__repr__", [](const Grant& g) {
-        return "Grant(id='" + g.id + "', fence=" + std::to_string(g.fence) + ", holds=" + std::to_string(g.holds) +
-               ")";
-      });
-}
-
-void register_conflict(py::module_& m) {
-  py::class_<Conflict>(m, "Conflict", "The held lock (or older waiting request, `queued`) that refused a request.")
-      .def_readonly("id", &Conflict::id)
-      .def_readonly("op", &Conflict::op)
-      .def_readonly("role", &Conflict::role)
-      .def_readonly("path", &Conflict::path)
-      .def_readonly("owner", &Conflict::owner)
-      .def_property_readonly("expires_in", [](const Conflict& c) { return to_seconds(c.expires_in); })
-      .def_readonly("requested_role", &Conflict::requested_role)
-      .def_readonly("requested_path", &Conflict::requested_path)
-      .def_property_readonly("relation", [](const Conflict& c) { return std::string(relation_name(c.relation)); },
-                             "'same', 'held_ancestor' or 'held_descendant' (held path vs requested path).")
-      .def_readonly("queued", &Conflict::queued)
-      .def("__repr__", [](const Conflict& c) {
-        return "Conflict(op='" + c.op + "', role='" + c.role + "', path='" + c.path + "', owner='" + c.owner + "')";
-      })
-      .def("__str__", &conflict_words);
-}
-
-void register_acquire_result(py::module_& m) {
-  py::class_<AcquireResult>(m, "AcquireResult",
-                            "The answer of acquire: `granted` and `grant`, or the `conflict` that refused it, or "
-                            "`not_holder` (a reentry whose proof names no live lock). True when granted.")
-      .def_property_readonly("granted", &AcquireResult::granted)
-      .def_property_readonly("grant",
-                             [](const AcquireResult& r) -> py::object {
-                               return r.granted() ? py::cast(r.grant) : py::none();
-                             })
-      .def_property_readonly("conflict",
-                             [](const AcquireResult& r) -> py::object {
-                               return r.granted() || r.not_holder() || r.over_limit() ||
-                                              (r.cancelled() && r.conflict.id.empty())
-                                          ? py::none()
-                                          : py::cast(r.conflict);
-                             })
-      .def_property_readonly("not_holder", &AcquireResult::not_holder)
-      .def_property_readonly(
-          "over_limit",
-          [](const AcquireResult& r) -> py::object { return r.over_limit() ? py::cast(r.limit) : py::none(); },
-          "Refused by a limit of the namespace: the LimitRefusal (limit, max, count); None otherwise.")
-      .def_property_readonly("cancelled", &AcquireResult::cancelled,
-                             "Stopped before it returned (a StopSource, an asyncio cancellation): nothing is held.")
-      .def("__bool__", [](const AcquireResult& r) { return r.granted(); })
-      .def("__repr__", [](const AcquireResult& r) {
-        if (r.granted()) return "AcquireResult(granted, id='" + r.grant.id + "')";
-        if (r.not_holder()) return std::string("AcquireResult(not_holder)");
-        if (r.cancelled()) return std::string("AcquireResult(cancelled)");
-        if (r.over_limit())
-          return "AcquireResult(over_limit " + std::string(limit_name(r.limit.limit)) + " " +
-                 std::to_string(r.limit.count) + "/" + std::to_string(r.limit.max) + ")";
-        return "AcquireResult(refused by " + conflict_words(r.conflict) + ")";
-      });
-}
-
-void register_results(py::module_& m) {
-  register_grant(m);
-  register_conflict(m);
-  register_acquire_result(m);
-}
-
-void register_listings(py::module_& m) {
-  who(py::class_<LockInfo>(m, "LockInfo", "A held lock, as listed."))
-      .def_property_readonly("targets", [](const LockInfo& l) { return targets_list(l.targets); },
-                             "[(role, canonical path)] in the matrix's role order.")
-      .def_readonly("fence", &LockInfo::fence)
-      .def_readonly("holds", &LockInfo::holds)
-      .def_property_readonly("expires_in", [](const LockInfo& l) { return to_seconds(l.expires_in); })
-      .def("__repr__", [](const LockInfo& l) {
-        std::string targets;
-        for (const Target& t : l.targets) targets += (targets.empty() ? "" : ", ") + t.role + "=" + py_quoted(t.path);
-        return "LockInfo(id='" + l.id + "', owner=" + py_quoted(l.owner) + ", op='" + l.op + "', " + targets +
-               ", fence=" + std::to_string(l.fence) + ")";
-      });
-
-  py::class_<ListPage>(m, "ListPage", "One page of a listing; `next` is '' on the last page.")
-      .def_readonly("locks", &ListPage::locks)
-      .def_readonly("next", &ListPage::next);
-
-  who(py::class_<Blocker>(m, "Blocker", "A held lock or waiting request (`queued`) that refuses a request now."))
-      .def_readonly("queued", &Blocker::queued)
-      .def_readonly("role", &Blocker::role)
-      .def_readonly("path", &Blocker::path)
-      .def_readonly("requested_role", &Blocker::requested_role)
-      .def_readonly("requested_path", &Blocker::requested_path)
-      .def_property_readonly("relation", [](const Blocker& b) { return std::string(relation_name(b.relation)); })
-      .def_readonly("fence", &Blocker::fence)
-      .def_readonly("holds", &Blocker::holds)
-      .def_property_readonly("expires_in", [](const Blocker& b) { return to_seconds(b.expires_in); })
-      .def_property_readonly("waited", [](const Blocker& b) { return to_seconds(b.waited); });
-
-  py::class_<BlockersPage>(m, "BlockersPage", "The answer of blockers(); `truncated`: more exist than `limit`.")
-      .def_readonly("blockers", &BlockersPage::blockers)
-      .def_readonly("truncated", &BlockersPage::truncated);
-
-  who(py::class_<WaiterInfo>(m, "WaiterInfo", "A waiting request with a place in line."))
-      .def_property_readonly("targets", [](const WaiterInfo& w) { return targets_list(w.targets); })
-      .def_property_readonly("waited", [](const WaiterInfo& w) { return to_seconds(w.waited); })
-      .def_property_readonly("expires_in", [](const WaiterInfo& w) { return to_seconds(w.expires_in); });
-
 }
 
 void register_matrix(py::module_& m) {
