@@ -214,12 +214,9 @@ func (s *shell) line(line string, lines <-chan string) []string {
 		s.reply(obj{{"cancelled", true}})
 		return nil
 	}
-	trimmed := strings.TrimLeft(line, " \t")
-	if trimmed == "" && !strings.ContainsRune(line, '\r') {
-		return nil
-	}
-	if strings.HasPrefix(trimmed, "#") {
-		return nil
+	if trimmed := strings.TrimLeft(line, " \t"); strings.HasPrefix(trimmed, "#") ||
+		(trimmed == "" && !strings.ContainsRune(line, '\r')) {
+		return nil // blank and comment lines get no answer
 	}
 	if strings.ContainsRune(line, '\r') {
 		s.reply(obj{{"error", "the line holds a carriage return (lines end with LF only)"}})
