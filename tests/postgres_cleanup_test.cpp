@@ -389,38 +389,39 @@ TEST_CASE("postgres: rounds of abandoned namespaces: every row goes and the tabl
     CHECK(r.rows_left == 0);     // every row of the round's namespaces is gone
     CHECK(r.unvacuumed.empty());  // (else the sizes below say nothing)
   }
-  // Per relation (each table's heap, each index), the main fork: rounds 3..5
-  // peak at the larger peak of rounds 1 and 2, give or take two pages. Round 2
-  // is part of the reference because a B-tree page that a vacuum emptied and
-  // deleted is reused only once a later vacuum finds no transaction that
-  // could still see it: the indexes of the line (waiters_place, waiters_pkey,
-  // queued_path, queued_pkey) grow by two or three pages from round 1 to
-  // round 2 and then stay (two clean-clone runs side by side: waiters_place
-  // 2, 4, 5, 5, 5 and 2, 4, 4, 5, 5 pages); compared with round 1 alone they
-  // failed the check. The tolerance is for autovacuum's timing:
-  // the places given up during a round are dead rows until a vacuum, and
-  // whether one came during the round decides whether the round's later
-  // rows reuse their index space or split pages (125 such places here: about
-  // a page of each index of `waiters` and `queued`; with a place given up in
-  // each of the 250 namespaces, waiters_pkey peaked 3 pages above round 1 in
-  // three runs of five); a page a round frees in `namespaces`, which
-  // nothing else writes, is recycled only by the next round's vacuum. The
-  // rest of pg_total_relation_size is made by
-  // round 1's first vacuums and stays at its size for tables this small: an
-  // index's free space map (3 pages), a heap's free space and visibility
-  // maps (3 + 1) and its TOAST table's index (1).
+  // Per relation (each table's heap, each index), the main fork: every round
+  // peaks at most four pages above round 1's peak, and rounds 3, 4 and 5 do
+  // not grow each round (growth of a page a round would fail both checks
+  // within a few rounds). Not "equal to round 1": a B-tree page that a vacuum
+  // emptied and deleted is reused only once a later vacuum finds no
+  // transaction that could still see it, so the indexes of the line
+  // (waiters_place, waiters_pkey, queued_path, queued_pkey) warm up by two
+  // or three pages and then stay: two clean-clone runs side by side showed
+  // waiters_place at 2, 4, 5, 5, 5 and 2, 4, 4, 5, 5 pages, and on a loaded
+  // machine the warm-up came later (queued_path 2 pages in rounds 1 and 2,
+  // 5 in rounds 4 and 5), as autovacuum's timing decides: the places given
+  // up during a round are dead rows until a vacuum, and whether one came
+  // during the round decides whether the round's later rows reuse their
+  // index space or split pages (125 such places here: about a page of each
+  // index of `waiters` and `queued`); a page a round frees in `namespaces`,
+  // which nothing else writes, is recycled only by the next round's vacuum.
+  // The rest of pg_total_relation_size is made by round 1's first vacuums
+  // and stays at its size for tables this small: an index's free space map
+  // (3 pages), a heap's free space and visibility maps (3 + 1) and its
+  // TOAST table's index (1).
   constexpr long long kPage = 8192;
   for (const auto& [name, size] : rounds.front().peak) {
-    const Size one = peak_of(rounds[0], name), two = peak_of(rounds[1], name);
-    const long long reference = std::max(one.main, two.main);
-    INFO(name << ", rounds 1 and 2");
-    CHECK(two.main <= one.main + 4 * kPage);  // the warm-up of page recycling, bounded
+    const long long one = peak_of(rounds[0], name).main;
+    std::vector<long long> mains;
     for (std::size_t r = 0; r < rounds.size(); ++r) {
       INFO(name << ", round " << r + 1);
       const Size later = peak_of(rounds[r], name);
-      if (r >= 2) CHECK(later.main <= reference + 2 * kPage);
+      mains.push_back(later.main);
+      CHECK(later.main <= one + 4 * kPage);  // the warm-up of page recycling, bounded
       CHECK(later.total - later.main <= (name.find('.') != std::string::npos ? 3 : 5) * kPage);
     }
+    INFO(name << ": rounds 3, 4 and 5 must not each grow");
+    CHECK_FALSE((mains[2] < mains[3] && mains[3] < mains[4]));
   }
 }
 
