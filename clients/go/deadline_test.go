@@ -27,8 +27,7 @@ const returnBound = 700 * time.Millisecond
 // observer connection.
 func stalledServer(t *testing.T, opts pathlock.Options) (*pathlock.Client, redis.Conn, string) {
 	t.Helper()
-	port := serveRedis(t, freePort, t.TempDir(), "", nil)
-	addr := loopback(port)
+	addr := loopback(serveTestenv(t, "redis", nil).Port)
 	opts.URL = "redis://" + addr
 	c := connect(t, opts)
 	obs, err := redis.Dial("tcp", addr)

@@ -154,58 +154,20 @@ func dialObserver(addr string) observer {
 	}
 }
 
-// startCluster: three masters joined by redis-cli --cluster create.
+// startCluster: three masters from the launcher, up once every node says
+// cluster_state:ok; each port leaves room for its bus port (port + 10000).
 func startCluster(t *testing.T) []string {
-	dir := t.TempDir()
+	env := serveTestenv(t, "cluster", []string{"--masters", "3"})
 	var addrs []string
-	for i := 0; i < 3; i++ {
-		port := serveRedis(t, freeClusterPort, dir, "", func(port int) []string {
-			return []string{"--cluster-enabled", "yes",
-				"--cluster-config-file", fmt.Sprintf("nodes-%d.conf", port), "--cluster-node-timeout", "5000"}
-		})
-		addrs = append(addrs, loopback(port))
-	}
-	cli := os.Getenv("REDIS_CLI")
-	if cli == "" {
-		cli = "redis-cli"
-	}
-	args := append([]string{"--cluster", "create"}, addrs...)
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
-	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
-		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
-	}
-	for _, a := range addrs {
-		eventually(t, a+" says cluster_state:ok", func() bool {
-			c, err := redis.Dial("tcp", a)
-			if err != nil {
-				return false
-			}
-			defer c.Close()
-			info, _ := redis.String(c.Do("CLUSTER", "INFO"))
-			return strings.Contains(info, "cluster_state:ok")
-		})
+	for _, p := range env.Ports {
+		if p > clusterPortMax {
+			t.Fatalf("a cluster node on %d: its bus port %d is not a port", p, p+10000)
+		}
+		addrs = append(addrs, loopback(p))
 	}
 	return addrs
 }
 
-// freeClusterPort never gives a port whose bus port (port + 10000) is not
-// a port: 2000 draws (freePort's share above clusterPortMax is logged: the
-// OS's ephemeral range, often 32768-60999, reaches above it).
-func TestFreeClusterPort(t *testing.T) {
-	above := 0
-	for i := 0; i < 2000; i++ {
-		if p := freeClusterPort(); p < 1 || p > clusterPortMax || p+10000 > 65535 {
-			t.Fatalf("freeClusterPort gave %d: its bus port %d is not a port", p, p+10000)
-		}
-		if freePort() > clusterPortMax {
-			above++
-		}
-	}
-	t.Logf("freePort gave %d of 2000 ports above %d", above, clusterPortMax)
-}
-
-// A Redis Cluster of three masters: a namespace on each master, its calls
-// and its wake-ups on that master alone.
 func TestCluster(t *testing.T) {
 	addrs := startCluster(t)
 	c := connect(t, pathlock.Options{URL: "redis://" + strings.Join(addrs, ",")})
@@ -298,14 +260,9 @@ func ownerOf(t *testing.T, addr string, slot int) string {
 // A master and one sentinel that monitors it: the client is given only the
 // sentinel's address and the master's name.
 func TestSentinel(t *testing.T) {
-	dir := t.TempDir()
-	master := serveRedis(t, freePort, dir, "", nil)
-	conf := filepath.Join(dir, "sentinel.conf")
-	text := fmt.Sprintf("sentinel monitor gomaster 127.0.0.1 %d 1\n", master)
-	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	sentinel := serveRedis(t, freePort, dir, conf, fixedArgs("--sentinel"))
+	// The launcher's: up once the sentinel names the master.
+	env := serveTestenv(t, "sentinel", []string{"--replicas", "0", "--sentinels", "1", "--master-name", "gomaster"})
+	master, sentinel := env.MasterPort, env.Ports[0]
 	c := connect(t, pathlock.Options{URL: fmt.Sprintf("redis-sentinel://127.0.0.1:%d#gomaster", sentinel)})
 	deploymentScenario(t, c, newNS(t), dialObserver(loopback(master)))
 	// A name the sentinel does not monitor is a backend error.
@@ -320,13 +277,8 @@ func TestTLS(t *testing.T) {
 	if out, err := exec.Command("sh", repoFile("tools", "dev", "redis_devtools", "make_test_certs.sh"), certs).CombinedOutput(); err != nil {
 		t.Fatalf("make_test_certs.sh: %v\n%s", err, out)
 	}
-	var tlsPort int // drawn again with the plain port on every try
-	plain := serveRedis(t, freePort, t.TempDir(), "", func(int) []string {
-		tlsPort = freePort()
-		return []string{"--tls-port", strconv.Itoa(tlsPort),
-			"--tls-cert-file", filepath.Join(certs, "server.crt"), "--tls-key-file", filepath.Join(certs, "server.key"),
-			"--tls-ca-cert-file", filepath.Join(certs, "ca.crt"), "--tls-auth-clients", "yes"}
-	})
+	env := serveTestenv(t, "redis", []string{"--tls-dir", certs})
+	plain, tlsPort := env.Port, env.Servers[0].TLSPort
 	tlsConfig := func(cert string) *tls.Config {
 		roots := x509.NewCertPool()
 		pem, err := os.ReadFile(filepath.Join(certs, "ca.crt"))

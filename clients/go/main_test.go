@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,18 +13,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomodule/redigo/redis"
-
 	"pathlock.dev/pathlock"
 )
 
-// The suite runs against a real redis-server it starts on a free loopback
-// port. It needs:
+// The suite runs against a real redis-server on a free loopback port from
+// the one test launcher (testenv_test.go). It needs:
 //
 //	PATHLOCK_LIBRARY  the Functions library file (pathlock_library.lua)
 //	PATHLOCK_VECTORS  the folder of paths.json and matrix-cases.json
 //	PATHLOCK_CLI      the C++ pathlock program (interop tests)
-//	REDIS_SERVER      optional, default redis-server from PATH
+//	REDIS_SERVER      optional, default redis-server from PATH (the launcher's)
 var (
 	redisURL  string
 	redisAddr string
@@ -51,141 +48,28 @@ func need(name string) string {
 	return v
 }
 
-// freePort: a loopback port that was free a moment ago (the OS's choice).
-func freePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // clusterPortMax: the highest port a Redis Cluster node may listen on. Its
 // cluster bus listens on port + 10000 (no --cluster-port is given), which
-// must be a port too; redis-server refuses to start above it.
+// must be a port too; redis-server refuses to start above it. The launcher
+// (testenv_test.go) keeps a Cluster's ports at or below it.
 const clusterPortMax = 65535 - 10000
-
-// freeClusterPort: freePort for a Redis Cluster node: drawn again while
-// the OS gives one above clusterPortMax (its ephemeral range often goes
-// up to 60999).
-func freeClusterPort() int {
-	for {
-		if p := freePort(); p <= clusterPortMax {
-			return p
-		}
-	}
-}
 
 // loopback: the address of a port on 127.0.0.1.
 func loopback(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
-
-// startRedis starts redis-server in dir on port, with a configuration file
-// when conf is not "" (a sentinel's) and extra arguments, and waits until
-// it answers PING with INFO naming its own process (not another test's
-// server that holds the port); the returned function stops it. An error
-// when it exits first (e.g. the port, or its bus port, was taken).
-func startRedis(dir, conf string, port int, extra ...string) (func(), error) {
-	bin := os.Getenv("REDIS_SERVER")
-	if bin == "" {
-		bin = "redis-server"
-	}
-	var args []string
-	if conf != "" {
-		args = append(args, conf)
-	}
-	args = append(args, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir)
-	args = append(args, extra...)
-	cmd := exec.Command(bin, args...)
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	stop := func() { _ = cmd.Process.Kill(); <-exited }
-	addr := loopback(port)
-	self := fmt.Sprintf("process_id:%d\r\n", cmd.Process.Pid)
-	for i := 0; ; i++ {
-		select {
-		case <-exited:
-			return nil, fmt.Errorf("redis-server on %s exited before it answered", addr)
-		default:
-		}
-		// Time limits: what holds the port may be no redis-server at all.
-		c, err := redis.Dial("tcp", addr, redis.DialConnectTimeout(time.Second),
-			redis.DialReadTimeout(time.Second), redis.DialWriteTimeout(time.Second))
-		if err == nil {
-			var info string
-			info, err = redis.String(c.Do("INFO", "server"))
-			c.Close()
-			if err == nil && strings.Contains(info, self) {
-				return stop, nil
-			}
-		}
-		if i > 200 {
-			stop()
-			return nil, fmt.Errorf("redis-server on %s did not answer: %v", addr, err)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-}
-
-// startRedisOnFreePort: startRedis on a port from draw (freePort, or
-// freeClusterPort for a Cluster node) with the arguments args gives for
-// it (args may be nil), on another port when the server does not start (a
-// parallel test took the port meanwhile): five tries. Returns the port.
-func startRedisOnFreePort(draw func() int, dir, conf string, args func(port int) []string) (int, func(), error) {
-	var err error
-	for try := 0; try < 5; try++ {
-		port := draw()
-		var extra []string
-		if args != nil {
-			extra = args(port)
-		}
-		var stop func()
-		if stop, err = startRedis(dir, conf, port, extra...); err == nil {
-			return port, stop, nil
-		}
-	}
-	return 0, nil, err
-}
-
-// serveRedis: startRedisOnFreePort for one test, which fails at once when
-// the server does not start and stops it when the test ends.
-func serveRedis(t *testing.T, draw func() int, dir, conf string, args func(port int) []string) int {
-	t.Helper()
-	port, stop, err := startRedisOnFreePort(draw, dir, conf, args)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
-	return port
-}
-
-// fixedArgs: arguments that do not depend on the port.
-func fixedArgs(extra ...string) func(int) []string {
-	return func(int) []string { return extra }
-}
 
 func TestMain(m *testing.M) {
 	library = need("PATHLOCK_LIBRARY")
 	vectors = need("PATHLOCK_VECTORS")
 	cli = need("PATHLOCK_CLI")
-	dir, err := os.MkdirTemp("", "pathlock-go-test")
-	if err != nil {
-		panic(err)
-	}
-	port, stop, err := startRedisOnFreePort(freePort, dir, "", nil)
+	env, err := startTestenv("redis", nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	redisAddr = loopback(port)
-	redisURL = "redis://" + redisAddr
+	redisAddr = loopback(env.Port)
+	redisURL = env.URL
 	code := m.Run()
-	stop()
-	os.RemoveAll(dir)
+	env.stop()
 	os.Exit(code)
 }
 

@@ -10,6 +10,8 @@ Environment:
   PATHLOCK_MATRIX_FILE  the shipped matrix's JSON file, for drivers with the "matrix" feature
                         (default: matrix/cloud-drive.json of this source tree)
   PATHLOCK_REDIS_SERVER optional: the redis-server to start (default: from PATH)
+  PATHLOCK_TESTENV      optional: the test launcher that starts it (default: tests/support/pathlock-testenv
+                        of this source tree)
 """
 import json
 import os

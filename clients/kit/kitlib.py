@@ -1,14 +1,14 @@
-"""The conformance kit's helpers: a redis-server of its own, a tiny RESP
+"""The conformance kit's helpers: a redis-server of its own (from the one
+test launcher, tests/support/pathlock-testenv), a tiny RESP
 client (to load the library and read what the functions answer), and the
 driver processes it talks to over the shell line protocol (docs/clients.md)."""
 import json
 import os
 import queue
 import shlex
-import shutil
 import socket
 import subprocess
-import tempfile
+import sys
 import threading
 import time
 import uuid
@@ -32,13 +32,18 @@ def quote(word):
 # redis-server refuses to start above it.
 CLUSTER_PORT_MAX = 65535 - 10000
 
+# The one test launcher (tests/support/pathlock-testenv; tests/README.md):
+# $PATHLOCK_TESTENV, else the one of this source tree.
+TESTENV = os.environ.get("PATHLOCK_TESTENV") or os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "support", "pathlock-testenv")
+
 
 def free_port(cluster=False):
-    """A loopback port that was free a moment ago (the OS's choice): the one
-    helper of the Python tests and tools. With cluster, one for a Redis
-    Cluster node: drawn again while the OS gives one above CLUSTER_PORT_MAX
-    (a socket bound without SO_REUSEADDR gets one from the whole ephemeral
-    range, often 32768-60999)."""
+    """A loopback port that was free a moment ago (the OS's choice), for a
+    test that needs a port nobody listens on (servers get theirs from the
+    launcher). With cluster, one <= CLUSTER_PORT_MAX (drawn again while the
+    OS gives one above it: a socket bound without SO_REUSEADDR gets one from
+    the whole ephemeral range, often 32768-60999)."""
     while True:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
@@ -47,27 +52,47 @@ def free_port(cluster=False):
             return port
 
 
-def is_cluster_node(args):
-    """Whether redis-server arguments make a Cluster node (--cluster-enabled yes)."""
-    args = list(args)
-    return any(a == "--cluster-enabled" and args[i + 1:i + 2] == ["yes"] for i, a in enumerate(args))
+class TestEnv:
+    """The launcher as a child process: `pathlock-testenv KIND OPTIONS -- ARGS`
+    started, its JSON line read (.info: ports, pids, urls, dirs; .url,
+    .port), stopped by closing its stdin (it stops its servers and removes
+    their directory). command(line) sends one stdin command (`restart NAME
+    [ARG...]`, `stop NAME`) and returns its JSON answer. The launcher's
+    error, when it cannot start them, is on stderr (inherited)."""
 
+    __test__ = False  # not a pytest class
 
-def serves(port, proc):
-    """Whether the redis-server (or sentinel) of proc, a Popen of it with no
-    shell between, answers on port, and not another test's server that took
-    the port meanwhile: INFO names its process id. One second per reply."""
-    try:
-        r = Resp(port, timeout=1.0)
-    except OSError:
-        return False
-    try:
-        info = r("INFO", "server")
-        return isinstance(info, bytes) and b"process_id:%d\r\n" % proc.pid in info
-    except (OSError, ValueError):  # no answer, or no RESP (what holds the port may be no redis-server)
-        return False
-    finally:
-        r.close()
+    def __init__(self, kind, *options, args=()):
+        argv = [sys.executable, TESTENV, kind, *options, "--", *args]
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        if not line:
+            status = self.proc.wait()
+            raise RuntimeError(f"pathlock-testenv {kind} did not start its servers (exit {status}; see stderr)")
+        self.info = json.loads(line)
+        self.url, self.port = self.info["url"], self.info["port"]
+
+    def server(self, name):
+        """The JSON line's entry of server `name` (its port, pid, dir, log)."""
+        return next(s for s in self.info["servers"] if s["name"] == name)
+
+    def command(self, line):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        answer = json.loads(self.proc.stdout.readline() or "{}")
+        if "error" in answer or not answer:
+            raise RuntimeError(f"pathlock-testenv: {line}: {answer.get('error', 'no answer')}")
+        return answer
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(PATIENCE_S)
+            except subprocess.TimeoutExpired:
+                self.proc.terminate()
+                self.proc.wait()
+        self.proc.stdout.close()
 
 
 class Resp:
@@ -128,64 +153,21 @@ class RespError(str):
     """An error reply (returned, not raised, so a test can look at it)."""
 
 
-class RedisServer:
-    """A real redis-server on a free loopback port, in a temporary directory
-    (a port <= CLUSTER_PORT_MAX when `extra` makes it a Cluster node), on
-    another port when it does not start (a port taken meanwhile: five tries);
-    conf(port), when given, is the text of a configuration file given first
-    (a sentinel's, with "--sentinel" in extra). restart() starts it again on
-    the same port and directory."""
+class RedisServer(TestEnv):
+    """A real redis-server from the launcher (`pathlock-testenv redis`):
+    `extra` arguments; with tls_dir (make_test_certs.sh's files) also a TLS
+    port, .tls_port. restart(extra) starts it again on the same port and
+    directory; .pid is its process id now."""
 
-    def __init__(self, extra=(), conf=None):
-        self.exe = os.environ.get("PATHLOCK_REDIS_SERVER") or shutil.which("redis-server")
-        if not self.exe:
-            raise RuntimeError("no redis-server (install redis-server or set PATHLOCK_REDIS_SERVER)")
-        self.dir = tempfile.TemporaryDirectory(prefix="pathlock-kit-redis-")
-        self.conf = conf
-        for _ in range(5):
-            self.port = free_port(cluster=is_cluster_node(extra))
-            if self._start(extra):
-                return
-            self.stop()
-        raise RuntimeError("redis-server did not start")
-
-    def _start(self, extra):
-        first = []
-        if self.conf:
-            first = [os.path.join(self.dir.name, "redis.conf")]
-            with open(first[0], "w", encoding="utf-8") as f:
-                f.write(self.conf(self.port))
-        self.proc = subprocess.Popen(
-            [self.exe, *first, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", self.dir.name, *extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        return self._ready()
+    def __init__(self, extra=(), tls_dir=None):
+        super().__init__("redis", *(["--tls-dir", tls_dir] if tls_dir else []), args=extra)
+        self.pid = self.info["pid"]
+        self.tls_port = self.info["servers"][0].get("tls_port")
 
     def restart(self, extra=()):
         """Stops the server and starts it again on its port and directory with
         `extra` arguments (e.g. the same persistence, so its data is reloaded)."""
-        self.stop()
-        if not self._start(extra):
-            raise RuntimeError("redis-server did not start again")
-
-    @property
-    def url(self):
-        return f"redis://127.0.0.1:{self.port}"
-
-    def _ready(self):
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and self.proc.poll() is None:
-            if serves(self.port, self.proc):
-                return True
-            time.sleep(0.02)
-        return False
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        self.pid = self.command(shlex.join(["restart", "redis", *extra]))["pid"]
 
 
 class Library:

@@ -19,7 +19,7 @@ def tls(tmp_path_factory):
     subprocess.run(["sh", script, str(d)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     files = {name: str(d / name) for name in
              ("ca.crt", "other-ca.crt", "server.crt", "server.key", "client.crt", "client.key")}
-    server = RedisServer(tls_files={"cert": files["server.crt"], "key": files["server.key"], "ca": files["ca.crt"]})
+    server = RedisServer(tls_dir=str(d))
     yield server, files
     server.stop()
 

@@ -5,17 +5,17 @@ master, and the library's `info` function answers what it serves.
 
 Environment (tests/CMakeLists.txt): PATHLOCK_CLI, PATHLOCK_VECTORS_DIR, PATHLOCK_SHIPPED_LIBRARY (the
 file the build writes with pathlock-matrixc and the package installs)."""
+import importlib.machinery
 import json
 import os
-import shutil
 import subprocess
 import sys
-import time
+import types
 
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "clients", "kit"))
-from kitlib import CLUSTER_PORT_MAX, RedisServer, Resp, free_port  # noqa: E402
+from kitlib import CLUSTER_PORT_MAX, TESTENV, RedisServer, Resp, TestEnv, free_port  # noqa: E402
 
 # The administrator of docs/operations.md#trust-model, with what the loader
 # needs on top: INFO (is this a cluster?) and CLUSTER SLOTS (its masters).
@@ -43,26 +43,6 @@ def add_admin(port):
     assert Resp(port)("ACL", "SETUSER", "loader", *ADMIN_ACL) == "OK"
 
 
-class Cluster:
-    """Three cluster-enabled redis-servers, made one cluster with redis-cli --cluster create
-    (RedisServer gives each a port <= CLUSTER_PORT_MAX: the bus port is port + 10000)."""
-
-    def __init__(self):
-        self.nodes = [RedisServer(["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"])
-                      for _ in range(3)]
-        addrs = [f"127.0.0.1:{n.port}" for n in self.nodes]
-        subprocess.run([shutil.which("redis-cli"), "--cluster", "create", *addrs, "--cluster-replicas", "0",
-                        "--cluster-yes"], check=True, capture_output=True, timeout=120)
-        deadline = time.monotonic() + 60
-        while not all(b"cluster_state:ok" in Resp(n.port)("CLUSTER", "INFO") for n in self.nodes):
-            assert time.monotonic() < deadline, "the cluster did not come up"
-            time.sleep(0.05)
-
-    def stop(self):
-        for n in self.nodes:
-            n.stop()
-
-
 @pytest.fixture(scope="module")
 def standalone():
     s = RedisServer()
@@ -73,9 +53,11 @@ def standalone():
 
 @pytest.fixture(scope="module")
 def cluster():
-    c = Cluster()
-    for n in c.nodes:
-        add_admin(n.port)
+    """Three masters from the launcher (`pathlock-testenv cluster`: ports <= CLUSTER_PORT_MAX, the bus port
+    being port + 10000; up once every node says cluster_state:ok)."""
+    c = TestEnv("cluster", "--masters", "3")
+    for port in c.info["ports"]:
+        add_admin(port)
     yield c
     c.stop()
 
@@ -117,9 +99,9 @@ def test_libraries_without_info_are_listed(standalone):
 
 
 def test_load_on_every_master_of_a_cluster(cluster):
-    seed = url_of(cluster.nodes[1].port)
+    seed = url_of(cluster.info["ports"][1])
     first = lines(cli("redis", "load", "--redis", seed))
-    assert sorted(r["node"] for r in first) == sorted(f"127.0.0.1:{n.port}" for n in cluster.nodes)
+    assert sorted(r["node"] for r in first) == sorted(f"127.0.0.1:{p}" for p in cluster.info["ports"])
     assert {r["status"] for r in first} == {"loaded"}
     again = lines(cli("redis", "load", "--redis", seed))
     assert {r["status"] for r in again} == {"already loaded"} and len(again) == 3
@@ -147,25 +129,16 @@ def test_bad_usage_exits_2():
 
 
 def test_load_through_sentinel_reaches_the_master():
-    master = RedisServer()
+    env = TestEnv("sentinel", "--replicas", "0", "--sentinels", "1", "--master-name", "kitmaster")
     try:
-        sentinel = RedisServer(["--sentinel"], conf=lambda port: f"sentinel monitor kitmaster 127.0.0.1 {master.port} 1\n")
-    except BaseException:
-        master.stop()
-        raise
-    try:
-        deadline = time.monotonic() + 30
-        while not Resp(sentinel.port)("SENTINEL", "get-master-addr-by-name", "kitmaster"):
-            assert time.monotonic() < deadline, "the sentinel does not name the master"
-            time.sleep(0.05)
-        url = f"redis-sentinel://127.0.0.1:{sentinel.port}#kitmaster"
+        master = env.info["master_port"]
+        url = env.url  # redis-sentinel://127.0.0.1:S#kitmaster; up once the sentinel names the master
         (done,) = lines(cli("redis", "load", "--redis", url))
-        assert (done["node"], done["status"]) == (f"127.0.0.1:{master.port}", "loaded")
+        assert (done["node"], done["status"]) == (f"127.0.0.1:{master}", "loaded")
         (listed,) = lines(cli("redis", "libraries", "--redis", url))
         check_info(listed["info"], done["library"])
     finally:
-        sentinel.stop()
-        master.stop()
+        env.stop()
 
 
 def test_free_cluster_ports_leave_room_for_the_bus_port():
@@ -175,3 +148,14 @@ def test_free_cluster_ports_leave_room_for_the_bus_port():
         port = free_port(cluster=True)
         assert 1 <= port <= CLUSTER_PORT_MAX and port + 10000 <= 65535, port
     assert CLUSTER_PORT_MAX == 55535
+
+
+def test_the_launchers_cluster_ports_leave_room_for_the_bus_port():
+    """2000 draws of the launcher's own rule (tests/support/pathlock-testenv: free_port(bus=True))."""
+    loader = importlib.machinery.SourceFileLoader("pathlock_testenv", TESTENV)
+    env = types.ModuleType(loader.name)
+    loader.exec_module(env)
+    assert env.CLUSTER_PORT_MAX == CLUSTER_PORT_MAX
+    for _ in range(2000):
+        port = env.free_port(bus=True)
+        assert 1 <= port <= CLUSTER_PORT_MAX and port + 10000 <= 65535, port

@@ -1,27 +1,24 @@
 package webdav_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/gomodule/redigo/redis"
 
 	"pathlock.dev/pathlock"
 	plwebdav "pathlock.dev/pathlock/webdav"
 )
 
-// The suite runs against a real redis-server it starts on a free loopback
-// port. It needs PATHLOCK_WEBDAV_LIBRARY, the Functions library of
+// The suite runs against a real redis-server on a free loopback port from
+// the one test launcher. It needs PATHLOCK_WEBDAV_LIBRARY, the Functions library of
 // matrix/webdav.json (build/pathlock_matrix/pathlock_webdav/redis/pathlock_library.lua);
-// REDIS_SERVER (default redis-server from PATH) and LITMUS (default litmus)
+// REDIS_SERVER (default redis-server from PATH, the launcher's) and LITMUS (default litmus)
 // are optional.
 var (
 	redisURL string
@@ -29,72 +26,43 @@ var (
 	program  string // pathlock-webdav, built for the suite
 )
 
-// freePort: a loopback port that was free a moment ago (the OS's choice;
-// the server here is no Redis Cluster node, whose bus port is port + 10000:
-// clients/go/main_test.go has freeClusterPort for those).
-func freePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+// startRedis: a redis-server from the one test launcher
+// (tests/support/pathlock-testenv, tests/README.md; $PATHLOCK_TESTENV
+// overrides its path), which picks a free loopback port, tries another when
+// it was taken, waits until the server answers and prints one JSON line.
+// Returns its URL and what stops it (closing the launcher's stdin: it stops
+// the server and removes its directory). Its error is on stderr.
+func startRedis() (string, func(), error) {
+	launcher := os.Getenv("PATHLOCK_TESTENV")
+	if launcher == "" {
+		launcher = filepath.Join("..", "..", "..", "tests", "support", "pathlock-testenv")
+	}
+	cmd := exec.Command(launcher, "redis")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		panic(err)
+		return "", nil, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// startRedis starts redis-server in dir on a free port, on another one when
-// it does not start (a parallel test took the port meanwhile; five tries),
-// and waits until it answers with INFO naming its own process (not another
-// test's server on that port). Returns its URL and what stops it.
-func startRedis(dir string) (string, func(), error) {
-	bin := os.Getenv("REDIS_SERVER")
-	if bin == "" {
-		bin = "redis-server"
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", nil, err
 	}
-	var err error
-	for try := 0; try < 5; try++ {
-		port := strconv.Itoa(freePort())
-		addr := "127.0.0.1:" + port
-		cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir)
-		if err = cmd.Start(); err != nil {
-			return "", nil, err
-		}
-		exited := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(exited) }()
-		stop := func() { _ = cmd.Process.Kill(); <-exited }
-		if err = answers(addr, cmd.Process.Pid, exited); err == nil {
-			return "redis://" + addr, stop, nil
-		}
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	stop := func() { stdin.Close(); _ = cmd.Wait() }
+	var env struct {
+		URL string `json:"url"`
+	}
+	line, err := bufio.NewReader(stdout).ReadBytes('\n')
+	if err == nil {
+		err = json.Unmarshal(line, &env)
+	}
+	if err != nil {
 		stop()
+		return "", nil, fmt.Errorf("pathlock-testenv redis did not start its server (see stderr): %v", err)
 	}
-	return "", nil, err
-}
-
-// answers waits until the redis-server of process pid answers on addr, or
-// it exits.
-func answers(addr string, pid int, exited chan struct{}) error {
-	self := fmt.Sprintf("process_id:%d\r\n", pid)
-	for i := 0; ; i++ {
-		select {
-		case <-exited:
-			return fmt.Errorf("redis-server on %s exited before it answered", addr)
-		default:
-		}
-		// Time limits: what holds the port may be no redis-server at all.
-		c, err := redis.Dial("tcp", addr, redis.DialConnectTimeout(time.Second),
-			redis.DialReadTimeout(time.Second), redis.DialWriteTimeout(time.Second))
-		if err == nil {
-			var info string
-			info, err = redis.String(c.Do("INFO", "server"))
-			c.Close()
-			if err == nil && strings.Contains(info, self) {
-				return nil
-			}
-		}
-		if i > 200 {
-			return fmt.Errorf("redis-server on %s did not answer: %v", addr, err)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
+	return env.URL, stop, nil
 }
 
 func TestMain(m *testing.M) {
@@ -112,7 +80,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "go build ./cmd/pathlock-webdav: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	url, stop, err := startRedis(dir)
+	url, stop, err := startRedis()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

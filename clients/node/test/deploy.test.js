@@ -12,7 +12,7 @@ const os = require('node:os');
 const path = require('node:path');
 const Redis = require('ioredis');
 const { PathLock, BackendError } = require('../dist/cjs/index.js');
-const { freeClusterPort, CLUSTER_PORT_MAX, startRedis, freshNamespace, until, library } = require('./support/server');
+const { CLUSTER_PORT_MAX, startTestenv, startRedis, freshNamespace, until, library } = require('./support/server');
 
 const cleanups = [];
 after(async () => {
@@ -22,6 +22,11 @@ async function server(options) {
   const s = await startRedis(options);
   cleanups.push(() => s.stop());
   return s;
+}
+async function testenv(kind, options) {
+  const env = await startTestenv(kind, options);
+  cleanups.push(() => env.stop());
+  return env;
 }
 function plain(port) {
   const r = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 1 });
@@ -77,23 +82,13 @@ async function scenario(pl, owner, others = []) {
   assert.equal(await pl.release(holder.id, holder.token), true);
 }
 
-test('freeClusterPort: 2000 draws, each a port whose bus port (port + 10000) is a port too', async () => {
-  for (let i = 0; i < 2000; i++) {
-    const port = await freeClusterPort();
-    assert.ok(port >= 1 && port <= CLUSTER_PORT_MAX && port + 10000 <= 65535, `freeClusterPort gave ${port}`);
-  }
-});
-
 test('Cluster of three masters: a namespace on each, its calls and wake-ups on that master', async () => {
-  const nodes = [];
-  for (let i = 0; i < 3; i++)
-    nodes.push(await server({ args: ['--cluster-enabled', 'yes', '--cluster-node-timeout', '5000'] }));
-  execFileSync(process.env.REDIS_CLI ?? 'redis-cli',
-    ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '0', '--cluster-yes'],
-    { stdio: 'ignore' });
+  // The launcher's cluster: up once every node says cluster_state:ok; each
+  // port leaves room for its bus port (port + 10000).
+  const env = await testenv('cluster', ['--masters', '3']);
+  const nodes = env.info.servers;
+  for (const n of nodes) assert.ok(n.port <= CLUSTER_PORT_MAX, `a cluster node on ${n.port}: its bus port is no port`);
   const conns = nodes.map((n) => plain(n.port));
-  for (const c of conns)
-    await until(async () => (await c.call('CLUSTER', 'INFO')).includes('cluster_state:ok'), 'cluster_state:ok');
   const slots = await conns[0].call('CLUSTER', 'SLOTS');
   const ownerPort = (slot) => slots.find(([lo, hi]) => slot >= lo && slot <= hi)[2][1];
   const cluster = closing(new Cluster(nodes.map((n) => ({ host: '127.0.0.1', port: n.port })), {
@@ -150,11 +145,10 @@ async function cutInFlight(pl, owner) {
 const { Cluster } = Redis;
 
 test('Sentinel: the client knows only the sentinel and the master name', async () => {
-  const master = await server();
-  const sentinel = await server({
-    conf: () => `sentinel monitor nodemaster 127.0.0.1 ${master.port} 1\n`,
-    args: ['--sentinel'],
-  });
+  // The launcher's: up once the sentinel names the master.
+  const env = await testenv('sentinel', ['--replicas', '0', '--sentinels', '1', '--master-name', 'nodemaster']);
+  const master = { port: env.info.master_port };
+  const sentinel = { port: env.info.ports[0] };
   const redis = closing(new Redis({
     sentinels: [{ host: '127.0.0.1', port: sentinel.port }],
     name: 'nodemaster',
@@ -180,10 +174,7 @@ test('TLS: the client reaches the server only on its TLS port, with a client cer
   cleanups.push(() => fs.rmSync(certs, { recursive: true, force: true }));
   execFileSync('sh', [path.join(__dirname, '..', '..', '..', 'tools', 'dev', 'redis_devtools', 'make_test_certs.sh'), certs], { stdio: 'ignore' });
   const file = (name) => path.join(certs, name);
-  const s = await server({
-    tlsArgs: ['--tls-cert-file', file('server.crt'), '--tls-key-file', file('server.key'),
-      '--tls-ca-cert-file', file('ca.crt'), '--tls-auth-clients', 'yes'],
-  });
+  const s = await server({ tlsDir: certs });
   const { tlsPort } = s;
   const tls = (cert) => ({ ca: fs.readFileSync(file('ca.crt')), cert: fs.readFileSync(file(`${cert}.crt`)), key: fs.readFileSync(file(`${cert}.key`)) });
   const pl = closing(new PathLock({

@@ -9,6 +9,7 @@ use Pathlock\Library;
 use Pathlock\LockEngine;
 use Pathlock\Tests\Support\LineProcess;
 use Pathlock\Tests\Support\RedisCluster;
+use Pathlock\Tests\Support\Wait;
 use Pathlock\Tests\Support\WaitProbe;
 use PHPUnit\Framework\TestCase;
 
@@ -268,9 +269,7 @@ final class ClusterTest extends TestCase
         $this->assertFalse($r['granted'], json_encode($r));
         $this->assertSame($held->grant->id, $r['conflict']['id'] ?? null, json_encode($r));
         $cpp->send('acquire bob upload /p/A/x wait=30000');
-        for ($i = 0; $i < 3000 && count($php->waiters($ns)) !== 1; $i++) {
-            usleep(10000);
-        }
+        Wait::until(fn () => count($php->waiters($ns)) === 1, 'the C++ request in line');
         $this->assertSame('bob', $php->waiters($ns)[0]->owner ?? null, 'the C++ request waits in line');
         $this->assertTrue($held->release());
         $g = $cpp->read();

@@ -6,16 +6,14 @@ namespace Pathlock\Tests;
 
 use Pathlock\Tests\Support\LineProcess;
 use Pathlock\Tests\Support\RedisTestCase;
+use Pathlock\Tests\Support\Wait;
 
 /** The PHP client and the C++ engine (`pathlock shell --backend redis`) on one server and namespace. */
 final class InteropTest extends RedisTestCase
 {
     private function awaitWaiters(int $n): void
     {
-        for ($i = 0; $i < 3000 && count($this->engine->waiters($this->ns)) !== $n; $i++) {
-            usleep(10000);
-        }
-        $this->assertCount($n, $this->engine->waiters($this->ns));
+        Wait::until(fn () => count($this->engine->waiters($this->ns)) === $n, "$n waiter(s)");
     }
 
     public function testCppHoldsPhpIsRefusedThenWaitsForTheCppRelease(): void

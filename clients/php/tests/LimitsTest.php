@@ -13,6 +13,7 @@ use Pathlock\Limits;
 use Pathlock\LockEngine;
 use Pathlock\Tests\Support\LineProcess;
 use Pathlock\Tests\Support\RedisTestCase;
+use Pathlock\Tests\Support\Wait;
 
 /**
  * Limits per namespace (protocol 4.3): the semantics are the engine's
@@ -104,10 +105,7 @@ final class LimitsTest extends RedisTestCase
         $g = $this->engine->acquire($this->ns, 'alice', 'delete_folder', ['/p'], ttlMs: 60000)->grant;
         $bob = LineProcess::phpShell(static::$server->url, $this->ns);
         $bob->send('acquire bob upload /p/x wait=60000');
-        for ($i = 0; $i < 3000 && count($this->engine->waiters($this->ns)) !== 1; $i++) {
-            usleep(10000);
-        }
-        $this->assertCount(1, $this->engine->waiters($this->ns), 'bob in line');
+        Wait::until(fn () => count($this->engine->waiters($this->ns)) === 1, 'bob in line');
         $start = hrtime(true);
         $this->assertOverLimit(LimitRefusal::PLACES, 1, 1, $this->upload('carol', '/p/y', 20000));
         $this->assertLessThan(10.0, (hrtime(true) - $start) / 1e9);

@@ -5,19 +5,23 @@ declare(strict_types=1);
 namespace Pathlock\Tests;
 
 use Pathlock\Tests\Support\Ports;
+use Pathlock\Tests\Support\TestEnv;
 use PHPUnit\Framework\TestCase;
 
-/** The ports tests/Support draws for the servers it starts. */
+/** The ports the launcher (TestEnv) gives the servers it starts. */
 final class PortsTest extends TestCase
 {
-    /** A Cluster node's bus listens on its port + 10000, which must be a port too: 2000 draws. */
-    public function testFreeClusterPortsLeaveRoomForTheBusPort(): void
+    /** A Cluster node's bus listens on its port + 10000, which must be a port too (2000 draws: tests/redis_cli). */
+    public function testTheLaunchersClusterPortsLeaveRoomForTheBusPort(): void
     {
-        for ($i = 0; $i < 2000; $i++) {
-            $port = Ports::freeCluster();
-            if ($port < 1 || $port > Ports::CLUSTER_MAX || $port + 10000 > 65535) {
-                $this->fail("Ports::freeCluster() gave $port: its bus port " . ($port + 10000) . ' is not a port');
+        $env = new TestEnv('cluster', ['--masters', '3']);
+        try {
+            $this->assertCount(3, $env->info['ports']);
+            foreach ($env->info['ports'] as $port) {
+                $this->assertLessThanOrEqual(Ports::CLUSTER_MAX, $port, "a cluster node on $port: its bus port is no port");
             }
+        } finally {
+            $env->stop();
         }
         $this->assertSame(55535, Ports::CLUSTER_MAX);
     }

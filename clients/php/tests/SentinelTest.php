@@ -11,6 +11,7 @@ use Pathlock\LockEngine;
 use Pathlock\Tests\Support\LineProcess;
 use Pathlock\Tests\Support\RedisServer;
 use Pathlock\Tests\Support\SentinelServer;
+use Pathlock\Tests\Support\Wait;
 use Pathlock\Tests\Support\WaitProbe;
 use PHPUnit\Framework\TestCase;
 
@@ -30,14 +31,13 @@ final class SentinelTest extends TestCase
 
     public static function setUpBeforeClass(): void
     {
-        self::$master = new RedisServer();
-        self::$sentinel = new SentinelServer(self::$master->port);
+        self::$sentinel = new SentinelServer();
+        self::$master = self::$sentinel->master;
     }
 
     public static function tearDownAfterClass(): void
     {
         self::$sentinel?->stop();
-        self::$master?->stop();
         self::$sentinel = self::$master = null;
     }
 
@@ -91,17 +91,16 @@ final class SentinelTest extends TestCase
      */
     private function withMasterAndReplica(string $name, int $downAfterMs, callable $test): void
     {
-        $old = new RedisServer(null, ['--repl-diskless-sync-delay', '0']);   // the replica's first sync at once
-        $replica = new RedisServer(null, ['--replicaof', '127.0.0.1', (string) $old->port, '--repl-diskless-sync-delay', '0']);
-        $sentinel = new SentinelServer($old->port, $name, $downAfterMs);
+        // The launcher's: the replica synced and known to the sentinel; the first sync at once.
+        $sentinel = new SentinelServer($name, $downAfterMs, 1, ['--repl-diskless-sync-delay', '0']);
+        $old = $sentinel->master;
+        $replica = $sentinel->replica;
         try {
             $engine = LockEngine::connect("redis-sentinel://127.0.0.1:{$sentinel->port}#$name",
                 Library::fromFile((string) getenv('PATHLOCK_LIBRARY')));
             $test($engine, 'php-fo-' . bin2hex(random_bytes(4)), $old, $replica, $sentinel);
         } finally {
             $sentinel->stop();
-            $replica->stop();
-            $old->stop();
         }
     }
 
@@ -109,17 +108,12 @@ final class SentinelTest extends TestCase
     {
         $this->withMasterAndReplica('pathlockfailover', 30000, function (LockEngine $engine, string $ns, RedisServer $old, RedisServer $replica, SentinelServer $sentinel): void {
             $held = $engine->lock($ns, 'alice', 'delete_folder', ['/p/A']);
-            for ($i = 0; $i < 200 && $replica->client()->exists("pl:{{$ns}}:meta") !== 1; $i++) {
-                usleep(50000);   // until the replica has the lock (at most 10 s; the call's effects come as one)
-            }
-            $this->assertSame(1, $replica->client()->exists("pl:{{$ns}}:meta"), 'the replica has the lock');
+            // the call's effects come as one
+            Wait::until(fn () => $replica->client()->exists("pl:{{$ns}}:meta") === 1, 'the replica has the lock');
             $sentinel->failOverTo($replica->port);
-            for ($i = 0; $i < 500 && $old->client()->role()[0] !== 'slave'; $i++) {
-                // until the sentinel has made the old master a replica: it sees the old
-                // master's role in INFO, asked every 10 s (at most 25 s here)
-                usleep(50000);
-            }
-            $this->assertSame('slave', $old->client()->role()[0]);
+            // the sentinel makes the old master a replica: it sees the old
+            // master's role in INFO, asked every 10 s
+            Wait::until(fn () => $old->client()->role()[0] === 'slave', 'the old master made a replica', 25.0);
 
             // The first call goes to the old master, now a replica: READONLY, then the new master.
             $this->assertNull($engine->acquire($ns, 'bob', 'upload', ['/p/A/x'])->grant, 'the lock is held on the new master');

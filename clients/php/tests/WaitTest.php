@@ -6,6 +6,7 @@ namespace Pathlock\Tests;
 
 use Pathlock\Tests\Support\LineProcess;
 use Pathlock\Tests\Support\RedisTestCase;
+use Pathlock\Tests\Support\Wait;
 
 /**
  * Waiting: a waiter in another process (the PHP driver) keeps a place in
@@ -18,14 +19,10 @@ final class WaitTest extends RedisTestCase
     /** Waits (bounded, as a failure) until the namespace has $n waiters. */
     private function awaitWaiters(int $n): array
     {
-        for ($i = 0; $i < 3000; $i++) {
+        return Wait::until(function () use ($n) {
             $w = $this->engine->waiters($this->ns);
-            if (count($w) === $n) {
-                return $w;
-            }
-            usleep(10000);
-        }
-        $this->fail("never saw $n waiter(s)");
+            return count($w) === $n ? $w : null;
+        }, "$n waiter(s)");
     }
 
     public function testAWaiterKeepsItsPlaceAndIsLetInByARelease(): void
@@ -38,14 +35,8 @@ final class WaitTest extends RedisTestCase
         $this->assertMatchesRegularExpression('/\Aw[0-9a-f]{24}\z/', $w->id);
         // the waiter listens for wake-ups: one connection SSUBSCRIBEd to the namespace's channel
         // (it subscribes after its first refused attempt, so it may be in line a moment before)
-        $clients = '';
-        for ($i = 0; $i < 1000 && !preg_match('/ ssub=1 .* cmd=ssubscribe/', $clients); $i++) {
-            if ($i > 0) {
-                usleep(10000);
-            }
-            $clients = static::$server->client()->rawCommand('CLIENT', 'LIST');
-        }
-        $this->assertMatchesRegularExpression('/ ssub=1 .* cmd=ssubscribe/', $clients);
+        Wait::until(fn () => preg_match('/ ssub=1 .* cmd=ssubscribe/', (string) static::$server->client()->rawCommand('CLIENT', 'LIST')) === 1,
+            'a connection SSUBSCRIBEd to the channel');
 
         // A fair newcomer is refused by the older waiter once the lock is gone... but first,
         // while alice holds, blockers names alice's lock and bob's place.

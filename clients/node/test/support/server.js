@@ -1,10 +1,8 @@
-// A real redis-server on a free loopback port for the tests, and the
-// library they load (env PATHLOCK_LIBRARY).
+// Real servers for the tests, from the one test launcher
+// (tests/support/pathlock-testenv), and the library they load (env PATHLOCK_LIBRARY).
 'use strict';
 const { spawn } = require('node:child_process');
-const net = require('node:net');
 const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
 const Redis = require('ioredis');
 
@@ -18,96 +16,70 @@ if (!libraryFile || !fs.existsSync(libraryFile)) {
 }
 const library = fs.readFileSync(libraryFile, 'utf8');
 
-/** A loopback port that was free a moment ago (the OS's choice). */
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
 /**
  * The highest port a Redis Cluster node may listen on: its cluster bus
  * listens on port + 10000 (no --cluster-port is given), which must be a
- * port too; redis-server refuses to start above it.
+ * port too; redis-server refuses to start above it. The launcher keeps
+ * Cluster and Sentinel ports at or below it.
  */
 const CLUSTER_PORT_MAX = 65535 - 10000;
 
-/** freePort for a Redis Cluster node: drawn again while the OS gives one above CLUSTER_PORT_MAX. */
-async function freeClusterPort() {
-  for (;;) {
-    const port = await freePort();
-    if (port <= CLUSTER_PORT_MAX) return port;
-  }
-}
+/** The one test launcher (tests/README.md): $PATHLOCK_TESTENV, else this source tree's. */
+const TESTENV = process.env.PATHLOCK_TESTENV ?? path.join(__dirname, '..', '..', '..', '..', 'tests', 'support', 'pathlock-testenv');
 
-/** Whether redis-server arguments make a Cluster node (--cluster-enabled yes). */
-function clusterNode(args) {
-  const i = args.indexOf('--cluster-enabled');
-  return i >= 0 && args[i + 1] === 'yes';
+/**
+ * Starts the launcher: `pathlock-testenv KIND ...options -- ...args`
+ * ('redis', 'cluster', 'sentinel'), which picks free ports, starts the
+ * servers, waits until they answer and prints one JSON line. Resolves to
+ * { info (that line: ports, pids, url, dirs), url, port, command(line)
+ * (a stdin command such as `restart NAME`, resolved to its JSON answer),
+ * stop() (closes its stdin: it stops every server and removes their dirs) }.
+ * Its error, when it cannot start them, is on stderr (inherited).
+ */
+async function startTestenv(kind, options = [], args = []) {
+  const proc = spawn(TESTENV, [kind, ...options, '--', ...args], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const lines = [];
+  const waiting = [];
+  let buffer = '';
+  const push = (line) => (waiting.length ? waiting.shift()(line) : lines.push(line));
+  proc.stdout.setEncoding('utf8');
+  proc.stdout.on('data', (d) => {
+    buffer += d;
+    for (let nl; (nl = buffer.indexOf('\n')) >= 0; buffer = buffer.slice(nl + 1)) push(buffer.slice(0, nl));
+  });
+  const exited = new Promise((r) => proc.once('exit', (code) => r(code)));
+  exited.then((code) => { while (waiting.length) waiting.shift()(null); lines.push(null); return code; });
+  const next = () => (lines.length ? Promise.resolve(lines.shift()) : new Promise((r) => waiting.push(r)));
+  const first = await next();
+  if (first === null) throw new Error(`pathlock-testenv ${kind} did not start its servers (exit ${await exited}; see stderr)`);
+  const info = JSON.parse(first);
+  return {
+    info,
+    url: info.url,
+    port: info.port,
+    async command(line) {
+      proc.stdin.write(`${line}\n`);
+      const answer = await next();
+      const parsed = answer === null ? { error: 'the launcher ended' } : JSON.parse(answer);
+      if (parsed.error) throw new Error(`pathlock-testenv: ${line}: ${parsed.error}`);
+      return parsed;
+    },
+    async stop() {
+      proc.stdin.end();
+      await exited;
+    },
+  };
 }
 
 /**
- * Starts redis-server on a free port in a fresh directory (freeClusterPort's
- * when options.args enable Cluster mode), on another one when it exits
- * before it is ready (a parallel test took the port meanwhile). options.args:
- * more arguments; options.conf(dir, port): the text of a configuration file
- * given first (a sentinel's); options.tlsArgs: TLS arguments, with a TLS
- * port drawn on each try (`--tls-port`; the result's tlsPort).
+ * A redis-server from the launcher (`pathlock-testenv redis`): options.args
+ * are more redis-server arguments; options.tlsDir (make_test_certs.sh's
+ * files) adds a TLS port asking for client certificates (the result's
+ * tlsPort) beside the plain one.
  */
 async function startRedis(options = {}) {
-  const bin = process.env.REDIS_SERVER ?? 'redis-server';
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pathlock-node-redis-'));
-  const extra = options.args ?? [];
-  for (let tries = 0; ; tries++) {
-    const port = clusterNode(extra) ? await freeClusterPort() : await freePort();
-    const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir];
-    if (options.conf) {
-      const conf = path.join(dir, 'redis.conf');
-      fs.writeFileSync(conf, options.conf(dir, port));
-      args.unshift(conf);
-    }
-    const tlsPort = options.tlsArgs ? await freePort() : undefined;
-    if (options.tlsArgs) args.push('--tls-port', String(tlsPort), ...options.tlsArgs);
-    const proc = spawn(bin, [...args, ...extra], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    proc.stdout.on('data', (d) => (out += d));
-    const ok = await new Promise((resolve) => {
-      let settled = false;
-      proc.once('exit', () => {
-        settled = true;
-        resolve(false);
-      });
-      const check = () => {
-        if (settled) return;
-        // A sentinel never says "Ready": it has listened by its +monitor.
-        if (out.includes('Ready to accept connections') || out.includes('+monitor master')) resolve(true);
-        else setTimeout(check, 20);
-      };
-      check();
-    });
-    if (ok) {
-      const url = `redis://127.0.0.1:${port}`;
-      return {
-        url,
-        port,
-        tlsPort,
-        proc,
-        async stop() {
-          proc.kill('SIGTERM');
-          await new Promise((r) => (proc.exitCode !== null ? r() : proc.once('exit', r)));
-          fs.rmSync(dir, { recursive: true, force: true });
-        },
-      };
-    }
-    if (tries > 5) throw new Error(`redis-server did not start: ${out}`);
-  }
+  const env = await startTestenv('redis', options.tlsDir ? ['--tls-dir', options.tlsDir] : [], options.args ?? []);
+  return { ...env, pid: env.info.pid, tlsPort: env.info.servers[0].tls_port };
 }
 
 /** An ioredis connection as the client requires it. */
@@ -168,4 +140,4 @@ function serverFixture(prefix = 't') {
   return fx;
 }
 
-module.exports = { freePort, freeClusterPort, CLUSTER_PORT_MAX, startRedis, connect, freshNamespace, until, library, libraryFile, serverFixture };
+module.exports = { CLUSTER_PORT_MAX, startTestenv, startRedis, connect, freshNamespace, until, library, libraryFile, serverFixture };

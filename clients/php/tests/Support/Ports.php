@@ -5,10 +5,9 @@ declare(strict_types=1);
 namespace Pathlock\Tests\Support;
 
 /**
- * Free loopback ports for the servers the tests start, and whether the
- * server that answers on one is the process a test started (not another
- * test's that took the port meanwhile). Every launcher of tests/Support
- * draws here, and tries another port when its server does not start.
+ * A free loopback port for a test that needs one nobody listens on. The
+ * servers' ports come from the launcher (TestEnv), which keeps a Cluster
+ * node's at most CLUSTER_MAX.
  */
 final class Ports
 {
@@ -29,37 +28,5 @@ final class Ports
         $name = (string) stream_socket_get_name($s, false);
         fclose($s);
         return (int) substr($name, strrpos($name, ':') + 1);
-    }
-
-    /**
-     * A free port for a Redis Cluster node: at most CLUSTER_MAX, drawn again
-     * while the OS gives one above it, and its bus port (port + 10000) free
-     * a moment ago too.
-     */
-    public static function freeCluster(): int
-    {
-        for ($i = 0; $i < 200; $i++) {
-            $port = self::free();
-            if ($port <= self::CLUSTER_MAX) {
-                $bus = @stream_socket_server('tcp://127.0.0.1:' . ($port + 10000), $errno, $errstr);
-                if ($bus !== false) {
-                    fclose($bus);
-                    return $port;
-                }
-            }
-        }
-        throw new \RuntimeException('no free port pair (port, port + 10000) with port <= ' . self::CLUSTER_MAX);
-    }
-
-    /**
-     * Whether the server $r is connected to is the redis-server (or
-     * sentinel) of $process: INFO names its process id.
-     *
-     * @param resource $process from proc_open with an argument list (no shell between)
-     */
-    public static function servedBy(\Redis $r, $process): bool
-    {
-        $info = $r->info('server');
-        return is_array($info) && (int) ($info['process_id'] ?? 0) === proc_get_status($process)['pid'];
     }
 }

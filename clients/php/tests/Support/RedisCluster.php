@@ -5,36 +5,22 @@ declare(strict_types=1);
 namespace Pathlock\Tests\Support;
 
 /**
- * A real three-master Redis Cluster on free loopback ports, started for a
- * test class and stopped afterwards: three `redis-server --cluster-enabled
- * yes` joined by `redis-cli --cluster create ... --cluster-replicas 0`,
- * ready once every node says `cluster_state:ok` and knows every slot.
- * With $tlsDir (make_test_certs.sh's certificates) every node speaks only
- * TLS, the cluster bus too, and asks clients for a certificate.
+ * A real three-master Redis Cluster on free loopback ports from the launcher
+ * (`pathlock-testenv cluster`, TestEnv), started for a test class and stopped
+ * afterwards: ready once every node says `cluster_state:ok` and knows every
+ * slot and node. With $tlsDir (make_test_certs.sh's certificates) every node
+ * speaks only TLS, the cluster bus too, and asks clients for a certificate.
  */
 final class RedisCluster
 {
-    /** @var list<resource> */
-    private array $processes = [];
+    private TestEnv $env;
     /** @var list<int> */
     public array $ports = [];
-    private string $dir;
 
     public function __construct(int $masters = 3, private readonly ?string $tlsDir = null)
     {
-        $binary = getenv('PATHLOCK_REDIS_SERVER') ?: 'redis-server';
-        $this->dir = sys_get_temp_dir() . '/pathlock-php-cluster-' . bin2hex(random_bytes(6));
-        mkdir($this->dir);
-        try {
-            for ($i = 0; $i < $masters; $i++) {
-                $this->startNode($binary, $i);
-            }
-            $this->create();
-            $this->waitOk();
-        } catch (\Throwable $e) {
-            $this->stop();
-            throw $e;
-        }
+        $this->env = new TestEnv('cluster', ['--masters', (string) $masters, ...($tlsDir === null ? [] : ['--tls-dir', $tlsDir])]);
+        $this->ports = $this->env->info['ports'];
     }
 
     /** `redis://127.0.0.1:P1,127.0.0.1:P2,...`: every node as a seed. */
@@ -112,102 +98,6 @@ final class RedisCluster
 
     public function stop(): void
     {
-        foreach ($this->processes as $p) {
-            if (is_resource($p)) {
-                proc_terminate($p);
-                proc_close($p);
-            }
-        }
-        $this->processes = [];
-        if (isset($this->dir) && is_dir($this->dir)) {
-            exec('rm -rf ' . escapeshellarg($this->dir));
-        }
-    }
-
-    public function __destruct()
-    {
-        $this->stop();
-    }
-
-    private function startNode(string $binary, int $i): void
-    {
-        for ($try = 0; ; $try++) {
-            $port = Ports::freeCluster();
-            $dir = "{$this->dir}/n$i-$try";
-            mkdir($dir);
-            $listen = $this->tlsDir === null ? ['--port', (string) $port] : ['--port', '0', '--tls-port', (string) $port,
-                '--tls-cluster', 'yes', '--tls-cert-file', "{$this->tlsDir}/server.crt", '--tls-key-file', "{$this->tlsDir}/server.key",
-                '--tls-ca-cert-file', "{$this->tlsDir}/ca.crt", '--tls-auth-clients', 'yes'];
-            $cmd = [$binary, ...$listen, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
-                '--cluster-enabled', 'yes', '--cluster-config-file', "$dir/nodes.conf", '--cluster-node-timeout', '5000',
-                '--dir', $dir, '--logfile', "$dir/redis.log"];
-            $process = proc_open($cmd, [0 => ['file', '/dev/null', 'r'], 1 => ['file', '/dev/null', 'w'], 2 => ['file', '/dev/null', 'w']], $pipes);
-            if ($process === false) {
-                throw new \RuntimeException("cannot start $binary");
-            }
-            if ($this->waitReady($port, $process)) {
-                $this->processes[] = $process;
-                $this->ports[] = $port;
-                return;
-            }
-            proc_terminate($process);
-            proc_close($process);
-            if ($try >= 4) {
-                throw new \RuntimeException("redis-server did not start; see $dir/redis.log");
-            }
-        }
-    }
-
-    private function create(): void
-    {
-        $cmd = 'redis-cli --cluster create ' . implode(' ', array_map(fn(int $p) => "127.0.0.1:$p", $this->ports))
-            . ' --cluster-replicas 0 --cluster-yes' . ($this->tlsDir === null ? '' : ' --tls --cacert ' . escapeshellarg("{$this->tlsDir}/ca.crt")
-                . ' --cert ' . escapeshellarg("{$this->tlsDir}/client.crt") . ' --key ' . escapeshellarg("{$this->tlsDir}/client.key")) . ' 2>&1';
-        exec($cmd, $out, $status);
-        if ($status !== 0) {
-            throw new \RuntimeException("redis-cli --cluster create failed:\n" . implode("\n", $out));
-        }
-    }
-
-    /** Until every node says cluster_state:ok with all 16384 slots known (at most 30 s). */
-    private function waitOk(): void
-    {
-        $until = microtime(true) + 30;
-        while (microtime(true) < $until) {
-            $ok = 0;
-            foreach ($this->ports as $port) {
-                $info = (string) $this->node($port)->rawCommand('CLUSTER', 'INFO');
-                if (str_contains($info, 'cluster_state:ok') && str_contains($info, 'cluster_slots_ok:16384')
-                    && str_contains($info, 'cluster_known_nodes:' . count($this->ports))) {
-                    $ok++;
-                }
-            }
-            if ($ok === count($this->ports)) {
-                return;
-            }
-            usleep(50000);
-        }
-        throw new \RuntimeException('the cluster did not reach cluster_state:ok within 30 s');
-    }
-
-    /** @param resource $process */
-    private function waitReady(int $port, $process): bool
-    {
-        for ($i = 0; $i < 200; $i++) {
-            if (!proc_get_status($process)['running']) {
-                return false;
-            }
-            $r = new \Redis();
-            try {
-                if (@$r->connect(($this->tlsDir === null ? '' : 'tls://') . '127.0.0.1', $port, 0.2, null, 0, 1.0, $this->context())
-                    && Ports::servedBy($r, $process)) {
-                    $r->close();
-                    return true;
-                }
-            } catch (\RedisException) {
-            }
-            usleep(25000);
-        }
-        return false;
+        $this->env->stop();
     }
 }
