@@ -32,7 +32,8 @@ type theContract struct {
 	} `json:"waiting"`
 }
 
-func readContract(t *testing.T, c *pathlock.Client) theContract {
+// contractJSON: the text of the library's contract, called without the client's code.
+func contractJSON(t *testing.T, c *pathlock.Client) []byte {
 	t.Helper()
 	conn, err := redis.Dial("tcp", redisAddr)
 	if err != nil {
@@ -44,11 +45,56 @@ func readContract(t *testing.T, c *pathlock.Client) theContract {
 	if err != nil || len(r) != 2 {
 		t.Fatalf("contract: %v %v", r, err)
 	}
+	return r[1].([]byte)
+}
+
+func readContract(t *testing.T, c *pathlock.Client) theContract {
+	t.Helper()
 	var k theContract
-	if err := json.Unmarshal(r[1].([]byte), &k); err != nil {
+	if err := json.Unmarshal(contractJSON(t, c), &k); err != nil {
 		t.Fatal(err)
 	}
 	return k
+}
+
+// contractKeys: the keys of namespace ns by the contract's pattern and suffixes.
+func contractKeys(k theContract, ns string) []string {
+	var keys []string
+	for _, s := range k.Keys.Suffixes {
+		keys = append(keys, strings.Replace(strings.Replace(k.Keys.Pattern, "{NS}", "{"+ns+"}", 1), "<suffix>", s, 1))
+	}
+	return keys
+}
+
+// acquireNames: acquire's argument names, then every optional group.
+func acquireNames(k theContract) []string {
+	var names []string
+	for _, f := range k.Functions {
+		if f.Name == "acquire" {
+			names = append(names, f.Args...)
+			for _, g := range f.Optional {
+				names = append(names, g...)
+			}
+		}
+	}
+	return names
+}
+
+// checkReservations: the client's one reservation rule against the waiting numbers.
+func checkReservations(t *testing.T, c *pathlock.Client, ns string, recheck, most int64) {
+	t.Helper()
+	ctx := context.Background()
+	for left, want := range map[int64]int64{1: 1 + recheck, 150: 150 + recheck, most - recheck - 1: most - 1,
+		most - recheck: most, most - recheck + 1: most, 60000: most, 0: 0} {
+		got, err := c.Reservation(ctx, ns, time.Duration(left)*time.Millisecond)
+		if err != nil || got != time.Duration(want)*time.Millisecond {
+			t.Errorf("reservation with %d ms left: %v %v, want %d ms", left, got, err, want)
+		}
+	}
+	// Rounded up: 1 µs left is 1 ms.
+	if got, _ := c.Reservation(ctx, ns, time.Microsecond); got != time.Duration(1+recheck)*time.Millisecond {
+		t.Errorf("reservation with 1 µs left: %v", got)
+	}
 }
 
 // What Acquire sends is what the contract names: the keys from its pattern
@@ -59,10 +105,7 @@ func TestAcquireWireFollowsTheContract(t *testing.T) {
 	k := readContract(t, c)
 	ns := newNS(t)
 	ctx := context.Background()
-	var keys []string
-	for _, s := range k.Keys.Suffixes {
-		keys = append(keys, strings.Replace(strings.Replace(k.Keys.Pattern, "{NS}", "{"+ns+"}", 1), "<suffix>", s, 1))
-	}
+	keys := contractKeys(k, ns)
 	recheck, most := int64(200), int64(2000)
 	if k.Waiting != nil {
 		recheck, most = k.Waiting.RecheckMs, k.Waiting.MaxReservationMs
@@ -72,15 +115,7 @@ func TestAcquireWireFollowsTheContract(t *testing.T) {
 		t.Errorf("waiting: the library has %d and %d ms, the constants %v and %v", recheck, most,
 			pathlock.Recheck, pathlock.MaxReservation)
 	}
-	var names []string
-	for _, f := range k.Functions {
-		if f.Name == "acquire" {
-			names = append(names, f.Args...)
-			for _, g := range f.Optional {
-				names = append(names, g...)
-			}
-		}
-	}
+	names := acquireNames(k)
 	ids := pathlock.WireIDs{ID: "kit-id", Token: "kit-token", Waiter: "kit-waiter"}
 	for _, tc := range []struct {
 		wait    time.Duration
@@ -113,15 +148,5 @@ func TestAcquireWireFollowsTheContract(t *testing.T) {
 			t.Errorf("wait %v unfair %v:\n keys %q\n want %q\n args %q\n want %q", tc.wait, tc.unfair, w.Keys, keys, w.Args, want)
 		}
 	}
-	for left, want := range map[int64]int64{1: 1 + recheck, 150: 150 + recheck, most - recheck - 1: most - 1,
-		most - recheck: most, most - recheck + 1: most, 60000: most, 0: 0} {
-		got, err := c.Reservation(ctx, ns, time.Duration(left)*time.Millisecond)
-		if err != nil || got != time.Duration(want)*time.Millisecond {
-			t.Errorf("reservation with %d ms left: %v %v, want %d ms", left, got, err, want)
-		}
-	}
-	// Rounded up: 1 µs left is 1 ms.
-	if got, _ := c.Reservation(ctx, ns, time.Microsecond); got != time.Duration(1+recheck)*time.Millisecond {
-		t.Errorf("reservation with 1 µs left: %v", got)
-	}
+	checkReservations(t, c, ns, recheck, most)
 }

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gomodule/redigo/redis"
-
 	"pathlock.dev/pathlock"
 )
 
@@ -74,20 +72,10 @@ func TestInputRulesEqualTheEngine(t *testing.T) {
 // (docs/lua-protocol.md#contract-read-only) names them.
 func TestLimitsEqualTheContract(t *testing.T) {
 	c := newClient(t)
-	conn, err := redis.Dial("tcp", redisAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	prefix := "pl_v4_" + strings.TrimPrefix(c.LibraryName(), "pathlock_v4_") + "_"
-	r, err := redis.Values(conn.Do("FCALL_RO", prefix+"contract", 0))
-	if err != nil || len(r) != 2 {
-		t.Fatalf("contract: %v %v", r, err)
-	}
 	var contract struct {
 		Limits map[string]interface{} `json:"limits"` // numbers, and since 4.3 a key's name
 	}
-	if err := json.Unmarshal(r[1].([]byte), &contract); err != nil {
+	if err := json.Unmarshal(contractJSON(t, c), &contract); err != nil {
 		t.Fatal(err)
 	}
 	if k := contract.Limits["default_limits_key"]; k != pathlock.DefaultLimitsKey {
