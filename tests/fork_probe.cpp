@@ -2,14 +2,18 @@
 // engine's first call (tests/fork_test.cpp runs it many times; docs/design.md#fork).
 //
 //   pathlock_fork_probe --backend redis|postgres --url URL [--ca FILE]
-//                       --race call|make --spin N
+//                       --race call|make|exit --spin N
 //
 // A second thread waits at a sync point (a flag it spins on); the main
 // thread raises the flag, spins N iterations, and forks. With `--race call`
 // the engine exists before and the thread's first call (an acquire and its
 // release) races the fork; with `--race make` the thread makes the engine
-// too, so the library's first use in the process races it. Sweeping N over
-// many fresh processes lands the fork at every moment of that first call.
+// too, so the library's first use in the process races it. With `--race
+// exit` the thread makes an engine, locks, and ends; the main thread waits
+// until it is ending, spins N and forks, so the fork races the end of a
+// thread that used the libraries (OpenSSL frees a thread's state under a
+// process-wide lock then). Sweeping N over many fresh processes lands the
+// fork at every moment of that first call, or of that end.
 //
 // The child then works on its own: the engine made before the fork (call)
 // or one it makes (make) must grant a real lock, show it held, and release
@@ -57,7 +61,7 @@ std::optional<Args> parse(int argc, char** argv) {
     else return std::nullopt;
   }
   if (argc % 2 == 0 || (a.backend != "redis" && a.backend != "postgres") || a.url.empty() ||
-      (a.race != "call" && a.race != "make") || a.spin < 0)
+      (a.race != "call" && a.race != "make" && a.race != "exit") || a.spin < 0)
     return std::nullopt;
   return a;
 }
@@ -134,19 +138,23 @@ int main(int argc, char** argv) {
   const std::optional<Args> args = parse(argc, argv);
   if (!args) {
     fmt::print(stderr, "usage: pathlock_fork_probe --backend redis|postgres --url URL [--ca FILE] "
-                       "--race call|make --spin N\n");
+                       "--race call|make|exit --spin N\n");
     return 64;
   }
   const Args& a = *args;
   std::unique_ptr<LockEngine> before = a.race == "call" ? make(a) : nullptr;
-  std::atomic<bool> go{false};
+  std::atomic<bool> go{false}, ending{false};
   std::atomic<int> parent_result{-1};
   std::thread first([&] {
     while (!go.load(std::memory_order_acquire)) {
     }
     parent_result = lock_once(a, before.get(), "parent") ? 0 : 2;
+    ending.store(true, std::memory_order_release);  // the thread's end follows
   });
   go.store(true, std::memory_order_release);
+  if (a.race == "exit")
+    while (!ending.load(std::memory_order_acquire)) {
+    }
   spin(a.spin);
   const pid_t pid = ::fork();
   if (pid == 0) child(a, before.get());

@@ -105,7 +105,8 @@ TEST_CASE("a Redis engine forked under load: the child's grants are real, the pa
 namespace {
 
 // Runs pathlock_fork_probe (tests/fork_probe.cpp) in `runs` fresh processes
-// whose forks are spread over the first call: spin 0, step, 2*step, ...
+// whose forks are spread over the first call (or a thread's end): spin 0,
+// step, 2*step, ...
 // Each must exit 0 (the child's lock real, nobody hung).
 void probe_first_calls(const std::vector<std::string>& target, const std::string& race, int runs, long step) {
   int failures = 0;
@@ -136,6 +137,7 @@ TEST_CASE("a fork at the moment of another thread's first call leaves a working 
   // Fine steps: before the fix, 3 of 400 such probes (steps of 25) hung.
   probe_first_calls(target, "call", 240, 30);
   probe_first_calls(target, "make", 60, 2000);
+  probe_first_calls(target, "exit", 20, 0);
 }
 
 TEST_CASE("a fork at the moment of another thread's first call leaves a working child: Redis over TLS", "[.][fork-probe]") {
@@ -143,6 +145,10 @@ TEST_CASE("a fork at the moment of another thread's first call leaves a working 
                                         "--ca", test::test_tls_options().ca_file};
   probe_first_calls(target, "call", 40, 2000);
   probe_first_calls(target, "make", 40, 10000);
+  // The fork right as a thread that used TLS ends (spin 0): before OpenSSL's
+  // thread state was freed inside a NoForkSection, 33 of 139 such probes
+  // hung in the child's first OpenSSL call (a CI run caught it, 2026-12-01).
+  probe_first_calls(target, "exit", 60, 0);
 }
 
 #ifdef PATHLOCK_TEST_WITH_POSTGRES
@@ -150,6 +156,7 @@ TEST_CASE("a fork at the moment of another thread's first call leaves a working 
   const std::vector<std::string> target{"--backend", "postgres", "--url", test::shared_postgres_url()};
   probe_first_calls(target, "call", 40, 2000);
   probe_first_calls(target, "make", 40, 10000);
+  probe_first_calls(target, "exit", 20, 0);
 }
 #endif
 

@@ -40,7 +40,29 @@ bool register_fork_handlers() noexcept {
 
 [[maybe_unused]] const bool fork_handlers_registered = register_fork_handlers();
 
+// The functions the thread asked to run at its end (at_thread_end_in_section).
+struct ThreadEnd {
+  void (*stops[4])() = {};
+  ~ThreadEnd() {
+    const NoForkSection no_fork;
+    for (void (*stop)() : stops)
+      if (stop) stop();
+  }
+};
+
+thread_local ThreadEnd thread_end;
+
 }  // namespace
+
+void at_thread_end_in_section(void (*stop)()) noexcept {
+  for (void (*&slot)() : thread_end.stops) {
+    if (slot == stop) return;
+    if (!slot) {
+      slot = stop;
+      return;
+    }
+  }
+}
 
 NoForkSection::NoForkSection() noexcept { ::pthread_rwlock_rdlock(&gate); }
 NoForkSection::~NoForkSection() { ::pthread_rwlock_unlock(&gate); }

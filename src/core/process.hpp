@@ -16,6 +16,11 @@
 // such a lock held by a thread it does not have. Sections are short and
 // bounded by a connect timeout; nothing inside one forks or calls user code.
 //
+// A thread that used such a library frees its state in that library when it
+// ends, and OpenSSL does so under a process-wide lock, in a pthread key
+// destructor no section covers: at_thread_end_in_section() has the thread
+// do it earlier, inside a section.
+//
 // Both fork handlers are registered when the library is loaded
 // (process.cpp), never at a first call: a registration that a fork splits
 // would leave its guard "in progress" in the child for ever.
@@ -54,5 +59,12 @@ class NoForkSection {
   NoForkSection(const NoForkSection&) = delete;
   NoForkSection& operator=(const NoForkSection&) = delete;
 };
+
+// Has `stop` (OPENSSL_thread_stop) run when the calling thread ends, inside
+// a NoForkSection, before any pthread key destructor (C++ thread_local
+// destructors run first). Called inside a section, as the first call of a
+// thread registers a thread_local destructor. Up to four functions per
+// thread; one given again is kept once.
+void at_thread_end_in_section(void (*stop)()) noexcept;
 
 }  // namespace pathlock::core

@@ -4,6 +4,9 @@
 #include "core/process.hpp"
 
 #include <fmt/format.h>
+#ifdef PATHLOCK_HAVE_OPENSSL
+#include <openssl/crypto.h>
+#endif
 
 #include <poll.h>
 
@@ -23,6 +26,27 @@ std::string trimmed(const char* message) {
   return s;
 }
 
+// `call()` (a libpq call that reads or writes the socket, never one that
+// waits: the connection is non-blocking) inside a NoForkSection: over TLS it
+// runs OpenSSL, whose process-wide locks a fork must not catch held, and the
+// thread's OpenSSL state is then freed inside a section when the thread ends
+// (redis/tls.hpp's OpenSslSection; docs/design.md#fork).
+// Called inside a section, after a libpq call that may have used OpenSSL.
+void free_openssl_at_thread_end(PGconn* conn) noexcept {
+#ifdef PATHLOCK_HAVE_OPENSSL
+  if (conn && PQsslInUse(conn)) core::at_thread_end_in_section(&OPENSSL_thread_stop);
+#else
+  (void)conn;  // a build without OpenSSL of its own: see docs/design.md#fork
+#endif
+}
+
+template <class Call>
+auto no_fork_io(PGconn* conn, Call call) {
+  const core::NoForkSection no_fork;
+  free_openssl_at_thread_end(conn);
+  return call();
+}
+
 }  // namespace
 
 std::string sqlstate_of(const PGresult* error) {
@@ -39,6 +63,7 @@ Connection::Connection(const std::string& conninfo, Millis connect_timeout, cons
     // libpq's connect takes its and OpenSSL's process-wide locks: a fork waits for it.
     const core::NoForkSection no_fork;
     conn_ = PQconnectdbParams(keys, values, 1);
+    free_openssl_at_thread_end(conn_);
   }
   if (!conn_) throw BackendError("postgres: out of memory");
   if (PQstatus(conn_) != CONNECTION_OK) {
@@ -56,6 +81,7 @@ Connection::~Connection() {
 
 void Connection::finish() noexcept {
   const core::NoForkSection no_fork;  // PQfinish may end a TLS session under libpq's lock
+  free_openssl_at_thread_end(conn_);
   PQfinish(conn_);
 }
 
@@ -107,7 +133,8 @@ bool Connection::wait_socket(short events, SteadyClock::time_point deadline) {
 
 void Connection::send_and_wait(Millis timeout) {
   const auto deadline = SteadyClock::now() + timeout;
-  for (int r = PQflush(conn_); r != 0; r = PQflush(conn_)) {
+  const auto flush = [this] { return no_fork_io(conn_, [this] { return PQflush(conn_); }); };
+  for (int r = flush(); r != 0; r = flush()) {
     if (r < 0) lost("sending failed");
     if (!wait_socket(POLLOUT, deadline)) lost("timed out sending");
   }
@@ -116,7 +143,7 @@ void Connection::send_and_wait(Millis timeout) {
       cancel();
       lost(fmt::format("no reply within {} ms (cancel requested)", timeout.count()));
     }
-    if (!PQconsumeInput(conn_)) lost("connection lost");
+    if (!no_fork_io(conn_, [this] { return PQconsumeInput(conn_); })) lost("connection lost");
   }
 }
 
@@ -140,15 +167,17 @@ Result Connection::exec(const std::string& sql, const std::vector<Param>& params
   std::vector<const char*> values;
   values.reserve(params.size());
   for (const Param& p : params) values.push_back(p ? p->c_str() : nullptr);
-  if (!PQsendQueryParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr,
-                         nullptr, 0))
+  if (!no_fork_io(conn_, [&] {
+        return PQsendQueryParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr,
+                                 nullptr, 0);
+      }))
     lost("sending failed");
   send_and_wait(timeout);
   return collect();
 }
 
 void Connection::exec_script(const std::string& sql, Millis timeout) {
-  if (!PQsendQuery(conn_, sql.c_str())) lost("sending failed");
+  if (!no_fork_io(conn_, [&] { return PQsendQuery(conn_, sql.c_str()); })) lost("sending failed");
   send_and_wait(timeout);
   Result first;
   while (PGresult* r = PQgetResult(conn_)) {
@@ -163,7 +192,7 @@ void Connection::exec_script(const std::string& sql, Millis timeout) {
 }
 
 bool Connection::read_notifications(std::vector<Notification>& out) noexcept {
-  if (broken_ || !PQconsumeInput(conn_)) {
+  if (broken_ || !no_fork_io(conn_, [this] { return PQconsumeInput(conn_); })) {
     broken_ = true;
     return false;
   }

@@ -1,13 +1,13 @@
 // The socket/TLS stream; see tls.hpp (the context: tls_context.cpp).
 #include "redis/tls.hpp"
 
-#include "core/process.hpp"
 #include "redis/connection.hpp"
 
 #include <fmt/format.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -113,6 +113,8 @@ std::string handshake_failure(SSL* ssl, int result, const std::string& openssl_r
 
 }  // namespace
 
+OpenSslSection::OpenSslSection() noexcept { core::at_thread_end_in_section(&OPENSSL_thread_stop); }
+
 std::string ssl_error_text() {
   std::string out;
   for (unsigned long e; (e = ERR_get_error()) != 0;) {
@@ -177,7 +179,7 @@ std::unique_ptr<Stream> Stream::open(const Endpoint& node, TlsContext* tls, Cloc
   if (!tls) return s;
   // OpenSSL's global locks and first-use set-up (BIO method, providers) are
   // taken from here to the end of the handshake: a fork waits for it.
-  const core::NoForkSection no_fork;
+  const OpenSslSection no_fork;
   // TLS: SNI and the name checked are the server_name option, else the host
   // connected to (an IP address is checked against the certificate's IP SANs).
   ERR_clear_error();
@@ -222,7 +224,7 @@ void Stream::handshake(Clock::time_point deadline, const std::string& name) {
 
 Stream::~Stream() {
   if (ssl_) {
-    const core::NoForkSection no_fork;
+    const OpenSslSection no_fork;
     SSL_free(ssl_);
   }  // no close_notify: the socket is closed right after, as hiredis does
   ::close(fd_);
@@ -247,6 +249,7 @@ Stream::Io Stream::write_all(std::string_view data, Clock::time_point deadline, 
   while (done < data.size()) {
     short events = POLLOUT;
     if (ssl_) {
+      const OpenSslSection no_fork;  // not across the wait below: a fork waits only for the call
       ERR_clear_error();
       errno = 0;
       const int n = SSL_write(ssl_, data.data() + done, static_cast<int>(std::min<std::size_t>(data.size() - done, INT_MAX)));
@@ -299,6 +302,7 @@ Stream::Io Stream::read_some(std::string& out, Clock::time_point deadline, std::
   while (true) {
     short events = POLLIN;
     if (ssl_) {
+      const OpenSslSection no_fork;  // not across the wait below
       ERR_clear_error();
       errno = 0;
       const int n = SSL_read(ssl_, buf, sizeof buf);
@@ -327,7 +331,11 @@ Stream::Io Stream::read_some(std::string& out, Clock::time_point deadline, std::
   }
 }
 
-bool Stream::pending() const { return ssl_ && SSL_pending(ssl_) > 0; }
+bool Stream::pending() const {
+  if (!ssl_) return false;
+  const OpenSslSection no_fork;
+  return SSL_pending(ssl_) > 0;
+}
 
 bool Stream::wait_readable(int timeout_ms, int wake_fd) const {
   if (pending()) return true;
@@ -344,6 +352,7 @@ bool Stream::looks_idle_and_open() {
   // TLS: records that are not data (a session ticket, a key update) also
   // wake poll(); open as long as no data and no close arrives.
   char c;
+  const OpenSslSection no_fork;
   ERR_clear_error();
   const int n = SSL_peek(ssl_, &c, 1);
   if (n > 0) return false;

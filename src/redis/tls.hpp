@@ -23,6 +23,8 @@
 // thread at a time.
 #pragma once
 
+#include "core/process.hpp"
+
 #include <pathlock/redis_url.hpp>
 
 #include <pathlock/metrics.hpp>
@@ -73,8 +75,21 @@ class TlsContext {
   const LogSink log_;
 };
 
+// Every OpenSSL call of the Redis client runs inside one: fork() waits until
+// none is open (core/process.hpp), and the thread's OpenSSL state is freed
+// inside a section when the thread ends, not by OpenSSL's own thread-end
+// destructor, which takes a process-wide lock that a fork could catch held
+// (docs/design.md#fork).
+class OpenSslSection {
+ public:
+  OpenSslSection() noexcept;
+
+ private:
+  core::NoForkSection no_fork_;
+};
+
 // The reasons of the queued OpenSSL errors, oldest first (the queue is
-// emptied). Defined in tls.cpp.
+// emptied). Called inside an OpenSslSection. Defined in tls.cpp.
 std::string ssl_error_text();
 
 // Throws InvalidRequest when TLS options are given with a plain URL; returns

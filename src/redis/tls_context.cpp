@@ -1,8 +1,6 @@
 // The OpenSSL context of a client, reloaded when its files change; see tls.hpp.
 #include "redis/tls.hpp"
 
-#include "core/process.hpp"
-
 #include <fmt/format.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -77,7 +75,7 @@ TlsContext::TlsContext(RedisTlsOptions options, LogSink log) : options_(std::mov
     throw InvalidRequest("tls cert_file and key_file go together (mutual TLS needs both)");
   stamp_ = stamp();
   {
-    const core::NoForkSection no_fork;  // OpenSSL's first-use initialisation and CA loading
+    const OpenSslSection no_fork;  // OpenSSL's first-use initialisation and CA loading
     ctx_ = build_context(o);
   }
   loads_ = 1;
@@ -94,7 +92,7 @@ void TlsContext::warn(const std::string& message) const {
 }
 
 TlsContext::~TlsContext() {
-  const core::NoForkSection no_fork;
+  const OpenSslSection no_fork;
   SSL_CTX_free(ctx_);
 }
 
@@ -117,7 +115,7 @@ unsigned TlsContext::loads() const {
 }
 
 SSL* TlsContext::new_ssl() {
-  const core::NoForkSection no_fork;  // before mutex_: the order every caller takes them in
+  const OpenSslSection no_fork;  // before mutex_: the order every caller takes them in
   std::lock_guard guard(mutex_);
   if (std::vector<std::string> now = stamp(); now != stamp_) {
     try {
