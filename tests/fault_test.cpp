@@ -104,8 +104,7 @@ TEST_CASE("stress survives connection kills, stalls and server restarts without 
       if (clients.find(fmt::format("name=pathlock-{} ", child.pid)) == std::string::npos) return false;
     return true;
   };
-  for (int i = 0; i < 500 && !connected(); ++i) std::this_thread::sleep_for(20ms);
-  REQUIRE(connected());
+  REQUIRE(devtools::until(connected, 10s));
   // ... and got going: each process's threads have called the library.
   const auto fcalls = [&] {
     const std::string stats = server.command({"INFO", "commandstats"}).str;
@@ -114,26 +113,34 @@ TEST_CASE("stress survives connection kills, stalls and server restarts without 
   };
   devtools::wait_for("fault test", "the stress processes to call the library",
                      [&] { return fcalls() >= kProcesses * kThreads; });
+  // After a fault, the next one waits until the processes call again: as
+  // many more calls as they have threads (the count starts at 0 on a
+  // restarted server).
+  const auto called_again = [&](long long since) {
+    return devtools::until([&] { return fcalls() >= since + kProcesses * kThreads; }, 4s);
+  };
 
   long clients_killed = 0, kill_rounds = 0, stalls = 0, restarts = 0;
   for (int round = 0; round < kRounds; ++round) {
+    const long long before_kill = fcalls();
     const test::RedisReply killed = server.command({"CLIENT", "KILL", "TYPE", "normal"});
     REQUIRE(killed.type == test::RedisReply::Type::integer);
     clients_killed += killed.integer;
     ++kill_rounds;
-    std::this_thread::sleep_for(1000ms);
+    REQUIRE(called_again(before_kill));
 
+    const long long before_stall = fcalls();
     const test::RedisReply slept = server.command({"DEBUG", "SLEEP", "1"});  // returns when the stall ends
     INFO(slept.str);
     REQUIRE_FALSE(slept.is_error());
     ++stalls;
-    std::this_thread::sleep_for(1000ms);
+    REQUIRE(called_again(before_stall));
 
     server.kill_hard();
-    std::this_thread::sleep_for(300ms);
+    std::this_thread::sleep_for(300ms);  // the outage itself (a fault's length), not a wait for a state
     server.restart();
     ++restarts;
-    std::this_thread::sleep_for(1000ms);
+    REQUIRE(called_again(0));
   }
 
   for (test::ChildGuard& child : children) {

@@ -100,14 +100,18 @@ TEST_CASE("a slot moved key by key under load never lets a conflicting request i
       std::atomic<bool>& done;
       ~Stop() { done = true; }  // before the threads join, also on a failure
     } stop{done};
-    std::this_thread::sleep_for(100ms);
+    // Answers so far, to wait on: each thread's requests have begun, and
+    // more arrive after the move.
+    const auto answers = [&] { return refusals + errors + free_grants + wrong_grants; };
+    REQUIRE(devtools::until([&] { return answers() >= 6; }));
     cluster.begin_migration(slot, to);
     for (std::size_t n; (n = cluster.migrate_keys(slot, 1)) > 0;) {
       moved += n;
-      std::this_thread::sleep_for(40ms);  // requests arrive between every two keys
+      std::this_thread::sleep_for(40ms);  // the pace of the move: requests arrive between every two keys
     }
     cluster.finish_migration(slot);
-    std::this_thread::sleep_for(300ms);
+    const int after_move = answers();
+    REQUIRE(devtools::until([&] { return answers() >= after_move + 6; }));
   }
   INFO(moved << " keys moved; " << refusals << " refusals, " << errors << " errors, " << free_grants
              << " grants elsewhere");
@@ -143,14 +147,27 @@ TEST_CASE("multi-process stress across a reshard: the history checker finds no v
                                 std::to_string(p + 7), "--command-timeout", "1000", "--max-backend-errors", "100000",
                                 "--log", logs.back()}));
   }
-  std::this_thread::sleep_for(800ms);
+  // Calls the cluster has run (FCALL, every node), to wait on: the
+  // processes have started, and they go on after each move.
+  const auto fcalls = [&] {
+    long long sum = 0;
+    for (std::size_t i = 0; i < cluster.size(); ++i) {
+      const std::string stats = cluster.node(i).command({"INFO", "commandstats"}).str;
+      const std::size_t at = stats.find("cmdstat_fcall:calls=");
+      if (at != std::string::npos) sum += std::stoll(stats.substr(at + 20));
+    }
+    return sum;
+  };
+  const long long before = fcalls();
+  REQUIRE(devtools::until([&] { return fcalls() >= before + 30; }));
   // Move the namespace's slot back and forth, key by key, while they run.
   const int slot = cluster.keyslot("pl:{" + ns + "}:meta");
   for (int round = 0; round < 2; ++round) {
     cluster.begin_migration(slot, other_master(cluster, slot));
-    while (cluster.migrate_keys(slot, 1) > 0) std::this_thread::sleep_for(20ms);
+    while (cluster.migrate_keys(slot, 1) > 0) std::this_thread::sleep_for(20ms);  // the pace of the move
     cluster.finish_migration(slot);
-    std::this_thread::sleep_for(300ms);
+    const long long after_move = fcalls();
+    REQUIRE(devtools::until([&] { return fcalls() >= after_move + 30; }));
   }
   for (const pid_t pid : pids) CHECK(test::wait_exit(pid) == 0);
   std::vector<std::string> check{PATHLOCK_STRESS, "check"};

@@ -61,8 +61,7 @@ TEST_CASE("SENTINEL FAILOVER: calls reach the new master, locks and waiters carr
   const AcquireResult held = engine->acquire(one_target_request(ns, "alice", "delete_folder", "/p/A"));
   REQUIRE(held.granted());
   // Wait until the replica has the lock: a failover keeps what was replicated.
-  for (int i = 0; i < 500 && deployment.replica().command({"HEXISTS", prefix_of(ns) + "locks", held.grant.id}).integer != 1; ++i)
-    std::this_thread::sleep_for(5ms);
+  devtools::until([&] { return deployment.replica().command({"HEXISTS", prefix_of(ns) + "locks", held.grant.id}).integer == 1; });
   REQUIRE(deployment.replica().command({"HEXISTS", prefix_of(ns) + "locks", held.grant.id}).integer == 1);
   const int old_port = deployment.master().port();
 
@@ -84,9 +83,10 @@ TEST_CASE("SENTINEL FAILOVER: calls reach the new master, locks and waiters carr
     });
     deployment.failover();
     REQUIRE(deployment.master().port() != old_port);
-    for (int i = 0; i < 200 && idle.node_for("x").port == old_port; ++i) std::this_thread::sleep_for(50ms);
+    devtools::until([&] { return idle.node_for("x").port != old_port; }, 10s);
     CHECK(idle.node_for("x").port == deployment.master().port());
-    std::this_thread::sleep_for(300ms);
+    const int after_failover = calls;
+    REQUIRE(devtools::until([&] { return calls >= after_failover + 20; }));  // the load goes on on the new master
   }
   CHECK(calls > 0);
   CHECK(errors == 0);
@@ -114,7 +114,7 @@ TEST_CASE("a crashed master: the sentinels promote the replica and calls reach i
   const auto replicated = [&] {
     return deployment.replica().command({"HEXISTS", prefix_of(ns) + "locks", held.grant.id}).integer == 1;
   };
-  for (int i = 0; i < 500 && !replicated(); ++i) std::this_thread::sleep_for(5ms);
+  devtools::until([&] { return replicated(); });
   REQUIRE(replicated());
   RedisServer& old_master = deployment.master();
   RedisServer& promoted = deployment.replica();

@@ -172,8 +172,7 @@ TEST_CASE("a live waiter keeps its place beyond one reservation lease", "[redis]
   std::this_thread::sleep_for(500ms - since(start));
   auto younger =
       std::async(std::launch::async, [&] { return take(*engine, ns, "r", "rename_folder", "/p/A", 2300ms); });
-  for (int i = 0; i < 500 && server.command({"ZCARD", prefix_of(ns) + "wq"}).integer < 2; ++i)
-    std::this_thread::sleep_for(2ms);
+  devtools::until([&] { return server.command({"ZCARD", prefix_of(ns) + "wq"}).integer >= 2; });
   REQUIRE(server.command({"ZCARD", prefix_of(ns) + "wq"}).integer == 2);
   std::this_thread::sleep_for(2300ms - since(start));  // past the older one's first reservation
   const auto probe = take(*engine, ns, "c", "create", "/p/A");
@@ -334,10 +333,10 @@ TEST_CASE("a subscription closed by the server is opened again", "[redis][wait][
   const auto numsub = [&] { return server.command({"PUBSUB", "SHARDNUMSUB", channel}).elements.at(1).integer; };
   const auto held = hold(*engine, ns, "h", "delete_folder", "/p/A");
   auto waiter = std::async(std::launch::async, [&] { return take(*engine, ns, "w", "upload", "/p/A/x", 5000ms); });
-  for (int i = 0; i < 500 && numsub() != 1; ++i) std::this_thread::sleep_for(2ms);
+  devtools::until([&] { return numsub() == 1; });
   REQUIRE(numsub() == 1);
   REQUIRE(server.command({"CLIENT", "KILL", "TYPE", "pubsub"}).integer == 1);
-  for (int i = 0; i < 500 && numsub() != 1; ++i) std::this_thread::sleep_for(2ms);
+  devtools::until([&] { return numsub() == 1; });
   CHECK(numsub() == 1);  // subscribed again
   REQUIRE(engine->release(ns, held.grant.id, held.grant.token));
   const auto got = waiter.get();

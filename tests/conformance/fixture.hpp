@@ -15,6 +15,7 @@
 
 #include "support/backends.hpp"
 #include "support/waiting_probe.hpp"
+#include "until.hpp"
 
 #include <pathlock/clock.hpp>
 
@@ -54,14 +55,10 @@ struct Fixture {
   Clock::time_point now() const { return clock ? clock->now() : std::chrono::steady_clock::now(); }
   // Polls `done` until it returns true (true) or `timeout` of real time has
   // passed (false): waiting for a condition, e.g. a lease ended on a server.
+  // The C++ tests' one wait (tools/dev/until.hpp), with its one default limit.
   template <class F>
-  static bool until(F done, Millis timeout = Millis{10000}) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!done()) {
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return true;
+  static bool until(F done, Millis timeout = devtools::kUntilLimit) {
+    return devtools::until(done, timeout);
   }
   // Lets the lease of `g` end: `d` passes (see let_pass), then waits until
   // the engine no longer holds the lock. False if it is still held after 10 s.

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "redis_devtools/redis_server.hpp"
 #include "support/netns.hpp"
 
 namespace pathlock::test {
@@ -87,16 +88,8 @@ struct Moment {
   std::int64_t at = 0;
 };
 
-// Polls `done` every 10 ms for up to `limit`.
-template <class Done>
-bool until(Done done, std::chrono::milliseconds limit = std::chrono::seconds(10)) {
-  const auto give_up = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > give_up) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return true;
-}
+// The C++ tests' one wait for a state (tools/dev/redis_devtools/redis_server.hpp).
+using devtools::until;
 
 inline const LockInfo* find_lock(const std::vector<LockInfo>& locks, const std::string& id) {
   for (const LockInfo& l : locks)

@@ -1,54 +1,56 @@
 // A PostgreSQL child process: see postgres_server.hpp.
 #include "pg_devtools/postgres_server.hpp"
 
-#include "pg_devtools/server_process.hpp"
-#include "redis_devtools/redis_server.hpp"  // free_loopback_port, run_program, wait_for
+#include "pg_devtools/server_process.hpp"  // read_whole_file
+#include "redis_devtools/redis_server.hpp"  // run_program, wait_for
+#include "redis_devtools/testenv.hpp"
 
 #include <libpq-fe.h>
 
 #include <signal.h>
-#include <sys/wait.h>
 
 #include <cstdlib>
-#include <filesystem>
 #include <stdexcept>
 
 namespace pathlock::devtools {
 
-// A fresh directory for the server (given to the server's user) and the binaries' place.
-void PostgresServer::prepare() {
+// Through the one test launcher (redis_devtools/testenv.hpp), as every
+// language's tests start PostgreSQL: `pathlock-testenv postgres`, with the
+// settings as its arguments.
+void PostgresServer::launch(const std::vector<std::string>& options) {
   const char* bin = std::getenv("PATHLOCK_PG_BIN");
   bin_ = bin && *bin ? bin : "/usr/lib/postgresql/15/bin";
-  dir_ = make_server_dir("pg");
+  std::vector<std::string> args{"--limit", "60"};
+  for (const std::string& e : environment_) args.insert(args.end(), {"--env", e});
+  args.push_back("postgres");
+  args.insert(args.end(), options.begin(), options.end());
+  args.push_back("--");
+  args.insert(args.end(), settings_.begin(), settings_.end());
+  launcher_ = std::make_unique<Testenv>(args);
+  const nlohmann::json& j = launcher_->started();
+  port_ = j.at("port").get<int>();
+  pid_ = j.at("pid").get<pid_t>();
+  dir_ = j.at("servers").at(0).at("dir").get<std::string>();
 }
 
 PostgresServer::PostgresServer(const std::vector<std::string>& settings, const std::vector<std::string>& environment)
     : settings_(settings), environment_(environment) {
-  prepare();
-  run_as_server_user({bin_ + "/initdb", "-D", dir_ + "/data", "-U", "postgres", "--auth=trust", "-E", "UTF8",
-                      "--locale=C", "--no-sync"},
-                     dir_ + "/initdb.log");
-  port_ = free_loopback_port();
-  start();
+  launch({});
 }
 
-PostgresServer::PostgresServer(StandbyOf, const PostgresServer& primary) {
-  prepare();
-  // A copy of the primary that streams its WAL from it (-R: standby.signal
-  // and primary_conninfo), by the replication line initdb's trust setup has.
-  run_as_server_user({bin_ + "/pg_basebackup", "-D", dir_ + "/data", "-d", primary.url(), "-R", "-X", "stream",
-                      "--no-sync", "--checkpoint=fast"},
-                     dir_ + "/basebackup.log");
-  port_ = free_loopback_port();
-  start();
-}
+// A copy of the primary that streams its WAL from it (pg_basebackup -R:
+// standby.signal and primary_conninfo), by the replication line initdb's
+// trust setup has.
+PostgresServer::PostgresServer(StandbyOf, const PostgresServer& primary) { launch({"--standby-of", primary.url()}); }
 
 void PostgresServer::promote() { sql("SELECT pg_promote(true, 60)"); }
 
 PostgresServer::~PostgresServer() {
-  stop();
-  std::error_code ec;
-  std::filesystem::remove_all(dir_, ec);
+  try {
+    stop();
+  } catch (const std::exception&) {  // the launcher has ended: closing it below stops what is left
+  }
+  launcher_.reset();  // it stops what runs and removes the server's directory
 }
 
 std::string PostgresServer::url() const { return url_as("postgres"); }
@@ -56,24 +58,6 @@ std::string PostgresServer::url() const { return url_as("postgres"); }
 std::string PostgresServer::url_as(const std::string& user, const std::string& password) const {
   return "postgresql://" + user + (password.empty() ? "" : ":" + password) + "@127.0.0.1:" + std::to_string(port_) +
          "/postgres";
-}
-
-void PostgresServer::start() {
-  std::vector<std::string> argv{bin_ + "/postgres", "-D", dir_ + "/data", "-p", std::to_string(port_), "-k", dir_,
-                                "-c", "listen_addresses=127.0.0.1", "-c", "max_connections=300"};
-  for (const std::string& s : settings_) {
-    argv.push_back("-c");
-    argv.push_back(s);
-  }
-  const std::string log = dir_ + "/server.log";
-  // A restart right after a kill may find the old shared memory still
-  // attached for a moment: try again until it starts.
-  const std::string conninfo = url();
-  wait_for("PostgresServer", "the server to accept connections", [&] {
-    if (pid_ <= 0 || ::waitpid(pid_, nullptr, WNOHANG) == pid_)
-      pid_ = spawn_as_server_user(argv, log, true, environment_);
-    return PQping(conninfo.c_str()) == PQPING_OK;
-  }, 30);
 }
 
 std::string PostgresServer::sql(const std::string& statements) const { return psql(url(), statements); }
@@ -92,20 +76,23 @@ std::string PostgresServer::psql(const std::string& conninfo, const std::string&
 void PostgresServer::kill_hard() {
   if (pid_ <= 0) throw std::runtime_error("PostgresServer: not running");
   ::kill(pid_, SIGKILL);
-  ::waitpid(pid_, nullptr, 0);
-  // The backends notice the postmaster's death and exit.
-  wait_for("PostgresServer", "the killed server's processes to exit", [&] { return !server_group_alive(pid_); }, 30);
+  // Its backends notice the postmaster's death and exit: done once no socket
+  // of the server's port is open (each backend holds its client's).
+  wait_for("PostgresServer", "the killed server's processes to close their sockets",
+           [&] { return process_exited(pid_) && !listens_or_connected(port_); }, 30);
   pid_ = -1;
 }
 
 void PostgresServer::restart() {
   if (pid_ > 0) throw std::runtime_error("PostgresServer: still running");
-  start();
+  std::string command = "restart postgres";
+  for (const std::string& s : settings_) command += " " + Testenv::quoted(s);
+  pid_ = launcher_->ask(command).at("pid").get<pid_t>();
 }
 
 void PostgresServer::stop() {
-  if (pid_ <= 0) return;
-  stop_server_process(pid_, SIGINT);  // fast shutdown: ends the sessions, checkpoints
+  if (pid_ <= 0 || !launcher_) return;
+  launcher_->ask("stop postgres");  // fast shutdown (SIGINT): ends the sessions, checkpoints; waited for
   pid_ = -1;
 }
 

@@ -2,16 +2,16 @@
 // benchmark. Not part of the library.
 //
 // PostgresServer runs Debian's postgresql-15 binaries
-// ($PATHLOCK_PG_BIN, else /usr/lib/postgresql/15/bin): initdb into a fresh
-// temporary directory (superuser `postgres`, trust authentication, UTF8,
-// locale C), then postgres on a free 127.0.0.1 port with its unix socket in
-// that directory. PostgreSQL refuses to run as root: started by root, the
-// directory is given to the unprivileged user `nobody` and initdb and the
-// server run as that user (setuid in the child: server_process.hpp), so CI
-// (root, a fresh clone) needs nothing prepared. The server runs in its own
-// process group, dies with a parent that started it from the main thread
-// (PR_SET_PDEATHSIG), and is stopped (fast shutdown, then SIGKILL) and its
-// directory removed when the object is destroyed.
+// ($PATHLOCK_PG_BIN, else /usr/lib/postgresql/15/bin) through the one test
+// launcher of every language's tests (redis_devtools/testenv.hpp,
+// tests/support/pathlock-testenv postgres): initdb into a fresh temporary
+// directory (superuser `postgres`, trust authentication, UTF8, locale C),
+// then postgres on a free 127.0.0.1 port with its unix socket in that
+// directory. PostgreSQL refuses to run as root: started by root, initdb and
+// the server run as the unprivileged user `nobody`, so CI (root, a fresh
+// clone) needs nothing prepared. The launcher stops the server (fast
+// shutdown) and removes its directory when the object is destroyed, or when
+// the test process ends, crashed or killed.
 //
 // A streaming standby: PostgresServer(standby_of, primary) copies a running
 // primary with pg_basebackup -R (as the same unprivileged user) and starts
@@ -23,10 +23,13 @@
 
 #include <sys/types.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace pathlock::devtools {
+
+class Testenv;
 
 class PostgresServer {
  public:
@@ -64,8 +67,9 @@ class PostgresServer {
   // server, another user).
   std::string psql(const std::string& conninfo, const std::string& statements) const;
 
-  // kill -9 of the postmaster; returns once every process of the server has
-  // exited. restart() starts it again on the same port and directory
+  // kill -9 of the postmaster; returns once it has exited and its backends
+  // have closed their connections. restart() starts it again on the same
+  // port and directory, once the old backends have let go of its shared memory
   // (crash recovery replays the WAL) and returns once it accepts connections.
   void kill_hard();
   void restart();
@@ -75,8 +79,7 @@ class PostgresServer {
   void promote();
 
  private:
-  void prepare();
-  void start();
+  void launch(const std::vector<std::string>& options);
 
   std::string dir_;   // the data directory is dir_/data, the socket dir_
   std::string bin_;
@@ -84,6 +87,7 @@ class PostgresServer {
   std::vector<std::string> environment_;  // added to the server's environment
   int port_ = 0;
   pid_t pid_ = -1;
+  std::unique_ptr<Testenv> launcher_;  // what started the server
 };
 
 }  // namespace pathlock::devtools

@@ -1,11 +1,10 @@
 // A redis-server child process and a raw connection; see redis_server.hpp.
 //
-// Port choice: bind 127.0.0.1:0, read the port the kernel picked, close the
-// socket and hand the port to redis-server. Another process could take it in
-// between, so a server that exits during start-up is retried on a new port.
-// A server started from the main thread also gets PR_SET_PDEATHSIG, so it
-// dies with the test process even when that process crashes.
+// The server itself is started, restarted and stopped by the one test
+// launcher (testenv.hpp), as every language's tests do.
 #include "redis_server.hpp"
+
+#include "testenv.hpp"
 
 #include "cmake/pathlock_child_process.hpp"
 #include <pathlock/redis_url.hpp>
@@ -69,24 +68,6 @@ int free_loopback_port() {
   return port;
 }
 
-int free_loopback_port_below(int limit) {
-  for (int attempt = 0; attempt < 200; ++attempt) {
-    const int port = free_loopback_port();
-    if (port <= limit) return port;
-  }
-  throw std::runtime_error("cannot find a free loopback port at most " + std::to_string(limit));
-}
-
-int node_port_for(const std::vector<std::string>& args) {
-  bool cluster = false, bus_given = false;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--cluster-enabled" && i + 1 < args.size() && args[i + 1] == "yes") cluster = true;
-    if (args[i] == "--cluster-port") bus_given = true;
-    if (args[i] == "--sentinel") cluster = true;  // (room kept as for a node: a Sentinel's port must be valid too)
-  }
-  return cluster && !bus_given ? free_loopback_port_below(kMaxNodePort) : free_loopback_port();
-}
-
 namespace {
 
 std::string read_file(const std::string& path) {
@@ -94,31 +75,6 @@ std::string read_file(const std::string& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-// True once the server answers as process `pid`: "PONG", then INFO names
-// that process (another test's server may hold the port this one failed to
-// bind: it answered for this one before), or, where this server wants a
-// password (`wants_password`), "NOAUTH ..." (its INFO cannot be read).
-bool answers_as(const std::string& url, pid_t pid, bool wants_password) {
-  try {
-    RedisConnection c(url);
-    const RedisReply r = c.command({"PING"});
-    if (r.is_error()) return wants_password;
-    if (r.str != "PONG") return false;
-    const RedisReply info = c.command({"INFO", "server"});
-    if (info.is_error()) return true;  // INFO renamed away by the test: PONG is all it can say
-    return info.str.find("process_id:" + std::to_string(pid) + "\r") != std::string::npos;
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
-bool wants_password(const std::vector<std::string>& args, bool config_file) {
-  if (config_file) return true;  // (a sentinel's or a test's own configuration may set one)
-  for (const std::string& a : args)
-    if (a == "--requirepass" || a == "--aclfile" || a == "--user") return true;
-  return false;
 }
 
 // execv()'s view of `args` (which must outlive it): pointers, then nullptr.
@@ -132,30 +88,6 @@ std::vector<char*> exec_argv(std::vector<std::string>& args) {
 pid_t fork_or_throw() {
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error("fork failed");
-  return pid;
-}
-
-// Forks and execs redis-server with `args` (args[0] is the binary) and this
-// process's environment plus `environment`.
-pid_t launch(std::vector<std::string> args, bool main_thread, const std::vector<std::string>& environment) {
-  std::vector<char*> cargs = exec_argv(args);
-  std::vector<std::string> env = environment_with(environment);
-  std::vector<char*> cenv = exec_argv(env);  // made before the fork: the child only execs
-  const pid_t pid = fork_or_throw();
-  if (pid == 0) {
-    if (main_thread) ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    ::setpgid(0, 0);  // a Ctrl-C to the parent does not reach the server
-    const int null_fd = ::open("/dev/null", O_RDWR);
-    if (null_fd >= 0) {
-      ::dup2(null_fd, STDIN_FILENO);
-      ::dup2(null_fd, STDOUT_FILENO);
-      ::dup2(null_fd, STDERR_FILENO);
-    }
-    ::execvpe(cargs[0], cargs.data(), cenv.data());
-    cargs[0] = const_cast<char*>("/usr/bin/redis-server");
-    ::execve(cargs[0], cargs.data(), cenv.data());
-    ::_exit(127);
-  }
   return pid;
 }
 
@@ -219,51 +151,25 @@ RedisServer::RedisServer(const std::vector<std::string>& extra_args, const std::
   start(extra_args, config);
 }
 
+// Through the one test launcher (testenv.hpp): its port choice (room for a
+// Cluster bus where the arguments enable a Cluster), its retries on a port
+// taken meanwhile, its readiness check (PING, not LOADING, from this very
+// process; NOAUTH where a password is set).
 void RedisServer::start(const std::vector<std::string>& extra_args, const std::string& config) {
-  char tmpl[] = "/tmp/pathlock-redis-XXXXXX";
-  if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
-  dir_ = tmpl;
-  std::string config_file;
-  if (!config.empty()) {
-    config_file = dir_ + "/redis.conf";
-    std::ofstream(config_file) << config;
-  }
-  const std::string log = dir_ + "/redis.log";
-  const char* env_binary = std::getenv("PATHLOCK_REDIS_SERVER");
-  const std::string binary = env_binary && *env_binary ? env_binary : "redis-server";
-  const bool main_thread = ::getpid() == static_cast<pid_t>(::syscall(SYS_gettid));
-
-  std::string last_log;
-  const bool password = wants_password(extra_args, !config_file.empty());
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    const int port = node_port_for(extra_args);
-    std::vector<std::string> args{binary};
-    if (!config_file.empty()) args.push_back(config_file);
-    args.insert(args.end(), {                     "--port",       std::to_string(port),  "--bind",
-                                  "127.0.0.1",    "--save",       "",                    "--appendonly",
-                                  "no",           "--maxmemory-policy", "noeviction",   "--daemonize",
-                                  "no",           "--dir",        dir_,                  "--logfile",
-                                  log});
-    args.insert(args.end(), extra_args.begin(), extra_args.end());
-    const pid_t pid = launch(args, main_thread, environment_);
-    args_ = args;
-    pid_ = pid;
-    port_ = port;
-    url_ = "redis://127.0.0.1:" + std::to_string(port);
-    const auto startup =
-        child_process::wait_until_ready(pid_, [&] { return answers_as(url_, pid, password); },
-                                        std::chrono::milliseconds(20));
-    if (startup == child_process::Startup::ready) return;
-    const bool exited = startup == child_process::Startup::exited;
-    if (exited) pid_ = -1;
-    last_log = read_file(log);
-    if (!exited) {
-      stop();
-      break;
-    }
-  }
-  std::filesystem::remove_all(dir_);
-  throw std::runtime_error("redis-server (" + binary + ") did not start; its log:\n" + last_log);
+  std::vector<std::string> args{"--limit", "30"};
+  for (const std::string& e : environment_) args.insert(args.end(), {"--env", e});
+  args.push_back("redis");
+  if (!config.empty()) args.insert(args.end(), {"--conf", config});
+  args.push_back("--");
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  launcher_ = std::make_unique<Testenv>(args);
+  const nlohmann::json& j = launcher_->started();
+  url_ = j.at("url").get<std::string>();
+  port_ = j.at("port").get<int>();
+  pid_ = j.at("pid").get<pid_t>();
+  dir_ = j.at("servers").at(0).at("dir").get<std::string>();
+  log_ = j.at("servers").at(0).at("log").get<std::string>();
+  args_ = extra_args;
 }
 
 RedisServer::RedisServer(External, std::string url) : url_(std::move(url)) {}
@@ -273,16 +179,16 @@ std::unique_ptr<RedisServer> RedisServer::external(const std::string& url) {
 }
 
 RedisServer::~RedisServer() {
-  stop();
-  if (!dir_.empty()) {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
+  try {
+    stop();
+  } catch (const std::exception&) {  // the launcher has ended: closing it below stops what is left
   }
+  launcher_.reset();  // it stops what runs and removes the server's directory
 }
 
 void RedisServer::stop() {
-  if (pid_ <= 0) return;
-  child_process::stop(pid_);
+  if (!launcher_ || pid_ <= 0) return;
+  launcher_->ask("stop redis");  // SIGTERM, waited for
   pid_ = -1;
 }
 
@@ -366,30 +272,24 @@ std::vector<std::string> RedisServer::keys(const std::string& pattern) const {
 void RedisServer::kill_hard() {
   if (pid_ <= 0) throw std::runtime_error("kill_hard: this object did not start the server, or it is down");
   ::kill(pid_, SIGKILL);
-  ::waitpid(pid_, nullptr, 0);
+  // Exited, and the kernel has closed its sockets too (it may close a dead
+  // process's files a moment later): its clients have been told.
+  wait_for("kill_hard", "redis-server to exit after SIGKILL and its sockets to close", [&] {
+    return process_exited(pid_) && !listens_or_connected(port_) && (tls_port() == 0 || !listens_or_connected(tls_port()));
+  }, 10);
   pid_ = -1;
 }
 
 void RedisServer::restart() {
-  if (pid_ > 0 || args_.empty()) throw std::runtime_error("restart: the server is running, or was not started here");
-  const bool main_thread = ::getpid() == static_cast<pid_t>(::syscall(SYS_gettid));
-  pid_ = launch(args_, main_thread, environment_);
-  // Ready once PING answers PONG (or an error other than LOADING, e.g. NOAUTH).
-  const auto loaded = [&] {
-    try {
-      RedisConnection c(url_);
-      const RedisReply r = c.command({"PING"});
-      return r.str == "PONG" || (r.is_error() && r.str.rfind("LOADING", 0) != 0);
-    } catch (const std::exception&) {
-      return false;
-    }
-  };
-  const auto startup = child_process::wait_until_ready(pid_, loaded, std::chrono::milliseconds(10));
-  if (startup == child_process::Startup::ready) return;
-  if (startup == child_process::Startup::exited) pid_ = -1;
-  const std::string log = read_file(dir_ + "/redis.log");
-  if (pid_ > 0) stop();
-  throw std::runtime_error("redis-server did not come back on " + url_ + "; its log:\n" + log);
+  if (pid_ > 0 || !launcher_) throw std::runtime_error("restart: the server is running, or was not started here");
+  std::string command = "restart redis";
+  for (const std::string& a : args_) command += " " + Testenv::quoted(a);
+  try {
+    pid_ = launcher_->ask(command).at("pid").get<pid_t>();
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("redis-server did not come back on ") + url_ + ": " + e.what() +
+                             "; its log:\n" + read_file(log_));
+  }
 }
 
 }  // namespace pathlock::devtools

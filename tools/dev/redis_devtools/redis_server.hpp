@@ -2,23 +2,27 @@
 // shared by the test suite (tests/support/redis_server.hpp) and the benchmark
 // (tools/dev/bench). Not part of the library.
 //
-// RedisServer starts redis-server on a free loopback port with
-//   --save "" --appendonly no --maxmemory-policy noeviction
-// (plus extra arguments), waits for PING, and stops it (SIGTERM, then
-// SIGKILL after 5 s) when destroyed. The child runs in its own process group
-// (a Ctrl-C to the parent does not reach it; the parent stops it) and, when
-// started from the main thread, dies with the parent (PR_SET_PDEATHSIG).
+// RedisServer starts redis-server through the one test launcher of every
+// language's tests (testenv.hpp, tests/support/pathlock-testenv): on a free
+// loopback port (room for a Cluster bus where the arguments enable a
+// Cluster), with --save "" --appendonly no (plus extra arguments), ready once
+// PING answers as that very process, stopped (SIGTERM, waited for) when
+// destroyed. The launcher runs in its own process group (a Ctrl-C to the
+// parent does not reach the server; the parent stops it) and stops the
+// server when the parent ends, even when the parent crashes.
 //
-// The binary is $PATHLOCK_REDIS_SERVER, else redis-server from PATH, else
-// /usr/bin/redis-server. A server that does not answer PING within 10 s
-// makes the constructor throw std::runtime_error with the server's log.
-// The server gets this process's environment, plus the variables a test
-// names (a clock faker's LD_PRELOAD: tests/support/clock_step.hpp).
+// The binary is $PATHLOCK_REDIS_SERVER, else redis-server from PATH. A
+// server that does not answer within 30 s makes the constructor throw
+// std::runtime_error (the launcher's message is on stderr). The server gets
+// this process's environment, plus the variables a test names (a clock
+// faker's LD_PRELOAD: tests/support/clock_step.hpp).
 //
 // RedisConnection is deliberately independent of the library's own client:
 // tests and benchmarks look at the server through it, not through the code
 // under test.
 #pragma once
+
+#include "until.hpp"
 
 #include <sys/types.h>
 
@@ -32,6 +36,8 @@
 struct redisContext;
 
 namespace pathlock::devtools {
+
+class Testenv;
 
 struct RedisReply {
   enum class Type { nil, string, integer, array, status, error };
@@ -64,16 +70,6 @@ class RedisConnection {
 
 // A TCP port on 127.0.0.1 that was free a moment ago.
 int free_loopback_port();
-// A Redis Cluster node's bus port is its port + 10000 unless --cluster-port
-// names another: a node's port must be at most kMaxNodePort.
-inline constexpr int kMaxNodePort = 65535 - 10000;
-// A free loopback port of at most `limit` (free_loopback_port, drawn again
-// above it).
-int free_loopback_port_below(int limit);
-// The port RedisServer gives a server started with `args`: at most
-// kMaxNodePort for a Cluster node without --cluster-port (and a Sentinel).
-int node_port_for(const std::vector<std::string>& args);
-
 // This process's environment ("NAME=value" each) with `vars` ("NAME=value"
 // each) added, replacing the variables of the same names: what a child
 // started with them sees.
@@ -84,16 +80,13 @@ std::vector<std::string> environment_with(const std::vector<std::string>& vars);
 // (128 + signal if killed) and appends the output to `output`.
 int run_program(const std::vector<std::string>& argv, std::string& output, int timeout_ms = 60000);
 
-// Polls `ready()` every 50 ms until it returns true; after `seconds` throws
-// std::runtime_error("<who>: timed out waiting for <what>").
+// until(), throwing std::runtime_error("<who>: timed out waiting for <what>")
+// at its limit (`seconds`, else the one default).
 template <class Ready>
-void wait_for(const char* who, const char* what, Ready&& ready, int seconds = 30) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-  while (!ready()) {
-    if (std::chrono::steady_clock::now() > deadline)
-      throw std::runtime_error(std::string(who) + ": timed out waiting for " + what);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+void wait_for(const char* who, const char* what, Ready&& ready,
+              int seconds = static_cast<int>(kUntilLimit.count() / 1000)) {
+  if (!until(ready, std::chrono::seconds(seconds)))
+    throw std::runtime_error(std::string(who) + ": timed out waiting for " + what);
 }
 
 class RedisServer {
@@ -132,7 +125,7 @@ class RedisServer {
   std::vector<std::string> keys(const std::string& pattern) const;
 
   // Fault injection (servers this object started). kill_hard() SIGKILLs the
-  // server and reaps it: no shutdown, no final save. restart() starts it
+  // server and returns once it has exited: no shutdown, no final save. restart() starts it
   // again with the same arguments, port and directory (so with
   // --appendonly yes it reloads its AOF) and returns once it answers PING
   // after loading. Both throw std::runtime_error when misused or when the
@@ -146,7 +139,8 @@ class RedisServer {
   void start(const std::vector<std::string>& extra_args, const std::string& config);
 
  public:
-  // Stops the server now (SIGTERM, then SIGKILL after 5 s); idempotent.
+  // Stops the server now (SIGTERM, waited for); idempotent. restart()
+  // starts it again.
   void stop();
 
  private:
@@ -154,9 +148,10 @@ class RedisServer {
   std::string url_;
   int port_ = 0;
   pid_t pid_ = -1;
-  std::string dir_;  // working directory of an owned server (holds its log)
-  std::vector<std::string> args_;  // command line of an owned server, for restart()
-  std::vector<std::string> environment_;  // what the server's environment adds, for restart()
+  std::string dir_, log_;  // an owned server's directory and log
+  std::vector<std::string> args_;  // an owned server's extra arguments, for restart()
+  std::vector<std::string> environment_;  // what the server's environment adds
+  std::unique_ptr<Testenv> launcher_;  // what started an owned server
 };
 
 }  // namespace pathlock::devtools
