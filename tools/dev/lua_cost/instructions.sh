@@ -20,8 +20,9 @@
 #                 library's name: the hash in its first lines)
 #   REFUSED=1     count refused acquires instead of pairs: a delete_folder
 #                 held on the pairs' folder refuses each (the other hot call)
-# Needs valgrind (apt-get install valgrind). Starts its own server on a free
-# loopback port and stops it. Prints: "<n> instructions per pair (...)".
+# Needs valgrind (apt-get install valgrind). Starts its own server through
+# the test launcher (tests/support/pathlock-testenv; $PATHLOCK_TESTENV
+# overrides it), on a free loopback port, and stops it. Prints: "<n> instructions per pair (...)".
 set -euo pipefail
 build=${1:-build}
 held=${2:-3000}
@@ -33,23 +34,27 @@ command -v valgrind >/dev/null || { echo "instructions.sh: valgrind is not insta
 command -v callgrind_control >/dev/null || { echo "instructions.sh: callgrind_control is missing" >&2; exit 2; }
 
 work=$(mktemp -d)
-port=""
-for try in $(seq 1 50); do
-  candidate=$((20000 + RANDOM % 20000))
-  if ! (exec 3<>"/dev/tcp/127.0.0.1/$candidate") 2>/dev/null; then port=$candidate; break; fi
-done
-[[ -n $port ]] || { echo "instructions.sh: no free port found" >&2; exit 1; }
-
-valgrind --tool=callgrind --callgrind-out-file="$work/cg.%p" "$server" --port "$port" --bind 127.0.0.1 \
-  --save '' --appendonly no >"$work/server.log" 2>&1 &
-vg=$!
-cleanup() { redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || kill "$vg" 2>/dev/null || true; wait "$vg" 2>/dev/null || true; rm -rf "$work"; }
+here=$(cd "$(dirname "$0")" && pwd)
+testenv=${PATHLOCK_TESTENV:-$here/../../../tests/support/pathlock-testenv}
+# The server comes from the one test launcher (tests/README.md), run under
+# callgrind: valgrind runs it in its own process, so the pid the launcher
+# reports is the one callgrind_control talks to.
+cat >"$work/server" <<WRAP
+#!/bin/sh
+exec valgrind --tool=callgrind --callgrind-out-file="$work/cg.%p" "$server" "\$@"
+WRAP
+chmod +x "$work/server"
+coproc TESTENV { PATHLOCK_REDIS_SERVER="$work/server" exec "$testenv" --limit 120 redis; }
+cleanup() {
+  exec {TESTENV[1]}>&- 2>/dev/null || true  # its stdin closed: it stops the server and exits
+  wait "$TESTENV_PID" 2>/dev/null || true
+  rm -rf "$work"
+}
 trap cleanup EXIT
-for _ in $(seq 1 300); do
-  redis-cli -p "$port" ping >/dev/null 2>&1 && break
-  sleep 0.1
-done
-redis-cli -p "$port" ping >/dev/null || { echo "instructions.sh: the server did not start" >&2; cat "$work/server.log" >&2; exit 1; }
+read -r -t 180 started <&"${TESTENV[0]}" || { echo "instructions.sh: the launcher started no server" >&2; exit 1; }
+field() { python3 -c 'import json, sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$started" "$1"; }
+port=$(field port)
+vg=$(field pid)
 
 url="redis://127.0.0.1:$port"
 ring=${RING:-1000}
