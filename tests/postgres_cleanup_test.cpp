@@ -241,13 +241,15 @@ struct Round {
 // `rounds` rounds of `count` abandoned namespaces on `engine`'s server,
 // while a thread does pairs in namespace "busy".
 // The busy namespace of a service that runs beside the rounds, until `stop`
-// (held back while `pause`): about 20 acquire + release pairs a second, each
-// with a request that waits for the lock and gives up, so places in line
-// come and go too. Counts what went wrong in `failed`.
+// (held back while `pause`, which it answers by setting `paused`): about 20
+// acquire + release pairs a second, each with a request that waits for the
+// lock and gives up, so places in line come and go too. Counts what went
+// wrong in `failed`.
 void busy_namespace(LockEngine& engine, const std::atomic<bool>& stop, const std::atomic<bool>& pause,
-                    std::atomic<long long>& failed) {
+                    std::atomic<bool>& paused, std::atomic<long long>& failed) {
   while (!stop) {
     if (pause) {
+      paused = true;
       std::this_thread::sleep_for(1ms);
       continue;
     }
@@ -281,9 +283,9 @@ std::string unvacuumed(const devtools::PostgresServer& server, const std::map<st
 
 std::vector<Round> run_rounds(LockEngine& engine, const devtools::PostgresServer& server, int rounds, int count,
                               Millis lease) {
-  std::atomic<bool> stop{false}, pause{false};
+  std::atomic<bool> stop{false}, pause{false}, paused{false};
   std::atomic<long long> failed{0};
-  std::thread busy([&] { busy_namespace(engine, stop, pause, failed); });  // no Catch assertion off the test's thread
+  std::thread busy([&] { busy_namespace(engine, stop, pause, paused, failed); });  // no Catch assertion off the test's thread
   // The busy namespace's own churn first reaches its steady size (its dead
   // rows between two vacuums), so that round 1 is measured on a service
   // that was already running.
@@ -297,8 +299,9 @@ std::vector<Round> run_rounds(LockEngine& engine, const devtools::PostgresServer
     Round round;
     const std::string prefix = fmt::format("r{}-", r);
     const auto begun = std::chrono::steady_clock::now();
+    paused = false;
     pause = true;  // (and so no session extends a table beside the round's)
-    std::this_thread::sleep_for(50ms);
+    test::Fixture::until([&] { return paused.load(); });  // its pair in flight, if any, has ended
     abandon_round(engine, server, prefix, count, lease);
     pause = false;
     round.abandon_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - begun).count();

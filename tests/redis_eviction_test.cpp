@@ -61,16 +61,7 @@ bool none_expires(const std::vector<long long>& ttls) {
   return !ttls.empty();
 }
 
-// Polls `ready` (a state the test can observe) for up to 5 s.
-template <class Ready>
-bool until(Ready&& ready) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (!ready()) {
-    if (std::chrono::steady_clock::now() > end) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return true;
-}
+using devtools::until;  // the C++ tests' one wait (tools/dev/until.hpp)
 
 constexpr Millis kLease{60000};
 

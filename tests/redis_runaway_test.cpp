@@ -42,16 +42,7 @@ int runaway(LockEngine& engine, const std::string& ns, const std::string& owner,
   return granted;
 }
 
-// Polls `done` every 5 ms for up to 10 s.
-template <class F>
-bool until(F done) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > end) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return true;
-}
+using devtools::until;  // the C++ tests' one wait (tools/dev/until.hpp)
 
 }  // namespace
 

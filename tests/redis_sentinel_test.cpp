@@ -155,11 +155,10 @@ TEST_CASE("replicas = n: a grant returns once n replicas have it - fewer is a Ba
   options.replicas = 1;
   // After a failover earlier in the process, the old master may still be
   // syncing as the new replica: wait until the master sees its replica.
-  for (int i = 0; i < 200; ++i) {
+  devtools::until([&] {
     const std::string info = sentinel.master().command({"INFO", "replication"}).str;
-    if (info.find("connected_slaves:1") != std::string::npos && info.find("state=online") != std::string::npos) break;
-    std::this_thread::sleep_for(50ms);
-  }
+    return info.find("connected_slaves:1") != std::string::npos && info.find("state=online") != std::string::npos;
+  });
   auto engine = make_redis_engine(options);
   const auto got = engine->acquire(one_target_request(ns, "a", "delete_folder", "/p"));
   REQUIRE(got.granted());
