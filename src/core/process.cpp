@@ -11,6 +11,9 @@
 #include "core/process.hpp"
 
 #include <pthread.h>
+#ifdef PATHLOCK_HAVE_OPENSSL
+#include <openssl/crypto.h>
+#endif
 
 #include <cstdio>
 #include <cstdlib>
@@ -40,28 +43,27 @@ bool register_fork_handlers() noexcept {
 
 [[maybe_unused]] const bool fork_handlers_registered = register_fork_handlers();
 
-// The functions the thread asked to run at its end (at_thread_end_in_section).
-struct ThreadEnd {
-  void (*stops[4])() = {};
-  ~ThreadEnd() {
+#ifdef PATHLOCK_HAVE_OPENSSL
+// Set by a thread's first OpenSslSection; frees the thread's OpenSSL state
+// inside a section when the thread ends.
+struct OpenSslThreadEnd {
+  bool used = false;
+  ~OpenSslThreadEnd() {
+    if (!used) return;
     const NoForkSection no_fork;
-    for (void (*stop)() : stops)
-      if (stop) stop();
+    OPENSSL_thread_stop();
   }
 };
 
-thread_local ThreadEnd thread_end;
+thread_local OpenSslThreadEnd openssl_thread_end;
+#endif
 
 }  // namespace
 
-void at_thread_end_in_section(void (*stop)()) noexcept {
-  for (void (*&slot)() : thread_end.stops) {
-    if (slot == stop) return;
-    if (!slot) {
-      slot = stop;
-      return;
-    }
-  }
+OpenSslSection::OpenSslSection() noexcept {
+#ifdef PATHLOCK_HAVE_OPENSSL
+  openssl_thread_end.used = true;
+#endif
 }
 
 NoForkSection::NoForkSection() noexcept { ::pthread_rwlock_rdlock(&gate); }

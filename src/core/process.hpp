@@ -16,10 +16,12 @@
 // such a lock held by a thread it does not have. Sections are short and
 // bounded by a connect timeout; nothing inside one forks or calls user code.
 //
-// A thread that used such a library frees its state in that library when it
-// ends, and OpenSSL does so under a process-wide lock, in a pthread key
-// destructor no section covers: at_thread_end_in_section() has the thread
-// do it earlier, inside a section.
+// OpenSslSection: a NoForkSection around calls into OpenSSL (the Redis
+// client's TLS, libpq over TLS). A thread that used OpenSSL frees its state
+// there when it ends, under a process-wide lock, in a pthread key destructor
+// no section covers; a thread that opened an OpenSslSection does it earlier,
+// inside a section, from a thread_local destructor (those run before pthread
+// key destructors).
 //
 // Both fork handlers are registered when the library is loaded
 // (process.cpp), never at a first call: a registration that a fork splits
@@ -60,11 +62,14 @@ class NoForkSection {
   NoForkSection& operator=(const NoForkSection&) = delete;
 };
 
-// Has `stop` (OPENSSL_thread_stop) run when the calling thread ends, inside
-// a NoForkSection, before any pthread key destructor (C++ thread_local
-// destructors run first). Called inside a section, as the first call of a
-// thread registers a thread_local destructor. Up to four functions per
-// thread; one given again is kept once.
-void at_thread_end_in_section(void (*stop)()) noexcept;
+// See the file comment. In a build without OpenSSL of its own (no Redis
+// backend) it is a NoForkSection, and a thread's end is left to OpenSSL.
+class OpenSslSection {
+ public:
+  OpenSslSection() noexcept;
+
+ private:
+  NoForkSection no_fork_;
+};
 
 }  // namespace pathlock::core

@@ -4,9 +4,6 @@
 #include "core/process.hpp"
 
 #include <fmt/format.h>
-#ifdef PATHLOCK_HAVE_OPENSSL
-#include <openssl/crypto.h>
-#endif
 
 #include <poll.h>
 
@@ -27,23 +24,12 @@ std::string trimmed(const char* message) {
 }
 
 // `call()` (a libpq call that reads or writes the socket, never one that
-// waits: the connection is non-blocking) inside a NoForkSection: over TLS it
-// runs OpenSSL, whose process-wide locks a fork must not catch held, and the
-// thread's OpenSSL state is then freed inside a section when the thread ends
-// (redis/tls.hpp's OpenSslSection; docs/design.md#fork).
-// Called inside a section, after a libpq call that may have used OpenSSL.
-void free_openssl_at_thread_end(PGconn* conn) noexcept {
-#ifdef PATHLOCK_HAVE_OPENSSL
-  if (conn && PQsslInUse(conn)) core::at_thread_end_in_section(&OPENSSL_thread_stop);
-#else
-  (void)conn;  // a build without OpenSSL of its own: see docs/design.md#fork
-#endif
-}
-
+// waits: the connection is non-blocking) inside an OpenSslSection: over TLS
+// it runs OpenSSL, whose process-wide locks a fork must not catch held
+// (core/process.hpp; docs/design.md#fork).
 template <class Call>
-auto no_fork_io(PGconn* conn, Call call) {
-  const core::NoForkSection no_fork;
-  free_openssl_at_thread_end(conn);
+auto no_fork_io(Call call) {
+  const core::OpenSslSection no_fork;
   return call();
 }
 
@@ -61,9 +47,8 @@ Connection::Connection(const std::string& conninfo, Millis connect_timeout, cons
   const char* values[] = {seconds.c_str(), "UTF8", name, conninfo.c_str(), nullptr};
   {
     // libpq's connect takes its and OpenSSL's process-wide locks: a fork waits for it.
-    const core::NoForkSection no_fork;
+    const core::OpenSslSection no_fork;
     conn_ = PQconnectdbParams(keys, values, 1);
-    free_openssl_at_thread_end(conn_);
   }
   if (!conn_) throw BackendError("postgres: out of memory");
   if (PQstatus(conn_) != CONNECTION_OK) {
@@ -80,8 +65,7 @@ Connection::~Connection() {
 }
 
 void Connection::finish() noexcept {
-  const core::NoForkSection no_fork;  // PQfinish may end a TLS session under libpq's lock
-  free_openssl_at_thread_end(conn_);
+  const core::OpenSslSection no_fork;  // PQfinish may end a TLS session under libpq's lock
   PQfinish(conn_);
 }
 
@@ -133,7 +117,7 @@ bool Connection::wait_socket(short events, SteadyClock::time_point deadline) {
 
 void Connection::send_and_wait(Millis timeout) {
   const auto deadline = SteadyClock::now() + timeout;
-  const auto flush = [this] { return no_fork_io(conn_, [this] { return PQflush(conn_); }); };
+  const auto flush = [this] { return no_fork_io([this] { return PQflush(conn_); }); };
   for (int r = flush(); r != 0; r = flush()) {
     if (r < 0) lost("sending failed");
     if (!wait_socket(POLLOUT, deadline)) lost("timed out sending");
@@ -143,7 +127,7 @@ void Connection::send_and_wait(Millis timeout) {
       cancel();
       lost(fmt::format("no reply within {} ms (cancel requested)", timeout.count()));
     }
-    if (!no_fork_io(conn_, [this] { return PQconsumeInput(conn_); })) lost("connection lost");
+    if (!no_fork_io([this] { return PQconsumeInput(conn_); })) lost("connection lost");
   }
 }
 
@@ -167,7 +151,7 @@ Result Connection::exec(const std::string& sql, const std::vector<Param>& params
   std::vector<const char*> values;
   values.reserve(params.size());
   for (const Param& p : params) values.push_back(p ? p->c_str() : nullptr);
-  if (!no_fork_io(conn_, [&] {
+  if (!no_fork_io([&] {
         return PQsendQueryParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr,
                                  nullptr, 0);
       }))
@@ -177,7 +161,7 @@ Result Connection::exec(const std::string& sql, const std::vector<Param>& params
 }
 
 void Connection::exec_script(const std::string& sql, Millis timeout) {
-  if (!no_fork_io(conn_, [&] { return PQsendQuery(conn_, sql.c_str()); })) lost("sending failed");
+  if (!no_fork_io([&] { return PQsendQuery(conn_, sql.c_str()); })) lost("sending failed");
   send_and_wait(timeout);
   Result first;
   while (PGresult* r = PQgetResult(conn_)) {
@@ -192,7 +176,7 @@ void Connection::exec_script(const std::string& sql, Millis timeout) {
 }
 
 bool Connection::read_notifications(std::vector<Notification>& out) noexcept {
-  if (broken_ || !no_fork_io(conn_, [this] { return PQconsumeInput(conn_); })) {
+  if (broken_ || !no_fork_io([this] { return PQconsumeInput(conn_); })) {
     broken_ = true;
     return false;
   }

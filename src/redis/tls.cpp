@@ -7,7 +7,6 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -112,8 +111,6 @@ std::string handshake_failure(SSL* ssl, int result, const std::string& openssl_r
 }
 
 }  // namespace
-
-OpenSslSection::OpenSslSection() noexcept { core::at_thread_end_in_section(&OPENSSL_thread_stop); }
 
 std::string ssl_error_text() {
   std::string out;

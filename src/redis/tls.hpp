@@ -75,18 +75,9 @@ class TlsContext {
   const LogSink log_;
 };
 
-// Every OpenSSL call of the Redis client runs inside one: fork() waits until
-// none is open (core/process.hpp), and the thread's OpenSSL state is freed
-// inside a section when the thread ends, not by OpenSSL's own thread-end
-// destructor, which takes a process-wide lock that a fork could catch held
-// (docs/design.md#fork).
-class OpenSslSection {
- public:
-  OpenSslSection() noexcept;
-
- private:
-  core::NoForkSection no_fork_;
-};
+// Every OpenSSL call of the Redis client runs inside an OpenSslSection
+// (core/process.hpp; docs/design.md#fork).
+using core::OpenSslSection;
 
 // The reasons of the queued OpenSSL errors, oldest first (the queue is
 // emptied). Called inside an OpenSslSection. Defined in tls.cpp.
