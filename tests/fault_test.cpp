@@ -106,11 +106,7 @@ TEST_CASE("stress survives connection kills, stalls and server restarts without 
   };
   REQUIRE(devtools::until(connected, 10s));
   // ... and got going: each process's threads have called the library.
-  const auto fcalls = [&] {
-    const std::string stats = server.command({"INFO", "commandstats"}).str;
-    const std::size_t at = stats.find("cmdstat_fcall:calls=");
-    return at == std::string::npos ? 0LL : std::stoll(stats.substr(at + 20));
-  };
+  const auto fcalls = [&] { return test::command_calls(server, "fcall"); };
   devtools::wait_for("fault test", "the stress processes to call the library",
                      [&] { return fcalls() >= kProcesses * kThreads; });
   // After a fault, the next one waits until the processes call again: as

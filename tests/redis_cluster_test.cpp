@@ -67,11 +67,7 @@ long long error_count(const test::RedisServer& node, const std::string& error) {
   return at == std::string::npos ? 0 : std::stoll(stats.substr(at + field.size()));
 }
 
-long long asking_calls(const test::RedisServer& node) {
-  const std::string stats = node.command({"INFO", "commandstats"}).str;
-  const std::size_t at = stats.find("cmdstat_asking:calls=");
-  return at == std::string::npos ? 0 : std::stoll(stats.substr(at + 21));
-}
+long long asking_calls(const test::RedisServer& node) { return test::command_calls(node, "asking"); }
 
 }  // namespace
 

@@ -290,11 +290,7 @@ TEST_CASE("a reply that does not come in time is a BackendError, never retried",
   auto engine = redis_engine(server.url(), nullptr, 2, 150ms);
   const std::string ns = test::unique_namespace("slow");
   REQUIRE(engine->acquire(request(ns, "o", "upload", {{"target", "/warm"}})).granted());
-  const auto fcalls = [&] {  // FCALLs the server ran so far
-    const std::string stats = server.command({"INFO", "commandstats"}).str;
-    const std::size_t at = stats.find("cmdstat_fcall:calls=");
-    return at == std::string::npos ? 0LL : std::stoll(stats.substr(at + 20));
-  };
+  const auto fcalls = [&] { return command_calls(server, "fcall"); };  // FCALLs the server ran so far
   const long long before = fcalls();
   // (DEBUG SLEEP, not CLIENT PAUSE: a paused command of a client that hangs
   // up is dropped, a command read before a busy stretch still runs.)

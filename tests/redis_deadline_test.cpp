@@ -53,19 +53,12 @@ bool postponed(const RedisServer& server, const std::string& cmd) {
   return false;
 }
 
-// calls=N of `cmd` in INFO commandstats (0 before its first call).
-long long calls_of(const RedisServer& server, const std::string& cmd) {
-  const std::string stats = server.command({"INFO", "commandstats"}).str;
-  const std::size_t at = stats.find("cmdstat_" + cmd + ":calls=");
-  return at == std::string::npos ? 0 : std::stoll(stats.substr(at + cmd.size() + 15));
-}
-
 // Makes the call that `send` starts (its command `cmd`) run behind a busy
 // script of `busy_ms` (see the file comment). Returns once both ran.
 void run_behind_busy_script(const RedisServer& server, const std::function<void()>& send, const std::string& cmd,
                             int busy_ms) {
   REQUIRE(server.command({"CLIENT", "PAUSE", "30000", "WRITE"}).str == "OK");
-  const long long before = calls_of(server, cmd);
+  const long long before = test::command_calls(server, cmd);
   std::thread busy([&] {
     RedisConnection c(server.url());
     CHECK(c.command({"EVAL", kBusyScript, "0", std::to_string(busy_ms)}).integer == 1);
@@ -75,7 +68,7 @@ void run_behind_busy_script(const RedisServer& server, const std::function<void(
   devtools::wait_for("deadline test", "the call to be postponed", [&] { return postponed(server, cmd); });
   REQUIRE(server.command({"CLIENT", "UNPAUSE"}).str == "OK");
   busy.join();
-  devtools::wait_for("deadline test", "the call to run", [&] { return calls_of(server, cmd) > before; });
+  devtools::wait_for("deadline test", "the call to run", [&] { return test::command_calls(server, cmd) > before; });
 }
 
 // FCALL acquire of the shipped matrix on `ns` ("upload" of `path`), with

@@ -151,11 +151,7 @@ TEST_CASE("multi-process stress across a reshard: the history checker finds no v
   // processes have started, and they go on after each move.
   const auto fcalls = [&] {
     long long sum = 0;
-    for (std::size_t i = 0; i < cluster.size(); ++i) {
-      const std::string stats = cluster.node(i).command({"INFO", "commandstats"}).str;
-      const std::size_t at = stats.find("cmdstat_fcall:calls=");
-      if (at != std::string::npos) sum += std::stoll(stats.substr(at + 20));
-    }
+    for (std::size_t i = 0; i < cluster.size(); ++i) sum += test::command_calls(cluster.node(i), "fcall");
     return sum;
   };
   const long long before = fcalls();

@@ -372,11 +372,7 @@ TEST_CASE("over TLS as over TCP: a late reply is never retried, a closed connect
   CHECK(engine->acquire(one_target_request(ns, "o", "upload", "/after-kill")).granted());
 
   // A reply that does not come within the command timeout: BackendError, not retried.
-  const auto fcalls = [&] {  // FCALLs the server ran so far
-    const std::string stats = server.command({"INFO", "commandstats"}).str;
-    const std::size_t at = stats.find("cmdstat_fcall:calls=");
-    return at == std::string::npos ? 0LL : std::stoll(stats.substr(at + 20));
-  };
+  const auto fcalls = [&] { return command_calls(server, "fcall"); };  // FCALLs the server ran so far
   const long long before = fcalls();
   std::thread sleeper([&] { server.command({"DEBUG", "SLEEP", "1.5"}); });
   REQUIRE(test::until_busy(server));  // the server is busy sleeping now

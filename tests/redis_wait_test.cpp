@@ -76,14 +76,6 @@ void until_queued(LockEngine& engine, const std::string& ns, const std::string& 
   FAIL("the waiter never appeared in the queue");
 }
 
-// Calls of `command` the server has counted since its last CONFIG RESETSTAT.
-long long calls(const RedisServer& server, const std::string& command) {
-  const std::string info = server.command({"INFO", "commandstats"}).str;
-  const std::string key = "cmdstat_" + command + ":calls=";
-  const std::size_t at = info.find(key);
-  return at == std::string::npos ? 0 : std::stoll(info.substr(at + key.size()));
-}
-
 // Releases the lock granted as `last`, the last one of `ns`, and checks
 // that the namespace has drained: only meta is left.
 void release_last(LockEngine& engine, const RedisServer& server, const std::string& ns, const AcquireResult& last) {
@@ -199,11 +191,11 @@ TEST_CASE("a quiet wait costs a few attempts, and a release wakes the waiter at 
   const auto refused = take(*engine, ns, "w", "upload", "/p/A/x", 1000ms);
   CHECK_FALSE(refused.granted());
   CHECK(since(start) >= 1000ms);
-  const long long attempts = calls(server, "fcall");
+  const long long attempts = test::command_calls(server, "fcall");
   INFO("acquire script calls during a 1 s wait: " << attempts);
   CHECK(attempts >= 2);   // it did look again
   CHECK(attempts <= 12);  // about one per 200 ms re-check; 1 ms polling would be ~1000
-  CHECK(calls(server, "ssubscribe") == 1);
+  CHECK(test::command_calls(server, "ssubscribe") == 1);
 
   // Wake-up latency: release at a random moment of a long wait, uniformly
   // spread over one re-check period. With PUBLISH the waiter is granted
@@ -254,10 +246,10 @@ TEST_CASE("a wake-up about another path does not cost the waiter an attempt", "[
     const auto g = hold(*engine, ns, "other", "upload", "/q/f");
     REQUIRE(engine->release(ns, g.grant.id, g.grant.token));
   }
-  CHECK(calls(server, "spublish") >= 200);
+  CHECK(test::command_calls(server, "spublish") >= 200);
   CHECK_FALSE(waiter.get().granted());
   // 400 calls by this thread, plus the waiter's few re-checks.
-  const long long scripts = calls(server, "fcall");
+  const long long scripts = test::command_calls(server, "fcall");
   INFO("script calls: " << scripts);
   CHECK(scripts <= 400 + 10);
   release_last(*engine, server, ns, held);

@@ -107,6 +107,13 @@ bool until_busy(const RedisServer& server) {
   return false;
 }
 
+long long command_calls(const RedisServer& server, const std::string& command) {
+  const std::string stats = server.command({"INFO", "commandstats"}).str;
+  const std::string key = "cmdstat_" + command + ":calls=";
+  const std::size_t at = stats.find(key);
+  return at == std::string::npos ? 0 : std::stoll(stats.substr(at + key.size()));
+}
+
 long long info_field(const RedisServer& server, const std::string& section, const std::string& field) {
   const std::string info = server.command({"INFO", section}).str;
   const std::size_t at = info.find("\n" + field + ":");

@@ -86,6 +86,11 @@ bool until_busy(const RedisServer& server);
 // throws std::runtime_error when the field is missing.
 long long info_field(const RedisServer& server, const std::string& section, const std::string& field);
 
+// How many times `server` ran `command` (lower case: "fcall", "asking"),
+// from INFO commandstats: 0 before its first call, and since its start or
+// its last CONFIG RESETSTAT.
+long long command_calls(const RedisServer& server, const std::string& command);
+
 // The keys of namespace `ns` on `server`, without the prefix, sorted.
 std::vector<std::string> ns_keys(const RedisServer& server, const std::string& ns);
 

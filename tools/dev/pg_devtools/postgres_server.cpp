@@ -2,12 +2,10 @@
 #include "pg_devtools/postgres_server.hpp"
 
 #include "pg_devtools/server_process.hpp"  // read_whole_file
-#include "redis_devtools/redis_server.hpp"  // run_program, wait_for
+#include "redis_devtools/redis_server.hpp"  // run_program
 #include "redis_devtools/testenv.hpp"
 
 #include <libpq-fe.h>
-
-#include <signal.h>
 
 #include <cstdlib>
 #include <stdexcept>
@@ -20,17 +18,10 @@ namespace pathlock::devtools {
 void PostgresServer::launch(const std::vector<std::string>& options) {
   const char* bin = std::getenv("PATHLOCK_PG_BIN");
   bin_ = bin && *bin ? bin : "/usr/lib/postgresql/15/bin";
-  std::vector<std::string> args{"--limit", "60"};
-  for (const std::string& e : environment_) args.insert(args.end(), {"--env", e});
-  args.push_back("postgres");
-  args.insert(args.end(), options.begin(), options.end());
-  args.push_back("--");
-  args.insert(args.end(), settings_.begin(), settings_.end());
-  launcher_ = std::make_unique<Testenv>(args);
-  const nlohmann::json& j = launcher_->started();
-  port_ = j.at("port").get<int>();
-  pid_ = j.at("pid").get<pid_t>();
-  dir_ = j.at("servers").at(0).at("dir").get<std::string>();
+  launcher_ = Testenv::one_server("postgres", options, settings_, environment_, 60);
+  port_ = launcher_->server().at("port").get<int>();
+  pid_ = launcher_->server().at("pid").get<pid_t>();
+  dir_ = launcher_->server().at("dir").get<std::string>();
 }
 
 PostgresServer::PostgresServer(const std::vector<std::string>& settings, const std::vector<std::string>& environment)
@@ -75,24 +66,20 @@ std::string PostgresServer::psql(const std::string& conninfo, const std::string&
 
 void PostgresServer::kill_hard() {
   if (pid_ <= 0) throw std::runtime_error("PostgresServer: not running");
-  ::kill(pid_, SIGKILL);
   // Its backends notice the postmaster's death and exit: done once no socket
   // of the server's port is open (each backend holds its client's).
-  wait_for("PostgresServer", "the killed server's processes to close their sockets",
-           [&] { return process_exited(pid_) && !listens_or_connected(port_); }, 30);
+  kill_and_wait_closed(pid_, {port_});
   pid_ = -1;
 }
 
 void PostgresServer::restart() {
   if (pid_ > 0) throw std::runtime_error("PostgresServer: still running");
-  std::string command = "restart postgres";
-  for (const std::string& s : settings_) command += " " + Testenv::quoted(s);
-  pid_ = launcher_->ask(command).at("pid").get<pid_t>();
+  pid_ = launcher_->restart("postgres", settings_);
 }
 
 void PostgresServer::stop() {
   if (pid_ <= 0 || !launcher_) return;
-  launcher_->ask("stop postgres");  // fast shutdown (SIGINT): ends the sessions, checkpoints; waited for
+  launcher_->stop("postgres");  // fast shutdown (SIGINT): ends the sessions, checkpoints; waited for
   pid_ = -1;
 }
 

@@ -10,7 +10,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <chrono>
 #include <fstream>
 #include <iterator>
@@ -88,10 +87,6 @@ void stop_server_process(pid_t pid, int sig) {
     ::kill(-pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
   }
-}
-
-bool server_group_alive(pid_t pid) {
-  return ::kill(-pid, 0) == 0 || errno != ESRCH;
 }
 
 std::string read_whole_file(const std::string& file) {

@@ -30,8 +30,6 @@ void run_as_server_user(const std::vector<std::string>& argv, const std::string&
 // exit, then kills its group (SIGKILL) and reaps it.
 void stop_server_process(pid_t pid, int sig);
 
-// Is any process of the group `pid` alive?
-bool server_group_alive(pid_t pid);
 
 // The whole text of `file` ("" when it cannot be read).
 std::string read_whole_file(const std::string& file);

@@ -77,14 +77,6 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
-// execv()'s view of `args` (which must outlive it): pointers, then nullptr.
-std::vector<char*> exec_argv(std::vector<std::string>& args) {
-  std::vector<char*> out;
-  for (std::string& a : args) out.push_back(a.data());
-  out.push_back(nullptr);
-  return out;
-}
-
 pid_t fork_or_throw() {
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error("fork failed");
@@ -156,19 +148,13 @@ RedisServer::RedisServer(const std::vector<std::string>& extra_args, const std::
 // taken meanwhile, its readiness check (PING, not LOADING, from this very
 // process; NOAUTH where a password is set).
 void RedisServer::start(const std::vector<std::string>& extra_args, const std::string& config) {
-  std::vector<std::string> args{"--limit", "30"};
-  for (const std::string& e : environment_) args.insert(args.end(), {"--env", e});
-  args.push_back("redis");
-  if (!config.empty()) args.insert(args.end(), {"--conf", config});
-  args.push_back("--");
-  args.insert(args.end(), extra_args.begin(), extra_args.end());
-  launcher_ = std::make_unique<Testenv>(args);
-  const nlohmann::json& j = launcher_->started();
-  url_ = j.at("url").get<std::string>();
-  port_ = j.at("port").get<int>();
-  pid_ = j.at("pid").get<pid_t>();
-  dir_ = j.at("servers").at(0).at("dir").get<std::string>();
-  log_ = j.at("servers").at(0).at("log").get<std::string>();
+  std::vector<std::string> options;
+  if (!config.empty()) options = {"--conf", config};
+  launcher_ = Testenv::one_server("redis", options, extra_args, environment_, 30);
+  url_ = launcher_->started().at("url").get<std::string>();
+  port_ = launcher_->server().at("port").get<int>();
+  pid_ = launcher_->server().at("pid").get<pid_t>();
+  dir_ = launcher_->server().at("dir").get<std::string>();
   args_ = extra_args;
 }
 
@@ -188,7 +174,7 @@ RedisServer::~RedisServer() {
 
 void RedisServer::stop() {
   if (!launcher_ || pid_ <= 0) return;
-  launcher_->ask("stop redis");  // SIGTERM, waited for
+  launcher_->stop("redis");  // SIGTERM, waited for
   pid_ = -1;
 }
 
@@ -271,24 +257,19 @@ std::vector<std::string> RedisServer::keys(const std::string& pattern) const {
 
 void RedisServer::kill_hard() {
   if (pid_ <= 0) throw std::runtime_error("kill_hard: this object did not start the server, or it is down");
-  ::kill(pid_, SIGKILL);
-  // Exited, and the kernel has closed its sockets too (it may close a dead
-  // process's files a moment later): its clients have been told.
-  wait_for("kill_hard", "redis-server to exit after SIGKILL and its sockets to close", [&] {
-    return process_exited(pid_) && !listens_or_connected(port_) && (tls_port() == 0 || !listens_or_connected(tls_port()));
-  }, 10);
+  std::vector<int> ports{port_};
+  if (tls_port() != 0) ports.push_back(tls_port());
+  kill_and_wait_closed(pid_, ports);
   pid_ = -1;
 }
 
 void RedisServer::restart() {
   if (pid_ > 0 || !launcher_) throw std::runtime_error("restart: the server is running, or was not started here");
-  std::string command = "restart redis";
-  for (const std::string& a : args_) command += " " + Testenv::quoted(a);
   try {
-    pid_ = launcher_->ask(command).at("pid").get<pid_t>();
+    pid_ = launcher_->restart("redis", args_);
   } catch (const std::exception& e) {
     throw std::runtime_error(std::string("redis-server did not come back on ") + url_ + ": " + e.what() +
-                             "; its log:\n" + read_file(log_));
+                             "; its log:\n" + read_file(launcher_->server().at("log").get<std::string>()));
   }
 }
 

@@ -148,7 +148,7 @@ class RedisServer {
   std::string url_;
   int port_ = 0;
   pid_t pid_ = -1;
-  std::string dir_, log_;  // an owned server's directory and log
+  std::string dir_;  // an owned server's directory
   std::vector<std::string> args_;  // an owned server's extra arguments, for restart()
   std::vector<std::string> environment_;  // what the server's environment adds
   std::unique_ptr<Testenv> launcher_;  // what started an owned server

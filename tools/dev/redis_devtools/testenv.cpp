@@ -1,6 +1,8 @@
 // The test launcher as a child process; see testenv.hpp.
 #include "testenv.hpp"
 
+#include "until.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -25,15 +27,12 @@ std::string launcher_path() {
   return env && *env ? env : PATHLOCK_TESTENV_PATH;
 }
 
-// execv()'s view of `args` (which must outlive it): pointers, then nullptr.
-std::vector<char*> exec_argv(std::vector<std::string>& args) {
-  std::vector<char*> out;
-  for (std::string& a : args) out.push_back(a.data());
-  out.push_back(nullptr);
-  return out;
+// `word` quoted for the launcher's command lines (POSIX shell rules, as shlex reads them).
+std::string quoted(const std::string& word) {
+  std::string out = "'";
+  for (const char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
 }
-
-}  // namespace
 
 bool process_exited(pid_t pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
@@ -60,6 +59,46 @@ bool listens_or_connected(int port) {
   }
   return false;
 }
+
+}  // namespace
+
+std::vector<char*> exec_argv(std::vector<std::string>& args) {
+  std::vector<char*> out;
+  for (std::string& a : args) out.push_back(a.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+void kill_and_wait_closed(pid_t pid, const std::vector<int>& ports) {
+  ::kill(pid, SIGKILL);
+  const bool closed = until([&] {
+    if (!process_exited(pid)) return false;
+    for (const int port : ports)
+      if (listens_or_connected(port)) return false;
+    return true;
+  });
+  if (!closed) throw std::runtime_error("a killed server (pid " + std::to_string(pid) + ") kept its sockets open");
+}
+
+std::unique_ptr<Testenv> Testenv::one_server(const std::string& kind, const std::vector<std::string>& options,
+                                             const std::vector<std::string>& args,
+                                             const std::vector<std::string>& environment, int limit_s) {
+  std::vector<std::string> line{"--limit", std::to_string(limit_s)};
+  for (const std::string& e : environment) line.insert(line.end(), {"--env", e});
+  line.push_back(kind);
+  line.insert(line.end(), options.begin(), options.end());
+  line.push_back("--");
+  line.insert(line.end(), args.begin(), args.end());
+  return std::make_unique<Testenv>(line);
+}
+
+pid_t Testenv::restart(const std::string& name, const std::vector<std::string>& args) {
+  std::string command = "restart " + name;
+  for (const std::string& a : args) command += " " + quoted(a);
+  return ask(command).at("pid").get<pid_t>();
+}
+
+void Testenv::stop(const std::string& name) { ask("stop " + name); }
 
 Testenv::Testenv(const std::vector<std::string>& args, int limit_s) {
   std::vector<std::string> argv{launcher_path()};
@@ -157,12 +196,6 @@ void Testenv::close() {
   pid_ = -1;
   if (from_ >= 0) ::close(from_);
   from_ = -1;
-}
-
-std::string Testenv::quoted(const std::string& word) {
-  std::string out = "'";
-  for (const char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
 }
 
 }  // namespace pathlock::devtools

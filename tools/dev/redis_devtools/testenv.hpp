@@ -17,19 +17,21 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace pathlock::devtools {
 
-// True once process `pid` has exited: gone, or a zombie that its parent (a
-// launcher) has not reaped yet.
-bool process_exited(pid_t pid);
+// execv()'s view of `args` (which must outlive it): pointers, then nullptr.
+std::vector<char*> exec_argv(std::vector<std::string>& args);
 
-// True while a TCP socket of this network namespace listens on local `port`,
-// or is connected from it (/proc/net/tcp and tcp6): a killed server's
-// sockets are closed once this is false.
-bool listens_or_connected(int port);
+// SIGKILLs server `pid` and returns once it has exited (a zombie its
+// launcher has not reaped counts) and no socket of this network namespace
+// listens on or is connected from any of `ports`: the kernel may close a
+// dead process's files a moment later, and until then its clients have not
+// been told. Throws std::runtime_error after 30 s.
+void kill_and_wait_closed(pid_t pid, const std::vector<int>& ports);
 
 class Testenv {
  public:
@@ -37,12 +39,24 @@ class Testenv {
   // wait; this gives up after `limit_s` more). Throws std::runtime_error when
   // it exits without one (its message is on this process's stderr).
   explicit Testenv(const std::vector<std::string>& args, int limit_s = 120);
+  // One server of `kind` (redis, postgres): `pathlock-testenv --limit
+  // LIMIT [--env E]... KIND OPTIONS... -- ARGS...`, `environment` being
+  // "NAME=value" each.
+  static std::unique_ptr<Testenv> one_server(const std::string& kind, const std::vector<std::string>& options,
+                                             const std::vector<std::string>& args,
+                                             const std::vector<std::string>& environment, int limit_s);
   ~Testenv();
   Testenv(const Testenv&) = delete;
   Testenv& operator=(const Testenv&) = delete;
 
   // Its JSON line: kind, url, port, pid, servers [{name, port, pid, dir, log}], ...
   const nlohmann::json& started() const { return started_; }
+  // Its first server's entry: {name, role, port, pid, dir, log}.
+  const nlohmann::json& server() const { return started_.at("servers").at(0); }
+  // Stops server `name` if it runs and starts it again with `args` after
+  // `--`: its new pid. stop(): stops it (waited for).
+  pid_t restart(const std::string& name, const std::vector<std::string>& args);
+  void stop(const std::string& name);
   // Sends `command` and returns its answer; throws std::runtime_error when
   // the answer is {"error": ...}, or none comes within `limit_s`.
   nlohmann::json ask(const std::string& command, int limit_s = 120);
@@ -50,8 +64,6 @@ class Testenv {
   // (60 s; then it is killed). Idempotent.
   void close();
 
-  // `word` quoted for its command lines (POSIX shell rules, as shlex reads them).
-  static std::string quoted(const std::string& word);
 
  private:
   std::string read_line(int limit_s);
