@@ -13,7 +13,7 @@
              tag_available, own_tag, TAGS_FULL, tag_count, expire, evicting_policy, gcode), Paths (fields_of,
              entry_member, list_member, fence16), Index (batch, check_set, want, fetch,
              want_target, bump_target, flush), Records (unpack_lock, pack_lock, pack_waiter,
-             head_of, key_field, remaining), Removal (load_waiters, remove_locks,
+             head_of, key_field, remaining, read_back), Removal (load_waiters, remove_locks,
              remove_waiters, expired_locks, ended_waiters, remove_ended, add_once),
              Conflicts (held_conflict, waiter_flag, older_waiter), Request (read_request),
              Limits (effective, grant_refusal, place_refusal, owner_up);
@@ -37,7 +37,8 @@ do
   local batch, check_set, want, fetch = Index.batch, Index.check_set, Index.want, Index.fetch
   local want_target, bump_target, flush = Index.want_target, Index.bump_target, Index.flush
   local unpack_lock, pack_lock, pack_waiter = Records.unpack_lock, Records.pack_lock, Records.pack_waiter
-  local head_of, key_field, remaining = Records.head_of, Records.key_field, Records.remaining
+  local head_of, key_field, remaining, read_back = Records.head_of, Records.key_field, Records.remaining,
+    Records.read_back
   local load_waiters, remove_locks, remove_waiters = Removal.load_waiters, Removal.remove_locks,
     Removal.remove_waiters
   local expired_locks, ended_waiters = Removal.expired_locks, Removal.ended_waiters
@@ -150,11 +151,12 @@ do
   -- it), and which targets the waiter counts flag for a newcomer. Expired or
   -- stale witnesses are removed and the check runs again. Returns w, b,
   -- flagged; or nil, nil, nil and a reply.
+  local NOT_FLAGGED = {} -- no target flagged (shared, never written)
   local function held_refusal(c, r)
     local paths, n = r.paths, r.n
     local newcomer_line = r.fair and not r.me and not r.line_empty
     while true do
-      local b, flagged, w = batch(check_set(paths[1])), {}, nil
+      local b, flagged, w = batch(check_set(paths[1])), newcomer_line and {} or NOT_FLAGGED, nil
       for i = 1, n do
         if i > 1 then
           local fields = check_set(paths[i]).fields
@@ -183,7 +185,7 @@ do
           found.at = i
           return found, b, flagged
         end
-        flagged[i] = newcomer_line and waiter_flag(c, b, code, paths[i])
+        if newcomer_line then flagged[i] = waiter_flag(c, b, code, paths[i]) end
       end
       if not again then return nil, b, flagged end
     end
@@ -315,11 +317,14 @@ do
     members[#members + 1] = list_member(f16, id)
     tag_count(c, tag, 1, 0, f16, owner_up(c)) -- and the fence and the owner's count, in the same HSET
     flush(c, b)
+    l.tag = tag
+    local rec = pack_lock(l)
     if r.key ~= "" then
-      rcall("HSET", c.locks, id, pack_lock(l), key_field(r.key), id)
+      rcall("HSET", c.locks, id, rec, key_field(r.key), id)
     else
-      rcall("HSET", c.locks, id, pack_lock(l))
+      rcall("HSET", c.locks, id, rec)
     end
+    read_back(l, rec)
     rcall("ZADD", c.ent, tunpack(members))
     expire(c, mmax(c.now + r.ttl, mfloor(fence / 1000) + 1), new)
     if r.me then remove_waiters(c, { r.me }) end

@@ -12,7 +12,7 @@
   line are scanned (O(waiters)) only when the counts flag one.
 
   Uses:      Values (num, dec), Call (begin), Commands (chunked), Meta (check_meta,
-             begin_with, blocks, gcode), Paths (path_problem, within, path_info,
+             begin_with, blocks, gcode), Paths (path_problem, within, path_info, nodes_of,
              kind_fields, code4, spell, unspell), Index (batch, want, fetch, val),
              Records (unpack_lock, remaining), Removal (load_waiters),
              Conflicts (refusal, waiter_flag); PL_OPS, PL_RELATIONS, PL_MAX_BLOCKERS,
@@ -25,7 +25,7 @@ do
   local begin = Call.begin
   local chunked = Commands.chunked
   local check_meta, begin_with, blocks, gcode = Meta.check_meta, Meta.begin_with, Meta.blocks, Meta.gcode
-  local path_problem, within, path_info = Paths.path_problem, Paths.within, Paths.path_info
+  local path_problem, within, path_info, nodes_of = Paths.path_problem, Paths.within, Paths.path_info, Paths.nodes_of
   local kind_fields, code4, spell, unspell = Paths.kind_fields, Paths.code4, Paths.spell, Paths.unspell
   local batch, want, fetch, val = Index.batch, Index.want, Index.fetch, Index.val
   local unpack_lock, remaining = Records.unpack_lock, Records.remaining
@@ -51,7 +51,7 @@ do
   -- held_ancestor, 0 same, 2 held_descendant), at most `max`.
   local function held_refusing(c, code, path, max)
     local p = path_info(path)
-    local nodes, hf = p.nodes, kind_fields(p, "h")
+    local nodes, hf = nodes_of(p), kind_fields(p, "h")
     local b = batch()
     for j = 1, #hf do want(b, hf[j]) end
     want(b, kind_fields(p, "b")[#nodes])

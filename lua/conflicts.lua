@@ -9,8 +9,8 @@
   requests meeting a possibly conflicting waiter, and re-checks of a waiter in
   line, scan the line: O(waiters x targets).
 
-  Uses:      Values (num), Meta (gcode, blocks), Paths (within, path_info, kind_fields,
-             code4, spell, unspell), Index (EMPTY, lowest, val), Records (unpack_lock),
+  Uses:      Values (num), Meta (gcode, blocks), Paths (within, path_info, nodes_of, kind_fields,
+             code4, spell, unspell), Index (lowest, val, decode, check_set), Records (unpack_lock),
              Removal (load_waiters); PL_RELATIONS, PL_CODE_DIGITS, PL_FENCE_DIGITS
   Provides:  Conflicts.refusal, Conflicts.held_conflict,
              Conflicts.waiter_flag, Conflicts.older_waiter
@@ -19,9 +19,9 @@ local Conflicts
 do
   local num = Values.num
   local gcode, blocks = Meta.gcode, Meta.blocks
-  local within, path_info, kind_fields = Paths.within, Paths.path_info, Paths.kind_fields
+  local within, path_info, nodes_of, kind_fields = Paths.within, Paths.path_info, Paths.nodes_of, Paths.kind_fields
   local code4, spell, unspell = Paths.code4, Paths.spell, Paths.unspell
-  local EMPTY, lowest, val = Index.EMPTY, Index.lowest, Index.val
+  local lowest, val, decode, check_set = Index.lowest, Index.val, Index.decode, Index.check_set
   local unpack_lock = Records.unpack_lock
   local load_waiters = Removal.load_waiters
   local PATH_AT = PL_CODE_DIGITS + 1 -- where an entry member's path starts
@@ -76,24 +76,30 @@ do
   local function held_conflict(c, b, code, path)
     local at, held, rel
     local p = path_info(path)
-    local nodes, hf = p.nodes, kind_fields(p, "h")
-    for j = 1, #nodes - 1 do
-      held = lowest(c, val(b, hf[j]), 1, code)
+    local n, cf = p.n, check_set(path).fields -- (h and b of node j: cf[2j - 1], cf[2j])
+    -- (The batch is as read, unchanged: a field's counts are its text, and
+    -- an absent field, the usual case, costs one lookup and no call.)
+    local raw, pos = b.raw, b.pos
+    for j = 1, n - 1 do
+      local v = raw[pos[cf[2 * j - 1]]]
+      held = v and lowest(c, decode(v), 1, code)
       if held then
-        at, rel = nodes[j], PL_RELATIONS[1]
+        at, rel = nodes_of(p)[j], PL_RELATIONS[1]
         break
       end
     end
     if not at then
-      held = lowest(c, val(b, hf[#nodes]), 0, code)
+      local v = raw[pos[cf[2 * n - 1]]]
+      held = v and lowest(c, decode(v), 0, code)
       if held then at, rel = path, PL_RELATIONS[0] end
     end
     if not at then
-      local below = val(b, kind_fields(p, "b")[#nodes])
-      if below == EMPTY then return nil end
+      local v = raw[pos[cf[2 * n]]]
+      if not v then return nil end
+      local below = decode(v)
       local present = {}
-      for k, n in pairs(below) do
-        if n > 0 and blocks(c, 2, code, k) then present[#present + 1] = k end
+      for k, count in pairs(below) do
+        if count > 0 and blocks(c, 2, code, k) then present[#present + 1] = k end
       end
       if #present == 0 then return nil end
       tsort(present)
@@ -111,7 +117,7 @@ do
   -- Could a waiting target refuse `code` at `path`? From the waiter counts.
   local function waiter_flag(c, b, code, path)
     local p = path_info(path)
-    local n, whf = #p.nodes, kind_fields(p, "wh")
+    local n, whf = p.n, kind_fields(p, "wh")
     for j = 1, n - 1 do
       if lowest(c, val(b, whf[j]), 1, code) then return true end
     end

@@ -2,13 +2,13 @@
   lua/index.lua: the path index (key idx): counts per global code, read and
   written in batches of one HMGET and one HSET (and one HDEL).
 
-  Uses:      Values (num, int), Commands (chunked), Meta (blocks), Paths (path_info, kind_fields)
+  Uses:      Values (num, int, cache, keep), Commands (chunked), Meta (blocks), Paths (path_info, kind_fields)
   Provides:  Index.EMPTY, Index.lowest, Index.check_set, Index.batch, Index.want,
-             Index.want_target, Index.fetch, Index.val, Index.bump_target, Index.flush
+             Index.want_target, Index.fetch, Index.val, Index.decode, Index.bump_target, Index.flush
 ]]
 local Index
 do
-  local num, int = Values.num, Values.int
+  local num, int, cache, keep = Values.num, Values.int, Values.cache, Values.keep
   local chunked = Commands.chunked
   local blocks = Meta.blocks
   local path_info, kind_fields = Paths.path_info, Paths.kind_fields
@@ -63,7 +63,7 @@ do
   -- count, loses its only one, or one code's count moves) are made on the
   -- text; other fields are decoded. A batch made for one target starts from
   -- that target's cached field set (shared, copied only if more is wanted).
-  local ONE = {} -- global code -> "code:1"
+  local ONE, PREFIX = {}, {} -- global code -> "code:1", "code:"
   local function one(code)
     local s = ONE[code]
     if not s then
@@ -72,20 +72,78 @@ do
     end
     return s
   end
+  local function prefix(code)
+    local s = PREFIX[code]
+    if not s then
+      s = num(code) .. ":"
+      PREFIX[code] = s
+    end
+    return s
+  end
+  -- A field of one code, "code:count", as one number, code * WIDE + count
+  -- (exact: codes and counts are far below 2^21 and 2^32), kept per text
+  -- (false: a text of several codes); and the text of such a number, kept.
+  -- The counts of a folder move up and down around the same values, so the
+  -- usual change of a count (bump) costs two lookups: no match, no string.
+  local WIDE = 4294967296
+  local SINGLE, TEXT = cache(4096), cache(4096)
+  local function single(text)
+    local cs, k = smatch(text, "^(%d+):(%d+)$")
+    local v = cs and #k <= 9 and int(cs) * WIDE + int(k) or false
+    return keep(SINGLE, text, v)
+  end
+  local function text_of(v, code, k) return keep(TEXT, v, (PREFIX[code] or prefix(code)) .. num(k)) end
+  -- A set of fields: the list, and each field's position in it (pos).
+  -- The set of a path with a known parent extends the parent's: its list is
+  -- the parent's copied at its final size with its own fields at the end,
+  -- and its pos holds only its own fields, reading the others from the
+  -- parent's through a metatable. A set that becomes a parent has its pos
+  -- made whole once (flat), so a lookup takes at most one step up.
+  local function flat(set)
+    if set.mt then return set.mt end
+    if set.up then
+      local pos, fields = {}, set.fields
+      for i = 1, #fields do pos[fields[i]] = i end
+      set.pos, set.up = pos, false
+    end
+    set.mt = { __index = set.pos }
+    return set.mt
+  end
   local function field_set(fields)
     local pos = {}
     for i = 1, #fields do pos[fields[i]] = i end
-    return { fields = fields, pos = pos }
+    return { fields = fields, pos = pos, mt = nil, up = false }
   end
   -- What a check of `path` reads: h and b of every node.
-  local function check_set(path)
-    local p = path_info(path)
+  local function set_of_checks(p)
     local set = p.check
-    if not set then
-      local hf, bf, fields = kind_fields(p, "h"), kind_fields(p, "b"), {}
-      for j = 1, #hf do fields[2 * j - 1], fields[2 * j] = hf[j], bf[j] end
+    if set then return set end
+    local n = p.n
+    if p.parent then
+      local m = 2 * n
+      local up = set_of_checks(p.parent)
+      local fields = { tunpack(up.fields, 1, m) }
+      local h, b = "h" .. p.path, "b" .. p.path
+      fields[m - 1], fields[m] = h, b
+      set = { fields = fields, pos = setmeta({ [h] = m - 1, [b] = m }, flat(up)), mt = nil, up = true }
+    else
+      local hf, bf = kind_fields(p, "h"), kind_fields(p, "b")
+      local fields = {}
+      for j = 1, n do fields[2 * j - 1], fields[2 * j] = hf[j], bf[j] end
       set = field_set(fields)
-      p.check = set
+    end
+    p.check = set
+    return set
+  end
+  local function check_set(path) return set_of_checks(path_info(path)) end
+  -- The set of kind `below` of every node of entry p (the ancestors' part of
+  -- its children's target sets).
+  local function below_set(p, below)
+    local key = below .. "#"
+    local set = p[key]
+    if not set then
+      set = field_set(kind_fields(p, below))
+      p[key] = set
     end
     return set
   end
@@ -96,18 +154,28 @@ do
     local key = here .. "+"
     local set = p[key]
     if not set then
-      local hf, bf, fields = kind_fields(p, here), kind_fields(p, below), {}
-      for j = 1, #hf - 1 do fields[j] = bf[j] end
-      fields[#hf] = hf[#hf]
-      set = field_set(fields)
+      local n = p.n
+      if p.parent then
+        local fields = { tunpack(kind_fields(p.parent, below), 1, n) }
+        fields[n] = here .. p.path
+        set = { fields = fields, pos = setmeta({ [fields[n]] = n }, flat(below_set(p.parent, below))), mt = nil,
+                up = true }
+      else
+        local hf, bf = kind_fields(p, here), kind_fields(p, below)
+        local fields = {}
+        for j = 1, n - 1 do fields[j] = bf[j] end
+        fields[n] = hf[n]
+        set = field_set(fields)
+      end
       p[key] = set
     end
     return set
   end
   -- (The nils size the arrays once: growing a table costs more than filling it.)
+  local UNREAD = {} -- the raw texts of a batch before its first fetch (shared, never written)
   local function batch(set)
     return { fields = set and set.fields or {}, pos = set and set.pos or {}, shared = set ~= nil, fetched = 0,
-             raw = {}, cur = { nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil }, vals = {} }
+             raw = UNREAD, cur = { nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil }, vals = {} }
   end
   -- The position of field f in the batch, added when new.
   local function want(b, f)
@@ -164,39 +232,58 @@ do
     if not raw then return EMPTY end
     return decode(raw)
   end
-  local function bump(b, f, code, d)
-    local i = want(b, f)
-    local t = b.vals[i]
-    if not t then
-      local cur = b.cur[i]
-      if cur == nil then cur = b.raw[i] or false end
-      if not cur and d == 1 then
-        b.cur[i] = one(code)
-        return
-      elseif d == -1 and cur == one(code) then
-        b.cur[i] = false
-        return
-      elseif cur then -- one code only, ours: "code:count"
-        local cs, k = smatch(cur, "^(%d+):(%d+)$")
-        if cs and int(cs) == code then
-          k = int(k) + d
-          b.cur[i] = k > 0 and (cs .. ":" .. num(k))
-          return
-        end
-      end
-      t = decode(cur or nil)
-      b.vals[i] = t
+  -- The new text of a field whose text is `cur` (false: absent) when the
+  -- count of `code` moves by d, in the usual cases: the field gets its first
+  -- count, loses its only one, or holds this code alone ("code:count"; false:
+  -- the field goes). nil for the other cases, which decode the field.
+  local function moved(cur, code, d, one_s)
+    if not cur then
+      if d == 1 then return one_s end
+      return nil
     end
-    local n = (t[code] or 0) + d
-    t[code] = n > 0 and n or nil
+    if d == -1 and cur == one_s then return false end
+    local v = SINGLE.t[cur]
+    if v == nil then v = single(cur) end
+    local k = v and v - code * WIDE
+    if k and k >= 0 and k < WIDE then
+      k, v = k + d, v + d
+      return k > 0 and (TEXT.t[v] or text_of(v, code, k))
+    end
+    return nil
   end
+  -- One count of `code` more (d = 1) or less (d = -1) in every field of a
+  -- target at `path` (target_set).
   local function bump_target(c, b, code, path, here, below, d)
     local fields = target_set(path, here, below).fields
-    for k = 1, #fields do bump(b, fields[k], code, d) end
+    local one_s = ONE[code] or one(code)
+    for k = 1, #fields do
+      local f = fields[k]
+      local i = b.pos[f] or want(b, f)
+      local t = b.vals[i]
+      if not t then
+        local cur = b.cur[i]
+        if cur == nil then cur = b.raw[i] or false end
+        local s = moved(cur, code, d, one_s)
+        if s ~= nil then
+          b.cur[i] = s
+        else
+          t = decode(cur or nil)
+          b.vals[i] = t
+        end
+      end
+      if t then
+        local n = (t[code] or 0) + d
+        t[code] = n > 0 and n or nil
+      end
+    end
   end
   local function flush(c, b)
-    local set, del = { nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil }, {}
+    local set, del = { nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil }, nil
     local raw, cur, vals = b.raw, b.cur, b.vals
+    if raw == UNREAD then -- (nothing was fetched: every field is new)
+      raw = {}
+      b.raw = raw
+    end
     for i = 1, #b.fields do
       local v = vals[i]
       if v then
@@ -210,6 +297,7 @@ do
             set[#set + 1] = b.fields[i]
             set[#set + 1] = v
           else
+            del = del or {}
             del[#del + 1] = b.fields[i]
           end
         end
@@ -217,9 +305,9 @@ do
       end
     end
     if #set > 0 then chunked("HSET", c.idx, set, 2) end
-    if #del > 0 then chunked("HDEL", c.idx, del) end
+    if del then chunked("HDEL", c.idx, del) end
   end
 
   Index = { EMPTY = EMPTY, lowest = lowest, check_set = check_set, batch = batch, want = want, want_target = want_target,
-          fetch = fetch, val = val, bump_target = bump_target, flush = flush }
+          fetch = fetch, val = val, decode = decode, bump_target = bump_target, flush = flush }
 end

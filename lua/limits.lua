@@ -91,18 +91,25 @@ do
   -- The locks `locks` went: each owner's count goes down by its locks there
   -- (a field that reaches 0 goes; a lock granted by a library without counts,
   -- pathlock 1.0, lowers no count below 0).
+  local function count_owner(c, o, d)
+    local f = "o:" .. o
+    -- (The caller's own count was read with meta, c.extra, and is kept
+    -- current here: no HGET for it.)
+    local n = ((f == c.owner_field and tonum(c.extra or "0")) or tonum(rcall("HGET", c.meta, f) or "0") or 0) - d
+    if n > 0 then rcall("HSET", c.meta, f, num(n)) else rcall("HDEL", c.meta, f) end
+    if f == c.owner_field then c.extra = n > 0 and num(n) or nil end
+  end
   local function count_owners(c, locks)
+    if #locks == 1 then -- (the usual case, without a table of owners)
+      if locks[1].owner then count_owner(c, locks[1].owner, 1) end
+      return
+    end
     local per = {}
     for k = 1, #locks do
       local o = locks[k].owner
       if o then per[o] = (per[o] or 0) + 1 end
     end
-    for o, d in pairs(per) do
-      local f = "o:" .. o
-      local n = (tonum(rcall("HGET", c.meta, f) or "0") or 0) - d
-      if n > 0 then rcall("HSET", c.meta, f, num(n)) else rcall("HDEL", c.meta, f) end
-      if f == c.owner_field then c.extra = n > 0 and num(n) or nil end
-    end
+    for o, d in pairs(per) do count_owner(c, o, d) end
   end
 
   -- set_limits(text): the namespace's own limits ("" takes them away).

@@ -230,6 +230,13 @@ do
   -- One count less per item of `items` (locks, or places in line when
   -- `places`) that has a tag (a stale place has none): one tag_count per tag.
   local function count_down(c, items, places)
+    if #items == 1 then -- (the usual case, without a table of tags)
+      local t = items[1].tag
+      if t then
+        if places then tag_count(c, t, 0, -1) else tag_count(c, t, -1, 0) end
+      end
+      return
+    end
     local per_tag = {}
     for k = 1, #items do
       local t = items[k].tag

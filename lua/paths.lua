@@ -3,7 +3,7 @@
   those nodes (cached), and paths as entry members spell them.
 
   Uses:      Values (cache, keep); PL_MAX_PATH, PL_MAX_NAME, PL_CODE_DIGITS, PL_FENCE_DIGITS
-  Provides:  Paths.path_problem, Paths.within, Paths.path_info, Paths.kind_fields,
+  Provides:  Paths.path_problem, Paths.within, Paths.path_info, Paths.nodes_of, Paths.kind_fields,
              Paths.fields_of, Paths.spell, Paths.unspell, Paths.code4, Paths.fence16,
              Paths.entry_member, Paths.list_member
 ]]
@@ -41,42 +41,63 @@ do
   -- kind. Paths longer than PATH_CHAIN bytes are split directly (bounding the
   -- chain of parents built at once).
   local PATHS, PATH_CHAIN = cache(512), 256
+  -- An entry: the path, its depth n (nodes, the root included), its
+  -- parent's entry, and what calls derive, each made when first asked for
+  -- (a new path, mostly a file's, is usually checked and written through its
+  -- parent's lists and two field names of its own: nodes_of and
+  -- kind_fields are for folders and for refusals). Lists are copied from the
+  -- parent's with one unpack into a table made at its final size (a table
+  -- grown one element at a time is rehashed at every power of two); the nil
+  -- fields size the entry for what calls add.
   local function path_info(path)
     local p = PATHS.t[path]
     if p then return p end
-    local nodes, parent = { "/" }, nil
+    local nodes, parent, n = nil, nil, nil
     if path ~= "/" and #path <= PATH_CHAIN then
       parent = path_info(smatch(path, "^(.+)/[^/]*$") or "/")
-      local pn = parent.nodes
-      for j = 2, #pn do nodes[j] = pn[j] end
-      nodes[#pn + 1] = path
-    elseif path ~= "/" then
-      local at = 2
-      while true do
-        local i = sfind(path, "/", at, true)
-        if not i then
-          nodes[#nodes + 1] = path
-          break
+      n = parent.n + 1
+    else
+      nodes = { "/" }
+      if path ~= "/" then
+        local at = 2
+        while true do
+          local i = sfind(path, "/", at, true)
+          if not i then
+            nodes[#nodes + 1] = path
+            break
+          end
+          nodes[#nodes + 1] = ssub(path, 1, i - 1)
+          at = i + 1
         end
-        nodes[#nodes + 1] = ssub(path, 1, i - 1)
-        at = i + 1
       end
+      n = #nodes
     end
-    return keep(PATHS, path, { nodes = nodes, parent = parent })
+    return keep(PATHS, path, { path = path, n = n, nodes = nodes, parent = parent, h = nil, b = nil, wh = nil, wb = nil,
+                               check = nil, spelled = nil, ["h+"] = nil, ["wh+"] = nil, ["b#"] = nil, ["wb#"] = nil })
+  end
+  -- The nodes of entry p: "/", "/a", "/a/b" for "/a/b".
+  local function nodes_of(p)
+    local nodes = p.nodes
+    if nodes then return nodes end
+    local n = p.n
+    nodes = { tunpack(nodes_of(p.parent), 1, n) }
+    nodes[n] = p.path
+    p.nodes = nodes
+    return nodes
   end
   -- kind .. node for every node of the path of entry p (kind: h, b, wh or wb;
   -- see idx): the parent's names and one more, when the parent is known.
   local function kind_fields(p, kind)
     local f = p[kind]
     if f then return f end
-    local nodes = p.nodes
-    f = {}
+    local n = p.n
     if p.parent then
-      local pf = kind_fields(p.parent, kind)
-      for j = 1, #pf do f[j] = pf[j] end
-      f[#nodes] = kind .. nodes[#nodes]
+      f = { tunpack(kind_fields(p.parent, kind), 1, n) }
+      f[n] = kind .. p.path
     else
-      for j = 1, #nodes do f[j] = kind .. nodes[j] end
+      local nodes = p.nodes
+      f = {}
+      for j = 1, n do f[j] = kind .. nodes[j] end
     end
     p[kind] = f
     return f
@@ -118,7 +139,7 @@ do
   end
   local function list_member(f16, id) return "F" .. f16 .. id end
 
-  Paths = { path_problem = path_problem, within = within, path_info = path_info, kind_fields = kind_fields,
-          fields_of = fields_of, spell = spell, unspell = unspell, code4 = code4, fence16 = fence16,
+  Paths = { path_problem = path_problem, within = within, path_info = path_info, nodes_of = nodes_of,
+          kind_fields = kind_fields, fields_of = fields_of, spell = spell, unspell = unspell, code4 = code4, fence16 = fence16,
           entry_member = entry_member, list_member = list_member }
 end

@@ -5,7 +5,7 @@
   Uses:      Values (cache, keep, num, int), Meta (TAG_N, gcode); PL_OPS
   Provides:  Records.pack_lock, Records.unpack_lock, Records.pack_waiter,
              Records.unpack_waiter, Records.head_of, Records.key_field,
-             Records.remaining, Records.wake
+             Records.remaining, Records.wake, Records.read_back
 ]]
 local Records
 do
@@ -61,7 +61,31 @@ do
            .. num(#l.token) .. "\0" .. num(#l.owner) .. "\0" .. num(#l.key) .. "\0" .. l.token .. l.owner .. l.key
            .. tconcat(l.paths, "\0")
   end
+  -- Records read back: the lock a record describes, kept per record text
+  -- (a pure function of the text) when a grant wrote it (read_back), so that
+  -- the release of a lock just granted does not parse it again. Kept
+  -- entries are never changed: every read gets a copy of its own, with the
+  -- id it asked for.
+  local WRITTEN = cache(256)
+  local function copy_lock(id, t)
+    return { id = id, head = t.head, tag = t.tag, op = t.op, info = t.info, f16 = t.f16, holds = t.holds,
+             ttl_s = t.ttl_s, exp = t.exp, exp_s = t.exp_s, token = t.token, owner = t.owner, key = t.key,
+             paths = t.paths }
+  end
+  -- Lock l (of this library's operation l.op, tag l.tag) was written as
+  -- record `rec`; l is kept as it is and must not change after this.
+  local function read_back(l, rec)
+    local info = INFO.t[l.head]
+    if not info then
+      local op = PL_OPS[l.op]
+      info = keep(INFO, l.head, { first = op.first, roles = op.roles })
+    end
+    l.info, l.exp = info, tonum(l.exp_s)
+    keep(WRITTEN, rec, l)
+  end
   local function unpack_lock(id, rec)
+    local kept_lock = WRITTEN.t[rec]
+    if kept_lock then return copy_lock(id, kept_lock) end
     local head, tag, first, roles, op, fence, holds, ttl, exp, tl, ol, kl, at =
       smatch(rec, "^((%d+)%z(%d+)%z([%w_,]+)%z)([%w_]+)%z(%d+)%z(%d+)%z(%d+)%z(%d+)%z(%d+)%z(%d+)%z(%d+)%z()")
     if not head then return nil end
@@ -112,5 +136,5 @@ do
   end
 
   Records = { pack_lock = pack_lock, unpack_lock = unpack_lock, pack_waiter = pack_waiter, unpack_waiter = unpack_waiter,
-            head_of = head_of, key_field = key_field, remaining = remaining, wake = wake }
+            head_of = head_of, read_back = read_back, key_field = key_field, remaining = remaining, wake = wake }
 end

@@ -6,7 +6,7 @@
   record, one HMGET of the index, and one write per key; reaping rides in the
   same writes.
 
-  Uses:      Values (valid_id), Commands (writable), Meta (begin_with),
+  Uses:      Values (valid_id), Call (begin), Commands (writable), Meta (check_meta),
              Records (pack_lock, unpack_lock), Removal (expired_locks, remove_locks,
              remove_ended, add_once)
   Provides:  Release.release, Release.force_release
@@ -15,7 +15,8 @@ local Release
 do
   local valid_id = Values.valid_id
   local writable = Commands.writable
-  local begin_with = Meta.begin_with
+  local begin = Call.begin
+  local check_meta = Meta.check_meta
   local pack_lock, unpack_lock = Records.pack_lock, Records.unpack_lock
   local expired_locks, remove_locks = Removal.expired_locks, Removal.remove_locks
   local remove_ended, add_once = Removal.remove_ended, Removal.add_once
@@ -24,13 +25,22 @@ do
   -- the lock's id): the call context, the expired locks to reap, and the lock
   -- as stored, live or expired (or nil). Returns nil and the reply when the
   -- call cannot go on.
+  -- The record is read before meta, so that meta's one read also brings
+  -- its owner's count (c.extra, which Limits.count_owners then lowers
+  -- without reading it again); it is used only once meta's layout is known
+  -- to be this library's.
   local function open_release(keys, argv, count, usage)
-    local c, bad = begin_with(keys, argv, count, usage)
+    local c, bad = begin(keys)
     if not c then return nil, bad end
-    local reaped, stale = expired_locks(c)
+    if #argv ~= count then return nil, { "invalid", usage } end
     local id = argv[1]
     local rec = valid_id(id) and rcall("HGET", c.locks, id)
-    return c, nil, reaped, stale, rec and unpack_lock(id, rec) or nil
+    local l = rec and unpack_lock(id, rec) or nil
+    c.owner_field = l and "o:" .. l.owner
+    bad = check_meta(c, c.owner_field)
+    if bad then return nil, bad end
+    local reaped, stale = expired_locks(c)
+    return c, nil, reaped, stale, l
   end
 
   -- Removes `l` (when given) together with the expired locks to reap.

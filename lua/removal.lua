@@ -24,9 +24,10 @@ do
 
   -- Loads the records of `ids` (one HMGET); returns the locks found and the ids
   -- that have no (readable) record.
+  local NO_IDS = {} -- no stale ids (shared: callers only read the stale ids)
   local function load_locks(c, ids)
+    if #ids == 0 then return {}, NO_IDS end
     local found, stale = {}, {}
-    if #ids == 0 then return found, stale end
     local recs = chunked("HMGET", c.locks, ids)
     for i = 1, #ids do
       local l = recs[i] and unpack_lock(ids[i], recs[i])

@@ -47,9 +47,16 @@ do
   -- A number argument: plain decimal digits only (no sign, exponent, hex
   -- prefix or blank; docs/lua-protocol.md#conventions), at most PL_MAX_DIGITS of
   -- them (exact in a double). nil for anything else.
+  -- (Recurring arguments, a ttl or a reserve_ms, are checked once: DEC
+  -- keeps the verdicts, a number or false.)
+  local DEC = cache(256)
   local function dec(s)
-    if type(s) ~= "string" or #s == 0 or #s > PL_MAX_DIGITS or sfind(s, "%D") then return nil end
-    return int(s)
+    local v = DEC.t[s]
+    if v ~= nil then return v or nil end
+    if type(s) ~= "string" then return nil end
+    v = #s > 0 and #s <= PL_MAX_DIGITS and not sfind(s, "%D") and int(s)
+    if #s <= 9 then keep(DEC, s, v or false) end
+    return v or nil
   end
 
   local function valid_id(id) return type(id) == "string" and #id <= PL_MAX_ID and sfind(id, "^[%w-]+$") ~= nil end
@@ -57,5 +64,6 @@ do
     return type(k) == "string" and #k <= PL_MAX_KEY and sfind(k, "^[%w._:-]+$") ~= nil
   end
 
-  Values = { cache = cache, keep = keep, num = num, int = int, dec = dec, valid_id = valid_id, valid_key = valid_key }
+  Values = { cache = cache, keep = keep, num = num, int = int, dec = dec, valid_id = valid_id,
+             valid_key = valid_key }
 end
