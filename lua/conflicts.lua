@@ -10,7 +10,7 @@
   line, scan the line: O(waiters x targets).
 
   Uses:      Values (num), Meta (gcode, blocks), Paths (within, path_info, nodes_of, kind_fields,
-             code4, spell, unspell), Index (lowest, val, decode, check_set), Records (unpack_lock),
+             code4, spell, unspell), Index (lowest, val, decode, checks_of), Records (unpack_lock),
              Removal (load_waiters); PL_RELATIONS, PL_CODE_DIGITS, PL_FENCE_DIGITS
   Provides:  Conflicts.refusal, Conflicts.held_conflict,
              Conflicts.waiter_flag, Conflicts.older_waiter
@@ -21,7 +21,7 @@ do
   local gcode, blocks = Meta.gcode, Meta.blocks
   local within, path_info, nodes_of, kind_fields = Paths.within, Paths.path_info, Paths.nodes_of, Paths.kind_fields
   local code4, spell, unspell = Paths.code4, Paths.spell, Paths.unspell
-  local lowest, val, decode, check_set = Index.lowest, Index.val, Index.decode, Index.check_set
+  local lowest, val, decode, checks_of = Index.lowest, Index.val, Index.decode, Index.checks_of
   local unpack_lock = Records.unpack_lock
   local load_waiters = Removal.load_waiters
   local PATH_AT = PL_CODE_DIGITS + 1 -- where an entry member's path starts
@@ -76,7 +76,7 @@ do
   local function held_conflict(c, b, code, path)
     local at, held, rel
     local p = path_info(path)
-    local n, cf = p.n, check_set(path).fields -- (h and b of node j: cf[2j - 1], cf[2j])
+    local n, cf = p.n, checks_of(p).fields -- (h and b of node j: cf[2j - 1], cf[2j])
     -- (The batch is as read, unchanged: a field's counts are its text, and
     -- an absent field, the usual case, costs one lookup and no call.)
     local raw, pos = b.raw, b.pos

@@ -3,7 +3,7 @@
   written in batches of one HMGET and one HSET (and one HDEL).
 
   Uses:      Values (num, int, cache, keep), Commands (chunked), Meta (blocks), Paths (path_info, kind_fields)
-  Provides:  Index.EMPTY, Index.lowest, Index.check_set, Index.batch, Index.want,
+  Provides:  Index.EMPTY, Index.lowest, Index.check_set, Index.checks_of, Index.batch, Index.want,
              Index.want_target, Index.fetch, Index.val, Index.decode, Index.bump_target, Index.flush
 ]]
 local Index
@@ -63,20 +63,12 @@ do
   -- count, loses its only one, or one code's count moves) are made on the
   -- text; other fields are decoded. A batch made for one target starts from
   -- that target's cached field set (shared, copied only if more is wanted).
-  local ONE, PREFIX = {}, {} -- global code -> "code:1", "code:"
+  local ONE = {} -- global code -> "code:1"
   local function one(code)
     local s = ONE[code]
     if not s then
       s = num(code) .. ":1"
       ONE[code] = s
-    end
-    return s
-  end
-  local function prefix(code)
-    local s = PREFIX[code]
-    if not s then
-      s = num(code) .. ":"
-      PREFIX[code] = s
     end
     return s
   end
@@ -92,27 +84,31 @@ do
     local v = cs and #k <= 9 and int(cs) * WIDE + int(k) or false
     return keep(SINGLE, text, v)
   end
-  local function text_of(v, code, k) return keep(TEXT, v, (PREFIX[code] or prefix(code)) .. num(k)) end
+  local function text_of(v, code, k) return keep(TEXT, v, num(code) .. ":" .. num(k)) end
   -- A set of fields: the list, and each field's position in it (pos).
   -- The set of a path with a known parent extends the parent's: its list is
   -- the parent's copied at its final size with its own fields at the end,
   -- and its pos holds only its own fields, reading the others from the
   -- parent's through a metatable. A set that becomes a parent has its pos
   -- made whole once (flat), so a lookup takes at most one step up.
+  local function positions(fields)
+    local pos = {}
+    for i = 1, #fields do pos[fields[i]] = i end
+    return pos
+  end
   local function flat(set)
     if set.mt then return set.mt end
-    if set.up then
-      local pos, fields = {}, set.fields
-      for i = 1, #fields do pos[fields[i]] = i end
-      set.pos, set.up = pos, false
-    end
+    if getmeta(set.pos) then set.pos = positions(set.fields) end
     set.mt = { __index = set.pos }
     return set.mt
   end
-  local function field_set(fields)
+  local function field_set(fields) return { fields = fields, pos = positions(fields), mt = nil } end
+  -- The set of a path with a parent: `fields`, whose last ones (from `own`
+  -- on) are the path's own, the others' positions read through `up`.
+  local function extended(fields, own, up)
     local pos = {}
-    for i = 1, #fields do pos[fields[i]] = i end
-    return { fields = fields, pos = pos, mt = nil, up = false }
+    for i = own, #fields do pos[fields[i]] = i end
+    return { fields = fields, pos = setmeta(pos, flat(up)), mt = nil }
   end
   -- What a check of `path` reads: h and b of every node.
   local function set_of_checks(p)
@@ -123,9 +119,8 @@ do
       local m = 2 * n
       local up = set_of_checks(p.parent)
       local fields = { tunpack(up.fields, 1, m) }
-      local h, b = "h" .. p.path, "b" .. p.path
-      fields[m - 1], fields[m] = h, b
-      set = { fields = fields, pos = setmeta({ [h] = m - 1, [b] = m }, flat(up)), mt = nil, up = true }
+      fields[m - 1], fields[m] = "h" .. p.path, "b" .. p.path
+      set = extended(fields, m - 1, up)
     else
       local hf, bf = kind_fields(p, "h"), kind_fields(p, "b")
       local fields = {}
@@ -136,6 +131,7 @@ do
     return set
   end
   local function check_set(path) return set_of_checks(path_info(path)) end
+  local checks_of = set_of_checks -- (the same, from a path's entry)
   -- The set of kind `below` of every node of entry p (the ancestors' part of
   -- its children's target sets).
   local function below_set(p, below)
@@ -158,8 +154,7 @@ do
       if p.parent then
         local fields = { tunpack(kind_fields(p.parent, below), 1, n) }
         fields[n] = here .. p.path
-        set = { fields = fields, pos = setmeta({ [fields[n]] = n }, flat(below_set(p.parent, below))), mt = nil,
-                up = true }
+        set = extended(fields, n, below_set(p.parent, below))
       else
         local hf, bf = kind_fields(p, here), kind_fields(p, below)
         local fields = {}
@@ -308,6 +303,7 @@ do
     if del then chunked("HDEL", c.idx, del) end
   end
 
-  Index = { EMPTY = EMPTY, lowest = lowest, check_set = check_set, batch = batch, want = want, want_target = want_target,
-          fetch = fetch, val = val, decode = decode, bump_target = bump_target, flush = flush }
+  Index = { EMPTY = EMPTY, lowest = lowest, check_set = check_set, checks_of = checks_of, batch = batch, want = want,
+          want_target = want_target, fetch = fetch, val = val, decode = decode, bump_target = bump_target,
+          flush = flush }
 end

@@ -11,14 +11,14 @@
   but meta's one more field in check_meta's HMGET; a grant writes its owner's
   count (one HGET, one HSET), a removal lowers it.
 
-  Uses:      Values (cache, keep, dec, num), Commands (writable), Meta
+  Uses:      Values (cache, keep, dec, num, per_key), Commands (writable), Meta
              (begin_with, persist, drained); PL_MAX_LIMIT
   Provides:  Limits.effective, Limits.grant_refusal, Limits.place_refusal,
              Limits.count_owners, Limits.owner_up, Limits.valid, Limits.set_limits, Limits.limits_ro
 ]]
 local Limits
 do
-  local cache, keep, dec, num = Values.cache, Values.keep, Values.dec, Values.num
+  local cache, keep, dec, num, per_key = Values.cache, Values.keep, Values.dec, Values.num, Values.per_key
   local writable = Commands.writable
   local begin_with, persist, drained = Meta.begin_with, Meta.persist, Meta.drained
 
@@ -91,26 +91,17 @@ do
   -- The locks `locks` went: each owner's count goes down by its locks there
   -- (a field that reaches 0 goes; a lock granted by a library without counts,
   -- pathlock 1.0, lowers no count below 0).
-  local function count_owner(c, o, d)
+  -- (The caller's own count was read with meta, c.extra, and is kept
+  -- current here: no HGET for it.)
+  local function owner_down(o, d, c)
     local f = "o:" .. o
-    -- (The caller's own count was read with meta, c.extra, and is kept
-    -- current here: no HGET for it.)
-    local n = ((f == c.owner_field and tonum(c.extra or "0")) or tonum(rcall("HGET", c.meta, f) or "0") or 0) - d
+    local own, text = f == c.owner_field, nil
+    if own then text = c.extra else text = rcall("HGET", c.meta, f) end
+    local n = (tonum(text or "0") or 0) - d
     if n > 0 then rcall("HSET", c.meta, f, num(n)) else rcall("HDEL", c.meta, f) end
-    if f == c.owner_field then c.extra = n > 0 and num(n) or nil end
+    if own then c.extra = n > 0 and num(n) or nil end
   end
-  local function count_owners(c, locks)
-    if #locks == 1 then -- (the usual case, without a table of owners)
-      if locks[1].owner then count_owner(c, locks[1].owner, 1) end
-      return
-    end
-    local per = {}
-    for k = 1, #locks do
-      local o = locks[k].owner
-      if o then per[o] = (per[o] or 0) + 1 end
-    end
-    for o, d in pairs(per) do count_owner(c, o, d) end
-  end
+  local function count_owners(c, locks) per_key(locks, "owner", owner_down, c) end
 
   -- set_limits(text): the namespace's own limits ("" takes them away).
   -- Its keys stop expiring while it has them (they are an operator's

@@ -2,7 +2,7 @@
   lua/meta.lua: the namespace's meta key: its layout, its fence, and the tags
   of the matrices in use; global codes and which of them refuse which.
 
-  Uses:      Values (int, num), Call (begin); PL_LAYOUT, PL_EXPIRING_LAYOUT, PL_EXPIRY_MARGIN,
+  Uses:      Values (int, num, per_key), Call (begin); PL_LAYOUT, PL_EXPIRING_LAYOUT, PL_EXPIRY_MARGIN,
              PL_FINGERPRINT, PL_MATRIX_NAME, PL_MATRIX_VERSION, PL_MAX_TAGS, PL_CODES_PER_TAG,
              PL_BLOCKSET
   Provides:  Meta.TAG_N, Meta.TAGS_FULL, Meta.check_meta, Meta.begin_with,
@@ -11,7 +11,7 @@
 ]]
 local Meta
 do
-  local int, num = Values.int, Values.num
+  local int, num, per_key = Values.int, Values.num, Values.per_key
   local begin = Call.begin
 
   -- Meta: the namespace's layout version, its fence, and the matrices in use.
@@ -229,23 +229,10 @@ do
   end
   -- One count less per item of `items` (locks, or places in line when
   -- `places`) that has a tag (a stale place has none): one tag_count per tag.
-  local function count_down(c, items, places)
-    if #items == 1 then -- (the usual case, without a table of tags)
-      local t = items[1].tag
-      if t then
-        if places then tag_count(c, t, 0, -1) else tag_count(c, t, -1, 0) end
-      end
-      return
-    end
-    local per_tag = {}
-    for k = 1, #items do
-      local t = items[k].tag
-      if t then per_tag[t] = (per_tag[t] or 0) + 1 end
-    end
-    for tag, d in pairs(per_tag) do
-      if places then tag_count(c, tag, 0, -d) else tag_count(c, tag, -d, 0) end
-    end
+  local function tag_down(tag, d, c, places)
+    if places then tag_count(c, tag, 0, -d) else tag_count(c, tag, -d, 0) end
   end
+  local function count_down(c, items, places) per_key(items, "tag", tag_down, c, places) end
 
   -- Expiry (layout PL_EXPIRING_LAYOUT; docs/lua-protocol.md#expiry): every
   -- key of the namespace expires at meta.x, the latest end (of a lease, of a

@@ -140,6 +140,6 @@ do
   local function list_member(f16, id) return "F" .. f16 .. id end
 
   Paths = { path_problem = path_problem, within = within, path_info = path_info, nodes_of = nodes_of,
-          kind_fields = kind_fields, fields_of = fields_of, spell = spell, unspell = unspell, code4 = code4, fence16 = fence16,
-          entry_member = entry_member, list_member = list_member }
+          kind_fields = kind_fields, fields_of = fields_of, spell = spell, unspell = unspell, code4 = code4,
+          fence16 = fence16, entry_member = entry_member, list_member = list_member }
 end

@@ -75,12 +75,9 @@ do
   -- Lock l (of this library's operation l.op, tag l.tag) was written as
   -- record `rec`; l is kept as it is and must not change after this.
   local function read_back(l, rec)
-    local info = INFO.t[l.head]
-    if not info then
-      local op = PL_OPS[l.op]
-      info = keep(INFO, l.head, { first = op.first, roles = op.roles })
-    end
-    l.info, l.exp = info, tonum(l.exp_s)
+    local op = PL_OPS[l.op]
+    l.info = INFO.t[l.head] or info_of(l.head, op.first, tconcat(op.roles, ","))
+    l.exp = tonum(l.exp_s)
     keep(WRITTEN, rec, l)
   end
   local function unpack_lock(id, rec)
@@ -136,5 +133,6 @@ do
   end
 
   Records = { pack_lock = pack_lock, unpack_lock = unpack_lock, pack_waiter = pack_waiter, unpack_waiter = unpack_waiter,
-            head_of = head_of, read_back = read_back, key_field = key_field, remaining = remaining, wake = wake }
+            head_of = head_of, read_back = read_back, key_field = key_field, remaining = remaining,
+            wake = wake }
 end

@@ -3,7 +3,7 @@
 
   Uses:      string, table, math, unpack, tonumber, redis (at the first call)
   Provides:  sfind, ssub, smatch, sgmatch, sgsub, sformat, tconcat, tsort, tunpack,
-             mfloor, mmax, mmin, tonum, rcall, rpcall, setmeta; init()
+             mfloor, mmax, mmin, tonum, rcall, rpcall, setmeta, getmeta; init()
 
   The only file with more than one top-level local: these are read by every
   module, and must be upvalues of the whole chunk (init() assigns them).
@@ -14,10 +14,10 @@
   `if not sfind then init() end`, before anything else runs.
 ]]
 local sfind, ssub, smatch, sgmatch, sgsub, sformat, tconcat, tsort, tunpack, mfloor, mmax, mmin, tonum, rcall, rpcall
-local setmeta
+local setmeta, getmeta
 local function init()
   sfind, ssub, smatch, sgmatch = string.find, string.sub, string.match, string.gmatch
   sgsub, sformat, tconcat, tsort, tunpack = string.gsub, string.format, table.concat, table.sort, unpack
   mfloor, mmax, mmin, tonum, rcall, rpcall = math.floor, math.max, math.min, tonumber, redis.call, redis.pcall
-  setmeta = setmetatable
+  setmeta, getmeta = setmetatable, getmetatable
 end

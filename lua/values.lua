@@ -3,7 +3,7 @@
   and the checks of number, id and key arguments.
 
   Uses:      PL_MAX_DIGITS, PL_MAX_ID, PL_MAX_KEY
-  Provides:  Values.cache, Values.keep, Values.num, Values.int, Values.dec,
+  Provides:  Values.cache, Values.keep, Values.per_key, Values.num, Values.int, Values.dec,
              Values.valid_id, Values.valid_key
 ]]
 local Values
@@ -64,6 +64,22 @@ do
     return type(k) == "string" and #k <= PL_MAX_KEY and sfind(k, "^[%w._:-]+$") ~= nil
   end
 
-  Values = { cache = cache, keep = keep, num = num, int = int, dec = dec, valid_id = valid_id,
+  -- f(key, n, ...) once per distinct items[k][field] (nil ones skipped),
+  -- n the items with it; one item, the usual case, makes no table.
+  local function per_key(items, field, f, ...)
+    if #items == 1 then
+      local key = items[1][field]
+      if key then f(key, 1, ...) end
+      return
+    end
+    local per = {}
+    for k = 1, #items do
+      local key = items[k][field]
+      if key then per[key] = (per[key] or 0) + 1 end
+    end
+    for key, n in pairs(per) do f(key, n, ...) end
+  end
+
+  Values = { cache = cache, keep = keep, per_key = per_key, num = num, int = int, dec = dec, valid_id = valid_id,
              valid_key = valid_key }
 end
