@@ -11,6 +11,7 @@
 #   HELD, PAIRS   locks held before counting, pairs counted (3000, 1000)
 #   REDIS_SERVER  the server binary (default: redis-server on PATH)
 # Environment:
+#   DEPTH=N       components of every path (default 5; 4..60)
 #   RING=N        distinct paths the pairs cycle through (default 1000, as
 #                 pathlock-bench's clients; fewer paths recur more often)
 #   LIBRARY=FILE  a library text to load first (e.g. from `pathlock-matrixc
@@ -58,15 +59,16 @@ vg=$(field pid)
 
 url="redis://127.0.0.1:$port"
 ring=${RING:-1000}
+depth=${DEPTH:-5}
 if [[ -n ${LIBRARY:-} ]]; then
   redis-cli -p "$port" -x FUNCTION LOAD REPLACE <"$LIBRARY" >/dev/null
 fi
 mode=()
 what="pair"
 if [[ -n ${REFUSED:-} ]]; then mode=(--refused); what="refused acquire"; fi
-"$loop" --redis "$url" --held "$held" --pairs 100 --ring "$ring" "${mode[@]}" # the held locks, the library, warm caches
+"$loop" --redis "$url" --held "$held" --pairs 100 --ring "$ring" --depth "$depth" "${mode[@]}" # the held locks, the library, warm caches
 callgrind_control -z "$vg" >/dev/null 2>&1
-"$loop" --redis "$url" --pairs "$pairs" --ring "$ring" "${mode[@]}"
+"$loop" --redis "$url" --pairs "$pairs" --ring "$ring" --depth "$depth" "${mode[@]}"
 rm -f "$work"/cg.*.*
 callgrind_control -d "$vg" >/dev/null 2>&1
 dump=""
@@ -76,5 +78,5 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 total=$(grep '^totals:' "$dump" | awk '{print $2}')
-echo "$((total / pairs)) instructions per $what ($held held, depth 5, $pairs ${what}s over $ring paths, one client;" \
+echo "$((total / pairs)) instructions per $what ($held held, depth $depth, $pairs ${what}s over $ring paths, one client;" \
   "$("$server" --version | awk '{print $3}')${LIBRARY:+; library $LIBRARY})"

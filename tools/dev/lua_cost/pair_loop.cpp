@@ -3,14 +3,14 @@
 // server that valgrind counts instructions of; docs/benchmarks.md#where-the-
 // time-of-a-call-goes). It holds --held locks, then runs --pairs
 // acquire+release pairs, one after another on one connection, each on a
-// sibling of held locks at depth 5 (so every pair walks a populated index
-// and is granted), cycling through --ring distinct paths (default 1000, as
-// pathlock-bench's clients do). With --refused, each of the --pairs steps
+// sibling of held locks at depth --depth (default 5; so every pair walks a
+// populated index and is granted), cycling through --ring distinct paths
+// (default 1000, as pathlock-bench's clients do). With --refused, each of the --pairs steps
 // is instead one acquire that a held delete_folder of their folder refuses
 // (the other hot call: a refusal names the lock, takes no place in line).
 // Timing is not its job: it prints nothing but errors.
 //
-// Usage: pathlock-pair-loop --redis URL [--held N] [--pairs N] [--ring N] [--namespace NS] [--refused]
+// Usage: pathlock-pair-loop --redis URL [--held N] [--pairs N] [--ring N] [--depth N] [--namespace NS] [--refused]
 // Exit status: 0 done, 1 a pair was refused or failed (or, with --refused,
 // a step was granted), 2 bad usage.
 #include <pathlock/pathlock.hpp>
@@ -26,7 +26,7 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: pathlock-pair-loop --redis URL [--held N] [--pairs N] [--ring N] [--namespace NS] [--refused]\n";
+    "usage: pathlock-pair-loop --redis URL [--held N] [--pairs N] [--ring N] [--depth N] [--namespace NS] [--refused]\n";
 
 namespace options = pathlock::options;
 const options::Options kOptions = options::Options{}
@@ -34,21 +34,34 @@ const options::Options kOptions = options::Options{}
                                       .number("held", 0, 100000000)
                                       .number("pairs", 0, 1000000000000)
                                       .number("ring", 1, 100000000)
+                                      .number("depth", 4, 60)
                                       .value("namespace")
                                       .flag("refused");
 
+// The folder between /f/N and a lock's own name, for paths of `depth`
+// components: x/y at depth 5, with a `d` more per component deeper.
+std::string middle(long long depth) {
+  std::string m = "/x";
+  for (long long i = 5; i < depth; ++i) m += "/d";
+  return depth > 4 ? m + "/y" : m;
+}
+
 // --refused: a delete_folder held on /f/7/x/w (a sibling of the held locks'
-// folder) refuses every step's upload below it, at depth 5 as a pair's. The run that takes the held locks takes it too (`take_blocker`),
+// folder, deeper with --depth) refuses every step's upload below it, at the
+// depth of a pair's. The run that takes the held locks takes it too (`take_blocker`),
 // so that the run counted after it sends nothing but the refused acquires.
-int refusals(pathlock::LockEngine& engine, const std::string& ns, long long steps, long long ring, bool take_blocker) {
-  pathlock::LockRequest blocker{ns, "blocker", "delete_folder", {{"target", "/f/7/x/w"}}};
+int refusals(pathlock::LockEngine& engine, const std::string& ns, long long steps, long long ring, long long depth,
+             bool take_blocker) {
+  std::string folder = "/f/7" + middle(depth);
+  folder = folder.substr(0, folder.rfind('/')) + "/w";
+  pathlock::LockRequest blocker{ns, "blocker", "delete_folder", {{"target", folder}}};
   blocker.ttl = pathlock::Millis(3600 * 1000);
   if (take_blocker && !engine.acquire(blocker)) {
     std::fprintf(stderr, "pathlock-pair-loop: the blocker was refused\n");
     return 1;
   }
   for (long long i = 0; i < steps; ++i) {
-    const pathlock::LockRequest r{ns, "me", "upload", {{"target", "/f/7/x/w/m" + std::to_string(i % ring)}}};
+    const pathlock::LockRequest r{ns, "me", "upload", {{"target", folder + "/m" + std::to_string(i % ring)}}};
     if (engine.acquire(r)) {
       std::fprintf(stderr, "pathlock-pair-loop: a step meant to be refused was granted\n");
       return 1;
@@ -64,7 +77,8 @@ int main(int argc, char** argv) {
   if (!p) return options::kExitUsage;
   const std::string url = p->get("redis"), ns = p->get("namespace", "pair-loop");
   const long long held = p->number_or("held", 0), pairs = p->number_or("pairs", 1000),
-                  ring = p->number_or("ring", 1000);
+                  ring = p->number_or("ring", 1000), depth = p->number_or("depth", 5);
+  const std::string mid = middle(depth);
   try {
     pathlock::EngineOptions options;
     options.backend = pathlock::Backend::redis;
@@ -72,16 +86,16 @@ int main(int argc, char** argv) {
     const auto engine = pathlock::make_engine(options);
     for (long long i = 0; i < held; ++i) {
       pathlock::LockRequest r{ns, "holder", "upload",
-                              {{"target", "/f/" + std::to_string(i % 100) + "/x/y/z" + std::to_string(i)}}};
+                              {{"target", "/f/" + std::to_string(i % 100) + mid + "/z" + std::to_string(i)}}};
       r.ttl = pathlock::Millis(3600 * 1000);
       if (!engine->acquire(r)) {
         std::fprintf(stderr, "pathlock-pair-loop: a held lock was refused\n");
         return 1;
       }
     }
-    if (p->has("refused")) return refusals(*engine, ns, pairs, ring, held > 0);
+    if (p->has("refused")) return refusals(*engine, ns, pairs, ring, depth, held > 0);
     for (long long i = 0; i < pairs; ++i) {
-      const pathlock::LockRequest r{ns, "me", "upload", {{"target", "/f/7/x/y/m" + std::to_string(i % ring)}}};
+      const pathlock::LockRequest r{ns, "me", "upload", {{"target", "/f/7" + mid + "/m" + std::to_string(i % ring)}}};
       const pathlock::AcquireResult g = engine->acquire(r);
       if (!g || !engine->release(ns, g.grant.id, g.grant.token)) {
         std::fprintf(stderr, "pathlock-pair-loop: a pair was refused or not released\n");
