@@ -160,6 +160,12 @@ enum class AcquireOutcome {
   // line kept. A waiting request is answered at once (a limit is not a
   // lock that ends). Added in 1.1.
   over_limit,
+  // A conversion only (LockEngine::convert): the lock that refuses it is
+  // itself waiting to convert, and its new operation is refused by the
+  // converting lock as it is now. Both would wait for each other, so the
+  // later one is answered at once; `conflict` names the other lock, and the
+  // converting lock is unchanged. Added in 1.1.
+  would_deadlock,
 };
 
 // The limits of a namespace (docs/operations.md#limits-per-namespace). Each
@@ -196,7 +202,30 @@ struct AcquireResult {
   bool conflicted() const noexcept { return outcome == AcquireOutcome::conflicted; }
   bool not_holder() const noexcept { return outcome == AcquireOutcome::not_holder; }
   bool cancelled() const noexcept { return outcome == AcquireOutcome::cancelled; }
+  bool would_deadlock() const noexcept { return outcome == AcquireOutcome::would_deadlock; }
   explicit operator bool() const noexcept { return granted(); }
+};
+
+// A conversion (LockEngine::convert, added in 1.1; docs/design.md#conversion):
+// the live lock `id` with token `token` gets a new operation and new targets
+// in one atomic step, or stays exactly as it was.
+struct ConvertRequest {
+  std::string ns;
+  std::string id;     // the lock's proof, as granted
+  std::string token;
+  std::string op;               // the new operation, any of the matrix
+  std::vector<Target> targets;  // its targets: exactly one per role of `op`
+  Millis ttl{30000};  // the lease on success: now + ttl
+  Millis wait{0};     // how long to wait while refused, holding the lock as it is
+  bool fair = true;   // as LockRequest::fair: waits with a place in line
+  // Retries of a conversion whose reply was lost: a conversion whose key
+  // is the key of the conversion that made the lock what it is now (same
+  // operation and targets) gets the lock back unchanged (lease extended).
+  // 1..128 of [A-Za-z0-9._:-]; empty: no key.
+  std::string idempotency_key{};
+
+  // A conversion of the lock `grant` names.
+  static ConvertRequest of(std::string ns, const Grant& grant, std::string op, std::vector<Target> targets);
 };
 
 inline LockRequest& LockRequest::reenter(const Grant& grant) {
@@ -261,6 +290,9 @@ struct WaiterInfo {
   std::vector<Target> targets;  // canonical paths, in the matrix's role order
   Millis waited{0};             // since it took its place
   Millis expires_in{0};         // what is left of its reservation
+  // A waiting conversion (added in 1.1): the id of the lock it converts;
+  // op and targets are then what the lock is converting to. Empty otherwise.
+  std::string converts{};
 };
 
 // The limits of one namespace and its use of them (LockEngine::limits).
@@ -386,6 +418,24 @@ class LockEngine {
   virtual void set_limits(std::string_view ns, const std::optional<Limits>& limits);
   // The limits in force in `ns` and its use of them. Read-only.
   virtual LimitsStatus limits(std::string_view ns);
+
+  // Conversion (added in 1.1; docs/design.md#conversion): gives the live
+  // lock `request.id` (proven by its token) the operation and targets of
+  // `request` in one atomic step, judged exactly as an acquire of them would
+  // be against every other live lock and place in line, never against the
+  // lock itself. Granted: the same id, token and holds, a new fence above
+  // every fence given before, the lease now + ttl. Refused (conflicted,
+  // would_deadlock), not_holder, cancelled or an exception: the lock is
+  // exactly as it was. A lock with more than one hold is InvalidRequest (its
+  // other holders re-entered it for what it is). With wait > 0 the call
+  // waits holding the lock as it is; a waiting conversion goes before every
+  // waiter its own lock refuses (they wait for it anyway), and requests
+  // that come after it and conflict with its new operation wait behind it.
+  // A stop that comes after the conversion was made does not undo it.
+  // The default throws BackendError (engines from elsewhere, and this
+  // release's Redis and PostgreSQL backends: docs/changes.md).
+  virtual AcquireResult convert(const ConvertRequest& request, std::stop_token stop);
+  AcquireResult convert(const ConvertRequest& request) { return convert(request, std::stop_token{}); }
 
   // The rules this engine enforces.
   virtual const MatrixTable& matrix() const = 0;

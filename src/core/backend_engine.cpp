@@ -10,6 +10,15 @@ AcquireResult BackendEngine::acquire(const LockRequest& request, std::stop_token
   return do_acquire(request, req, std::move(stop));
 }
 
+AcquireResult BackendEngine::convert(const ConvertRequest& request, std::stop_token stop) {
+  ResolvedRequest req = resolve_convert(matrix_, request);
+  return do_convert(request, req, std::move(stop));
+}
+
+AcquireResult BackendEngine::do_convert(const ConvertRequest&, ResolvedRequest&, std::stop_token) {
+  throw BackendError("this backend does not convert locks yet (the embedded one does; docs/changes.md, 1.1.0)");
+}
+
 bool BackendEngine::release(std::string_view ns, std::string_view id, std::string_view token) {
   check_namespace(ns);
   const bool ok = do_release(ns, id, token);

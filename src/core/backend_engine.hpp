@@ -26,12 +26,14 @@ namespace pathlock::core {
 class BackendEngine : public LockEngine {
  public:
   using LockEngine::blockers;
+  using LockEngine::convert;
   using LockEngine::list;
   using LockEngine::renew;
   using LockEngine::waiters;
 
   AcquireResult acquire(const LockRequest& request) final { return acquire(request, std::stop_token{}); }
   AcquireResult acquire(const LockRequest& request, std::stop_token stop) final;
+  AcquireResult convert(const ConvertRequest& request, std::stop_token stop) final;
   bool release(std::string_view ns, std::string_view id, std::string_view token) final;
   bool renew(std::string_view ns, std::string_view id, std::string_view token, std::optional<Millis> ttl) final;
   bool is_held(std::string_view ns, std::string_view id, std::string_view token) final;
@@ -54,6 +56,8 @@ class BackendEngine : public LockEngine {
   // The backend's steps, each called once its input is checked. `request`
   // resolved is `req`; prefixes are canonical; `page` is the checked cursor.
   virtual AcquireResult do_acquire(const LockRequest& request, ResolvedRequest& req, std::stop_token stop) = 0;
+  // Default: BackendError (a backend that does not convert yet).
+  virtual AcquireResult do_convert(const ConvertRequest& request, ResolvedRequest& req, std::stop_token stop);
   virtual bool do_release(std::string_view ns, std::string_view id, std::string_view token) = 0;
   virtual bool do_force_release(std::string_view ns, std::string_view id) = 0;
   virtual bool do_renew(std::string_view ns, std::string_view id, std::string_view token,

@@ -32,6 +32,20 @@ std::string_view limit_name(LimitKind kind) noexcept {
   return "locks";
 }
 
+AcquireResult LockEngine::convert(const ConvertRequest&, std::stop_token) {
+  throw BackendError("this engine does not convert locks");
+}
+
+ConvertRequest ConvertRequest::of(std::string ns, const Grant& grant, std::string op, std::vector<Target> targets) {
+  ConvertRequest r;
+  r.ns = std::move(ns);
+  r.id = grant.id;
+  r.token = grant.token;
+  r.op = std::move(op);
+  r.targets = std::move(targets);
+  return r;
+}
+
 void LockEngine::set_default_limits(const Limits&) {
   throw BackendError("this engine does not keep limits per namespace");
 }

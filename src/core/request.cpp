@@ -223,6 +223,23 @@ void check_limit(std::size_t limit, std::size_t max) {
   if (limit < 1 || limit > max) throw InvalidRequest(fmt::format("limit must be 1..{}, not {}", max, limit));
 }
 
+LockRequest as_lock_request(const ConvertRequest& request) {
+  LockRequest r{request.ns, "", request.op, request.targets, request.ttl, request.wait, request.fair};
+  r.idempotency_key = request.idempotency_key;
+  return r;
+}
+
+ResolvedRequest resolve_convert(const MatrixTable& matrix, const ConvertRequest& request) {
+  check_namespace(request.ns);
+  check_lock_id(request.id, "id");
+  check_token(request.token, "token");
+  // The rest as an acquire of the new operation is checked (the owner does
+  // not matter: the lock keeps its own).
+  LockRequest as = as_lock_request(request);
+  as.owner = "convert";
+  return resolve_request(matrix, as);
+}
+
 ResolvedRequest resolve_dry_run(const MatrixTable& matrix, std::string_view ns, std::string_view op,
                                 const std::vector<Target>& targets, std::size_t limit, std::size_t max) {
   check_limit(limit, max);

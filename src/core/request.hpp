@@ -22,6 +22,12 @@ struct ResolvedRequest {
 
 // Validates `request` against `matrix`. Throws InvalidRequest.
 ResolvedRequest resolve_request(const MatrixTable& matrix, const LockRequest& request);
+// Validates a conversion: its proof, and its operation, targets, ttl, wait
+// and key as an acquire's (no reentry). Throws InvalidRequest.
+ResolvedRequest resolve_convert(const MatrixTable& matrix, const ConvertRequest& request);
+// The LockRequest a conversion is judged and waits as (owner empty: a
+// conversion keeps its lock's owner).
+LockRequest as_lock_request(const ConvertRequest& request);
 
 // Each throws InvalidRequest naming the field.
 void check_namespace(std::string_view ns);

@@ -105,7 +105,7 @@ AcquireResult cancelled_result(std::optional<Conflict> last) {
 // came first (before the call could return it).
 bool stopped_after_grant(const LockRequest& request, WaitingAttempts& backend, AcquireResult& out,
                          const std::stop_token& stop) {
-  if (!out.granted() || !stop.stop_possible()) return false;
+  if (!out.granted() || !stop.stop_possible() || backend.keeps_grant_on_stop()) return false;
   if (WaitObserver* observer = wait_observer.load(std::memory_order_acquire)) observer->granted(request);
   if (!stop.stop_requested()) return false;
   backend.give_back(out.grant);

@@ -75,6 +75,10 @@ class WaitingAttempts {
   // call while the grant was on its way). Best effort: on failure the lease
   // ends at its TTL.
   virtual void give_back(const Grant& grant) noexcept = 0;
+  // True for a conversion: a grant made is kept even when the stop came
+  // first (a conversion cannot be given back: the lock's old operation may
+  // no longer fit beside what was granted since), and the call answers it.
+  virtual bool keeps_grant_on_stop() const noexcept { return false; }
 };
 
 // What every backend's give_back() does: releases `grant` through the

@@ -41,6 +41,7 @@ struct Lock : ExpiryHook {
   std::uint32_t holds = 1;
   Millis ttl{0};
   std::string idempotency_key;   // empty: none
+  std::string convert_key;       // the key of the conversion that made it what it is (empty: none)
   Clock::time_point granted_at;  // for the hold time (core/observe.hpp)
   bool hold_logged = false;      // a long hold was logged
   std::vector<Entry> entries;    // in role order; never resized while linked
@@ -54,6 +55,7 @@ struct Waiter {
   Clock::time_point since;     // when it took its place
   Clock::time_point deadline;
   std::vector<Entry> entries;  // never resized while linked
+  std::string converts;        // a waiting conversion: the id of the lock it converts
   std::list<Waiter>::iterator in_line;  // its place in NamespaceState::waiters (erased in O(1))
 };
 

@@ -2,6 +2,7 @@
 // Structure, data layout, invariants, waiting and locking: src/memory/README.md.
 #include "memory/memory_engine.hpp"
 
+#include "memory/convert.hpp"
 #include "memory/expiry_wheel.hpp"
 #include "memory/hold_report.hpp"
 #include "memory/limits.hpp"
@@ -41,6 +42,15 @@ class MemoryEngine final : public core::BackendEngine {
     registry_.note_call();
     Attempts attempts(*this, registry_.get(request.ns), req, request);
     return core::wait_for_grant(request, *clock_, attempts, &instruments_, req.op, std::move(stop));
+  }
+
+  // A conversion waits as an acquire does (uncounted: metrics count acquires).
+  AcquireResult do_convert(const ConvertRequest& request, core::ResolvedRequest& req, std::stop_token stop) override {
+    check_process();
+    registry_.note_call();
+    const LockRequest as = core::as_lock_request(request);
+    Attempts attempts(*this, registry_.get(request.ns), req, as, &request);
+    return core::wait_for_grant(as, *clock_, attempts, nullptr, req.op, std::move(stop));
   }
 
   bool do_release(std::string_view ns_name, std::string_view id, std::string_view token) override {
@@ -150,11 +160,14 @@ class MemoryEngine final : public core::BackendEngine {
   }
 
  private:
-  // The embedded backend's side of the waiting policy (core/waiting.hpp).
+  // The embedded backend's side of the waiting policy (core/waiting.hpp),
+  // for an acquire, or for a conversion (`convert`: then `request` is the
+  // conversion as a LockRequest, and a grant is never given back).
   class Attempts final : public core::WaitingAttempts {
    public:
-    Attempts(MemoryEngine& engine, Namespace& ns, core::ResolvedRequest& req, const LockRequest& request)
-        : engine_(engine), ns_(ns), req_(req), request_(request) {}
+    Attempts(MemoryEngine& engine, Namespace& ns, core::ResolvedRequest& req, const LockRequest& request,
+             const ConvertRequest* convert = nullptr)
+        : engine_(engine), ns_(ns), req_(req), request_(request), convert_(convert) {}
 
     AcquireResult attempt(Millis reserve) override {
       std::lock_guard guard(ns_.mutex);
@@ -163,12 +176,15 @@ class MemoryEngine final : public core::BackendEngine {
       NamespaceState& st = ns_.use(now);
       engine_.reap(ns_, now);
       AcquireResult result;
-      const bool granted = engine_.try_acquire(ns_, st, req_, request_, me_, now, result);
+      const Lock* holder = nullptr;
+      const bool granted = convert_ ? try_convert(engine_.matrix_, ns_, st, req_, *convert_, me_, now, result, holder)
+                                    : engine_.try_acquire(ns_, st, req_, request_, me_, now, result);
       seen_ = ns_.generation;
       if (!granted && reserve > Millis{0} && result.conflicted()) {
         if (me_) me_->deadline = now + reserve;
         else if (auto refused = place_refusal(engine_.limits_of(ns_), st, now)) result = std::move(*refused);
-        else me_ = enqueue(ns_, st, req_, request_.owner, now, now + reserve);
+        else me_ = enqueue(ns_, st, req_, holder ? holder->owner : request_.owner, now, now + reserve);
+        if (me_ && convert_) me_->converts = convert_->id;
       } else if (me_) {
         dequeue(ns_, st, *me_);
         me_ = nullptr;
@@ -189,7 +205,10 @@ class MemoryEngine final : public core::BackendEngine {
       interrupted_ = true;
       ns_.changed.notify_all();
     }
-    void give_back(const Grant& grant) noexcept override { core::release_quietly(engine_, request_.ns, grant); }
+    void give_back(const Grant& grant) noexcept override {
+      if (!convert_) core::release_quietly(engine_, request_.ns, grant);
+    }
+    bool keeps_grant_on_stop() const noexcept override { return convert_ != nullptr; }
     void leave() noexcept override {
       if (!me_) return;
       std::lock_guard guard(ns_.mutex);
@@ -202,6 +221,7 @@ class MemoryEngine final : public core::BackendEngine {
     Namespace& ns_;
     core::ResolvedRequest& req_;
     const LockRequest& request_;
+    const ConvertRequest* convert_;  // set for a conversion
     Waiter* me_ = nullptr;    // the request's place in line, if it has one
     std::uint64_t seen_ = 0;  // ns_.generation at the last attempt
     bool interrupted_ = false;  // under ns_.mutex; see interrupt()
@@ -273,7 +293,7 @@ class MemoryEngine final : public core::BackendEngine {
     }
     if (request.fair)
       for (const core::ResolvedTarget& t : req.targets)
-        if (find_older_waiter(st, t, me, now, result.conflict)) return false;
+        if (find_older_waiter(matrix_, st, t, me, now, result.conflict)) return false;
 
     Lock& lock = st.locks.take(ns.next_fence++);
     lock.owner = request.owner;
@@ -344,28 +364,6 @@ class MemoryEngine final : public core::BackendEngine {
     for (std::size_t i = 0; i < lock.entries.size(); ++i)
       if (lock.entries[i].path != req.targets[i].path) return false;
     return true;
-  }
-
-  // Fairness: is there a waiter older than `me` (all of them if me is null)
-  // that refuses target t? The index answers "no waiter at all" in O(depth)
-  // (me's own entries are indexed too, so for a waiter in line that is only
-  // a filter); a hit scans the line to name the oldest such waiter.
-  bool find_older_waiter(const NamespaceState& st, const core::ResolvedTarget& t, const Waiter* me,
-                         Clock::time_point now, Conflict& out) const {
-    if (st.waiters.empty()) return false;
-    Relation rel = Relation::same;
-    if (!st.index.find_refusal(t.path, blockers_of(matrix_, t.code), kWaiting, rel)) return false;
-    for (const Waiter& w : st.waiters) {
-      if (me && w.seq >= me->seq) break;
-      for (const Entry& e : w.entries) {
-        if (!paths_overlap(e.path, t.path)) continue;
-        rel = relation_of(e.path, t.path);
-        if (!matrix_.refuses(rel, e.code, t.code)) continue;
-        describe(matrix_, e, t, rel, now, out);
-        return true;
-      }
-    }
-    return false;
   }
 
   static void extend(NamespaceState& st, Lock& lock, Clock::time_point at) {

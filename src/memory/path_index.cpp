@@ -205,6 +205,21 @@ void PathIndex::link(Entry& e, Kind kind, const PathProbe* probe) {
   s.first[kind] = &e;
 }
 
+void PathIndex::link_behind(Entry& e, Kind kind, const std::function<bool(const Entry&)>& newer) {
+  link(e, kind);
+  Slot& s = slot_for(*e.node, e.code);
+  while (e.next && newer(*e.next)) {
+    Entry* n = e.next;
+    if (e.prev) e.prev->next = n;
+    else s.first[kind] = n;
+    n->prev = e.prev;
+    e.next = n->next;
+    if (n->next) n->next->prev = &e;
+    n->next = &e;
+    e.prev = n;
+  }
+}
+
 void PathIndex::unlink(Entry& e, Kind kind) {
   const CodeMask bit = CodeMask{1} << e.code;
   Node* node = e.node;

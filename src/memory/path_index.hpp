@@ -156,6 +156,11 @@ class PathIndex {
   // walk of e.path made since the last unlink(); the walk resumes there.
   void link(Entry& e, Kind kind, const PathProbe* probe = nullptr);
 
+  // link(), then moves `e` behind the entries at its node that `newer` says
+  // are newer than it: a lock's entries linked again after a refused
+  // conversion keep their place in the newest-first order.
+  void link_behind(Entry& e, Kind kind, const std::function<bool(const Entry&)>& newer);
+
   // Removes linked `e` and prunes the nodes nothing uses any more.
   void unlink(Entry& e, Kind kind);
 

@@ -76,6 +76,26 @@ BlockersPage find_blockers(const MatrixTable& matrix, const NamespaceState& st, 
   return out;
 }
 
+bool find_older_waiter(const MatrixTable& matrix, const NamespaceState& st, const core::ResolvedTarget& t,
+                       const Waiter* me, Clock::time_point now, Conflict& out,
+                       const std::function<bool(const Waiter&)>& skip) {
+  if (st.waiters.empty()) return false;
+  Relation rel = Relation::same;
+  if (!st.index.find_refusal(t.path, blockers_of(matrix, t.code), kWaiting, rel)) return false;
+  for (const Waiter& w : st.waiters) {
+    if (me && w.seq >= me->seq) break;
+    if (skip && skip(w)) continue;
+    for (const Entry& e : w.entries) {
+      if (!paths_overlap(e.path, t.path)) continue;
+      rel = relation_of(e.path, t.path);
+      if (!matrix.refuses(rel, e.code, t.code)) continue;
+      describe(matrix, e, t, rel, now, out);
+      return true;
+    }
+  }
+  return false;
+}
+
 std::vector<WaiterInfo> list_waiters(const MatrixTable& matrix_, const NamespaceState& st, const std::string& canonical,
                                      std::size_t limit, Clock::time_point now) {
   std::vector<WaiterInfo> out;
@@ -92,6 +112,7 @@ std::vector<WaiterInfo> list_waiters(const MatrixTable& matrix_, const Namespace
     for (const Entry& e : w.entries) info.targets.push_back(Target{std::string(matrix_.role_name_of_code(e.code)), e.path});
     info.waited = std::chrono::duration_cast<Millis>(now - w.since);
     info.expires_in = remaining(w.deadline, now);
+    info.converts = w.converts;
     out.push_back(std::move(info));
   }
   return out;

@@ -11,6 +11,7 @@
 #include <pathlock/clock.hpp>
 #include <pathlock/engine.hpp>
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +30,14 @@ void describe(const MatrixTable& matrix, const Entry& hit, const core::ResolvedT
 // The same entry as a Blocker (with fence and holds, or how long it waited).
 Blocker blocker_of(const MatrixTable& matrix, const Entry& e, const core::ResolvedTarget& t, Relation rel,
                    Clock::time_point now);
+// Fairness: is there a waiter older than `me` (all of them if me is null)
+// that refuses target t (and that `skip`, when given, does not skip)? Fills
+// `out` with it. The index answers "no waiter at all" in O(depth) (me's own
+// entries are indexed too, so for a waiter in line that is only a filter);
+// a hit scans the line to name the oldest such waiter.
+bool find_older_waiter(const MatrixTable& matrix, const NamespaceState& st, const core::ResolvedTarget& t,
+                       const Waiter* me, Clock::time_point now, Conflict& out,
+                       const std::function<bool(const Waiter&)>& skip = {});
 // LockEngine::blockers, waiters and list on one namespace's state.
 BlockersPage find_blockers(const MatrixTable& matrix, const NamespaceState& st, const core::ResolvedRequest& req,
                            std::size_t limit, Clock::time_point now);

@@ -73,3 +73,26 @@ TEST_CASE("matrix-derived cases hold on every backend", "[matrix][cases]") {
   CHECK(refused > std::size(kCases) / 4);
   CHECK(std::size(kCases) == std::size_t{matrix.code_count} * matrix.code_count * kRelationCount);
 }
+
+// The conversion cases (docs/design.md#conversion): each case's request made
+// by converting a lock of every operation of the matrix, on the backends that
+// convert (the embedded one in this release): the verdict and the refusal an
+// acquire of the request would get, the converting lock unchanged when refused.
+TEST_CASE("matrix-derived conversion cases hold on the embedded backend", "[matrix][cases][convert]") {
+  const MatrixTable& matrix = PATHLOCK_CASES_MATRIX;
+  auto engine = test::backend_named("memory").make(&matrix);
+  std::size_t refused = 0, total = 0;
+  for (std::size_t op = 0; op < matrix.op_count; ++op) {
+    for (const MatrixCase& c : kCases) {
+      INFO(matrix.ops[op].name << " converted to " << c.req_op << " {" << c.req_targets << "} beside held "
+                               << c.held_op << " {" << c.held_targets << "}");
+      bool was_refused = false;
+      CHECK(matrix_cases::conversion_case(*engine, c, matrix.ops[op], test::unique_namespace("convert"), was_refused)
+                .empty());
+      refused += was_refused ? 1 : 0;
+      ++total;
+    }
+  }
+  CHECK(total == std::size(kCases) * matrix.op_count);
+  CHECK(refused > total / 4);
+}

@@ -12,6 +12,7 @@
 #include <pathlock/engine.hpp>
 
 #include <algorithm>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,48 @@ inline std::vector<Target> beside(std::vector<Target> targets, const std::string
   for (Target& t : targets)
     if (t.role == role) t.path = "/t/beside" + t.path.substr(std::string("/t/h").size());
   return targets;
+}
+
+// Conversion cases (docs/design.md#conversion): the case's held lock, then a
+// lock of operation `from` on targets of its own (under /c, apart from every
+// case's paths) converted to the case's request. The conversion's verdict is
+// the matrix's for acquiring the request beside the held lock, a refusal
+// names what the acquire's refusal names and leaves the converting lock as
+// it was, and a grant keeps the lock's id with a fence above every other.
+// Returns what went wrong ("" if nothing); `refused` says whether it was.
+inline std::string conversion_case(LockEngine& engine, const MatrixCase& c, const OpInfo& from, const std::string& ns,
+                                   bool& refused) {
+  std::ostringstream why;
+  const AcquireResult held = engine.acquire(LockRequest{ns, "holder", c.held_op, parse_targets(c.held_targets)});
+  std::vector<Target> own;
+  for (std::size_t r = 0; r < from.role_count; ++r)
+    own.push_back(Target{std::string(from.roles[r]), "/c/" + std::string(from.roles[r])});
+  const AcquireResult mine = engine.acquire(LockRequest{ns, "converter", std::string(from.name), own});
+  if (!held.granted() || !mine.granted()) return "the held or the converting lock was refused on an empty namespace";
+  const std::vector<Target> req_targets = parse_targets(c.req_targets);
+  const AcquireResult got = engine.convert(ConvertRequest::of(ns, mine.grant, c.req_op, req_targets));
+  refused = !got.granted();
+  const std::vector<LockInfo> listed = engine.list(ns, "/c");
+  if (got.granted() != c.granted) {
+    why << "expected " << (c.granted ? "granted" : "refused") << ", got " << (got.granted() ? "granted" : "refused");
+    if (!got.granted()) why << " by " << got.conflict.op << "/" << got.conflict.role << " at " << got.conflict.path;
+    why << "; ";
+  } else if (got.granted()) {
+    if (got.grant.id != mine.grant.id || got.grant.fence <= std::max(held.grant.fence, mine.grant.fence))
+      why << "the converted lock has another id or a fence not above every other; ";
+  } else {
+    const Conflict& k = got.conflict;
+    if (!got.conflicted() || k.id != held.grant.id || k.op != c.held_op || k.role != c.held_role ||
+        k.path != c.held_path || k.requested_role != c.req_role || relation_name(k.relation) != c.relation || k.queued)
+      why << "the refusal names " << k.op << "/" << k.role << " at " << k.path << " (" << relation_name(k.relation)
+          << "), not what the acquire's names; ";
+    if (listed.size() != 1 || listed[0].op != from.name || listed[0].fence != mine.grant.fence)
+      why << "the refused conversion changed its lock; ";
+  }
+  if (!engine.release(ns, mine.grant.id, mine.grant.token) || !engine.release(ns, held.grant.id, held.grant.token))
+    why << "a release failed; ";
+  if (!engine.list(ns).empty()) why << "locks left after both releases; ";
+  return why.str();
 }
 
 }  // namespace pathlock::matrix_cases

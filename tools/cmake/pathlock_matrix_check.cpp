@@ -277,6 +277,33 @@ Setup set_up(const Args& args, const MatrixTable& matrix) {
   return setup;
 }
 
+// The conversion cases (matrix_cases::conversion_case): every case, converted
+// from a lock of each operation of the matrix. On the backends that convert
+// (the embedded one in this release). Prints the first failures and the
+// counts; returns how many failed.
+std::size_t run_conversion_cases(LockEngine& engine, const MatrixTable& matrix, const std::string& run) {
+  std::size_t failed = 0, refused = 0, total = 0;
+  for (std::size_t op = 0; op < matrix.op_count; ++op) {
+    for (const MatrixCase& c : kCases) {
+      const std::string ns = "matrix-convert-" + run + "-" + std::to_string(total++);
+      bool was_refused = false;
+      std::string why;
+      try {
+        why = matrix_cases::conversion_case(engine, c, matrix.ops[op], ns, was_refused);
+      } catch (const std::exception& e) {
+        why = std::string("threw: ") + e.what();
+      }
+      if (was_refused) ++refused;
+      if (!why.empty() && ++failed <= 20)
+        std::cout << "FAIL " << matrix.ops[op].name << " converted to " << c.req_op << " {" << c.req_targets
+                  << "} beside held " << c.held_op << " {" << c.held_targets << "}: " << why << "\n";
+    }
+  }
+  std::cout << matrix.name << " " << matrix.version << ": " << total << " conversion cases, " << refused
+            << " refused, " << failed << " failed\n";
+  return failed;
+}
+
 // Runs every case, each on a namespace of its own; prints the first
 // failures and the counts; returns the exit status.
 int run_cases(LockEngine& engine, const MatrixTable& matrix, const std::string& backend_name) {
@@ -299,6 +326,7 @@ int run_cases(LockEngine& engine, const MatrixTable& matrix, const std::string& 
                   << c.req_targets << "}, relation " << c.relation << ": " << why << "\n";
     }
   }
+  if (backend_name == "memory") failed += run_conversion_cases(engine, matrix, run);
   const std::size_t total = std::size(kCases);
   std::cout << matrix.name << " " << matrix.version << " on " << backend_name << ": " << total << " cases, "
             << refused << " refused, " << failed << " failed\n";
