@@ -5,7 +5,10 @@
 // copy_folder for the copy, converted to move_folder for the delete.
 #include "support/backends.hpp"
 
+#include <pathlock/guard.hpp>
+#include <pathlock/keeper.hpp>
 #include <pathlock/memory.hpp>
+#include <pathlock/metrics.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -280,4 +283,64 @@ TEST_CASE("convert: a timed-out or cancelled conversion leaves the lock as it wa
   same_lock(before, f.listed(copy.id));
   // Nothing of the move is left in line: an upload into the source gets in.
   CHECK(f.take("carol", "upload", {{"target", "/p/A/z"}}).granted());
+}
+
+TEST_CASE("convert: a LockGuard and its LeaseKeeper keep the lock across a conversion", "[convert][memory][guard]") {
+  Convert f;
+  LeaseKeeper keeper(*f.engine);
+  LockGuard guard(*f.engine, LockRequest{f.ns, "alice", "copy_folder", kCopy, 600ms}, &keeper);
+  REQUIRE(guard.owns_lock());
+  const Grant copy = guard.grant();
+  ConvertRequest to_move;
+  to_move.op = "move_folder";
+  to_move.targets = kCopy;
+  to_move.ttl = 600ms;
+  const AcquireResult moved = guard.convert(to_move);
+  REQUIRE(moved.granted());
+  CHECK(guard.grant().id == copy.id);
+  CHECK(guard.grant().fence == moved.grant.fence);
+  CHECK(guard.grant().fence > copy.fence);
+  // Three leases' worth of time: the keeper renews the converted lock.
+  const auto until = std::chrono::steady_clock::now() + 1800ms;
+  REQUIRE(devtools::until([&] { return std::chrono::steady_clock::now() > until; }, 10s));
+  CHECK_FALSE(guard.lost());
+  CHECK(f.engine->is_held(f.ns, copy.id, copy.token));
+  CHECK(f.listed(copy.id).op == "move_folder");
+  // A refused conversion leaves the guard as it was.
+  const Grant b = f.hold("bob", "upload", {{"target", "/r/x"}});
+  ConvertRequest onto_bob;
+  onto_bob.op = "delete_folder";
+  onto_bob.targets = {{"target", "/r"}};
+  CHECK(guard.convert(onto_bob).conflicted());
+  CHECK(guard.grant().fence == moved.grant.fence);
+  CHECK(guard.release());
+  CHECK_FALSE(guard.convert(onto_bob).granted());  // owns nothing now: not_holder
+  CHECK(f.engine->release(f.ns, b.id, b.token));
+}
+
+TEST_CASE("convert: metrics count conversions by outcome", "[convert][memory][metrics]") {
+  auto metrics = std::make_shared<Metrics>();
+  MemoryOptions options;
+  options.observe.metrics = metrics;
+  Convert f;
+  f.engine = make_memory_engine(options);
+  const Grant copy = f.hold("alice", "copy_folder", kCopy);
+  const Grant upload = f.hold("bob", "upload", {{"target", "/p/A/x"}});
+  CHECK(f.engine->convert(f.to(copy, "move_folder", kCopy)).conflicted());
+  Grant wrong = copy;
+  wrong.token = "wrong";
+  CHECK(f.engine->convert(f.to(wrong, "move_folder", kCopy)).not_holder());
+  CHECK(f.engine->release(f.ns, upload.id, upload.token));
+  CHECK(f.engine->convert(f.to(copy, "move_folder", kCopy)).granted());
+  LockRequest again{f.ns, "alice", "move_folder", kCopy};
+  REQUIRE(f.engine->acquire(again.reenter(copy)).granted());
+  CHECK_THROWS_AS(f.engine->convert(f.to(copy, "copy_folder", kCopy)), InvalidRequest);  // two holds
+  const MetricsSnapshot s = metrics->snapshot();
+  CHECK(s.conversions[static_cast<std::size_t>(AcquireOutcome::granted)] == 1);
+  CHECK(s.conversions[static_cast<std::size_t>(AcquireOutcome::conflicted)] == 1);
+  CHECK(s.conversions[static_cast<std::size_t>(AcquireOutcome::not_holder)] == 1);
+  CHECK(s.conversions[kConversionError] == 1);
+  const std::string text = metrics->prometheus();
+  CHECK(text.find("pathlock_conversions_total{outcome=\"granted\"} 1\n") != std::string::npos);
+  CHECK(text.find("pathlock_conversions_total{outcome=\"would_deadlock\"} 0\n") != std::string::npos);
 }

@@ -61,6 +61,13 @@ class LockGuard {
   // Renews the lease (the lock's TTL when ttl is empty). Returns false if the
   // guard owns nothing or the engine refused (the lease was lost).
   bool renew(std::optional<Millis> ttl = std::nullopt);
+  // Converts the guard's lock (LockEngine::convert, added in 1.1): `request`'s
+  // ns, id and token are the guard's. Granted: grant() is the lock's new
+  // state (same id and token, the new fence) and a keeper goes on keeping
+  // it. Anything else leaves the guard and its lock as they were. Returns
+  // the engine's answer (not_holder when the guard owns nothing); throws
+  // what LockEngine::convert throws.
+  AcquireResult convert(ConvertRequest request, std::stop_token stop = {});
 
  private:
   void stop_keeping() noexcept;

@@ -37,6 +37,14 @@
 
 namespace pathlock {
 
+// The outcomes a conversion is counted by (MetricsSnapshot::conversions):
+// the six AcquireOutcomes, and an exception.
+inline constexpr std::size_t kConversionOutcomeCount = 7;
+inline constexpr std::size_t kConversionError = 6;
+// Its `outcome` label: granted, refused, not_holder, cancelled, over_limit,
+// would_deadlock, error.
+std::string_view conversion_outcome_name(std::size_t index);
+
 // How one acquire call ended.
 enum class Outcome : std::uint8_t {
   granted,              // granted at the first attempt
@@ -110,6 +118,10 @@ struct MetricsSnapshot {
   std::uint64_t backend_errors = 0;     // BackendErrors raised by a backend's client
   // Acquire calls refused by a namespace's limit, by LimitKind (added in 1.1).
   std::array<std::uint64_t, 3> limit_refusals{};
+  // Conversions (LockEngine::convert, added in 1.1) by how they ended: index
+  // AcquireOutcome (granted, conflicted, not_holder, cancelled, over_limit,
+  // would_deadlock), then kConversionError for an exception.
+  std::array<std::uint64_t, kConversionOutcomeCount> conversions{};
   // Per backend (index: Backend): one call, retries included; commands sent
   // again, by reason; changes of primary, by kind.
   std::array<HistogramSnapshot, kBackendCount> calls{};
@@ -164,6 +176,8 @@ class Metrics {
   void count_long_hold() noexcept;
   void count_backend_error() noexcept;
   void count_limit_refusal(LimitKind kind) noexcept;
+  // One conversion, by outcome (index as MetricsSnapshot::conversions).
+  void count_conversion(std::size_t outcome) noexcept;
   void count_retry(Backend backend, RetryReason reason) noexcept;
   void count_failover(Backend backend, FailoverKind kind) noexcept;
   void observe_call(Backend backend, std::chrono::nanoseconds took) noexcept;

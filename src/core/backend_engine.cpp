@@ -3,6 +3,8 @@
 
 #include "core/limits.hpp"
 
+#include <pathlock/metrics.hpp>
+
 namespace pathlock::core {
 
 AcquireResult BackendEngine::acquire(const LockRequest& request, std::stop_token stop) {
@@ -10,9 +12,20 @@ AcquireResult BackendEngine::acquire(const LockRequest& request, std::stop_token
   return do_acquire(request, req, std::move(stop));
 }
 
+// MetricsSnapshot::conversions is indexed by AcquireOutcome, then an error.
+static_assert(static_cast<std::size_t>(AcquireOutcome::would_deadlock) + 1 == kConversionError);
+
 AcquireResult BackendEngine::convert(const ConvertRequest& request, std::stop_token stop) {
   ResolvedRequest req = resolve_convert(matrix_, request);
-  return do_convert(request, req, std::move(stop));
+  Metrics* m = instruments_.metrics();
+  try {
+    AcquireResult out = do_convert(request, req, std::move(stop));
+    if (m) m->count_conversion(static_cast<std::size_t>(out.outcome));
+    return out;
+  } catch (...) {
+    if (m) m->count_conversion(kConversionError);
+    throw;
+  }
 }
 
 AcquireResult BackendEngine::do_convert(const ConvertRequest&, ResolvedRequest&, std::stop_token) {

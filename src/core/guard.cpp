@@ -84,6 +84,20 @@ bool LockGuard::release() {
   return engine_->release(ns_, grant_.id, grant_.token);
 }
 
+AcquireResult LockGuard::convert(ConvertRequest request, std::stop_token stop) {
+  AcquireResult out;
+  if (!owns_) {
+    out.outcome = AcquireOutcome::not_holder;
+    return out;
+  }
+  request.ns = ns_;
+  request.id = grant_.id;
+  request.token = grant_.token;
+  out = engine_->convert(request, std::move(stop));
+  if (out.granted()) grant_ = out.grant;
+  return out;
+}
+
 bool LockGuard::renew(std::optional<Millis> ttl) {
   if (!owns_) return false;
   return engine_->renew(ns_, grant_.id, grant_.token, ttl);

@@ -58,6 +58,12 @@ struct Histogram {
 
 }  // namespace
 
+std::string_view conversion_outcome_name(std::size_t index) {
+  static constexpr std::array<std::string_view, kConversionOutcomeCount> kNames{
+      "granted", "refused", "not_holder", "cancelled", "over_limit", "would_deadlock", "error"};
+  return index < kNames.size() ? kNames[index] : "error";
+}
+
 std::string_view outcome_name(Outcome outcome) {
   switch (outcome) {
     case Outcome::granted: return "granted";
@@ -173,6 +179,7 @@ struct Block {
   std::array<std::array<Counter, kFailoverKindCount>, kBackendCount> failovers{};
   std::array<Histogram, kBackendCount> calls;
   std::array<Counter, 3> limit_refusals{};
+  std::array<Counter, kConversionOutcomeCount> conversions{};
 };
 
 struct Metrics::Impl {
@@ -267,6 +274,9 @@ void Metrics::count_backend_error() noexcept { add(impl_->mine().backend_errors)
 void Metrics::count_limit_refusal(LimitKind kind) noexcept {
   add(impl_->mine().limit_refusals[static_cast<std::size_t>(kind)]);
 }
+void Metrics::count_conversion(std::size_t outcome) noexcept {
+  if (outcome < kConversionOutcomeCount) add(impl_->mine().conversions[outcome]);
+}
 void Metrics::count_retry(Backend backend, RetryReason reason) noexcept {
   add(impl_->mine().retries[static_cast<std::size_t>(backend)][static_cast<std::size_t>(reason)]);
 }
@@ -326,6 +336,7 @@ MetricsSnapshot Metrics::snapshot() const {
     s.long_holds += get(b.long_holds);
     s.backend_errors += get(b.backend_errors);
     for (std::size_t k = 0; k < s.limit_refusals.size(); ++k) s.limit_refusals[k] += get(b.limit_refusals[k]);
+    for (std::size_t k = 0; k < s.conversions.size(); ++k) s.conversions[k] += get(b.conversions[k]);
     for (std::size_t k = 0; k < kBackendCount; ++k) {
       for (std::size_t i = 0; i < kRetryReasonCount; ++i) s.backend_retries[k][i] += get(b.retries[k][i]);
       for (std::size_t i = 0; i < kFailoverKindCount; ++i) s.backend_failovers[k][i] += get(b.failovers[k][i]);

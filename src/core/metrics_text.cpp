@@ -62,6 +62,21 @@ void in_progress_lines(std::string& out, const MetricsSnapshot& s) {
 // The per-backend series: every backend's that makes calls (not the
 // embedded one), from the start (at 0).
 constexpr auto kFirstCalled = static_cast<std::size_t>(Backend::redis);
+// The 1.1 series of limits and conversions.
+void limit_and_conversion_lines(std::string& out, const MetricsSnapshot& s) {
+  auto it = std::back_inserter(out);
+  header(out, "pathlock_limit_refusals_total", "counter",
+         "Acquire calls refused by a namespace's limit (docs/operations.md#limits-per-namespace), by limit.");
+  for (LimitKind k : {LimitKind::locks, LimitKind::places, LimitKind::owner_locks})
+    fmt::format_to(it, "pathlock_limit_refusals_total{{limit=\"{}\"}} {}\n", limit_name(k),
+                   s.limit_refusals[static_cast<std::size_t>(k)]);
+  header(out, "pathlock_conversions_total", "counter",
+         "Conversions of a held lock (LockEngine::convert, docs/design.md#conversion), by outcome.");
+  for (std::size_t k = 0; k < kConversionOutcomeCount; ++k)
+    fmt::format_to(it, "pathlock_conversions_total{{outcome=\"{}\"}} {}\n", conversion_outcome_name(k),
+                   s.conversions[k]);
+}
+
 void backend_lines(std::string& out, const MetricsSnapshot& s) {
   auto it = std::back_inserter(out);
   header(out, "pathlock_backend_retries_total", "counter",
@@ -151,11 +166,7 @@ std::string Metrics::prometheus() const {
   counter("pathlock_long_waits_total", "Waiting acquires logged as long (ObserveOptions::long_wait).", s.long_waits);
   counter("pathlock_long_holds_total", "Locks logged as held long (ObserveOptions::long_hold).", s.long_holds);
   counter("pathlock_backend_errors_total", "Backend errors raised by a backend's client.", s.backend_errors);
-  header(out, "pathlock_limit_refusals_total", "counter",
-         "Acquire calls refused by a namespace's limit (docs/operations.md#limits-per-namespace), by limit.");
-  for (LimitKind k : {LimitKind::locks, LimitKind::places, LimitKind::owner_locks})
-    fmt::format_to(it, "pathlock_limit_refusals_total{{limit=\"{}\"}} {}\n", limit_name(k),
-                   s.limit_refusals[static_cast<std::size_t>(k)]);
+  limit_and_conversion_lines(out, s);
   backend_lines(out, s);
   deprecated_redis_lines(out, s);
   return out;
