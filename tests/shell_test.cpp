@@ -451,6 +451,33 @@ TEST_CASE("shell: one owner's plain repeated acquire conflicts, a proof re-enter
   CHECK(sh.finish().empty());
 }
 
+TEST_CASE("shell: convert changes a held lock's operation, or names what refuses it", "[shell][convert]") {
+  ShellProcess sh({"--namespace", "shell-convert"});
+  const json copy = sh.ask("acquire alice copy_folder /p/A /q/A");
+  REQUIRE(copy["granted"] == true);
+  const std::string id = copy["id"], token = copy["token"];
+  const json upload = sh.ask("acquire bob upload /p/A/x");
+  REQUIRE(upload["granted"] == true);
+  const json refused = sh.ask("convert " + id + " " + token + " move_folder /p/A /q/A");
+  CHECK(refused["granted"] == false);
+  CHECK(refused["conflict"]["id"] == upload["id"]);
+  CHECK(sh.ask("locks /p/A")["locks"][0]["op"] == "copy_folder");  // as it was
+  CHECK(sh.ask("convert " + id + " guess move_folder /p/A /q/A") == json{{"granted", false}, {"not_holder", true}});
+  CHECK(sh.ask("convert " + id + " " + token + " move_folder /p/A")["error"] == "operation 'move_folder' takes 2 path(s), got 1");
+  CHECK(sh.ask("convert " + id + " " + token + " move_folder /p/A /q/A wait=1 wait=1")["error"] == "wait= is given twice");
+  REQUIRE(sh.ask("release " + upload["id"].get<std::string>() + " " + upload["token"].get<std::string>())["released"] ==
+          true);
+  const json moved = sh.ask("convert " + id + " " + token + " move_folder /p/A /q/A ttl=9000 key=move-1");
+  REQUIRE(moved["granted"] == true);
+  CHECK(moved["id"] == id);
+  CHECK(moved["token"] == token);
+  CHECK(moved["fence"].get<std::uint64_t>() > copy["fence"].get<std::uint64_t>());
+  CHECK(moved["expires_in_ms"].get<long long>() <= 9000);
+  CHECK(sh.ask("convert " + id + " " + token + " move_folder /p/A /q/A ttl=9000 key=move-1")["fence"] == moved["fence"]);
+  CHECK(sh.ask("locks /p/A")["locks"][0]["op"] == "move_folder");
+  CHECK(sh.finish().empty());
+}
+
 TEST_CASE("shell: a line with a carriage return is answered with an error, never skipped", "[shell]") {
   ShellProcess sh({});
   for (const std::string& line : {std::string("\r"), std::string("acquire a upload /p\r"), std::string("  \r  ")}) {

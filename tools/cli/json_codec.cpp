@@ -47,6 +47,8 @@ json acquire_result(const AcquireResult& r) {
   if (r.over_limit())
     return json{{"granted", false},
                 {"over_limit", {{"limit", limit_name(r.limit.limit)}, {"max", r.limit.max}, {"count", r.limit.count}}}};
+  if (r.would_deadlock())
+    return json{{"granted", false}, {"would_deadlock", true}, {"conflict", conflict(r.conflict)}};
   if (!r.granted()) return json{{"granted", false}, {"conflict", conflict(r.conflict)}};
   return grant(r.grant);
 }
@@ -67,12 +69,14 @@ json why_blocker(const admin::WhyBlocker& b, bool with_refuses) {
 }
 
 json waiter(const WaiterInfo& w) {
-  return json{{"id", w.id},
-              {"owner", w.owner},
-              {"op", w.op},
-              {"targets", targets(w.targets)},
-              {"waited_ms", w.waited.count()},
-              {"expires_in_ms", w.expires_in.count()}};
+  json j{{"id", w.id},
+         {"owner", w.owner},
+         {"op", w.op},
+         {"targets", targets(w.targets)},
+         {"waited_ms", w.waited.count()},
+         {"expires_in_ms", w.expires_in.count()}};
+  if (!w.converts.empty()) j["converts"] = w.converts;
+  return j;
 }
 
 json namespace_status(const admin::NamespaceStatus& s) {

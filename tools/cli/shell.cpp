@@ -219,6 +219,34 @@ json acquire(LockEngine& engine, const std::string& ns, const std::vector<std::s
   return json_codec::acquire_result(res);
 }
 
+// convert ID TOKEN OP PATH [DST_PATH] [ttl=MS] [wait=MS] [fair=true|false] [key=KEY]
+// (docs/design.md#conversion). A waiting conversion is not stopped by
+// `cancel` (answered {"cancelled":false}): it ends at its wait.
+json convert(LockEngine& engine, const std::string& ns, const std::vector<std::string>& w,
+             const std::vector<bool>& quoted) {
+  ConvertRequest req;
+  req.ns = ns;
+  std::vector<std::string> positional;
+  bool ttl = false, wait = false, fair = false;
+  for (std::size_t i = 1; i < w.size(); ++i) {
+    if (!quoted[i] && w[i].rfind("ttl=", 0) == 0) req.ttl = parse_ms(first_time(ttl, w[i], 4), 4);
+    else if (!quoted[i] && w[i].rfind("wait=", 0) == 0) req.wait = parse_ms(first_time(wait, w[i], 5), 5);
+    else if (!quoted[i] && (w[i] == "fair=true" || w[i] == "fair=false"))
+      req.fair = first_time(fair, w[i], 5) == "fair=true";
+    else if (!quoted[i] && w[i].rfind("fair=", 0) == 0) throw InvalidRequest("fair= takes true or false");
+    else if (!quoted[i] && w[i].rfind("key=", 0) == 0) req.idempotency_key = once(req.idempotency_key, w[i], 4);
+    else positional.push_back(w[i]);
+  }
+  if (positional.size() < 4 || positional.size() > 5)
+    throw InvalidRequest(
+        "usage: convert ID TOKEN OP PATH [DST_PATH] [ttl=MS] [wait=MS] [fair=true|false] [key=IDEMPOTENCY_KEY]");
+  req.id = positional[0];
+  req.token = positional[1];
+  req.op = positional[2];
+  req.targets = targets_of(engine, req.op, {positional.begin() + 3, positional.end()});
+  return json_codec::acquire_result(engine.convert(req));
+}
+
 // locks [PREFIX] [limit=N] [after=CURSOR]
 json locks(LockEngine& engine, const std::string& ns, const std::vector<std::string>& w,
            const std::vector<bool>& quoted) {
@@ -270,6 +298,7 @@ json run(LockEngine& engine, const std::string& ns, const std::vector<std::strin
     if (w.size() < lo || w.size() > hi) throw InvalidRequest(fmt::format("usage: {}", usage));
   };
   if (cmd == "acquire") return acquire(engine, ns, w, quoted, waiting);
+  if (cmd == "convert") return convert(engine, ns, w, quoted);
   if (cmd == "release") {
     arity(3, 3, "release ID TOKEN");
     if (kept) kept->forget(w[1]);  // a released lock is no longer kept (nor lost)
