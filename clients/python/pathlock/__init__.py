@@ -220,6 +220,24 @@ async def _acquire_async(self: Engine, ns: str, owner: str, op: str, targets: Ta
     return await _stoppable(_pools.waits(), functools.partial(attempt, stop, True), stop, give_back)
 
 
+async def _convert_async(self: Engine, ns: str, lock: Grant, op: str, targets: Targets, *, ttl: float = 30.0,
+                         wait: float = 0.0, fair: bool = True,
+                         idempotency_key: Optional[str] = None) -> AcquireResult:
+    """convert() for asyncio, on the binding's own threads (docs/design.md#conversion). Cancelling the
+    awaiting task stops a waiting conversion: the lock is then as it was, unless the conversion was made
+    before the stop reached it (it is never undone: `lock`'s id and token stay valid either way)."""
+    if not isinstance(wait, (int, float)) or isinstance(wait, bool):
+        raise InvalidRequest(f"wait: must be a number of seconds, got {wait!r}")
+
+    def attempt(stop: StopSource) -> AcquireResult:
+        return self.convert(ns, lock, op, targets, ttl=ttl, wait=wait, fair=fair,
+                            idempotency_key=idempotency_key, stop=stop)
+
+    stop = StopSource()
+    pool = _pools.waits() if wait > 0 else _pools.calls()
+    return await _stoppable(pool, functools.partial(attempt, stop), stop, lambda grant: None)
+
+
 async def _release_async(self: Engine, ns: str, id: str, token: str) -> bool:
     """release() for asyncio, on the binding's call threads. Runs to the end even if the caller is
     cancelled meanwhile (the cancellation then propagates)."""
@@ -247,6 +265,7 @@ async def _lock_async(self: Engine, ns: str, owner: str, op: str, targets: Targe
 Engine.lock = _lock
 Engine.acquire_async = _acquire_async
 Engine.release_async = _release_async
+Engine.convert_async = _convert_async
 Engine.lock_async = _lock_async
 
 __all__ = [

@@ -43,30 +43,24 @@ using namespace pathlock::binding;
 
 namespace {
 
-// The engine's acquire, stoppable by `stop`, with the GIL released, and
-// never losing a grant to a Python exception: while it waits, the calling
-// thread (the main thread is the one that gets signals) wakes every 50 ms to
-// run Python's signal handlers; when one raises (Ctrl-C: KeyboardInterrupt)
-// the wait is stopped, a grant that raced the stop is released, and the
-// exception propagates. After a grant, pending handlers run once more before
-// it is handed out, so a Ctrl-C that came during the wait never lands on
-// the bytecode that would have stored the grant.
-AcquireResult acquire_guarded(LockEngine& engine, const LockRequest& req, std::stop_source stop) {
-  auto give_back = [&](const AcquireResult& r) {
-    if (!r.granted()) return;
-    py::gil_scoped_release nogil;
-    try {
-      engine.release(req.ns, r.grant.id, r.grant.token);
-    } catch (...) {  // the lease ends on its own
-    }
-  };
+// The engine's acquire (or convert: `call`), stoppable by `stop`, with the
+// GIL released, and never losing a grant to a Python exception: while it
+// waits, the calling thread (the main thread is the one that gets signals)
+// wakes every 50 ms to run Python's signal handlers; when one raises
+// (Ctrl-C: KeyboardInterrupt) the wait is stopped, a grant that raced the
+// stop is given back (`give_back`: released for an acquire; a conversion
+// stays made), and the exception propagates. After a grant, pending handlers
+// run once more before it is handed out, so a Ctrl-C that came during the
+// wait never lands on the bytecode that would have stored the grant.
+template <class Call, class GiveBack>
+AcquireResult guarded(Call call, bool waits, std::stop_source stop, GiveBack give_back) {
   AcquireResult out;
-  if (req.wait <= Millis{0}) {
+  if (!waits) {
     py::gil_scoped_release nogil;
-    out = engine.acquire(req, stop.get_token());
+    out = call(stop.get_token());
   } else {
     std::future<AcquireResult> answer =
-        std::async(std::launch::async, [&engine, &req, token = stop.get_token()] { return engine.acquire(req, token); });
+        std::async(std::launch::async, [&call, token = stop.get_token()] { return call(token); });
     while (true) {
       {
         py::gil_scoped_release nogil;
@@ -80,7 +74,7 @@ AcquireResult acquire_guarded(LockEngine& engine, const LockRequest& req, std::s
         py::gil_scoped_release nogil;
         late = answer.get();
       }
-      give_back(late);
+      if (late.granted()) give_back(late);
       throw raised;
     }
     out = answer.get();  // rethrows the engine's exception, if any
@@ -91,6 +85,22 @@ AcquireResult acquire_guarded(LockEngine& engine, const LockRequest& req, std::s
     throw raised;
   }
   return out;
+}
+
+AcquireResult acquire_guarded(LockEngine& engine, const LockRequest& req, std::stop_source stop) {
+  return guarded([&](std::stop_token token) { return engine.acquire(req, std::move(token)); }, req.wait > Millis{0},
+                 std::move(stop), [&](const AcquireResult& r) {
+                   py::gil_scoped_release nogil;
+                   try {
+                     engine.release(req.ns, r.grant.id, r.grant.token);
+                   } catch (...) {  // the lease ends on its own
+                   }
+                 });
+}
+
+AcquireResult convert_guarded(LockEngine& engine, const ConvertRequest& req, std::stop_source stop) {
+  return guarded([&](std::stop_token token) { return engine.convert(req, std::move(token)); }, req.wait > Millis{0},
+                 std::move(stop), [](const AcquireResult&) {});
 }
 
 // A matrix compiled at run time, shared by every engine made with it (the
@@ -204,6 +214,30 @@ void register_matrix(py::module_& m) {
 
 void register_engine_reads(EngineClass& c);
 
+// Engine.convert (docs/design.md#conversion).
+void register_convert(EngineClass& c) {
+  c.def(
+      "convert",
+      [](PyEngine& self, const py::handle& ns, const Grant& lock, const py::handle& op, const py::handle& targets,
+         double ttl, double wait, bool fair, const std::optional<std::string>& idempotency_key,
+         const std::optional<std::stop_source>& stop) {
+        ConvertRequest req = ConvertRequest::of(text_arg(ns, "ns"), lock, text_arg(op, "op"), to_targets(targets));
+        req.ttl = ttl_arg(ttl);
+        req.wait = wait_arg(wait);
+        req.fair = fair;
+        if (idempotency_key) req.idempotency_key = *idempotency_key;
+        return convert_guarded(self.get(), req, stop.value_or(std::stop_source(std::nostopstate)));
+      },
+      py::arg("ns"), py::arg("lock"), py::arg("op"), py::arg("targets"), py::kw_only(), py::arg("ttl") = 30.0,
+      py::arg("wait") = 0.0, py::arg("fair") = true, py::arg("idempotency_key") = py::none(),
+      py::arg("stop") = py::none(),
+      "Converts `lock` (a Grant: its id and token) to operation `op` on `targets` in one atomic step "
+      "(docs/design.md#conversion): granted with the same id and token and a new fence, or refused with the lock "
+      "exactly as it was (`conflict`, `would_deadlock`, `not_holder`). `wait`, `fair` and `stop` as acquire's; "
+      "a stop or Ctrl-C that comes after the conversion was made does not undo it. The embedded backend "
+      "converts; others raise BackendError in this release.");
+}
+
 // The engine: acquire and the calls on one lock.
 void register_engine_calls(py::module_& m) {
   EngineClass c(
@@ -249,6 +283,7 @@ void register_engine_calls(py::module_& m) {
           "is_held", &id_token_call<&LockEngine::is_held>, py::arg("ns"), py::arg("id"), py::arg("token"),
           "Am I still the holder? Read-only: for a storage write, next to the fence check.");
   register_engine_reads(c);
+  register_convert(c);
   register_limits(m, c);
 }
 

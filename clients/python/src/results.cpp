@@ -111,6 +111,9 @@ void register_acquire_result(py::module_& m) {
           "over_limit",
           [](const AcquireResult& r) -> py::object { return r.over_limit() ? py::cast(r.limit) : py::none(); },
           "Refused by a limit of the namespace: the LimitRefusal (limit, max, count); None otherwise.")
+      .def_property_readonly("would_deadlock", &AcquireResult::would_deadlock,
+                             "A conversion only: the lock that refuses it waits to convert to something this lock "
+                             "refuses; answered at once, the lock unchanged (`conflict` names the other lock).")
       .def_property_readonly("cancelled", &AcquireResult::cancelled,
                              "Stopped before it returned (a StopSource, an asyncio cancellation): nothing is held.")
       .def("__bool__", [](const AcquireResult& r) { return r.granted(); })
@@ -118,6 +121,7 @@ void register_acquire_result(py::module_& m) {
         if (r.granted()) return "AcquireResult(granted, id='" + r.grant.id + "')";
         if (r.not_holder()) return std::string("AcquireResult(not_holder)");
         if (r.cancelled()) return std::string("AcquireResult(cancelled)");
+        if (r.would_deadlock()) return "AcquireResult(would_deadlock with " + r.conflict.id + ")";
         if (r.over_limit())
           return "AcquireResult(over_limit " + std::string(limit_name(r.limit.limit)) + " " +
                  std::to_string(r.limit.count) + "/" + std::to_string(r.limit.max) + ")";
@@ -168,7 +172,9 @@ void register_listings(py::module_& m) {
   who(py::class_<WaiterInfo>(m, "WaiterInfo", "A waiting request with a place in line."))
       .def_property_readonly("targets", [](const WaiterInfo& w) { return targets_list(w.targets); })
       .def_property_readonly("waited", [](const WaiterInfo& w) { return to_seconds(w.waited); })
-      .def_property_readonly("expires_in", [](const WaiterInfo& w) { return to_seconds(w.expires_in); });
+      .def_property_readonly("expires_in", [](const WaiterInfo& w) { return to_seconds(w.expires_in); })
+      .def_readonly("converts", &WaiterInfo::converts,
+                    "A waiting conversion: the id of the lock it converts ('' otherwise).");
 
 }
 
