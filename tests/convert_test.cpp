@@ -1,5 +1,5 @@
 // Conversion (LockEngine::convert, docs/design.md#conversion) on the
-// embedded backend: one lock, a new operation and targets, in one atomic
+// backends that convert (embedded, PostgreSQL): one lock, a new operation and targets, in one atomic
 // step; waiting to convert without deadlock or starvation. The worked
 // example is docs/design.md's: a move across storage back ends held as
 // copy_folder for the copy, converted to move_folder for the delete.
@@ -22,9 +22,19 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// The backends that convert: each TEST_CASE runs once per row.
+std::string each_converting_backend() {
+#ifdef PATHLOCK_TEST_WITH_POSTGRES
+  return GENERATE(as<std::string>{}, "memory", "postgres");
+#else
+  return "memory";
+#endif
+}
+
 struct Convert {
-  std::unique_ptr<LockEngine> engine = make_memory_engine();
-  std::string ns = test::unique_namespace("convert");
+  std::string backend = each_converting_backend();
+  std::unique_ptr<LockEngine> engine = test::make_test_engine(backend);
+  std::string ns = test::unique_namespace("convert-" + backend);
 
   AcquireResult take(const std::string& owner, const std::string& op, std::vector<Target> targets,
                      Millis wait = 0ms) {
@@ -323,7 +333,8 @@ TEST_CASE("convert: metrics count conversions by outcome", "[convert][memory][me
   MemoryOptions options;
   options.observe.metrics = metrics;
   Convert f;
-  f.engine = make_memory_engine(options);
+  f.engine = make_memory_engine(options);  // counted by the engine's base, the same for every backend
+  f.ns = test::unique_namespace("convert-metrics");
   const Grant copy = f.hold("alice", "copy_folder", kCopy);
   const Grant upload = f.hold("bob", "upload", {{"target", "/p/A/x"}});
   CHECK(f.engine->convert(f.to(copy, "move_folder", kCopy)).conflicted());

@@ -157,7 +157,7 @@ TEST_CASE("postgres: an engine brings older functions up to date and keeps the l
       "CREATE FUNCTION pathlock.acquire(text, text, text, text, text[], int[], bigint[], text[], bigint, text, text, "
       "text, text, text, boolean, text, bigint) RETURNS int LANGUAGE sql AS $$ SELECT 0 $$;");
   still_held(*test::postgres_engine(nullptr, server.url()), ns, a);
-  CHECK(count_of(server, "SELECT pathlock.functions_version()") == 9);  // src/postgres/schema.hpp
+  CHECK(count_of(server, "SELECT pathlock.functions_version()") == 10);  // src/postgres/schema.hpp
   CHECK(count_of(server, "SELECT count(*) FROM pg_proc WHERE proname = 'held_conflict'") == 0);
   CHECK(count_of(server, "SELECT count(*) FROM pg_proc WHERE proname = 'acquire'") == 1);
   CHECK(count_of(server, "SELECT count(*) FROM pg_proc WHERE proname = 'acquire' AND 'l_limit' = ANY (proargnames)") ==

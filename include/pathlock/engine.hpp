@@ -433,7 +433,7 @@ class LockEngine {
   // that come after it and conflict with its new operation wait behind it.
   // A stop that comes after the conversion was made does not undo it.
   // The default throws BackendError (engines from elsewhere, and this
-  // release's Redis and PostgreSQL backends: docs/changes.md).
+  // release's Redis backend: docs/changes.md).
   virtual AcquireResult convert(const ConvertRequest& request, std::stop_token stop);
   AcquireResult convert(const ConvertRequest& request) { return convert(request, std::stop_token{}); }
 

@@ -681,4 +681,155 @@ END $$;
 
 -- The version of the functions above: an engine that finds an older one
 -- runs this script again (every statement in it can be repeated).
-CREATE OR REPLACE FUNCTION pathlock.functions_version() RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT 9 $$;
+-- The places in line (other than p_self) that lock p_id as it is now
+-- refuses: their waiters wait for it anyway, so its conversion does not wait
+-- for them (docs/design.md#conversion). p_refuse holds, for every code c of
+-- the lock's matrix, the masks of held codes that refuse c for the relations
+-- same, held_ancestor and held_descendant at 3c+1, 3c+2, 3c+3; a place of
+-- another matrix is refused by any overlap. Reads the namespace's line.
+CREATE OR REPLACE FUNCTION pathlock.refused_places(p_ns text, p_id text, p_self text, p_refuse bigint[])
+RETURNS text[] LANGUAGE sql STABLE AS $$
+  SELECT coalesce(array_agg(DISTINCT q.id), '{}')
+    FROM pathlock.held h JOIN pathlock.queued q ON q.ns = h.ns
+         CROSS JOIN LATERAL (SELECT CASE WHEN q.sk = h.sk THEN 0
+                                         WHEN q.sk > pathlock.lo(h.path) AND q.sk < pathlock.hi(h.path) THEN 1
+                                         WHEN h.sk > pathlock.lo(q.path) AND h.sk < pathlock.hi(q.path) THEN 2 END AS rel) x
+   WHERE h.ns = p_ns AND h.id = p_id AND q.id <> p_self AND x.rel IS NOT NULL
+     AND (q.fp <> h.fp OR (p_refuse[3 * q.code + x.rel + 1] >> h.code) & 1 = 1) $$;
+
+-- The oldest place in line (older than p_place when set, none of p_skip)
+-- that refuses a conversion's new targets as if it held its lock: as
+-- queued_conflict, for convert.
+CREATE OR REPLACE FUNCTION pathlock.queued_for_convert(p_ns text, p_fp text, p_paths text[], p_masks bigint[],
+    p_place bigint, p_now bigint, p_skip text[], OUT x_id text, OUT x_role text, OUT x_path text, OUT x_rel int,
+    OUT x_index int) LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  FOR t IN 1 .. array_length(p_paths, 1) LOOP
+    SELECT q.id, q.role, q.path, x.rel, t INTO x_id, x_role, x_path, x_rel, x_index
+      FROM pathlock.queued q
+      JOIN pathlock.waiters w ON w.ns = q.ns AND w.id = q.id
+      CROSS JOIN LATERAL (SELECT CASE WHEN q.sk = pathlock.sk(p_paths[t]) THEN 0
+                                      WHEN q.sk = ANY (pathlock.above(p_paths[t])) THEN 1
+                                      WHEN q.sk > pathlock.lo(p_paths[t]) AND q.sk < pathlock.hi(p_paths[t]) THEN 2
+                                 END AS rel) x
+     WHERE q.ns = p_ns AND w.expires > p_now AND (p_place IS NULL OR q.place < p_place) AND x.rel IS NOT NULL
+       AND NOT q.id = ANY (p_skip)
+       AND (q.fp <> p_fp OR ((CASE x.rel WHEN 0 THEN p_masks[3 * t - 2] WHEN 1 THEN p_masks[3 * t - 1]
+                                          ELSE p_masks[3 * t] END) >> q.code) & 1 = 1)
+     ORDER BY q.place, q.code LIMIT 1;
+    IF FOUND THEN RETURN; END IF;
+  END LOOP;
+END $$;
+
+-- convert (functions version 10; docs/design.md#conversion): lock p_id,
+-- proven by p_token, gets operation p_op on p_paths (roles, codes, masks as
+-- acquire's) in one step, or stays exactly as it was. Judged as an acquire
+-- of the new targets with the lock's own rows set aside (a subtransaction
+-- that is rolled back when refused), against held locks, then (p_fair)
+-- against older places except its own, those of conversions of this lock
+-- and those the lock as it is now refuses (pathlock.refused_places). A
+-- refusal by a lock whose waiting conversion this lock refuses is
+-- 'would_deadlock' (answered at once, no place kept). Granted: a new fence,
+-- the lease now + ttl, p_key stored as the conversion's key; a retry with
+-- that key and the same operation and targets gets the lock unchanged
+-- (lease extended). Replies acquire's columns; status also 'not_holder'
+-- and 'over_limit' (a new place over the namespace's limit on places). A
+-- lock with more holds than one is bad input (22023). Durable like a grant.
+CREATE OR REPLACE FUNCTION pathlock.convert(
+    p_ns text, p_fp text, p_id text, p_token text, p_op text, p_roles text[], p_codes int[], p_masks bigint[],
+    p_paths text[], p_ttl bigint, p_key text, p_fair boolean, p_waiter text, p_reserve bigint, p_budget bigint,
+    p_refuse bigint[],
+    OUT status text, OUT id text, OUT token text, OUT fence bigint, OUT expires_in bigint, OUT holds int,
+    OUT c_id text, OUT c_op text, OUT c_role text, OUT c_path text, OUT c_owner text, OUT c_expires_in bigint,
+    OUT c_index int, OUT c_relation int, OUT c_queued boolean, OUT l_limit text, OUT l_max bigint, OUT l_count bigint)
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET enable_bitmapscan = off AS $$
+DECLARE v_now bigint; v_place bigint; v_lock pathlock.locks; v_skip text[]; v_sync text; c record;
+  v_lim pathlock.limits;
+BEGIN
+  IF p_budget IS NOT NULL THEN v_sync := set_config('lock_timeout', greatest(p_budget, 1) || 'ms', true); END IF;
+  PERFORM pathlock.lock_paths(p_ns, p_paths);
+  v_now := pathlock.now_ms();
+  SELECT * INTO v_lock FROM pathlock.locks l WHERE l.ns = p_ns AND l.id = p_id FOR UPDATE;
+  IF NOT FOUND OR v_lock.token <> p_token OR v_lock.expires <= v_now THEN
+    status := 'not_holder';
+    IF p_waiter <> '' THEN PERFORM pathlock.drop_place(p_ns, p_waiter, true); END IF;
+    RETURN;
+  END IF;
+  IF p_waiter <> '' THEN v_place := pathlock.my_place(p_ns, p_waiter, v_lock.owner, p_fp, p_op, p_paths, v_now); END IF;
+  IF p_key <> '' AND v_lock.convert_key = p_key AND v_lock.op = p_op AND v_lock.paths = p_paths THEN
+    PERFORM pathlock.in_time(p_budget);
+    UPDATE pathlock.locks l SET expires = greatest(l.expires, v_now + p_ttl) WHERE l.ns = p_ns AND l.id = p_id
+    RETURNING * INTO v_lock;
+    IF v_place IS NOT NULL THEN PERFORM pathlock.drop_place(p_ns, p_waiter, false); END IF;
+    status := 'granted'; id := v_lock.id; token := v_lock.token; fence := v_lock.fence;
+    expires_in := v_lock.expires - v_now; holds := v_lock.holds;
+    RETURN;
+  END IF;
+  IF v_lock.holds > 1 THEN
+    RAISE EXCEPTION 'lock % has % holds: a lock is converted only with one hold (its other holders re-entered it for '
+                    'what it is); release the others first', p_id, v_lock.holds USING ERRCODE = '22023';
+  END IF;
+  v_skip := pathlock.refused_places(p_ns, p_id, p_waiter, p_refuse);
+  BEGIN  -- the lock's own rows set aside while it is judged; rolled back when refused
+    DELETE FROM pathlock.held h WHERE h.ns = p_ns AND h.id = p_id;
+    c := pathlock.first_conflict(p_ns, p_fp, p_paths, p_masks, false, NULL, v_now);
+    IF c.c_id IS NOT NULL AND c.c_expires_in <= 0 THEN  -- an ended lease: reap, look again
+      PERFORM pathlock.reap(p_ns, v_now);
+      c := pathlock.first_conflict(p_ns, p_fp, p_paths, p_masks, false, NULL, v_now);
+    END IF;
+    IF c.c_id IS NOT NULL THEN
+      status := CASE WHEN EXISTS (SELECT 1 FROM pathlock.waiters w WHERE w.ns = p_ns AND w.converts = c.c_id
+                                     AND w.expires > v_now AND w.id = ANY (v_skip))
+                     THEN 'would_deadlock' ELSE 'refused' END;
+      RAISE SQLSTATE 'PLCV1';
+    END IF;
+    IF p_fair THEN
+      SELECT * INTO c FROM pathlock.queued_for_convert(p_ns, p_fp, p_paths, p_masks, v_place, v_now,
+        v_skip || ARRAY(SELECT w.id FROM pathlock.waiters w WHERE w.ns = p_ns AND w.converts = p_id)) x;
+      IF c.x_id IS NOT NULL THEN
+        status := 'refused';
+        SELECT c.x_id AS c_id, w.op AS c_op, c.x_role AS c_role, c.x_path AS c_path, w.owner AS c_owner,
+               w.expires - v_now AS c_expires_in, c.x_index AS c_index, c.x_rel AS c_relation, true AS c_queued
+          INTO c FROM pathlock.waiters w WHERE w.ns = p_ns AND w.id = c.x_id;
+        RAISE SQLSTATE 'PLCV1';
+      END IF;
+    END IF;
+    PERFORM pathlock.in_time(p_budget);
+    fence := pathlock.next_fence();
+    UPDATE pathlock.locks l SET op = p_op, roles = p_roles, paths = p_paths, fence = convert.fence, ttl = p_ttl,
+           expires = v_now + p_ttl, convert_key = nullif(p_key, '')
+     WHERE l.ns = p_ns AND l.id = p_id;
+    INSERT INTO pathlock.held (ns, id, code, sk, k, fp, role, path, fence)
+      SELECT p_ns, p_id, t.code, t.sk, t.k, p_fp, t.role, t.path, convert.fence
+        FROM pathlock.targets(p_codes, p_roles, p_paths) t;
+  EXCEPTION WHEN SQLSTATE 'PLCV1' THEN
+    NULL;  -- refused: the lock's rows are back, nothing changed
+  END;
+  IF status IS NULL THEN
+    PERFORM pathlock.wake(p_ns, v_lock.paths);  -- what it held before is free
+    IF v_place IS NOT NULL THEN PERFORM pathlock.drop_place(p_ns, p_waiter, false); END IF;
+    status := 'granted'; id := p_id; token := p_token; expires_in := p_ttl; holds := 1;
+    RETURN;
+  END IF;
+  c_id := c.c_id; c_op := c.c_op; c_role := c.c_role; c_path := c.c_path; c_owner := c.c_owner;
+  c_expires_in := c.c_expires_in; c_index := c.c_index; c_relation := c.c_relation; c_queued := c.c_queued;
+  v_sync := set_config('synchronous_commit', 'off', true);
+  IF status = 'would_deadlock' THEN
+    IF v_place IS NOT NULL THEN PERFORM pathlock.drop_place(p_ns, p_waiter, true); END IF;
+    RETURN;
+  END IF;
+  IF p_waiter <> '' AND p_reserve > 0 AND v_place IS NULL THEN
+    SELECT * INTO v_lim FROM pathlock.limits m WHERE m.ns IN (p_ns, '*') ORDER BY m.ns DESC LIMIT 1;
+    IF v_lim.places IS NOT NULL THEN
+      SELECT * INTO l_limit, l_max, l_count FROM pathlock.limit_refusal(p_ns, v_lock.owner, v_lim, false, v_now);
+      IF l_limit IS NOT NULL THEN status := 'over_limit'; RETURN; END IF;
+    END IF;
+  END IF;
+  PERFORM pathlock.keep_place(p_ns, p_fp, v_lock.owner, p_op, p_roles, p_codes, p_paths, p_waiter, p_reserve,
+                              v_place, v_now);
+  IF p_waiter <> '' AND p_reserve > 0 THEN
+    UPDATE pathlock.waiters w SET converts = p_id WHERE w.ns = p_ns AND w.id = p_waiter;
+  END IF;
+END $$;
+
+CREATE OR REPLACE FUNCTION pathlock.functions_version() RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT 10 $$;

@@ -36,6 +36,13 @@ const char* const kAcquire =
     "$6::int[], $7::bigint[], $8::text[], $9::bigint, $10, $11, $12, $13, $14, $15::boolean, $16, $17::bigint, "
     "$18::bigint)";
 constexpr int kReserveParam = 16;  // index of $17 in the acquire parameters
+// pathlock.convert (functions version 10): the same reply as acquire's.
+const char* const kConvert =
+    "SELECT status, id, token, fence, expires_in, holds, c_id, c_op, c_role, c_path, c_owner, c_expires_in, "
+    "c_index, c_relation, c_queued, l_limit, l_max, l_count FROM pathlock.convert($1, $2, $3, $4, $5, $6::text[], "
+    "$7::int[], $8::bigint[], $9::text[], $10::bigint, $11, $12::boolean, $13, $14::bigint, $15::bigint, "
+    "$16::bigint[])";
+constexpr int kConvertReserveParam = 13;  // index of $14 in the convert parameters
 constexpr int kLimitColumn = 15;   // l_limit, then l_max and l_count
 
 // The server's budget for one acquire (p_budget): three quarters of the
@@ -95,6 +102,31 @@ class PostgresEngine final : public core::BackendEngine {
         core::wait_for_grant(request, *steady_clock(), attempts, &instruments_, req.op, std::move(stop));
     holds_.granted(request, req, out, steady_clock()->now());
     return out;
+  }
+
+  // One call of pathlock.convert per attempt, waiting as an acquire does.
+  AcquireResult do_convert(const ConvertRequest& request, core::ResolvedRequest& req, std::stop_token stop) override {
+    const MatrixArgs m = matrix_args(matrix_, req);
+    const bool in_line = request.fair && request.wait > Millis{0};
+    std::vector<Param> params{request.ns,
+                              std::string(matrix_.fingerprint),
+                              request.id,
+                              request.token,
+                              request.op,
+                              m.roles,
+                              m.codes,
+                              m.masks,
+                              paths_literal(req),
+                              std::to_string(request.ttl.count()),
+                              request.idempotency_key,
+                              request.fair ? "true" : "false",
+                              in_line ? "w" + core::random_hex(kIdBytes) : std::string(),
+                              "0",
+                              server_budget(options_.command_timeout),
+                              all_masks(matrix_)};
+    const LockRequest as = core::as_lock_request(request);
+    Attempts attempts(*this, request.ns, req, std::move(params), kConvert, kConvertReserveParam);
+    return core::wait_for_grant(as, *steady_clock(), attempts, nullptr, req.op, std::move(stop));
   }
 
   bool do_release(std::string_view ns, std::string_view id, std::string_view token) override {
@@ -199,7 +231,8 @@ class PostgresEngine final : public core::BackendEngine {
   std::vector<WaiterInfo> do_waiters(std::string_view ns, const std::string& canonical, std::size_t limit) override {
     const Result r = call(
         "SELECT w.id, w.owner, w.op, pathlock.now_ms() - w.since, w.expires - pathlock.now_ms(), "
-        "array_to_string(w.roles, chr(1)), array_to_string(w.paths, chr(1)) FROM pathlock.waiters w "
+        "array_to_string(w.roles, chr(1)), array_to_string(w.paths, chr(1)), coalesce(w.converts, '') "
+        "FROM pathlock.waiters w "
         "WHERE w.ns = $1 AND w.expires > pathlock.now_ms() AND EXISTS (SELECT 1 FROM unnest(w.paths) p "
         "WHERE pathlock.within(p, $2)) ORDER BY w.place LIMIT $3::int",
         {std::string(ns), canonical, std::to_string(limit)});
@@ -207,7 +240,7 @@ class PostgresEngine final : public core::BackendEngine {
     for (int i = 0; i < PQntuples(r.get()); ++i)
       out.push_back(WaiterInfo{text(r.get(), i, 0), text(r.get(), i, 1), text(r.get(), i, 2),
                                targets_of(text(r.get(), i, 5), text(r.get(), i, 6)), Millis{number(r.get(), i, 3)},
-                               Millis{number(r.get(), i, 4)}});
+                               Millis{number(r.get(), i, 4)}, text(r.get(), i, 7)});
     return out;
   }
 
@@ -215,8 +248,11 @@ class PostgresEngine final : public core::BackendEngine {
   // The PostgreSQL side of the waiting policy (core/waiting.hpp).
   class Attempts final : public core::WaitingAttempts {
    public:
-    Attempts(PostgresEngine& engine, std::string_view ns, const core::ResolvedRequest& req, std::vector<Param> params)
-        : engine_(engine), ns_(ns), req_(req), params_(std::move(params)),
+    // `sql` and `reserve`: the call and the index of its reserve_ms (the
+    // waiter id just before); a conversion's (kConvert) grant is never given back.
+    Attempts(PostgresEngine& engine, std::string_view ns, const core::ResolvedRequest& req, std::vector<Param> params,
+             const char* sql = kAcquire, int reserve = kReserveParam)
+        : engine_(engine), ns_(ns), req_(req), params_(std::move(params)), sql_(sql), reserve_(reserve),
           subscription_(std::make_shared<Subscription>(std::string(ns))) {}
     ~Attempts() override {
       if (listener_) listener_->unsubscribe(subscription_);
@@ -225,8 +261,8 @@ class PostgresEngine final : public core::BackendEngine {
     Attempts& operator=(const Attempts&) = delete;
 
     AcquireResult attempt(Millis reserve) override {
-      params_[kReserveParam] = std::to_string(reserve.count());
-      return engine_.attempt(params_, req_);
+      params_[static_cast<std::size_t>(reserve_)] = std::to_string(reserve.count());
+      return engine_.attempt(sql_, params_, req_);
     }
     // Subscribe to the engine's listener (LISTEN in force when it returns),
     // then look again at once: a removal between the first attempt and the
@@ -244,7 +280,7 @@ class PostgresEngine final : public core::BackendEngine {
       } while (!core::wake_concerns(payloads, req_));
     }
     void leave() noexcept override {
-      const std::optional<std::string>& waiter = params_[kReserveParam - 1];
+      const std::optional<std::string>& waiter = params_[static_cast<std::size_t>(reserve_ - 1)];
       if (!waiter || waiter->empty()) return;
       try {
         engine_.call("SELECT pathlock.leave($1, $2)", {std::string(ns_), *waiter});
@@ -252,19 +288,24 @@ class PostgresEngine final : public core::BackendEngine {
       }
     }
     void interrupt() noexcept override { subscription_->interrupt(); }
-    void give_back(const Grant& grant) noexcept override { core::release_quietly(engine_, ns_, grant); }
+    void give_back(const Grant& grant) noexcept override {
+      if (sql_ == kAcquire) core::release_quietly(engine_, ns_, grant);
+    }
+    bool keeps_grant_on_stop() const noexcept override { return sql_ != kAcquire; }
 
    private:
     PostgresEngine& engine_;
     std::string_view ns_;
     const core::ResolvedRequest& req_;
-    std::vector<Param> params_;  // the acquire parameters; the last is reserve_ms
+    std::vector<Param> params_;  // the call's parameters (reserve_ms at reserve_)
+    const char* sql_;
+    int reserve_;
     std::shared_ptr<Subscription> subscription_;  // interrupted by a stop (another thread)
     Listener* listener_ = nullptr;                // once subscribed
   };
 
-  AcquireResult attempt(const std::vector<Param>& params, const core::ResolvedRequest& req) {
-    const Result r = call(kAcquire, params);
+  AcquireResult attempt(const char* sql, const std::vector<Param>& params, const core::ResolvedRequest& req) {
+    const Result r = call(sql, params);
     const PGresult* x = r.get();
     const std::string status = text(x, 0, 0);
     AcquireResult out;
@@ -272,7 +313,8 @@ class PostgresEngine final : public core::BackendEngine {
       out.outcome = AcquireOutcome::granted;
       out.grant = Grant{text(x, 0, 1), text(x, 0, 2), static_cast<std::uint64_t>(number(x, 0, 3)),
                         Millis{number(x, 0, 4)}, static_cast<std::uint32_t>(number(x, 0, 5))};
-    } else if (status == "refused") {
+    } else if (status == "refused" || status == "would_deadlock") {
+      if (status == "would_deadlock") out.outcome = AcquireOutcome::would_deadlock;
       const auto at = static_cast<std::size_t>(number(x, 0, 12) - 1);
       const core::ResolvedTarget& hit = req.targets.at(at);
       out.conflict = Conflict{text(x, 0, 6), text(x, 0, 7), text(x, 0, 8), text(x, 0, 9), text(x, 0, 10),

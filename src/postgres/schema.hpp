@@ -11,7 +11,7 @@ namespace pathlock::postgres {
 inline constexpr int kSchemaLayout = 1;
 // The version of its functions (pathlock.functions_version()). An engine
 // that finds none, or an older one, runs the script again.
-inline constexpr int kFunctionsVersion = 9;
+inline constexpr int kFunctionsVersion = 10;
 
 // schema.sql, then functions.sql: idempotent (CREATE ... IF NOT EXISTS, CREATE OR
 // REPLACE FUNCTION), run in one transaction.

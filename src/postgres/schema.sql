@@ -69,6 +69,11 @@ CREATE TABLE IF NOT EXISTS pathlock.queued (
   PRIMARY KEY (ns, id, code),
   FOREIGN KEY (ns, id) REFERENCES pathlock.waiters (ns, id) ON DELETE CASCADE);
 CREATE INDEX IF NOT EXISTS queued_path ON pathlock.queued (ns, k);
+-- Conversion (functions version 10, docs/design.md#conversion): the lock a
+-- waiting conversion converts (NULL: a place of an acquire), and the key
+-- of the conversion that made a lock what it is (NULL: none).
+ALTER TABLE pathlock.waiters ADD COLUMN IF NOT EXISTS converts text COLLATE "C";
+ALTER TABLE pathlock.locks ADD COLUMN IF NOT EXISTS convert_key text COLLATE "C";
 -- The sessions LISTENing for a namespace's wake-ups (engines' listeners,
 -- functions version 4): a removal notifies only when there is one.
 CREATE TABLE IF NOT EXISTS pathlock.watchers (

@@ -62,6 +62,17 @@ MatrixArgs matrix_args(const MatrixTable& m, const core::ResolvedRequest& req) {
   return {array_literal(roles), array_literal(codes), array_literal(masks)};
 }
 
+std::string all_masks(const MatrixTable& m) {
+  std::vector<std::string> masks;
+  for (std::size_t code = 0; code < m.code_count; ++code)
+    for (std::size_t rel = 0; rel < kRelationCount; ++rel) {
+      std::int64_t mask = 0;
+      std::memcpy(&mask, &m.blockers[rel][code], sizeof mask);
+      masks.push_back(std::to_string(mask));
+    }
+  return array_literal(masks);
+}
+
 std::string paths_literal(const core::ResolvedRequest& req) {
   std::vector<std::string> paths;
   for (const core::ResolvedTarget& t : req.targets) paths.push_back(t.path);

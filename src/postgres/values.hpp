@@ -44,6 +44,10 @@ struct MatrixArgs {
 };
 MatrixArgs matrix_args(const MatrixTable& m, const core::ResolvedRequest& req);
 
+// Every code's refusal masks (same, held_ancestor, held_descendant at 3c,
+// 3c+1, 3c+2, 0-based) as a bigint[] literal: convert's p_refuse.
+std::string all_masks(const MatrixTable& m);
+
 // The request's paths as a text[] literal.
 std::string paths_literal(const core::ResolvedRequest& req);
 
