@@ -53,27 +53,8 @@ void take(Namespace& ns, NamespaceState& st, Lock& lock, core::ResolvedRequest& 
   lock.ttl = request.ttl;
   lock.convert_key = request.idempotency_key;
   st.expiry.rearm(lock, now + request.ttl);
-  lock.entries.clear();
-  lock.entries.resize(req.targets.size());
-  for (std::size_t i = 0; i < req.targets.size(); ++i) {
-    Entry& e = lock.entries[i];
-    e.lock = &lock;
-    e.code = req.targets[i].code;
-    e.path = std::move(req.targets[i].path);
-    st.index.link(e, kHeld);
-  }
+  link_targets(st, lock, req);
   ns.notify();  // what the lock no longer covers may let waiters in
-}
-
-bool same_request(const Lock& lock, const core::ResolvedRequest& req) {
-  if (lock.op != req.op || lock.entries.size() != req.targets.size()) return false;
-  for (std::size_t i = 0; i < lock.entries.size(); ++i)
-    if (lock.entries[i].path != req.targets[i].path) return false;
-  return true;
-}
-
-Grant grant_of(const Lock& lock, Clock::time_point now) {
-  return Grant{lock.id, lock.token, lock.fence, remaining(lock.expires_at, now), lock.holds};
 }
 
 }  // namespace
@@ -89,7 +70,7 @@ bool try_convert(const MatrixTable& matrix, Namespace& ns, NamespaceState& st, c
   holder = lock;
   // A retry of the conversion that made the lock what it is: unchanged, its
   // lease extended (as an idempotent acquire's).
-  if (!request.idempotency_key.empty() && lock->convert_key == request.idempotency_key && same_request(*lock, req)) {
+  if (!request.idempotency_key.empty() && lock->convert_key == request.idempotency_key && same_targets(*lock, req)) {
     if (now + request.ttl > lock->expires_at) st.expiry.rearm(*lock, now + request.ttl);
     result.outcome = AcquireOutcome::granted;
     result.grant = grant_of(*lock, now);

@@ -308,14 +308,7 @@ class MemoryEngine final : public core::BackendEngine {
       lock.idempotency_key = request.idempotency_key;
       st.idempotent.emplace(lock.idempotency_key, &lock);
     }
-    lock.entries.resize(req.targets.size());
-    for (std::size_t i = 0; i < req.targets.size(); ++i) {
-      Entry& e = lock.entries[i];
-      e.lock = &lock;
-      e.code = req.targets[i].code;
-      e.path = std::move(req.targets[i].path);
-      st.index.link(e, kHeld, &probes[i]);
-    }
+    link_targets(st, lock, req, probes.data());
     result.outcome = AcquireOutcome::granted;
     result.grant = grant_of(lock, now);
     return true;
@@ -358,20 +351,8 @@ class MemoryEngine final : public core::BackendEngine {
     return true;
   }
 
-  // Does `lock` have the operation and the (canonical) targets of `req`?
-  static bool same_targets(const Lock& lock, const core::ResolvedRequest& req) {
-    if (lock.op != req.op || lock.entries.size() != req.targets.size()) return false;
-    for (std::size_t i = 0; i < lock.entries.size(); ++i)
-      if (lock.entries[i].path != req.targets[i].path) return false;
-    return true;
-  }
-
   static void extend(NamespaceState& st, Lock& lock, Clock::time_point at) {
     if (at != lock.expires_at) st.expiry.rearm(lock, at);
-  }
-
-  static Grant grant_of(const Lock& lock, Clock::time_point now) {
-    return Grant{lock.id, lock.token, lock.fence, remaining(lock.expires_at, now), lock.holds};
   }
 
   static void remove(NamespaceState& st, Lock& lock) {

@@ -1,6 +1,8 @@
 // See namespace_state.hpp.
 #include "memory/namespace_state.hpp"
 
+#include "memory/reads.hpp"
+
 #include <iterator>
 
 #include <utility>
@@ -51,6 +53,29 @@ void dequeue(Namespace& ns, NamespaceState& st, Waiter& w) {
   for (Entry& e : w.entries) st.index.unlink(e, kWaiting);
   st.waiters.erase(w.in_line);
   ns.notify();  // younger waiters may go now
+}
+
+void link_targets(NamespaceState& st, Lock& lock, core::ResolvedRequest& req, const PathProbe* probes) {
+  lock.entries.clear();
+  lock.entries.resize(req.targets.size());
+  for (std::size_t i = 0; i < req.targets.size(); ++i) {
+    Entry& e = lock.entries[i];
+    e.lock = &lock;
+    e.code = req.targets[i].code;
+    e.path = std::move(req.targets[i].path);
+    st.index.link(e, kHeld, probes ? &probes[i] : nullptr);
+  }
+}
+
+bool same_targets(const Lock& lock, const core::ResolvedRequest& req) {
+  if (lock.op != req.op || lock.entries.size() != req.targets.size()) return false;
+  for (std::size_t i = 0; i < lock.entries.size(); ++i)
+    if (lock.entries[i].path != req.targets[i].path) return false;
+  return true;
+}
+
+Grant grant_of(const Lock& lock, Clock::time_point now) {
+  return Grant{lock.id, lock.token, lock.fence, remaining(lock.expires_at, now), lock.holds};
 }
 
 }  // namespace pathlock::memory

@@ -73,4 +73,13 @@ Waiter* enqueue(Namespace& ns, NamespaceState& st, const core::ResolvedRequest& 
                 Clock::time_point now, Clock::time_point deadline);
 void dequeue(Namespace& ns, NamespaceState& st, Waiter& w);
 
+// Gives `lock` the targets of `req` (moving its paths) and links them, held;
+// `probes`, when given, are walks of those paths (PathIndex::link). The
+// lock's entries must be unlinked.
+void link_targets(NamespaceState& st, Lock& lock, core::ResolvedRequest& req, const PathProbe* probes = nullptr);
+// Does `lock` have the operation and the (canonical) targets of `req`?
+bool same_targets(const Lock& lock, const core::ResolvedRequest& req);
+// `lock` as a grant: its lease left at `now`.
+Grant grant_of(const Lock& lock, Clock::time_point now);
+
 }  // namespace pathlock::memory

@@ -188,24 +188,47 @@ json waiters(LockEngine& engine, const std::string& ns, const std::vector<std::s
   return json{{"waiters", rows}};
 }
 
+// The options acquire and convert share: ttl=MS, wait=MS, fair=true|false
+// and key=KEY, each once (docs/cli.md). True when w (not quoted) was one.
+struct WaitOptions {
+  Millis ttl{30000}, wait{0};
+  bool fair = true;
+  std::string key;
+  bool seen_ttl = false, seen_wait = false, seen_fair = false;
+  bool take(const std::string& w, bool quoted) {
+    if (quoted) return false;
+    if (w.rfind("ttl=", 0) == 0) ttl = parse_ms(first_time(seen_ttl, w, 4), 4);
+    else if (w.rfind("wait=", 0) == 0) wait = parse_ms(first_time(seen_wait, w, 5), 5);
+    else if (w == "fair=true" || w == "fair=false") fair = first_time(seen_fair, w, 5) == "fair=true";
+    else if (w.rfind("fair=", 0) == 0) throw InvalidRequest("fair= takes true or false");
+    else if (w.rfind("key=", 0) == 0) key = once(key, w, 4);
+    else return false;
+    return true;
+  }
+  // Into a LockRequest or a ConvertRequest.
+  template <class Request>
+  void apply(Request& r) const {
+    r.ttl = ttl;
+    r.wait = wait;
+    r.fair = fair;
+    r.idempotency_key = key;
+  }
+};
+
 // acquire OWNER OP PATH [DST_PATH] [ttl=MS] [wait=MS] [fair=...] [reenter=ID token=TOKEN] [key=KEY]
 json acquire(LockEngine& engine, const std::string& ns, const std::vector<std::string>& w,
              const std::vector<bool>& quoted, WaitingAcquire* waiting) {
   LockRequest req;
   req.ns = ns;
   std::vector<std::string> positional;
-  bool ttl = false, wait = false, fair = false;  // each option once (docs/cli.md)
+  WaitOptions o;
   for (std::size_t i = 1; i < w.size(); ++i) {
-    if (!quoted[i] && w[i].rfind("ttl=", 0) == 0) req.ttl = parse_ms(first_time(ttl, w[i], 4), 4);
-    else if (!quoted[i] && w[i].rfind("wait=", 0) == 0) req.wait = parse_ms(first_time(wait, w[i], 5), 5);
-    else if (!quoted[i] && (w[i] == "fair=true" || w[i] == "fair=false"))
-      req.fair = first_time(fair, w[i], 5) == "fair=true";
-    else if (!quoted[i] && w[i].rfind("fair=", 0) == 0) throw InvalidRequest("fair= takes true or false");
-    else if (!quoted[i] && w[i].rfind("reenter=", 0) == 0) req.reenter_id = once(req.reenter_id, w[i], 8);
+    if (o.take(w[i], quoted[i])) continue;
+    if (!quoted[i] && w[i].rfind("reenter=", 0) == 0) req.reenter_id = once(req.reenter_id, w[i], 8);
     else if (!quoted[i] && w[i].rfind("token=", 0) == 0) req.reenter_token = once(req.reenter_token, w[i], 6);
-    else if (!quoted[i] && w[i].rfind("key=", 0) == 0) req.idempotency_key = once(req.idempotency_key, w[i], 4);
     else positional.push_back(w[i]);
   }
+  o.apply(req);
   if (positional.size() < 3 || positional.size() > 4)
     throw InvalidRequest(
         "usage: acquire OWNER OP PATH [DST_PATH] [ttl=MS] [wait=MS] [fair=true|false] [reenter=ID token=TOKEN] "
@@ -227,16 +250,10 @@ json convert(LockEngine& engine, const std::string& ns, const std::vector<std::s
   ConvertRequest req;
   req.ns = ns;
   std::vector<std::string> positional;
-  bool ttl = false, wait = false, fair = false;
-  for (std::size_t i = 1; i < w.size(); ++i) {
-    if (!quoted[i] && w[i].rfind("ttl=", 0) == 0) req.ttl = parse_ms(first_time(ttl, w[i], 4), 4);
-    else if (!quoted[i] && w[i].rfind("wait=", 0) == 0) req.wait = parse_ms(first_time(wait, w[i], 5), 5);
-    else if (!quoted[i] && (w[i] == "fair=true" || w[i] == "fair=false"))
-      req.fair = first_time(fair, w[i], 5) == "fair=true";
-    else if (!quoted[i] && w[i].rfind("fair=", 0) == 0) throw InvalidRequest("fair= takes true or false");
-    else if (!quoted[i] && w[i].rfind("key=", 0) == 0) req.idempotency_key = once(req.idempotency_key, w[i], 4);
-    else positional.push_back(w[i]);
-  }
+  WaitOptions o;
+  for (std::size_t i = 1; i < w.size(); ++i)
+    if (!o.take(w[i], quoted[i])) positional.push_back(w[i]);
+  o.apply(req);
   if (positional.size() < 4 || positional.size() > 5)
     throw InvalidRequest(
         "usage: convert ID TOKEN OP PATH [DST_PATH] [ttl=MS] [wait=MS] [fair=true|false] [key=IDEMPOTENCY_KEY]");
