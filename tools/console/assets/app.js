@@ -158,7 +158,7 @@ function lockRow(lock, role, waitersOf) {
   const frag = el("div", {}, row);
   for (const w of waitersOf.get(lock.id) || [])
     frag.append(el("div", { class: "waiting", "data-waiter-id": w.id },
-      `${w.owner} waits to ${w.op} ${targetList(w).map((t) => t.path).join(" → ")} (waited ${secs(w.waited_ms)})`));
+      `${w.owner} waits to ${waitsTo(w)} ${targetList(w).map((t) => t.path).join(" → ")} (waited ${secs(w.waited_ms)})`));
   return frag;
 }
 
@@ -219,6 +219,12 @@ function renderTree() {
     ` · ${st.waiters.length} waiter${st.waiters.length === 1 ? "" : "s"}`;
 }
 
+// What a waiter waits to do: its operation, or for a waiting conversion
+// (docs/design.md#conversion) the lock it converts and the new operation.
+function waitsTo(w) {
+  return w.converts ? `convert lock ${w.converts} to ${w.op}` : w.op;
+}
+
 function renderWaiters() {
   const list = $("waiters");
   list.replaceChildren();
@@ -231,7 +237,7 @@ function renderWaiters() {
         " ", el("b", {}, b.owner), " ", el("span", { class: "path" }, b.path)));
     if (!w.blocked_by.length) by.append(el("li", { class: "muted" }, "nothing blocks it now"));
     list.append(el("li", { "data-waiter-id": w.id },
-      el("b", {}, w.owner), ` waits to ${w.op} `, el("span", { class: "path" }, targetList(w).map((t) => t.path).join(" → ")),
+      el("b", {}, w.owner), ` waits to ${waitsTo(w)} `, el("span", { class: "path" }, targetList(w).map((t) => t.path).join(" → ")),
       el("span", { class: "meta" }, ` · waited ${secs(w.waited_ms)} · blocked by:`), by));
   }
 }
