@@ -30,20 +30,6 @@ const Waiter* waiting_conversion(const NamespaceState& st, const std::string& id
   return nullptr;
 }
 
-// The first refusal of `req`'s targets by a held lock (lock's own entries
-// unlinked), with `out` filled. Null when none.
-const Entry* held_refusal(const MatrixTable& matrix, const NamespaceState& st, const core::ResolvedRequest& req,
-                          Clock::time_point now, Conflict& out) {
-  for (const core::ResolvedTarget& t : req.targets) {
-    Relation rel = Relation::same;
-    if (const Entry* hit = st.index.find_refusal(t.path, blockers_of(matrix, t.code), kHeld, rel)) {
-      describe(matrix, *hit, t, rel, now, out);
-      return hit;
-    }
-  }
-  return nullptr;
-}
-
 // `lock` granted `req`: its new operation, targets, fence and lease (its
 // old entries are unlinked).
 void take(Namespace& ns, NamespaceState& st, Lock& lock, core::ResolvedRequest& req, const ConvertRequest& request,

@@ -183,8 +183,10 @@ class MemoryEngine final : public core::BackendEngine {
       if (!granted && reserve > Millis{0} && result.conflicted()) {
         if (me_) me_->deadline = now + reserve;
         else if (auto refused = place_refusal(engine_.limits_of(ns_), st, now)) result = std::move(*refused);
-        else me_ = enqueue(ns_, st, req_, holder ? holder->owner : request_.owner, now, now + reserve);
-        if (me_ && convert_) me_->converts = convert_->id;
+        else {
+          me_ = enqueue(ns_, st, req_, holder ? holder->owner : request_.owner, now, now + reserve);
+          if (convert_) me_->converts = convert_->id;
+        }
       } else if (me_) {
         dequeue(ns_, st, *me_);
         me_ = nullptr;
@@ -205,9 +207,8 @@ class MemoryEngine final : public core::BackendEngine {
       interrupted_ = true;
       ns_.changed.notify_all();
     }
-    void give_back(const Grant& grant) noexcept override {
-      if (!convert_) core::release_quietly(engine_, request_.ns, grant);
-    }
+    // (Never called for a conversion: keeps_grant_on_stop.)
+    void give_back(const Grant& grant) noexcept override { core::release_quietly(engine_, request_.ns, grant); }
     bool keeps_grant_on_stop() const noexcept override { return convert_ != nullptr; }
     void leave() noexcept override {
       if (!me_) return;
@@ -280,17 +281,7 @@ class MemoryEngine final : public core::BackendEngine {
     }
     thread_local std::vector<PathProbe> probes;
     probes.assign(req.targets.size(), PathProbe{});
-    const Entry* hit = nullptr;
-    std::size_t hit_target = 0;
-    Relation rel = Relation::same;
-    for (; hit_target < req.targets.size(); ++hit_target) {
-      const core::ResolvedTarget& t = req.targets[hit_target];
-      if ((hit = st.index.find_refusal(t.path, blockers_of(matrix_, t.code), kHeld, rel, &probes[hit_target]))) break;
-    }
-    if (hit) {
-      describe(matrix_, *hit, req.targets[hit_target], rel, now, result.conflict);
-      return false;
-    }
+    if (held_refusal(matrix_, st, req, now, result.conflict, probes.data())) return false;
     if (request.fair)
       for (const core::ResolvedTarget& t : req.targets)
         if (find_older_waiter(matrix_, st, t, me, now, result.conflict)) return false;

@@ -76,6 +76,20 @@ BlockersPage find_blockers(const MatrixTable& matrix, const NamespaceState& st, 
   return out;
 }
 
+const Entry* held_refusal(const MatrixTable& matrix, const NamespaceState& st, const core::ResolvedRequest& req,
+                          Clock::time_point now, Conflict& out, PathProbe* probes) {
+  for (std::size_t i = 0; i < req.targets.size(); ++i) {
+    const core::ResolvedTarget& t = req.targets[i];
+    Relation rel = Relation::same;
+    if (const Entry* hit = st.index.find_refusal(t.path, blockers_of(matrix, t.code), kHeld, rel,
+                                                 probes ? &probes[i] : nullptr)) {
+      describe(matrix, *hit, t, rel, now, out);
+      return hit;
+    }
+  }
+  return nullptr;
+}
+
 bool find_older_waiter(const MatrixTable& matrix, const NamespaceState& st, const core::ResolvedTarget& t,
                        const Waiter* me, Clock::time_point now, Conflict& out,
                        const std::function<bool(const Waiter&)>& skip) {

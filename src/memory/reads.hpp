@@ -30,6 +30,11 @@ void describe(const MatrixTable& matrix, const Entry& hit, const core::ResolvedT
 // The same entry as a Blocker (with fence and holds, or how long it waited).
 Blocker blocker_of(const MatrixTable& matrix, const Entry& e, const core::ResolvedTarget& t, Relation rel,
                    Clock::time_point now);
+// The first held entry that refuses one of `req`'s targets (in role order),
+// with `out` filled; null when none. `probes`, when given, gets a walk of
+// each target's path for link() (filled up to the target hit).
+const Entry* held_refusal(const MatrixTable& matrix, const NamespaceState& st, const core::ResolvedRequest& req,
+                          Clock::time_point now, Conflict& out, PathProbe* probes = nullptr);
 // Fairness: is there a waiter older than `me` (all of them if me is null)
 // that refuses target t (and that `skip`, when given, does not skip)? Fills
 // `out` with it. The index answers "no waiter at all" in O(depth) (me's own

@@ -681,15 +681,17 @@ END $$;
 
 -- The version of the functions above: an engine that finds an older one
 -- runs this script again (every statement in it can be repeated).
--- The places in line (other than p_self) that lock p_id as it is now
--- refuses: their waiters wait for it anyway, so its conversion does not wait
--- for them (docs/design.md#conversion). p_refuse holds, for every code c of
+-- The places in line a conversion of lock p_id does not wait for
+-- (docs/design.md#conversion): those of conversions of p_id, and those
+-- (other than p_self) that the lock as it is now refuses, whose waiters
+-- wait for it anyway. p_refuse holds, for every code c of
 -- the lock's matrix, the masks of held codes that refuse c for the relations
 -- same, held_ancestor and held_descendant at 3c+1, 3c+2, 3c+3; a place of
 -- another matrix is refused by any overlap. Reads the namespace's line.
 CREATE OR REPLACE FUNCTION pathlock.refused_places(p_ns text, p_id text, p_self text, p_refuse bigint[])
 RETURNS text[] LANGUAGE sql STABLE AS $$
-  SELECT coalesce(array_agg(DISTINCT q.id), '{}')
+  SELECT ARRAY(SELECT w.id FROM pathlock.waiters w WHERE w.ns = p_ns AND w.converts = p_id) ||
+         coalesce(array_agg(DISTINCT q.id), '{}')
     FROM pathlock.held h JOIN pathlock.queued q ON q.ns = h.ns
          CROSS JOIN LATERAL (SELECT CASE WHEN q.sk = h.sk THEN 0
                                          WHEN q.sk > pathlock.lo(h.path) AND q.sk < pathlock.hi(h.path) THEN 1
@@ -743,8 +745,8 @@ CREATE OR REPLACE FUNCTION pathlock.convert(
     OUT c_id text, OUT c_op text, OUT c_role text, OUT c_path text, OUT c_owner text, OUT c_expires_in bigint,
     OUT c_index int, OUT c_relation int, OUT c_queued boolean, OUT l_limit text, OUT l_max bigint, OUT l_count bigint)
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET enable_bitmapscan = off AS $$
-DECLARE v_now bigint; v_place bigint; v_lock pathlock.locks; v_skip text[]; v_sync text; c record;
-  v_lim pathlock.limits;
+DECLARE v_now bigint; v_place bigint; v_lock pathlock.locks; v_skip text[]; v_line boolean; v_sync text;
+  c record; v_lim pathlock.limits;
 BEGIN
   IF p_budget IS NOT NULL THEN v_sync := set_config('lock_timeout', greatest(p_budget, 1) || 'ms', true); END IF;
   PERFORM pathlock.lock_paths(p_ns, p_paths);
@@ -769,7 +771,9 @@ BEGIN
     RAISE EXCEPTION 'lock % has % holds: a lock is converted only with one hold (its other holders re-entered it for '
                     'what it is); release the others first', p_id, v_lock.holds USING ERRCODE = '22023';
   END IF;
-  v_skip := pathlock.refused_places(p_ns, p_id, p_waiter, p_refuse);
+  -- (One probe when nobody waits, the usual case: then no line is read.)
+  v_line := coalesce((SELECT max(w.expires) FROM pathlock.waiters w WHERE w.ns = p_ns) > v_now, false);
+  v_skip := CASE WHEN v_line THEN pathlock.refused_places(p_ns, p_id, p_waiter, p_refuse) ELSE '{}' END;
   BEGIN  -- the lock's own rows set aside while it is judged; rolled back when refused
     DELETE FROM pathlock.held h WHERE h.ns = p_ns AND h.id = p_id;
     c := pathlock.first_conflict(p_ns, p_fp, p_paths, p_masks, false, NULL, v_now);
@@ -783,9 +787,8 @@ BEGIN
                      THEN 'would_deadlock' ELSE 'refused' END;
       RAISE SQLSTATE 'PLCV1';
     END IF;
-    IF p_fair THEN
-      SELECT * INTO c FROM pathlock.queued_for_convert(p_ns, p_fp, p_paths, p_masks, v_place, v_now,
-        v_skip || ARRAY(SELECT w.id FROM pathlock.waiters w WHERE w.ns = p_ns AND w.converts = p_id)) x;
+    IF p_fair AND v_line THEN
+      SELECT * INTO c FROM pathlock.queued_for_convert(p_ns, p_fp, p_paths, p_masks, v_place, v_now, v_skip) x;
       IF c.x_id IS NOT NULL THEN
         status := 'refused';
         SELECT c.x_id AS c_id, w.op AS c_op, c.x_role AS c_role, c.x_path AS c_path, w.owner AS c_owner,

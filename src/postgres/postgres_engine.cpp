@@ -288,9 +288,8 @@ class PostgresEngine final : public core::BackendEngine {
       }
     }
     void interrupt() noexcept override { subscription_->interrupt(); }
-    void give_back(const Grant& grant) noexcept override {
-      if (sql_ == kAcquire) core::release_quietly(engine_, ns_, grant);
-    }
+    // (Never called for a conversion: keeps_grant_on_stop.)
+    void give_back(const Grant& grant) noexcept override { core::release_quietly(engine_, ns_, grant); }
     bool keeps_grant_on_stop() const noexcept override { return sql_ != kAcquire; }
 
    private:
