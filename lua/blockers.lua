@@ -14,7 +14,7 @@
   Uses:      Values (num, dec), Call (begin), Commands (chunked), Meta (check_meta,
              begin_with, blocks, gcode), Paths (path_problem, within, path_info, nodes_of,
              kind_fields, code4, spell, unspell), Index (batch, want, fetch, val),
-             Records (unpack_lock, remaining), Removal (load_waiters),
+             Records (unpack_lock, remaining), Removal (load_waiters, CONVERTS),
              Conflicts (refusal, waiter_flag); PL_OPS, PL_RELATIONS, PL_MAX_BLOCKERS,
              PL_MAX_WAITERS, PL_CODE_DIGITS, PL_FENCE_DIGITS
   Provides:  Blockers.blockers, Blockers.waiters
@@ -29,7 +29,7 @@ do
   local kind_fields, code4, spell, unspell = Paths.kind_fields, Paths.code4, Paths.spell, Paths.unspell
   local batch, want, fetch, val = Index.batch, Index.want, Index.fetch, Index.val
   local unpack_lock, remaining = Records.unpack_lock, Records.remaining
-  local load_waiters = Removal.load_waiters
+  local load_waiters, CONVERTS = Removal.load_waiters, Removal.CONVERTS
   local refusal, waiter_flag = Conflicts.refusal, Conflicts.waiter_flag
   local PATH_AT = PL_CODE_DIGITS + 1 -- where an entry member's path starts
 
@@ -175,7 +175,16 @@ do
       return { "invalid", "limit must be decimal digits, 1.." .. PL_MAX_WAITERS }
     end
     local reply = { "waiters" }
-    for _, w in ipairs(load_waiters(c, rcall("ZRANGE", c.wq, "0", "-1"))) do
+    local ids = rcall("ZRANGE", c.wq, "0", "-1")
+    -- The lock each waiting conversion converts (CONVERTS fields; absent: an acquire).
+    local converts = {}
+    if #ids > 0 then
+      local fields = {}
+      for i = 1, #ids do fields[i] = CONVERTS .. ids[i] end
+      local v = chunked("HMGET", c.wrec, fields)
+      for i = 1, #ids do converts[ids[i]] = v[i] or "" end
+    end
+    for _, w in ipairs(load_waiters(c, ids)) do
       if #reply > limit then break end
       local inside = false
       if not w.stale and w.exp > c.now then
@@ -188,7 +197,8 @@ do
           targets[#targets + 1] = w.paths[j]
         end
         -- the layout of src/redis/replies.hpp (reply::waiter_row)
-        reply[#reply + 1] = { w.id, w.owner, w.op, mmax(0, c.now - (w.since or c.now)), remaining(w.exp, c.now), targets }
+        reply[#reply + 1] = { w.id, w.owner, w.op, mmax(0, c.now - (w.since or c.now)), remaining(w.exp, c.now), targets,
+                              converts[w.id] }
       end
     end
     return reply

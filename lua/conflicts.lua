@@ -127,14 +127,15 @@ do
 
   -- Fairness, the slow path: the oldest waiter in line (older than place
   -- `before`, or any) that refuses `code` at `path` as if it held its lock.
-  -- Places whose reservation ended are collected in `ended`.
-  local function older_waiter(c, code, path, before, ended)
+  -- Places whose reservation ended are collected in `ended`; places for
+  -- which `skip(w)` is true are passed over (a conversion's, lua/acquire.lua).
+  local function older_waiter(c, code, path, before, ended, skip)
     local ids = before and rcall("ZRANGEBYSCORE", c.wq, "-inf", "(" .. num(before))
                 or rcall("ZRANGE", c.wq, "0", "-1")
     for _, w in ipairs(load_waiters(c, ids)) do
       if w.stale or w.exp <= c.now then
         ended[#ended + 1] = w
-      else
+      elseif not (skip and skip(w)) then
         for j = 1, #w.paths do
           local wcode = gcode(w.tag, w.info.first + j - 1)
           local rel = refusal(c, wcode, w.paths[j], code, path)

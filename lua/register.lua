@@ -14,6 +14,7 @@
 do
   local FUNCTIONS = {
     { "acquire", Acquire.acquire, {} },
+    { "convert", Acquire.convert, {} },
     { "release", Release.release, { "allow-oom" } },
     { "force_release", Release.force_release, { "allow-oom" } },
     { "renew", Renew.renew, { "allow-oom" } },

@@ -8,7 +8,7 @@
              Limits (count_owners); PL_REAP_LIMIT
   Provides:  Removal.remove_locks, Removal.expired_locks, Removal.load_waiters,
              Removal.remove_waiters, Removal.add_once, Removal.remove_ended,
-             Removal.ended_waiters
+             Removal.ended_waiters, Removal.CONVERTS
 ]]
 local Removal
 do
@@ -20,6 +20,9 @@ do
     Index.bump_target, Index.flush
   local unpack_lock, unpack_waiter, key_field, wake = Records.unpack_lock, Records.unpack_waiter,
     Records.key_field, Records.wake
+  -- The wrec field that names the lock a waiting conversion converts: CONVERTS
+  -- .. waiter id (ids never hold ':', so it never collides with a record's).
+  local CONVERTS = "v:"
   local REAP_LIMIT_S = "" .. PL_REAP_LIMIT -- expired locks (and ended places in line) removed per call at most
 
   -- Loads the records of `ids` (one HMGET); returns the locks found and the ids
@@ -101,10 +104,11 @@ do
     return out
   end
 
-  -- Takes places out of the line (their counts, records, line entries).
+  -- Takes places out of the line (their counts, records, line entries, and
+  -- the field naming the lock a waiting conversion converts: CONVERTS .. id).
   local function remove_waiters(c, ws)
     if #ws == 0 then return end
-    local b, ids, paths = batch(), {}, {}
+    local b, ids, paths, fields = batch(), {}, {}, {}
     for _, w in ipairs(ws) do
       if not w.stale then
         for i = 1, #w.paths do want_target(c, b, w.paths[i], "wh", "wb") end
@@ -113,6 +117,8 @@ do
     fetch(c, b)
     for _, w in ipairs(ws) do
       ids[#ids + 1] = w.id
+      fields[#fields + 1] = w.id
+      fields[#fields + 1] = CONVERTS .. w.id
       if not w.stale then
         for i = 1, #w.paths do
           bump_target(c, b, gcode(w.tag, w.info.first + i - 1), w.paths[i], "wh", "wb", -1)
@@ -123,7 +129,7 @@ do
     flush(c, b)
     chunked("ZREM", c.wq, ids)
     chunked("ZREM", c.wexp, ids)
-    chunked("HDEL", c.wrec, ids)
+    chunked("HDEL", c.wrec, fields)
     count_down(c, ws, true)
     wake(c, paths)
   end
@@ -159,5 +165,5 @@ do
 
   Removal = { remove_locks = remove_locks, expired_locks = expired_locks, load_waiters = load_waiters,
             remove_waiters = remove_waiters, add_once = add_once, remove_ended = remove_ended,
-            ended_waiters = ended_waiters }
+            ended_waiters = ended_waiters, CONVERTS = CONVERTS }
 end

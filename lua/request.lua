@@ -12,14 +12,15 @@ do
   local path_problem, within = Paths.path_problem, Paths.within
   local valid_limits = Limits.valid
 
-  -- reenter_id, reenter_token and the idempotency key of request r.
-  local function read_proofs(r)
-    if r.reenter_id ~= "" or r.reenter_token ~= "" then
+  -- reenter_id, reenter_token and the idempotency key of request r (a
+  -- conversion: the lock's proof, required, and a key beside it).
+  local function read_proofs(r, convert)
+    if convert or r.reenter_id ~= "" or r.reenter_token ~= "" then
       if not valid_id(r.reenter_id) then return { "invalid", "reenter_id must be 1.." .. PL_MAX_ID .. " of [A-Za-z0-9-]" } end
       if #r.reenter_token > PL_MAX_TOKEN or r.reenter_token == "" then
         return { "invalid", "reenter_token must be 1.." .. PL_MAX_TOKEN .. " bytes" }
       end
-      if r.key ~= "" then return { "invalid", "a reentry takes no idempotency_key" } end
+      if r.key ~= "" and not convert then return { "invalid", "a reentry takes no idempotency_key" } end
     end
     if r.key ~= "" and not valid_key(r.key) then
       return { "invalid", "idempotency_key must be 1.." .. PL_MAX_KEY .. " of [A-Za-z0-9._:-]" }
@@ -76,9 +77,27 @@ do
     return nil
   end
 
+  -- What a conversion leaves empty: the lock keeps its owner, id and token.
+  local function read_convert_head(r)
+    if r.owner ~= "" then return { "invalid", "convert takes an empty owner (the lock keeps its own)" } end
+    if r.new_id ~= "" or r.new_token ~= "" then
+      return { "invalid", "convert takes an empty new_id and new_token (the lock keeps its id and token)" }
+    end
+    return nil
+  end
+  -- new_id and new_token of an acquire.
+  local function read_new(r)
+    if not valid_id(r.new_id) then return { "invalid", "new_id must be 1.." .. PL_MAX_ID .. " of [A-Za-z0-9-]" } end
+    if r.new_token == "" or #r.new_token > PL_MAX_TOKEN then
+      return { "invalid", "new_token must be 1.." .. PL_MAX_TOKEN .. " bytes" }
+    end
+    return nil
+  end
+
   -- The request in argv, checked (docs/lua-protocol.md#acquire): a table, or
-  -- nil and an "invalid" reply.
-  local function read_request(argv)
+  -- nil and an "invalid" reply. `convert`: the arguments of convert (the
+  -- same layout; docs/lua-protocol.md#convert).
+  local function read_request(argv, convert)
     local owner, op_name, ttl = argv[1], argv[2], dec(argv[3])
     local op = PL_OPS[op_name or ""]
     if not op then return nil, { "invalid", "unknown operation '" .. tostring(op_name) .. "'" } end
@@ -87,7 +106,9 @@ do
       return nil, { "invalid", "operation '" .. op_name .. "' takes " .. n .. " path(s) after 8 arguments, then"
                                .. " optionally fair, waiter_id, reserve_ms [, deadline_ms [, default_limits]]" }
     end
-    if owner == "" or #owner > PL_MAX_OWNER then return nil, { "invalid", "owner must be 1.." .. PL_MAX_OWNER .. " bytes" } end
+    if (owner == "" and not convert) or #owner > PL_MAX_OWNER then
+      return nil, { "invalid", "owner must be 1.." .. PL_MAX_OWNER .. " bytes" }
+    end
     if not ttl or ttl < 1 or ttl > PL_MAX_TTL then
       return nil, { "invalid", "ttl must be decimal digits, 1.." .. PL_MAX_TTL .. " ms" }
     end
@@ -95,11 +116,9 @@ do
                 new_token = argv[5], reenter_id = argv[6], reenter_token = argv[7], key = argv[8], paths = {},
                 fair = true, waiter_id = "", reserve = 0, deadline = nil,
                 default_limits = nil }
-    if not valid_id(r.new_id) then return nil, { "invalid", "new_id must be 1.." .. PL_MAX_ID .. " of [A-Za-z0-9-]" } end
-    if r.new_token == "" or #r.new_token > PL_MAX_TOKEN then
-      return nil, { "invalid", "new_token must be 1.." .. PL_MAX_TOKEN .. " bytes" }
-    end
-    local bad = read_proofs(r) or read_paths(r, argv)
+    local bad
+    if convert then bad = read_convert_head(r) else bad = read_new(r) end
+    bad = bad or read_proofs(r, convert) or read_paths(r, argv)
     if bad then return nil, bad end
     if #argv >= 11 + n then
       bad = read_line_args(r, argv[9 + n], argv[10 + n], argv[11 + n])

@@ -1,5 +1,5 @@
-// Conversion (LockEngine::convert, docs/design.md#conversion) on the
-// backends that convert (embedded, PostgreSQL): one lock, a new operation and targets, in one atomic
+// Conversion (LockEngine::convert, docs/design.md#conversion) on every
+// backend: one lock, a new operation and targets, in one atomic
 // step; waiting to convert without deadlock or starvation. The worked
 // example is docs/design.md's: a move across storage back ends held as
 // copy_folder for the copy, converted to move_folder for the delete.
@@ -22,17 +22,11 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// The backends that convert: each TEST_CASE runs once per row.
-std::string each_converting_backend() {
-#ifdef PATHLOCK_TEST_WITH_POSTGRES
-  return GENERATE(as<std::string>{}, "memory", "postgres");
-#else
-  return "memory";
-#endif
-}
-
 struct Convert {
-  std::string backend = each_converting_backend();
+  // Every backend converts: each TEST_CASE runs once per row under test
+  // (memory and redis by default; Cluster, Sentinel, TLS and PostgreSQL in
+  // their conformance runs).
+  std::string backend = test::each_backend().name;
   std::unique_ptr<LockEngine> engine = test::make_test_engine(backend);
   std::string ns = test::unique_namespace("convert-" + backend);
 

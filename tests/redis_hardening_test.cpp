@@ -75,6 +75,7 @@ struct ExpectedIndex {
   std::map<std::string, std::string> keys_stored;   // the idempotency key fields found
   std::map<int, std::pair<long long, long long>> tags;  // per tag: locks, places
   std::string problems;                             // records that could not be read
+  std::map<std::string, std::string> converting;    // waiter id -> the lock its conversion converts
 
   void add_target(int code, const std::string& path, const char* here, const char* below) {
     idx[here + path][code] += 1;
@@ -127,8 +128,13 @@ struct ExpectedIndex {
     if (!key.empty()) keys["k:" + key] = field;
   }
 
-  // tag first roles op since #owner owner+path1 \0 path2 ...
+  // tag first roles op since #owner owner+path1 \0 path2 ...; and "v:" id ->
+  // the lock a waiting conversion converts (protocol 4.5).
   void add_waiter(const std::string& id, const std::string& value) {
+    if (id.rfind("v:", 0) == 0) {
+      converting[id.substr(2)] = value;
+      return;
+    }
     const std::vector<std::string> parts = split0(value);
     int tag = 0, first = 0;
     std::size_t roles = 0;
@@ -200,6 +206,8 @@ std::string set_differences(RedisConnection& c, const std::string& p, const Expe
   if (want.keys_stored != want.keys) out += "idempotency key fields do not match the records\n";
   if (members("wq") != want.waiters || members("wexp") != want.waiters)
     out += "the line does not match the waiter records\n";
+  for (const auto& [waiter, lock] : want.converting)
+    if (want.waiters.count(waiter) == 0) out += "v:" + waiter + " (converting " + lock + ") has no place in line\n";
   return out;
 }
 
@@ -278,6 +286,8 @@ TEST_CASE("a user lacking any one command never leaves a half-written namespace"
         {"list", {"/", "10", ""}},
         {"list_ro", {"/", "10", ""}},
         {"leave", {"wA"}},
+        {"convert", {"", "upload", "30000", "", "", held.grant.id, held.grant.token, "", "/p/A/g"}},
+        {"convert", {"", "delete_folder", "30000", "", "", held.grant.id, held.grant.token, "", "/p", "1", "wC", "2000"}},
         {"force_release", {held.grant.id}},
     };
     for (const auto& [function, args] : calls) {
@@ -298,6 +308,7 @@ TEST_CASE("a user lacking any one command never leaves a half-written namespace"
     for (const LockInfo& l : full->list(ns)) CHECK(full->force_release(ns, l.id));
     fcall(admin, m, "leave", ns, {"wA"});
     fcall(admin, m, "leave", ns, {"wB"});
+    fcall(admin, m, "leave", ns, {"wC"});
     CHECK(inconsistencies(admin, m, ns) == "");
     CHECK(test::ns_keys(server, ns) == test::kOnlyMeta);
   }
@@ -488,4 +499,67 @@ TEST_CASE("a namespace of another data layout is refused, naming both layouts", 
   server.command({"HSET", prefix_of(new_ns) + "meta", "layout", "5"});
   CHECK_THROWS_WITH(engine->release(new_ns, "id", "tok"), Catch::Contains("layout 5") && Catch::Contains("layout 4"));
   CHECK(server.keys(prefix_of(old_ns) + "*").size() == 2);  // nothing written
+}
+
+namespace {
+
+// Every field and member of namespace `ns`, with its value or score, but
+// meta's (key + field -> value): what a refused conversion must leave
+// exactly as it was. (Not DUMP: a field removed and written back moves in
+// a small hash's encoding, with the same content.)
+std::map<std::string, std::string> stored(RedisConnection& c, const std::string& ns) {
+  std::map<std::string, std::string> out;
+  for (const char* key : {"idx", "locks", "wrec"})
+    for (const auto& [f, v] : hash_of(c, prefix_of(ns) + key)) out[std::string(key) + " " + f] = v;
+  for (const char* key : {"exp", "ent", "wq", "wexp"}) {
+    const RedisReply r = c.command({"ZRANGE", prefix_of(ns) + key, "0", "-1", "WITHSCORES"});
+    for (std::size_t i = 0; i + 1 < r.elements.size(); i += 2)
+      out[std::string(key) + " " + r.elements[i].str] = r.elements[i + 1].str;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("conversions keep the index exact, and a refused conversion changes nothing stored",
+          "[redis][hardening][convert]") {
+  const RedisServer& server = test::shared_redis_server();
+  const MatrixTable& m = default_matrix();
+  auto engine = redis_engine(server.url());
+  RedisConnection c(server.url());
+  const std::string ns = test::unique_namespace("convert-index");
+  // Locks over a small tree, so that conversions meet them at every relation.
+  const std::vector<std::string> paths{"/p", "/p/A", "/p/A/x", "/p/B", "/q", "/q/A/y"};
+  std::vector<Grant> held;
+  for (std::size_t i = 0; i < paths.size(); ++i)
+    if (const AcquireResult r = engine->acquire(request(ns, "o" + std::to_string(i), "upload", {{"target", paths[i]}})))
+      held.push_back(r.grant);
+  const std::vector<std::pair<std::string, std::vector<Target>>> to{
+      {"delete_folder", {{"target", "/p"}}},      {"upload", {{"target", "/p/A/z"}}},
+      {"copy_folder", {{"src", "/p/A"}, {"dst", "/r/A"}}}, {"move_folder", {{"src", "/q"}, {"dst", "/r/q"}}},
+      {"rename_file", {{"target", "/p/B"}}},      {"create", {{"target", "/s"}}}};
+  int granted = 0, refused = 0;
+  for (int step = 0; step < 60; ++step) {
+    Grant& g = held[static_cast<std::size_t>(step) % held.size()];
+    const auto& [op, targets] = to[static_cast<std::size_t>(step * 7) % to.size()];
+    INFO("step " << step << ": lock " << g.id << " to " << op << " " << targets.front().path);
+    const auto before = stored(c, ns);
+    const AcquireResult r = engine->convert(ConvertRequest::of(ns, g, op, targets));
+    if (r.granted()) {
+      ++granted;
+      CHECK(r.grant.id == g.id);
+      CHECK(r.grant.fence > g.fence);
+      g = r.grant;
+    } else {
+      ++refused;
+      REQUIRE(r.outcome == AcquireOutcome::conflicted);
+      CHECK(stored(c, ns) == before);
+    }
+    REQUIRE(inconsistencies(c, m, ns) == "");
+  }
+  CHECK(granted > 5);
+  CHECK(refused > 5);
+  for (const Grant& g : held) CHECK(engine->release(ns, g.id, g.token));
+  CHECK(inconsistencies(c, m, ns) == "");
+  CHECK(test::ns_keys(server, ns) == test::kOnlyMeta);
 }

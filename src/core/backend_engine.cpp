@@ -30,7 +30,7 @@ AcquireResult BackendEngine::convert(const ConvertRequest& request, std::stop_to
 
 AcquireResult BackendEngine::do_convert(const ConvertRequest&, ResolvedRequest&, std::stop_token) {
   throw BackendError(
-      "this backend does not convert locks yet (the embedded and PostgreSQL ones do; docs/changes.md, 1.1.0)");
+      "this backend does not convert locks (an engine of one's own implements do_convert; docs/changes.md, 1.1.0)");
 }
 
 bool BackendEngine::release(std::string_view ns, std::string_view id, std::string_view token) {

@@ -39,7 +39,7 @@
 namespace pathlock::redis::contract {
 
 // The protocol version the library implements (docs/lua-protocol.md#versions).
-inline constexpr std::string_view kProtocolVersion = "4.4";
+inline constexpr std::string_view kProtocolVersion = "4.5";
 
 inline std::string json_string(std::string_view s) {
   return core::quoted(s, [](unsigned char c) {
@@ -79,11 +79,13 @@ inline std::string layout(std::initializer_list<Field> fields, std::size_t size)
 inline std::string engine_replies() {
   namespace g = reply::granted;
   namespace r = reply::refused;
+  // would_deadlock (convert, protocol 4.5) has refused's fields.
   return fmt::format(
-      "\"granted\": {{\"fields\": {}}},\n    \"refused\": {{\"fields\": {}}},\n"
-      "    \"locks\": {{\"fields\": {}, \"rows\": \"lock\"}},\n"
-      "    \"blockers\": {{\"fields\": {}, \"rows\": \"blocker\"}},\n"
-      "    \"waiters\": {{\"fields\": {}, \"rows\": \"waiter\"}}",
+      "\"granted\": {{\"fields\": {0}}},\n    \"refused\": {{\"fields\": {1}}},\n"
+      "    \"would_deadlock\": {{\"fields\": {1}}},\n"
+      "    \"locks\": {{\"fields\": {2}, \"rows\": \"lock\"}},\n"
+      "    \"blockers\": {{\"fields\": {3}, \"rows\": \"blocker\"}},\n"
+      "    \"waiters\": {{\"fields\": {4}, \"rows\": \"waiter\"}}",
       layout({{g::status, "status", "bulk"}, {g::id, "id", "bulk"}, {g::token, "token", "bulk"},
               {g::fence, "fence", "int"}, {g::expires_in_ms, "expires_in_ms", "int"}, {g::holds, "holds", "int"}},
              g::size),
@@ -116,7 +118,7 @@ inline std::string rows() {
              b::size),
       layout({{w::id, "waiter_id", "bulk"}, {w::owner, "owner", "bulk"}, {w::op, "op", "bulk"},
               {w::waited_ms, "waited_ms", "int"}, {w::expires_in_ms, "expires_in_ms", "int"},
-              {w::targets, "targets", "array"}},
+              {w::targets, "targets", "array"}, {w::converts, "converts", "bulk"}},
              w::size));
 }
 
@@ -169,11 +171,12 @@ inline std::string function_json(const Function& f) {
 }
 
 // acquire's entry, from the layout the engine builds its calls with
-// (request_layout.hpp).
-inline Function acquire_function() {
+// (request_layout.hpp); convert's has the same arguments (protocol 4.5).
+inline Function acquire_function(std::string_view name = "acquire") {
   namespace a = acquire_args;
-  Function f{"acquire", 9, {a::kHead.begin(), a::kHead.end()}, {}, {}, {}, {"granted", "refused", "not_holder",
+  Function f{name, 9, {a::kHead.begin(), a::kHead.end()}, {}, {}, {}, {"granted", "refused", "not_holder",
              "late", "over_limit"}};
+  if (name == "convert") f.replies.insert(f.replies.begin() + 2, "would_deadlock");
   f.args.push_back(a::kPaths);
   std::vector<std::string_view>* groups[] = {&f.optional, &f.optional_more, &f.optional_last};
   std::size_t at = 0;
@@ -186,6 +189,7 @@ inline Function acquire_function() {
 inline std::string functions() {
   const std::vector<Function> all{
       acquire_function(),
+      acquire_function("convert"),
       {"release", 9, {"id", "token"}, {}, {}, {"allow-oom"}, {"released", "missing"}},
       {"force_release", 9, {"id"}, {}, {}, {"allow-oom"}, {"released", "missing"}},
       {"renew", 9, {"id", "token", "ttl_ms"}, {}, {}, {"allow-oom"}, {"renewed", "missing"}},
@@ -214,7 +218,7 @@ inline std::string errors() {
   const std::vector<std::array<std::string, 3>> all{
       {"ERR Function not found", nothing, "load the library, then send the call again"},
       {"NOPERM", nothing, "never: grant the permission"},
-      {"OOM", nothing, "later (acquire only; the other functions run at maxmemory)"},
+      {"OOM", nothing, "later (acquire and convert only; the other functions run at maxmemory)"},
       {"PATHLOCK index out of step", reaping, "never: the namespace's data is damaged"},
       {"PATHLOCK fence space exhausted", reaping, "never: use another namespace"},
       {fmt::format("PATHLOCK {} matrices are in use", kMaxTags), reaping, "after the deploys in progress finish"},

@@ -89,6 +89,27 @@ class RedisEngine final : public core::BackendEngine {
     return out;
   }
 
+  // One call of the library's convert per attempt: acquire's arguments,
+  // with the lock's proof in reenter_id and reenter_token and no owner, id
+  // or token of its own (docs/lua-protocol.md#convert).
+  AcquireResult do_convert(const ConvertRequest& request, core::ResolvedRequest& req, std::stop_token stop) override {
+    acquire_args::Values v;
+    v.op = request.op;
+    v.ttl_ms = std::to_string(request.ttl.count());
+    v.reenter_id = request.id;
+    v.reenter_token = request.token;
+    v.idempotency_key = request.idempotency_key;
+    for (const core::ResolvedTarget& t : req.targets) v.paths.push_back(t.path);
+    const bool in_line = request.fair && request.wait > Millis{0};
+    const std::string waiter = in_line ? "w" + core::random_hex(kIdBytes) : std::string();
+    v.fair = request.fair;
+    v.waiter_id = waiter;
+    v.default_limits = defaults_.text(client(), false, [this](std::string_view e) { default_unread(e); });
+    Attempts attempts(*this, request.ns, req, acquire_args::Call(std::move(v)), waiter, "convert");
+    return core::wait_for_grant(core::as_lock_request(request), *steady_clock(), attempts, nullptr, req.op,
+                                std::move(stop));
+  }
+
   bool do_release(std::string_view ns, std::string_view id, std::string_view token) override {
     const Reply r = run("release", ns, {std::string(id), std::string(token)});
     const bool ok = released("release", r);
@@ -184,18 +205,20 @@ class RedisEngine final : public core::BackendEngine {
   // to the namespace's wake channel, opened after the first refusal.
   class Attempts final : public core::WaitingAttempts {
    public:
+    // `function`: acquire, or convert (which keeps its lock when stopped).
     Attempts(RedisEngine& engine, std::string_view ns, const core::ResolvedRequest& req,
-             acquire_args::Call args, std::string waiter)
+             acquire_args::Call args, std::string waiter, std::string_view function = "acquire")
         : engine_(engine),
           ns_(ns),
           req_(req),
           keys_(namespace_keys(ns)),
           args_(std::move(args)),
-          waiter_(std::move(waiter)) {}
+          waiter_(std::move(waiter)),
+          function_(function) {}
 
     AcquireResult attempt(Millis reserve) override {
       args_.set_reserve(reserve.count());
-      return engine_.attempt(ns_, keys_, args_);
+      return engine_.attempt(ns_, keys_, args_, function_);
     }
     // Subscribe, then look again at once: a removal between the first
     // attempt and the subscription would otherwise be missed.
@@ -209,6 +232,7 @@ class RedisEngine final : public core::BackendEngine {
     }
     void interrupt() noexcept override { interrupt_.raise(); }
     void give_back(const Grant& grant) noexcept override { core::release_quietly(engine_, ns_, grant); }
+    bool keeps_grant_on_stop() const noexcept override { return function_ == "convert"; }
 
    private:
     RedisEngine& engine_;
@@ -217,6 +241,7 @@ class RedisEngine final : public core::BackendEngine {
     std::vector<std::string> keys_;  // the namespace's keys (docs/lua-protocol.md)
     acquire_args::Call args_;        // the acquire arguments, by name
     std::string waiter_;             // place-in-line id ("" when not in line)
+    std::string_view function_;      // acquire or convert
     std::unique_ptr<Subscription> listener_;
     core::Interrupt interrupt_;  // raised by a stop (another thread)
   };
@@ -226,37 +251,40 @@ class RedisEngine final : public core::BackendEngine {
   // happen with the same lock (docs/clients.md#fault-behaviour, as the Go,
   // Node and PHP clients do). Nothing else is sent again after a lost reply.
   Reply acquire_reply(std::string_view ns, const std::vector<std::string>& keys, const acquire_args::Call& args,
-                      int* acked) {
+                      int* acked, std::string_view function) {
     for (int resent = 0;; ++resent) {
       try {
-        return run("acquire", ns, args.argv(), &keys, acked, args.deadline_index());
+        return run(function, ns, args.argv(), &keys, acked, args.deadline_index());
       } catch (const ReplyLost&) {
         if (args.at("idempotency_key").empty() || resent == 2) throw;
       }
     }
   }
 
-  // One acquire call with `args` (see acquire()).
-  AcquireResult attempt(std::string_view ns, const std::vector<std::string>& keys, const acquire_args::Call& args) {
+  // One acquire (or convert) call with `args` (see acquire()).
+  AcquireResult attempt(std::string_view ns, const std::vector<std::string>& keys, const acquire_args::Call& args,
+                        std::string_view function) {
     int acked = 0;
-    const Reply r = acquire_reply(ns, keys, args, replicas_ > 0 ? &acked : nullptr);
+    const Reply r = acquire_reply(ns, keys, args, replicas_ > 0 ? &acked : nullptr, function);
     const std::string& status = r.at(reply::granted::status).text();
     AcquireResult out;
     if (status == "granted") {
       out.outcome = AcquireOutcome::granted;
       out.grant = reply::read_grant(r);
-      if (acked < replicas_) not_replicated(ns, out.grant, acked);
-    } else if (status == "refused") {
+      if (acked < replicas_) not_replicated(ns, out.grant, acked, function);
+    } else if (status == "refused" || status == "would_deadlock") {
+      if (status == "would_deadlock") out.outcome = AcquireOutcome::would_deadlock;
       out.conflict = reply::read_conflict(r, *client_);
     } else if (status == "not_holder") {
       out.outcome = AcquireOutcome::not_holder;
     } else if (status == "over_limit") {
       out = read_over_limit(r, *client_);
     } else if (status == "late") {
-      client_->fail("acquire reached the server after this client's deadline twice (its clock runs ahead of this "
-                    "host's estimate); nothing was changed (docs/lua-protocol.md#deadlines)");
+      client_->fail(fmt::format("{} reached the server after this client's deadline twice (its clock runs ahead of "
+                                "this host's estimate); nothing was changed (docs/lua-protocol.md#deadlines)",
+                                function));
     } else {
-      unexpected("acquire", status);
+      unexpected(function, status);
     }
     return out;
   }
@@ -265,7 +293,13 @@ class RedisEngine final : public core::BackendEngine {
   // failover now could lose it, so it is given back (the hold this call
   // added) and the call fails. If giving it back fails too, the lock ends
   // with its lease.
-  [[noreturn]] void not_replicated(std::string_view ns, const Grant& grant, int acked) {
+  // A conversion cannot be given back (the old operation may no longer fit
+  // beside what was granted since): the call fails, the lock as converted.
+  [[noreturn]] void not_replicated(std::string_view ns, const Grant& grant, int acked, std::string_view function) {
+    if (function == "convert")
+      client_->fail(fmt::format("not replicated: {} of {} replicas acknowledged the conversion of lock {} in time; it "
+                                "holds as converted on the primary, and a failover now could undo it",
+                                acked, replicas_, grant.id));
     bool given_back = false;
     try {
       given_back = released("release", run("release", ns, {grant.id, grant.token}));

@@ -98,6 +98,7 @@ WaiterInfo read_waiter(const Reply& x) {
   w.waited = millis(x.at(f::waited_ms));
   w.expires_in = millis(x.at(f::expires_in_ms));
   w.targets = targets_of(x.at(f::targets));
+  if (x.elements.size() > f::converts) w.converts = x.at(f::converts).text();
   return w;
 }
 

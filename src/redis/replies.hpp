@@ -53,7 +53,10 @@ namespace waiters {
 inline constexpr std::size_t status = 0, first_row = 1;
 }
 namespace waiter_row {
-inline constexpr std::size_t id = 0, owner = 1, op = 2, waited_ms = 3, expires_in_ms = 4, targets = 5, size = 6;
+// converts (protocol 4.5): the lock a waiting conversion converts, "" for an
+// acquire; a library of protocol 4.4 sends the first six fields only.
+inline constexpr std::size_t id = 0, owner = 1, op = 2, waited_ms = 3, expires_in_ms = 4, targets = 5, converts = 6,
+                             size = 7;
 }
 
 // Every row of list and waiters starts with id, owner, op.

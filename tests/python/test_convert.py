@@ -1,5 +1,6 @@
 """Conversion through the binding (docs/design.md#conversion), on the embedded backend: sync, waiting,
-would_deadlock and asyncio. (The Redis backend does not convert in this release: BackendError.)"""
+would_deadlock and asyncio; and on Redis, where a lock converted by one engine is seen converted by
+another."""
 import asyncio
 import threading
 import time
@@ -74,8 +75,13 @@ def test_convert_async_and_cancel(mem, ns):
     assert asyncio.run(main()).granted
 
 
-def test_redis_backend_does_not_convert_yet(redis_server, ns):
-    engine = pathlock.RedisEngine(redis_server.url)
+def test_redis_conversion_is_seen_by_another_engine(redis_server, ns):
+    engine, other = pathlock.RedisEngine(redis_server.url), pathlock.RedisEngine(redis_server.url)
     copy = engine.acquire(ns, "alice", "copy_folder", COPY).grant
-    with pytest.raises(pathlock.BackendError):
-        engine.convert(ns, copy, "move_folder", COPY)
+    assert other.acquire(ns, "bob", "upload", {"target": "/p/A/x"}, ttl=0.2).granted
+    refused = engine.convert(ns, copy, "move_folder", COPY)
+    assert not refused and refused.conflict.op == "upload"
+    moved = engine.convert(ns, copy, "move_folder", COPY, wait=5)
+    assert moved.granted and moved.grant.id == copy.id and moved.grant.fence > copy.fence
+    assert [l.op for l in other.list(ns, "/q")] == ["move_folder"]
+    assert not other.acquire(ns, "carol", "upload", {"target": "/p/A/y"})

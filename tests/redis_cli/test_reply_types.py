@@ -47,7 +47,13 @@ def test_every_reply_element_has_its_documented_type(server):
     assert types(call("list_ro", "/", "10", "", ro=True)) == [B, B, [B, B, B, I, I, I, [B, B]]]
     assert types(call("blockers", "delete_folder", "/p/A", "10", ro=True)) == [
         B, I, [I, B, B, B, B, B, B, B, B, I, I, I, I], [I, B, B, B, B, B, B, B, B, I, I, I, I]]
-    assert types(call("waiters", "/", "10", ro=True)) == [B, [B, B, B, I, I, [B, B]]]
+    assert types(call("waiters", "/", "10", ro=True)) == [B, [B, B, B, I, I, [B, B], B]]  # converts: protocol 4.5
+    assert types(call("convert", "", "upload", "30000", "", "", "id1", "tok1", "", "/p/B")) == [B, B, B, I, I, I]
+    assert types(call("acquire", "carol", "upload", "30000", "id5", "tok5", "", "", "", "/q/A")) == [B, B, B, I, I, I]
+    assert types(call("convert", "", "delete_folder", "30000", "", "", "id1", "tok1", "", "/q")) == [
+        B, B, B, B, B, B, I, B, B, B, I]
+    assert call("convert", "", "upload", "30000", "", "", "id1", "nope", "", "/p/B") == [b"not_holder"]
+    assert types(call("release", "id5", "tok5")) == [B, I]
     assert call("probe", ro=True) == [b"ok"]
     assert types(call("leave", "w1")) == [B, I]
     assert types(call("release", "id1", "tok1")) == [B, I]

@@ -44,7 +44,7 @@ final class ContractTest extends RedisTestCase
         $raw = static::$server->client()->rawCommand('FCALL_RO', self::library()->functionPrefix . 'contract', '0');
         $this->assertSame(json_decode($raw[1], true), json_decode($c->json, true));
         $this->assertEquals(self::documented(), json_decode($c->json, true));
-        $this->assertSame('4.4', $c->protocol);
+        $this->assertSame('4.5', $c->protocol);
         $this->assertTrue($c->atLeast('4.2'));
         $this->assertSame(['src', 'dst'], $c->roles('move_folder'));
         $this->assertNull($c->roles('no_such_op'));

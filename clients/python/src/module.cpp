@@ -234,8 +234,7 @@ void register_convert(EngineClass& c) {
       "Converts `lock` (a Grant: its id and token) to operation `op` on `targets` in one atomic step "
       "(docs/design.md#conversion): granted with the same id and token and a new fence, or refused with the lock "
       "exactly as it was (`conflict`, `would_deadlock`, `not_holder`). `wait`, `fair` and `stop` as acquire's; "
-      "a stop or Ctrl-C that comes after the conversion was made does not undo it. The embedded and PostgreSQL "
-      "backends convert; Redis raises BackendError in this release.");
+      "a stop or Ctrl-C that comes after the conversion was made does not undo it. Every backend converts.");
 }
 
 // The engine: acquire and the calls on one lock.

@@ -21,6 +21,10 @@
 #                 library's name: the hash in its first lines)
 #   REFUSED=1     count refused acquires instead of pairs: a delete_folder
 #                 held on the pairs' folder refuses each (the other hot call)
+#   CONVERT=1     count conversions instead of pairs: one lock converted to an
+#                 upload of each path in turn (granted; docs/lua-protocol.md#convert)
+#   ACQUIRE=1     count granted acquires alone (a pair without its release;
+#                 the locks stay held)
 # Needs valgrind (apt-get install valgrind). Starts its own server through
 # the test launcher (tests/support/pathlock-testenv; $PATHLOCK_TESTENV
 # overrides it), on a free loopback port, and stops it. Prints: "<n> instructions per pair (...)".
@@ -66,6 +70,8 @@ fi
 mode=()
 what="pair"
 if [[ -n ${REFUSED:-} ]]; then mode=(--refused); what="refused acquire"; fi
+if [[ -n ${CONVERT:-} ]]; then mode=(--convert); what="conversion"; fi
+if [[ -n ${ACQUIRE:-} ]]; then mode=(--acquire); what="granted acquire"; fi
 "$loop" --redis "$url" --held "$held" --pairs 100 --ring "$ring" --depth "$depth" "${mode[@]}" # the held locks, the library, warm caches
 callgrind_control -z "$vg" >/dev/null 2>&1
 "$loop" --redis "$url" --pairs "$pairs" --ring "$ring" --depth "$depth" "${mode[@]}"

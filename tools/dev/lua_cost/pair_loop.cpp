@@ -8,9 +8,15 @@
 // (default 1000, as pathlock-bench's clients do). With --refused, each of the --pairs steps
 // is instead one acquire that a held delete_folder of their folder refuses
 // (the other hot call: a refusal names the lock, takes no place in line).
+// With --convert, each step instead converts one lock the run holds to an
+// upload of the next path of the ring (granted: the conversion's cost beside
+// an acquire's at the same depth; its one acquire and release are counted
+// too); with --acquire, each step is a granted acquire alone of a path of the
+// ring (the locks stay held: one step's cost of a pair without its release).
 // Timing is not its job: it prints nothing but errors.
 //
-// Usage: pathlock-pair-loop --redis URL [--held N] [--pairs N] [--ring N] [--depth N] [--namespace NS] [--refused]
+// Usage: pathlock-pair-loop --redis URL [--held N] [--pairs N] [--ring N] [--depth N] [--namespace NS]
+//                           [--refused | --convert | --acquire]
 // Exit status: 0 done, 1 a pair was refused or failed (or, with --refused,
 // a step was granted), 2 bad usage.
 #include <pathlock/pathlock.hpp>
@@ -26,7 +32,8 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: pathlock-pair-loop --redis URL [--held N] [--pairs N] [--ring N] [--depth N] [--namespace NS] [--refused]\n";
+    "usage: pathlock-pair-loop --redis URL [--held N] [--pairs N] [--ring N] [--depth N] [--namespace NS] "
+    "[--refused | --convert | --acquire]\n";
 
 namespace options = pathlock::options;
 const options::Options kOptions = options::Options{}
@@ -36,7 +43,9 @@ const options::Options kOptions = options::Options{}
                                       .number("ring", 1, 100000000)
                                       .number("depth", 4, 60)
                                       .value("namespace")
-                                      .flag("refused");
+                                      .flag("refused")
+                                      .flag("convert")
+                                      .flag("acquire");
 
 // The folder between /f/N and a lock's own name, for paths of `depth`
 // components: x/y at depth 5, with a `d` more per component deeper.
@@ -70,6 +79,25 @@ int refusals(pathlock::LockEngine& engine, const std::string& ns, long long step
   return 0;
 }
 
+// --convert: one lock, converted `steps` times, each time to an upload of
+// the next path of the ring (all siblings of the pairs' paths), then released.
+int conversions(pathlock::LockEngine& engine, const std::string& ns, long long steps, long long ring,
+                const std::string& mid) {
+  const auto path = [&](long long i) { return "/f/7" + mid + "/m" + std::to_string(i % ring); };
+  const pathlock::AcquireResult first = engine.acquire({ns, "me", "upload", {{"target", path(0)}}});
+  if (!first) {
+    std::fprintf(stderr, "pathlock-pair-loop: the lock to convert was refused\n");
+    return 1;
+  }
+  for (long long i = 1; i <= steps; ++i) {
+    if (!engine.convert(pathlock::ConvertRequest::of(ns, first.grant, "upload", {{"target", path(i)}}))) {
+      std::fprintf(stderr, "pathlock-pair-loop: a conversion was refused\n");
+      return 1;
+    }
+  }
+  return engine.release(ns, first.grant.id, first.grant.token) ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -94,10 +122,12 @@ int main(int argc, char** argv) {
       }
     }
     if (p->has("refused")) return refusals(*engine, ns, pairs, ring, depth, held > 0);
+    if (p->has("convert")) return conversions(*engine, ns, pairs, ring, mid);
+    const bool acquire_only = p->has("acquire");
     for (long long i = 0; i < pairs; ++i) {
       const pathlock::LockRequest r{ns, "me", "upload", {{"target", "/f/7" + mid + "/m" + std::to_string(i % ring)}}};
       const pathlock::AcquireResult g = engine->acquire(r);
-      if (!g || !engine->release(ns, g.grant.id, g.grant.token)) {
+      if (!g || (!acquire_only && !engine->release(ns, g.grant.id, g.grant.token))) {
         std::fprintf(stderr, "pathlock-pair-loop: a pair was refused or not released\n");
         return 1;
       }
