@@ -23,7 +23,7 @@ import pytest
 from kitlib import Driver, RedisServer, Resp, driver_argv, fresh_ns
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FEATURES = ("cancel", "blockers", "waiters", "matrix", "deadline", "keep", "protocol")
+FEATURES = ("cancel", "blockers", "waiters", "matrix", "deadline", "keep", "protocol", "convert")
 
 
 def pytest_addoption(parser):

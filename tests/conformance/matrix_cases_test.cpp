@@ -75,18 +75,14 @@ TEST_CASE("matrix-derived cases hold on every backend", "[matrix][cases]") {
 }
 
 // The conversion cases (docs/design.md#conversion): each case's request made
-// by converting a lock, on the backends that convert (embedded and
-// PostgreSQL in this release): the verdict and the refusal an acquire of the
-// request would get, the converting lock unchanged when refused. The
-// embedded backend converts from a lock of every operation of the matrix;
-// a server from one (the converting lock's own operation never meets the
-// cases' paths, and a server costs round trips).
-TEST_CASE("matrix-derived conversion cases hold on the backends that convert", "[matrix][cases][convert]") {
-#ifdef PATHLOCK_TEST_WITH_POSTGRES
-  const std::string name = GENERATE(as<std::string>{}, "memory", "postgres");
-#else
-  const std::string name = "memory";
-#endif
+// by converting a lock, on every backend under test (Redis Cluster,
+// Sentinel, TLS and PostgreSQL in their conformance runs): the verdict and
+// the refusal an acquire of the request would get, the converting lock
+// unchanged when refused. The embedded backend converts from a lock of every
+// operation of the matrix; a server from one (the converting lock's own
+// operation never meets the cases' paths, and a server costs round trips).
+TEST_CASE("matrix-derived conversion cases hold on every backend", "[matrix][cases][convert]") {
+  const std::string name = test::each_backend().name;
   const MatrixTable& matrix = PATHLOCK_CASES_MATRIX;
   auto engine = test::backend_named(name).make(&matrix);
   const std::size_t ops = name == "memory" ? matrix.op_count : 1;

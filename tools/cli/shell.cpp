@@ -145,7 +145,7 @@ std::size_t small_limit(const std::optional<std::size_t>& limit, const std::stri
 json hello() {
   return json{{"client", "pathlock-shell"},
               {"version", kVersionString},
-              {"features", json::array({"cancel", "blockers", "waiters", "matrix", "keep"})}};
+              {"features", json::array({"cancel", "blockers", "waiters", "matrix", "keep", "convert"})}};
 }
 
 // blockers OP PATH [DST_PATH] [fair=true|false] [limit=N]: what refuses

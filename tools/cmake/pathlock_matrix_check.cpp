@@ -278,12 +278,13 @@ Setup set_up(const Args& args, const MatrixTable& matrix) {
 }
 
 // The conversion cases (matrix_cases::conversion_case): every case, converted
-// from a lock of each operation of the matrix. On the backends that convert
-// (the embedded one in this release). Prints the first failures and the
-// counts; returns how many failed.
-std::size_t run_conversion_cases(LockEngine& engine, const MatrixTable& matrix, const std::string& run) {
+// from a lock of each of the matrix's first `ops` operations (every backend
+// converts). Prints the first failures and the counts; returns how many
+// failed.
+std::size_t run_conversion_cases(LockEngine& engine, const MatrixTable& matrix, const std::string& run,
+                                 std::size_t ops) {
   std::size_t failed = 0, refused = 0, total = 0;
-  for (std::size_t op = 0; op < matrix.op_count; ++op) {
+  for (std::size_t op = 0; op < ops; ++op) {
     for (const MatrixCase& c : kCases) {
       const std::string ns = "matrix-convert-" + run + "-" + std::to_string(total++);
       bool was_refused = false;
@@ -326,7 +327,9 @@ int run_cases(LockEngine& engine, const MatrixTable& matrix, const std::string& 
                   << c.req_targets << "}, relation " << c.relation << ": " << why << "\n";
     }
   }
-  if (backend_name == "memory") failed += run_conversion_cases(engine, matrix, run);
+  // (A server converts from one operation's lock: its paths never meet the
+  // cases', and every case costs round trips.)
+  failed += run_conversion_cases(engine, matrix, run, backend_name == "memory" ? matrix.op_count : 1);
   const std::size_t total = std::size(kCases);
   std::cout << matrix.name << " " << matrix.version << " on " << backend_name << ": " << total << " cases, "
             << refused << " refused, " << failed << " failed\n";

@@ -149,15 +149,15 @@ class Driver:
         cmd, args = words[0][0], words[1:]
         handler = getattr(self, "cmd_" + cmd.replace("-", "_"), None)  # quoted or not (docs/cli.md#quoting)
         if handler is None:
-            raise Bad(f"unknown command '{cmd}' (acquire, release, renew, held, locks, force-release, blockers, "
-                      "waiters, hello, cancel, keep, kept, unkeep)")
+            raise Bad(f"unknown command '{cmd}' (acquire, convert, release, renew, held, locks, force-release, "
+                      "blockers, waiters, hello, cancel, keep, kept, unkeep)")
         return handler(args)
 
     def cmd_hello(self, args):
         if args:
             raise Bad("usage: hello")
         return {"client": "pathlock-python", "version": pathlock.__version__,
-                "features": ["cancel", "blockers", "waiters", "matrix", "deadline", "keep"]}
+                "features": ["cancel", "blockers", "waiters", "matrix", "deadline", "keep", "convert"]}
 
     def _options(self, args, names):
         """Splits option words (name=value, unquoted) from positional words; each option once."""
@@ -190,22 +190,20 @@ class Driver:
         if "reenter=" in o:  # the engine checks the whole request, then the proof
             kw["reenter"] = pathlock.Grant(o["reenter="], o["token="])
         r = self.deadlined(o, lambda engine: self.acquire_stoppable(engine, pos[0], pos[1], targets, kw))
-        if r is None or r.cancelled:
-            return {"granted": False, "cancelled": True}
-        if r.not_holder:
-            return {"granted": False, "not_holder": True}
-        if r.over_limit is not None:
-            o = r.over_limit
-            return {"granted": False, "over_limit": {"limit": o.limit, "max": o.max, "count": o.count}}
-        if not r.granted:
-            c = r.conflict
-            return {"granted": False, "conflict": {
-                "id": c.id, "op": c.op, "role": c.role, "path": c.path, "owner": c.owner,
-                "expires_in_ms": ms(c.expires_in), "requested_role": c.requested_role,
-                "requested_path": c.requested_path, "relation": c.relation, "queued": c.queued}}
-        g = r.grant
-        return {"granted": True, "id": g.id, "token": g.token, "fence": g.fence, "holds": g.holds,
-                "expires_in_ms": ms(g.expires_in)}
+        return result_json(r)
+
+    def cmd_convert(self, args):
+        o, pos = self._options(args, ("ttl=", "wait=", "fair=", "key="))
+        if len(pos) not in (4, 5):
+            raise Bad("usage: convert ID TOKEN OP PATH [DST_PATH] [ttl=MS] [wait=MS] [fair=true|false] "
+                      "[key=IDEMPOTENCY_KEY]")
+        if o.get("fair=", "true") not in ("true", "false"):
+            raise Bad("fair= takes true or false")
+        kw = {"ttl": whole("ttl=" + o.get("ttl=", "30000"), 4, 0, 10**15) / 1000,
+              "wait": whole("wait=" + o.get("wait=", "0"), 5, 0, 10**15) / 1000,
+              "fair": o.get("fair=", "true") == "true", "idempotency_key": o.get("key=")}
+        lock = pathlock.Grant(pos[0], pos[1])
+        return result_json(self.engine.convert(self.ns, lock, pos[2], self.targets(pos[2], pos[3:]), **kw))
 
     def acquire_stoppable(self, engine, owner, op, targets, kw):
         """engine.acquire, stoppable by a `cancel` line when it waits; None when a cancel came after a grant
@@ -318,9 +316,38 @@ class Driver:
         if len(pos) > 1:
             raise Bad("usage: waiters [PREFIX] [limit=N]")
         limit = whole("limit=" + o.get("limit=", str(MAX_WAITERS)), 6, 1, MAX_WAITERS)
-        return {"waiters": [{"id": w.id, "owner": w.owner, "op": w.op, "targets": dict(w.targets),
-                             "waited_ms": ms(w.waited), "expires_in_ms": ms(w.expires_in)}
-                            for w in self.engine.waiters(self.ns, raw(pos[0]) if pos else "/", limit)]}
+        return {"waiters": [waiter_json(w) for w in self.engine.waiters(self.ns, raw(pos[0]) if pos else "/", limit)]}
+
+
+def result_json(r):
+    """An acquire's or a conversion's result (None: cancelled after a grant, which was released)."""
+    if r is None or r.cancelled:
+        return {"granted": False, "cancelled": True}
+    if r.not_holder:
+        return {"granted": False, "not_holder": True}
+    if r.over_limit is not None:
+        o = r.over_limit
+        return {"granted": False, "over_limit": {"limit": o.limit, "max": o.max, "count": o.count}}
+    if not r.granted:
+        c = r.conflict
+        out = {"granted": False, "conflict": {
+            "id": c.id, "op": c.op, "role": c.role, "path": c.path, "owner": c.owner,
+            "expires_in_ms": ms(c.expires_in), "requested_role": c.requested_role,
+            "requested_path": c.requested_path, "relation": c.relation, "queued": c.queued}}
+        if r.would_deadlock:
+            out["would_deadlock"] = True
+        return out
+    g = r.grant
+    return {"granted": True, "id": g.id, "token": g.token, "fence": g.fence, "holds": g.holds,
+            "expires_in_ms": ms(g.expires_in)}
+
+
+def waiter_json(w):
+    out = {"id": w.id, "owner": w.owner, "op": w.op, "targets": dict(w.targets), "waited_ms": ms(w.waited),
+           "expires_in_ms": ms(w.expires_in)}
+    if w.converts:
+        out["converts"] = w.converts
+    return out
 
 
 def lock_json(l):
