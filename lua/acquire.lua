@@ -459,6 +459,18 @@ do
     return nil
   end
 
+  -- No live lock with the caller's proof: not_holder, and a place in line the
+  -- caller took in an earlier attempt is gone at once (its lock went while
+  -- it waited), not when its reservation ends.
+  local function lock_gone(c, r)
+    if r.waiter_id ~= "" and rcall("HGET", c.wrec, r.waiter_id) then
+      local bad = writable(c, false, true)
+      if bad then return bad end
+      remove_waiters(c, load_waiters(c, { r.waiter_id }))
+    end
+    return { "not_holder" }
+  end
+
   -- A retry of the conversion that made lock l what it is (its key, operation
   -- and targets): l back unchanged, its lease extended. nil otherwise.
   local function idempotent_convert(c, r, l)
@@ -549,7 +561,7 @@ do
     local l
     l, bad = live_lock(c, r.reenter_id)
     if bad then return bad end
-    if not l or l.token ~= r.reenter_token then return { "not_holder" } end
+    if not l or l.token ~= r.reenter_token then return lock_gone(c, r) end
     r.owner, r.converts, c.owner_field = l.owner, l.id, "o:" .. l.owner
     bad = open_line(c, r) or (r.key ~= "" and idempotent_convert(c, r, l)) or unconvertible(c, r, l)
           or writable(c, true, true) or readable(c)

@@ -289,6 +289,21 @@ TEST_CASE("convert: a timed-out or cancelled conversion leaves the lock as it wa
   CHECK(f.take("carol", "upload", {{"target", "/p/A/z"}}).granted());
 }
 
+TEST_CASE("convert: a waiting conversion whose lock is released meanwhile is not_holder and leaves the line",
+          "[convert][memory]") {
+  Convert f;
+  const Grant copy = f.hold("alice", "copy_folder", kCopy);
+  const Grant upload = f.hold("bob", "upload", {{"target", "/p/A/x"}});
+  auto waiting = std::async(std::launch::async, [&] { return f.engine->convert(f.to(copy, "move_folder", kCopy, 30s)); });
+  f.until_waiting(copy.id);
+  CHECK(f.engine->force_release(f.ns, copy.id));  // an operator ends the lock; the wake-up re-checks at once
+  CHECK(waiting.get().outcome == AcquireOutcome::not_holder);
+  CHECK(f.engine->waiters(f.ns).empty());
+  // Nothing of the move is left in line: a delete of the source waits for bob only.
+  CHECK(f.engine->release(f.ns, upload.id, upload.token));
+  CHECK(f.take("carol", "delete_folder", {{"target", "/p/A"}}).granted());
+}
+
 TEST_CASE("convert: a LockGuard and its LeaseKeeper keep the lock across a conversion", "[convert][memory][guard]") {
   Convert f;
   LeaseKeeper keeper(*f.engine);
