@@ -84,10 +84,16 @@ func (c *Client) Acquire(ctx context.Context, req Request) (*Lock, error) {
 	if err != nil {
 		return nil, err
 	}
+	return c.send(ctx, "acquire", &req, paths, WireIDs{ID: randomHex(12), Token: randomHex(16), Waiter: "w" + randomHex(12)})
+}
+
+// send runs req (checked: paths are its paths normalised) as calls of the
+// library's fn, acquire or convert: one attempt, or the wait loop.
+func (c *Client) send(ctx context.Context, fn string, req *Request, paths []string, ids WireIDs) (*Lock, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	w, err := c.prepare(ctx, &req, paths, WireIDs{ID: randomHex(12), Token: randomHex(16), Waiter: "w" + randomHex(12)})
+	w, err := c.prepare(ctx, fn, req, paths, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -98,13 +104,14 @@ func (c *Client) Acquire(ctx context.Context, req Request) (*Lock, error) {
 	return w.run(ctx)
 }
 
-// prepare builds the acquire call of req (checked: paths are its paths
+// prepare builds the call of fn (acquire, or convert: the same arguments,
+// docs/lua-protocol.md#convert) for req (checked: paths are its paths
 // normalised) from the library's contract: every argument by its name
 // (contract.go), reserve_ms "0" and deadline_ms "" (set per attempt, per
-// send), and the default limits (limits.go), read once per Acquire. ids
-// are the new lock's and the waiter's (its id is sent only by a request
-// that takes a place in line).
-func (c *Client) prepare(ctx context.Context, req *Request, paths []string, ids WireIDs) (*waiting, error) {
+// send), and the default limits (limits.go), read once per call. ids are
+// the new lock's (empty for a conversion) and the waiter's (its id is sent
+// only by a request that takes a place in line).
+func (c *Client) prepare(ctx context.Context, fn string, req *Request, paths []string, ids WireIDs) (*waiting, error) {
 	if req.TTL == 0 {
 		req.TTL = DefaultTTL
 	}
@@ -112,12 +119,14 @@ func (c *Client) prepare(ctx context.Context, req *Request, paths []string, ids 
 	if err != nil {
 		return nil, err
 	}
-	fn, err := k.function("acquire")
+	f, err := k.function(fn)
 	if err != nil {
 		return nil, err
 	}
-	w := &waiting{c: c, req: req, paths: paths, k: k, numbers: k.waiting}
-	w.waits = req.Wait > 0 && req.Reenter == (Proof{}) // a reentry never waits
+	w := &waiting{c: c, fn: fn, req: req, paths: paths, k: k, numbers: k.waiting}
+	// A reentry never waits; a conversion, which names its lock by the same
+	// proof, does.
+	w.waits = req.Wait > 0 && (w.converts() || req.Reenter == (Proof{}))
 	fair := "1"
 	if req.Unfair {
 		fair = "0"
@@ -133,7 +142,7 @@ func (c *Client) prepare(ctx context.Context, req *Request, paths []string, ids 
 		"new_token": ids.Token, "reenter_id": req.Reenter.ID, "reenter_token": req.Reenter.Token,
 		"idempotency_key": req.IdempotencyKey, "fair": fair, "waiter_id": w.waiter, "reserve_ms": "0",
 		"deadline_ms": "", "default_limits": defaults}
-	args, at, err := fn.arguments(values, paths)
+	args, at, err := f.arguments(values, paths)
 	if err != nil {
 		return nil, err
 	}
@@ -154,6 +163,42 @@ func (req *Request) check() ([]string, error) {
 	if err := CheckOwner(req.Owner); err != nil {
 		return nil, err
 	}
+	paths, err := req.checkCall()
+	if err != nil {
+		return nil, err
+	}
+	reentry := req.Reenter != (Proof{})
+	if reentry {
+		if err := checkProof(req.Reenter); err != nil {
+			return nil, err
+		}
+	}
+	if req.IdempotencyKey != "" && reentry {
+		return nil, invalidf("an idempotency key and a reentry exclude each other")
+	}
+	return paths, checkKey(req.IdempotencyKey)
+}
+
+// checkConversion: check's rules for a conversion, which has no owner of
+// its own (the lock keeps its owner) and always a proof, which an
+// idempotency key may go with.
+func (req *Request) checkConversion() ([]string, error) {
+	if err := CheckNamespace(req.Namespace); err != nil {
+		return nil, err
+	}
+	paths, err := req.checkCall()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkProof(req.Reenter); err != nil {
+		return nil, err
+	}
+	return paths, checkKey(req.IdempotencyKey)
+}
+
+// checkCall: the rules an acquire and a conversion share: an operation,
+// paths (returned normalised), the TTL and the wait.
+func (req *Request) checkCall() ([]string, error) {
 	switch {
 	case req.Op == "":
 		return nil, invalidf("no operation")
@@ -172,27 +217,22 @@ func (req *Request) check() ([]string, error) {
 		}
 		paths[i] = n
 	}
-	reentry := req.Reenter != (Proof{})
-	if reentry {
-		if err := checkProof(req.Reenter); err != nil {
-			return nil, err
-		}
-	}
-	if req.IdempotencyKey != "" {
-		if reentry {
-			return nil, invalidf("an idempotency key and a reentry exclude each other")
-		}
-		if !keyRE.MatchString(req.IdempotencyKey) {
-			return nil, invalidf("idempotency key: 1 to 128 of A-Z a-z 0-9 . _ : -")
-		}
-	}
 	return paths, nil
 }
 
-// waiting is one Acquire's call and wait loop (docs/lua-protocol.md
-// "Waiting and the line").
+// checkKey: an idempotency key is empty or 1..128 of [A-Za-z0-9._:-].
+func checkKey(key string) error {
+	if key != "" && !keyRE.MatchString(key) {
+		return invalidf("idempotency key: 1 to 128 of A-Z a-z 0-9 . _ : -")
+	}
+	return nil
+}
+
+// waiting is one Acquire's or Convert's call and wait loop
+// (docs/lua-protocol.md "Waiting and the line").
 type waiting struct {
 	c       *Client
+	fn      string // the library function each attempt calls: acquire or convert
 	req     *Request
 	paths   []string
 	k       *contract
@@ -206,6 +246,9 @@ type waiting struct {
 	reserveAt, deadlineAt int
 }
 
+// converts: the call is a conversion of a held lock (Convert).
+func (w *waiting) converts() bool { return w.fn == "convert" }
+
 // setReserve sets the next attempt's reserve_ms.
 func (w *waiting) setReserve(reserve time.Duration) {
 	if w.reserveAt >= 0 {
@@ -213,16 +256,19 @@ func (w *waiting) setReserve(reserve time.Duration) {
 	}
 }
 
-// attempt is one call of acquire, honouring ctx in flight: it carries the
-// caller's deadline (deadline_ms: a call the server runs later grants
-// nothing), and a grant whose reply arrives after the caller gave up is
-// released. An attempt with an IdempotencyKey whose reply was lost (the
-// connection failed, the read timed out) is sent again, twice at most, while
-// ctx lasts: the server answers with the lock the lost one made, if it ran.
+// attempt is one call of acquire (or convert), honouring ctx in flight: it
+// carries the caller's deadline (deadline_ms: a call the server runs later
+// grants nothing), and an acquire's grant whose reply arrives after the
+// caller gave up is released (a conversion's stays made: see Convert). An
+// attempt with an IdempotencyKey whose reply was lost (the connection
+// failed, the read timed out) is sent again, twice at most, while ctx
+// lasts: the server answers with the lock the lost one made, if it ran.
 func (w *waiting) attempt(ctx context.Context, reserve time.Duration) (*Lock, *Conflict, error) {
 	w.setReserve(reserve)
-	spec := callSpec{cmd: "FCALL", ns: w.req.Namespace, fn: "acquire", args: w.args, deadlineAt: w.deadlineAt,
-		late: w.c.releaseGrant(w.req.Namespace)}
+	spec := callSpec{cmd: "FCALL", ns: w.req.Namespace, fn: w.fn, args: w.args, deadlineAt: w.deadlineAt}
+	if !w.converts() {
+		spec.late = w.c.releaseGrant(w.req.Namespace)
+	}
 	r, err := w.c.run(ctx, spec)
 	for tries := 1; err != nil && w.req.IdempotencyKey != "" && tries <= 2 && lostReply(err); tries++ {
 		r, err = w.c.run(ctx, spec)
@@ -230,30 +276,30 @@ func (w *waiting) attempt(ctx context.Context, reserve time.Duration) (*Lock, *C
 	if err != nil {
 		return nil, nil, err
 	}
-	switch status(r[0]) {
+	switch st := status(r[0]); st {
 	case "granted":
 		if len(r) < 6 {
-			return nil, nil, unexpected("acquire", r)
+			return nil, nil, unexpected(w.fn, r)
 		}
 		return &Lock{c: w.c, ns: w.req.Namespace, id: str(r[1]), token: str(r[2]), fence: uint64(num(r[3])),
 			expiresIn: millis(r[4]), holds: int(num(r[5])), ttl: w.req.TTL}, nil, nil
-	case "refused":
+	case "refused", "would_deadlock":
 		if len(r) < 11 {
-			return nil, nil, unexpected("acquire", r)
+			return nil, nil, unexpected(w.fn, r)
 		}
 		cf := Conflict{ID: str(r[1]), Op: str(r[2]), Role: str(r[3]), Path: str(r[4]), Owner: str(r[5]),
 			ExpiresIn: millis(r[6]), RequestedRole: str(r[7]), RequestedPath: str(r[8]),
 			Relation: Relation(str(r[9])), Queued: num(r[10]) != 0}
-		return nil, &cf, &RefusedError{Conflict: cf}
+		return nil, &cf, &RefusedError{Conflict: cf, WouldDeadlock: st == "would_deadlock"}
 	case "not_holder":
 		return nil, nil, ErrNotHolder
 	case "over_limit":
 		if len(r) < 4 {
-			return nil, nil, unexpected("acquire", r)
+			return nil, nil, unexpected(w.fn, r)
 		}
 		return nil, nil, &OverLimitError{Limit: LimitKind(str(r[1])), Max: num(r[2]), Count: num(r[3])}
 	}
-	return nil, nil, unexpected("acquire", r)
+	return nil, nil, unexpected(w.fn, r)
 }
 
 // lostReply: the call may have run but its reply did not come (a broken
@@ -342,8 +388,10 @@ func (w *waiting) run(ctx context.Context) (*Lock, error) {
 			h(lock != nil)
 		}
 		if lock != nil {
-			if ctx.Err() != nil {
+			if ctx.Err() != nil && !w.converts() {
 				// The grant raced the cancellation: release it, never drop it.
+				// (A conversion made stays made and is returned: the lock's
+				// old operation may no longer fit beside what came since.)
 				w.c.tidy(false, func(ctx context.Context) error {
 					_, err := w.c.Release(ctx, lock.ns, lock.id, lock.token)
 					return err
@@ -352,10 +400,10 @@ func (w *waiting) run(ctx context.Context) (*Lock, error) {
 			}
 			return lock, nil
 		}
-		if errors.Is(err, ErrOverLimit) {
+		if errors.Is(err, ErrOverLimit) || errors.Is(err, ErrWouldDeadlock) {
 			return nil, err // at once; the library took the place out of the line
 		}
-		if conflict == nil { // not_holder cannot happen here (no reentry waits); an error
+		if conflict == nil { // an error, or not_holder (a converted lock gone meanwhile; no reentry waits)
 			w.leave()
 			return nil, err
 		}

@@ -153,6 +153,9 @@ type Waiter struct {
 	Targets   []Target
 	Waited    time.Duration
 	ExpiresIn time.Duration // what is left of its reservation
+	// Converts: the id of the lock a waiting conversion converts; "" for a
+	// waiting acquire (and from a library older than protocol 4.5).
+	Converts string
 }
 
 // Waiters lists the places in line with a path at or inside prefix, oldest
@@ -179,7 +182,7 @@ func (c *Client) Waiters(ctx context.Context, ns, prefix string, limit int) ([]W
 			return nil, unexpected("waiters", r)
 		}
 		out = append(out, Waiter{ID: str(f[0]), Owner: str(f[1]), Op: str(f[2]), Waited: millis(f[3]),
-			ExpiresIn: millis(f[4]), Targets: targets(f[5])})
+			ExpiresIn: millis(f[4]), Targets: targets(f[5]), Converts: at(f, 6)})
 	}
 	return out, nil
 }

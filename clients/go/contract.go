@@ -5,8 +5,9 @@ package pathlock
 // `contract`, read once per Client (from the first call's server) and kept.
 // The client takes from it the keys of every call (keys.pattern and
 // keys.suffixes; a function whose entry has "keys": 0 gets none), acquire's
-// arguments by name (its functions entry: args, then every optional group),
-// and the numbers of a wait (waiting, protocol 4.4; docs/lua-protocol.md#waiting-and-the-line).
+// and convert's arguments by name (their functions entries: args, then every
+// optional group), and the numbers of a wait (waiting, protocol 4.4;
+// docs/lua-protocol.md#waiting-and-the-line).
 // It spells no key suffix and no argument position of its own.
 
 import (
@@ -274,12 +275,12 @@ func (c *Client) AcquireWire(ctx context.Context, req Request, ids WireIDs) (Wir
 	if err != nil {
 		return Wire{}, err
 	}
-	w, err := c.prepare(ctx, &req, paths, ids)
+	w, err := c.prepare(ctx, "acquire", &req, paths, ids)
 	if err != nil {
 		return Wire{}, err
 	}
 	w.setReserve(w.numbers.reserve(req.Wait, w.waiter != ""))
-	fn, err := w.k.function("acquire")
+	fn, err := w.k.function(w.fn)
 	if err != nil {
 		return Wire{}, err
 	}

@@ -53,6 +53,13 @@
 // library; nothing changed) and ErrBackend (Redis unreachable, refused
 // permissions, a namespace of another data layout, ...; *BackendError).
 //
+// Lock.Convert gives a held lock a new operation and paths in one step, or
+// changes nothing (docs/design.md#conversion): judged as an Acquire of them,
+// waiting as an Acquire waits; granted, the lock keeps its ID and Token and
+// gets a higher Fence. A would_deadlock refusal (a held lock waiting to
+// convert to something this lock refuses) is a *RefusedError for which
+// errors.Is(err, ErrWouldDeadlock) holds.
+//
 // A Keeper (Lock.Keep(ctx, ...)) renews a lock's lease in its own goroutine;
 // its Context ends when the lease is lost (or the keeper stops), and a lost
 // lease is also reported on a channel and to an optional callback. Storage

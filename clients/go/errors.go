@@ -11,8 +11,13 @@ var (
 	// ErrRefused: the request conflicts with a held lock or an older waiter.
 	// The error is a *RefusedError.
 	ErrRefused = errors.New("pathlock: refused")
+	// ErrWouldDeadlock: a conversion refused by a held lock that is itself
+	// waiting to convert to something the converting lock refuses; the
+	// lock is unchanged (docs/design.md#conversion). The error is a
+	// *RefusedError with WouldDeadlock set (errors.Is ErrRefused too).
+	ErrWouldDeadlock = errors.New("pathlock: would deadlock")
 	// ErrNotHolder: the id and token name no live lock (a reentry, release,
-	// renew); nothing was changed.
+	// renew, conversion); nothing was changed.
 	ErrNotHolder = errors.New("pathlock: not the holder of a live lock")
 	// ErrInvalid: bad input (a path, an operation, a TTL, ...); nothing was
 	// changed. The error is an *InvalidError.
@@ -52,9 +57,13 @@ type Conflict struct {
 	Queued        bool // an older waiter, not a held lock
 }
 
-// RefusedError is the error of a refused Acquire.
+// RefusedError is the error of a refused Acquire or Convert.
 type RefusedError struct {
 	Conflict Conflict
+	// WouldDeadlock: the conversion's Conflict is a held lock waiting to
+	// convert to something the converting lock refuses (the library's
+	// would_deadlock, answered at once; errors.Is ErrWouldDeadlock).
+	WouldDeadlock bool
 }
 
 func (e *RefusedError) Error() string {
@@ -63,12 +72,20 @@ func (e *RefusedError) Error() string {
 	if c.Queued {
 		what = "waiting"
 	}
-	return fmt.Sprintf("pathlock: refused: %s %s by %q on %s (%s of %s %s)",
-		what, c.Op, c.Owner, c.Path, c.Relation, c.RequestedRole, c.RequestedPath)
+	verdict := "refused"
+	if e.WouldDeadlock {
+		verdict = "would deadlock"
+		what = "held and waiting to convert:"
+	}
+	return fmt.Sprintf("pathlock: %s: %s %s by %q on %s (%s of %s %s)",
+		verdict, what, c.Op, c.Owner, c.Path, c.Relation, c.RequestedRole, c.RequestedPath)
 }
 
-// Is makes errors.Is(err, ErrRefused) true.
-func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
+// Is makes errors.Is(err, ErrRefused) true, and errors.Is(err,
+// ErrWouldDeadlock) when WouldDeadlock.
+func (e *RefusedError) Is(target error) bool {
+	return target == ErrRefused || e.WouldDeadlock && target == ErrWouldDeadlock
+}
 
 // InvalidError is bad input; nothing was changed.
 type InvalidError struct {

@@ -47,7 +47,7 @@ func (l *Lock) Keep(ctx context.Context, o KeepOptions) *Keeper {
 	if o.Every <= 0 {
 		ttl := o.TTL
 		if ttl == 0 {
-			ttl = l.ttl
+			ttl, _ = l.lease()
 		}
 		o.Every = ttl / 3
 		if o.Every < time.Millisecond {
@@ -104,7 +104,7 @@ func (k *Keeper) run() {
 	defer close(k.done)
 	defer k.cancel()
 	l := k.lock
-	end := time.Now().Add(l.expiresIn) // the lease's end as last known
+	end := time.Now().Add(l.ExpiresIn()) // the lease's end as last known
 	t := time.NewTimer(k.o.Every)
 	defer t.Stop()
 	for {

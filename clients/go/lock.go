@@ -9,17 +9,19 @@ import (
 
 // Lock is a granted lock. Its methods are safe for concurrent use.
 type Lock struct {
-	c         *Client
-	ns        string
-	id        string
-	token     string
+	c     *Client
+	ns    string
+	id    string
+	token string
+
+	mu sync.Mutex
+	// fence, holds, expiresIn and ttl: at the grant, or at the last
+	// Convert (under mu).
 	fence     uint64
 	holds     int
 	expiresIn time.Duration
 	ttl       time.Duration
-
-	mu     sync.Mutex
-	keeper *Keeper
+	keeper    *Keeper
 }
 
 // ID is the lock's id.
@@ -32,15 +34,36 @@ func (l *Lock) Token() string { return l.token }
 func (l *Lock) Namespace() string { return l.ns }
 
 // Fence is the lock's fencing token: it increases with every new lock of
-// the namespace and never goes back. Pass it with every write the
-// operation makes, and let storage refuse writes with a lower one.
-func (l *Lock) Fence() uint64 { return l.fence }
+// the namespace (and every conversion) and never goes back. Pass it with
+// every write the operation makes, and let storage refuse writes with a
+// lower one.
+func (l *Lock) Fence() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.fence
+}
 
-// Holds is the number of holds at the grant (1, or more after a reentry).
-func (l *Lock) Holds() int { return l.holds }
+// Holds is the number of holds at the grant (1, or more after a reentry)
+// or at the last Convert.
+func (l *Lock) Holds() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.holds
+}
 
-// ExpiresIn is the lease left at the grant.
-func (l *Lock) ExpiresIn() time.Duration { return l.expiresIn }
+// ExpiresIn is the lease left at the grant or at the last Convert.
+func (l *Lock) ExpiresIn() time.Duration {
+	_, left := l.lease()
+	return left
+}
+
+// lease: the lock's TTL and the lease left at the grant or at the last
+// Convert.
+func (l *Lock) lease() (ttl, left time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ttl, l.expiresIn
+}
 
 // Proof is what a reentry needs (Request.Reenter).
 func (l *Lock) Proof() Proof { return Proof{ID: l.id, Token: l.token} }

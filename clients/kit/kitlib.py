@@ -217,7 +217,8 @@ class Driver:
         self.lines = queue.Queue()
         self.stderr = []
         threading.Thread(target=self._pump, args=(self.proc.stdout, self.lines), daemon=True).start()
-        threading.Thread(target=self._drain, daemon=True).start()
+        self._drainer = threading.Thread(target=self._drain, daemon=True)
+        self._drainer.start()
 
     @staticmethod
     def _pump(stream, q):
@@ -231,8 +232,14 @@ class Driver:
 
     def send(self, line):
         data = line if isinstance(line, bytes) else line.encode("utf-8")
-        self.proc.stdin.write(data + b"\n")
-        self.proc.stdin.flush()
+        try:
+            self.proc.stdin.write(data + b"\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:  # it ended before reading the line: say how, with what it wrote to stderr
+            status = self.proc.wait(timeout=PATIENCE_S)
+            self._drainer.join(timeout=PATIENCE_S)  # (its stderr, read to the end)
+            raise DriverGone(f"{self.argv[0]} ended (exit {status}) before reading {data[:200]!r}: "
+                             f"{''.join(self.stderr)[-2000:]}") from None
 
     def answer(self, patience=PATIENCE_S):
         try:

@@ -11,7 +11,9 @@ failure can be replayed) and a fixed list of the cases the drivers once
 disagreed on. Inputs: owners (controls, invalid UTF-8, lengths at the limits,
 quotes), paths (the shared vectors' valid and invalid ones, mutated),
 options (ttl, wait, fair, key, reenter: bounds, repeats, empty values,
-unknown ones), ids and tokens of held, release, renew, force-release, keep, kept and unkeep, and the protocol itself (a UTF-8 BOM, a quoted command word,
+unknown ones), ids and tokens of held, release, renew, force-release, keep, kept and unkeep, conversions
+(`convert` of a lock each driver takes for the line, to any operation, paths and options, and of ids
+and tokens no lock has), and the protocol itself (a UTF-8 BOM, a quoted command word,
 a leading NUL, upper case, unterminated quotes, stray escapes, tabs).
 Namespaces are a start-up option: every driver is also started once per
 candidate namespace, and must start or refuse alike. Last, every driver takes
@@ -91,11 +93,35 @@ def proof_line(rng):
     return " ".join(words).encode("utf-8")
 
 
+# In a line, PROOF stands for the id and token of a lock the driver takes
+# for that line (an upload of CONVERTED, released after it): conversions of
+# a live lock, judged alike by every driver.
+PROOF = b"{proof}"
+CONVERTED = "/conv/base"
+
+
+def convert_line(rng, vectors):
+    """convert of the line's own lock (mostly) or of ids and tokens no lock has, to any operation, paths and
+    options (ttl, wait, fair, key, and ones convert does not take)."""
+    proof = "{proof}" if rng.random() < 0.8 else " ".join(rng.choice(PROOFS) for _ in range(rng.choice([0, 1, 2])))
+    near = [CONVERTED, "/conv", "/conv/base/in", "/sentinel", "/p/x", "/"]
+    if rng.random() < 0.5:  # well-formed: meets the lock itself, the sentinel, or nothing
+        op, n = rng.choice([("upload", 1), ("delete_folder", 1), ("purge", 1), ("move_folder", 2), ("copy_file", 2)])
+        words = ["convert", proof, op] + [quote(rng.choice(near)) for _ in range(n)]
+        return " ".join(words + rng.sample(["wait=5", "fair=false", "ttl=1000", "key=k9"], rng.choice([0, 1]))).encode()
+    words = ["convert", proof, rng.choice(OPS)]
+    words += [quote(rng.choice([sample_path(rng, vectors)] + near)) for _ in range(rng.choice([1, 1, 1, 2, 0, 3]))]
+    words += rng.sample(OPTIONS, rng.choice([0, 0, 1, 1, 2]))
+    return " ".join(words).encode("utf-8", "surrogatepass")
+
+
 def generated(rng, vectors, n):
     lines = []
     for _ in range(n):
         r = rng.random()
-        if r < 0.55:
+        if r < 0.1:
+            lines.append(convert_line(rng, vectors))
+        elif r < 0.55:
             lines.append(acquire_line(rng, vectors))
         elif r < 0.65:
             lines.append(proof_line(rng))
@@ -116,7 +142,13 @@ def fixed_lines():
             b"\x00cancel", b"\x00acquire alice upload /p/nul", b"acquire alice upload /p/x\r",
             b"keep", b"keep a", b"keep a b", b"keep a b ttl=", b"keep a b ttl=0", b'keep a b "ttl=5"',
             b"keep a b ttl=5 ttl=5", b"keep a b ttl=1500", b"keep 0123456789abcdef01234567 x ttl=1500", b"kept",
-            b"kept a", b"kept a b", b'"kept" a', b"unkeep", b"unkeep a", b"unkeep a b", b"KEEP a b ttl=5"]
+            b"kept a", b"kept a b", b'"kept" a', b"unkeep", b"unkeep a", b"unkeep a b", b"KEEP a b ttl=5",
+            b"convert", b"convert a", b"convert a b", b"convert a b upload", b"convert {proof} upload /conv/other",
+            b"convert {proof} upload /conv/other reenter=x token=y", b"convert {proof} move_folder /conv/base /q/m",
+            b"convert {proof} move_folder /conv /conv/base/in", b"convert {proof} upload /sentinel",
+            b"convert {proof} delete_folder / wait=10", b"convert {proof} upload /conv/k key=k2",
+            b"convert {proof} upload /conv/k ttl=0", b'convert {proof} upload "/conv/q r" fair=false',
+            b'convert 0123456789ABCDEF01234567 id=1 copy_file "/sentinel" "/p/x"', b"convert ttl=5 key=k upload /conv/x"]
 
 
 def reduce(a):
@@ -165,15 +197,29 @@ def answers_until_sentinel(d):
         out.append(a)
 
 
+def own_lock(d, line):
+    """`line` for driver d: PROOF replaced by the id and token of a lock taken for it (None: no PROOF)."""
+    if PROOF not in line:
+        return line, None
+    g = d.ask(f"acquire fuzz-convert upload {CONVERTED} ttl=600000")
+    assert g.get("granted") is True, f"the lock to convert was refused: {g}"
+    return line.replace(PROOF, f"{g['id']} {quote(g['token'])}".encode()), g
+
+
 def ask_all(drivers, sync, line):
+    own = {}
     for name, d in drivers.items():
-        d.send(line)
+        sent, own[name] = own_lock(d, line)
+        d.send(sent)
         d.send(sync[name])
     answers = {name: answers_until_sentinel(d) for name, d in drivers.items()}
     for name, seen in answers.items():  # keep the namespaces alike
         for a in seen:
             if a.get("granted") is True:
                 drivers[name].ask(f"release {a['id']} {quote(a['token'])}")
+        g = own[name]
+        if g and not any(a.get("granted") is True and a.get("id") == g["id"] for a in seen):
+            assert drivers[name].ask(f"release {g['id']} {quote(g['token'])}") == {"released": True}
     return answers
 
 

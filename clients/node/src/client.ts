@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type Redis from 'ioredis';
 
 import { anySignal, untilAborted } from './abort';
-import { AcquireHost, AcquireIds, firstAttempt, planAcquire, randomIds, runAcquire } from './acquire';
+import { AcquireHost, AcquireIds, AcquirePlan, firstAttempt, planAcquire, planConvert, randomIds, runAcquire } from './acquire';
 import { ServerClock } from './clock';
 import { blockerRows, keysOf, lockRows, waiterRows } from './codec';
 import { BackendError, LockRefusedError, NotHolderError, OverLimitError } from './errors';
@@ -19,7 +19,8 @@ import { DefaultLimits, Limits, LimitsStatus, limitsStatusOf, limitsText } from 
 import { normalizePath } from './paths';
 import { RedisClient, connect, wakeNodeOf } from './topology';
 import type {
-  AcquireOptions, AcquireResult, Blocker, CallOptions, Grant, ListPage, LockInfo, LockOptions, PathLockOptions, Waiter,
+  AcquireOptions, AcquireResult, Blocker, CallOptions, ConvertOptions, ConvertResult, Grant, ListPage, LockInfo, LockOptions,
+  PathLockOptions, Waiter,
 } from './types';
 import { checkCursor, checkFunctionPrefix, checkNamespace, pathsFor, wholeMs } from './validation';
 import { RECHECK_MS } from './waiting';
@@ -30,6 +31,14 @@ import { WakeHub } from './wake';
  * `require.resolve('pathlock/library.lua')`): pass it as `libraryFile`.
  */
 export const defaultLibraryFile: string = join(__dirname, '..', '..', 'library', 'pathlock_library.lua');
+
+// An acquire's or a conversion's grant, or the error of its refusal.
+function grantOf(r: AcquireResult, notHolder: () => string): Grant {
+  if (r.granted) return r.grant;
+  if (r.notHolder) throw new NotHolderError(notHolder());
+  if (r.overLimit) throw new OverLimitError(r.overLimit);
+  throw new LockRefusedError(r.conflict, r.wouldDeadlock);
+}
 
 /**
  * A pathlock client for one namespace. Holds no global state: every client
@@ -160,18 +169,19 @@ export class PathLock {
    * refusal as data; throws InvalidRequestError for bad input, BackendError
    * when Redis fails, and the signal's reason when aborted.
    */
-  async tryAcquire(o: AcquireOptions): Promise<AcquireResult> {
-    if (o.timeoutMs === undefined) return this.acquireWithin(o, undefined);
-    wholeMs('timeoutMs', o.timeoutMs, 1, Number.MAX_SAFE_INTEGER);
-    const timeout = AbortSignal.timeout(o.timeoutMs);
-    const signal = o.signal ? anySignal([o.signal, timeout]) : timeout;
-    return this.acquireWithin({ ...o, signal }, performance.now() + o.timeoutMs);
+  tryAcquire(o: AcquireOptions): Promise<AcquireResult> {
+    return this.runPlan(o, (timed) => planAcquire(this.host, timed, randomIds()));
   }
 
-  // tryAcquire, its caller giving up at giveUpAt (performance.now() clock) if set.
-  private async acquireWithin(o: AcquireOptions, giveUpAt: number | undefined): Promise<AcquireResult> {
-    const plan = await planAcquire(this.host, o, randomIds());
-    return runAcquire(this.host, o, plan, giveUpAt);
+  // Plans a request and sends its attempts; with o.timeoutMs, its caller
+  // gives up then (an AbortSignal.timeout, and each attempt's deadline_ms).
+  private async runPlan<O extends ConvertOptions>(o: O, plan: (o: O) => Promise<AcquirePlan>): Promise<AcquireResult> {
+    if (o.timeoutMs === undefined) return runAcquire(this.host, o, await plan(o), undefined);
+    wholeMs('timeoutMs', o.timeoutMs, 1, Number.MAX_SAFE_INTEGER);
+    const timeout = AbortSignal.timeout(o.timeoutMs);
+    const timed = { ...o, signal: o.signal ? anySignal([o.signal, timeout]) : timeout };
+    const giveUpAt = performance.now() + o.timeoutMs;
+    return runAcquire(this.host, timed, await plan(timed), giveUpAt);
   }
 
   /**
@@ -188,11 +198,32 @@ export class PathLock {
    * for a failed reentry, OverLimitError when a limit of the namespace refuses it.
    */
   async acquire(o: AcquireOptions): Promise<Grant> {
-    const r = await this.tryAcquire(o);
-    if (r.granted) return r.grant;
-    if (r.notHolder) throw new NotHolderError(`no live lock ${o.reenter?.id} with that token to re-enter`);
-    if (r.overLimit) throw new OverLimitError(r.overLimit);
-    throw new LockRefusedError(r.conflict);
+    return grantOf(await this.tryAcquire(o), () => `no live lock ${o.reenter?.id} with that token to re-enter`);
+  }
+
+  /**
+   * Converts the held lock `lock` (its id and token: a Grant will do) to a
+   * new operation and paths in one step, or leaves it as it is
+   * (docs/design.md#conversion): one call of the library's `convert` per
+   * attempt, judged as an acquire of the new operation and paths beside
+   * every other lock. Granted: the lock's own id and token, a new higher
+   * fence, the lease now + ttlMs. Refused (`wouldDeadlock` when the refusing
+   * lock waits to convert to something this lock refuses), `notHolder`,
+   * `overLimit`, an abort or an error: the lock as it was. Waits as
+   * tryAcquire waits, holding the lock meanwhile; a grant seen after an
+   * abort is kept and answered, never undone.
+   */
+  tryConvert(lock: { id: string; token: string }, o: ConvertOptions): Promise<ConvertResult> {
+    return this.runPlan(o, (timed) => planConvert(this.host, lock, timed, randomIds()));
+  }
+
+  /**
+   * Converts or throws: LockRefusedError (with the conflict, and
+   * `wouldDeadlock`), NotHolderError when no live lock has this id and
+   * token, OverLimitError when a limit of the namespace refuses its place in line.
+   */
+  async convert(lock: { id: string; token: string }, o: ConvertOptions): Promise<Grant> {
+    return grantOf(await this.tryConvert(lock, o), () => `no live lock ${lock.id} with that token to convert`);
   }
 
   /**

@@ -54,7 +54,11 @@ export function argsByName(contract: Contract, fn: string, values: Record<string
   return { args, at };
 }
 
-/** The values of an acquire's arguments by name (docs/lua-protocol.md#acquire); reserve_ms and deadline_ms per attempt. */
+/**
+ * The values of an acquire's arguments by name (docs/lua-protocol.md#acquire),
+ * also a conversion's (#convert: the same names); reserve_ms and
+ * deadline_ms per attempt.
+ */
 export interface AcquireValues {
   owner: string;
   op: string;
@@ -71,24 +75,32 @@ export interface AcquireValues {
   default_limits: string;
 }
 
-/** An acquire's arguments, and a copy of them with one attempt's reserve_ms and deadline_ms. */
+/** The functions that take an acquire's arguments. */
+export type AcquireFunction = 'acquire' | 'convert';
+
+/** An acquire's (or a conversion's) arguments, and a copy of them with one attempt's reserve_ms and deadline_ms. */
 export class AcquireArgs {
   readonly args: string[];
   private readonly reserveAt: number;
   private readonly deadlineAt: number;
-  constructor(contract: Contract, values: AcquireValues, paths: string[]) {
-    const { args, at } = argsByName(contract, 'acquire', { ...values }, paths);
+  constructor(
+    contract: Contract,
+    values: AcquireValues,
+    paths: string[],
+    readonly fn: AcquireFunction = 'acquire',
+  ) {
+    const { args, at } = argsByName(contract, fn, { ...values }, paths);
     this.args = args;
     this.reserveAt = at.reserve_ms ?? -1;
     this.deadlineAt = at.deadline_ms ?? -1;
-    if (this.reserveAt < 0) throw new BackendError("the library's acquire takes no reserve_ms");
+    if (this.reserveAt < 0) throw new BackendError(`the library's ${fn} takes no reserve_ms`);
   }
   /** The arguments of one attempt: reserve_ms and deadline_ms ('' for none) put in by name. */
   attempt(reserveMs: number, deadlineMs: string): string[] {
     const a = this.args.slice();
     a[this.reserveAt] = String(reserveMs);
     if (this.deadlineAt >= 0) a[this.deadlineAt] = deadlineMs;
-    else if (deadlineMs !== '') throw new BackendError("the library's acquire takes no deadline_ms");
+    else if (deadlineMs !== '') throw new BackendError(`the library's ${this.fn} takes no deadline_ms`);
     return a;
   }
 }
@@ -99,6 +111,8 @@ export class AcquireArgs {
 // (docs/lua-protocol.md): each field's name and how its value reads.
 type RowFields<T> = { [K in keyof T]-?: (v: unknown) => T[K] };
 const str = (v: unknown): string => String(v);
+// A field a newer library adds at the end of a row: '' when absent.
+const optStr = (v: unknown): string => (v === undefined || v === null ? '' : String(v));
 const num = (v: unknown): number => Number(v);
 const flag = (v: unknown): boolean => Number(v) === 1;
 const relation = (v: unknown): Conflict['relation'] => String(v) as Conflict['relation'];
@@ -125,19 +139,26 @@ const BLOCKER_FIELDS: RowFields<Blocker> = {
   queued: flag, id: str, owner: str, op: str, role: str, path: str, requestedRole: str, requestedPath: str, relation,
   fence: num, holds: num, expiresInMs: num, waitedMs: num,
 };
-const WAITER_FIELDS: RowFields<Waiter> = { id: str, owner: str, op: str, waitedMs: num, expiresInMs: num, targets: targetsOf };
+// `converts`: protocol 4.5 (an older library's rows end before it).
+const WAITER_FIELDS: RowFields<Waiter> = {
+  id: str, owner: str, op: str, waitedMs: num, expiresInMs: num, targets: targetsOf, converts: optStr,
+};
 
-/** An acquire's reply as its result (a grant, a refusal, a failed reentry, a limit). */
-export function acquireResult(r: unknown[], ttlMs: number): AcquireResult {
+/**
+ * An acquire's (or a conversion's) reply as its result: a grant, a refusal
+ * (a conversion's would_deadlock has refused's fields), a failed proof, a limit.
+ */
+export function acquireResult(r: unknown[], ttlMs: number, fn: AcquireFunction = 'acquire'): AcquireResult {
   if (r[0] === 'granted')
     return {
       granted: true,
       grant: { id: String(r[1]), token: String(r[2]), fence: Number(r[3]), expiresInMs: Number(r[4]), holds: Number(r[5]), ttlMs },
     };
   if (r[0] === 'refused') return { granted: false, conflict: rowOf(CONFLICT_FIELDS, r, 1) };
+  if (r[0] === 'would_deadlock') return { granted: false, conflict: rowOf(CONFLICT_FIELDS, r, 1), wouldDeadlock: true };
   if (r[0] === 'not_holder') return { granted: false, notHolder: true };
   if (r[0] === 'over_limit') return { granted: false, overLimit: overLimitOf(r) };
-  throw new BackendError(`redis: acquire: unexpected reply ${JSON.stringify(r)}`);
+  throw new BackendError(`redis: ${fn}: unexpected reply ${JSON.stringify(r)}`);
 }
 
 /** The rows of a `locks` reply (after status and cursor). */

@@ -30,20 +30,28 @@ export class PathLockError extends Error {
 /** Bad input: a malformed path, an unknown operation, a bad option. Nothing was changed. */
 export class InvalidRequestError extends PathLockError {}
 
-/** The request was refused (after waiting, if it waited); `conflict` says by what. */
+/**
+ * The request was refused (after waiting, if it waited); `conflict` says by
+ * what. `wouldDeadlock` (a conversion only): the refusing lock is itself
+ * waiting to convert to something the converting lock refuses, so this
+ * conversion was answered at once (docs/design.md#conversion).
+ */
 export class LockRefusedError extends PathLockError {
   readonly conflict: Conflict;
-  constructor(conflict: Conflict) {
+  readonly wouldDeadlock: boolean;
+  constructor(conflict: Conflict, wouldDeadlock = false) {
     super(
-      `refused: ${conflict.owner} holds ${conflict.op} (${conflict.role}) on ${conflict.path}` +
+      `${wouldDeadlock ? 'would deadlock' : 'refused'}: ${conflict.owner} holds ${conflict.op} (${conflict.role}) on ${conflict.path}` +
         ` (${conflict.relation} of ${conflict.requestedRole} ${conflict.requestedPath})` +
-        (conflict.queued ? ', waiting in line' : ''),
+        (conflict.queued ? ', waiting in line' : '') +
+        (wouldDeadlock ? ' and waits to convert to an operation this lock refuses' : ''),
     );
     this.conflict = conflict;
+    this.wouldDeadlock = wouldDeadlock;
   }
 }
 
-/** A reentry (or a release/renew through a guard) named no live lock with that id and token. */
+/** A reentry or a conversion (or a release/renew through a guard) named no live lock with that id and token. */
 export class NotHolderError extends PathLockError {}
 
 /**

@@ -1,8 +1,9 @@
 // The guard of a held lock: released by `release()` or `await using`, its
-// keeper (if any) stopped first.
+// keeper (if any) stopped first; converted by `convert()`, its keeper (if
+// any) keeping the converted lock.
 import type { PathLock } from './client';
-import type { Lease } from './keeper';
-import type { Grant } from './types';
+import { Lease, leaseConverted } from './keeper';
+import type { ConvertOptions, Grant } from './types';
 
 /**
  * A held lock that releases itself: call `release()` in `finally`, or
@@ -11,15 +12,19 @@ import type { Grant } from './types';
  * lock is never renewed.
  */
 export class LockGuard {
-  readonly grant: Grant;
   /** The keeper's lease, when one keeps it. */
   lease?: Lease;
   private released?: Promise<boolean>;
+  private current: Grant;
   constructor(
     private readonly client: PathLock,
     grant: Grant,
   ) {
-    this.grant = grant;
+    this.current = grant;
+  }
+  /** The lock as granted, or as last converted (the same id and token, its new fence). */
+  get grant(): Grant {
+    return this.current;
   }
   get fence(): number {
     return this.grant.fence;
@@ -35,6 +40,19 @@ export class LockGuard {
   /** Is the lock still held with its token (read-only check before a storage commit)? */
   held(): Promise<boolean> {
     return this.client.held(this.grant.id, this.grant.token);
+  }
+  /**
+   * Converts the lock (PathLock.convert with this guard's grant): the
+   * guard's grant becomes the new one (its fence too), its keeper keeps
+   * renewing it with the new TTL. Refused, not held or aborted: throws as
+   * PathLock.convert does, the guard and its lock as they were.
+   */
+  async convert(o: ConvertOptions): Promise<Grant> {
+    const sentAt = Date.now();
+    const grant = await this.client.convert(this.current, o);
+    this.current = grant;
+    if (this.lease) leaseConverted(this.lease, grant, sentAt);
+    return grant;
   }
   /** Releases (once); true when the lock was still held. */
   release(): Promise<boolean> {

@@ -44,7 +44,7 @@ class KeptLease implements Lease {
   constructor(
     readonly keeper: LeaseKeeper,
     readonly client: PathLock,
-    readonly grant: Grant,
+    public grant: Grant,
     readonly onLost?: (lease: Lease) => void,
   ) {
     this.localEnd = Date.now() + grant.expiresInMs;
@@ -52,6 +52,12 @@ class KeptLease implements Lease {
   stop(): Promise<void> {
     return this.keeper.stop(this);
   }
+}
+
+/** @internal LockGuard.convert: the lock `lease` keeps was converted (sent at `sentAt`) to `grant`. */
+export function leaseConverted(lease: Lease, grant: Grant, sentAt: number): void {
+  const l = lease as KeptLease;
+  l.keeper.converted(l, grant, sentAt);
 }
 
 export interface LeaseKeeperEvents {
@@ -83,6 +89,18 @@ export class LeaseKeeper extends EventEmitter<LeaseKeeperEvents> {
     this.schedule(lease, grant.ttlMs * this.fraction);
     this.armEnd(lease);
     return lease;
+  }
+
+  /**
+   * @internal The kept lock was converted (LockGuard.convert, sent at
+   * `sentAt`): the same id and token, its new grant's TTL and lease end.
+   */
+  converted(l: KeptLease, grant: Grant, sentAt: number): void {
+    l.grant = grant;
+    if (l.stopped || l.lost) return;
+    l.localEnd = sentAt + grant.expiresInMs;
+    this.armEnd(l);
+    if (!l.inflight) this.schedule(l, grant.ttlMs * this.fraction); // a renewal in flight schedules the next itself
   }
 
   /** The leases being kept. */

@@ -100,10 +100,33 @@ export interface Grant {
 
 export type AcquireResult =
   | { granted: true; grant: Grant }
-  | { granted: false; conflict: Conflict; notHolder?: undefined; overLimit?: undefined }
-  | { granted: false; notHolder: true; conflict?: undefined; overLimit?: undefined }
+  /**
+   * Refused by `conflict`. `wouldDeadlock` (a conversion only): the lock that
+   * refuses it is itself waiting to convert to something this lock refuses;
+   * answered at once, the lock unchanged (docs/design.md#conversion).
+   */
+  | { granted: false; conflict: Conflict; wouldDeadlock?: true; notHolder?: undefined; overLimit?: undefined }
+  | { granted: false; notHolder: true; conflict?: undefined; overLimit?: undefined; wouldDeadlock?: undefined }
   /** A limit of the namespace refused it (at once, also when it would wait; src/limits.ts). */
-  | { granted: false; overLimit: LimitRefusal; conflict?: undefined; notHolder?: undefined };
+  | { granted: false; overLimit: LimitRefusal; conflict?: undefined; notHolder?: undefined; wouldDeadlock?: undefined };
+
+/**
+ * A conversion's options (`PathLock.convert`, docs/design.md#conversion):
+ * an acquire's, without `owner` (the lock keeps its own) and `reenter` (the
+ * lock to convert is the call's first argument). `paths`/`targets` are the
+ * new operation's; `ttlMs` the lease on success; `waitMs`, `fair`,
+ * `signal` and `timeoutMs` wait as an acquire waits, holding the lock as it
+ * is; `idempotencyKey` makes a retry of a lost reply safe.
+ */
+export type ConvertOptions = Omit<AcquireOptions, 'owner' | 'reenter'>;
+
+/**
+ * A conversion's answer: granted (the lock's own id and token, a new higher
+ * fence, the lease now + ttl), refused (`conflict`, with `wouldDeadlock`
+ * for a deadlock of two conversions), `notHolder`, `overLimit`. Anything
+ * but a grant leaves the lock as it was.
+ */
+export type ConvertResult = AcquireResult;
 
 export interface LockInfo {
   id: string;
@@ -140,10 +163,16 @@ export interface Blocker {
 export interface Waiter {
   id: string;
   owner: string;
+  /** The operation it waits for (a waiting conversion: the one it converts to). */
   op: string;
   waitedMs: number;
   expiresInMs: number;
   targets: Target[];
+  /**
+   * A waiting conversion: the id of the lock it converts; '' for a waiting
+   * acquire (and from a library older than protocol 4.5, which does not say).
+   */
+  converts: string;
 }
 
 export interface LockOptions extends AcquireOptions {

@@ -4,7 +4,7 @@
 import { InvalidRequestError } from './errors';
 import { Contract, ContractLimits, rolesIn } from './library';
 import { normalizePath, textProblem } from './paths';
-import type { AcquireOptions } from './types';
+import type { AcquireOptions, ConvertOptions } from './types';
 
 /**
  * MAX_TTL_MS and MAX_OWNER_BYTES are protocol 4.2's values, for reference:
@@ -51,20 +51,43 @@ export function checkOwner(owner: unknown, maxBytes = MAX_OWNER_BYTES): void {
   if (problem) throw new InvalidRequestError(`owner has ${problem}`);
 }
 
-/** An acquire's options checked without a server: its TTL (as sent) and its wait, or InvalidRequestError. */
-export function checkAcquire(o: AcquireOptions, limits: ContractLimits): { ttlMs: number; ttl: string; waitMs: number } {
-  checkOwner(o.owner, limits.owner_bytes);
+/** A request's TTL (as sent) and wait, checked without a server. */
+export interface CheckedRequest {
+  ttlMs: number;
+  ttl: string;
+  waitMs: number;
+}
+
+// What an acquire and a conversion check alike: op, TTL, wait, idempotency key.
+function checkRequest(o: ConvertOptions, limits: ContractLimits): CheckedRequest {
   if (typeof o.op !== 'string' || o.op === '') throw new InvalidRequestError('op is empty');
   const ttlMs = o.ttlMs ?? DEFAULT_TTL_MS;
   const ttl = wholeMs('ttlMs', ttlMs, 1, limits.ttl_ms);
   const waitMs = o.waitMs ?? 0;
   wholeMs('waitMs', waitMs, 0, Number.MAX_SAFE_INTEGER);
-  if (o.reenter && o.idempotencyKey) throw new InvalidRequestError('reenter and idempotencyKey exclude each other');
-  if (o.reenter && (!o.reenter.id || !o.reenter.token)) throw new InvalidRequestError('reenter needs id and token');
   const maxKey = limits.idempotency_key_chars;
   if (o.idempotencyKey !== undefined && (!KEY_RE.test(o.idempotencyKey) || o.idempotencyKey.length > maxKey))
     throw new InvalidRequestError(`idempotencyKey must be 1..${maxKey} of [A-Za-z0-9._:-]`);
   return { ttlMs, ttl, waitMs };
+}
+
+/** An acquire's options checked without a server: its TTL (as sent) and its wait, or InvalidRequestError. */
+export function checkAcquire(o: AcquireOptions, limits: ContractLimits): CheckedRequest {
+  checkOwner(o.owner, limits.owner_bytes);
+  const checked = checkRequest(o, limits);
+  if (o.reenter && o.idempotencyKey) throw new InvalidRequestError('reenter and idempotencyKey exclude each other');
+  if (o.reenter && (!o.reenter.id || !o.reenter.token)) throw new InvalidRequestError('reenter needs id and token');
+  return checked;
+}
+
+/** A conversion checked without a server: the lock's proof, then as an acquire (without owner). */
+export function checkConvert(lock: { id: string; token: string }, o: ConvertOptions, limits: ContractLimits): CheckedRequest {
+  if (typeof lock?.id !== 'string' || lock.id === '' || typeof lock.token !== 'string' || lock.token === '')
+    throw new InvalidRequestError("convert needs the lock's id and token");
+  const { owner, reenter } = o as AcquireOptions; // from JavaScript: an acquire's options given as they were
+  if (owner !== undefined || reenter !== undefined)
+    throw new InvalidRequestError('convert takes no owner or reenter: the lock keeps its owner, and its proof is the first argument');
+  return checkRequest(o, limits);
 }
 
 /** A request's paths, normalised, in the operation's role order (`targets` by the contract's roles). */

@@ -5,7 +5,8 @@
 // wake margin), the re-check interval and the deadline. The attempt made at
 // the deadline is the last; its refusal is the answer. A fair request keeps
 // a place in line meanwhile: each attempt reserves it for reserveMs() (the
-// one function computing it); an error takes it out of the line.
+// one function computing it); an error takes it out of the line. A waiting
+// conversion is the same loop (its grant is never given back).
 import { abortReason } from './abort';
 import type { Contract } from './library';
 import { pathsOverlap } from './paths';
@@ -57,8 +58,11 @@ export interface WaitingAttempts {
   listen(onMessage: (payload: string) => void): Promise<() => void>;
   /** Takes the place out of the line after an error. */
   leave(): Promise<unknown>;
-  /** Releases a grant that raced the abort. */
-  giveBack(grant: Grant): void;
+  /**
+   * Releases a grant that raced the abort. Absent (a conversion, which is
+   * never undone): such a grant is the answer.
+   */
+  giveBack?(grant: Grant): void;
 }
 
 export interface Wait {
@@ -73,7 +77,7 @@ export interface Wait {
   recheckMs: number;
 }
 
-/** Runs the policy: attempts until granted, refused at the deadline, over a limit, or aborted. */
+/** Runs the policy: attempts until granted, refused at the deadline, over a limit, would deadlock, or aborted. */
 export async function waitFor(w: Wait, steps: WaitingAttempts): Promise<AcquireResult> {
   const { signal } = w;
   const sleeper = new Sleeper();
@@ -93,11 +97,16 @@ export async function waitFor(w: Wait, steps: WaitingAttempts): Promise<AcquireR
       const res = await steps.attempt(reserveMs(left, w.inLine, w.numbers));
       if (res.granted) placeMayExist = false;
       if (signal?.aborted) {
-        // A grant that raced the abort is released, never dropped.
-        if (res.granted) steps.giveBack(res.grant);
+        // A grant that raced the abort is released, never dropped (or, a
+        // conversion's, kept and answered).
+        if (res.granted) {
+          if (!steps.giveBack) return res;
+          steps.giveBack(res.grant);
+        }
         throw abortReason(signal);
       }
-      if (res.granted || res.notHolder || res.overLimit) return res; // over a limit: at once, out of the line
+      // over a limit, would deadlock: at once, out of the line
+      if (res.granted || res.notHolder || res.overLimit || res.wouldDeadlock) return res;
       if (last) {
         placeMayExist = false; // reserve 0: the refusal removed the place
         return res;

@@ -5,13 +5,18 @@ declare(strict_types=1);
 namespace Pathlock;
 
 /**
- * @internal One acquire() call as its attempts send it, checked: the
- * canonical paths in role order, the ids a grant or a place in line would
- * take, and the default limits read for it. Codec::acquireArgs() turns it
- * into the call's arguments by name.
+ * @internal One acquire() or convert() call as its attempts send it,
+ * checked: the canonical paths in role order, the ids a grant or a place in
+ * line would take, and the default limits read for it. Codec::acquireArgs()
+ * turns it into the call's arguments by name: a conversion sends acquire's
+ * arguments by the same names to the library's `convert`, with no owner and
+ * no new id or token, its lock's proof as reenter_id and reenter_token.
  */
 final class AcquireRequest
 {
+    public const ACQUIRE = 'acquire';
+    public const CONVERT = 'convert';
+
     /** The place in line's id: '' when the request takes none. */
     public readonly string $waiterId;
 
@@ -30,6 +35,7 @@ final class AcquireRequest
         public readonly string $newId,
         public readonly string $newToken,
         string $waiterId,
+        public readonly string $function = self::ACQUIRE,
     ) {
         $this->waiterId = $this->inLine() ? $waiterId : '';
     }
@@ -48,12 +54,24 @@ final class AcquireRequest
     /** Whether the request keeps a place in line while it waits: fair, waiting, not a reentry. */
     public function inLine(): bool
     {
-        return $this->fair && $this->waitMs > 0 && $this->reenter === null;
+        return $this->fair && $this->waitMs > 0 && !$this->reentry();
     }
 
     /** Whether it is one attempt only (no wait, or a reentry: never waits). */
     public function once(): bool
     {
-        return $this->waitMs === 0 || $this->reenter !== null;
+        return $this->waitMs === 0 || $this->reentry();
+    }
+
+    /** Whether its attempts call the library's `convert` ($reenter is then the lock converted). */
+    public function converts(): bool
+    {
+        return $this->function === self::CONVERT;
+    }
+
+    /** An acquire that takes its lock once more: a conversion's proof is no reentry, it waits as a new lock does. */
+    private function reentry(): bool
+    {
+        return $this->reenter !== null && !$this->converts();
     }
 }

@@ -43,7 +43,8 @@ final class Calls
     }
 
     /**
-     * One attempt of $r with reserve_ms $reserveMs and its deadline_ms
+     * One attempt of $r (one call of the library's acquire, or of its
+     * convert) with reserve_ms $reserveMs and its deadline_ms
      * (protocol 4.2) on the server's clock: the moment this client stops
      * waiting for the answer, which is the command timeout, or for a
      * waiting acquire at most $until (Transport::nowMs() clock) +
@@ -59,7 +60,7 @@ final class Calls
             $budget = $this->transport->budgetMs($until, LockEngine::WAIT_MARGIN_MS);
             $args = $this->codec()->acquireArgs($r, $reserveMs, $this->clock->deadline($budget));
             try {
-                $reply = $this->transport->withReadTimeout($budget, fn(): array => $this->call('acquire', $r->namespace, $args));
+                $reply = $this->transport->withReadTimeout($budget, fn(): array => $this->call($r->function, $r->namespace, $args));
             } catch (InvalidRequestException $e) {
                 throw $this->input()->withPaths($e, $r->op, $r->paths);
             } catch (BackendException $e) {
@@ -72,11 +73,11 @@ final class Calls
                 continue;
             }
             if ($reply[0] !== 'late') {
-                return Codec::acquireResult($reply);
+                return Codec::acquireResult($reply, $r->function);
             }
             $this->clock->correct((float) $reply[1]);
             if ($try > 0) {
-                throw new BackendException('acquire reached the server after its deadline twice (the server\'s clock runs ahead); nothing was taken');
+                throw new BackendException("{$r->function} reached the server after its deadline twice (the server's clock runs ahead); nothing was changed");
             }
         }
     }

@@ -11,7 +11,8 @@ namespace Pathlock;
  * watches its streams beside the wake-up subscription and asks
  * isCancelled() whenever one becomes readable and before every attempt.
  * A cancelled acquire leaves the line; a grant that raced the cancellation
- * is released before acquire() answers `cancelled`.
+ * is released before acquire() answers `cancelled`. A conversion
+ * (LockEngine::convert()) is never undone: its grant is the answer.
  */
 interface Cancellation
 {

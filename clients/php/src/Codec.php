@@ -54,14 +54,15 @@ final class Codec
     }
 
     /**
-     * The arguments of one attempt of $r: its reserve_ms and deadline_ms
-     * ('' for none) as given, every optional group sent.
+     * The arguments of one attempt of $r (of the library's acquire, or of
+     * its convert, which takes them by the same names): its reserve_ms and
+     * deadline_ms ('' for none) as given, every optional group sent.
      *
      * @return list<string>
      */
     public function acquireArgs(AcquireRequest $r, int $reserveMs, string $deadlineMs): array
     {
-        return $this->args('acquire', [
+        return $this->args($r->function, [
             'owner' => $r->owner,
             'op' => $r->op,
             'ttl_ms' => (string) $r->ttlMs,
@@ -105,31 +106,39 @@ final class Codec
         return $r;
     }
 
-    /** @param array<int,mixed> $r an acquire's reply */
-    public static function acquireResult(array $r): AcquireResult
+    /** @param array<int,mixed> $r an acquire's (or a convert's: $fn) reply */
+    public static function acquireResult(array $r, string $fn = AcquireRequest::ACQUIRE): AcquireResult
     {
         switch ($r[0]) {
             case 'granted':
                 return AcquireResult::granted(new Grant((string) $r[1], (string) $r[2], (int) $r[3], (int) $r[4], (int) $r[5]));
             case 'refused':
-                return AcquireResult::refused(new Conflict(
-                    (string) $r[1],
-                    (string) $r[2],
-                    (string) $r[3],
-                    (string) $r[4],
-                    (string) $r[5],
-                    (int) $r[6],
-                    (string) $r[7],
-                    (string) $r[8],
-                    (string) $r[9],
-                    (int) $r[10] === 1,
-                ));
+                return AcquireResult::refused(self::conflict($r));
+            case 'would_deadlock':   // convert only (protocol 4.5): refused's fields
+                return AcquireResult::wouldDeadlock(self::conflict($r));
             case 'not_holder':
                 return AcquireResult::notHolder();
             case 'over_limit':
                 return AcquireResult::overLimit(LimitRefusal::fromReply($r));
         }
-        throw new BackendException("acquire: unexpected reply '{$r[0]}'");
+        throw new BackendException("$fn: unexpected reply '{$r[0]}'");
+    }
+
+    /** @param array<int,mixed> $r a `refused` (or `would_deadlock`) reply */
+    private static function conflict(array $r): Conflict
+    {
+        return new Conflict(
+            (string) $r[1],
+            (string) $r[2],
+            (string) $r[3],
+            (string) $r[4],
+            (string) $r[5],
+            (int) $r[6],
+            (string) $r[7],
+            (string) $r[8],
+            (string) $r[9],
+            (int) $r[10] === 1,
+        );
     }
 
     /** @param array<int,mixed> $r a list reply */
@@ -175,14 +184,15 @@ final class Codec
     }
 
     /**
-     * @param array<int,mixed> $r a waiters reply
+     * @param array<int,mixed> $r a waiters reply (rows of 7 fields since protocol 4.5, `converts` last; 6 before)
      * @return list<WaiterInfo>
      */
     public static function waiters(array $r): array
     {
         $out = [];
         foreach (array_slice($r, 1) as $w) {
-            $out[] = new WaiterInfo((string) $w[0], (string) $w[1], (string) $w[2], self::pairs($w[5]), (int) $w[3], (int) $w[4]);
+            $out[] = new WaiterInfo((string) $w[0], (string) $w[1], (string) $w[2], self::pairs($w[5]), (int) $w[3], (int) $w[4],
+                (string) ($w[6] ?? ''));
         }
         return $out;
     }

@@ -37,10 +37,7 @@ final class Input
         self::checkNamespace($namespace);
         $this->checkOwner($owner);
         $this->checkTtl($ttlMs);
-        $maxTtl = $this->contract->limit('ttl_ms');
-        if ($waitMs < 0 || $waitMs > $maxTtl) {
-            throw new InvalidRequestException(sprintf('wait %d ms is outside 0..%d ms', $waitMs, $maxTtl));
-        }
+        $this->checkWait($waitMs);
         if ($reenter !== null) {
             $this->checkId($reenter->id, 'reenter_id');
             $this->checkToken($reenter->token, 'reenter_token');
@@ -50,6 +47,31 @@ final class Input
         }
         if ($idempotencyKey !== null) {
             $this->checkIdempotencyKey($idempotencyKey);
+        }
+    }
+
+    /**
+     * convert()'s input checks (the targets are resolveTargets()'s): $lock's
+     * id and token must be able to be a lock's, as a reentry's proof.
+     */
+    public function checkConvert(string $namespace, Grant $lock, int $ttlMs, int $waitMs, ?string $idempotencyKey): void
+    {
+        self::checkNamespace($namespace);
+        $this->checkTtl($ttlMs);
+        $this->checkWait($waitMs);
+        $this->checkId($lock->id, "the converted lock's id");
+        $this->checkToken($lock->token, "the converted lock's token");
+        if ($idempotencyKey !== null) {
+            $this->checkIdempotencyKey($idempotencyKey);
+        }
+    }
+
+    /** A wait: 0 (answer at once) up to the contract's `ttl_ms`. */
+    private function checkWait(int $waitMs): void
+    {
+        $maxTtl = $this->contract->limit('ttl_ms');
+        if ($waitMs < 0 || $waitMs > $maxTtl) {
+            throw new InvalidRequestException(sprintf('wait %d ms is outside 0..%d ms', $waitMs, $maxTtl));
         }
     }
 

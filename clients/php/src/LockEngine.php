@@ -157,10 +157,58 @@ final class LockEngine implements LockEngineInterface
         ?Cancellation $cancellation = null,
     ): AcquireResult {
         $r = $this->request($namespace, $owner, $op, $targets, $ttlMs, $waitMs, $fair, $reenter, $idempotencyKey, AcquireRequest::freshIds());
+        return $this->attempts($r, $cancellation);
+    }
+
+    /**
+     * Converts the live lock $lock (its id and token are the proof) to
+     * operation $op on $targets in one atomic step, or changes nothing
+     * (protocol 4.5; docs/design.md#conversion). Judged exactly as an acquire
+     * of $op on $targets, the lock's own targets set aside. Granted: the same
+     * id and token, a new fence above every fence issued before, the lease
+     * now + $ttlMs. Refused (conflict; wouldDeadlock when the lock refusing
+     * it is itself waiting to convert to something this lock refuses),
+     * notHolder, cancelled, or an exception: the lock is as it was. It waits
+     * as acquire() does; a grant that came as the wait was cancelled is kept
+     * and returned (the old operation may no longer fit beside what was
+     * granted since).
+     *
+     * @param array<string,string>|list<string> $targets role => path, or the paths in the matrix's role order
+     * @param string|null $idempotencyKey sent again with the same conversion after a lost reply, gets the lock as
+     *   that conversion made it
+     * @throws InvalidRequestException bad input, or a lock with more than one hold; nothing was changed
+     * @throws BackendException Redis failed; a waiting conversion has left the line
+     */
+    public function convert(
+        string $namespace,
+        Grant $lock,
+        string $op,
+        array $targets,
+        int $ttlMs = self::DEFAULT_TTL_MS,
+        int $waitMs = 0,
+        bool $fair = true,
+        ?string $idempotencyKey = null,
+        ?Cancellation $cancellation = null,
+    ): AcquireResult {
+        Input::checkNamespace($namespace);
+        $this->calls->input()->checkConvert($namespace, $lock, $ttlMs, $waitMs, $idempotencyKey);
+        $paths = $this->calls->input()->resolveTargets($op, $targets);
+        $r = new AcquireRequest($namespace, '', $op, $paths, $ttlMs, $waitMs, $fair, $lock, $idempotencyKey ?? '',
+            $this->defaultLimits(), '', '', AcquireRequest::freshIds()[2], AcquireRequest::CONVERT);
+        return $this->attempts($r, $cancellation);
+    }
+
+    /**
+     * The attempts of $r: one (no wait, or a reentry), or the wait loop
+     * (WaitPolicy::wait()), which leaves the line on an error. A grant that
+     * raced a cancellation is released, unless it is a conversion's.
+     */
+    private function attempts(AcquireRequest $r, ?Cancellation $cancellation): AcquireResult
+    {
         if ($r->once()) {
             return $this->calls->attempt($r, $this->calls->policy()->reserveMs($r->waitMs, $r->inLine()), null);   // no place in line
         }
-        $deadline = Transport::nowMs() + $waitMs;
+        $deadline = Transport::nowMs() + $r->waitMs;
         try {
             return $this->calls->policy()->wait(
                 $deadline,
@@ -168,9 +216,9 @@ final class LockEngine implements LockEngineInterface
                 $r->paths,
                 $cancellation,
                 fn(int $reserveMs): AcquireResult => $this->calls->attempt($r, $reserveMs, $deadline),
-                fn(): ?WakeSubscription => $this->calls->subscribe($namespace),
-                function (Grant $g) use ($namespace): void {
-                    $this->release($namespace, $g->id, $g->token);
+                fn(): ?WakeSubscription => $this->calls->subscribe($r->namespace),
+                $r->converts() ? null : function (Grant $g) use ($r): void {
+                    $this->release($r->namespace, $g->id, $g->token);
                 },
                 function () use ($r): void {
                     $this->leave($r->namespace, $r->waiterId);
@@ -181,7 +229,7 @@ final class LockEngine implements LockEngineInterface
             // the place ends with its reservation (at most 2 s) anyway.
             if ($r->inLine() && !$e instanceof TimeoutException) {
                 try {
-                    $this->leave($namespace, $r->waiterId);
+                    $this->leave($r->namespace, $r->waiterId);
                 } catch (\Throwable) {
                     // best effort: the reservation ends within 2 s anyway
                 }

@@ -130,27 +130,21 @@ final class Shell implements Cancellation
         switch ($cmd) {
             case 'hello':
                 ShellWords::arity($w, 1, 1, 'hello');
-                $features = ['cancel', 'blockers', 'waiters', ...($this->deadlines ? ['deadline'] : []), 'keep', 'protocol'];
+                $features = ['cancel', 'blockers', 'waiters', ...($this->deadlines ? ['deadline'] : []), 'keep', 'protocol', 'convert'];
                 return ['client' => self::CLIENT, 'version' => LockEngine::VERSION, 'features' => $features];
             case 'cancel':
                 ShellWords::arity($w, 1, 1, 'cancel');
                 return ['cancelled' => false];   // no acquire is waiting
             case 'acquire':
                 return $this->acquire($w, $q, $opt);
+            case 'convert':
+                return $this->convert($w, $q);
             case 'release':
                 ShellWords::arity($w, 3, 3, 'release ID TOKEN');
                 $this->forget($w[1]);   // a released lock is no longer kept (nor lost)
                 return ['released' => $this->engine->release($this->namespace, $w[1], $w[2])];
             case 'renew':
-                ShellWords::arity($w, 3, 4, 'renew ID TOKEN [ttl=MS]');
-                $ttl = null;
-                if (count($w) === 4) {
-                    if (!$opt(3, 'ttl=')) {
-                        throw new InvalidRequestException('usage: renew ID TOKEN [ttl=MS]');
-                    }
-                    $ttl = ShellWords::ms($w[3], 4);
-                }
-                return ['renewed' => $this->engine->renew($this->namespace, $w[1], $w[2], $ttl)];
+                return $this->renew($w, $opt);
             case 'held':
                 ShellWords::arity($w, 3, 4, 'held ID TOKEN [deadline=MS]');
                 if (count($w) === 4 && !$opt(3, 'deadline=')) {
@@ -180,33 +174,43 @@ final class Shell implements Cancellation
                 return ['unkept' => $this->forget($w[1])];
         }
         throw new InvalidRequestException(
-            "unknown command '$cmd' (acquire, release, renew, held, locks, force-release, blockers, waiters, hello, cancel, keep, kept, unkeep, protocol)",
+            "unknown command '$cmd' (acquire, convert, release, renew, held, locks, force-release, blockers, waiters, hello, cancel, keep, kept, unkeep, protocol)",
         );
+    }
+
+    /**
+     * renew ID TOKEN [ttl=MS]
+     *
+     * @param list<string> $w
+     * @return array<string,mixed>
+     */
+    private function renew(array $w, \Closure $opt): array
+    {
+        ShellWords::arity($w, 3, 4, 'renew ID TOKEN [ttl=MS]');
+        $ttl = null;
+        if (count($w) === 4) {
+            if (!$opt(3, 'ttl=')) {
+                throw new InvalidRequestException('usage: renew ID TOKEN [ttl=MS]');
+            }
+            $ttl = ShellWords::ms($w[3], 4);
+        }
+        return ['renewed' => $this->engine->renew($this->namespace, $w[1], $w[2], $ttl)];
     }
 
     /** @return array<string,mixed> */
     private function acquire(array $w, array $q, \Closure $opt): array
     {
-        $ttl = LockEngine::DEFAULT_TTL_MS;
-        $wait = 0;
-        $fair = true;
-        $reenterId = $token = $key = $deadline = null;
+        $o = ShellWords::REQUEST_OPTIONS;
+        $reenterId = $token = $deadline = null;
         $positional = $given = [];
         for ($i = 1; $i < count($w); $i++) {
-            if ($opt($i, 'ttl=')) {
-                $ttl = ShellWords::ms(ShellWords::firstTime($given, $w[$i], 4), 4);
-            } elseif ($opt($i, 'wait=')) {
-                $wait = ShellWords::ms(ShellWords::firstTime($given, $w[$i], 5), 5);
-            } elseif (!$q[$i] && ($w[$i] === 'fair=true' || $w[$i] === 'fair=false')) {
-                $fair = ShellWords::firstTime($given, $w[$i], 5) === 'fair=true';
-            } elseif ($opt($i, 'fair=')) {
-                throw new InvalidRequestException('fair= takes true or false');
-            } elseif ($opt($i, 'reenter=')) {
+            if (ShellWords::requestOption($o, $given, $w, $q, $i)) {
+                continue;
+            }
+            if ($opt($i, 'reenter=')) {
                 $reenterId = ShellWords::once($reenterId, $w[$i], 8);
             } elseif ($opt($i, 'token=')) {
                 $token = ShellWords::once($token, $w[$i], 6);
-            } elseif ($opt($i, 'key=')) {
-                $key = ShellWords::once($key, $w[$i], 4);
             } elseif ($opt($i, 'deadline=')) {
                 if ($deadline !== null) {
                     throw new InvalidRequestException('deadline= is given twice');
@@ -225,23 +229,45 @@ final class Shell implements Cancellation
             throw new InvalidRequestException('reenter=ID and token=TOKEN come together');
         }
         [$owner, $op] = $positional;
-        $roles = $this->engine->contract()->roles($op);
-        if ($roles === null) {
-            throw new InvalidRequestException("unknown operation '$op'");
-        }
-        if (count($positional) - 2 !== count($roles)) {
-            throw new InvalidRequestException(sprintf("operation '%s' takes %d path(s), got %d", $op, count($roles), count($positional) - 2));
-        }
+        ShellWords::checkPaths($this->engine->contract(), $op, count($positional) - 2);
         $reenter = $reenterId !== null ? new Grant($reenterId, (string) $token, 0, 0, 0) : null;
-        $this->waiting = $wait > 0;
+        $this->waiting = $o['wait'] > 0;
         try {
             $r = $this->within($deadline, fn(): \Pathlock\AcquireResult => $this->engine->acquire($this->namespace, $owner, $op,
-                array_slice($positional, 2), ttlMs: $ttl, waitMs: $wait, fair: $fair, reenter: $reenter,
-                idempotencyKey: $key, cancellation: $wait > 0 ? $this : null));
+                array_slice($positional, 2), ttlMs: $o['ttl'], waitMs: $o['wait'], fair: $o['fair'], reenter: $reenter,
+                idempotencyKey: $o['key'], cancellation: $o['wait'] > 0 ? $this : null));
         } finally {
             $this->waiting = false;
         }
         return ShellAnswers::acquire($r);
+    }
+
+    /**
+     * convert ID TOKEN OP PATH [DST_PATH] [ttl=MS] [wait=MS] [fair=true|false]
+     * [key=KEY] (docs/cli.md), answered as acquire. As in `pathlock shell`, a
+     * waiting conversion is not stopped by `cancel` (answered
+     * {"cancelled":false} after it): it ends at its wait.
+     *
+     * @return array<string,mixed>
+     */
+    private function convert(array $w, array $q): array
+    {
+        $o = ShellWords::REQUEST_OPTIONS;
+        $positional = $given = [];
+        for ($i = 1; $i < count($w); $i++) {
+            if (!ShellWords::requestOption($o, $given, $w, $q, $i)) {
+                $positional[] = $w[$i];
+            }
+        }
+        if (count($positional) < 4 || count($positional) > 5) {
+            throw new InvalidRequestException(
+                'usage: convert ID TOKEN OP PATH [DST_PATH] [ttl=MS] [wait=MS] [fair=true|false] [key=IDEMPOTENCY_KEY]',
+            );
+        }
+        [$id, $token, $op] = $positional;
+        ShellWords::checkPaths($this->engine->contract(), $op, count($positional) - 3);
+        return ShellAnswers::acquire($this->engine->convert($this->namespace, new Grant($id, $token, 0, 0, 0), $op,
+            array_slice($positional, 3), ttlMs: $o['ttl'], waitMs: $o['wait'], fair: $o['fair'], idempotencyKey: $o['key']));
     }
 
     /**

@@ -11,7 +11,7 @@ namespace Pathlock;
  */
 final class ShellAnswers
 {
-    /** @return array<string,mixed> the answer line of an acquire */
+    /** @return array<string,mixed> the answer line of an acquire or a conversion */
     public static function acquire(\Pathlock\AcquireResult $r): array
     {
         if ($r->cancelled) {
@@ -26,7 +26,7 @@ final class ShellAnswers
         }
         if ($r->grant === null) {
             $c = $r->conflict;
-            return ['granted' => false, 'conflict' => [
+            return ['granted' => false, ...($r->wouldDeadlock ? ['would_deadlock' => true] : []), 'conflict' => [
                 'id' => $c->id,
                 'op' => $c->op,
                 'role' => $c->role,
@@ -62,6 +62,13 @@ final class ShellAnswers
             'expires_in_ms' => $b->expiresInMs,
             'waited_ms' => $b->waitedMs,
         ];
+    }
+
+    /** @return array<string,mixed> a row of `waiters`; a waiting conversion adds `converts`, the lock it converts */
+    public static function waiter(WaiterInfo $x): array
+    {
+        return self::who($x) + ['waited_ms' => $x->waitedMs, 'expires_in_ms' => $x->expiresInMs]
+            + ($x->converts !== '' ? ['converts' => $x->converts] : []);
     }
 
     /** @return array<string,mixed> */

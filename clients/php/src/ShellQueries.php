@@ -73,13 +73,7 @@ final class ShellQueries
             throw new InvalidRequestException('usage: blockers OP PATH [DST_PATH] [fair=true|false] [limit=N]');
         }
         $op = $positional[0];
-        $roles = $this->engine->contract()->roles($op);
-        if ($roles === null) {
-            throw new InvalidRequestException("unknown operation '$op'");
-        }
-        if (count($positional) - 1 !== count($roles)) {
-            throw new InvalidRequestException(sprintf("operation '%s' takes %d path(s), got %d", $op, count($roles), count($positional) - 1));
-        }
+        ShellWords::checkPaths($this->engine->contract(), $op, count($positional) - 1);
         $page = $this->engine->blockers($this->namespace, $op, array_slice($positional, 1), $limit ?? LockEngine::MAX_BLOCKERS);
         $rows = [];
         foreach ($page->blockers as $b) {
@@ -108,7 +102,7 @@ final class ShellQueries
         }
         $rows = [];
         foreach ($this->engine->waiters($this->namespace, $prefix ?? '/', $limit ?? LockEngine::MAX_WAITERS) as $x) {
-            $rows[] = ShellAnswers::who($x) + ['waited_ms' => $x->waitedMs, 'expires_in_ms' => $x->expiresInMs];
+            $rows[] = ShellAnswers::waiter($x);
         }
         return ['waiters' => $rows];
     }

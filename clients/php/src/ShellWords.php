@@ -13,6 +13,9 @@ use Pathlock\Exception\InvalidRequestException;
  */
 final class ShellWords
 {
+    /** The options `acquire` and `convert` share (requestOption()), as they are when not given. */
+    public const REQUEST_OPTIONS = ['ttl' => LockEngine::DEFAULT_TTL_MS, 'wait' => 0, 'fair' => true, 'key' => null];
+
     /**
      * Splits a line into words (docs/cli.md "Quoting").
      *
@@ -124,6 +127,50 @@ final class ShellWords
         }
         $given[$name] = true;
         return $word;
+    }
+
+    /**
+     * Word $i when it is one of the options acquire and convert share
+     * (ttl=MS, wait=MS, fair=true|false, key=KEY; unquoted, each once), into
+     * $o; false when it is none of them.
+     *
+     * @param array{ttl: int, wait: int, fair: bool, key: ?string} $o REQUEST_OPTIONS at first
+     * @param array<string,true> $given
+     * @param list<string> $w
+     * @param list<bool> $q whether each word was quoted
+     */
+    public static function requestOption(array &$o, array &$given, array $w, array $q, int $i): bool
+    {
+        $word = $w[$i];
+        if ($q[$i]) {
+            return false;
+        }
+        if (str_starts_with($word, 'ttl=')) {
+            $o['ttl'] = self::ms(self::firstTime($given, $word, 4), 4);
+        } elseif (str_starts_with($word, 'wait=')) {
+            $o['wait'] = self::ms(self::firstTime($given, $word, 5), 5);
+        } elseif ($word === 'fair=true' || $word === 'fair=false') {
+            $o['fair'] = self::firstTime($given, $word, 5) === 'fair=true';
+        } elseif (str_starts_with($word, 'fair=')) {
+            throw new InvalidRequestException('fair= takes true or false');
+        } elseif (str_starts_with($word, 'key=')) {
+            $o['key'] = self::once($o['key'], $word, 4);
+        } else {
+            return false;
+        }
+        return true;
+    }
+
+    /** An operation of $contract given $n paths, one per role (the paths of acquire, convert and blockers). */
+    public static function checkPaths(Contract $contract, string $op, int $n): void
+    {
+        $roles = $contract->roles($op);
+        if ($roles === null) {
+            throw new InvalidRequestException("unknown operation '$op'");
+        }
+        if ($n !== count($roles)) {
+            throw new InvalidRequestException(sprintf("operation '%s' takes %d path(s), got %d", $op, count($roles), $n));
+        }
     }
 
     public static function once(?string $current, string $word, int $skip): string

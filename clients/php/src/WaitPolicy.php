@@ -50,13 +50,14 @@ final class WaitPolicy
     }
 
     /**
-     * The wait loop of acquire() (docs/php.md "Waiting"). The caller leaves
-     * the line when this throws.
+     * The wait loop of acquire() and convert() (docs/php.md "Waiting"). The
+     * caller leaves the line when this throws.
      *
      * @param list<string> $paths the request's paths (a wake-up naming an overlapping one ends a sleep)
      * @param \Closure(int): AcquireResult $attempt one attempt with that reserve_ms
      * @param \Closure(): ?WakeSubscription $subscribe the wake-up subscription, null when it cannot be made
-     * @param \Closure(Grant): void $giveBack releases a grant that raced the cancellation
+     * @param (\Closure(Grant): void)|null $giveBack releases a grant that raced the cancellation; null keeps it and
+     *   returns it (a conversion: the lock's old operation may no longer fit beside what was granted since)
      * @param \Closure(): void $leave takes the place out of the line (a cancelled fair request)
      */
     public function wait(
@@ -66,7 +67,7 @@ final class WaitPolicy
         ?Cancellation $cancellation,
         \Closure $attempt,
         \Closure $subscribe,
-        \Closure $giveBack,
+        ?\Closure $giveBack,
         \Closure $leave,
     ): AcquireResult {
         $sub = null;
@@ -75,12 +76,13 @@ final class WaitPolicy
             while (true) {
                 $left = (int) ceil($deadline - Transport::nowMs());
                 $out = $attempt($this->reserveMs($left, $inLine));
-                if ($out->grant !== null && $waited && $cancellation?->isCancelled()) {
+                if ($out->grant !== null && $giveBack !== null && $waited && $cancellation?->isCancelled()) {
                     $giveBack($out->grant);   // a grant that raced the cancellation: given back, never dropped
                     return AcquireResult::cancelled();
                 }
-                if ($out->conflict === null || $left <= 0) {
-                    return $out;   // (over a limit: at once; the library took the place out of the line)
+                if ($out->conflict === null || $out->wouldDeadlock || $left <= 0) {
+                    // (over a limit or would deadlock: at once; the library took the place out of the line)
+                    return $out;
                 }
                 if (!$waited || ($sub !== null && $sub->isBroken())) {
                     // Subscribe (again), then look again at once: a removal between

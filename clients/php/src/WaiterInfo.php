@@ -4,7 +4,11 @@ declare(strict_types=1);
 
 namespace Pathlock;
 
-/** A request waiting in line (LockEngine::waiters()); targets is role => path. */
+/**
+ * A request waiting in line (LockEngine::waiters()); targets is role => path.
+ * converts: for a waiting conversion the id of the lock it converts (op and
+ * targets are then what it converts to), '' for a waiting acquire.
+ */
 final readonly class WaiterInfo
 {
     /** @param array<string,string> $targets */
@@ -15,6 +19,7 @@ final readonly class WaiterInfo
         public array $targets,
         public int $waitedMs,
         public int $expiresInMs,
+        public string $converts = '',
     ) {
     }
 }

@@ -85,6 +85,12 @@ final class InteropTest extends RedisTestCase
             'acquire x upload "/p\\q"',
             "acquire x upload /p\r",
             'acquire x upload "/unterminated',
+            'convert a b upload',
+            'convert a b nope /p',
+            'convert a b upload /p fair=maybe',
+            'convert a b upload /p reenter=x',
+            'convert a b upload /p ttl=0',
+            'convert no-such-id tok upload /p/conv',
         ];
         $ns = $this->ns;
         $cpp = LineProcess::cppShell(static::$server->url, $ns);

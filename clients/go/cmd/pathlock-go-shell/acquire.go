@@ -1,7 +1,7 @@
 package main
 
-// acquire (a wait, and its cancel), and protocol: what the client sends
-// for an acquire (the kit's clients/kit/test_protocol.py).
+// acquire (a wait, and its cancel), convert, and protocol: what the client
+// sends for an acquire (the kit's clients/kit/test_protocol.py).
 
 import (
 	"context"
@@ -58,15 +58,24 @@ func (s *shell) request(args []word) (pathlock.Request, map[string]string, error
 		return req, o, errors.New("acquire OWNER OP PATH [DST_PATH] [ttl=MS] [wait=MS] [fair=true|false] [reenter=ID token=TOKEN] [key=KEY] [deadline=MS]")
 	}
 	req.Owner, req.Op, req.Paths = pos[0], pos[1], pos[2:]
+	if err := timing(o, &req.TTL, &req.Wait, &req.Unfair); err != nil {
+		return req, o, err
+	}
+	return req, o, proofAndKey(&req, o)
+}
+
+// timing reads the options acquire and convert share: ttl=MS, wait=MS and
+// fair=true|false (into unfair).
+func timing(o map[string]string, ttl, wait *time.Duration, unfair *bool) error {
 	for _, d := range []struct {
 		name string
 		min  int64
 		into *time.Duration
-	}{{"ttl", 1, &req.TTL}, {"wait", 0, &req.Wait}} {
+	}{{"ttl", 1, ttl}, {"wait", 0, wait}} {
 		if v, ok := o[d.name]; ok {
 			n, err := number(d.name, v, d.min, 604800000)
 			if err != nil {
-				return req, o, err
+				return err
 			}
 			*d.into = time.Duration(n) * time.Millisecond
 		}
@@ -74,11 +83,11 @@ func (s *shell) request(args []word) (pathlock.Request, map[string]string, error
 	if v, ok := o["fair"]; ok {
 		b, err := boolean("fair", v)
 		if err != nil {
-			return req, o, err
+			return err
 		}
-		req.Unfair = !b
+		*unfair = !b
 	}
-	return req, o, proofAndKey(&req, o)
+	return nil
 }
 
 // proofAndKey reads reenter=ID token=TOKEN and key=KEY.
@@ -93,16 +102,52 @@ func proofAndKey(req *pathlock.Request, o map[string]string) error {
 	case hasR:
 		req.Reenter = pathlock.Proof{ID: o["reenter"], Token: o["token"]}
 	}
-	if v, ok := o["key"]; ok {
-		if hasR {
-			return errors.New("reenter= and key= exclude each other")
-		}
-		if v == "" {
-			return errors.New("key= needs a value")
-		}
-		req.IdempotencyKey = v
+	if _, ok := o["key"]; ok && hasR {
+		return errors.New("reenter= and key= exclude each other")
 	}
-	return nil
+	var err error
+	req.IdempotencyKey, err = key(o)
+	return err
+}
+
+// key reads key=KEY ("" when absent).
+func key(o map[string]string) (string, error) {
+	if v, ok := o["key"]; ok && v == "" {
+		return "", errors.New("key= needs a value")
+	}
+	return o["key"], nil
+}
+
+// convert ID TOKEN OP PATH [DST_PATH] [ttl=MS] [wait=MS] [fair=true|false]
+// [key=KEY]: Client.Convert, answered as acquire is. A waiting conversion
+// ends at its wait=; `cancel` does not stop it (docs/cli.md): the lines
+// sent meanwhile are answered after it.
+func (s *shell) convert(args []word) {
+	usage := errors.New("usage: convert ID TOKEN OP PATH [DST_PATH] [ttl=MS] [wait=MS] [fair=true|false] [key=KEY]")
+	if len(args) < 2 {
+		s.fail(usage)
+		return
+	}
+	// ID and TOKEN are the first two words whatever they hold (as held's);
+	// the options come among the words after them.
+	pos, o, err := parse(args[2:], []string{"ttl", "wait", "fair", "key"})
+	if err == nil && len(pos) < 2 {
+		err = usage
+	}
+	var conv pathlock.Conversion
+	if err == nil {
+		conv.Op, conv.Paths = pos[0], pos[1:]
+		err = timing(o, &conv.TTL, &conv.Wait, &conv.Unfair)
+	}
+	if err == nil {
+		conv.IdempotencyKey, err = key(o)
+	}
+	if err != nil {
+		s.fail(err)
+		return
+	}
+	lock, err := s.c.Convert(ctx(), s.ns, pathlock.Proof{ID: args[0].text, Token: args[1].text}, conv)
+	s.answer(lock, err)
 }
 
 // await runs a waiting acquire while reading the lines sent meanwhile: the
@@ -139,7 +184,7 @@ func (s *shell) await(call context.Context, req pathlock.Request, lines <-chan s
 	}
 }
 
-// answer writes acquire's answer.
+// answer writes acquire's (or convert's) answer.
 func (s *shell) answer(lock *pathlock.Lock, err error) {
 	var refused *pathlock.RefusedError
 	var over *pathlock.OverLimitError
@@ -149,9 +194,13 @@ func (s *shell) answer(lock *pathlock.Lock, err error) {
 			{"holds", lock.Holds()}, {"expires_in_ms", lock.ExpiresIn().Milliseconds()}})
 	case errors.As(err, &refused):
 		c := refused.Conflict
-		s.reply(obj{{"granted", false}, {"conflict", obj{{"id", c.ID}, {"op", c.Op}, {"role", c.Role}, {"path", c.Path},
+		out := obj{{"granted", false}}
+		if refused.WouldDeadlock {
+			out = append(out, kv{"would_deadlock", true})
+		}
+		s.reply(append(out, kv{"conflict", obj{{"id", c.ID}, {"op", c.Op}, {"role", c.Role}, {"path", c.Path},
 			{"owner", c.Owner}, {"expires_in_ms", c.ExpiresIn.Milliseconds()}, {"requested_role", c.RequestedRole},
-			{"requested_path", c.RequestedPath}, {"relation", string(c.Relation)}, {"queued", c.Queued}}}})
+			{"requested_path", c.RequestedPath}, {"relation", string(c.Relation)}, {"queued", c.Queued}}}))
 	case errors.Is(err, pathlock.ErrNotHolder):
 		s.reply(obj{{"granted", false}, {"not_holder", true}})
 	case errors.As(err, &over):

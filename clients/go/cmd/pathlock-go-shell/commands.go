@@ -268,8 +268,12 @@ func (s *shell) waiters(args []word) {
 		return
 	}
 	out := rowsOf(ws, func(w pathlock.Waiter) obj {
-		return obj{{"id", w.ID}, {"owner", w.Owner}, {"op", w.Op}, {"targets", targets(w.Targets)},
+		row := obj{{"id", w.ID}, {"owner", w.Owner}, {"op", w.Op}, {"targets", targets(w.Targets)},
 			{"waited_ms", w.Waited.Milliseconds()}, {"expires_in_ms", w.ExpiresIn.Milliseconds()}}
+		if w.Converts != "" {
+			row = append(row, kv{"converts", w.Converts})
+		}
+		return row
 	})
 	s.reply(obj{{"waiters", out}})
 }

@@ -237,7 +237,7 @@ func (s *shell) line(line string, lines <-chan string) []string {
 			s.fail(errors.New("hello takes no argument"))
 			return nil
 		}
-		s.reply(obj{{"client", "pathlock-go"}, {"version", pathlock.Version}, {"features", []string{"cancel", "blockers", "waiters", "deadline", "keep", "protocol"}}})
+		s.reply(obj{{"client", "pathlock-go"}, {"version", pathlock.Version}, {"features", []string{"cancel", "blockers", "waiters", "deadline", "keep", "protocol", "convert"}}})
 	case "cancel":
 		if len(args) != 0 {
 			s.fail(errors.New("cancel takes no argument"))
@@ -246,6 +246,8 @@ func (s *shell) line(line string, lines <-chan string) []string {
 		s.reply(obj{{"cancelled", false}})
 	case "acquire":
 		return s.acquire(args, lines)
+	case "convert":
+		s.convert(args)
 	case "protocol":
 		s.protocol(args)
 	case "held", "release", "renew":
@@ -263,7 +265,7 @@ func (s *shell) line(line string, lines <-chan string) []string {
 	case "kept", "unkeep":
 		s.keptOrUnkeep(cmd, args)
 	default:
-		s.reply(obj{{"error", fmt.Sprintf("unknown command '%s' (hello, acquire, release, renew, held, locks, force-release, blockers, waiters, cancel, keep, kept, unkeep, protocol)", cmd)}})
+		s.reply(obj{{"error", fmt.Sprintf("unknown command '%s' (hello, acquire, convert, release, renew, held, locks, force-release, blockers, waiters, cancel, keep, kept, unkeep, protocol)", cmd)}})
 	}
 	return nil
 }

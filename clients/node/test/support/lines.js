@@ -24,8 +24,12 @@ function lineProcess(cmd, args, env = process.env) {
     answers.length
       ? Promise.resolve(answers.shift())
       : new Promise((resolve, reject) => {
-          readers.push(resolve);
-          proc.once('exit', (code) => reject(new Error(`${cmd} exited (${code}): ${stderr}`)));
+          const onExit = (code) => reject(new Error(`${cmd} exited (${code}): ${stderr}`));
+          proc.once('exit', onExit);
+          readers.push((obj) => {
+            proc.removeListener('exit', onExit); // a test polling through ask() adds no listener per line
+            resolve(obj);
+          });
         });
   return {
     proc,

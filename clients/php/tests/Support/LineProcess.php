@@ -61,20 +61,27 @@ final class LineProcess
         while (($nl = strpos($this->buffer, "\n")) === false) {
             $left = $until - microtime(true);
             if ($left <= 0) {
-                throw new \RuntimeException('no answer within ' . $seconds . ' s; stderr: ' . stream_get_contents($this->pipes[2]));
+                throw new \RuntimeException('no answer within ' . $seconds . ' s; stderr: ' . $this->stderr());
             }
             $read = [$this->pipes[1]];
             $w = $e = null;
             stream_select($read, $w, $e, (int) $left, (int) (fmod($left, 1) * 1e6));
             $chunk = fread($this->pipes[1], 65536);
             if ($chunk === '' && feof($this->pipes[1])) {
-                throw new \RuntimeException('the process ended; stderr: ' . stream_get_contents($this->pipes[2]));
+                throw new \RuntimeException('the process ended; stderr: ' . $this->stderr());
             }
             $this->buffer .= (string) $chunk;
         }
         $line = substr($this->buffer, 0, $nl);
         $this->buffer = substr($this->buffer, $nl + 1);
         return json_decode($line, true, 512, JSON_THROW_ON_ERROR);
+    }
+
+    /** What the process wrote to stderr so far; never blocks (a process that gives no answer may still run). */
+    private function stderr(): string
+    {
+        stream_set_blocking($this->pipes[2], false);
+        return (string) stream_get_contents($this->pipes[2]);
     }
 
     public function ask(string $line): array

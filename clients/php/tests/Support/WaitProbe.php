@@ -11,7 +11,8 @@ use Pathlock\Cancellation;
  * readable, so the wait asks isCancelled() whenever it sleeps; each call
  * runs the current step, which answers null while its condition does not
  * hold yet (the wait asks again), else the probe goes to the next step.
- * After the last step it goes quiet. It never cancels.
+ * After the last step it goes quiet. It never cancels, unless made with
+ * $cancels: then it is cancelled from its last step on.
  */
 final class WaitProbe implements Cancellation
 {
@@ -20,7 +21,7 @@ final class WaitProbe implements Cancellation
     public int $step = 0;
 
     /** @param list<\Closure(): mixed> $steps */
-    public function __construct(private readonly array $steps)
+    public function __construct(private readonly array $steps, private readonly bool $cancels = false)
     {
         $this->pair = stream_socket_pair(STREAM_PF_UNIX, STREAM_SOCK_STREAM, STREAM_IPPROTO_IP);
         fwrite($this->pair[1], 'x');
@@ -41,6 +42,6 @@ final class WaitProbe implements Cancellation
         } elseif ($this->step < count($this->steps)) {
             usleep(2000);   // not yet: the wait asks again at once
         }
-        return false;
+        return $this->cancels && $this->step === count($this->steps);
     }
 }
