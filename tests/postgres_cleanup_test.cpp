@@ -394,8 +394,12 @@ TEST_CASE("postgres: rounds of abandoned namespaces: every row goes and the tabl
   }
   // Per relation (each table's heap, each index), the main fork: every round
   // peaks at most four pages above round 1's peak, and rounds 3, 4 and 5 do
-  // not grow each round (growth of a page a round would fail both checks
-  // within a few rounds). Not "equal to round 1": a B-tree page that a vacuum
+  // not each set a new high, above every round before them (growth of a page
+  // a round would fail both checks within a few rounds). Not "do not each
+  // grow": a heap whose round 2 peaked below round 1 may climb back to round
+  // 1's size in rounds 3 to 5 (a clean-clone run saw `queued` at 6, 4, 4, 5,
+  // 6 pages and `waiters` at 8, 7, 6, 7, 8: no higher than round 1, as
+  // autovacuum's timing decides). Not "equal to round 1": a B-tree page that a vacuum
   // emptied and deleted is reused only once a later vacuum finds no
   // transaction that could still see it, so the indexes of the line
   // (waiters_place, waiters_pkey, queued_path, queued_pkey) warm up by two
@@ -423,8 +427,8 @@ TEST_CASE("postgres: rounds of abandoned namespaces: every row goes and the tabl
       CHECK(later.main <= one + 4 * kPage);  // the warm-up of page recycling, bounded
       CHECK(later.total - later.main <= (name.find('.') != std::string::npos ? 3 : 5) * kPage);
     }
-    INFO(name << ": rounds 3, 4 and 5 must not each grow");
-    CHECK_FALSE((mains[2] < mains[3] && mains[3] < mains[4]));
+    INFO(name << ": rounds 3, 4 and 5 must not each peak above every round before them");
+    CHECK_FALSE((std::max(mains[0], mains[1]) < mains[2] && mains[2] < mains[3] && mains[3] < mains[4]));
   }
 }
 
