@@ -30,18 +30,20 @@ constexpr std::size_t kIdBytes = 12;     // 24 hex characters
 constexpr std::size_t kTokenBytes = 16;  // 32 hex characters
 constexpr std::size_t kListLook = 512;   // locks one list_page call looks at
 
-const char* const kAcquire =
-    "SELECT status, id, token, fence, expires_in, holds, c_id, c_op, c_role, c_path, c_owner, c_expires_in, "
-    "c_index, c_relation, c_queued, l_limit, l_max, l_count FROM pathlock.acquire($1, $2, $3, $4, $5::text[], "
-    "$6::int[], $7::bigint[], $8::text[], $9::bigint, $10, $11, $12, $13, $14, $15::boolean, $16, $17::bigint, "
-    "$18::bigint)";
+// The columns of an attempt's reply (attempt() reads them), acquire's and
+// convert's alike.
+#define PATHLOCK_ATTEMPT_COLUMNS                                                                               \
+  "SELECT status, id, token, fence, expires_in, holds, c_id, c_op, c_role, c_path, c_owner, c_expires_in, " \
+  "c_index, c_relation, c_queued, l_limit, l_max, l_count FROM "
+const char* const kAcquire = PATHLOCK_ATTEMPT_COLUMNS
+    "pathlock.acquire($1, $2, $3, $4, $5::text[], $6::int[], $7::bigint[], $8::text[], $9::bigint, $10, $11, $12, "
+    "$13, $14, $15::boolean, $16, $17::bigint, $18::bigint)";
 constexpr int kReserveParam = 16;  // index of $17 in the acquire parameters
 // pathlock.convert (functions version 10): the same reply as acquire's.
-const char* const kConvert =
-    "SELECT status, id, token, fence, expires_in, holds, c_id, c_op, c_role, c_path, c_owner, c_expires_in, "
-    "c_index, c_relation, c_queued, l_limit, l_max, l_count FROM pathlock.convert($1, $2, $3, $4, $5, $6::text[], "
-    "$7::int[], $8::bigint[], $9::text[], $10::bigint, $11, $12::boolean, $13, $14::bigint, $15::bigint, "
-    "$16::bigint[])";
+const char* const kConvert = PATHLOCK_ATTEMPT_COLUMNS
+    "pathlock.convert($1, $2, $3, $4, $5, $6::text[], $7::int[], $8::bigint[], $9::text[], $10::bigint, $11, "
+    "$12::boolean, $13, $14::bigint, $15::bigint, $16::bigint[])";
+#undef PATHLOCK_ATTEMPT_COLUMNS
 constexpr int kConvertReserveParam = 13;  // index of $14 in the convert parameters
 constexpr int kLimitColumn = 15;   // l_limit, then l_max and l_count
 

@@ -75,18 +75,23 @@ class RedisEngine final : public core::BackendEngine {
     v.reenter_id = request.reenter_id;
     v.reenter_token = request.reenter_token;
     v.idempotency_key = request.idempotency_key;
-    for (const core::ResolvedTarget& t : req.targets) v.paths.push_back(t.path);
-    const bool in_line = request.fair && request.wait > Millis{0} && !req.reentry;
-    const std::string waiter = in_line ? "w" + core::random_hex(kIdBytes) : std::string();
-    v.fair = request.fair;
-    v.waiter_id = waiter;
-    v.default_limits = defaults_.text(client(), false, [this](std::string_view e) { default_unread(e); });
-    acquire_args::Call args(std::move(v));
-    Attempts attempts(*this, request.ns, req, std::move(args), waiter);
+    const std::string waiter = line_arguments(v, req, request.fair, request.wait > Millis{0} && !req.reentry);
+    Attempts attempts(*this, request.ns, req, acquire_args::Call(std::move(v)), waiter);
     AcquireResult out =
         core::wait_for_grant(request, *steady_clock(), attempts, &instruments_, req.op, std::move(stop));
     holds_.granted(request, req, out, steady_clock()->now());
     return out;
+  }
+
+  // What acquire and convert send alike: the paths, fair, the place in line
+  // (a fair request that waits takes one: its id is returned, else "") and
+  // the default limits.
+  std::string line_arguments(acquire_args::Values& v, const core::ResolvedRequest& req, bool fair, bool waits) {
+    for (const core::ResolvedTarget& t : req.targets) v.paths.push_back(t.path);
+    v.fair = fair;
+    v.waiter_id = fair && waits ? "w" + core::random_hex(kIdBytes) : std::string();
+    v.default_limits = defaults_.text(client(), false, [this](std::string_view e) { default_unread(e); });
+    return v.waiter_id;
   }
 
   // One call of the library's convert per attempt: acquire's arguments,
@@ -99,12 +104,7 @@ class RedisEngine final : public core::BackendEngine {
     v.reenter_id = request.id;
     v.reenter_token = request.token;
     v.idempotency_key = request.idempotency_key;
-    for (const core::ResolvedTarget& t : req.targets) v.paths.push_back(t.path);
-    const bool in_line = request.fair && request.wait > Millis{0};
-    const std::string waiter = in_line ? "w" + core::random_hex(kIdBytes) : std::string();
-    v.fair = request.fair;
-    v.waiter_id = waiter;
-    v.default_limits = defaults_.text(client(), false, [this](std::string_view e) { default_unread(e); });
+    const std::string waiter = line_arguments(v, req, request.fair, request.wait > Millis{0});
     Attempts attempts(*this, request.ns, req, acquire_args::Call(std::move(v)), waiter, "convert");
     return core::wait_for_grant(core::as_lock_request(request), *steady_clock(), attempts, nullptr, req.op,
                                 std::move(stop));
@@ -266,27 +266,16 @@ class RedisEngine final : public core::BackendEngine {
                         std::string_view function) {
     int acked = 0;
     const Reply r = acquire_reply(ns, keys, args, replicas_ > 0 ? &acked : nullptr, function);
-    const std::string& status = r.at(reply::granted::status).text();
-    AcquireResult out;
-    if (status == "granted") {
-      out.outcome = AcquireOutcome::granted;
-      out.grant = reply::read_grant(r);
-      if (acked < replicas_) not_replicated(ns, out.grant, acked, function);
-    } else if (status == "refused" || status == "would_deadlock") {
-      if (status == "would_deadlock") out.outcome = AcquireOutcome::would_deadlock;
-      out.conflict = reply::read_conflict(r, *client_);
-    } else if (status == "not_holder") {
-      out.outcome = AcquireOutcome::not_holder;
-    } else if (status == "over_limit") {
-      out = read_over_limit(r, *client_);
-    } else if (status == "late") {
+    const std::optional<AcquireResult> out = reply::read_attempt(r, *client_);
+    if (!out) {
+      const std::string& status = r.at(reply::granted::status).text();
+      if (status != "late") unexpected(function, status);
       client_->fail(fmt::format("{} reached the server after this client's deadline twice (its clock runs ahead of "
                                 "this host's estimate); nothing was changed (docs/lua-protocol.md#deadlines)",
                                 function));
-    } else {
-      unexpected(function, status);
     }
-    return out;
+    if (out->granted() && acked < replicas_) not_replicated(ns, out->grant, acked, function);
+    return *out;
   }
 
   // A grant that fewer than `replicas_` replicas acknowledged in time: a

@@ -2,6 +2,7 @@
 #include "redis/replies.hpp"
 
 #include "core/request.hpp"
+#include "redis/limits.hpp"
 #include "redis/redis_client.hpp"
 
 #include <fmt/format.h>
@@ -59,6 +60,25 @@ Conflict read_conflict(const Reply& r, const RedisClient& client) {
   c.relation = relation_of(client, r.at(f::relation).text());
   c.queued = r.at(f::queued).number() != 0;
   return c;
+}
+
+std::optional<AcquireResult> read_attempt(const Reply& r, const RedisClient& client) {
+  const std::string& status = r.at(granted::status).text();
+  AcquireResult out;
+  if (status == "granted") {
+    out.outcome = AcquireOutcome::granted;
+    out.grant = read_grant(r);
+  } else if (status == "refused" || status == "would_deadlock") {
+    if (status == "would_deadlock") out.outcome = AcquireOutcome::would_deadlock;
+    out.conflict = read_conflict(r, client);
+  } else if (status == "not_holder") {
+    out.outcome = AcquireOutcome::not_holder;
+  } else if (status == "over_limit") {
+    out = read_over_limit(r, client);
+  } else {
+    return std::nullopt;
+  }
+  return out;
 }
 
 LockInfo read_lock(const Reply& row) {

@@ -68,6 +68,7 @@ static_assert(lock_row::id == waiter_row::id && lock_row::owner == waiter_row::o
 
 #include <pathlock/engine.hpp>
 
+#include <optional>
 #include <vector>
 
 namespace pathlock::redis {
@@ -81,6 +82,10 @@ namespace pathlock::redis::reply {
 // does not know is a BackendError through `client`.
 Grant read_grant(const Reply& r);
 Conflict read_conflict(const Reply& r, const RedisClient& client);
+// An acquire's or a conversion's reply (granted, refused, would_deadlock,
+// not_holder, over_limit) as its result; nullopt for any other status
+// (late, or one the caller reports as unexpected).
+std::optional<AcquireResult> read_attempt(const Reply& r, const RedisClient& client);
 LockInfo read_lock(const Reply& row);
 Blocker read_blocker(const Reply& row, const RedisClient& client);
 WaiterInfo read_waiter(const Reply& row);
