@@ -8,13 +8,13 @@
   call them; replicas may serve them); info reads nothing at all (no keys:
   any node of a Cluster answers it), and so does contract.
 
-  Uses:      Acquire, Release, Renew, Leave, List, Probe, Blockers, Info, Contract, Limits; PL_FUNCTION_PREFIX
+  Uses:      Acquire, Convert, Release, Renew, Leave, List, Probe, Blockers, Info, Contract, Limits; PL_FUNCTION_PREFIX
   Provides:  (nothing to Lua: the functions, registered with Redis)
 ]]
 do
   local FUNCTIONS = {
     { "acquire", Acquire.acquire, {} },
-    { "convert", Acquire.convert, {} },
+    { "convert", Convert.convert, {} },
     { "release", Release.release, { "allow-oom" } },
     { "force_release", Release.force_release, { "allow-oom" } },
     { "renew", Renew.renew, { "allow-oom" } },

@@ -33,7 +33,7 @@ namespace {
 // uses (its header says which), register.lua last; every embedded file must
 // be listed (lua/README.md).
 constexpr std::string_view kOrder[] = {"std",     "values",  "call",      "commands", "meta",    "limits",  "paths",   "index",
-                                       "records", "removal", "conflicts", "request",  "acquire", "release", "renew",
+                                       "records", "removal", "conflicts", "request",  "acquire", "convert", "release", "renew",
                                        "leave",   "list",    "blockers",  "probe",    "info",    "contract",
                                        "register"};
 
