@@ -145,16 +145,13 @@ func (k *contract) key(ns, suffix string) string {
 }
 
 // arguments builds fn's arguments by name: its args in order ("path..."
-// stands for paths), then every optional group. at gives each name's index
-// (the paths have none). An error names an argument this client has no
-// value for (a library newer than it).
+// stands for paths), then each optional group up to the first with a name
+// values lacks (a newer library's group, or one this call does not send).
+// at gives each name's index (the paths have none). An error names a
+// required argument this client has no value for (a library newer than it).
 func (f *contractFunction) arguments(values map[string]string, paths []string) (args []string, at map[string]int, err error) {
 	at = map[string]int{}
-	names := append([]string(nil), f.Args...)
-	for _, group := range f.Optional {
-		names = append(names, group...)
-	}
-	for _, name := range names {
+	for _, name := range f.Args {
 		if name == "path..." {
 			args = append(args, paths...)
 			continue
@@ -166,6 +163,17 @@ func (f *contractFunction) arguments(values map[string]string, paths []string) (
 		}
 		at[name] = len(args)
 		args = append(args, v)
+	}
+	for _, group := range f.Optional {
+		for _, name := range group {
+			if _, ok := values[name]; !ok {
+				return args, at, nil
+			}
+		}
+		for _, name := range group {
+			at[name] = len(args)
+			args = append(args, values[name])
+		}
 	}
 	return args, at, nil
 }

@@ -40,8 +40,14 @@ func TestContractParsed(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(args, []string{"o", "/a", "/b", "1", "0", ""}) || at["reserve_ms"] != 4 || at["deadline_ms"] != 5 {
 		t.Errorf("arguments %q %v %v", args, at, err)
 	}
-	if _, _, err := acquire.arguments(map[string]string{"owner": "o"}, nil); err == nil || !strings.Contains(err.Error(), `"fair"`) {
-		t.Errorf("an argument without a value: %v", err)
+	if _, _, err := acquire.arguments(map[string]string{"fair": "1"}, nil); err == nil || !strings.Contains(err.Error(), `"owner"`) {
+		t.Errorf("a required argument without a value: %v", err)
+	}
+	// An optional group with a name this call has no value for (a newer
+	// library's) ends the arguments before it.
+	args, _, err = acquire.arguments(map[string]string{"owner": "o", "deadline_ms": ""}, []string{"/a"})
+	if err != nil || !reflect.DeepEqual(args, []string{"o", "/a"}) {
+		t.Errorf("an optional group without values: %q %v", args, err)
 	}
 	if _, err := k.function("nope"); err == nil {
 		t.Error("a function the contract does not name")

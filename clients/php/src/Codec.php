@@ -31,8 +31,9 @@ final class Codec
 
     /**
      * The arguments of function $fn: each name of its contract entry's
-     * arguments (then optional groups) replaced by $values[name], and
-     * `path...` by $paths.
+     * arguments replaced by $values[name], and `path...` by $paths; then
+     * each optional group in order, up to the first with a name $values
+     * lacks (a group of a newer library, or one this call does not send).
      *
      * @param array<string,string> $values
      * @param list<string> $paths
@@ -41,13 +42,21 @@ final class Codec
     public function args(string $fn, array $values, array $paths = []): array
     {
         $out = [];
-        foreach ($this->contract->arguments($fn) as $name) {
+        foreach ($this->contract->requiredArguments($fn) as $name) {
             if ($name === 'path...') {
                 array_push($out, ...$paths);
             } elseif (array_key_exists($name, $values)) {
                 $out[] = $values[$name];
             } else {
                 throw new BackendException("the library's $fn takes an argument '$name' this client does not know; use a client as new as the library");
+            }
+        }
+        foreach ($this->contract->optionalGroups($fn) as $group) {
+            if (array_diff($group, array_keys($values)) !== []) {
+                break;
+            }
+            foreach ($group as $name) {
+                $out[] = $values[$name];
             }
         }
         return $out;

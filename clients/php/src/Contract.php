@@ -77,7 +77,7 @@ final class Contract
 
     /**
      * @param mixed $list the contract's `functions`
-     * @return array<string, array{keys: int, args: list<string>}>
+     * @return array<string, array{keys: int, args: list<string>, optional: list<list<string>>}>
      */
     private static function functionsOf(mixed $list): array
     {
@@ -87,10 +87,11 @@ final class Contract
                 continue;
             }
             $args = array_map('strval', array_values($f['args'] ?? []));
+            $groups = [];
             foreach (is_array($f['optional'] ?? null) ? $f['optional'] : [] as $group) {
-                array_push($args, ...array_map('strval', array_values((array) $group)));
+                $groups[] = array_map('strval', array_values((array) $group));
             }
-            $out[$f['name']] = ['keys' => (int) ($f['keys'] ?? 0), 'args' => $args];
+            $out[$f['name']] = ['keys' => (int) ($f['keys'] ?? 0), 'args' => $args, 'optional' => $groups];
         }
         return $out;
     }
@@ -115,7 +116,29 @@ final class Contract
      */
     public function arguments(string $name): array
     {
+        $e = $this->entry($name);
+        return array_merge($e['args'], ...$e['optional']);
+    }
+
+    /**
+     * Function $name's `args` (`path...` standing for one path per role),
+     * without its optional groups.
+     *
+     * @return list<string>
+     */
+    public function requiredArguments(string $name): array
+    {
         return $this->entry($name)['args'];
+    }
+
+    /**
+     * Function $name's `optional` groups, in order.
+     *
+     * @return list<list<string>>
+     */
+    public function optionalGroups(string $name): array
+    {
+        return $this->entry($name)['optional'];
     }
 
     /** Whether function $name takes the namespace's keys (its entry's `keys` is not 0). */
@@ -124,7 +147,7 @@ final class Contract
         return $this->entry($name)['keys'] !== 0;
     }
 
-    /** @return array{keys: int, args: list<string>} */
+    /** @return array{keys: int, args: list<string>, optional: list<list<string>>} */
     private function entry(string $name): array
     {
         if (!isset($this->functions[$name])) {
