@@ -35,9 +35,8 @@ type Conversion struct {
 // Convert converts the lock to conv's operation and paths in one step, or
 // changes nothing: see Client.Convert. Granted, the Lock takes its new
 // Fence, lease, Holds and TTL in place; its ID and Token stay (Proof, a
-// Keeper and storage checks keep working). A Keeper keeps the pace it was
-// started with (a third of the TTL then): after a conversion to a shorter
-// TTL, Keep again.
+// Keeper and storage checks keep working). A Keeper without its own
+// KeepOptions.Every takes its pace from the new TTL (a third of it).
 func (l *Lock) Convert(ctx context.Context, conv Conversion) error {
 	got, err := l.c.Convert(ctx, l.ns, l.Proof(), conv)
 	if err != nil {
@@ -45,7 +44,11 @@ func (l *Lock) Convert(ctx context.Context, conv Conversion) error {
 	}
 	l.mu.Lock()
 	l.fence, l.holds, l.expiresIn, l.ttl = got.fence, got.holds, got.expiresIn, got.ttl
+	k := l.keeper
 	l.mu.Unlock()
+	if k != nil {
+		k.converted()
+	}
 	return nil
 }
 

@@ -325,3 +325,30 @@ func TestConvertSeenByCpp(t *testing.T) {
 		t.Fatalf("C++ not refused by the converted lock: %s", got)
 	}
 }
+
+// A Keeper started on a one-minute lock renews a third of the TTL apart; the
+// lock converted to a 600 ms TTL is then kept at a third of that, so it
+// outlives several of its new leases (at the old pace it was lost after
+// 600 ms).
+func TestKeeperTakesTheConvertedTTL(t *testing.T) {
+	c := newClient(t)
+	ctx := limited(t)
+	ns := newNS(t)
+	l := acquired(t, c, pathlock.Request{Namespace: ns, Owner: "svc", Op: "copy_folder", Paths: []string{"/p/A", "/q/A"}, TTL: time.Minute})
+	k := l.Keep(ctx, pathlock.KeepOptions{})
+	defer k.Stop()
+	if err := l.Convert(ctx, pathlock.Conversion{Op: "move_folder", Paths: []string{"/p/A", "/q/A"}, TTL: 600 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-k.Lost():
+		t.Fatalf("lost after the conversion: %v", k.Err())
+	case <-time.After(2 * time.Second):
+	}
+	if ok, err := l.Held(ctx); err != nil || !ok {
+		t.Fatalf("kept across the conversion: held %v %v", ok, err)
+	}
+	if left := listed(t, c, ns, l.ID()).ExpiresIn; left > 600*time.Millisecond {
+		t.Fatalf("renewed with the old TTL: %v left", left)
+	}
+}

@@ -13,7 +13,8 @@ var ErrLeaseLost = errors.New("pathlock: lease lost")
 
 // KeepOptions configure a Keeper.
 type KeepOptions struct {
-	// Every: how often to renew (default a third of the lock's TTL).
+	// Every: how often to renew (default a third of the lock's TTL, taken
+	// again after a conversion changes the TTL).
 	Every time.Duration
 	// TTL for each renewal (0: the lock's own).
 	TTL time.Duration
@@ -33,6 +34,7 @@ type Keeper struct {
 	cancel   context.CancelFunc
 	stop     chan struct{}
 	stopOnce sync.Once
+	retime   chan struct{} // a conversion changed the lease (Lock.Convert)
 	lost     chan struct{}
 	done     chan struct{}
 	mu       sync.Mutex
@@ -44,17 +46,8 @@ type Keeper struct {
 // under ctx that gives up at the lease's end as last known, so a lease that
 // runs out while the server stalls is reported lost when it ends.
 func (l *Lock) Keep(ctx context.Context, o KeepOptions) *Keeper {
-	if o.Every <= 0 {
-		ttl := o.TTL
-		if ttl == 0 {
-			ttl, _ = l.lease()
-		}
-		o.Every = ttl / 3
-		if o.Every < time.Millisecond {
-			o.Every = time.Millisecond
-		}
-	}
-	k := &Keeper{lock: l, o: o, stop: make(chan struct{}), lost: make(chan struct{}), done: make(chan struct{})}
+	k := &Keeper{lock: l, o: o, stop: make(chan struct{}), retime: make(chan struct{}, 1), lost: make(chan struct{}),
+		done: make(chan struct{})}
 	k.ctx, k.cancel = context.WithCancel(ctx)
 	if old := swapLocked(&l.mu, &l.keeper, k); old != nil {
 		old.Stop()
@@ -91,6 +84,31 @@ func (k *Keeper) Err() error {
 	return k.err
 }
 
+// every is how often to renew now: KeepOptions.Every, or a third of the
+// renewals' TTL (the lock's own as it is now, when KeepOptions.TTL is 0).
+func (k *Keeper) every() time.Duration {
+	if k.o.Every > 0 {
+		return k.o.Every
+	}
+	ttl := k.o.TTL
+	if ttl == 0 {
+		ttl, _ = k.lock.lease()
+	}
+	if ttl/3 < time.Millisecond {
+		return time.Millisecond
+	}
+	return ttl / 3
+}
+
+// converted tells the keeper that a conversion gave the lock a new lease
+// (and perhaps TTL): it takes its pace and the lease's end again.
+func (k *Keeper) converted() {
+	select {
+	case k.retime <- struct{}{}:
+	default:
+	}
+}
+
 func (k *Keeper) stopped() bool {
 	select {
 	case <-k.stop:
@@ -105,7 +123,7 @@ func (k *Keeper) run() {
 	defer k.cancel()
 	l := k.lock
 	end := time.Now().Add(l.ExpiresIn()) // the lease's end as last known
-	t := time.NewTimer(k.o.Every)
+	t := time.NewTimer(k.every())
 	defer t.Stop()
 	for {
 		select {
@@ -113,6 +131,16 @@ func (k *Keeper) run() {
 			return
 		case <-k.ctx.Done():
 			return
+		case <-k.retime:
+			end = time.Now().Add(l.ExpiresIn())
+			if !t.Stop() {
+				select {
+				case <-t.C:
+				default:
+				}
+			}
+			t.Reset(k.every())
+			continue
 		case <-t.C:
 		}
 		sent := time.Now()
@@ -125,7 +153,7 @@ func (k *Keeper) run() {
 		switch {
 		case err == nil:
 			end = sent.Add(left)
-			t.Reset(k.o.Every)
+			t.Reset(k.every())
 			continue
 		case errors.Is(err, ErrNotHolder) || !time.Now().Before(end):
 			k.lose(err)
@@ -133,7 +161,7 @@ func (k *Keeper) run() {
 		}
 		// A failed renewal (Redis unreachable): try again soon, while the
 		// lease lasts.
-		next := k.o.Every / 4
+		next := k.every() / 4
 		if next < 10*time.Millisecond {
 			next = 10 * time.Millisecond
 		}
