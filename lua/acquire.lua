@@ -12,7 +12,7 @@
   Uses:      Values (num), Call (begin), Commands (writable), Meta (check_meta,
              tag_available, own_tag, TAGS_FULL, tag_count, expire, evicting_policy, gcode), Paths (fields_of,
              entry_member, list_member, fence16), Index (batch, check_set, want, fetch,
-             want_target, bump_target, flush), Records (unpack_lock, pack_lock, pack_waiter,
+             want_target, bump_target, flush, texts), Records (unpack_lock, pack_lock, pack_waiter,
              head_of, key_field, remaining, read_back), Removal (load_waiters, remove_locks,
              remove_waiters, expired_locks, ended_waiters, remove_ended, add_once, CONVERTS),
              Conflicts (held_conflict, waiter_flag, older_waiter), Request (read_request),
@@ -37,7 +37,7 @@ do
   local fields_of, entry_member, list_member, fence16 = Paths.fields_of, Paths.entry_member, Paths.list_member,
     Paths.fence16
   local batch, check_set, want, fetch = Index.batch, Index.check_set, Index.want, Index.fetch
-  local want_target, bump_target, flush = Index.want_target, Index.bump_target, Index.flush
+  local want_target, bump_target, flush, texts = Index.want_target, Index.bump_target, Index.flush, Index.texts
   local unpack_lock, pack_lock, pack_waiter = Records.unpack_lock, Records.pack_lock, Records.pack_waiter
   local head_of, key_field, remaining, read_back = Records.head_of, Records.key_field, Records.remaining,
     Records.read_back
@@ -153,9 +153,24 @@ do
   -- role order), with the index batch the check read (a grant writes through
   -- it), and which targets the waiter counts flag for a newcomer. Expired or
   -- stale witnesses are removed and the check runs again. Returns w, b,
-  -- flagged; or nil, nil, nil and a reply.
+  -- flagged; or nil, nil, nil and a reply. A conversion passes its lock as
+  -- `own`: the batch holds that lock's counts taken out, in memory only (a
+  -- grant writes through it; a refusal writes nothing), and the witnesses
+  -- found are other locks' (lua/convert.lua).
+  -- Fetches batch b; with a lock l (a conversion's), also the fields of l's
+  -- targets, and then takes l's counts out in memory (b.view: the texts the
+  -- check reads; b.own: the lock whose entries it passes over).
+  local function fetch_without(c, b, l)
+    if l then
+      for k = 1, #l.paths do want_target(c, b, l.paths[k], "h", "b") end
+    end
+    fetch(c, b)
+    if not l then return end
+    for k = 1, #l.paths do bump_target(c, b, gcode(l.tag, l.info.first + k - 1), l.paths[k], "h", "b", -1) end
+    b.view, b.own = texts(b), l.id
+  end
   local NOT_FLAGGED = {} -- no target flagged (shared, never written)
-  local function held_refusal(c, r)
+  local function held_refusal(c, r, own)
     local paths, n = r.paths, r.n
     local newcomer_line = r.fair and not r.me and not r.line_empty
     while true do
@@ -171,7 +186,7 @@ do
           want(b, fields_of(paths[i], "wb")[#whf])
         end
       end
-      fetch(c, b)
+      fetch_without(c, b, own)
       local again = false
       for i = 1, n do
         local code = r.op.first + i - 1

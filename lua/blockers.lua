@@ -6,6 +6,10 @@
   and replicas may serve them). Keys, arguments and replies:
   docs/lua-protocol.md#blockers.
 
+  A conversion's dry run (blockers' optional converts and fair) is judged as
+  the conversion is: never against the converting lock, nor against a place
+  the conversion passes over (lua/convert.lua); unfair: held locks only.
+
   Cost: one HMGET of idx per target (the counts say which codes refuse, at
   which node), one ZRANGEBYLEX per refusing (code, node) or per refusing code
   below the path, one HMGET of the records found: O(depth + answer). Places in
@@ -15,7 +19,7 @@
              begin_with, blocks, gcode), Paths (path_problem, within, path_info, nodes_of,
              kind_fields, code4, spell, unspell), Index (batch, want, fetch, val),
              Records (unpack_lock, remaining), Removal (load_waiters, CONVERTS),
-             Conflicts (refusal, waiter_flag); PL_OPS, PL_RELATIONS, PL_MAX_BLOCKERS,
+             Conflicts (refusal, waiter_flag, lock_refuses); PL_OPS, PL_RELATIONS, PL_MAX_BLOCKERS,
              PL_MAX_WAITERS, PL_CODE_DIGITS, PL_FENCE_DIGITS
   Provides:  Blockers.blockers, Blockers.waiters
 ]]
@@ -30,7 +34,7 @@ do
   local batch, want, fetch, val = Index.batch, Index.want, Index.fetch, Index.val
   local unpack_lock, remaining = Records.unpack_lock, Records.remaining
   local load_waiters, CONVERTS = Removal.load_waiters, Removal.CONVERTS
-  local refusal, waiter_flag = Conflicts.refusal, Conflicts.waiter_flag
+  local refusal, waiter_flag, lock_refuses = Conflicts.refusal, Conflicts.waiter_flag, Conflicts.lock_refuses
   local PATH_AT = PL_CODE_DIGITS + 1 -- where an entry member's path starts
 
   -- The entries of global code g exactly at `path` (below = false) or
@@ -83,13 +87,18 @@ do
     return waiter_flag(c, b, code, path)
   end
 
-  -- blockers' arguments: op, its paths, limit. Returns the operation and the
-  -- limit, or nil and an "invalid" reply.
+  -- blockers' arguments: op, its paths, limit, and optionally converts and
+  -- fair (protocol 4.6). Returns the operation and the limit, or nil and an
+  -- "invalid" reply.
   local function read_blockers_args(argv)
     local op = PL_OPS[argv[1] or ""]
     if not op then return nil, nil, { "invalid", "unknown operation '" .. tostring(argv[1]) .. "'" } end
     local n = #op.roles
-    if #argv ~= 2 + n then return nil, nil, { "invalid", "blockers takes op, " .. n .. " path(s), limit" } end
+    if #argv ~= 2 + n and #argv ~= 4 + n then
+      return nil, nil, { "invalid", "blockers takes op, " .. n .. " path(s), limit[, converts, fair]" }
+    end
+    local fair = argv[4 + n]
+    if fair and fair ~= "1" and fair ~= "0" then return nil, nil, { "invalid", "fair must be 1 or 0" } end
     local limit = dec(argv[2 + n])
     if not limit or limit < 1 or limit > PL_MAX_BLOCKERS then
       return nil, nil, { "invalid", "limit must be decimal digits, 1.." .. PL_MAX_BLOCKERS }
@@ -102,19 +111,20 @@ do
   end
 
   -- Appends to `out` (rows so far in out.rows, at most out.limit) the live
-  -- held locks that refuse `op` on its paths (argv[2..]): one row per (lock
-  -- path, requested path). Rows: the layout of src/redis/replies.hpp
-  -- (reply::blocker_row).
+  -- held locks that refuse `op` on its paths (argv[2..]), other than
+  -- out.own (a converting lock): one row per (lock path, requested path).
+  -- Rows: the layout of src/redis/replies.hpp (reply::blocker_row).
   local function held_rows(c, op, argv, out)
+    local own = out.own
     for i = 1, #op.roles do
       local code, path = op.first + i - 1, argv[1 + i]
-      local found = held_refusing(c, code, path, out.limit - out.rows + 1)
+      local found = held_refusing(c, code, path, out.limit - out.rows + 1 + (own and #own.paths or 0))
       local ids = {}
       for k = 1, #found do ids[k] = found[k].id end
       local recs = #ids > 0 and chunked("HMGET", c.locks, ids) or {}
       for k = 1, #found do
         local l = recs[k] and unpack_lock(ids[k], recs[k])
-        if l and l.exp > c.now then
+        if l and l.exp > c.now and not (own and l.id == own.id) then
           if out.rows == out.limit then out.truncated = true return end
           local j = 1
           while l.paths[j] ~= found[k].path do j = j + 1 end
@@ -126,13 +136,35 @@ do
     end
   end
 
-  -- The same for the places in line whose reservation has not ended.
+  -- The lock each waiting conversion of `ids` converts (CONVERTS fields;
+  -- "": an acquire), by place id.
+  local function conversions_of(c, ids)
+    local converts = {}
+    if #ids > 0 then
+      local fields = {}
+      for i = 1, #ids do fields[i] = CONVERTS .. ids[i] end
+      local v = chunked("HMGET", c.wrec, fields)
+      for i = 1, #ids do converts[ids[i]] = v[i] or "" end
+    end
+    return converts
+  end
+
+  -- Does a conversion of lock `own` pass over place w (its own place, or one
+  -- its lock refuses: lua/convert.lua)? `converts`: conversions_of the line.
+  local function passed_over(c, own, converts, w)
+    return own and (converts[w.id] == own.id or lock_refuses(c, own, w))
+  end
+
+  -- The same for the places in line whose reservation has not ended (and
+  -- that a conversion of out.own does not pass over).
   local function waiter_rows(c, op, argv, out)
     for i = 1, #op.roles do
       local code, path = op.first + i - 1, argv[1 + i]
       if waiter_counts_flag(c, code, path) then
-        for _, w in ipairs(load_waiters(c, rcall("ZRANGE", c.wq, "0", "-1"))) do
-          if not w.stale and w.exp > c.now then
+        local ids = rcall("ZRANGE", c.wq, "0", "-1")
+        local converts = out.own and conversions_of(c, ids)
+        for _, w in ipairs(load_waiters(c, ids)) do
+          if not w.stale and w.exp > c.now and not passed_over(c, out.own, converts, w) then
             for j = 1, #w.paths do
               local rel = refusal(c, gcode(w.tag, w.info.first + j - 1), w.paths[j], code, path)
               if rel then
@@ -156,9 +188,16 @@ do
     if bad then return bad end
     bad = check_meta(c)
     if bad then return bad end
-    local found = { rows = 0, limit = limit, truncated = false }
+    local n = #op.roles
+    local found = { rows = 0, limit = limit, truncated = false, own = nil }
+    local converts = argv[3 + n]
+    if converts and converts ~= "" then -- a conversion's dry run: judged without its lock (if live)
+      local rec = rcall("HGET", c.locks, converts)
+      local l = rec and unpack_lock(converts, rec)
+      if l and l.exp > c.now then found.own = l end
+    end
     held_rows(c, op, argv, found)
-    if not found.truncated then waiter_rows(c, op, argv, found) end
+    if not found.truncated and argv[4 + n] ~= "0" then waiter_rows(c, op, argv, found) end
     -- {"blockers", truncated, row_1, ...}: src/redis/replies.hpp (reply::blockers)
     local reply = { "blockers", found.truncated and 1 or 0 }
     for k = 1, #found do reply[k + 2] = found[k] end
@@ -176,14 +215,7 @@ do
     end
     local reply = { "waiters" }
     local ids = rcall("ZRANGE", c.wq, "0", "-1")
-    -- The lock each waiting conversion converts (CONVERTS fields; absent: an acquire).
-    local converts = {}
-    if #ids > 0 then
-      local fields = {}
-      for i = 1, #ids do fields[i] = CONVERTS .. ids[i] end
-      local v = chunked("HMGET", c.wrec, fields)
-      for i = 1, #ids do converts[ids[i]] = v[i] or "" end
-    end
+    local converts = conversions_of(c, ids)
     for _, w in ipairs(load_waiters(c, ids)) do
       if #reply > limit then break end
       local inside = false

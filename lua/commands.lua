@@ -4,7 +4,7 @@
 
   Uses:      (nothing but the standard functions)
   Provides:  Commands.COMMANDS, Commands.refused_command, Commands.writable,
-             Commands.readable, Commands.chunked
+             Commands.chunked
 ]]
 local Commands
 do
@@ -69,21 +69,6 @@ do
     return nil
   end
 
-  -- Before the first write of a call that reads after writing (convert sets
-  -- a lock aside, then checks): may this caller run every reading command a
-  -- check, a refusal and a place in line use? An error reply naming the
-  -- first it may not run, else nil: so no reading command fails after a
-  -- write (a failed command ends the call where it stands).
-  local READS = { COMMAND.HMGET, COMMAND.HGET, COMMAND.ZRANGE, COMMAND.ZREVRANGE, COMMAND.ZRANGEBYSCORE,
-                  COMMAND.ZRANGEBYLEX, COMMAND.ZREVRANGEBYLEX, COMMAND.ZMSCORE }
-  local function readable(c)
-    for i = 1, #READS do
-      local bad = refused_command(c, READS[i])
-      if bad then return bad end
-    end
-    return nil
-  end
-
   -- redis.call(cmd, key, unpack(list)) in chunks of at most CHUNK arguments
   -- (`step` keeps field-value pairs together). Returns the concatenated
   -- replies of HMGET-like commands.
@@ -101,6 +86,6 @@ do
     return out
   end
 
-  Commands = { COMMANDS = COMMANDS, refused_command = refused_command, writable = writable, readable = readable,
+  Commands = { COMMANDS = COMMANDS, refused_command = refused_command, writable = writable,
                chunked = chunked }
 end

@@ -13,7 +13,7 @@
              code4, spell, unspell), Index (lowest, val, decode, checks_of), Records (unpack_lock),
              Removal (load_waiters); PL_RELATIONS, PL_CODE_DIGITS, PL_FENCE_DIGITS
   Provides:  Conflicts.refusal, Conflicts.held_conflict,
-             Conflicts.waiter_flag, Conflicts.older_waiter
+             Conflicts.waiter_flag, Conflicts.older_waiter, Conflicts.lock_refuses
 ]]
 local Conflicts
 do
@@ -39,26 +39,40 @@ do
     return nil
   end
 
-  -- The newest entry with global code `g` exactly at `path` (highest fence):
-  -- the lock (nil when its record is gone) and the member (nil when none).
-  local function entry_at(c, path, g)
+  -- The first member of `ms` that is not lock `own`'s (own: nil, or the id
+  -- of a converting lock, whose entries the check passes over), and its id
+  -- (after the "\0" at z and the fence).
+  local function other_member(ms, z, own)
+    for i = 1, #ms do
+      local m = ms[i]
+      local id = ssub(m, (z or sfind(m, "\0", PATH_AT, true)) + PL_FENCE_DIGITS + 1)
+      if id ~= own then return m, id end
+    end
+    return nil
+  end
+
+  -- The newest entry with global code `g` exactly at `path` (highest fence),
+  -- not lock `own`'s: the lock (nil when its record is gone) and the member
+  -- (nil when none).
+  local function entry_at(c, path, g, own)
     local s = code4(g) .. spell(path)
-    local m = rcall("ZREVRANGEBYLEX", c.ent, "(" .. s .. "\1", "[" .. s .. "\0", "LIMIT", "0", "1")[1]
+    local m, id = other_member(rcall("ZREVRANGEBYLEX", c.ent, "(" .. s .. "\1", "[" .. s .. "\0", "LIMIT", "0",
+                                     own and "2" or "1"), #s + 1, own)
     if not m then return nil, nil end
-    local id = ssub(m, #s + PL_FENCE_DIGITS + 2) -- after s, "\0" and the fence
     local rec = rcall("HGET", c.locks, id)
     return rec and unpack_lock(id, rec), m
   end
 
-  -- Of the entries strictly below `path` with one of `codes` (ascending), the
-  -- one with the smallest path (component-wise), then the lowest code: one
-  -- ZRANGEBYLEX per code. Returns its path and code, or nil.
-  local function smallest_below(c, path, codes)
+  -- Of the entries strictly below `path` with one of `codes` (ascending), not
+  -- lock `own`'s, the one with the smallest path (component-wise), then the
+  -- lowest code: one ZRANGEBYLEX per code. Returns its path and code, or nil.
+  local function smallest_below(c, path, codes, own)
     local base = spell(path)
     local best, best_code
     for i = 1, #codes do
       local cc = code4(codes[i])
-      local m = rcall("ZRANGEBYLEX", c.ent, "[" .. cc .. base .. "\1", "(" .. cc .. base .. "\2", "LIMIT", "0", "1")[1]
+      local m = other_member(rcall("ZRANGEBYLEX", c.ent, "[" .. cc .. base .. "\1", "(" .. cc .. base .. "\2",
+                                   "LIMIT", "0", own and "2" or "1"), nil, own)
       if m then
         local s = ssub(m, PATH_AT, sfind(m, "\0", PATH_AT, true) - 1)
         if not best or s < best then best, best_code = s, codes[i] end
@@ -77,9 +91,9 @@ do
     local at, held, rel
     local p = path_info(path)
     local n, cf = p.n, checks_of(p).fields -- (h and b of node j: cf[2j - 1], cf[2j])
-    -- (The batch is as read, unchanged: a field's counts are its text, and
-    -- an absent field, the usual case, costs one lookup and no call.)
-    local raw, pos = b.raw, b.pos
+    -- (A field's counts are its text as read, or a conversion's view of it,
+    -- and an absent field, the usual case, costs one lookup and no call.)
+    local raw, pos, own = b.view or b.raw, b.pos, b.own
     for j = 1, n - 1 do
       local v = raw[pos[cf[2 * j - 1]]]
       held = v and lowest(c, decode(v), 1, code)
@@ -103,11 +117,11 @@ do
       end
       if #present == 0 then return nil end
       tsort(present)
-      at, held = smallest_below(c, path, present)
+      at, held = smallest_below(c, path, present, own)
       if not at then return { broken = "below " .. path } end
       rel = PL_RELATIONS[2]
     end
-    local l, m = entry_at(c, at, held)
+    local l, m = entry_at(c, at, held, own)
     if not m then return { broken = "at " .. at } end
     if not l then return { stale = m } end
     if l.exp <= c.now then return { expired = l } end
@@ -123,6 +137,24 @@ do
     end
     if lowest(c, val(b, whf[n]), 0, code) then return true end
     return lowest(c, val(b, kind_fields(p, "wb")[n]), 2, code) ~= nil
+  end
+
+  -- Does a target of lock l (of this library's matrix) refuse a target of
+  -- place w as if w held its lock? Another matrix's place: any overlap. (A
+  -- conversion of l passes over such a place: lua/convert.lua.)
+  local function lock_refuses(c, l, w)
+    for i = 1, #l.paths do
+      local held = gcode(l.tag, l.info.first + i - 1)
+      for j = 1, #w.paths do
+        if w.tag ~= c.tag then
+          local a, b = l.paths[i], w.paths[j]
+          if a == b or within(a, b) or within(b, a) then return true end
+        elseif refusal(c, held, l.paths[i], w.info.first + j - 1, w.paths[j]) then
+          return true
+        end
+      end
+    end
+    return false
   end
 
   -- Fairness, the slow path: the oldest waiter in line (older than place
@@ -147,5 +179,5 @@ do
   end
 
   Conflicts = { refusal = refusal, held_conflict = held_conflict, waiter_flag = waiter_flag,
-              older_waiter = older_waiter }
+              older_waiter = older_waiter, lock_refuses = lock_refuses }
 end

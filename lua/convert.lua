@@ -4,14 +4,16 @@
   one atomic call, or nothing changed. Keys, arguments and replies:
   docs/lua-protocol.md#convert.
 
-  Cost: acquire's, plus one HMGET, HSET and ZREM to set the lock's targets
-  aside, the lock's record read first, and a wake-up of its old paths.
+  Cost: acquire's, plus the lock's record read first, its old targets' fields
+  in the check's HMGET, one ZREM of its old entries, and a wake-up of its old
+  paths. Nothing is written before the check: a refusal writes only what an
+  acquire's would (the place in line).
 
-  Uses:      Values (num), Call (begin), Commands (writable, chunked, readable), Meta (check_meta,
-             tag_count, expire, evicting_policy, gcode), Paths (entry_member, list_member, within),
-             Index (batch, fetch, want_target, bump_target, flush), Records (pack_lock, head_of,
+  Uses:      Values (num), Call (begin), Commands (writable, chunked), Meta (check_meta,
+             tag_count, expire, evicting_policy, gcode), Paths (entry_member, list_member),
+             Index (bump_target, flush), Records (pack_lock, head_of,
              key_field, read_back, wake), Removal (load_waiters, remove_waiters, CONVERTS),
-             Conflicts (refusal), Request (read_request), Acquire (open_line, live_lock, grant_again,
+             Conflicts (lock_refuses), Request (read_request), Acquire (open_line, live_lock, grant_again,
              same_request, held_refusal, older_refusal, refusal_reply, refuse, next_fence)
   Provides:  Convert.convert
 ]]
@@ -19,16 +21,15 @@ local Convert
 do
   local num = Values.num
   local begin = Call.begin
-  local writable, chunked, readable = Commands.writable, Commands.chunked, Commands.readable
+  local writable, chunked = Commands.writable, Commands.chunked
   local check_meta, tag_count, expire, evicting_policy, gcode = Meta.check_meta, Meta.tag_count, Meta.expire,
     Meta.evicting_policy, Meta.gcode
-  local entry_member, list_member, within = Paths.entry_member, Paths.list_member, Paths.within
-  local batch, fetch, want_target, bump_target, flush = Index.batch, Index.fetch, Index.want_target,
-    Index.bump_target, Index.flush
+  local entry_member, list_member = Paths.entry_member, Paths.list_member
+  local bump_target, flush = Index.bump_target, Index.flush
   local pack_lock, head_of, key_field, read_back, wake = Records.pack_lock, Records.head_of, Records.key_field,
     Records.read_back, Records.wake
   local load_waiters, remove_waiters, CONVERTS = Removal.load_waiters, Removal.remove_waiters, Removal.CONVERTS
-  local refusal = Conflicts.refusal
+  local lock_refuses = Conflicts.lock_refuses
   local read_request = Request.read_request
   local open_line, live_lock, grant_again, same_request = Acquire.open_line, Acquire.live_lock, Acquire.grant_again,
     Acquire.same_request
@@ -39,49 +40,11 @@ do
   -- ---- convert, step by step ----------------------------------------------
   -- pl_convert (docs/lua-protocol.md#convert) takes acquire's arguments:
   -- reenter_id and reenter_token are the proof of the lock to convert; it
-  -- reads the lock, opens the line, answers a retry (idempotent_convert), sets
-  -- the lock's targets aside (counts and entries), judges the request as an
-  -- acquire, and then either puts them back exactly (refused) or writes the
-  -- lock's new operation and targets (convert_grant).
-
-  -- Takes lock l's index counts, entries and list member out (d = -1) or
-  -- puts them back exactly as they were (d = 1): one HMGET, one HSET (and
-  -- HDEL) and one ZREM or ZADD.
-  local function set_aside(c, l, d)
-    local b, members = batch(), { "0", list_member(l.f16, l.id) }
-    for i = 1, #l.paths do want_target(c, b, l.paths[i], "h", "b") end
-    fetch(c, b)
-    for i = 1, #l.paths do
-      local g = gcode(l.tag, l.info.first + i - 1)
-      bump_target(c, b, g, l.paths[i], "h", "b", d)
-      members[#members + 1] = "0"
-      members[#members + 1] = entry_member(g, l.paths[i], l.f16, l.id)
-    end
-    flush(c, b)
-    if d > 0 then
-      rcall("ZADD", c.ent, tunpack(members))
-    else
-      for k = 1, #members / 2 do members[k] = members[2 * k] end -- (the members without their scores)
-      rcall("ZREM", c.ent, tunpack(members, 1, #members / 2))
-    end
-  end
-
-  -- Does a target of lock l (of this library's matrix) refuse a target of
-  -- place w as if w held its lock? Another matrix's place: any overlap.
-  local function lock_refuses(c, l, w)
-    for i = 1, #l.paths do
-      local held = gcode(l.tag, l.info.first + i - 1)
-      for j = 1, #w.paths do
-        if w.tag ~= c.tag then
-          local a, b = l.paths[i], w.paths[j]
-          if a == b or within(a, b) or within(b, a) then return true end
-        elseif refusal(c, held, l.paths[i], w.info.first + j - 1, w.paths[j]) then
-          return true
-        end
-      end
-    end
-    return false
-  end
+  -- reads the lock, opens the line, answers a retry (idempotent_convert),
+  -- judges the request as an acquire with the lock's own counts taken out in
+  -- memory and its own entries passed over (Acquire.held_refusal's `own`), and
+  -- then writes the lock's new operation and targets (convert_grant) or
+  -- nothing of the lock (refused).
 
   -- The live place in line of lock `id`'s waiting conversion, or nil: one
   -- ZRANGE and one HMGET of the line's CONVERTS fields (only when a
@@ -136,16 +99,18 @@ do
     return nil
   end
 
-  -- Granted: lock l (its targets set aside) takes request r's operation and
-  -- targets, a new fence and the lease now + ttl; b is the index batch of the
-  -- check, which the new counts are written through.
+  -- Granted: lock l takes request r's operation and targets, a new fence and
+  -- the lease now + ttl; b is the index batch of the check, which holds l's
+  -- old counts taken out (in memory) and the new ones are added to: one HSET
+  -- (and HDEL) writes the difference; one ZREM and one ZADD move the entries.
   local function convert_grant(c, r, l, b)
     local fence, f16 = next_fence(c)
-    if not fence then
-      set_aside(c, l, 1)
-      return redis.error_reply("PATHLOCK fence space exhausted (2^53)")
+    if not fence then return redis.error_reply("PATHLOCK fence space exhausted (2^53)") end
+    local old_paths, members, gone = l.paths, { "0", list_member(f16, l.id) }, { list_member(l.f16, l.id) }
+    for i = 1, #old_paths do
+      gone[#gone + 1] = entry_member(gcode(l.tag, l.info.first + i - 1), old_paths[i], l.f16, l.id)
     end
-    local old_paths, members = l.paths, { "0", list_member(f16, l.id) }
+    rcall("ZREM", c.ent, tunpack(gone))
     for i = 1, r.n do
       local g = gcode(l.tag, r.op.first + i - 1)
       bump_target(c, b, g, r.paths[i], "h", "b", 1)
@@ -176,11 +141,10 @@ do
     return { "granted", l.id, l.token, fence, r.ttl, l.holds }
   end
 
-  -- Refused: l's targets go back; `w` refused the request. A held lock whose
-  -- own waiting conversion l refuses would wait for l while l waits for it:
-  -- would_deadlock (l unchanged, the caller's place gone).
+  -- Refused (nothing of l was written): `w` refused the request. A held lock
+  -- whose own waiting conversion l refuses would wait for l while l waits for
+  -- it: would_deadlock (l unchanged, the caller's place gone).
   local function convert_refused(c, r, l, w)
-    set_aside(c, l, 1)
     if w.lock then
       local other = waiting_conversion(c, w.lock.id)
       if other and lock_refuses(c, l, other) then
@@ -206,18 +170,14 @@ do
     if not l or l.token ~= r.reenter_token then return lock_gone(c, r) end
     r.owner, r.converts, c.owner_field = l.owner, l.id, "o:" .. l.owner
     bad = open_line(c, r) or (r.key ~= "" and idempotent_convert(c, r, l)) or unconvertible(c, r, l)
-          or writable(c, true, true) or readable(c)
+          or writable(c, true, true)
     if bad then return bad end
-    set_aside(c, l, -1)
     local w, b, flagged
-    w, b, flagged, bad = held_refusal(c, r)
+    w, b, flagged, bad = held_refusal(c, r, l)
     if not bad and not w and r.fair then
       w, bad = older_refusal(c, r, flagged, function(p) return lock_refuses(c, l, p) end)
     end
-    if bad then
-      set_aside(c, l, 1)
-      return bad
-    end
+    if bad then return bad end
     if w then return convert_refused(c, r, l, w) end
     return convert_grant(c, r, l, b)
   end

@@ -4,7 +4,8 @@
 
   Uses:      Values (num, int, cache, keep), Commands (chunked), Meta (blocks), Paths (path_info, kind_fields)
   Provides:  Index.EMPTY, Index.lowest, Index.check_set, Index.checks_of, Index.batch, Index.want,
-             Index.want_target, Index.fetch, Index.val, Index.decode, Index.bump_target, Index.flush
+             Index.want_target, Index.fetch, Index.val, Index.decode, Index.bump_target, Index.flush,
+             Index.texts
 ]]
 local Index
 do
@@ -176,13 +177,8 @@ do
   local function want(b, f)
     local i = b.pos[f]
     if i then return i end
-    if b.shared then -- a cached set: copy it before adding
-      local fields, pos = {}, {}
-      for k = 1, #b.fields do
-        fields[k] = b.fields[k]
-        pos[fields[k]] = k
-      end
-      b.fields, b.pos, b.shared = fields, pos, false
+    if b.shared then -- a cached set: copy its list before adding, read its positions through
+      b.fields, b.pos, b.shared = { tunpack(b.fields) }, setmeta({}, { __index = b.pos }), false
     end
     i = #b.fields + 1
     b.fields[i], b.pos[f] = f, i
@@ -215,6 +211,15 @@ do
     if t then return encode(t) or false end
     t = b.cur[i]
     if t == nil then return b.raw[i] or false end
+    return t
+  end
+  -- The texts of the fields of the batch now (false: absent), by position:
+  -- the fields changed since the fetch, the others read through to the
+  -- texts as read.
+  local function texts(b)
+    local t = setmeta({}, { __index = b.raw })
+    for i, v in pairs(b.cur) do t[i] = v end
+    for i, v in pairs(b.vals) do t[i] = encode(v) or false end
     return t
   end
   -- The counts of fetched field f (read-only; EMPTY when absent).
@@ -305,5 +310,5 @@ do
 
   Index = { EMPTY = EMPTY, lowest = lowest, check_set = check_set, checks_of = checks_of, batch = batch, want = want,
           want_target = want_target, fetch = fetch, val = val, decode = decode, bump_target = bump_target,
-          flush = flush }
+          flush = flush, texts = texts }
 end

@@ -56,6 +56,17 @@ void check_why(const std::string& url, const std::string& ns, const Grant& mover
   REQUIRE(cli::run_admin({"why", "--redis", url, "--namespace", ns, "--op", "upload", "/p/A/C", "--format", "text"},
                          text, err) == 0);
   CHECK(text.str().find("held by alice: move_folder src /p/A (above it)") != std::string::npos);
+  // --converts: the mover converted never meets itself; converted to a
+  // delete of /q, bob's upload in it refuses it.
+  const Run itself = admin({"why", "--redis", url, "--namespace", ns, "--op", "upload", "--converts", mover.id, "/p/A/C"});
+  REQUIRE(itself.status == 0);
+  CHECK(itself.lines.back() == json{{"blocked", false}, {"blockers", 0}, {"truncated", false}});
+  const Run conv = admin({"why", "--redis", url, "--namespace", ns, "--op", "delete_folder", "--converts", mover.id, "/q"});
+  REQUIRE(conv.status == 0);
+  REQUIRE(conv.lines.size() == 2);
+  CHECK(conv.lines[0]["owner"] == "bob");
+  CHECK(conv.lines[0]["relation"] == "held_descendant");
+  CHECK(admin({"why", "--redis", url, "--namespace", ns, "--converts", mover.id, "/q"}).status == 2);
 }
 
 // locks: exactly what the engine lists, paged by --limit, under a prefix.

@@ -12,6 +12,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <future>
 #include <stop_token>
 
@@ -263,6 +264,86 @@ TEST_CASE("convert: two conversions that would wait for each other: the later is
   CHECK(f.engine->release(f.ns, b.id, b.token));
   REQUIRE(alice.get().granted());
   CHECK(f.listed(a.id).op == "delete_folder");
+}
+
+// The ids of a blockers page, in its order.
+std::vector<std::string> ids_of(const BlockersPage& page) {
+  std::vector<std::string> ids;
+  for (const Blocker& b : page.blockers) ids.push_back(b.id);
+  return ids;
+}
+
+TEST_CASE("convert: blockers of a conversion: never the lock itself, nor a place the conversion goes before",
+          "[convert][memory][blockers]") {
+  Convert f;
+  const Grant copy = f.hold("alice", "copy_folder", kCopy);
+  const Grant upload = f.hold("bob", "upload", {{"target", "/p/A/x"}});
+  auto dave = std::async(std::launch::async,
+                         [&] { return f.take("dave", "delete_folder", {{"target", "/p/A"}}, 10s); });
+  REQUIRE(devtools::until([&] { return f.engine->waiters(f.ns).size() == 1; }));
+  // An acquire of the move would be refused by alice's copy, bob's upload
+  // and dave's place; the conversion of the copy only by the upload.
+  const BlockersPage plain = f.engine->blockers(f.ns, "move_folder", kCopy);
+  const auto plain_ids = ids_of(plain);
+  CHECK(std::count(plain_ids.begin(), plain_ids.end(), copy.id) > 0);
+  CHECK(std::count(plain_ids.begin(), plain_ids.end(), upload.id) > 0);
+  CHECK(std::count_if(plain.blockers.begin(), plain.blockers.end(), [](const Blocker& b) { return b.queued; }) == 1);
+  const ConvertRequest move = f.to(copy, "move_folder", kCopy);
+  const BlockersPage conv = f.engine->blockers(move);
+  REQUIRE(conv.blockers.size() == 1);
+  CHECK(conv.blockers[0].id == upload.id);
+  CHECK(conv.blockers[0].relation == Relation::held_descendant);
+  CHECK_FALSE(conv.truncated);
+  CHECK(f.engine->convert(move).conflict.id == upload.id);  // what the conversion itself meets
+  // Read only: no token needed, and the lock is unchanged.
+  ConvertRequest by_operator = move;
+  by_operator.token.clear();
+  CHECK(ids_of(f.engine->blockers(by_operator)) == std::vector<std::string>{upload.id});
+  CHECK(f.listed(copy.id).op == "copy_folder");
+  // Waiting, the conversion's own place is not among its blockers either.
+  auto waiting = std::async(std::launch::async, [&] { return f.engine->convert(f.to(copy, "move_folder", kCopy, 10s)); });
+  f.until_waiting(copy.id);
+  CHECK(ids_of(f.engine->blockers(move)) == std::vector<std::string>{upload.id});
+  // Bad input is refused as convert refuses it.
+  ConvertRequest bad = move;
+  bad.id = "no such id!";
+  CHECK_THROWS_AS(f.engine->blockers(bad), InvalidRequest);
+  bad = move;
+  bad.op = "teleport";
+  CHECK_THROWS_AS(f.engine->blockers(bad), InvalidRequest);
+  CHECK_THROWS_AS(f.engine->blockers(move, 0), InvalidRequest);
+  CHECK(f.engine->release(f.ns, upload.id, upload.token));
+  REQUIRE(waiting.get().granted());
+  // A lock that is gone excludes nothing: the answer is an acquire's (here
+  // dave's delete, granted once the move went).
+  CHECK(f.engine->release(f.ns, copy.id, copy.token));
+  const AcquireResult deleted = dave.get();
+  REQUIRE(deleted.granted());
+  const ConvertRequest gone = f.to(copy, "upload", {{"target", "/p/A/q"}});
+  CHECK(ids_of(f.engine->blockers(gone)) == std::vector<std::string>{deleted.grant.id});
+  CHECK(ids_of(f.engine->blockers(f.ns, "upload", {{"target", "/p/A/q"}})) == ids_of(f.engine->blockers(gone)));
+}
+
+TEST_CASE("convert: blockers of an unfair conversion are the held locks only", "[convert][memory][blockers]") {
+  Convert f;
+  const Grant copy = f.hold("alice", "copy_folder", kCopy);
+  const Grant upload = f.hold("bob", "upload", {{"target", "/p/C/x"}});
+  // erin waits to delete /p/C (bob's upload refuses her); her place refuses
+  // an upload into /p/C, and alice's copy does not refuse her.
+  auto erin = std::async(std::launch::async,
+                         [&] { return f.take("erin", "delete_folder", {{"target", "/p/C"}}, 10s); });
+  REQUIRE(devtools::until([&] { return f.engine->waiters(f.ns).size() == 1; }));
+  ConvertRequest to_c = f.to(copy, "upload", {{"target", "/p/C/z"}});
+  const BlockersPage fair = f.engine->blockers(to_c);
+  REQUIRE(fair.blockers.size() == 1);
+  CHECK(fair.blockers[0].queued);
+  CHECK(fair.blockers[0].owner == "erin");
+  to_c.fair = false;
+  CHECK(f.engine->blockers(to_c).blockers.empty());
+  CHECK(f.engine->convert(to_c).granted());  // unfair: granted, as its dry run said
+  CHECK(f.engine->release(f.ns, upload.id, upload.token));
+  CHECK(f.engine->release(f.ns, copy.id, copy.token));
+  CHECK(erin.get().granted());
 }
 
 TEST_CASE("convert: a timed-out or cancelled conversion leaves the lock as it was and no place",

@@ -462,6 +462,14 @@ TEST_CASE("shell: convert changes a held lock's operation, or names what refuses
   CHECK(refused["granted"] == false);
   CHECK(refused["conflict"]["id"] == upload["id"]);
   CHECK(sh.ask("locks /p/A")["locks"][0]["op"] == "copy_folder");  // as it was
+  // The conversion's dry run names the upload only; an acquire's, the copy too.
+  const json dry = sh.ask("blockers move_folder /p/A /q/A converts=" + id);
+  REQUIRE(dry["blockers"].size() == 1);
+  CHECK(dry["blockers"][0]["id"] == upload["id"]);
+  const json plain = sh.ask("blockers move_folder /p/A /q/A");
+  CHECK(std::any_of(plain["blockers"].begin(), plain["blockers"].end(), [&](const json& b) { return b["id"] == id; }));
+  CHECK(sh.ask("blockers move_folder /p/A /q/A converts=" + id + " converts=" + id)["error"] ==
+        "converts= takes a lock id, once");
   CHECK(sh.ask("convert " + id + " guess move_folder /p/A /q/A") == json{{"granted", false}, {"not_holder", true}});
   CHECK(sh.ask("convert " + id + " " + token + " move_folder /p/A")["error"] == "operation 'move_folder' takes 2 path(s), got 1");
   CHECK(sh.ask("convert " + id + " " + token + " move_folder /p/A /q/A wait=1 wait=1")["error"] == "wait= is given twice");

@@ -48,6 +48,14 @@ struct WhyAnswer {
 WhyAnswer why(LockEngine& engine, std::string_view ns, std::string_view op, const std::vector<std::string>& paths,
               std::size_t limit = 100);
 
+// Why is a conversion of lock `id` to `op` on `paths` blocked now? (added in
+// 1.1) LockEngine::blockers of that conversion (fair): never the lock
+// itself, nor its own place in line, nor a place its lock refuses. Each
+// blocker's `refuses` is {op}. Throws as why() does for a named operation,
+// and InvalidRequest for a malformed id.
+WhyAnswer why_conversion(LockEngine& engine, std::string_view ns, std::string_view id, std::string_view op,
+                         const std::vector<std::string>& paths, std::size_t limit = 100);
+
 // One matrix in use in a namespace (NamespaceStatus::matrices).
 struct MatrixInUse {
   int tag = 0;  // its small number in the namespace (Redis layouts 3 and 4); 0: none

@@ -290,8 +290,8 @@ struct WaiterInfo {
   std::vector<Target> targets;  // canonical paths, in the matrix's role order
   Millis waited{0};             // since it took its place
   Millis expires_in{0};         // what is left of its reservation
-  // A waiting conversion (added in 1.1): the id of the lock it converts;
-  // op and targets are then what the lock is converting to. Empty otherwise.
+  // A waiting conversion (added in 1.1): the id of the lock it converts (op
+  // and targets: what it converts to). Empty otherwise.
   std::string converts{};
 };
 
@@ -419,23 +419,24 @@ class LockEngine {
   // The limits in force in `ns` and its use of them. Read-only.
   virtual LimitsStatus limits(std::string_view ns);
 
-  // Conversion (added in 1.1; docs/design.md#conversion): gives the live
-  // lock `request.id` (proven by its token) the operation and targets of
-  // `request` in one atomic step, judged exactly as an acquire of them would
-  // be against every other live lock and place in line, never against the
-  // lock itself. Granted: the same id, token and holds, a new fence above
-  // every fence given before, the lease now + ttl. Refused (conflicted,
-  // would_deadlock), not_holder, cancelled or an exception: the lock is
-  // exactly as it was. A lock with more than one hold is InvalidRequest (its
-  // other holders re-entered it for what it is). With wait > 0 the call
-  // waits holding the lock as it is; a waiting conversion goes before every
-  // waiter its own lock refuses (they wait for it anyway), and requests
-  // that come after it and conflict with its new operation wait behind it.
-  // A stop that comes after the conversion was made does not undo it.
-  // The default throws BackendError (engines from elsewhere, and this
-  // release's Redis backend: docs/changes.md).
+  // Conversion (added in 1.1; docs/design.md#conversion): lock `request.id`
+  // (proven by its token) takes `request`'s operation and targets in one
+  // atomic step, judged as an acquire of them against every other live lock
+  // and place in line, never against itself. Granted: the same id, token and
+  // holds, a fence above every fence given before, the lease now + ttl.
+  // Otherwise (conflicted, would_deadlock, not_holder, cancelled, a throw)
+  // the lock is exactly as it was. More than one hold: InvalidRequest. With
+  // wait > 0 it waits holding the lock; it goes before every waiter its own
+  // lock refuses, and later conflicting requests wait behind it. A stop after
+  // the conversion was made does not undo it. Default: BackendError.
   virtual AcquireResult convert(const ConvertRequest& request, std::stop_token stop);
   AcquireResult convert(const ConvertRequest& request) { return convert(request, std::stop_token{}); }
+
+  // convert(request)'s dry run (1.1), as blockers() is an acquire's: never
+  // lock request.id, its place, nor a place it refuses; places only when
+  // request.fair; no token read; a lock not live excludes nothing. Default: BackendError.
+  virtual BlockersPage blockers(const ConvertRequest& request, std::size_t limit);
+  BlockersPage blockers(const ConvertRequest& request) { return blockers(request, kMaxBlockers); }
 
   // The rules this engine enforces.
   virtual const MatrixTable& matrix() const = 0;

@@ -99,4 +99,24 @@ WhyAnswer why(LockEngine& engine, std::string_view ns, std::string_view op, cons
   return out;
 }
 
+WhyAnswer why_conversion(LockEngine& engine, std::string_view ns, std::string_view id, std::string_view op,
+                         const std::vector<std::string>& paths, std::size_t limit) {
+  const MatrixTable& m = engine.matrix();
+  const int index = m.op_index(op);
+  if (index < 0) throw InvalidRequest(fmt::format("unknown operation '{}'", op));
+  const OpInfo& info = m.ops[static_cast<std::size_t>(index)];
+  if (info.role_count != paths.size())
+    throw InvalidRequest(fmt::format("operation '{}' takes {} path(s), got {}", op, info.role_count, paths.size()));
+  ConvertRequest request;
+  request.ns = std::string(ns);
+  request.id = std::string(id);
+  request.op = std::string(op);
+  for (std::size_t r = 0; r < info.role_count; ++r) request.targets.push_back({std::string(info.roles[r]), paths[r]});
+  const BlockersPage page = engine.blockers(request, limit);
+  WhyAnswer out;
+  out.truncated = page.truncated;
+  for (const Blocker& b : page.blockers) out.blockers.push_back(WhyBlocker{b, {std::string(op)}});
+  return out;
+}
+
 }  // namespace pathlock::admin

@@ -82,6 +82,16 @@ BlockersPage BackendEngine::blockers(std::string_view ns, std::string_view op, c
   return do_blockers(ns, req, limit);
 }
 
+BlockersPage BackendEngine::blockers(const ConvertRequest& request, std::size_t limit) {
+  const ResolvedRequest req = resolve_conversion_dry_run(matrix_, request, limit, kMaxBlockers);
+  return do_conversion_blockers(request, req, limit);
+}
+
+BlockersPage BackendEngine::do_conversion_blockers(const ConvertRequest&, const ResolvedRequest&, std::size_t) {
+  throw BackendError("this backend does not convert locks (an engine of one's own implements do_conversion_blockers; "
+                     "docs/changes.md, 1.1.0)");
+}
+
 std::vector<WaiterInfo> BackendEngine::waiters(std::string_view ns, std::string_view prefix, std::size_t limit) {
   check_namespace(ns);
   const std::string canonical = resolve_prefix(prefix);

@@ -41,6 +41,7 @@ class BackendEngine : public LockEngine {
   ListPage list_page(std::string_view ns, std::string_view prefix, std::size_t limit, std::string_view after) final;
   BlockersPage blockers(std::string_view ns, std::string_view op, const std::vector<Target>& targets,
                         std::size_t limit) final;
+  BlockersPage blockers(const ConvertRequest& request, std::size_t limit) final;
   std::vector<WaiterInfo> waiters(std::string_view ns, std::string_view prefix, std::size_t limit) final;
   bool force_release(std::string_view ns, std::string_view id) final;
   void set_default_limits(const Limits& limits) final;
@@ -68,6 +69,10 @@ class BackendEngine : public LockEngine {
   virtual ListPage do_list_page(std::string_view ns, const PageQuery& page, std::size_t limit,
                                 std::string_view after) = 0;
   virtual BlockersPage do_blockers(std::string_view ns, const ResolvedRequest& req, std::size_t limit) = 0;
+  // The blockers of a conversion of lock `id` (request.fair: places in line
+  // too). Default: BackendError (a backend that does not convert yet).
+  virtual BlockersPage do_conversion_blockers(const ConvertRequest& request, const ResolvedRequest& req,
+                                              std::size_t limit);
   virtual std::vector<WaiterInfo> do_waiters(std::string_view ns, const std::string& prefix, std::size_t limit) = 0;
   virtual void do_set_default_limits(const Limits& limits) = 0;
   virtual void do_set_limits(std::string_view ns, const std::optional<Limits>& limits) = 0;

@@ -36,6 +36,10 @@ AcquireResult LockEngine::convert(const ConvertRequest&, std::stop_token) {
   throw BackendError("this engine does not convert locks");
 }
 
+BlockersPage LockEngine::blockers(const ConvertRequest&, std::size_t) {
+  throw BackendError("this engine does not convert locks");
+}
+
 ConvertRequest ConvertRequest::of(std::string ns, const Grant& grant, std::string op, std::vector<Target> targets) {
   ConvertRequest r;
   r.ns = std::move(ns);

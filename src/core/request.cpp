@@ -247,6 +247,12 @@ ResolvedRequest resolve_dry_run(const MatrixTable& matrix, std::string_view ns, 
   return resolve_request(matrix, LockRequest{std::string(ns), "dry-run", std::string(op), targets});
 }
 
+ResolvedRequest resolve_conversion_dry_run(const MatrixTable& matrix, const ConvertRequest& request, std::size_t limit,
+                                           std::size_t max) {
+  check_lock_id(request.id, "id");
+  return resolve_dry_run(matrix, request.ns, request.op, request.targets, limit, max);
+}
+
 void order_blockers(std::vector<Blocker>& blockers, std::size_t from) {
   const auto rank = [](Relation r) { return r == Relation::held_ancestor ? 0 : r == Relation::same ? 1 : 2; };
   std::stable_sort(blockers.begin() + static_cast<std::ptrdiff_t>(from), blockers.end(),

@@ -53,6 +53,10 @@ std::string random_hex(std::size_t bytes);
 // checked as acquire checks them, and `limit` in 1..max. Throws InvalidRequest.
 ResolvedRequest resolve_dry_run(const MatrixTable& matrix, std::string_view ns, std::string_view op,
                                 const std::vector<Target>& targets, std::size_t limit, std::size_t max);
+// The same for a conversion's (blockers(ConvertRequest)): its lock id, and
+// its operation and targets; not its token.
+ResolvedRequest resolve_conversion_dry_run(const MatrixTable& matrix, const ConvertRequest& request, std::size_t limit,
+                                           std::size_t max);
 // Throws InvalidRequest unless 1 <= limit <= max.
 void check_limit(std::size_t limit, std::size_t max);
 // Sorts blockers[from..]: strict ancestors (root first), the path, then

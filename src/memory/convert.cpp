@@ -13,16 +13,6 @@ namespace pathlock::memory {
 
 namespace {
 
-// Does an entry of `lock` (as it is now) refuse one of waiter w's targets?
-bool refuses(const MatrixTable& matrix, const Lock& lock, const Waiter& w) {
-  for (const Entry& held : lock.entries)
-    for (const Entry& wanted : w.entries)
-      if (paths_overlap(held.path, wanted.path) &&
-          matrix.refuses(relation_of(held.path, wanted.path), held.code, wanted.code))
-        return true;
-  return false;
-}
-
 // The live place in line of lock id's waiting conversion, or null.
 const Waiter* waiting_conversion(const NamespaceState& st, const std::string& id, Clock::time_point now) {
   for (const Waiter& w : st.waiters)
@@ -74,9 +64,9 @@ bool try_convert(const MatrixTable& matrix, Namespace& ns, NamespaceState& st, c
   if (const Entry* hit = held_refusal(matrix, st, req, now, result.conflict)) {
     refused = true;
     const Waiter* other = waiting_conversion(st, hit->lock->id, now);
-    if (other && refuses(matrix, *lock, *other)) result.outcome = AcquireOutcome::would_deadlock;
+    if (other && lock_refuses(matrix, *lock, *other)) result.outcome = AcquireOutcome::would_deadlock;
   } else if (request.fair) {
-    const auto skip = [&](const Waiter& w) { return w.converts == lock->id || refuses(matrix, *lock, w); };
+    const auto skip = [&](const Waiter& w) { return w.converts == lock->id || lock_refuses(matrix, *lock, w); };
     refused = std::any_of(req.targets.begin(), req.targets.end(), [&](const core::ResolvedTarget& t) {
       return find_older_waiter(matrix, st, t, me, now, result.conflict, skip);
     });

@@ -95,6 +95,14 @@ class MemoryEngine final : public core::BackendEngine {
     });
   }
 
+  BlockersPage do_conversion_blockers(const ConvertRequest& request, const core::ResolvedRequest& req,
+                                      std::size_t limit) override {
+    check_process();
+    return read_state<BlockersPage>(request.ns, [&](NamespaceState& st, Clock::time_point now) {
+      return find_blockers(matrix_, st, req, limit, now, st.locks.find(request.id), request.fair);
+    });
+  }
+
   std::vector<WaiterInfo> do_waiters(std::string_view ns_name, const std::string& prefix, std::size_t limit) override {
     check_process();
     return read_state<std::vector<WaiterInfo>>(ns_name, [&](NamespaceState& st, Clock::time_point now) {

@@ -43,9 +43,14 @@ const Entry* held_refusal(const MatrixTable& matrix, const NamespaceState& st, c
 bool find_older_waiter(const MatrixTable& matrix, const NamespaceState& st, const core::ResolvedTarget& t,
                        const Waiter* me, Clock::time_point now, Conflict& out,
                        const std::function<bool(const Waiter&)>& skip = {});
-// LockEngine::blockers, waiters and list on one namespace's state.
+// Does an entry of `lock` (as it is now) refuse one of waiter w's targets
+// (a conversion of `lock` passes over such a waiter: convert.hpp)?
+bool lock_refuses(const MatrixTable& matrix, const Lock& lock, const Waiter& w);
+// LockEngine::blockers, waiters and list on one namespace's state. For the
+// blockers of a conversion of lock `own` (when given): never `own`, nor a
+// place the conversion passes over; `fair` false: held locks only.
 BlockersPage find_blockers(const MatrixTable& matrix, const NamespaceState& st, const core::ResolvedRequest& req,
-                           std::size_t limit, Clock::time_point now);
+                           std::size_t limit, Clock::time_point now, const Lock* own = nullptr, bool fair = true);
 std::vector<WaiterInfo> list_waiters(const MatrixTable& matrix, const NamespaceState& st, const std::string& canonical,
                                      std::size_t limit, Clock::time_point now);
 std::vector<LockInfo> list_locks(const MatrixTable& matrix, const NamespaceState& st, const std::string& canonical,

@@ -194,27 +194,33 @@ class PostgresEngine final : public core::BackendEngine {
 
   BlockersPage do_blockers(std::string_view ns, const core::ResolvedRequest& req, std::size_t limit) override {
     const MatrixArgs m = matrix_args(matrix_, req);
-    const Result r = call(
-        "SELECT queued, id, owner, op, role, path, requested_role, requested_path, relation, fence, holds, "
-        "expires_in, waited FROM pathlock.blockers($1, $2, $3::text[], $4::text[], $5::bigint[], true, $6::int)",
-        {std::string(ns), std::string(matrix_.fingerprint), m.roles, paths_literal(req), m.masks,
-         std::to_string(limit)});
-    BlockersPage out;
-    const int rows = PQntuples(r.get());
-    for (int i = 0; i < rows; ++i) {
-      if (out.blockers.size() == limit) {
-        out.truncated = true;
-        break;
-      }
-      const PGresult* x = r.get();
-      out.blockers.push_back(Blocker{text(x, i, 0) == "t", text(x, i, 1), text(x, i, 2), text(x, i, 3),
-                                     text(x, i, 4), text(x, i, 5), text(x, i, 6), text(x, i, 7),
-                                     relation_of(number(x, i, 8)), static_cast<std::uint64_t>(number(x, i, 9)),
-                                     static_cast<std::uint32_t>(number(x, i, 10)), Millis{number(x, i, 11)},
-                                     Millis{number(x, i, 12)}});
-    }
-    return out;
+    return blockers_page(call("SELECT " + std::string(kBlockerColumns) +
+                                  " FROM pathlock.blockers($1, $2, $3::text[], $4::text[], $5::bigint[], true, $6::int)",
+                              {std::string(ns), std::string(matrix_.fingerprint), m.roles, paths_literal(req), m.masks,
+                               std::to_string(limit)})
+                             .get(),
+                         limit);
   }
+
+  // A conversion's dry run: blockers' rows without the lock's own and
+  // without the places its conversion passes over (pathlock.refused_places,
+  // while the lock is live), in blockers' order.
+  BlockersPage do_conversion_blockers(const ConvertRequest& rq, const core::ResolvedRequest& req,
+                                      std::size_t limit) override {
+    const MatrixArgs m = matrix_args(matrix_, req);
+    return blockers_page(
+        call("SELECT " + std::string(kBlockerColumns) +
+                 " FROM ROWS FROM (pathlock.blockers($1, $2, $3::text[], $4::text[], $5::bigint[], $6, 2147483646)) "
+                 "WITH ORDINALITY b, (SELECT CASE WHEN EXISTS (SELECT 1 FROM pathlock.locks l WHERE l.ns = $1 "
+                 "AND l.id = $7 AND l.expires > pathlock.now_ms()) THEN pathlock.refused_places($1, $7, '', "
+                 "$8::bigint[]) ELSE '{}' END AS ids) s WHERE CASE WHEN b.queued THEN NOT b.id = ANY (s.ids) "
+                 "ELSE b.id <> $7 END ORDER BY b.ordinality LIMIT $9::int + 1",
+             {rq.ns, std::string(matrix_.fingerprint), m.roles, paths_literal(req), m.masks, rq.fair ? "t" : "f",
+              rq.id, all_masks(matrix_), std::to_string(limit)})
+            .get(),
+        limit);
+  }
+
 
   // Limits live in pathlock.limits (the default in its row '*'), read by
   // every engine's acquires from the commit on.

@@ -79,4 +79,21 @@ std::string paths_literal(const core::ResolvedRequest& req) {
   return array_literal(paths);
 }
 
+BlockersPage blockers_page(const PGresult* x, std::size_t limit) {
+  BlockersPage out;
+  const int rows = PQntuples(x);
+  for (int i = 0; i < rows; ++i) {
+    if (out.blockers.size() == limit) {
+      out.truncated = true;
+      break;
+    }
+    out.blockers.push_back(Blocker{text(x, i, 0) == "t", text(x, i, 1), text(x, i, 2), text(x, i, 3), text(x, i, 4),
+                                   text(x, i, 5), text(x, i, 6), text(x, i, 7), relation_of(number(x, i, 8)),
+                                   static_cast<std::uint64_t>(number(x, i, 9)),
+                                   static_cast<std::uint32_t>(number(x, i, 10)), Millis{number(x, i, 11)},
+                                   Millis{number(x, i, 12)}});
+  }
+  return out;
+}
+
 }  // namespace pathlock::postgres

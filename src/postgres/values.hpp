@@ -51,4 +51,10 @@ std::string all_masks(const MatrixTable& m);
 // The request's paths as a text[] literal.
 std::string paths_literal(const core::ResolvedRequest& req);
 
+// The columns of pathlock.blockers, and its rows as a page of at most
+// `limit` (truncated when there are more).
+inline constexpr std::string_view kBlockerColumns =
+    "queued, id, owner, op, role, path, requested_role, requested_path, relation, fence, holds, expires_in, waited";
+BlockersPage blockers_page(const PGresult* x, std::size_t limit);
+
 }  // namespace pathlock::postgres

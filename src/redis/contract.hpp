@@ -39,7 +39,7 @@
 namespace pathlock::redis::contract {
 
 // The protocol version the library implements (docs/lua-protocol.md#versions).
-inline constexpr std::string_view kProtocolVersion = "4.5";
+inline constexpr std::string_view kProtocolVersion = "4.6";
 
 inline std::string json_string(std::string_view s) {
   return core::quoted(s, [](unsigned char c) {
@@ -198,7 +198,7 @@ inline std::string functions() {
       {"list_ro", 9, {"prefix", "limit", "after"}, {}, {}, {"no-writes"}, {"locks"}},
       {"probe", 9, {}, {}, {}, {"no-writes"}, {"ok", "denied"}},
       {"held", 9, {"id", "token"}, {}, {}, {"no-writes"}, {"held"}},
-      {"blockers", 9, {"op", "path...", "limit"}, {}, {}, {"no-writes"}, {"blockers"}},
+      {"blockers", 9, {"op", "path...", "limit"}, {"converts", "fair"}, {}, {"no-writes"}, {"blockers"}},
       {"waiters", 9, {"prefix", "limit"}, {}, {}, {"no-writes"}, {"waiters"}},
       {"info", 0, {}, {}, {}, {"no-writes", "allow-stale"}, {"info"}},
       {"contract", 0, {}, {}, {}, {"no-writes", "allow-stale"}, {"contract"}},

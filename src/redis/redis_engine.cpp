@@ -170,9 +170,19 @@ class RedisEngine final : public core::BackendEngine {
   }
 
   BlockersPage do_blockers(std::string_view ns, const core::ResolvedRequest& req, std::size_t limit) override {
+    return blockers_call(ns, req, limit, {});
+  }
+  // A conversion's dry run: blockers' optional converts and fair (protocol 4.6).
+  BlockersPage do_conversion_blockers(const ConvertRequest& rq, const core::ResolvedRequest& req,
+                                      std::size_t limit) override {
+    return blockers_call(rq.ns, req, limit, {rq.id, rq.fair ? "1" : "0"});
+  }
+  BlockersPage blockers_call(std::string_view ns, const core::ResolvedRequest& req, std::size_t limit,
+                             std::vector<std::string> optional) {
     std::vector<std::string> args{std::string(matrix_.ops[static_cast<std::size_t>(req.op)].name)};
     for (const core::ResolvedTarget& t : req.targets) args.push_back(t.path);
     args.push_back(std::to_string(limit));
+    for (std::string& a : optional) args.push_back(std::move(a));
     const Reply r = run("blockers", ns, args);
     if (r.at(reply::blockers::status).text() != "blockers")
       unexpected("blockers", r.at(reply::blockers::status).text());

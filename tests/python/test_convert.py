@@ -30,6 +30,12 @@ def test_copy_then_move_one_lock(mem, ns):
     refused = mem.convert(ns, copy, "move_folder", COPY)
     assert not refused and not refused.would_deadlock and refused.conflict.id == upload.id
     assert [l.op for l in mem.list(ns, "/p/A") if l.id == copy.id] == ["copy_folder"]  # as it was
+    # Its dry run names the upload only; an acquire's names the copy too.
+    assert [b.id for b in mem.blockers(ns, "move_folder", COPY, converts=copy.id).blockers] == [upload.id]
+    assert copy.id in [b.id for b in mem.blockers(ns, "move_folder", COPY).blockers]
+    assert mem.blockers(ns, "upload", {"target": "/p/A/z"}, converts=upload.id, fair=False).blockers == []
+    with pytest.raises(pathlock.InvalidRequest):
+        mem.blockers(ns, "move_folder", COPY, converts="not an id")
     assert mem.release(ns, upload.id, upload.token)
     moved = mem.convert(ns, copy, "move_folder", COPY, ttl=9, idempotency_key="move-1")
     assert moved.granted and (moved.grant.id, moved.grant.token) == (copy.id, copy.token)

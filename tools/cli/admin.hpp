@@ -27,7 +27,8 @@ namespace pathlock::cli {
 
 inline constexpr const char* kAdminUsage =
     "  pathlock admin status --redis URL [--namespace NS] [--limit N] [--tls-...]\n"
-    "  pathlock admin why --redis URL --namespace NS [--op OP] PATH [DST] [--format json|text] [--limit N]\n"
+    "  pathlock admin why --redis URL --namespace NS [--op OP [--converts ID]] PATH [DST] [--format json|text] "
+    "[--limit N]\n"
     "  pathlock admin locks --redis URL --namespace NS [PREFIX] [--limit N]\n"
     "  pathlock admin waiters --redis URL --namespace NS [PREFIX] [--limit N]\n"
     "  pathlock admin force-release --redis URL --namespace NS ID\n"

@@ -96,14 +96,19 @@ int why(const std::vector<std::string>& args, std::ostream& out) {
   };
   const options::Parsed a = table("why")
                                 .value("op")
+                                .value("converts")
                                 .value("format", format_check)
                                 .number("limit", 1, static_cast<long long>(kMaxBlockers))
                                 .positional(1, kMaxRolesPerOp)
                                 .parse(rest(args));
   Engine e = engine_of(a);
   check_path_count(e.engine->matrix(), a.get("op"), a.positional.size());
-  const admin::WhyAnswer w = admin::why(*e.engine, a.get("namespace"), a.get("op"), a.positional,
-                                        static_cast<std::size_t>(a.number_or("limit", 100)));
+  const auto limit = static_cast<std::size_t>(a.number_or("limit", 100));
+  if (a.has("converts") && !a.has("op")) throw options::UsageError("--converts takes --op (the operation converted to)");
+  const admin::WhyAnswer w =
+      a.has("converts")
+          ? admin::why_conversion(*e.engine, a.get("namespace"), a.get("converts"), a.get("op"), a.positional, limit)
+          : admin::why(*e.engine, a.get("namespace"), a.get("op"), a.positional, limit);
   if (a.get("format", "json") == "text") {
     if (w.blockers.empty()) out << "not blocked now\n";
     for (const admin::WhyBlocker& b : w.blockers)

@@ -148,24 +148,32 @@ json hello() {
               {"features", json::array({"cancel", "blockers", "waiters", "matrix", "keep", "convert"})}};
 }
 
-// blockers OP PATH [DST_PATH] [fair=true|false] [limit=N]: what refuses
-// that request now. fair=false leaves out the places in line (queued).
+// blockers OP PATH [DST_PATH] [fair=true|false] [limit=N] [converts=ID]:
+// what refuses that request (or that conversion of lock ID) now.
+// fair=false leaves out the places in line (queued).
 json blockers(LockEngine& engine, const std::string& ns, const std::vector<std::string>& w,
               const std::vector<bool>& quoted) {
   std::optional<std::size_t> limit;
   std::optional<bool> fair;
+  std::optional<std::string> converts;
   std::vector<std::string> positional;
   for (std::size_t i = 1; i < w.size(); ++i) {
     if (!quoted[i] && w[i].rfind("limit=", 0) == 0) limit = small_limit(limit, w[i], kMaxBlockers);
-    else if (!quoted[i] && w[i].rfind("fair=", 0) == 0) {
+    else if (!quoted[i] && w[i].rfind("converts=", 0) == 0) {
+      if (converts) throw InvalidRequest("converts= takes a lock id, once");
+      converts = w[i].substr(9);
+    } else if (!quoted[i] && w[i].rfind("fair=", 0) == 0) {
       if (fair || (w[i] != "fair=true" && w[i] != "fair=false")) throw InvalidRequest("fair= takes true or false, once");
       fair = w[i] == "fair=true";
     } else positional.push_back(w[i]);
   }
   if (positional.size() < 2 || positional.size() > 3)
-    throw InvalidRequest("usage: blockers OP PATH [DST_PATH] [fair=true|false] [limit=N]");
+    throw InvalidRequest("usage: blockers OP PATH [DST_PATH] [fair=true|false] [limit=N] [converts=ID]");
   const std::vector<Target> targets = targets_of(engine, positional[0], {positional.begin() + 1, positional.end()});
-  const BlockersPage page = engine.blockers(ns, positional[0], targets, limit.value_or(kMaxBlockers));
+  ConvertRequest conversion{ns, converts.value_or(""), "", positional[0], targets};
+  conversion.fair = fair.value_or(true);
+  const BlockersPage page = converts ? engine.blockers(conversion, limit.value_or(kMaxBlockers))
+                                     : engine.blockers(ns, positional[0], targets, limit.value_or(kMaxBlockers));
   json rows = json::array();
   for (const Blocker& b : page.blockers)
     if (!b.queued || fair.value_or(true)) rows.push_back(json_codec::blocker(b));

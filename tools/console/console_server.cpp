@@ -154,13 +154,15 @@ struct ConsoleServer::Impl {
     json out = json::array();
     for (const WaiterInfo& w : engine.waiters(ns, prefix_param(req), limit)) {
       json by = json::array();
-      for (const Blocker& b : engine.blockers(ns, w.op, w.targets, 20).blockers)
+      // A waiting conversion's are its dry run's: never the lock it converts,
+      // nor a place that lock refuses (docs/design.md#conversion).
+      const BlockersPage page = w.converts.empty()
+                                    ? engine.blockers(ns, w.op, w.targets, 20)
+                                    : engine.blockers(ConvertRequest{ns, w.converts, "", w.op, w.targets}, 20);
+      for (const Blocker& b : page.blockers)
         // Not itself, nor a younger waiter (behind it in line: no blocker
-        // of a request already waiting, though of a new one like it), nor,
-        // for a waiting conversion, the lock it converts (never judged
-        // against itself: docs/design.md#conversion).
-        if (b.id != w.id && b.id != w.converts && !(b.queued && b.waited <= w.waited))
-          by.push_back(codec::blocker(b));
+        // of a request already waiting, though of a new one like it).
+        if (b.id != w.id && !(b.queued && b.waited <= w.waited)) by.push_back(codec::blocker(b));
       json row = codec::waiter(w);
       row["blocked_by"] = std::move(by);
       out.push_back(std::move(row));

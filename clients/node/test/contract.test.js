@@ -34,7 +34,7 @@ test('contract() is the library\'s answer, and the document docs/lua-protocol.md
   const raw = await fx.redis.call('FCALL_RO', parseLibrary(library).prefix + 'contract', '0');
   assert.deepEqual(c, JSON.parse(raw[1]));
   assert.deepEqual(c, documentedContract());
-  assert.equal(c.protocol, '4.5');
+  assert.equal(c.protocol, '4.6');
   assert.deepEqual(Object.keys(c.waiting), ['recheck_ms', 'max_reservation_ms', 'wake_margin_ms']); // 4.4: what the wait loop uses
   assert.deepEqual(await pl.rolesOf('move_folder'), ['src', 'dst']);
   assert.equal(await pl.rolesOf('no_such_op'), undefined);

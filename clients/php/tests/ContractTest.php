@@ -44,11 +44,26 @@ final class ContractTest extends RedisTestCase
         $raw = static::$server->client()->rawCommand('FCALL_RO', self::library()->functionPrefix . 'contract', '0');
         $this->assertSame(json_decode($raw[1], true), json_decode($c->json, true));
         $this->assertEquals(self::documented(), json_decode($c->json, true));
-        $this->assertSame('4.5', $c->protocol);
+        $this->assertSame('4.6', $c->protocol);
         $this->assertTrue($c->atLeast('4.2'));
         $this->assertSame(['src', 'dst'], $c->roles('move_folder'));
         $this->assertNull($c->roles('no_such_op'));
         $this->assertSame(256, $c->limit('owner_bytes'));
+    }
+
+    public function testAnOptionalGroupThisClientDoesNotKnowIsNotSent(): void
+    {
+        $json = json_decode($this->engine->contract()->json, true);
+        foreach ($json['functions'] as &$f) {
+            if ($f['name'] === 'waiters') {
+                $f['optional'][] = ['a_newer_argument'];
+            }
+        }
+        unset($f);
+        $codec = new \Pathlock\Codec(\Pathlock\Contract::fromJson((string) json_encode($json)));
+        $this->assertSame(['/p', '10'], $codec->args('waiters', ['prefix' => '/p', 'limit' => '10']));
+        $this->expectException(BackendException::class);
+        $codec->args('waiters', ['prefix' => '/p']); // a required one is an error
     }
 
     public function testAnEngineGivenOnlyThePrefixKnowsRolesAndLimits(): void

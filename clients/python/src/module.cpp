@@ -214,6 +214,18 @@ void register_matrix(py::module_& m) {
 
 void register_engine_reads(EngineClass& c);
 
+// Engine.blockers: an acquire's dry run, or with `converts` a conversion's.
+BlockersPage engine_blockers(PyEngine& self, const std::string& ns, const std::string& op, const py::handle& targets,
+                             long long limit, const std::optional<std::string>& converts, bool fair) {
+  const std::vector<Target> t = to_targets(targets);
+  const std::size_t n = to_limit(limit, "limit");
+  py::gil_scoped_release nogil;
+  if (!converts) return self.get().blockers(ns, op, t, n);
+  ConvertRequest conversion{ns, *converts, "", op, t};
+  conversion.fair = fair;
+  return self.get().blockers(conversion, n);
+}
+
 // Engine.convert (docs/design.md#conversion).
 void register_convert(EngineClass& c) {
   c.def(
@@ -307,16 +319,13 @@ void register_engine_reads(EngineClass& c) {
           "One page of list(ns, prefix): pass the page's `next` as `after` until it is ''.")
       .def(
           "blockers",
-          [](PyEngine& self, const std::string& ns, const std::string& op, const py::handle& targets,
-             long long limit) {
-            const std::vector<Target> t = to_targets(targets);
-            const std::size_t n = to_limit(limit, "limit");
-            py::gil_scoped_release nogil;
-            return self.get().blockers(ns, op, t, n);
-          },
+          &engine_blockers,
           py::arg("ns"), py::arg("op"), py::arg("targets"), py::arg("limit") = static_cast<long long>(kMaxBlockers),
+          py::kw_only(), py::arg("converts") = py::none(), py::arg("fair") = true,
           "Why is this blocked? Every held lock and waiting request that would refuse `op` on `targets` now. "
-          "Takes and changes nothing.")
+          "Takes and changes nothing. With `converts` (a lock id): why a conversion of that lock to `op` on "
+          "`targets` is refused, judged as convert() judges it (never the lock itself, nor a place in line it goes "
+          "before); `fair=False` asks the held locks only (with `converts`).")
       .def(
           "waiters",
           [](PyEngine& self, const std::string& ns, const std::string& prefix, long long limit) {
