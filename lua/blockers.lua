@@ -18,7 +18,7 @@
   Uses:      Values (num, dec), Call (begin), Commands (chunked), Meta (check_meta,
              begin_with, blocks, gcode), Paths (path_problem, within, path_info, nodes_of,
              kind_fields, code4, spell, unspell), Index (batch, want, fetch, val),
-             Records (unpack_lock, remaining), Removal (load_waiters, CONVERTS),
+             Records (unpack_lock, remaining), Removal (load_waiters, conversions_of),
              Conflicts (refusal, waiter_flag, lock_refuses); PL_OPS, PL_RELATIONS, PL_MAX_BLOCKERS,
              PL_MAX_WAITERS, PL_CODE_DIGITS, PL_FENCE_DIGITS
   Provides:  Blockers.blockers, Blockers.waiters
@@ -33,7 +33,7 @@ do
   local kind_fields, code4, spell, unspell = Paths.kind_fields, Paths.code4, Paths.spell, Paths.unspell
   local batch, want, fetch, val = Index.batch, Index.want, Index.fetch, Index.val
   local unpack_lock, remaining = Records.unpack_lock, Records.remaining
-  local load_waiters, CONVERTS = Removal.load_waiters, Removal.CONVERTS
+  local load_waiters, conversions_of = Removal.load_waiters, Removal.conversions_of
   local refusal, waiter_flag, lock_refuses = Conflicts.refusal, Conflicts.waiter_flag, Conflicts.lock_refuses
   local PATH_AT = PL_CODE_DIGITS + 1 -- where an entry member's path starts
 
@@ -134,19 +134,6 @@ do
         end
       end
     end
-  end
-
-  -- The lock each waiting conversion of `ids` converts (CONVERTS fields;
-  -- "": an acquire), by place id.
-  local function conversions_of(c, ids)
-    local converts = {}
-    if #ids > 0 then
-      local fields = {}
-      for i = 1, #ids do fields[i] = CONVERTS .. ids[i] end
-      local v = chunked("HMGET", c.wrec, fields)
-      for i = 1, #ids do converts[ids[i]] = v[i] or "" end
-    end
-    return converts
   end
 
   -- Does a conversion of lock `own` pass over place w (its own place, or one

@@ -9,10 +9,10 @@
   paths. Nothing is written before the check: a refusal writes only what an
   acquire's would (the place in line).
 
-  Uses:      Values (num), Call (begin), Commands (writable, chunked), Meta (check_meta,
+  Uses:      Values (num), Call (begin), Commands (writable), Meta (check_meta,
              tag_count, expire, evicting_policy, gcode), Paths (entry_member, list_member),
              Index (bump_target, flush), Records (pack_lock, head_of,
-             key_field, read_back, wake), Removal (load_waiters, remove_waiters, CONVERTS),
+             key_field, read_back, wake), Removal (load_waiters, remove_waiters, conversions_of),
              Conflicts (lock_refuses), Request (read_request), Acquire (open_line, live_lock, grant_again,
              same_request, held_refusal, older_refusal, refusal_reply, refuse, next_fence)
   Provides:  Convert.convert
@@ -21,14 +21,15 @@ local Convert
 do
   local num = Values.num
   local begin = Call.begin
-  local writable, chunked = Commands.writable, Commands.chunked
+  local writable = Commands.writable
   local check_meta, tag_count, expire, evicting_policy, gcode = Meta.check_meta, Meta.tag_count, Meta.expire,
     Meta.evicting_policy, Meta.gcode
   local entry_member, list_member = Paths.entry_member, Paths.list_member
   local bump_target, flush = Index.bump_target, Index.flush
   local pack_lock, head_of, key_field, read_back, wake = Records.pack_lock, Records.head_of, Records.key_field,
     Records.read_back, Records.wake
-  local load_waiters, remove_waiters, CONVERTS = Removal.load_waiters, Removal.remove_waiters, Removal.CONVERTS
+  local load_waiters, remove_waiters, conversions_of = Removal.load_waiters, Removal.remove_waiters,
+    Removal.conversions_of
   local lock_refuses = Conflicts.lock_refuses
   local read_request = Request.read_request
   local open_line, live_lock, grant_again, same_request = Acquire.open_line, Acquire.live_lock, Acquire.grant_again,
@@ -51,12 +52,9 @@ do
   -- conversion is refused by a held lock).
   local function waiting_conversion(c, id)
     local ids = rcall("ZRANGE", c.wq, "0", "-1")
-    if #ids == 0 then return nil end
-    local fields = {}
-    for i = 1, #ids do fields[i] = CONVERTS .. ids[i] end
-    local v = chunked("HMGET", c.wrec, fields)
+    local converts = conversions_of(c, ids)
     for i = 1, #ids do
-      if v[i] == id then
+      if converts[ids[i]] == id then
         local w = load_waiters(c, { ids[i] })[1]
         if not w.stale and w.exp > c.now then return w end
       end

@@ -8,7 +8,7 @@
              Limits (count_owners); PL_REAP_LIMIT
   Provides:  Removal.remove_locks, Removal.expired_locks, Removal.load_waiters,
              Removal.remove_waiters, Removal.add_once, Removal.remove_ended,
-             Removal.ended_waiters, Removal.CONVERTS
+             Removal.ended_waiters, Removal.CONVERTS, Removal.conversions_of
 ]]
 local Removal
 do
@@ -163,7 +163,20 @@ do
     return load_waiters(c, ids), false
   end
 
+  -- The lock each waiting conversion of `ids` converts (CONVERTS fields;
+  -- "": an acquire), by place id.
+  local function conversions_of(c, ids)
+    local converts = {}
+    if #ids > 0 then
+      local fields = {}
+      for i = 1, #ids do fields[i] = CONVERTS .. ids[i] end
+      local v = chunked("HMGET", c.wrec, fields)
+      for i = 1, #ids do converts[ids[i]] = v[i] or "" end
+    end
+    return converts
+  end
+
   Removal = { remove_locks = remove_locks, expired_locks = expired_locks, load_waiters = load_waiters,
             remove_waiters = remove_waiters, add_once = add_once, remove_ended = remove_ended,
-            ended_waiters = ended_waiters, CONVERTS = CONVERTS }
+            ended_waiters = ended_waiters, CONVERTS = CONVERTS, conversions_of = conversions_of }
 end

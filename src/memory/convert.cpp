@@ -64,9 +64,10 @@ bool try_convert(const MatrixTable& matrix, Namespace& ns, NamespaceState& st, c
   if (const Entry* hit = held_refusal(matrix, st, req, now, result.conflict)) {
     refused = true;
     const Waiter* other = waiting_conversion(st, hit->lock->id, now);
-    if (other && lock_refuses(matrix, *lock, *other)) result.outcome = AcquireOutcome::would_deadlock;
+    // (other converts another lock, so it is passed over only when this lock refuses it)
+    if (other && passed_over(matrix, *lock, *other)) result.outcome = AcquireOutcome::would_deadlock;
   } else if (request.fair) {
-    const auto skip = [&](const Waiter& w) { return w.converts == lock->id || lock_refuses(matrix, *lock, w); };
+    const auto skip = [&](const Waiter& w) { return passed_over(matrix, *lock, w); };
     refused = std::any_of(req.targets.begin(), req.targets.end(), [&](const core::ResolvedTarget& t) {
       return find_older_waiter(matrix, st, t, me, now, result.conflict, skip);
     });

@@ -59,7 +59,8 @@ Blocker blocker_of(const MatrixTable& matrix, const Entry& e, const core::Resolv
   return b;
 }
 
-bool lock_refuses(const MatrixTable& matrix, const Lock& lock, const Waiter& w) {
+bool passed_over(const MatrixTable& matrix, const Lock& lock, const Waiter& w) {
+  if (w.converts == lock.id) return true;
   for (const Entry& held : lock.entries)
     for (const Entry& wanted : w.entries)
       if (paths_overlap(held.path, wanted.path) &&
@@ -72,17 +73,15 @@ BlockersPage find_blockers(const MatrixTable& matrix, const NamespaceState& st, 
                            std::size_t limit, Clock::time_point now, const Lock* own, bool fair) {
   BlockersPage out;
   // What a conversion of `own` is never judged against (convert.hpp).
-  const auto passed_over = [&](const Entry& e) {
-    if (!own) return false;
-    if (e.lock) return e.lock == own;
-    return e.waiter->converts == own->id || lock_refuses(matrix, *own, *e.waiter);
+  const auto skipped = [&](const Entry& e) {
+    return own && (e.lock ? e.lock == own : passed_over(matrix, *own, *e.waiter));
   };
   for (const Kind kind : {kHeld, kWaiting}) {
     if (kind == kWaiting && !fair) break;
     for (const core::ResolvedTarget& t : req.targets) {
       const std::size_t from = out.blockers.size();
       st.index.for_each_refusal(t.path, blockers_of(matrix, t.code), kind, [&](const Entry& e, Relation rel) {
-        if (passed_over(e)) return true;
+        if (skipped(e)) return true;
         if (out.blockers.size() == limit) return !(out.truncated = true);
         out.blockers.push_back(blocker_of(matrix, e, t, rel, now));
         return true;

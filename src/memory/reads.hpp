@@ -43,9 +43,9 @@ const Entry* held_refusal(const MatrixTable& matrix, const NamespaceState& st, c
 bool find_older_waiter(const MatrixTable& matrix, const NamespaceState& st, const core::ResolvedTarget& t,
                        const Waiter* me, Clock::time_point now, Conflict& out,
                        const std::function<bool(const Waiter&)>& skip = {});
-// Does an entry of `lock` (as it is now) refuse one of waiter w's targets
-// (a conversion of `lock` passes over such a waiter: convert.hpp)?
-bool lock_refuses(const MatrixTable& matrix, const Lock& lock, const Waiter& w);
+// Does a conversion of `lock` pass over waiter w (convert.hpp): w is its own
+// place, or an entry of `lock` as it is now refuses one of w's targets?
+bool passed_over(const MatrixTable& matrix, const Lock& lock, const Waiter& w);
 // LockEngine::blockers, waiters and list on one namespace's state. For the
 // blockers of a conversion of lock `own` (when given): never `own`, nor a
 // place the conversion passes over; `fair` false: held locks only.
