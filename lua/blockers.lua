@@ -16,7 +16,7 @@
   line are scanned (O(waiters)) only when the counts flag one.
 
   Uses:      Values (num, dec), Call (begin), Commands (chunked), Meta (check_meta,
-             begin_with, blocks, gcode), Paths (path_problem, within, path_info, nodes_of,
+             begin_with, blocks, gcode), Paths (path_problem, within, nesting_problem, path_info, nodes_of,
              kind_fields, code4, spell, unspell), Index (batch, want, fetch, val),
              Records (unpack_lock, remaining), Removal (load_waiters, conversions_of),
              Conflicts (refusal, waiter_flag, lock_refuses); PL_OPS, PL_RELATIONS, PL_MAX_BLOCKERS,
@@ -30,6 +30,7 @@ do
   local chunked = Commands.chunked
   local check_meta, begin_with, blocks, gcode = Meta.check_meta, Meta.begin_with, Meta.blocks, Meta.gcode
   local path_problem, within, path_info, nodes_of = Paths.path_problem, Paths.within, Paths.path_info, Paths.nodes_of
+  local nesting_problem = Paths.nesting_problem
   local kind_fields, code4, spell, unspell = Paths.kind_fields, Paths.code4, Paths.spell, Paths.unspell
   local batch, want, fetch, val = Index.batch, Index.want, Index.fetch, Index.val
   local unpack_lock, remaining = Records.unpack_lock, Records.remaining
@@ -107,6 +108,8 @@ do
       local problem = path_problem(argv[1 + i])
       if problem then return nil, nil, { "invalid", op.roles[i] .. " path '" .. argv[1 + i] .. "' " .. problem } end
     end
+    local nested = nesting_problem(argv[1], op, argv, 1)
+    if nested then return nil, nil, { "invalid", nested } end
     return op, limit, nil
   end
 

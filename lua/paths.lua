@@ -3,7 +3,7 @@
   those nodes (cached), and paths as entry members spell them.
 
   Uses:      Values (cache, keep); PL_MAX_PATH, PL_MAX_NAME, PL_CODE_DIGITS, PL_FENCE_DIGITS
-  Provides:  Paths.path_problem, Paths.within, Paths.path_info, Paths.nodes_of, Paths.kind_fields,
+  Provides:  Paths.path_problem, Paths.within, Paths.nesting_problem, Paths.path_info, Paths.nodes_of, Paths.kind_fields,
              Paths.fields_of, Paths.spell, Paths.unspell, Paths.code4, Paths.fence16,
              Paths.entry_member, Paths.list_member
 ]]
@@ -139,7 +139,19 @@ do
   end
   local function list_member(f16, id) return "F" .. f16 .. id end
 
-  Paths = { path_problem = path_problem, within = within, path_info = path_info, nodes_of = nodes_of,
+  -- The problem of operation `op`'s paths argv[first + 1 ..] (one per role)
+  -- where the operation forbids one role at or inside another; nil if none.
+  local function nesting_problem(name, op, argv, first)
+    for k = 1, #op.not_inside do
+      local pair = op.not_inside[k]
+      if within(argv[first + pair[1]], argv[first + pair[2]]) then
+        return name .. ": " .. op.roles[pair[1]] .. " may not be " .. op.roles[pair[2]] .. " or inside it"
+      end
+    end
+    return nil
+  end
+
+  Paths = { path_problem = path_problem, within = within, nesting_problem = nesting_problem, path_info = path_info, nodes_of = nodes_of,
           kind_fields = kind_fields, fields_of = fields_of, spell = spell, unspell = unspell, code4 = code4,
           fence16 = fence16, entry_member = entry_member, list_member = list_member }
 end

@@ -2,14 +2,14 @@
   lua/request.lua: the arguments of acquire, checked before anything is read
   (docs/lua-protocol.md#acquire).
 
-  Uses:      Values (dec, valid_id, valid_key), Paths (path_problem, within), Limits (valid); PL_OPS,
+  Uses:      Values (dec, valid_id, valid_key), Paths (path_problem, nesting_problem), Limits (valid); PL_OPS,
              PL_MAX_OWNER, PL_MAX_TTL, PL_MAX_ID, PL_MAX_TOKEN, PL_MAX_KEY, PL_MAX_RESERVE, PL_MAX_LIMIT
   Provides:  Request.read_request
 ]]
 local Request
 do
   local dec, valid_id, valid_key = Values.dec, Values.valid_id, Values.valid_key
-  local path_problem, within = Paths.path_problem, Paths.within
+  local path_problem, nesting_problem = Paths.path_problem, Paths.nesting_problem
   local valid_limits = Limits.valid
 
   -- reenter_id, reenter_token and the idempotency key of request r (a
@@ -37,13 +37,8 @@ do
       local problem = path_problem(paths[i])
       if problem then return { "invalid", op.roles[i] .. " path '" .. paths[i] .. "' " .. problem } end
     end
-    for k = 1, #op.not_inside do
-      local pair = op.not_inside[k]
-      if within(paths[pair[1]], paths[pair[2]]) then
-        return { "invalid", r.op_name .. ": " .. op.roles[pair[1]] .. " may not be " .. op.roles[pair[2]] .. " or inside it" }
-      end
-    end
-    return nil
+    local nested = nesting_problem(r.op_name, op, argv, 8)
+    return nested and { "invalid", nested } or nil
   end
 
   -- The optional fair, waiter_id and reserve_ms of request r.

@@ -225,6 +225,14 @@ void check_query_limits(const RedisServer& server, FunctionCaller& eval, const s
   CHECK(eval("waiters", {"/", std::to_string(kMaxWaiters + 1)}).elements.at(0).str == "invalid");
   CHECK(eval("blockers", {"upload", "/q", std::to_string(kMaxBlockers)}).elements.at(0).str == "blockers");
   CHECK(eval("blockers", {"upload", "/q", std::to_string(kMaxBlockers + 1)}).elements.at(0).str == "invalid");
+  // blockers validates the paths as acquire does: a move's dst at or inside its src is refused (it listed rows).
+  CHECK(eval("blockers", {"move_folder", "/q", "/r", "10"}).elements.at(0).str == "blockers");
+  for (const char* dst : {"/q", "/q/in"}) {
+    const RedisReply nested = eval("blockers", {"move_folder", "/q", dst, "10"});
+    CHECK(nested.elements.at(0).str == "invalid");
+    CHECK(nested.elements.at(1).str == "move_folder: dst may not be src or inside it");
+    CHECK(eval("blockers", {"move_folder", "/q", dst, "10", "", "1"}).elements.at(0).str == "invalid");
+  }
   CHECK(eval("list", {"/", std::to_string(kMaxListLimit), ""}).elements.at(0).str == "locks");
   CHECK(eval("list", {"/", std::to_string(kMaxListLimit + 1), ""}).elements.at(0).str == "invalid");
   CHECK(eval("force_release", {"h1"}).elements.at(0).str == "released");
