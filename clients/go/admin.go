@@ -2,6 +2,7 @@ package pathlock
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 )
@@ -110,21 +111,38 @@ type Blocker struct {
 // now: every held lock and place in line that refuses it (read-only), at
 // most limit (1..1000) rows; truncated when there are more.
 func (c *Client) Blockers(ctx context.Context, ns, op string, paths []string, limit int) (rows []Blocker, truncated bool, err error) {
-	if limit < 1 || limit > 1000 {
-		return nil, false, invalidf("limit must be 1 to 1000")
+	return c.blockers(ctx, ns, op, paths, limit, nil)
+}
+
+// ConversionBlockers is the dry run of a conversion (since 1.1.0; protocol
+// 4.6): why would Convert of lock id to conv's operation and paths be
+// refused now? Blockers, judged as the conversion is judged: never the lock
+// itself, nor its own place in line, nor a place in line that the lock as
+// it is now refuses (the conversion goes before those); with conv.Unfair,
+// held locks only (the limit then counts them only). conv's TTL, Wait and
+// IdempotencyKey play no part. No token is needed; an id that names no
+// live lock leaves nothing out (Blockers' answer). Read-only. ErrInvalid
+// for an id that is not 1..64 of [A-Za-z0-9-]; ErrBackend from a library
+// older than protocol 4.6, which has no dry run of a conversion.
+func (c *Client) ConversionBlockers(ctx context.Context, ns, id string, conv Conversion, limit int) (rows []Blocker, truncated bool, err error) {
+	if !lockIDRE.MatchString(id) {
+		return nil, false, invalidf("the converted lock's id must be 1..%d characters of [A-Za-z0-9-]", MaxIDChars)
 	}
-	if op == "" || len(paths) == 0 {
-		return nil, false, invalidf("an operation and its paths")
+	fair := "1"
+	if conv.Unfair {
+		fair = "0"
 	}
-	args := []string{op}
-	for _, p := range paths {
-		n, err := NormalizePath(p)
-		if err != nil {
-			return nil, false, err
-		}
-		args = append(args, n)
+	return c.blockers(ctx, ns, conv.Op, conv.Paths, limit, map[string]string{"converts": id, "fair": fair})
+}
+
+// blockers calls the library's blockers with its arguments by name
+// (contract.go): op, the paths, limit, and the optional group that
+// optional holds (converts and fair; nil: none).
+func (c *Client) blockers(ctx context.Context, ns, op string, paths []string, limit int, optional map[string]string) (rows []Blocker, truncated bool, err error) {
+	args, err := c.blockersArgs(ctx, ns, op, paths, limit, optional)
+	if err != nil {
+		return nil, false, err
 	}
-	args = append(args, strconv.Itoa(limit))
 	r, err := c.callCmd(ctx, "FCALL_RO", ns, "blockers", args...)
 	if err != nil {
 		return nil, false, err
@@ -143,6 +161,58 @@ func (c *Client) Blockers(ctx context.Context, ns, op string, paths []string, li
 			ExpiresIn: millis(f[11]), Waited: millis(f[12])})
 	}
 	return rows, num(r[1]) != 0, nil
+}
+
+// blockersArgs checks blockers' input and builds its arguments from the
+// library's contract; every name of optional must be sent (a library
+// without them is older than protocol 4.6: ErrBackend, nothing sent).
+func (c *Client) blockersArgs(ctx context.Context, ns, op string, paths []string, limit int, optional map[string]string) ([]string, error) {
+	if limit < 1 || limit > 1000 {
+		return nil, invalidf("limit must be 1 to 1000")
+	}
+	if op == "" || len(paths) == 0 {
+		return nil, invalidf("an operation and its paths")
+	}
+	normal := make([]string, len(paths))
+	for i, p := range paths {
+		n, err := NormalizePath(p)
+		if err != nil {
+			return nil, err
+		}
+		normal[i] = n
+	}
+	if err := CheckNamespace(ns); err != nil {
+		return nil, err
+	}
+	c.closeMu.RLock()
+	closed := c.closed
+	c.closeMu.RUnlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	k, err := c.contract(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
+	fn, err := k.function("blockers")
+	if err != nil {
+		return nil, err
+	}
+	values := map[string]string{"op": op, "limit": strconv.Itoa(limit)}
+	for name, v := range optional {
+		values[name] = v
+	}
+	args, at, err := fn.arguments(values, normal)
+	if err != nil {
+		return nil, err
+	}
+	for name := range optional {
+		if _, ok := at[name]; !ok {
+			return nil, &BackendError{Op: "blockers", Err: fmt.Errorf("the library (protocol %s) takes no %q: "+
+				"the dry run of a conversion needs protocol 4.6 or later", k.Protocol, name)}
+		}
+	}
+	return args, nil
 }
 
 // Waiter is a place in line.

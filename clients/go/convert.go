@@ -52,6 +52,12 @@ func (l *Lock) Convert(ctx context.Context, conv Conversion) error {
 	return nil
 }
 
+// ConversionBlockers is Client.ConversionBlockers of this lock: why would
+// l.Convert(ctx, conv) be refused now? Read-only; the lock is unchanged.
+func (l *Lock) ConversionBlockers(ctx context.Context, conv Conversion, limit int) (rows []Blocker, truncated bool, err error) {
+	return l.c.ConversionBlockers(ctx, l.ns, l.id, conv, limit)
+}
+
 // Convert converts the lock that p proves (in namespace ns) to conv's
 // operation and paths: one call of the library's convert per attempt,
 // judged as an Acquire of them with the lock's own paths set aside, and

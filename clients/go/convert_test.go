@@ -11,6 +11,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -350,5 +352,76 @@ func TestKeeperTakesTheConvertedTTL(t *testing.T) {
 	}
 	if left := listed(t, c, ns, l.ID()).ExpiresIn; left > 600*time.Millisecond {
 		t.Fatalf("renewed with the old TTL: %v left", left)
+	}
+}
+
+// blockerIDs: the ids of a Blockers answer, sorted (the test fails on an
+// error or a truncated answer); it takes the answer whole:
+// blockerIDs(t)(c.Blockers(...)).
+func blockerIDs(t *testing.T) func([]pathlock.Blocker, bool, error) []string {
+	return func(rows []pathlock.Blocker, truncated bool, err error) []string {
+		t.Helper()
+		if err != nil || truncated {
+			t.Fatalf("blockers: %+v truncated %v, %v", rows, truncated, err)
+		}
+		ids := make([]string, 0, len(rows))
+		for _, b := range rows {
+			ids = append(ids, b.ID)
+		}
+		sort.Strings(ids)
+		return ids
+	}
+}
+
+func sortedIDs(ids ...string) []string {
+	sort.Strings(ids)
+	return ids
+}
+
+// The dry run of a conversion (ConversionBlockers, protocol 4.6): the copy
+// converting to a move is refused by the upload in its source only, not by
+// itself, nor by the delete waiting for it; the dry run of a lock elsewhere
+// (and of an unknown id) lists the waiter too, unless Unfair.
+func TestConversionBlockers(t *testing.T) {
+	c := newClient(t)
+	ctx := limited(t)
+	ns := newNS(t)
+	cp := acquired(t, c, pathlock.Request{Namespace: ns, Owner: "svc", Op: "copy_folder", Paths: []string{"/p/A", "/q/A"}, TTL: time.Minute})
+	up := acquired(t, c, pathlock.Request{Namespace: ns, Owner: "u", Op: "upload", Paths: []string{"/p/A/x"}, TTL: time.Minute})
+	other := acquired(t, c, pathlock.Request{Namespace: ns, Owner: "o", Op: "upload", Paths: []string{"/r/z"}, TTL: time.Minute})
+	waiting, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := acquiring(waiting, c, pathlock.Request{Namespace: ns, Owner: "d", Op: "delete_folder", Paths: []string{"/p/A"}, Wait: 20 * time.Second})
+	w := waitInLine(t, c, ns, 1)[0]
+	toMove := pathlock.Conversion{Op: "move_folder", Paths: []string{"/p/A", "/q/A"}}
+	all := sortedIDs(cp.ID(), up.ID(), w.ID)
+	if got := blockerIDs(t)(c.Blockers(ctx, ns, toMove.Op, toMove.Paths, 100)); !reflect.DeepEqual(got, all) {
+		t.Fatalf("plain blockers: %v, want %v", got, all)
+	}
+	if got := blockerIDs(t)(cp.ConversionBlockers(ctx, toMove, 100)); !reflect.DeepEqual(got, []string{up.ID()}) {
+		t.Fatalf("the copy's dry run: %v, want the upload %s only", got, up.ID())
+	}
+	if got := blockerIDs(t)(c.ConversionBlockers(ctx, ns, other.ID(), toMove, 100)); !reflect.DeepEqual(got, all) {
+		t.Fatalf("a lock elsewhere: %v, want %v", got, all)
+	}
+	unfair := toMove
+	unfair.Unfair = true
+	if got := blockerIDs(t)(c.ConversionBlockers(ctx, ns, other.ID(), unfair, 100)); !reflect.DeepEqual(got, sortedIDs(cp.ID(), up.ID())) {
+		t.Fatalf("unfair: %v, want the held locks only", got)
+	}
+	if got := blockerIDs(t)(c.ConversionBlockers(ctx, ns, "no-such-lock", toMove, 100)); !reflect.DeepEqual(got, all) {
+		t.Fatalf("an unknown id: %v, want %v", got, all)
+	}
+	for _, id := range []string{"", "not_an_id", strings.Repeat("a", 65)} {
+		if _, _, err := c.ConversionBlockers(ctx, ns, id, toMove, 100); !errors.Is(err, pathlock.ErrInvalid) {
+			t.Fatalf("id %q: want ErrInvalid, got %v", id, err)
+		}
+	}
+	if _, _, err := cp.ConversionBlockers(ctx, toMove, 0); !errors.Is(err, pathlock.ErrInvalid) {
+		t.Fatalf("limit 0: want ErrInvalid, got %v", err)
+	}
+	cancel()
+	if r := <-done; !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("the waiting delete: %v", r.err)
 	}
 }

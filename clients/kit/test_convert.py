@@ -5,13 +5,20 @@ an acquire of its new operation and targets (matrix-cases.json's cases, made
 by converting a lock); a lock converted on one side is seen converted on the
 other; a refused one is unchanged; a waiting conversion is listed with the
 lock it converts; two converters that would wait for each other: the later
-one is answered would_deadlock. Drivers without the "convert" feature skip."""
+one is answered would_deadlock. A conversion's dry run (`blockers OP PATH…
+converts=ID [fair=] [limit=]`, docs/lua-protocol.md#blockers-read-only)
+leaves the lock itself and the places in line it refuses out, and answers
+as the C++ shell does. Drivers without the "convert" feature skip."""
+import json
+
 import pytest
 
 import cases
 from kitlib import acquire_line, quote, wait_until
 from test_locks import check_conflict, check_grant
-from test_waiting import LONG, held_and_refused
+from test_waiting import LONG, held_and_refused, in_line
+
+UNKNOWN = "kit-no-such-lock-0123456789"  # a well-formed id no lock has
 
 
 def convert_line(grant, op, targets, extra=""):
@@ -108,3 +115,69 @@ def test_the_later_of_two_converters_waiting_for_each_other_is_would_deadlock(dr
     assert lock_of(d, b)["op"] == h2
     assert d.ask(f"release {b['id']} {quote(b['token'])}") == {"released": True}
     assert check_grant(c.answer())["id"] == a["id"]
+
+
+def without_timing(answer):
+    """A blockers answer without what runs down (expires_in_ms, waited_ms), its rows in one order (drivers
+    need not order rows alike)."""
+    if "blockers" not in answer:
+        return answer
+    rows = [{k: v for k, v in b.items() if k not in ("expires_in_ms", "waited_ms")} for b in answer["blockers"]]
+    return dict(answer, blockers=sorted(rows, key=lambda b: json.dumps(b, sort_keys=True)))
+
+
+def dry_run(d, c, line):
+    """The driver's answer to a blockers line, which must be the C++ shell's (`c`) for the same line."""
+    mine, cpp = d.ask(line), c.ask(line)
+    assert without_timing(mine) == without_timing(cpp), f"{line}: the driver answers {mine}, the C++ shell {cpp}"
+    assert "blockers" in mine, f"{line}: {mine}"
+    return mine
+
+
+def ids(answer):
+    return sorted(b["id"] for b in answer["blockers"])
+
+
+def test_a_conversions_dry_run_leaves_its_own_lock_out(driver, cpp, needs):
+    needs("convert")
+    needs("blockers")
+    pair = cases.two_holders()
+    if pair is None:
+        pytest.skip("the matrix has no two operations that hold together and refuse a third")
+    h1, h2, r, path = pair
+    d, c = driver(), cpp()
+    a = check_grant(c.ask(acquire_line("a", h1, {cases.role_of(h1): path})))
+    b = check_grant(c.ask(acquire_line("b", h2, {cases.role_of(h2): path})))
+    line = f"blockers {r} {quote(path)}"
+    plain = dry_run(d, c, line)
+    assert ids(plain) == sorted([a["id"], b["id"]]) and plain["truncated"] is False
+    assert ids(dry_run(d, c, f"{line} converts={a['id']}")) == [b["id"]]  # never the converting lock
+    assert ids(dry_run(d, c, f"{line} converts={b['id']} fair=false limit=1")) == [a["id"]]
+    assert without_timing(dry_run(d, c, f"{line} converts={UNKNOWN}")) == without_timing(plain)  # a plain blockers
+    for bad in ("converts=", "converts=not_an_id", f"converts={a['id']} converts={a['id']}", f"converts={'a' * 65}"):
+        assert "error" in d.ask(f"{line} {bad}") and "error" in c.ask(f"{line} {bad}"), bad
+
+
+def test_a_conversions_dry_run_passes_over_the_places_its_lock_refuses(driver, cpp, needs):
+    needs("convert")
+    needs("blockers")
+    triple = cases.fairness_triple()
+    if triple is None:
+        pytest.skip("the matrix has no operations H, R, X with H refusing R, admitting X, and R refusing X")
+    h, r, x, path = triple
+    d, c, waiter = driver(), cpp(), cpp()
+    held = check_grant(c.ask(acquire_line("h", h, {cases.role_of(h): path})))
+    other = check_grant(c.ask(acquire_line("o", x, {cases.role_of(x): "/kit-convert/dry/elsewhere"})))
+    waiter.send(acquire_line("w", r, {cases.role_of(r): path}, f"wait={LONG}"))
+    in_line(c, "w")
+    line = f"blockers {x} {quote(path)}"
+    plain = dry_run(d, c, line)
+    assert [(b["queued"], b["owner"], b["op"]) for b in plain["blockers"]] == [(True, "w", r)]
+    # The held lock refuses the waiter: its conversion goes first.
+    assert dry_run(d, c, f"{line} converts={held['id']}") == {"blockers": [], "truncated": False}
+    # A lock elsewhere does not: the waiter refuses its conversion, unless it is unfair.
+    assert without_timing(dry_run(d, c, f"{line} converts={other['id']}")) == without_timing(plain)
+    assert dry_run(d, c, f"{line} converts={other['id']} fair=false") == {"blockers": [], "truncated": False}
+    assert without_timing(dry_run(d, c, f"{line} converts={UNKNOWN}")) == without_timing(plain)
+    assert c.ask(f"release {held['id']} {quote(held['token'])}") == {"released": True}
+    check_grant(waiter.answer())

@@ -13,7 +13,9 @@ quotes), paths (the shared vectors' valid and invalid ones, mutated),
 options (ttl, wait, fair, key, reenter: bounds, repeats, empty values,
 unknown ones), ids and tokens of held, release, renew, force-release, keep, kept and unkeep, conversions
 (`convert` of a lock each driver takes for the line, to any operation, paths and options, and of ids
-and tokens no lock has), and the protocol itself (a UTF-8 BOM, a quoted command word,
+and tokens no lock has), blockers (half of them the dry run of a conversion, `converts=` the id of the
+lock each driver takes for the line, an id no lock has or a malformed one, with fair= and limit=), and
+the protocol itself (a UTF-8 BOM, a quoted command word,
 a leading NUL, upper case, unterminated quotes, stray escapes, tabs).
 Namespaces are a start-up option: every driver is also started once per
 candidate namespace, and must start or refuse alike. Last, every driver takes
@@ -23,7 +25,8 @@ other).
 
 Each answer is reduced to what the protocol fixes (an error is an error
 whatever its words; a grant is a grant with its holds; a conflict names its
-relation and paths; ids, tokens, fences and times are left out), and the
+relation and paths; blockers their rows' kinds, owners, operations, roles,
+paths and relations, in any order; ids, tokens, fences and times are left out), and the
 reductions must be equal for every driver; each line is followed by a
 sentinel (`held` of a lock only that driver holds), and a line's answers are
 all those before the sentinel's (so a line left unanswered, or answered
@@ -98,6 +101,10 @@ def proof_line(rng):
 # a live lock, judged alike by every driver.
 PROOF = b"{proof}"
 CONVERTED = "/conv/base"
+# In a blockers line, OWN_ID stands for the id of that lock; a line with
+# converts= takes the lock whatever the id it names.
+OWN_ID = b"{id}"
+UNKNOWN_ID = "0123456789abcdef0123456z"  # well-formed; no lock has it
 
 
 def convert_line(rng, vectors):
@@ -115,6 +122,23 @@ def convert_line(rng, vectors):
     return " ".join(words).encode("utf-8", "surrogatepass")
 
 
+def blockers_line(rng, vectors):
+    """blockers of any operation and path; half of them the dry run of a conversion (converts=) of the line's
+    own lock (mostly), of an id no lock has or of a malformed one, near that lock, with fair= and limit=."""
+    if rng.random() < 0.5:
+        return f"blockers {rng.choice(OPS)} {quote(sample_path(rng, vectors))}".encode("utf-8", "surrogatepass")
+    near = [CONVERTED, "/conv", "/conv/base/in", "/sentinel", "/p/x", "/"]
+    op, n = rng.choice([("upload", 1), ("delete_folder", 1), ("purge", 1), ("move_folder", 2), ("copy_file", 2),
+                        (rng.choice(OPS), rng.choice([0, 1, 3]))])
+    paths = [rng.choice(near) for _ in range(n)]  # move_folder's dst at or inside its src: refused by all
+    r = rng.random()
+    converts = "{id}" if r < 0.6 else UNKNOWN_ID if r < 0.8 else rng.choice(PROOFS + ["", "{id} converts={id}"])
+    words = ["blockers", op] + [quote(p) for p in paths] + [f"converts={converts}"]
+    words += rng.sample(["fair=false", "fair=true", "fair=", "fair=no", "limit=1", "limit=0", "limit=1001", "limit=",
+                         '"converts=x"'], rng.choice([0, 0, 1, 1, 2]))
+    return " ".join(words).encode("utf-8")
+
+
 def generated(rng, vectors, n):
     lines = []
     for _ in range(n):
@@ -127,10 +151,10 @@ def generated(rng, vectors, n):
             lines.append(proof_line(rng))
         elif r < 0.8:
             lines.append(rng.choice(PROTOCOL))
+        elif r < 0.9:
+            lines.append(blockers_line(rng, vectors))
         else:
-            cmd = rng.choice(["blockers", "locks", "waiters"])
-            arg = quote(sample_path(rng, vectors))
-            lines.append((f"blockers {rng.choice(OPS)} {arg}" if cmd == "blockers" else f"{cmd} {arg}").encode())
+            lines.append(f"{rng.choice(['locks', 'waiters'])} {quote(sample_path(rng, vectors))}".encode())
     return lines
 
 
@@ -148,7 +172,13 @@ def fixed_lines():
             b"convert {proof} move_folder /conv /conv/base/in", b"convert {proof} upload /sentinel",
             b"convert {proof} delete_folder / wait=10", b"convert {proof} upload /conv/k key=k2",
             b"convert {proof} upload /conv/k ttl=0", b'convert {proof} upload "/conv/q r" fair=false',
-            b'convert 0123456789ABCDEF01234567 id=1 copy_file "/sentinel" "/p/x"', b"convert ttl=5 key=k upload /conv/x"]
+            b'convert 0123456789ABCDEF01234567 id=1 copy_file "/sentinel" "/p/x"', b"convert ttl=5 key=k upload /conv/x",
+            b"blockers delete_folder /conv converts={id}", b"blockers delete_folder /conv converts=" + UNKNOWN_ID.encode(),
+            b"blockers upload /conv/base converts={id} fair=false", b"blockers upload /conv/base fair=false",
+            b"blockers move_folder /conv /q converts={id} limit=1", b"blockers upload /conv/base converts=",
+            b"blockers upload /conv/base converts=a_b", b"blockers upload /conv/base converts={id} converts={id}",
+            b'blockers upload /conv/base "converts={id}"', b"blockers upload /conv/base converts={id} fair=true fair=true",
+            b"blockers upload converts={id}", b"blockers upload /conv/base converts=" + b"a" * 65]
 
 
 def reduce(a):
@@ -167,7 +197,9 @@ def reduce(a):
     if "locks" in a:
         return f"locks n={len(a['locks'])} next={'next' in a and a['next'] is not None}"
     if "blockers" in a:
-        return f"blockers n={len(a['blockers'])} truncated={a.get('truncated')}"
+        rows = sorted(" ".join(str(b.get(k)) for k in ("kind", "queued", "owner", "op", "role", "path", "requested_role",
+                                                         "requested_path", "relation", "holds")) for b in a["blockers"])
+        return f"blockers n={len(a['blockers'])} truncated={a.get('truncated')} rows={rows}"
     if "waiters" in a:
         return f"waiters n={len(a['waiters'])}"
     if "client" in a:
@@ -198,12 +230,13 @@ def answers_until_sentinel(d):
 
 
 def own_lock(d, line):
-    """`line` for driver d: PROOF replaced by the id and token of a lock taken for it (None: no PROOF)."""
-    if PROOF not in line:
+    """`line` for driver d: PROOF replaced by the id and token, OWN_ID by the id, of a lock taken for it when
+    the line has either or converts= (None: no lock taken)."""
+    if PROOF not in line and OWN_ID not in line and b"converts=" not in line:
         return line, None
     g = d.ask(f"acquire fuzz-convert upload {CONVERTED} ttl=600000")
     assert g.get("granted") is True, f"the lock to convert was refused: {g}"
-    return line.replace(PROOF, f"{g['id']} {quote(g['token'])}".encode()), g
+    return line.replace(PROOF, f"{g['id']} {quote(g['token'])}".encode()).replace(OWN_ID, g["id"].encode()), g
 
 
 def ask_all(drivers, sync, line):

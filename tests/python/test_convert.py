@@ -36,6 +36,8 @@ def test_copy_then_move_one_lock(mem, ns):
     assert mem.blockers(ns, "upload", {"target": "/p/A/z"}, converts=upload.id, fair=False).blockers == []
     with pytest.raises(pathlock.InvalidRequest):
         mem.blockers(ns, "move_folder", COPY, converts="not an id")
+    with pytest.raises(pathlock.InvalidRequest):  # as in Node and PHP: unfair is a conversion's dry run
+        mem.blockers(ns, "move_folder", COPY, fair=False)
     assert mem.release(ns, upload.id, upload.token)
     moved = mem.convert(ns, copy, "move_folder", COPY, ttl=9, idempotency_key="move-1")
     assert moved.granted and (moved.grant.id, moved.grant.token) == (copy.id, copy.token)

@@ -300,14 +300,21 @@ class Driver:
         return {"locks": [lock_json(l) for l in page.locks], "next": page.next or None}
 
     def cmd_blockers(self, args):
-        o, pos = self._options(args, ("limit=", "fair="))
+        """blockers OP PATH [DST_PATH] [fair=] [limit=] [converts=ID]: with converts=, the dry run of a
+        conversion of lock ID (Engine.blockers(..., converts=ID, fair=...): fair=false asks the held locks
+        only); without it, fair=false leaves the places in line out of the answer."""
+        o, pos = self._options(args, ("limit=", "fair=", "converts="))
         if len(pos) not in (2, 3):
-            raise Bad("usage: blockers OP PATH [DST_PATH] [fair=true|false] [limit=N]")
+            raise Bad("usage: blockers OP PATH [DST_PATH] [fair=true|false] [limit=N] [converts=ID]")
         if o.get("fair=", "true") not in ("true", "false"):
             raise Bad("fair= takes true or false")
         limit = whole("limit=" + o.get("limit=", str(MAX_BLOCKERS)), 6, 1, MAX_BLOCKERS)
-        page = self.engine.blockers(self.ns, pos[0], self.targets(pos[0], pos[1:]), limit)
         fair = o.get("fair=", "true") == "true"
+        targets = self.targets(pos[0], pos[1:])
+        if "converts=" in o:
+            page = self.engine.blockers(self.ns, pos[0], targets, limit, converts=o["converts="], fair=fair)
+        else:
+            page = self.engine.blockers(self.ns, pos[0], targets, limit)
         return {"blockers": [blocker_json(b) for b in page.blockers if fair or not b.queued],
                 "truncated": page.truncated}
 

@@ -10,8 +10,8 @@ import type Redis from 'ioredis';
 import { anySignal, untilAborted } from './abort';
 import { AcquireHost, AcquireIds, AcquirePlan, firstAttempt, planAcquire, planConvert, randomIds, runAcquire } from './acquire';
 import { ServerClock } from './clock';
-import { blockerRows, keysOf, lockRows, waiterRows } from './codec';
-import { BackendError, LockRefusedError, NotHolderError, OverLimitError } from './errors';
+import { argsByName, blockerRows, keysOf, lockRows, waiterRows } from './codec';
+import { BackendError, InvalidRequestError, LockRefusedError, NotHolderError, OverLimitError } from './errors';
 import { LibraryDescription, LibraryLink } from './functions';
 import { LockGuard } from './guard';
 import { Contract, LibraryInfo, parseLibrary, rolesIn } from './library';
@@ -19,10 +19,10 @@ import { DefaultLimits, Limits, LimitsStatus, limitsStatusOf, limitsText } from 
 import { normalizePath } from './paths';
 import { RedisClient, connect, wakeNodeOf } from './topology';
 import type {
-  AcquireOptions, AcquireResult, Blocker, CallOptions, ConvertOptions, ConvertResult, Grant, ListPage, LockInfo, LockOptions,
+  AcquireOptions, AcquireResult, Blocker, BlockersOptions, CallOptions, ConvertOptions, ConvertResult, Grant, ListPage, LockInfo, LockOptions,
   PathLockOptions, Waiter,
 } from './types';
-import { checkCursor, checkFunctionPrefix, checkNamespace, pathsFor, wholeMs } from './validation';
+import { checkCursor, checkFunctionPrefix, checkLockId, checkNamespace, pathsFor, wholeMs } from './validation';
 import { RECHECK_MS } from './waiting';
 import { WakeHub } from './wake';
 
@@ -320,14 +320,25 @@ export class PathLock {
     } while (after !== null);
   }
 
-  /** What would refuse a request for `op` on these paths now (read-only). */
-  async blockers(
-    o: { op: string; paths?: string[]; targets?: Record<string, string>; limit?: number },
-  ): Promise<{ blockers: Blocker[]; truncated: boolean }> {
+  /**
+   * What would refuse a request for `op` on these paths now (read-only);
+   * with `converts`, what would refuse a conversion of that lock (its dry
+   * run, since 1.1.0: BlockersOptions). BackendError for `converts` from a
+   * library older than protocol 4.6.
+   */
+  async blockers(o: BlockersOptions): Promise<{ blockers: Blocker[]; truncated: boolean }> {
     const contract = await this.contract();
     const paths = pathsFor(contract, o);
     const limit = wholeMs('limit', o.limit ?? 1000, 1, contract.limits.blockers_limit);
-    const r = await this.fcall('blockers', [o.op, ...paths, limit], true);
+    const values: Record<string, string> = { op: o.op, limit };
+    if (o.converts !== undefined) {
+      values.converts = checkLockId('converts', o.converts, contract.limits);
+      values.fair = o.fair === false ? '0' : '1';
+    } else if (o.fair === false) throw new InvalidRequestError('fair: false goes with converts (the dry run of a conversion)');
+    const { args, at } = argsByName(contract, 'blockers', values, paths);
+    if (values.converts !== undefined && at.converts === undefined)
+      throw new BackendError(`the library (protocol ${contract.protocol}) has no dry run of a conversion: blockers' converts needs protocol 4.6`);
+    const r = await this.fcall('blockers', args, true);
     return { blockers: blockerRows(r), truncated: Number(r[1]) === 1 };
   }
 

@@ -144,6 +144,26 @@ export interface ListPage {
   next: string | null;
 }
 
+/**
+ * What `PathLock.blockers` asks about: a request for `op` on `paths` (or
+ * `targets` by role), at most `limit` (1..1000, default 1000) rows.
+ * `converts` (since 1.1.0; protocol 4.6) makes it the dry run of a
+ * conversion of that lock (its id; no token needed) to `op` on these paths,
+ * judged as `convert` judges it: never the lock itself, nor its own place
+ * in line, nor a place in line the lock as it is now refuses; with `fair:
+ * false`, held locks only (then `limit` counts them only); `fair: false`
+ * without `converts` is an InvalidRequestError. A `converts` that names no
+ * live lock leaves nothing out (the answer without it).
+ */
+export interface BlockersOptions {
+  op: string;
+  paths?: string[];
+  targets?: Record<string, string>;
+  limit?: number;
+  converts?: string;
+  fair?: boolean;
+}
+
 export interface Blocker {
   queued: boolean;
   id: string;

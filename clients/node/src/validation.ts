@@ -103,6 +103,15 @@ export function pathsFor(contract: Contract, o: { op: string; paths?: string[]; 
   return roles.map((r) => normalizePath(o.targets![r]));
 }
 
+const LOCK_ID_RE = /^[A-Za-z0-9-]+$/;
+
+/** A lock id by the engine's rule: 1..id_chars characters of [A-Za-z0-9-]. */
+export function checkLockId(what: string, id: unknown, limits: ContractLimits): string {
+  if (typeof id !== 'string' || !LOCK_ID_RE.test(id) || id.length > limits.id_chars)
+    throw new InvalidRequestError(`${what} must be 1..${limits.id_chars} characters of [A-Za-z0-9-]`);
+  return id;
+}
+
 /** A list cursor: '' or the `next` of a page. */
 export function checkCursor(after: string): string {
   if (after !== '' && !/^\d{1,16}$/.test(after)) throw new InvalidRequestError(`'${after}' is not a cursor`);

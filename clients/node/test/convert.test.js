@@ -111,6 +111,36 @@ test('a waiting conversion is listed with the lock it converts and granted when 
   assert.deepEqual(await pl.waiters(), []);
 });
 
+test("the dry run of a conversion (blockers' converts): never the lock itself, nor a place in line it refuses", LIMIT, async () => {
+  const pl = client();
+  const copy = await pl.acquire({ owner: 'svc', op: 'copy_folder', paths: ['/b/A', '/c/A'] });
+  const upload = await pl.acquire({ owner: 'u', op: 'upload', paths: ['/b/A/x'] }); // the copy lets it in
+  const other = await pl.acquire({ owner: 'o', op: 'upload', paths: ['/r/z'] });
+  const controller = new AbortController();
+  const waiting = pl.tryAcquire({ owner: 'd', op: 'delete_folder', paths: ['/b/A'], waitMs: 60_000, signal: controller.signal });
+  waiting.catch(() => undefined); // rejected by the abort below
+  await until(async () => (await pl.waiters()).length === 1, 'the delete in line');
+  const [w] = await pl.waiters();
+  const move = { op: 'move_folder', paths: ['/b/A', '/c/A'] };
+  const ids = async (o) => {
+    const r = await pl.blockers({ ...move, ...o });
+    assert.equal(r.truncated, false);
+    return r.blockers.map((b) => b.id).sort();
+  };
+  const all = [copy.id, upload.id, w.id].sort();
+  assert.deepEqual(await ids({}), all);
+  assert.deepEqual(await ids({ converts: copy.id }), [upload.id], 'the copy itself and the delete waiting for it are left out');
+  assert.deepEqual(await ids({ converts: copy.id, fair: false }), [upload.id]);
+  assert.deepEqual(await ids({ converts: other.id }), all, 'a lock elsewhere: the waiting delete refuses its conversion');
+  assert.deepEqual(await ids({ converts: other.id, fair: false }), [copy.id, upload.id].sort(), 'unfair: held locks only');
+  assert.deepEqual(await ids({ converts: 'no-such-lock' }), all, 'an id no lock has: the plain answer');
+  for (const bad of [{ converts: '' }, { converts: 'not_an_id' }, { converts: 'a'.repeat(65) }, { fair: false }])
+    await assert.rejects(pl.blockers({ ...move, ...bad }), InvalidRequestError, JSON.stringify(bad));
+  controller.abort();
+  await assert.rejects(waiting, (e) => e.name === 'AbortError');
+  assert.deepEqual(await pl.waiters(), []);
+});
+
 test('two converters waiting for each other: the first waits, the second is answered wouldDeadlock', LIMIT, async () => {
   const pl = client();
   // Two uploads hold together on one path; each refuses a delete_folder of it.

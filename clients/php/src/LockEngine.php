@@ -424,18 +424,55 @@ final class LockEngine implements LockEngineInterface
      * Why would a request for $op on $targets be refused now? Every live
      * held lock and place in line that refuses it; takes nothing.
      *
+     * With $converts (a lock id; since 1.1.0, protocol 4.6), the dry run of
+     * a conversion of that lock to $op on $targets (convert()), judged as
+     * the conversion is: never the lock itself, nor its own place in line,
+     * nor a place in line the lock as it is now refuses; $fair false asks
+     * the held locks only (the limit then counts them only). No token is
+     * needed; an id that names no live lock leaves nothing out. $fair false
+     * without $converts is an InvalidRequestException; a library older
+     * than 4.6 a BackendException.
+     *
      * @param array<string,string>|list<string> $targets
      */
-    public function blockers(string $namespace, string $op, array $targets, int $limit = self::MAX_BLOCKERS): BlockersPage
-    {
+    public function blockers(
+        string $namespace,
+        string $op,
+        array $targets,
+        int $limit = self::MAX_BLOCKERS,
+        ?string $converts = null,
+        bool $fair = true,
+    ): BlockersPage {
         Input::checkNamespace($namespace);
         $paths = $this->calls->input()->resolveTargets($op, $targets);
         $this->calls->input()->checkLimit($limit, 'blockers_limit');
+        $values = ['op' => $op, 'limit' => (string) $limit];
+        if ($converts !== null) {
+            $this->calls->input()->checkId($converts, 'converts');
+            $this->requireConversionDryRun();
+            $values += ['converts' => $converts, 'fair' => $fair ? '1' : '0'];
+        } elseif (!$fair) {
+            throw new InvalidRequestException('fair: false goes with converts (the dry run of a conversion)');
+        }
         try {
-            return Codec::blockersPage($this->calls->callNamed('blockers', $namespace, ['op' => $op, 'limit' => (string) $limit], $paths, true));
+            return Codec::blockersPage($this->calls->callNamed('blockers', $namespace, $values, $paths, true));
         } catch (InvalidRequestException $e) {
             throw $this->calls->input()->withPaths($e, $op, $paths);
         }
+    }
+
+    /** A BackendException unless the library's blockers takes `converts` (protocol 4.6). */
+    private function requireConversionDryRun(): void
+    {
+        foreach ($this->contract()->optionalGroups('blockers') as $group) {
+            if (in_array('converts', $group, true)) {
+                return;
+            }
+        }
+        throw new BackendException(sprintf(
+            "the library (protocol %s) has no dry run of a conversion: blockers' converts needs protocol 4.6",
+            $this->contract()->protocol,
+        ));
     }
 
     /**

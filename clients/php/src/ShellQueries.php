@@ -51,30 +51,40 @@ final class ShellQueries
         return ['locks' => array_map(ShellAnswers::lock(...), $page->locks), 'next' => $page->next === '' ? null : $page->next];
     }
 
-    /** @return array<string,mixed> */
+    /**
+     * blockers OP PATH [DST_PATH] [fair=true|false] [limit=N] [converts=ID]:
+     * with converts=, the dry run of a conversion of lock ID (fair=false
+     * asks the held locks only); without it, fair=false leaves the places
+     * in line out of the answer. Each option once.
+     *
+     * @return array<string,mixed>
+     */
     public function blockers(array $w, \Closure $opt): array
     {
-        $fair = true;
-        $limit = null;
+        $fair = $limit = $converts = null;
         $positional = [];
         for ($i = 1; $i < count($w); $i++) {
             if ($opt($i, 'limit=')) {
                 $limit = ShellWords::limit($limit, $w[$i], LockEngine::MAX_BLOCKERS);
             } elseif ($opt($i, 'fair=')) {
-                if ($w[$i] !== 'fair=true' && $w[$i] !== 'fair=false') {
+                $fair = ShellWords::once($fair, $w[$i], 5);
+                if ($fair !== 'true' && $fair !== 'false') {
                     throw new InvalidRequestException('fair= takes true or false');
                 }
-                $fair = $w[$i] === 'fair=true';
+            } elseif ($opt($i, 'converts=')) {
+                $converts = ShellWords::once($converts, $w[$i], 9);
             } else {
                 $positional[] = $w[$i];
             }
         }
         if (count($positional) < 2 || count($positional) > 3) {
-            throw new InvalidRequestException('usage: blockers OP PATH [DST_PATH] [fair=true|false] [limit=N]');
+            throw new InvalidRequestException('usage: blockers OP PATH [DST_PATH] [fair=true|false] [limit=N] [converts=ID]');
         }
         $op = $positional[0];
+        $fair = $fair !== 'false';
         ShellWords::checkPaths($this->engine->contract(), $op, count($positional) - 1);
-        $page = $this->engine->blockers($this->namespace, $op, array_slice($positional, 1), $limit ?? LockEngine::MAX_BLOCKERS);
+        $page = $this->engine->blockers($this->namespace, $op, array_slice($positional, 1), $limit ?? LockEngine::MAX_BLOCKERS,
+            converts: $converts, fair: $fair || $converts === null);
         $rows = [];
         foreach ($page->blockers as $b) {
             if (!$fair && $b->queued) {

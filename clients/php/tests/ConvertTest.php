@@ -162,6 +162,48 @@ final class ConvertTest extends RedisTestCase
         $this->assertSame(0, $bob->close());
     }
 
+    /** The ids of a blockers page, sorted (the page is not truncated). */
+    private function blockerIds(\Pathlock\BlockersPage $page): array
+    {
+        $this->assertFalse($page->truncated);
+        $ids = array_map(fn($b) => $b->id, $page->blockers);
+        sort($ids);
+        return $ids;
+    }
+
+    public function testTheDryRunOfAConversionLeavesOutTheLockAndThePlacesItRefuses(): void
+    {
+        $copy = $this->engine->acquire($this->ns, 'svc', 'copy_folder', self::COPY, ttlMs: 60000)->grant;
+        $upload = $this->engine->acquire($this->ns, 'u', 'upload', ['/p/A/x'], ttlMs: 60000)->grant;
+        $other = $this->engine->acquire($this->ns, 'o', 'upload', ['/r/z'], ttlMs: 60000)->grant;
+        $dan = LineProcess::phpShell(static::$server->url, $this->ns);
+        $dan->send('acquire dan delete_folder /p/A wait=60000');
+        [$w] = Wait::until(fn() => count($ws = $this->engine->waiters($this->ns)) === 1 ? $ws : null, "dan's delete in line");
+        $ids = fn(?string $converts = null, bool $fair = true): array => $this->blockerIds(
+            $this->engine->blockers($this->ns, 'move_folder', self::COPY, converts: $converts, fair: $fair));
+        $all = [$copy->id, $upload->id, $w->id];
+        sort($all);
+        $held = [$copy->id, $upload->id];
+        sort($held);
+        $this->assertSame($all, $ids());
+        $this->assertSame([$upload->id], $ids($copy->id), 'the copy itself and the delete waiting for it are left out');
+        $this->assertSame([$upload->id], $ids($copy->id, false));
+        $this->assertSame($all, $ids($other->id), 'a lock elsewhere: the waiting delete refuses its conversion');
+        $this->assertSame($held, $ids($other->id, false), 'unfair: held locks only');
+        $this->assertSame($all, $ids('no-such-lock'), 'an id no lock has: the plain answer');
+        foreach ([['', true], ['not_an_id', true], [str_repeat('a', 65), true], [null, false]] as [$converts, $fair]) {
+            try {
+                $ids($converts, $fair);
+                $this->fail('accepted converts ' . var_export($converts, true) . ', fair ' . var_export($fair, true));
+            } catch (InvalidRequestException) {
+            }
+        }
+        $this->assertTrue($this->engine->release($this->ns, $copy->id, $copy->token));
+        $this->assertTrue($this->engine->release($this->ns, $upload->id, $upload->token));
+        $this->assertTrue($dan->read()['granted']);
+        $this->assertSame(0, $dan->close());
+    }
+
     public function testTheLaterOfTwoConvertersWaitingForEachOtherIsWouldDeadlock(): void
     {
         // create and create hold together on /p/A; each refuses delete_folder there

@@ -220,6 +220,7 @@ BlockersPage engine_blockers(PyEngine& self, const std::string& ns, const std::s
   const std::vector<Target> t = to_targets(targets);
   const std::size_t n = to_limit(limit, "limit");
   py::gil_scoped_release nogil;
+  if (!converts && !fair) throw InvalidRequest("fair=False goes with converts (the dry run of a conversion)");
   if (!converts) return self.get().blockers(ns, op, t, n);
   ConvertRequest conversion{ns, *converts, "", op, t};
   conversion.fair = fair;
@@ -325,7 +326,7 @@ void register_engine_reads(EngineClass& c) {
           "Why is this blocked? Every held lock and waiting request that would refuse `op` on `targets` now. "
           "Takes and changes nothing. With `converts` (a lock id): why a conversion of that lock to `op` on "
           "`targets` is refused, judged as convert() judges it (never the lock itself, nor a place in line it goes "
-          "before); `fair=False` asks the held locks only (with `converts`).")
+          "before); `fair=False` asks the held locks only (with `converts`; InvalidRequest without it).")
       .def(
           "waiters",
           [](PyEngine& self, const std::string& ns, const std::string& prefix, long long limit) {

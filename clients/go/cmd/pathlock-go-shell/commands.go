@@ -209,28 +209,36 @@ func (s *shell) listLocks(prefix string, o map[string]string) ([]pathlock.LockIn
 	return p.Locks, p.Next, nil
 }
 
+// blockers OP PATH [DST_PATH] [fair=true|false] [limit=N] [converts=ID]:
+// what refuses that request now, or with converts= the dry run of a
+// conversion of lock ID (Client.ConversionBlockers: fair=false asks the
+// held locks only). Without converts=, fair=false leaves the places in
+// line out of Blockers' answer.
 func (s *shell) blockers(args []word) {
-	pos, o, err := parse(args, []string{"fair", "limit"})
-	if err == nil && len(pos) < 2 {
-		err = errors.New("blockers OP PATH [DST_PATH] [fair=true|false] [limit=N]")
-	}
-	if err != nil {
-		s.fail(err)
-		return
+	pos, o, err := parse(args, []string{"fair", "limit", "converts"})
+	if err == nil && (len(pos) < 2 || len(pos) > 3) {
+		err = errors.New("blockers OP PATH [DST_PATH] [fair=true|false] [limit=N] [converts=ID]")
 	}
 	fair := true
-	if v, ok := o["fair"]; ok {
-		if fair, err = boolean("fair", v); err != nil {
-			s.fail(err)
-			return
-		}
+	if v, ok := o["fair"]; ok && err == nil {
+		fair, err = boolean("fair", v)
 	}
-	limit, err := rowLimit(o)
+	var limit int64
+	if err == nil {
+		limit, err = rowLimit(o)
+	}
 	if err != nil {
 		s.fail(err)
 		return
 	}
-	rows, truncated, err := s.c.Blockers(ctx(), s.ns, pos[0], pos[1:], int(limit))
+	var rows []pathlock.Blocker
+	var truncated bool
+	if id, ok := o["converts"]; ok {
+		conv := pathlock.Conversion{Op: pos[0], Paths: pos[1:], Unfair: !fair}
+		rows, truncated, err = s.c.ConversionBlockers(ctx(), s.ns, id, conv, int(limit))
+	} else {
+		rows, truncated, err = s.c.Blockers(ctx(), s.ns, pos[0], pos[1:], int(limit))
+	}
 	if err != nil {
 		s.fail(err)
 		return
@@ -240,16 +248,21 @@ func (s *shell) blockers(args []word) {
 		if b.Queued && !fair {
 			continue // an unfair request ignores the line
 		}
-		kind := "lock"
-		if b.Queued {
-			kind = "waiter"
-		}
-		out = append(out, obj{{"kind", kind}, {"queued", b.Queued}, {"id", b.ID}, {"owner", b.Owner}, {"op", b.Op}, {"role", b.Role},
-			{"path", b.Path}, {"requested_role", b.RequestedRole}, {"requested_path", b.RequestedPath},
-			{"relation", string(b.Relation)}, {"fence", b.Fence}, {"holds", b.Holds},
-			{"expires_in_ms", b.ExpiresIn.Milliseconds()}, {"waited_ms", b.Waited.Milliseconds()}})
+		out = append(out, blockerRow(b))
 	}
 	s.reply(obj{{"blockers", out}, {"truncated", truncated}})
+}
+
+// blockerRow: a blocker as docs/json.md#blocker shows it.
+func blockerRow(b pathlock.Blocker) obj {
+	kind := "lock"
+	if b.Queued {
+		kind = "waiter"
+	}
+	return obj{{"kind", kind}, {"queued", b.Queued}, {"id", b.ID}, {"owner", b.Owner}, {"op", b.Op}, {"role", b.Role},
+		{"path", b.Path}, {"requested_role", b.RequestedRole}, {"requested_path", b.RequestedPath},
+		{"relation", string(b.Relation)}, {"fence", b.Fence}, {"holds", b.Holds},
+		{"expires_in_ms", b.ExpiresIn.Milliseconds()}, {"waited_ms", b.Waited.Milliseconds()}}
 }
 
 func (s *shell) waiters(args []word) {
