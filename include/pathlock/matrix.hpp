@@ -162,6 +162,8 @@ std::string diff_report(const MatrixFile& before, const MatrixFile& after);
 std::string emit_header(const MatrixFile& m, const std::string& cxx_namespace);
 std::string emit_cases(const MatrixFile& m);
 std::string emit_cases_json(const MatrixFile& m);
+// conversion_cases.inc (added in 1.1): the conversion scenarios derived from the matrix.
+std::string emit_conversion_cases(const MatrixFile& m);
 std::string emit_markdown(const MatrixFile& m);
 std::string emit_html(const MatrixFile& m);
 // The Redis Functions library of a table (docs/lua-protocol.md).

@@ -69,6 +69,33 @@ nlohmann::ordered_json targets_json(const std::string& text) {
   return out;
 }
 
+// The conversion scenarios for matrix_cases.json; fields without a value
+// (no such lock, no refusal) are left out.
+nlohmann::ordered_json conversion_cases_json(const Matrix& m) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const ConversionScenario& s : conversion_scenarios(m)) {
+    nlohmann::ordered_json c = {{"kind", s.kind}};
+    const auto lock = [&](const char* name, const std::string& op, const std::string& targets) {
+      if (op.empty()) return;
+      c[fmt::format("{}_op", name)] = op;
+      c[fmt::format("{}_targets", name)] = targets_json(targets);
+    };
+    lock("held", s.held_op, s.held);
+    if (!s.held_role.empty()) c["held_role"] = s.held_role;
+    lock("other", s.other_op, s.other);
+    lock("from", s.from_op, s.from);
+    lock("to", s.to_op, s.to);
+    c["to_role"] = s.to_role;
+    c["relation"] = s.relation;
+    c["fair"] = s.fair;
+    c["outcome"] = s.outcome;
+    if (!s.names.empty()) c["names"] = s.names;
+    if (s.kind == "ahead") c["other_granted"] = s.other_granted;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string emit_cases(const Matrix& m) {
@@ -101,7 +128,8 @@ std::string emit_cases_json(const Matrix& m) {
   nlohmann::ordered_json doc = {{"generated_from", m.source},
                                 {"matrix", m.name},
                                 {"fingerprint", m.fingerprint()},
-                                {"cases", std::move(cases)}};
+                                {"cases", std::move(cases)},
+                                {"conversion_cases", conversion_cases_json(m)}};
   return doc.dump(1) + "\n";
 }
 

@@ -95,6 +95,7 @@ std::string emit_header(const MatrixFile& m, const std::string& cxx_namespace) {
 }
 std::string emit_cases(const MatrixFile& m) { return emit_cases(model_of(m)); }
 std::string emit_cases_json(const MatrixFile& m) { return emit_cases_json(model_of(m)); }
+std::string emit_conversion_cases(const MatrixFile& m) { return emit_conversion_cases(model_of(m)); }
 std::string emit_markdown(const MatrixFile& m) { return emit_markdown(model_of(m)); }
 std::string emit_html(const MatrixFile& m) { return emit_html(model_of(m)); }
 std::string update_doc(const MatrixFile& m, const std::string& doc) { return update_doc(model_of(m), doc); }

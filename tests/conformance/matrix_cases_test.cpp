@@ -21,6 +21,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <map>
 
 using namespace pathlock;
 using namespace std::chrono_literals;
@@ -74,30 +75,33 @@ TEST_CASE("matrix-derived cases hold on every backend", "[matrix][cases]") {
   CHECK(std::size(kCases) == std::size_t{matrix.code_count} * matrix.code_count * kRelationCount);
 }
 
-// The conversion cases (docs/design.md#conversion): each case's request made
-// by converting a lock, on every backend under test (Redis Cluster,
-// Sentinel, TLS and PostgreSQL in their conformance runs): the verdict and
-// the refusal an acquire of the request would get, the converting lock
-// unchanged when refused. The embedded backend converts from a lock of every
-// operation of the matrix; a server from one (the converting lock's own
-// operation never meets the cases' paths, and a server costs round trips).
+// The conversion cases pathlock-matrixc derives from the matrix
+// (conversion_cases.inc; docs/design.md#conversion): every acquire verdict
+// made by converting a lock of each operation in turn, at every relation
+// including disjoint, and the waiting rules (a waiter the converting lock
+// refuses, one another lock refuses, two conversions that would wait for
+// each other, a cancelled conversion), on every backend under test (Redis
+// Cluster, Sentinel, TLS and PostgreSQL in their conformance runs).
 TEST_CASE("matrix-derived conversion cases hold on every backend", "[matrix][cases][convert]") {
   const std::string name = test::each_backend().name;
   const MatrixTable& matrix = PATHLOCK_CASES_MATRIX;
   auto engine = test::backend_named(name).make(&matrix);
-  const std::size_t ops = name == "memory" ? matrix.op_count : 1;
-  std::size_t refused = 0, total = 0;
-  for (std::size_t op = 0; op < ops; ++op) {
-    for (const MatrixCase& c : kCases) {
-      INFO(name << ": " << matrix.ops[op].name << " converted to " << c.req_op << " {" << c.req_targets
-                << "} beside held " << c.held_op << " {" << c.held_targets << "}");
-      bool was_refused = false;
-      CHECK(matrix_cases::conversion_case(*engine, c, matrix.ops[op], test::unique_namespace("convert"), was_refused)
-                .empty());
-      refused += was_refused ? 1 : 0;
-      ++total;
-    }
+  std::map<std::string, std::size_t> kinds, refused;
+  for (const matrix_cases::ConversionCase& c : matrix_cases::kConversionCases) {
+    INFO(name << ": " << c.kind << ": " << c.from_op << " {" << c.from_targets << "} converted to " << c.to_op << " {"
+              << c.to_targets << "}, held " << c.held_op << " {" << c.held_targets << "}, other " << c.other_op
+              << " {" << c.other_targets << "}, relation " << c.relation << (c.fair ? "" : ", unfair"));
+    CHECK(matrix_cases::conversion_case(*engine, c, test::unique_namespace("convert")).empty());
+    ++kinds[c.kind];
+    refused[c.kind] += std::string(c.outcome) != "granted";
   }
-  CHECK(total == std::size(kCases) * ops);
-  CHECK(refused > total / 4);
+  // Every acquire verdict at four relations; a good share refused; and the
+  // waiting kinds present (both shipped matrices and the test one have
+  // operations that refuse each other).
+  CHECK(kinds["beside"] == std::size_t{matrix.code_count} * matrix.code_count * (kRelationCount + 1));
+  CHECK(refused["beside"] > kinds["beside"] / 5);
+  CHECK(kinds["ahead"] > 0);
+  CHECK(refused["behind"] > 0);
+  CHECK(refused["behind"] < kinds["behind"]);
+  CHECK(kinds["deadlock"] > 0);
 }

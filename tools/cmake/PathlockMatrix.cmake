@@ -16,7 +16,7 @@
 #   an INTERFACE library `name` whose include directory holds HEADER (with
 #   `inline constexpr pathlock::MatrixTable <NAMESPACE>::kMatrix`). Outputs go
 #   to ${CMAKE_CURRENT_BINARY_DIR}/pathlock_matrix/<name>/, never the source
-#   tree: include/HEADER, matrix_cases.inc (and the same cases as
+#   tree: include/HEADER, matrix_cases.inc, conversion_cases.inc (and the same cases as
 #   matrix_cases.json, for clients in other languages), <matrix name>.md and .html, and
 #   redis/pathlock_library.lua: the Redis Functions library of the matrix
 #   (what the Redis backend builds from the table at run time; for services
@@ -74,7 +74,7 @@ function(pathlock_compile_matrix)
   endif()
   add_custom_command(
     OUTPUT "${out}/stamp"
-    BYPRODUCTS "${out}/include/${PM_HEADER}" "${out}/matrix_cases.inc" "${out}/matrix_cases.json" "${out}/redis/pathlock_library.lua"
+    BYPRODUCTS "${out}/include/${PM_HEADER}" "${out}/matrix_cases.inc" "${out}/conversion_cases.inc" "${out}/matrix_cases.json" "${out}/redis/pathlock_library.lua"
     COMMAND ${CMAKE_COMMAND} -E make_directory "${out}/redis"
     COMMAND "$<TARGET_FILE:${generator}>" --json "${json}" --source-name "${json_name}" --out "${out}"
             --namespace "${PM_NAMESPACE}" --header "${PM_HEADER}" --lua "${out}/redis/pathlock_library.lua"

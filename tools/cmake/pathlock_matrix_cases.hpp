@@ -12,7 +12,11 @@
 #include <pathlock/engine.hpp>
 
 #include <algorithm>
+#include <chrono>
+#include <future>
 #include <sstream>
+#include <stop_token>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -63,46 +67,166 @@ inline std::vector<Target> beside(std::vector<Target> targets, const std::string
   return targets;
 }
 
-// Conversion cases (docs/design.md#conversion): the case's held lock, then a
-// lock of operation `from` on targets of its own (under /c, apart from every
-// case's paths) converted to the case's request. The conversion's verdict is
-// the matrix's for acquiring the request beside the held lock, a refusal
-// names what the acquire's refusal names and leaves the converting lock as
-// it was, and a grant keeps the lock's id with a fence above every other.
-// Returns what went wrong ("" if nothing); `refused` says whether it was.
-inline std::string conversion_case(LockEngine& engine, const MatrixCase& c, const OpInfo& from, const std::string& ns,
-                                   bool& refused) {
-  std::ostringstream why;
-  const AcquireResult held = engine.acquire(LockRequest{ns, "holder", c.held_op, parse_targets(c.held_targets)});
-  std::vector<Target> own;
-  for (std::size_t r = 0; r < from.role_count; ++r)
-    own.push_back(Target{std::string(from.roles[r]), "/c/" + std::string(from.roles[r])});
-  const AcquireResult mine = engine.acquire(LockRequest{ns, "converter", std::string(from.name), own});
-  if (!held.granted() || !mine.granted()) return "the held or the converting lock was refused on an empty namespace";
-  const std::vector<Target> req_targets = parse_targets(c.req_targets);
-  const AcquireResult got = engine.convert(ConvertRequest::of(ns, mine.grant, c.req_op, req_targets));
-  refused = !got.granted();
-  const std::vector<LockInfo> listed = engine.list(ns, "/c");
-  if (got.granted() != c.granted) {
-    why << "expected " << (c.granted ? "granted" : "refused") << ", got " << (got.granted() ? "granted" : "refused");
-    if (!got.granted()) why << " by " << got.conflict.op << "/" << got.conflict.role << " at " << got.conflict.path;
-    why << "; ";
+// One line of conversion_cases.inc (pathlock-matrixc's emit_conversions.cpp
+// says what each kind sets up): `held` a lock of another owner, `other` a
+// waiter's request (deadlock: the held lock's own conversion), `from` the
+// converting lock as it is, `to` what it converts to, with to_role's target
+// under test at `relation` to the held one. `outcome` is granted, refused or
+// would_deadlock; a refusal names the `held` lock, the `other` waiter's place
+// or the `from` lock. An empty op: no such lock.
+struct ConversionCase {
+  const char* kind;
+  const char* held_op;
+  const char* held_targets;
+  const char* held_role;
+  const char* other_op;
+  const char* other_targets;
+  const char* from_op;
+  const char* from_targets;
+  const char* to_op;
+  const char* to_targets;
+  const char* to_role;
+  const char* relation;
+  bool fair;
+  const char* outcome;
+  const char* names;
+  bool other_granted;
+};
+
+inline const ConversionCase kConversionCases[] = {
+#define PATHLOCK_CONVERSION_CASE(...) {__VA_ARGS__},
+#include "conversion_cases.inc"
+#undef PATHLOCK_CONVERSION_CASE
+};
+
+namespace detail {
+
+// Polls `done` every 2 ms for up to 10 s.
+template <class Fn>
+bool until(Fn&& done) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
+
+// One conversion case being run on namespace `ns`: the locks it took, what
+// went wrong so far, and a request waiting in another thread (stopped and
+// joined before the case ends).
+struct ConversionRun {
+  LockEngine& engine;
+  const ConversionCase& c;
+  std::string ns;
+  std::ostringstream why{};
+  Grant held{}, mine{};
+  std::stop_source stop{};
+  std::future<AcquireResult> waiting{};
+
+  Grant take(const char* owner, const char* op, const char* targets) {
+    const AcquireResult r = engine.acquire(LockRequest{ns, owner, op, parse_targets(targets)});
+    if (!r.granted()) why << owner << "'s " << op << " was refused on a namespace of its own; ";
+    return r.grant;
+  }
+  static AcquireResult call(LockEngine& e, const LockRequest& r, std::stop_token s) { return e.acquire(r, s); }
+  static AcquireResult call(LockEngine& e, const ConvertRequest& r, std::stop_token s) { return e.convert(r, s); }
+  // `request` in another thread, waiting up to 20 s or until stopped; true
+  // once it holds a place in line.
+  template <class Request>
+  bool wait_in_line(Request request) {
+    waiting = std::async(std::launch::async, [this, request] { return call(engine, request, stop.get_token()); });
+    if (until([&] { return !engine.waiters(ns).empty(); })) return true;
+    why << "the waiting request never took a place in line; ";
+    return false;
+  }
+  ConvertRequest conversion(const Grant& g, const char* op, const char* targets, bool fair) const {
+    ConvertRequest r = ConvertRequest::of(ns, g, op, parse_targets(targets));
+    r.fair = fair;
+    return r;
+  }
+  // The lock of `g` is listed with operation `op` and fence `fence`.
+  void listed_as(const Grant& g, const std::string& op, std::uint64_t fence, const char* what) {
+    for (const LockInfo& l : engine.list(ns))
+      if (l.id == g.id) {
+        if (l.op != op || l.fence != fence) why << what << ": the lock is " << l.op << " fenced " << l.fence << "; ";
+        return;
+      }
+    why << what << ": the lock is not listed; ";
+  }
+  // Stops and joins the waiting request, releases everything; nothing may be left.
+  std::string finish() {
+    if (waiting.valid()) {
+      stop.request_stop();
+      const AcquireResult w = waiting.get();
+      if (w.granted()) engine.release(ns, w.grant.id, w.grant.token);
+    }
+    for (const Grant* g : {&mine, &held})
+      if (!g->id.empty() && !engine.release(ns, g->id, g->token)) why << "a release failed; ";
+    if (!engine.list(ns).empty() || !engine.waiters(ns).empty()) why << "locks or waiters left at the end; ";
+    return why.str();
+  }
+};
+
+// Granted: the lock keeps its id, with a fence above every other; refused:
+// the refusal names what the case says and the lock is as it was.
+inline void judge(ConversionRun& run, const AcquireResult& got) {
+  const ConversionCase& c = run.c;
+  if (got.granted() != (std::string(c.outcome) == "granted")) {
+    run.why << "expected " << c.outcome << ", got " << (got.granted() ? "granted" : "refused");
+    if (!got.granted()) run.why << " by " << got.conflict.op << "/" << got.conflict.role << " at " << got.conflict.path;
+    run.why << "; ";
   } else if (got.granted()) {
-    if (got.grant.id != mine.grant.id || got.grant.fence <= std::max(held.grant.fence, mine.grant.fence))
-      why << "the converted lock has another id or a fence not above every other; ";
+    if (got.grant.id != run.mine.id || got.grant.fence <= std::max(run.held.fence, run.mine.fence))
+      run.why << "the converted lock has another id or a fence not above every other; ";
+    run.listed_as(run.mine, c.to_op, got.grant.fence, "granted");
   } else {
     const Conflict& k = got.conflict;
-    if (!got.conflicted() || k.id != held.grant.id || k.op != c.held_op || k.role != c.held_role ||
-        k.path != c.held_path || k.requested_role != c.req_role || relation_name(k.relation) != c.relation || k.queued)
-      why << "the refusal names " << k.op << "/" << k.role << " at " << k.path << " (" << relation_name(k.relation)
-          << "), not what the acquire's names; ";
-    if (listed.size() != 1 || listed[0].op != from.name || listed[0].fence != mine.grant.fence)
-      why << "the refused conversion changed its lock; ";
+    const std::string names = c.names;
+    if (!got.conflicted() || k.requested_role != c.to_role || k.queued != (names == "other") ||
+        (names == "held" && (k.id != run.held.id || k.op != c.held_op || k.role != c.held_role ||
+                             k.path != "/t/h/x" || relation_name(k.relation) != c.relation)) ||
+        (names == "other" && k.owner != "waiter"))
+      run.why << "the refusal names " << k.owner << "'s " << k.op << "/" << k.role << " at " << k.path << " ("
+              << relation_name(k.relation) << (k.queued ? ", queued" : "") << "), not the " << names << " lock; ";
+    run.listed_as(run.mine, c.from_op, run.mine.fence, "refused");
   }
-  if (!engine.release(ns, mine.grant.id, mine.grant.token) || !engine.release(ns, held.grant.id, held.grant.token))
-    why << "a release failed; ";
-  if (!engine.list(ns).empty()) why << "locks left after both releases; ";
-  return why.str();
+}
+
+}  // namespace detail
+
+// Runs one conversion case on `ns` (a namespace of its own); returns what
+// went wrong ("" if nothing).
+inline std::string conversion_case(LockEngine& engine, const ConversionCase& c, const std::string& ns) {
+  detail::ConversionRun run{engine, c, ns};
+  const std::string kind = c.kind;
+  if (*c.held_op) run.held = run.take("holder", c.held_op, c.held_targets);
+  run.mine = run.take("converter", c.from_op, c.from_targets);
+  if (!run.why.str().empty()) return run.finish();
+  if (kind == "deadlock") {
+    ConvertRequest first = run.conversion(run.mine, c.to_op, c.to_targets, true);
+    first.wait = std::chrono::seconds(20);
+    if (!run.wait_in_line(first)) return run.finish();
+    const AcquireResult got = engine.convert(run.conversion(run.held, c.other_op, c.other_targets, true));
+    if (!got.would_deadlock() || got.conflict.id != run.mine.id) run.why << "the second conversion is not would_deadlock; ";
+    run.listed_as(run.held, c.held_op, run.held.fence, "would_deadlock");
+    run.stop.request_stop();
+    if (!run.waiting.get().cancelled()) run.why << "the stopped conversion was not cancelled; ";
+    run.listed_as(run.mine, c.from_op, run.mine.fence, "cancelled");
+    return run.finish();
+  }
+  if (*c.other_op) {
+    LockRequest waiter{ns, "waiter", c.other_op, parse_targets(c.other_targets)};
+    waiter.wait = std::chrono::seconds(20);
+    if (!run.wait_in_line(waiter)) return run.finish();
+  }
+  detail::judge(run, engine.convert(run.conversion(run.mine, c.to_op, c.to_targets, c.fair)));
+  if (kind == "ahead") {
+    const bool in = run.waiting.wait_for(std::chrono::milliseconds(c.other_granted ? 10000 : 50)) ==
+                    std::future_status::ready;
+    if (in != c.other_granted) run.why << "the waiter " << (in ? "got in" : "did not get in") << " after the conversion; ";
+  }
+  return run.finish();
 }
 
 }  // namespace pathlock::matrix_cases

@@ -277,31 +277,27 @@ Setup set_up(const Args& args, const MatrixTable& matrix) {
   return setup;
 }
 
-// The conversion cases (matrix_cases::conversion_case): every case, converted
-// from a lock of each of the matrix's first `ops` operations (every backend
-// converts). Prints the first failures and the counts; returns how many
-// failed.
-std::size_t run_conversion_cases(LockEngine& engine, const MatrixTable& matrix, const std::string& run,
-                                 std::size_t ops) {
-  std::size_t failed = 0, refused = 0, total = 0;
-  for (std::size_t op = 0; op < ops; ++op) {
-    for (const MatrixCase& c : kCases) {
-      const std::string ns = "matrix-convert-" + run + "-" + std::to_string(total++);
-      bool was_refused = false;
-      std::string why;
-      try {
-        why = matrix_cases::conversion_case(engine, c, matrix.ops[op], ns, was_refused);
-      } catch (const std::exception& e) {
-        why = std::string("threw: ") + e.what();
-      }
-      if (was_refused) ++refused;
-      if (!why.empty() && ++failed <= 20)
-        std::cout << "FAIL " << matrix.ops[op].name << " converted to " << c.req_op << " {" << c.req_targets
-                  << "} beside held " << c.held_op << " {" << c.held_targets << "}: " << why << "\n";
+// The conversion cases pathlock-matrixc derived from the matrix
+// (conversion_cases.inc, matrix_cases::conversion_case): the acquire
+// verdicts made by converting a lock, and the waiting rules. Prints the first
+// failures and the counts; returns how many failed.
+std::size_t run_conversion_cases(LockEngine& engine, const MatrixTable& matrix, const std::string& run) {
+  std::size_t failed = 0, total = 0;
+  for (const matrix_cases::ConversionCase& c : matrix_cases::kConversionCases) {
+    const std::string ns = "matrix-convert-" + run + "-" + std::to_string(total++);
+    std::string why;
+    try {
+      why = matrix_cases::conversion_case(engine, c, ns);
+    } catch (const std::exception& e) {
+      why = std::string("threw: ") + e.what();
     }
+    if (!why.empty() && ++failed <= 20)
+      std::cout << "FAIL " << c.kind << ": " << c.from_op << " {" << c.from_targets << "} converted to " << c.to_op
+                << " {" << c.to_targets << "}, held " << c.held_op << " {" << c.held_targets << "}, other "
+                << c.other_op << " {" << c.other_targets << "}: " << why << "\n";
   }
-  std::cout << matrix.name << " " << matrix.version << ": " << total << " conversion cases, " << refused
-            << " refused, " << failed << " failed\n";
+  std::cout << matrix.name << " " << matrix.version << ": " << total << " conversion cases, " << failed
+            << " failed\n";
   return failed;
 }
 
@@ -327,9 +323,7 @@ int run_cases(LockEngine& engine, const MatrixTable& matrix, const std::string& 
                   << c.req_targets << "}, relation " << c.relation << ": " << why << "\n";
     }
   }
-  // (A server converts from one operation's lock: its paths never meet the
-  // cases', and every case costs round trips.)
-  failed += run_conversion_cases(engine, matrix, run, backend_name == "memory" ? matrix.op_count : 1);
+  failed += run_conversion_cases(engine, matrix, run);
   const std::size_t total = std::size(kCases);
   std::cout << matrix.name << " " << matrix.version << " on " << backend_name << ": " << total << " cases, "
             << refused << " refused, " << failed << " failed\n";

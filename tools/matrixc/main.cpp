@@ -83,6 +83,7 @@ int main(int argc, char** argv) {
     if (!lua_file.empty()) write_if_changed(lua_file, lua_library(m.table()));
     if (cxx) {
       write_if_changed(dir / "matrix_cases.inc", emit_cases(m));
+      write_if_changed(dir / "conversion_cases.inc", emit_conversion_cases(m));
       write_if_changed(dir / "matrix_cases.json", emit_cases_json(m));
       write_if_changed(dir / (m.name() + ".md"), emit_markdown(m));
       write_if_changed(dir / (m.name() + ".html"), emit_html(m));
