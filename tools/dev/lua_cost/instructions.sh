@@ -23,6 +23,10 @@
 #                 held on the pairs' folder refuses each (the other hot call)
 #   CONVERT=1     count conversions instead of pairs: one lock converted to an
 #                 upload of each path in turn (granted; docs/lua-protocol.md#convert)
+#   CONVERT_IN_PLACE=1  count conversions of a lock to another operation on
+#                 the same path (upload <-> delete_file, one lock per path of
+#                 the ring, taken before counting)
+#   OP=NAME       the pairs' and acquires' operation (one target; default upload)
 #   ACQUIRE=1     count granted acquires alone (a pair without its release;
 #                 the locks stay held)
 # Needs valgrind (apt-get install valgrind). Starts its own server through
@@ -72,6 +76,8 @@ what="pair"
 if [[ -n ${REFUSED:-} ]]; then mode=(--refused); what="refused acquire"; fi
 if [[ -n ${CONVERT:-} ]]; then mode=(--convert); what="conversion"; fi
 if [[ -n ${ACQUIRE:-} ]]; then mode=(--acquire); what="granted acquire"; fi
+if [[ -n ${OP:-} ]]; then mode+=(--op "$OP"); what="$what ($OP)"; fi
+if [[ -n ${CONVERT_IN_PLACE:-} ]]; then mode=(--convert-in-place --locks "$work/locks"); what="conversion in place"; fi
 "$loop" --redis "$url" --held "$held" --pairs 100 --ring "$ring" --depth "$depth" "${mode[@]}" # the held locks, the library, warm caches
 callgrind_control -z "$vg" >/dev/null 2>&1
 "$loop" --redis "$url" --pairs "$pairs" --ring "$ring" --depth "$depth" "${mode[@]}"

@@ -11,12 +11,17 @@
 // With --convert, each step instead converts one lock the run holds to an
 // upload of the next path of the ring (granted: the conversion's cost beside
 // an acquire's at the same depth; its one acquire and release are counted
-// too); with --acquire, each step is a granted acquire alone of a path of the
+// too); with --convert-in-place, each step converts one of --ring locks (one
+// per path of the ring) on its own path, between upload and delete_file (the
+// worked example's kind of conversion: a new operation, the same targets);
+// the run that takes the held locks takes these too and writes their proofs
+// to --locks FILE, which the next run reads; with --acquire, each step is a granted acquire alone of a path of the
 // ring (the locks stay held: one step's cost of a pair without its release).
+// --op NAME: the pairs' and acquires' operation, one target (default upload).
 // Timing is not its job: it prints nothing but errors.
 //
 // Usage: pathlock-pair-loop --redis URL [--held N] [--pairs N] [--ring N] [--depth N] [--namespace NS]
-//                           [--refused | --convert | --acquire]
+//                           [--op NAME] [--refused | --convert | --convert-in-place --locks FILE | --acquire]
 // Exit status: 0 done, 1 a pair was refused or failed (or, with --refused,
 // a step was granted), 2 bad usage.
 #include <pathlock/pathlock.hpp>
@@ -25,15 +30,17 @@
 
 #include <cstdio>
 #include <exception>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace {
 
 constexpr const char* kUsage =
-    "usage: pathlock-pair-loop --redis URL [--held N] [--pairs N] [--ring N] [--depth N] [--namespace NS] "
-    "[--refused | --convert | --acquire]\n";
+    "usage: pathlock-pair-loop --redis URL [--held N] [--pairs N] [--ring N] [--depth N] [--namespace NS] [--op NAME] "
+    "[--refused | --convert | --convert-in-place --locks FILE | --acquire]\n";
 
 namespace options = pathlock::options;
 const options::Options kOptions = options::Options{}
@@ -45,6 +52,9 @@ const options::Options kOptions = options::Options{}
                                       .value("namespace")
                                       .flag("refused")
                                       .flag("convert")
+                                      .flag("convert-in-place")
+                                      .value("locks")
+                                      .value("op")
                                       .flag("acquire");
 
 // The folder between /f/N and a lock's own name, for paths of `depth`
@@ -98,6 +108,49 @@ int conversions(pathlock::LockEngine& engine, const std::string& ns, long long s
   return engine.release(ns, first.grant.id, first.grant.token) ? 0 : 1;
 }
 
+// --convert-in-place: `steps` conversions, each of lock i % ring on its own
+// path to the other of upload and delete_file. The run with the held locks
+// (`take`) takes the ring's locks; each run leaves the proofs and operations
+// in `file` for the next.
+int conversions_in_place(pathlock::LockEngine& engine, const std::string& ns, long long steps, long long ring,
+                         const std::string& mid, const std::string& file, bool take) {
+  struct Held {
+    pathlock::Grant grant;
+    std::string op;
+  };
+  std::vector<Held> locks;
+  const auto path = [&](long long i) { return "/f/7" + mid + "/m" + std::to_string(i % ring); };
+  std::ifstream in(file);
+  for (Held h; !take && in >> h.grant.id >> h.grant.token >> h.op;) locks.push_back(h);
+  for (long long i = 0; take && i < ring; ++i) {
+    pathlock::LockRequest r{ns, "me", "upload", {{"target", path(i)}}};
+    r.ttl = pathlock::Millis(3600 * 1000);
+    const pathlock::AcquireResult g = engine.acquire(r);
+    if (!g) {
+      std::fprintf(stderr, "pathlock-pair-loop: a lock of the ring was refused\n");
+      return 1;
+    }
+    locks.push_back({g.grant, "upload"});
+  }
+  if (static_cast<long long>(locks.size()) != ring) {
+    std::fprintf(stderr, "pathlock-pair-loop: --locks %s holds no lock per path of the ring\n", file.c_str());
+    return 1;
+  }
+  for (long long i = 0; i < steps; ++i) {
+    Held& h = locks[static_cast<std::size_t>(i % ring)];
+    h.op = h.op == "upload" ? "delete_file" : "upload";
+    pathlock::ConvertRequest c = pathlock::ConvertRequest::of(ns, h.grant, h.op, {{"target", path(i)}});
+    c.ttl = pathlock::Millis(3600 * 1000);
+    if (!engine.convert(c)) {
+      std::fprintf(stderr, "pathlock-pair-loop: a conversion was refused\n");
+      return 1;
+    }
+  }
+  std::ofstream out(file, std::ios::trunc);
+  for (const Held& h : locks) out << h.grant.id << " " << h.grant.token << " " << h.op << "\n";
+  return out ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -123,9 +176,15 @@ int main(int argc, char** argv) {
     }
     if (p->has("refused")) return refusals(*engine, ns, pairs, ring, depth, held > 0);
     if (p->has("convert")) return conversions(*engine, ns, pairs, ring, mid);
+    if (p->has("convert-in-place"))
+      return conversions_in_place(*engine, ns, pairs, ring, mid, p->get("locks"), held > 0);
     const bool acquire_only = p->has("acquire");
+    const std::string op = p->get("op", "upload");
+    // (--acquire's locks stay: the run that takes the held locks keeps its
+    // own apart, so that the counted run's never meet them whatever the op.)
+    const std::string name = acquire_only && held > 0 ? "/w" : "/m";
     for (long long i = 0; i < pairs; ++i) {
-      const pathlock::LockRequest r{ns, "me", "upload", {{"target", "/f/7" + mid + "/m" + std::to_string(i % ring)}}};
+      const pathlock::LockRequest r{ns, "me", op, {{"target", "/f/7" + mid + name + std::to_string(i % ring)}}};
       const pathlock::AcquireResult g = engine->acquire(r);
       if (!g || (!acquire_only && !engine->release(ns, g.grant.id, g.grant.token))) {
         std::fprintf(stderr, "pathlock-pair-loop: a pair was refused or not released\n");
