@@ -87,6 +87,22 @@ def sample(granted, limit=6):
     return out
 
 
+def conversion_sample(limit=8):
+    """A few of matrix-cases.json's conversion cases of kind "beside" (a lock converted beside a held one): one
+    per (relation, outcome), each beside another held operation where it can, those whose converting lock stands
+    on the path under test first."""
+    beside = [c for c in load_vector("matrix-cases.json").get("conversion_cases", []) if c["kind"] == "beside"]
+    beside.sort(key=lambda c: not any(p.startswith("/t/") for p in c["from_targets"].values()))
+    out, seen, held = [], set(), set()
+    for fresh in (True, False):  # another held operation each time, where the cases allow
+        for c in beside:
+            if (c["relation"], c["outcome"]) not in seen and not (fresh and c["held_op"] in held):
+                seen.add((c["relation"], c["outcome"]))
+                held.add(c["held_op"])
+                out.append(c)
+    return out[:limit]
+
+
 def role_of(op):
     """The single role name of a one-target operation, from the cases."""
     for c in all_cases():

@@ -1,8 +1,8 @@
 """Conversion (docs/design.md#conversion, docs/lua-protocol.md#convert): the
 driver's `convert ID TOKEN OP PATH… [ttl=] [wait=] [fair=] [key=]` against
 the C++ engine (`pathlock shell`) on one namespace. A conversion is judged as
-an acquire of its new operation and targets (matrix-cases.json's cases, made
-by converting a lock); a lock converted on one side is seen converted on the
+an acquire of its new operation and targets (matrix-cases.json's conversion
+cases); a lock converted on one side is seen converted on the
 other; a refused one is unchanged; a waiting conversion is listed with the
 lock it converts; two converters that would wait for each other: the later
 one is answered would_deadlock. A conversion's dry run (`blockers OP PATH…
@@ -33,29 +33,30 @@ def lock_of(side, grant):
 
 
 def _ids(c):
-    return "{held_op}-{requested_op}-{relation}-{granted}".format(**c)
+    return "{from_op}-to-{to_op}-beside-{held_op}-{relation}-{outcome}".format(**c)
 
 
-@pytest.mark.parametrize("case", cases.sample(False) + cases.sample(True), ids=_ids)
+@pytest.mark.parametrize("case", cases.conversion_sample(), ids=_ids)
 @pytest.mark.parametrize("holder", ["cpp", "driver"])
 def test_a_conversion_is_judged_as_an_acquire(driver, cpp, needs, case, holder):
+    """matrix-cases.json's conversion cases (kind "beside"): the converting lock, often on the path under
+    test itself, converted beside a held lock gets the acquire's verdict and refusal."""
     needs("convert")
     d, c = driver(), cpp()
     first = c if holder == "cpp" else d
     held = check_grant(first.ask(acquire_line("first", case["held_op"], case["held_targets"])))
-    start = {role: "/kit-convert/from/" + role for role in case["requested_targets"]}
-    mine = check_grant(d.ask(acquire_line("second", case["requested_op"], start)))
+    mine = check_grant(d.ask(acquire_line("second", case["from_op"], case["from_targets"])))
     before = lock_of(c, mine)
-    r = d.ask(convert_line(mine, case["requested_op"], case["requested_targets"]))
-    if case["granted"]:
+    r = d.ask(convert_line(mine, case["to_op"], case["to_targets"]))
+    if case["outcome"] == "granted":
         g = check_grant(r)
         assert (g["id"], g["token"]) == (mine["id"], mine["token"]) and g["fence"] > mine["fence"] > held["fence"]
-        assert lock_of(c, mine)["targets"] == case["requested_targets"]
+        assert lock_of(c, mine)["targets"] == case["to_targets"]
     else:
         conflict = check_conflict(r)
         assert not r.get("would_deadlock")
         assert (conflict["id"], conflict["owner"], conflict["path"], conflict["relation"]) == (
-            held["id"], "first", case["held_path"], case["relation"])
+            held["id"], "first", "/t/h/x", case["relation"])
         after = lock_of(c, mine)
         assert (after["op"], after["targets"], after["fence"]) == (before["op"], before["targets"], before["fence"])
 
