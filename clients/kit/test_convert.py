@@ -99,15 +99,25 @@ def test_a_waiting_conversion_is_listed_and_granted_when_the_holder_leaves(drive
     assert c.ask("waiters") == {"waiters": []}
 
 
-def test_the_later_of_two_converters_waiting_for_each_other_is_would_deadlock(driver, cpp, needs):
-    needs("convert")
+def two_holders():
+    """cases.two_holders(), or the test skipped when the matrix has none."""
     pair = cases.two_holders()
     if pair is None:
         pytest.skip("the matrix has no two operations that hold together and refuse a third")
-    h1, h2, r, path = pair
+    return pair
+
+
+def hold(side, owner, op, path):
+    """A grant of one-target `op` on `path` through `side`."""
+    return check_grant(side.ask(acquire_line(owner, op, {cases.role_of(op): path})))
+
+
+def test_the_later_of_two_converters_waiting_for_each_other_is_would_deadlock(driver, cpp, needs):
+    needs("convert")
+    h1, h2, r, path = two_holders()
     d, c = driver(), cpp()
-    a = check_grant(c.ask(acquire_line("a", h1, {cases.role_of(h1): path})))
-    b = check_grant(d.ask(acquire_line("b", h2, {cases.role_of(h2): path})))
+    a = hold(c, "a", h1, path)
+    b = hold(d, "b", h2, path)
     c.send(convert_line(a, r, {cases.role_of(r): path}, f"wait={LONG}"))
     wait_until("a's conversion waits in line",
                lambda: [w.get("converts") for w in d.ask("waiters")["waiters"]] == [a["id"]])
@@ -142,13 +152,10 @@ def ids(answer):
 def test_a_conversions_dry_run_leaves_its_own_lock_out(driver, cpp, needs):
     needs("convert")
     needs("blockers")
-    pair = cases.two_holders()
-    if pair is None:
-        pytest.skip("the matrix has no two operations that hold together and refuse a third")
-    h1, h2, r, path = pair
+    h1, h2, r, path = two_holders()
     d, c = driver(), cpp()
-    a = check_grant(c.ask(acquire_line("a", h1, {cases.role_of(h1): path})))
-    b = check_grant(c.ask(acquire_line("b", h2, {cases.role_of(h2): path})))
+    a = hold(c, "a", h1, path)
+    b = hold(c, "b", h2, path)
     line = f"blockers {r} {quote(path)}"
     plain = dry_run(d, c, line)
     assert ids(plain) == sorted([a["id"], b["id"]]) and plain["truncated"] is False
@@ -167,7 +174,7 @@ def test_a_conversions_dry_run_passes_over_the_places_its_lock_refuses(driver, c
         pytest.skip("the matrix has no operations H, R, X with H refusing R, admitting X, and R refusing X")
     h, r, x, path = triple
     d, c, waiter = driver(), cpp(), cpp()
-    held = check_grant(c.ask(acquire_line("h", h, {cases.role_of(h): path})))
+    held = hold(c, "h", h, path)
     other = check_grant(c.ask(acquire_line("o", x, {cases.role_of(x): "/kit-convert/dry/elsewhere"})))
     waiter.send(acquire_line("w", r, {cases.role_of(r): path}, f"wait={LONG}"))
     in_line(c, "w")

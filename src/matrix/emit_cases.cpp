@@ -34,18 +34,12 @@ void for_each_case(const Matrix& m, Fn&& fn) {
   for (std::size_t h = 0; h < m.codes.size(); ++h) {
     const OpDef& hop = m.ops[static_cast<std::size_t>(m.codes[h].op)];
     const auto hrole = static_cast<std::size_t>(m.codes[h].role);
-    std::string held;
-    for (std::size_t r = 0; r < hop.roles.size(); ++r)
-      held += fmt::format("{}{}={}", held.empty() ? "" : ",", hop.roles[r].name,
-                          r == hrole ? std::string("/t/h/x") : "/t/held_other/" + hop.roles[r].name);
+    const std::string held = targets_text(m, m.codes[h].op, m.codes[h].role, "/t/h/x", "/t/held_other");
     for (std::size_t q = 0; q < m.codes.size(); ++q) {
       const OpDef& rop = m.ops[static_cast<std::size_t>(m.codes[q].op)];
       const auto rrole = static_cast<std::size_t>(m.codes[q].role);
       for (std::size_t rel = 0; rel < kRelationCount; ++rel) {
-        std::string req;
-        for (std::size_t r = 0; r < rop.roles.size(); ++r)
-          req += fmt::format("{}{}={}", req.empty() ? "" : ",", rop.roles[r].name,
-                             r == rrole ? std::string(req_path[rel]) : "/t/req_other/" + rop.roles[r].name);
+        const std::string req = targets_text(m, m.codes[q].op, m.codes[q].role, req_path[rel], "/t/req_other");
         const bool granted =
             m.verdict(static_cast<int>(h), static_cast<int>(q), static_cast<Relation>(rel)) != Verdict::deny;
         fn(Scenario{hop.name, hop.roles[hrole].name, rop.name, rop.roles[rrole].name,
@@ -97,6 +91,15 @@ nlohmann::ordered_json conversion_cases_json(const Matrix& m) {
 }
 
 }  // namespace
+
+std::string targets_text(const Matrix& m, int op, int role, const std::string& path, const std::string& prefix) {
+  std::string out;
+  const OpDef& d = m.ops[static_cast<std::size_t>(op)];
+  for (std::size_t r = 0; r < d.roles.size(); ++r)
+    out += fmt::format("{}{}={}", out.empty() ? "" : ",", d.roles[r].name,
+                       static_cast<int>(r) == role ? path : prefix + "/" + d.roles[r].name);
+  return out;
+}
 
 std::string emit_cases(const Matrix& m) {
   std::string out = fmt::format(

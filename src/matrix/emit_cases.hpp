@@ -22,6 +22,10 @@ std::string emit_cases(const Matrix& m);
 // fields of ConversionScenario (targets as {role: path}; empty ones left out).
 std::string emit_cases_json(const Matrix& m);
 
+// "role=path,..." of operation `op`: the role `role` at `path`, every other
+// role at PREFIX/ROLE (role -1: every role there), as the scenarios spell targets.
+std::string targets_text(const Matrix& m, int op, int role, const std::string& path, const std::string& prefix);
+
 // One conversion scenario (emit_conversions.cpp says what each kind sets
 // up). Targets are "role=path,..."; an empty op means no such lock.
 struct ConversionScenario {

@@ -29,27 +29,11 @@ namespace {
 
 constexpr int kDisjoint = static_cast<int>(kRelationCount);  // the relation after the matrix's three
 
-// "role=path,..." of op `op` with the role `role` at `path` and every other
-// role at PREFIX/ROLE.
-std::string place(const Matrix& m, int op, int role, const std::string& path, const std::string& prefix) {
-  std::string out;
-  const OpDef& d = m.ops[static_cast<std::size_t>(op)];
-  for (std::size_t r = 0; r < d.roles.size(); ++r)
-    out += fmt::format("{}{}={}", out.empty() ? "" : ",", d.roles[r].name,
-                       static_cast<int>(r) == role ? path : prefix + "/" + d.roles[r].name);
-  return out;
-}
-
 struct Codes {
   const Matrix& m;
   int size() const { return static_cast<int>(m.codes.size()); }
   bool denies(int held, int requested, int rel = 0) const {
     return rel != kDisjoint && m.verdict(held, requested, static_cast<Relation>(rel)) == Verdict::deny;
-  }
-  int code_of(int op, int role) const {
-    for (int c = 0; c < size(); ++c)
-      if (m.codes[static_cast<std::size_t>(c)].op == op && m.codes[static_cast<std::size_t>(c)].role == role) return c;
-    return -1;
   }
   // The first code `held` refuses on the same path (or -1).
   int first_refused_by(int held) const {
@@ -66,7 +50,7 @@ struct Codes {
   // Targets of code `c` with its role at `path`.
   std::string at(int c, const std::string& path, const std::string& prefix) const {
     const Code& k = m.codes[static_cast<std::size_t>(c)];
-    return place(m, k.op, k.role, path, prefix);
+    return targets_text(m, k.op, k.role, path, prefix);
   }
   std::string op(int c) const { return m.ops[static_cast<std::size_t>(m.codes[static_cast<std::size_t>(c)].op)].name; }
   std::string role(int c) const {
@@ -84,13 +68,13 @@ void beside(const Codes& k, std::vector<ConversionScenario>& out) {
   for (int h = 0; h < k.size(); ++h)
     for (int q = 0; q < k.size(); ++q)
       for (int rel = 0; rel <= kDisjoint; ++rel, ++turn) {
-        const int from_op = turn % ops, from_code = k.code_of(from_op, 0);
+        const int from_op = turn % ops, from_code = k.m.code_of(from_op, 0);
         const bool in_place = rel != kDisjoint && !k.denies(h, from_code, rel);
         ConversionScenario s;
         s.kind = "beside";
         s.held_op = k.op(h), s.held = k.at(h, kPath, "/t/held"), s.held_role = k.role(h);
         s.from_op = k.op(from_code);
-        s.from = in_place ? k.at(from_code, req_path[rel], "/t/from") : place(k.m, from_op, -1, "", "/c");
+        s.from = in_place ? k.at(from_code, req_path[rel], "/t/from") : targets_text(k.m, from_op, -1, "", "/c");
         s.to_op = k.op(q), s.to = k.at(q, req_path[rel], "/t/to"), s.to_role = k.role(q);
         s.relation = rel == kDisjoint ? "disjoint" : std::string(relation_name(static_cast<Relation>(rel)));
         const bool refused = k.denies(h, q, rel);
@@ -127,7 +111,7 @@ void behind(const Codes& k, std::vector<ConversionScenario>& out) {
       s.held_op = k.op(e), s.held = k.at(e, kPath, "/t/held"), s.held_role = k.role(e);
       s.other_op = k.op(d), s.other = k.at(d, kPath, "/t/other");
       const int from_op = (d + b) % ops;
-      s.from_op = k.m.ops[static_cast<std::size_t>(from_op)].name, s.from = place(k.m, from_op, -1, "", "/c");
+      s.from_op = k.m.ops[static_cast<std::size_t>(from_op)].name, s.from = targets_text(k.m, from_op, -1, "", "/c");
       s.to_op = k.op(b), s.to = k.at(b, kPath, "/t/to"), s.to_role = k.role(b);
       s.fair = (d + b) % 2 == 0;
       s.names = k.denies(e, b) ? "held" : s.fair && k.denies(d, b) ? "other" : "";
