@@ -232,10 +232,28 @@ do
     if not raw then return EMPTY end
     return decode(raw)
   end
+  -- A field of several codes (or of another code alone): its text after the
+  -- count of `code` moves by d (false: the field goes), kept per text and
+  -- move. A folder under several operations sees its counts move up and down
+  -- around the same values too, so the usual move costs two lookups instead
+  -- of a decode into a table and a sorted encode.
+  local MOVES = cache(4096)
+  local function moved_other(cur, code, d)
+    local e = MOVES.t[cur]
+    local key = d == 1 and code or -code
+    local s = e and e[key]
+    if s ~= nil then return s end
+    local t = decode(cur)
+    local n = (t[code] or 0) + d
+    t[code] = n > 0 and n or nil
+    s = encode(t) or false
+    if not e then e = keep(MOVES, cur, {}) end
+    e[key] = s
+    return s
+  end
   -- The new text of a field whose text is `cur` (false: absent) when the
-  -- count of `code` moves by d, in the usual cases: the field gets its first
-  -- count, loses its only one, or holds this code alone ("code:count"; false:
-  -- the field goes). nil for the other cases, which decode the field.
+  -- count of `code` moves by d (1 or -1; false: the field goes). nil only
+  -- for a count taken from an absent field, which decodes it.
   local function moved(cur, code, d, one_s)
     if not cur then
       if d == 1 then return one_s end
@@ -249,7 +267,7 @@ do
       k, v = k + d, v + d
       return k > 0 and (TEXT.t[v] or text_of(v, code, k))
     end
-    return nil
+    return moved_other(cur, code, d)
   end
   -- One count of `code` more (d = 1) or less (d = -1) in every field of a
   -- target at `path` (target_set).
