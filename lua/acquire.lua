@@ -12,7 +12,7 @@
   Uses:      Values (num), Call (begin), Commands (writable), Meta (check_meta,
              tag_available, own_tag, TAGS_FULL, tag_count, expire, evicting_policy, gcode), Paths (fields_of,
              entry_member, list_member, fence16), Index (batch, check_set, want, fetch,
-             want_target, bump_target, flush, texts), Records (unpack_lock, pack_lock, pack_waiter,
+             want_target, bump_target, flush), Records (unpack_lock, pack_lock, pack_waiter,
              head_of, key_field, remaining, read_back), Removal (load_waiters, remove_locks,
              remove_waiters, expired_locks, ended_waiters, remove_ended, add_once, CONVERTS),
              Conflicts (held_conflict, waiter_flag, older_waiter), Request (read_request),
@@ -37,7 +37,7 @@ do
   local fields_of, entry_member, list_member, fence16 = Paths.fields_of, Paths.entry_member, Paths.list_member,
     Paths.fence16
   local batch, check_set, want, fetch = Index.batch, Index.check_set, Index.want, Index.fetch
-  local want_target, bump_target, flush, texts = Index.want_target, Index.bump_target, Index.flush, Index.texts
+  local want_target, bump_target, flush = Index.want_target, Index.bump_target, Index.flush
   local unpack_lock, pack_lock, pack_waiter = Records.unpack_lock, Records.pack_lock, Records.pack_waiter
   local head_of, key_field, remaining, read_back = Records.head_of, Records.key_field, Records.remaining,
     Records.read_back
@@ -158,8 +158,8 @@ do
   -- grant writes through it; a refusal writes nothing), and the witnesses
   -- found are other locks' (lua/convert.lua).
   -- Fetches batch b; with a lock l (a conversion's), also the fields of l's
-  -- targets, and then takes l's counts out in memory (b.view: the texts the
-  -- check reads; b.own: the lock whose entries it passes over).
+  -- targets, and then takes l's counts out in memory (b.own: the lock whose
+  -- entries the check passes over, and whose batch it reads as changed).
   local function fetch_without(c, b, l)
     if l then
       for k = 1, #l.paths do want_target(c, b, l.paths[k], "h", "b") end
@@ -167,7 +167,7 @@ do
     fetch(c, b)
     if not l then return end
     for k = 1, #l.paths do bump_target(c, b, gcode(l.tag, l.info.first + k - 1), l.paths[k], "h", "b", -1) end
-    b.view, b.own = texts(b), l.id
+    b.own = l.id
   end
   local NOT_FLAGGED = {} -- no target flagged (shared, never written)
   local function held_refusal(c, r, own)

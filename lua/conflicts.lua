@@ -10,7 +10,7 @@
   line, scan the line: O(waiters x targets).
 
   Uses:      Values (num), Meta (gcode, blocks), Paths (within, path_info, nodes_of, kind_fields,
-             code4, spell, unspell), Index (lowest, val, decode, checks_of), Records (unpack_lock),
+             code4, spell, unspell), Index (lowest, val, decode, checks_of, text), Records (unpack_lock),
              Removal (load_waiters); PL_RELATIONS, PL_CODE_DIGITS, PL_FENCE_DIGITS
   Provides:  Conflicts.refusal, Conflicts.held_conflict,
              Conflicts.waiter_flag, Conflicts.older_waiter, Conflicts.lock_refuses
@@ -21,7 +21,7 @@ do
   local gcode, blocks = Meta.gcode, Meta.blocks
   local within, path_info, nodes_of, kind_fields = Paths.within, Paths.path_info, Paths.nodes_of, Paths.kind_fields
   local code4, spell, unspell = Paths.code4, Paths.spell, Paths.unspell
-  local lowest, val, decode, checks_of = Index.lowest, Index.val, Index.decode, Index.checks_of
+  local lowest, val, decode, checks_of, text = Index.lowest, Index.val, Index.decode, Index.checks_of, Index.text
   local unpack_lock = Records.unpack_lock
   local load_waiters = Removal.load_waiters
   local PATH_AT = PL_CODE_DIGITS + 1 -- where an entry member's path starts
@@ -82,6 +82,20 @@ do
     return unspell(best), best_code
   end
 
+  -- The codes counted in field text v (of kind b: held below a path) that
+  -- refuse `code` there, ascending; nil if none.
+  local function codes_below(c, v, code)
+    local present
+    for k, count in pairs(decode(v)) do
+      if count > 0 and blocks(c, 2, code, k) then
+        present = present or {}
+        present[#present + 1] = k
+      end
+    end
+    if present then tsort(present) end
+    return present
+  end
+
   -- The held lock that refuses `code` at `path`, by the canonical rule
   -- (docs/lua-protocol.md#the-conflicting-lock): strict ancestors from the
   -- root down, then the path, then below it. Returns nil (no conflict), or a
@@ -91,11 +105,13 @@ do
     local at, held, rel
     local p = path_info(path)
     local n, cf = p.n, checks_of(p).fields -- (h and b of node j: cf[2j - 1], cf[2j])
-    -- (A field's counts are its text as read, or a conversion's view of it,
-    -- and an absent field, the usual case, costs one lookup and no call.)
-    local raw, pos, own = b.view or b.raw, b.pos, b.own
+    -- (A field's text as read, or with a conversion's own counts taken out
+    -- (Index.text); an absent field, the usual case, costs no decode.)
+    local raw, pos, own = b.raw, b.pos, b.own
     for j = 1, n - 1 do
-      local v = raw[pos[cf[2 * j - 1]]]
+      local i = pos[cf[2 * j - 1]]
+      local v = raw[i]
+      if own then v = text(b, i) end
       held = v and lowest(c, decode(v), 1, code)
       if held then
         at, rel = nodes_of(p)[j], PL_RELATIONS[1]
@@ -103,20 +119,18 @@ do
       end
     end
     if not at then
-      local v = raw[pos[cf[2 * n - 1]]]
+      local i = pos[cf[2 * n - 1]]
+      local v = raw[i]
+      if own then v = text(b, i) end
       held = v and lowest(c, decode(v), 0, code)
       if held then at, rel = path, PL_RELATIONS[0] end
     end
     if not at then
-      local v = raw[pos[cf[2 * n]]]
-      if not v then return nil end
-      local below = decode(v)
-      local present = {}
-      for k, count in pairs(below) do
-        if count > 0 and blocks(c, 2, code, k) then present[#present + 1] = k end
-      end
-      if #present == 0 then return nil end
-      tsort(present)
+      local i = pos[cf[2 * n]]
+      local v = raw[i]
+      if own then v = text(b, i) end
+      local present = v and codes_below(c, v, code)
+      if not present then return nil end
       at, held = smallest_below(c, path, present, own)
       if not at then return { broken = "below " .. path } end
       rel = PL_RELATIONS[2]

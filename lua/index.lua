@@ -5,7 +5,7 @@
   Uses:      Values (num, int, cache, keep), Commands (chunked), Meta (blocks), Paths (path_info, kind_fields)
   Provides:  Index.EMPTY, Index.lowest, Index.check_set, Index.checks_of, Index.batch, Index.want,
              Index.want_target, Index.fetch, Index.val, Index.decode, Index.bump_target, Index.flush,
-             Index.texts
+             Index.text
 ]]
 local Index
 do
@@ -213,15 +213,6 @@ do
     if t == nil then return b.raw[i] or false end
     return t
   end
-  -- The texts of the fields of the batch now (false: absent), by position:
-  -- the fields changed since the fetch, the others read through to the
-  -- texts as read.
-  local function texts(b)
-    local t = setmeta({}, { __index = b.raw })
-    for i, v in pairs(b.cur) do t[i] = v end
-    for i, v in pairs(b.vals) do t[i] = encode(v) or false end
-    return t
-  end
   -- The counts of fetched field f (read-only; EMPTY when absent).
   local function val(b, f)
     local i = b.pos[f]
@@ -328,5 +319,5 @@ do
 
   Index = { EMPTY = EMPTY, lowest = lowest, check_set = check_set, checks_of = checks_of, batch = batch, want = want,
           want_target = want_target, fetch = fetch, val = val, decode = decode, bump_target = bump_target,
-          flush = flush, texts = texts }
+          flush = flush, text = text }
 end
