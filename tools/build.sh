@@ -17,11 +17,13 @@ mode=${1:-}
 case "$mode" in demo|test|asan|tsan) ;; *) echo "usage: tools/build.sh demo|test|asan|tsan" >&2; exit 2 ;; esac
 
 # demo: what configuring the tree and building the `pathlock` command need
-# (the C++ core with its Redis, PostgreSQL and metrics-server parts; catch2 and
-# libvalijson-dev are two header-only packages the configure step of the test
-# folder asks for). The other modes: everything the whole suite runs.
+# (the C++ core with its Redis, PostgreSQL and metrics-server parts; catch2,
+# libvalijson-dev, libutf8proc-dev and unicode-data are what the configure
+# step of the test folder asks for: two header-only libraries, the name
+# folding's Unicode library and the Unicode Character Database it is tested
+# against). The other modes: everything the whole suite runs.
 packages=(cmake g++ make pkg-config libhiredis-dev libssl-dev nlohmann-json3-dev libfmt-dev libcpp-httplib-dev libpq-dev
-          catch2 libvalijson-dev)
+          catch2 libvalijson-dev libutf8proc-dev unicode-data)
 if [ "$mode" != demo ]; then
   packages+=(openssl redis-server gnuplot-nox
           python3-dev python3-setuptools python3-pytest python3-pip python3-wheel pybind11-dev chromium chromium-driver python3-selenium
