@@ -28,7 +28,7 @@ if [ "$mode" != demo ]; then
   packages+=(openssl redis-server gnuplot-nox
           python3-dev python3-setuptools python3-pytest python3-pip python3-wheel pybind11-dev chromium chromium-driver python3-selenium
           fonts-noto-cjk golang-go golang-github-gomodule-redigo-dev golang-github-mna-redisc-dev golang-golang-x-net-dev litmus cadaver rclone nodejs
-          php-cli php-redis php-zip composer phpunit prometheus postgresql pgbouncer universal-ctags valgrind
+          php-cli php-redis php-zip php-intl php-mbstring golang-golang-x-text-dev composer phpunit prometheus postgresql pgbouncer universal-ctags valgrind
           dpkg-dev nftables iproute2 gdb libfaketime)
 fi
 missing=()
