@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Every client's folding of names agrees (issue 51; docs/design.md#names).
 
-Feeds the same names to the C++ folding (pathlock-names-fold, utf8proc), Go's
-(tools/dev/names_fold/fold.go, golang.org/x/text) and PHP's
-(tools/dev/names_fold/fold.php, intl's Normalizer and mbstring), under both
+Feeds the same names to the C++ folding (pathlock-names-fold, utf8proc; the
+Python client folds through it), Go's (tools/dev/names_fold/fold.go,
+golang.org/x/text), PHP's (fold.php, intl's Normalizer and mbstring) and
+Node's (fold.js, its ICU's normalize and CaseFolding.txt's table), under both
 folding policies, and fails on any line where two of them answer differently
 (a folded name, or a refusal and its reason). The names: every code point of
 Unicode 13.0 alone, every line of CaseFolding.txt and NormalizationTest.txt
@@ -86,6 +87,8 @@ def main():
             "C++ (utf8proc)": run([args.cpp, policy], inputs),
             "Go (x/text)": run(["go", "run", os.path.join(args.tools, "fold.go"), policy, args.assigned], inputs, go_env),
             "PHP (intl, mbstring)": run(["php", os.path.join(args.tools, "fold.php"), policy, args.assigned], inputs),
+            "Node (ICU, CaseFolding.txt)": run(["node", os.path.join(args.tools, "fold.js"), policy, args.assigned,
+                                               os.path.join(args.unicode, "CaseFolding.txt")], inputs),
         }
         for who, got in answers.items():
             if len(got) != len(lines):
