@@ -108,22 +108,15 @@ do
     -- (A field's text as read, or with a conversion's own counts taken out
     -- (Index.text); an absent field, the usual case, costs no decode.)
     local raw, pos, own = b.raw, b.pos, b.own
-    for j = 1, n - 1 do
-      local i = pos[cf[2 * j - 1]]
+    for j = 1, n do -- (held at node j: a strict ancestor, relation 1, then the path itself, relation 0)
+      local i, r = pos[cf[2 * j - 1]], j < n and 1 or 0
       local v = raw[i]
       if own then v = text(b, i) end
-      held = v and lowest(c, decode(v), 1, code)
+      held = v and lowest(c, decode(v), r, code)
       if held then
-        at, rel = nodes_of(p)[j], PL_RELATIONS[1]
+        at, rel = r == 1 and nodes_of(p)[j] or path, PL_RELATIONS[r]
         break
       end
-    end
-    if not at then
-      local i = pos[cf[2 * n - 1]]
-      local v = raw[i]
-      if own then v = text(b, i) end
-      held = v and lowest(c, decode(v), 0, code)
-      if held then at, rel = path, PL_RELATIONS[0] end
     end
     if not at then
       local i = pos[cf[2 * n]]

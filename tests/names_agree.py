@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Every client's folding of names agrees (issue 51; docs/design.md#names).
 
-Feeds the same names to the C++ folding (pathlock-names-fold, utf8proc; the
+Feeds the same names to the C++ folding (tests/names_fold_driver.cpp, utf8proc; the
 Python client folds through it), Go's (tools/dev/names_fold/fold.go,
 golang.org/x/text), PHP's (fold.php, intl's Normalizer and mbstring) and
 Node's (fold.js, its ICU's normalize and CaseFolding.txt's table), under both
@@ -12,11 +12,12 @@ Unicode 13.0 alone, every line of CaseFolding.txt and NormalizationTest.txt
 malformed UTF-8, and 3,000 random mixtures of cased letters, combining marks,
 Hangul and the special-casing characters (fixed seed).
 
-Usage: names_agree.py --cpp PATHLOCK_NAMES_FOLD --tools DIR --assigned INC --unicode DIR --normalization FILE
+Usage: names_agree.py --cpp NAMES_FOLD_DRIVER --tools DIR --assigned INC --unicode DIR --normalization FILE
 """
 import argparse
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -35,7 +36,6 @@ def text(cps):
 
 
 def assigned_ranges(inc):
-    import re
     with open(inc, encoding="utf-8") as f:
         return [(int(a, 16), int(b, 16)) for a, b in re.findall(r"\{0x([0-9A-F]+), 0x([0-9A-F]+)\}", f.read())]
 

@@ -56,7 +56,7 @@ def test_a_conversion_is_judged_as_an_acquire(driver, cpp, needs, case, holder):
         conflict = check_conflict(r)
         assert not r.get("would_deadlock")
         assert (conflict["id"], conflict["owner"], conflict["path"], conflict["relation"]) == (
-            held["id"], "first", "/t/h/x", case["relation"])
+            held["id"], "first", case["held_targets"][case["held_role"]], case["relation"])
         after = lock_of(c, mine)
         assert (after["op"], after["targets"], after["fence"]) == (before["op"], before["targets"], before["fence"])
 
